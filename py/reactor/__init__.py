@@ -1,0 +1,79 @@
+"""reactor: a command registry and contribution points that give AI agents a safe reach into plugins.
+
+The same package runs on CPython (tests, the server) and in Pyodide (the page). Only
+`reactor.browser` knows about `js`; `reactor.server` is the Python tier and never loads in the page.
+"""
+
+from __future__ import annotations
+
+from .agent_tools import (
+    AgentTools,
+    agent_tool_bundles,
+    check_agent_tools,
+    define_agent_tools,
+    load_agent_tools,
+    watch_agent_tool_bundles,
+)
+from .commands import Command, CommandRegistry, CommandsChanged
+from .contributions import Contribution, ContributionPoint, ContributionRegistry, contribution
+from .disposable import Disposable, DisposableSet
+from .errors import (
+    CommandError,
+    CommandFailedError,
+    CommandNotFoundError,
+    CommandUnavailableError,
+    ContributionError,
+    DeclarationError,
+    DuplicateCommandError,
+    InvalidArgumentsError,
+    PluginDependencyError,
+    PluginError,
+    PluginLoadError,
+    PluginNotFoundError,
+    ReactorError,
+)
+from .events import Emitter
+from .page import HttpError, MemoryPage, Page
+from .platform import PluginPlatform
+from .plugins import LoadReport, Plugin, PluginContext, Reactor, define_plugin
+
+__all__ = [
+    "AgentTools",
+    "Command",
+    "CommandError",
+    "CommandFailedError",
+    "CommandNotFoundError",
+    "CommandRegistry",
+    "CommandUnavailableError",
+    "CommandsChanged",
+    "Contribution",
+    "ContributionError",
+    "ContributionPoint",
+    "ContributionRegistry",
+    "DeclarationError",
+    "Disposable",
+    "DisposableSet",
+    "DuplicateCommandError",
+    "Emitter",
+    "HttpError",
+    "InvalidArgumentsError",
+    "LoadReport",
+    "MemoryPage",
+    "Page",
+    "Plugin",
+    "PluginContext",
+    "PluginDependencyError",
+    "PluginError",
+    "PluginLoadError",
+    "PluginNotFoundError",
+    "PluginPlatform",
+    "Reactor",
+    "ReactorError",
+    "agent_tool_bundles",
+    "check_agent_tools",
+    "contribution",
+    "define_agent_tools",
+    "define_plugin",
+    "load_agent_tools",
+    "watch_agent_tool_bundles",
+]

@@ -1,0 +1,154 @@
+"""AgentTools: the contribution point through which a plugin says which commands are model tools.
+
+A bundle is plain JSON data in the seed's shape, so the page and the Python tier can read the
+same file: {id, name, description, plugin, commands: [{name, command, description,
+parameters?}], toolset}. `define_agent_tools` refuses, at declaration, anything a model
+provider would refuse at request time.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .contributions import ContributionPoint
+from .disposable import Disposable
+from .errors import DeclarationError
+from .schema import schema_problem
+
+# The names OpenAI, Anthropic and Gemini all accept (PLATFORM-NOTES "Tool names").
+TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+BUNDLE_KEYS = {"id", "name", "description", "plugin", "commands", "toolset"}
+COMMAND_KEYS = {"name", "command", "description", "parameters"}
+
+
+def define_agent_tools(
+    *,
+    id: str,
+    name: str,
+    plugin: str,
+    commands: Iterable[dict[str, Any]],
+    description: str = "",
+    toolset: Iterable[str] | None = None,
+) -> dict[str, Any]:
+    """Check a bundle and fill its bookkeeping; the toolset defaults to every tool's name."""
+    owner = id if isinstance(id, str) and id else "?"
+
+    def refuse(field: str, value: Any, rule: str) -> DeclarationError:
+        return DeclarationError(f"AgentTools bundle {owner!r}: {field} {rule}", owner=owner, field=field, value=value)
+
+    for field, value in (("id", id), ("name", name), ("plugin", plugin)):
+        if not isinstance(value, str) or not value.strip():
+            raise refuse(field, value, f"must be a non-empty string, not {value!r}.")
+    if not isinstance(description, str):
+        raise refuse("description", description, "must be a string.")
+    if isinstance(commands, (str, bytes, dict)) or not isinstance(commands, Iterable):
+        raise refuse("commands", commands, "must be a list of tools.")
+
+    tools: list[dict[str, Any]] = []
+    for index, tool in enumerate(commands):
+        where = f"commands[{index}]"
+        if not isinstance(tool, dict):
+            raise refuse(where, tool, f"must be an object, not {type(tool).__name__}.")
+        unknown = sorted(set(tool) - COMMAND_KEYS)
+        if unknown:
+            raise refuse(f"{where}.{unknown[0]}", tool[unknown[0]], f"is not a tool field; use {sorted(COMMAND_KEYS)}.")
+        tool_name = tool.get("name")
+        if not isinstance(tool_name, str) or not TOOL_NAME.fullmatch(tool_name):
+            raise refuse(
+                f"{where}.name", tool_name,
+                f"{tool_name!r} is not a name a model can call: use 1 to 64 letters, digits, '_' or '-', "
+                "starting with a letter or '_' (no dots or spaces).",
+            )
+        if any(t["name"] == tool_name for t in tools):
+            raise refuse(f"{where}.name", tool_name, f"{tool_name!r} is declared twice; tool names must be unique.")
+        command = tool.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise refuse(f"{where}.command", command, f"of tool {tool_name!r} must be a command id, not {command!r}.")
+        tool_description = tool.get("description")
+        if not isinstance(tool_description, str) or not tool_description.strip():
+            raise refuse(
+                f"{where}.description", tool_description,
+                f"of tool {tool_name!r} must say, in a sentence, what the tool does and when to use it.",
+            )
+        entry: dict[str, Any] = {"name": tool_name, "command": command, "description": tool_description}
+        if "parameters" in tool and tool["parameters"] is not None:
+            problem = schema_problem(tool["parameters"])
+            if problem:
+                raise refuse(f"{where}.parameters", tool["parameters"], f"of tool {tool_name!r} are refused: {problem}.")
+            entry["parameters"] = copy.deepcopy(tool["parameters"])
+        tools.append(entry)
+
+    names = [t["name"] for t in tools]
+    if toolset is None:
+        granted = list(names)
+    elif isinstance(toolset, (str, bytes)) or not isinstance(toolset, Iterable):
+        raise refuse("toolset", toolset, "must be a list of tool names.")
+    else:
+        granted = list(toolset)
+        for tool_name in granted:
+            if tool_name not in names:
+                raise refuse(
+                    "toolset", tool_name,
+                    f"names {tool_name!r}, which the bundle does not declare; it declares {names}.",
+                )
+        if len(set(granted)) != len(granted):
+            raise refuse("toolset", granted, "names a tool twice.")
+    return {
+        "id": id,
+        "name": name,
+        "description": description,
+        "plugin": plugin,
+        "commands": tools,
+        "toolset": granted,
+    }
+
+
+def check_agent_tools(bundle: Any) -> dict[str, Any]:
+    """Check a bundle given as plain data (a JSON file, a contribution, a server plugin's return)."""
+    if not isinstance(bundle, dict):
+        raise DeclarationError(
+            f"An AgentTools bundle must be an object, not {type(bundle).__name__}.", owner="?", field="", value=bundle
+        )
+    unknown = sorted(set(bundle) - BUNDLE_KEYS)
+    if unknown:
+        owner = str(bundle.get("id", "?"))
+        raise DeclarationError(
+            f"AgentTools bundle {owner!r}: {unknown[0]} is not a bundle field; use {sorted(BUNDLE_KEYS)}.",
+            owner=owner, field=unknown[0], value=bundle[unknown[0]],
+        )
+    return define_agent_tools(**{k: bundle.get(k) for k in ("id", "name", "plugin", "commands")},
+                              description=bundle.get("description", ""), toolset=bundle.get("toolset"))
+
+
+def load_agent_tools(path: str | Path) -> dict[str, Any]:
+    """Read and check a bundle JSON file; a broken file is refused with its name and line."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise DeclarationError(
+            f"{path.name} is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}.",
+            owner=path.name, field="", value=None,
+        ) from error
+    return check_agent_tools(data)
+
+
+AgentTools: ContributionPoint[dict[str, Any]] = ContributionPoint(
+    "reactor.agentTools",
+    "Bundles of commands a model may call as tools.",
+    check=check_agent_tools,
+)
+
+
+def agent_tool_bundles(reactor: Any) -> list[dict[str, Any]]:
+    """Every contributed bundle, as plain data a host can keep or serialise."""
+    return copy.deepcopy(reactor.contributions.values(AgentTools))
+
+
+def watch_agent_tool_bundles(reactor: Any, listener: Callable[[list[dict[str, Any]]], object]) -> Disposable:
+    """Call `listener` with the new list whenever a plugin adds or withdraws a bundle."""
+    return reactor.contributions.watch(AgentTools, lambda _: listener(agent_tool_bundles(reactor)))

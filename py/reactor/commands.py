@@ -1,0 +1,194 @@
+"""The command registry: what a person runs from the palette and an agent calls as a tool."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+from .disposable import Disposable
+from .errors import (
+    CommandFailedError,
+    CommandNotFoundError,
+    CommandUnavailableError,
+    DuplicateCommandError,
+    InvalidArgumentsError,
+)
+from .events import Emitter
+from .schema import argument_problems, schema_problem
+
+Handler = Callable[[dict[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class Command:
+    """One registered command. `parameters`, when given, is the JSON Schema its arguments obey."""
+
+    id: str
+    execute: Handler
+    label: str = ""
+    description: str = ""
+    is_enabled: Callable[[], bool] | None = None
+    disabled_reason: str = ""
+    parameters: dict[str, Any] | None = None
+    plugin: str = ""
+    is_async: bool = field(default=False, compare=False)
+
+    @property
+    def is_available(self) -> bool:
+        return self.is_enabled is None or bool(self.is_enabled())
+
+    def describe(self) -> dict[str, Any]:
+        """Plain data for a palette or a listing."""
+        return {
+            "id": self.id,
+            "label": self.label or self.id,
+            "description": self.description,
+            "plugin": self.plugin,
+            "available": self.is_available,
+        }
+
+
+@dataclass(frozen=True)
+class CommandsChanged:
+    """Told to subscribers: which command came or went."""
+
+    kind: str  # "added" | "removed"
+    command_id: str
+
+
+class CommandRegistry:
+    """Holds commands by id; `execute_command` returns exactly what the handler returned."""
+
+    def __init__(self) -> None:
+        self._commands: dict[str, Command] = {}
+        self.changed: Emitter[CommandsChanged] = Emitter()
+
+    def register_command(
+        self,
+        id: str,
+        execute: Handler,
+        *,
+        label: str = "",
+        description: str = "",
+        is_enabled: Callable[[], bool] | None = None,
+        disabled_reason: str = "",
+        parameters: dict[str, Any] | None = None,
+        plugin: str = "",
+    ) -> Disposable:
+        """Add a command; the Disposable removes exactly this registration."""
+        if not isinstance(id, str) or not id.strip():
+            raise DuplicateCommandError(f"A command id must be a non-empty string, not {id!r}.", command_id=str(id))
+        if id in self._commands:
+            owner = self._commands[id].plugin
+            by = f" by plugin {owner!r}" if owner else ""
+            raise DuplicateCommandError(
+                f"The command {id!r} is already registered{by}; dispose that registration first "
+                "or choose another id.",
+                command_id=id,
+            )
+        if not callable(execute):
+            raise TypeError(f"The handler of command {id!r} must be callable, not {type(execute).__name__}.")
+        if parameters is not None and (problem := schema_problem(parameters)):
+            raise ValueError(f"The parameters of command {id!r} are refused: {problem}.")
+        command = Command(
+            id, execute, label, description, is_enabled, disabled_reason, parameters, plugin,
+            is_async=inspect.iscoroutinefunction(execute),
+        )
+        self._commands[id] = command
+        self.changed.emit(CommandsChanged("added", id))
+
+        def unregister() -> None:
+            if self._commands.get(id) is command:
+                del self._commands[id]
+                self.changed.emit(CommandsChanged("removed", id))
+
+        return Disposable(unregister)
+
+    def has_command(self, id: str) -> bool:
+        return id in self._commands
+
+    def get_command(self, id: str) -> Command:
+        try:
+            return self._commands[id]
+        except (KeyError, TypeError):
+            raise CommandNotFoundError(
+                f"There is no command {id!r}. Registered commands: {_sample(self._commands)}.",
+                command_id=str(id),
+            ) from None
+
+    def list_commands(self) -> list[Command]:
+        """Every command, unavailable ones included, in registration order."""
+        return list(self._commands.values())
+
+    def call_command(self, id: str, args: dict[str, Any] | None = None) -> Any:
+        """Run a sync handler at once, or hand back the awaitable of an async one.
+
+        This is the fast path for the page: an `await` through the browser's event loop costs
+        ten times a sync call. It raises the same errors `execute_command` does.
+        """
+        command = self.get_command(id)
+        args = self._checked_arguments(command, args)
+        if not command.is_available:
+            reason = command.disabled_reason or "it is disabled in the current state of the page"
+            raise CommandUnavailableError(
+                f"The command {id!r} is unavailable right now: {reason}", command_id=id, reason=reason
+            )
+        try:
+            result = command.execute(args)
+        except Exception as error:
+            raise _failed(id, error) from error
+        if inspect.isawaitable(result):
+            return _awaited(id, result)
+        return result
+
+    async def execute_command(self, id: str, args: dict[str, Any] | None = None) -> Any:
+        """Await the command's handler and return its value; every failure is a CommandError."""
+        result = self.call_command(id, args)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    def _checked_arguments(self, command: Command, args: Any) -> dict[str, Any]:
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            raise InvalidArgumentsError(
+                f"The arguments of {command.id!r} must be an object, not {type(args).__name__}.",
+                command_id=command.id,
+                problems=[{"path": "$", "message": f"expected an object, got {type(args).__name__}"}],
+            )
+        if command.parameters is not None:
+            problems = argument_problems(command.parameters, args)
+            if problems:
+                listed = "; ".join(f"{p['path']}: {p['message']}" for p in problems)
+                raise InvalidArgumentsError(
+                    f"The arguments of {command.id!r} are invalid: {listed}.",
+                    command_id=command.id,
+                    problems=problems,
+                )
+        return args
+
+
+async def _awaited(id: str, awaitable: Awaitable[Any]) -> Any:
+    try:
+        return await awaitable
+    except Exception as error:
+        raise _failed(id, error) from error
+
+
+def _failed(id: str, error: Exception) -> CommandFailedError:
+    # The handler's own sentence is what the caller needs; a bare KeyError prints only the key.
+    if isinstance(error, KeyError):
+        message = f"The command {id!r} failed: there is no {error.args[0]!r}."
+    else:
+        message = str(error).strip() or f"The command {id!r} failed with {type(error).__name__}."
+    return CommandFailedError(message, command_id=id, cause=error)
+
+
+def _sample(commands: dict[str, Command], limit: int = 8) -> str:
+    ids = sorted(commands)
+    if not ids:
+        return "none"
+    more = f" and {len(ids) - limit} more" if len(ids) > limit else ""
+    return ", ".join(ids[:limit]) + more

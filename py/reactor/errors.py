@@ -1,0 +1,94 @@
+"""Every error reactor raises, so a caller can catch one family and read structured fields.
+
+ReactorError
+├── CommandError                      .command_id
+│   ├── CommandNotFoundError          no command has that id
+│   ├── CommandUnavailableError       listed, but refused to run now (.reason)
+│   ├── CommandFailedError            the handler raised (.cause); the message is the handler's
+│   ├── DuplicateCommandError         the id is taken; nothing was overwritten
+│   └── InvalidArgumentsError         the arguments break the command's schema (.problems)
+├── ContributionError                 .point_id, .contribution_id
+├── PluginError                       .plugin
+│   ├── PluginLoadError               register() raised; its registrations were rolled back (.cause)
+│   ├── PluginDependencyError         a required plugin is missing, failed, or forms a cycle
+│   └── PluginNotFoundError           no plugin has that name
+└── DeclarationError                  a declaration a model would trip on (.owner, .field, .value)
+
+Every message is a sentence naming the offending value, written for whoever must act on it:
+a developer for declarations, a model or a person for commands.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ReactorError(Exception):
+    """Base of every error reactor raises on purpose."""
+
+
+class CommandError(ReactorError):
+    def __init__(self, message: str, *, command_id: str) -> None:
+        super().__init__(message)
+        self.command_id = command_id
+
+
+class CommandNotFoundError(CommandError):
+    pass
+
+
+class CommandUnavailableError(CommandError):
+    def __init__(self, message: str, *, command_id: str, reason: str = "") -> None:
+        super().__init__(message, command_id=command_id)
+        self.reason = reason
+
+
+class CommandFailedError(CommandError):
+    def __init__(self, message: str, *, command_id: str, cause: BaseException) -> None:
+        super().__init__(message, command_id=command_id)
+        self.cause = cause
+
+
+class DuplicateCommandError(CommandError):
+    pass
+
+
+class InvalidArgumentsError(CommandError):
+    def __init__(self, message: str, *, command_id: str, problems: list[dict[str, str]]) -> None:
+        super().__init__(message, command_id=command_id)
+        self.problems = problems
+
+
+class ContributionError(ReactorError):
+    def __init__(self, message: str, *, point_id: str, contribution_id: str = "") -> None:
+        super().__init__(message)
+        self.point_id = point_id
+        self.contribution_id = contribution_id
+
+
+class PluginError(ReactorError):
+    def __init__(self, message: str, *, plugin: str) -> None:
+        super().__init__(message)
+        self.plugin = plugin
+
+
+class PluginLoadError(PluginError):
+    def __init__(self, message: str, *, plugin: str, cause: BaseException) -> None:
+        super().__init__(message, plugin=plugin)
+        self.cause = cause
+
+
+class PluginDependencyError(PluginError):
+    pass
+
+
+class PluginNotFoundError(PluginError):
+    pass
+
+
+class DeclarationError(ReactorError):
+    def __init__(self, message: str, *, owner: str, field: str, value: Any = None) -> None:
+        super().__init__(message)
+        self.owner = owner
+        self.field = field
+        self.value = value

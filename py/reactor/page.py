@@ -1,0 +1,87 @@
+"""What plugins may ask of the page they run in, and an in-memory stand-in for CPython.
+
+Plugins never import `js`: they call these services through `reactor.services["page"]`.
+`reactor.browser` implements them in the browser; `MemoryPage` implements them here, so
+every plugin runs its tests on CPython. Both speak real HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+from typing import Any, Protocol
+
+
+class HttpError(Exception):
+    """The server answered with an error status; `.status` and the server's `.detail`."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(f"The server answered {status}: {detail}")
+        self.status = status
+        self.detail = detail
+
+
+class Page(Protocol):
+    """The services a plugin may use. Each is safe to call from a command handler."""
+
+    def show(self, view: str, state: dict[str, Any]) -> None:
+        """Render `state` in the page's `view` (the JS renderer of that view draws it)."""
+
+    def open_tab(self, url: str) -> bool:
+        """Open `url` in a new tab; False when the browser blocked it."""
+
+    async def request_fullscreen(self) -> str:
+        """Enter full screen; "" on success, else the browser's reason for refusing."""
+
+    async def fetch_json(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
+        """Send JSON, return the decoded answer; HttpError on a 4xx/5xx, OSError when unreachable."""
+
+
+class MemoryPage:
+    """A page without a browser: records what was shown and opened; speaks real HTTP."""
+
+    def __init__(self, *, allow_fullscreen: bool = False, allow_tabs: bool = True, base_url: str = "") -> None:
+        self.allow_fullscreen = allow_fullscreen
+        self.allow_tabs = allow_tabs
+        self.base_url = base_url
+        self.views: dict[str, dict[str, Any]] = {}
+        self.opened: list[str] = []
+        self.fullscreen = False
+
+    def show(self, view: str, state: dict[str, Any]) -> None:
+        self.views[view] = json.loads(json.dumps(state))
+
+    def open_tab(self, url: str) -> bool:
+        if self.allow_tabs:
+            self.opened.append(url)
+        return self.allow_tabs
+
+    async def request_fullscreen(self) -> str:
+        if not self.allow_fullscreen:
+            return "Permissions check failed"
+        self.fullscreen = True
+        return ""
+
+    async def fetch_json(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
+        return await asyncio.to_thread(_urllib_json, method, self.base_url + url, body, headers or {})
+
+
+def _urllib_json(method: str, url: str, body: Any, headers: dict[str, str]) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method, headers={"content-type": "application/json", **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            raw = response.read()
+    except urllib.error.HTTPError as error:
+        raise HttpError(error.code, _detail(error.read())) from None
+    return json.loads(raw) if raw else None
+
+
+def _detail(raw: bytes) -> str:
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return raw.decode(errors="replace")[:200]
+    return str(data.get("error", data)) if isinstance(data, dict) else str(data)

@@ -1,0 +1,180 @@
+"""Plugins and the Reactor that loads them: in dependency order, isolated, undone on unload."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+from .commands import CommandRegistry, Handler
+from .contributions import Contribution, ContributionPoint, ContributionRegistry
+from .disposable import Disposable, DisposableSet
+from .errors import PluginDependencyError, PluginError, PluginLoadError, PluginNotFoundError
+from .events import Emitter
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """What a plugin is: a name, what it contributes, what it registers, what it needs first."""
+
+    name: str
+    register: Callable[[PluginContext], object] | None = None
+    contributes: tuple[Contribution[Any], ...] = ()
+    requires: tuple[str, ...] = ()
+    description: str = ""
+
+
+def define_plugin(
+    *,
+    name: str,
+    register: Callable[[PluginContext], object] | None = None,
+    contributes: Sequence[Contribution[Any]] = (),
+    requires: Sequence[str] = (),
+    description: str = "",
+) -> Plugin:
+    """Declare a plugin; nothing runs until a Reactor loads it."""
+    if not isinstance(name, str) or not name.strip():
+        raise PluginError(f"A plugin needs a non-empty name, not {name!r}.", plugin=str(name))
+    for item in contributes:
+        if not isinstance(item, Contribution):
+            raise PluginError(
+                f"Plugin {name!r} contributes {item!r}; use contribution(Point, value, id=...).", plugin=name
+            )
+    if register is not None and not callable(register):
+        raise PluginError(f"The register of plugin {name!r} must be callable.", plugin=name)
+    return Plugin(name, register, tuple(contributes), tuple(requires), description)
+
+
+@dataclass
+class PluginContext:
+    """Handed to `register`: every registration made through it is undone with the plugin."""
+
+    reactor: Reactor
+    plugin: str
+    disposables: DisposableSet = field(default_factory=DisposableSet)
+
+    def register_command(self, id: str, execute: Handler, **options: Any) -> Disposable:
+        return self.disposables.add(
+            self.reactor.commands.register_command(id, execute, plugin=self.plugin, **options)
+        )
+
+    def contribute(self, point: ContributionPoint[Any], value: Any, *, id: str, order: int = 0) -> Disposable:
+        return self.disposables.add(
+            self.reactor.contributions.contribute(point, value, id=id, order=order, plugin=self.plugin)
+        )
+
+    def on_dispose(self, undo: Callable[[], None]) -> Disposable:
+        """Run `undo` when the plugin unloads (close a store, drop a subscription)."""
+        return self.disposables.add(Disposable(undo))
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    """What `load_plugins` did: who loaded, and why each of the others did not."""
+
+    loaded: list[str]
+    failed: dict[str, PluginError]
+
+
+class Reactor:
+    """One page's runtime: its commands, contribution points and loaded plugins."""
+
+    def __init__(self, *, services: dict[str, Any] | None = None) -> None:
+        self.commands = CommandRegistry()
+        self.contributions = ContributionRegistry()
+        self.services: dict[str, Any] = dict(services or {})
+        self.plugin_failed: Emitter[PluginError] = Emitter()
+        self._loaded: dict[str, tuple[Plugin, PluginContext]] = {}
+
+    @property
+    def plugins(self) -> list[str]:
+        """Names of the loaded plugins, in load order."""
+        return list(self._loaded)
+
+    async def execute_command(self, id: str, args: dict[str, Any] | None = None) -> Any:
+        return await self.commands.execute_command(id, args)
+
+    def load_plugins(self, plugins: Iterable[Plugin]) -> LoadReport:
+        """Load each plugin after those it requires; a failure stops only it and its dependents."""
+        pending = {p.name: p for p in plugins}
+        loaded: list[str] = []
+        failed: dict[str, PluginError] = {}
+        for plugin in _dependency_order(pending, failed):
+            missing = [r for r in plugin.requires if r not in self._loaded]
+            try:
+                if missing:
+                    why = ", ".join(f"{r!r} ({'failed' if r in failed else 'not loaded'})" for r in missing)
+                    raise PluginDependencyError(
+                        f"Plugin {plugin.name!r} needs {why}; load those first.", plugin=plugin.name
+                    )
+                self.load_plugin(plugin)
+                loaded.append(plugin.name)
+            except PluginError as error:
+                failed[plugin.name] = error
+        for error in failed.values():
+            self.plugin_failed.emit(error)
+        return LoadReport(loaded, failed)
+
+    def load_plugin(self, plugin: Plugin) -> None:
+        """Load one plugin; if its register raises, everything it registered is rolled back."""
+        if plugin.name in self._loaded:
+            raise PluginError(f"Plugin {plugin.name!r} is already loaded; unload it first.", plugin=plugin.name)
+        missing = [r for r in plugin.requires if r not in self._loaded]
+        if missing:
+            raise PluginDependencyError(
+                f"Plugin {plugin.name!r} needs {', '.join(map(repr, missing))} loaded first.", plugin=plugin.name
+            )
+        context = PluginContext(self, plugin.name)
+        try:
+            for item in plugin.contributes:
+                context.contribute(item.point, item.value, id=item.id, order=item.order)
+            if plugin.register is not None:
+                plugin.register(context)
+        except Exception as error:
+            context.disposables.dispose()
+            raise PluginLoadError(
+                f"Plugin {plugin.name!r} failed to load and was rolled back: {error}",
+                plugin=plugin.name,
+                cause=error,
+            ) from error
+        self._loaded[plugin.name] = (plugin, context)
+
+    def unload_plugin(self, name: str) -> list[str]:
+        """Unload a plugin and, first, every loaded plugin that requires it; return who went."""
+        if name not in self._loaded:
+            raise PluginNotFoundError(
+                f"No plugin {name!r} is loaded. Loaded: {', '.join(self._loaded) or 'none'}.", plugin=name
+            )
+        gone: list[str] = []
+        for dependent in [n for n, (p, _) in self._loaded.items() if name in p.requires]:
+            if dependent in self._loaded:
+                gone += self.unload_plugin(dependent)
+        _, context = self._loaded.pop(name)
+        context.disposables.dispose()
+        return gone + [name]
+
+
+def _dependency_order(pending: dict[str, Plugin], failed: dict[str, PluginError]) -> list[Plugin]:
+    """Topological order of `pending`; plugins in a cycle are put in `failed` instead."""
+    order: list[Plugin] = []
+    state: dict[str, str] = {}
+
+    def visit(name: str, trail: list[str]) -> None:
+        if state.get(name) == "done" or name not in pending:
+            return
+        if state.get(name) == "visiting":
+            cycle = trail[trail.index(name):] + [name]
+            for member in cycle[:-1]:
+                failed[member] = PluginDependencyError(
+                    f"Plugins require each other in a cycle: {' -> '.join(cycle)}.", plugin=member
+                )
+            return
+        state[name] = "visiting"
+        for required in pending[name].requires:
+            visit(required, trail + [name])
+        state[name] = "done"
+        if name not in failed:
+            order.append(pending[name])
+
+    for name in pending:
+        visit(name, [])
+    return order

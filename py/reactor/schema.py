@@ -1,0 +1,52 @@
+"""JSON Schema in one place: checking a declared schema, and validating arguments against it.
+
+Compiled validators are cached by the schema's canonical JSON, so a tool called a thousand
+times compiles its schema once.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+
+def schema_problem(schema: Any) -> str:
+    """Return why `schema` cannot describe a tool's arguments, or "" when it can."""
+    if not isinstance(schema, dict):
+        return f"it must be a JSON Schema object, not {type(schema).__name__}"
+    if schema.get("type") != "object":
+        return f'its top-level "type" must be "object", not {schema.get("type")!r}'
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as error:
+        where = json_path(error.path)
+        return f"it is not a valid JSON Schema: {error.message} (at {where})"
+    try:
+        json.dumps(schema)
+    except (TypeError, ValueError) as error:
+        return f"it is not plain JSON data: {error}"
+    return ""
+
+
+def argument_problems(schema: dict[str, Any], args: Any) -> list[dict[str, str]]:
+    """List each way `args` breaks `schema` as {path, message}, shallowest first."""
+    validator = _validator(json.dumps(schema, sort_keys=True))
+    errors = sorted(validator.iter_errors(args), key=lambda e: (len(e.path), list(map(str, e.path))))
+    return [{"path": json_path(error.path), "message": error.message} for error in errors]
+
+
+def json_path(parts: Any) -> str:
+    """Render a jsonschema path deque as `$.a[0].b`."""
+    path = "$"
+    for part in parts:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+@lru_cache(maxsize=4096)
+def _validator(schema_json: str) -> Draft202012Validator:
+    return Draft202012Validator(json.loads(schema_json))

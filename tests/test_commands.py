@@ -1,0 +1,154 @@
+import asyncio
+
+import pytest
+
+from reactor import (
+    CommandFailedError,
+    CommandNotFoundError,
+    CommandRegistry,
+    CommandUnavailableError,
+    DuplicateCommandError,
+    InvalidArgumentsError,
+)
+
+
+@pytest.fixture
+def registry():
+    return CommandRegistry()
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_execute_returns_exactly_what_a_sync_handler_returned(registry):
+    answer = {"decks": [1, 2]}
+    registry.register_command("x.list", lambda args: answer)
+    assert run(registry.execute_command("x.list")) is answer
+
+
+def test_execute_awaits_an_async_handler_and_passes_the_arguments(registry):
+    async def echo(args):
+        await asyncio.sleep(0)
+        return args["text"] * 2
+
+    registry.register_command("x.echo", echo)
+    assert run(registry.execute_command("x.echo", {"text": "ab"})) == "abab"
+
+
+def test_a_handler_that_returns_nothing_answers_none(registry):
+    registry.register_command("x.noop", lambda args: None)
+    assert run(registry.execute_command("x.noop", {})) is None
+
+
+def test_a_duplicate_id_is_refused_and_the_first_handler_stays(registry):
+    registry.register_command("x.a", lambda args: "first", plugin="one")
+    with pytest.raises(DuplicateCommandError, match="'x.a' is already registered by plugin 'one'"):
+        registry.register_command("x.a", lambda args: "second")
+    assert run(registry.execute_command("x.a")) == "first"
+
+
+def test_disposing_removes_exactly_that_registration_and_is_idempotent(registry):
+    first = registry.register_command("x.a", lambda args: 1)
+    first.dispose()
+    second = registry.register_command("x.a", lambda args: 2)
+    first.dispose()
+    assert first.is_disposed and not second.is_disposed
+    assert run(registry.execute_command("x.a")) == 2
+
+
+def test_an_unknown_id_is_rejected_naming_the_id_and_what_exists(registry):
+    registry.register_command("x.a", lambda args: 1)
+    with pytest.raises(CommandNotFoundError, match=r"There is no command 'x\.b'\. Registered commands: x\.a") as info:
+        run(registry.execute_command("x.b"))
+    assert info.value.command_id == "x.b"
+
+
+def test_an_unavailable_command_is_listed_but_refused(registry):
+    ran = []
+    registry.register_command(
+        "x.next", ran.append, is_enabled=lambda: False, disabled_reason="open a deck first."
+    )
+    assert [c.id for c in registry.list_commands()] == ["x.next"]
+    assert registry.list_commands()[0].describe()["available"] is False
+    with pytest.raises(CommandUnavailableError, match="unavailable right now: open a deck first."):
+        run(registry.execute_command("x.next"))
+    assert ran == []
+
+
+def test_a_handler_exception_surfaces_with_its_own_sentence_and_cause(registry):
+    def fail(args):
+        raise ValueError("The deck has slides 1 to 5; there is no slide 7.")
+
+    registry.register_command("x.go", fail)
+    with pytest.raises(CommandFailedError, match="^The deck has slides 1 to 5; there is no slide 7.$") as info:
+        run(registry.execute_command("x.go"))
+    assert isinstance(info.value.cause, ValueError)
+
+
+def test_an_async_handler_exception_is_wrapped_the_same_way(registry):
+    async def fail(args):
+        raise LookupError("no such thing")
+
+    registry.register_command("x.go", fail)
+    with pytest.raises(CommandFailedError, match="no such thing"):
+        run(registry.execute_command("x.go"))
+
+
+def test_a_key_error_reads_as_a_sentence_not_a_bare_key(registry):
+    registry.register_command("x.go", lambda args: args["id"])
+    with pytest.raises(CommandFailedError, match="failed: there is no 'id'"):
+        run(registry.execute_command("x.go"))
+
+
+def test_arguments_are_validated_against_the_declared_schema_with_paths(registry):
+    schema = {
+        "type": "object",
+        "properties": {"id": {"type": "string"}, "slide": {"type": "integer", "minimum": 1}},
+        "required": ["id"],
+        "additionalProperties": False,
+    }
+    registry.register_command("x.open", lambda args: args, parameters=schema)
+    with pytest.raises(InvalidArgumentsError) as info:
+        run(registry.execute_command("x.open", {"slide": 0, "made_up": True}))
+    paths = [p["path"] for p in info.value.problems]
+    assert paths == ["$", "$", "$.slide"]
+    assert "'id' is a required property" in str(info.value)
+    assert "made_up" in str(info.value)
+    assert run(registry.execute_command("x.open", {"id": "a", "slide": 2})) == {"id": "a", "slide": 2}
+
+
+@pytest.mark.parametrize("hostile", ["{}", ["id"], 7, "x" * 10_000])
+def test_arguments_that_are_not_an_object_are_refused(registry, hostile):
+    registry.register_command("x.a", lambda args: 1)
+    with pytest.raises(InvalidArgumentsError, match="must be an object"):
+        run(registry.execute_command("x.a", hostile))
+
+
+def test_a_command_with_a_broken_schema_is_refused_at_registration(registry):
+    with pytest.raises(ValueError, match="top-level \"type\" must be \"object\""):
+        registry.register_command("x.a", lambda a: 1, parameters={"type": "string"})
+    assert not registry.has_command("x.a")
+
+
+def test_subscribers_are_told_when_commands_come_and_go(registry):
+    seen = []
+    registry.changed.connect(lambda change: seen.append((change.kind, change.command_id)))
+    registration = registry.register_command("x.a", lambda a: 1)
+    registration.dispose()
+    registration.dispose()
+    assert seen == [("added", "x.a"), ("removed", "x.a")]
+
+
+def test_call_command_runs_a_sync_handler_without_an_event_loop(registry):
+    registry.register_command("x.a", lambda a: a.get("n", 0) + 1)
+    assert registry.call_command("x.a", {"n": 41}) == 42
+
+
+def test_a_listener_that_raises_does_not_stop_registration(registry, caplog):
+    registry.changed.connect(lambda change: 1 / 0)
+    seen = []
+    registry.changed.connect(seen.append)
+    registry.register_command("x.a", lambda a: 1)
+    assert len(seen) == 1 and registry.has_command("x.a")
+    assert "listener failed" in caplog.text
