@@ -1,0 +1,64 @@
+"""The page's calls into Python, as JSON strings in and out, so JS never holds a Python proxy.
+
+Pure Python: `reactor.browser` wires these functions to `window.reactor`; tests call them here.
+A sync handler answers synchronously (an await through the browser's event loop costs ten
+times a sync call, PLATFORM-NOTES); an async one answers with an awaitable of the same JSON.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from typing import Any
+
+from .agent_tools import agent_tool_bundles
+from .errors import CommandError, InvalidArgumentsError
+from .plugins import Reactor
+
+
+def execute_json(reactor: Reactor, command_id: str, args_json: str) -> Any:
+    """Run a command; the answer is `{"ok": true, "value": ...}` or `{"ok": false, "error": {...}}`."""
+    try:
+        args = json.loads(args_json) if args_json else {}
+        result = reactor.commands.call_command(command_id, args)
+    except Exception as error:
+        return _failure(command_id, error)
+    if inspect.isawaitable(result):
+        return _settle(command_id, result)
+    return _success(command_id, result)
+
+
+def bundles_json(reactor: Reactor) -> str:
+    return json.dumps(agent_tool_bundles(reactor))
+
+
+def commands_json(reactor: Reactor) -> str:
+    return json.dumps([command.describe() for command in reactor.commands.list_commands()])
+
+
+async def _settle(command_id: str, awaitable: Any) -> str:
+    try:
+        result = await awaitable
+    except Exception as error:
+        return _failure(command_id, error)
+    return _success(command_id, result)
+
+
+def _success(command_id: str, value: Any) -> str:
+    try:
+        return json.dumps({"ok": True, "value": value}, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        return _failure(command_id, TypeError(
+            f"The command {command_id!r} answered with a value that is not JSON data: {error}."
+        ))
+
+
+def _failure(command_id: str, error: Exception) -> str:
+    detail: dict[str, Any] = {"type": type(error).__name__, "message": str(error), "command": command_id}
+    if isinstance(error, json.JSONDecodeError):
+        detail.update(type="InvalidArgumentsError", message=f"The arguments are not valid JSON: {error}.")
+    if isinstance(error, CommandError):
+        detail["command"] = error.command_id
+    if isinstance(error, InvalidArgumentsError):
+        detail["problems"] = error.problems
+    return json.dumps({"ok": False, "error": detail})

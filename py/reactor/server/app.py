@@ -1,0 +1,178 @@
+"""The Python tier: one ASGI app serving the page, its runtime, the plugins' bundles and data."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Iterable
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.gzip import GZipMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+import reactor
+import reactor_plugins
+
+from ..platform import PluginPlatform
+from .assets import IMMUTABLE, REVALIDATE, SourceArchive, serve_file
+from .database import Database
+from .requests import read_json
+
+ROOT = Path(__file__).resolve().parents[3]
+WEB = ROOT / "web"
+VENDOR = WEB / "vendor"
+# What the page never imports: the server tier and the command line.
+SERVER_ONLY = {"server", "server.py", "cli.py", "__main__.py"}
+# PyScript's own plugins the page does not use; each would be one more download at boot.
+PYSCRIPT_PLUGINS_OFF = ["!codemirror", "!py-editor", "!py-game", "!py-terminal", "!deprecations-manager", "!donkey"]
+PLUGIN_STATE = "CREATE TABLE IF NOT EXISTS plugin_state (name TEXT PRIMARY KEY, enabled INTEGER NOT NULL)"
+
+
+def default_plugins() -> list[Any]:
+    from reactor_plugins.decks.server import DecksServerPlugin
+
+    return [DecksServerPlugin()]
+
+
+def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, seed_demo: bool = True) -> Starlette:
+    """Build the app over `data_dir/reactor.sqlite3`; plugins set up their tables on start."""
+    database = Database(Path(data_dir) / "reactor.sqlite3")
+    database.migrate(PLUGIN_STATE)
+    platform = PluginPlatform(default_plugins() if plugins is None else plugins)
+    with database.transaction() as db:
+        for row in db.execute("SELECT name, enabled FROM plugin_state"):
+            if row["name"] in {p["name"] for p in platform.list_plugins()}:
+                platform.set_enabled(row["name"], bool(row["enabled"]))
+    plugin_routes: list[BaseRoute] = []
+    for plugin in _all(platform):
+        if hasattr(plugin, "setup"):
+            plugin.setup(database, seed=seed_demo)
+        for route in getattr(plugin, "routes", lambda db: [])(database):
+            plugin_routes.append(_while_enabled(platform, plugin.name, route))
+    archive = SourceArchive(
+        {"reactor": Path(reactor.__file__).parent, "reactor_plugins": Path(reactor_plugins.__file__).parent},
+        SERVER_ONLY,
+    )
+    runtime = _runtime_manifest()
+
+    async def index(request: Request) -> Response:
+        return serve_file(request, ROOT, "index.html", cache=REVALIDATE)
+
+    async def web_file(request: Request) -> Response:
+        return serve_file(request, WEB, request.path_params["path"], cache=REVALIDATE)
+
+    async def vendor_file(request: Request) -> Response:
+        if request.path_params["stamp"] != runtime["stamp"]:
+            return JSONResponse({"error": "That runtime version is not served here; reload the page."}, 404)
+        return serve_file(request, VENDOR, request.path_params["path"], cache=IMMUTABLE)
+
+    async def plugin_asset(request: Request) -> Response:
+        name = request.path_params["name"]
+        plugin = next((p for p in platform.enabled_plugins() if p.name == name), None)
+        if plugin is None or request.path_params["path"] not in getattr(plugin, "page_assets", ()):
+            return JSONResponse({"error": f"Plugin {name!r} serves no such asset."}, 404)
+        return serve_file(request, _folder_of(plugin), request.path_params["path"], cache=REVALIDATE)
+
+    async def python_archive(request: Request) -> Response:
+        if request.path_params["digest"] != archive.digest:
+            return JSONResponse({"error": "That archive is gone; reload the page."}, 404)
+        return archive.response()
+
+    async def boot_config(request: Request) -> Response:
+        base = f"/vendor/{runtime['stamp']}"
+        site = f"/lib/python{runtime['python']}/site-packages/*"
+        files = {f"{base}/wheels/{wheel}": site for wheel in runtime["wheels"]}
+        files[archive.url] = site
+        return JSONResponse(
+            {
+                "runtime": {"pyscript": f"{base}/pyscript/core.js", "ready": runtime["ready"],
+                            "error": runtime.get("error", "")},
+                "pyscript": {"interpreter": f"{base}/pyodide/pyodide.mjs", "files": files,
+                             "plugins": PYSCRIPT_PLUGINS_OFF},
+                "plugins": [_page_entry(p) for p in platform.enabled_plugins() if hasattr(p, "page_plugin")],
+                "services": {k: v for p in platform.enabled_plugins() for k, v in getattr(p, "page_services", {}).items()},
+            },
+            headers={"cache-control": "no-store"},
+        )
+
+    async def list_plugins(request: Request) -> Response:
+        return JSONResponse(platform.list_plugins())
+
+    async def list_agent_tools(request: Request) -> Response:
+        return JSONResponse(platform.collect_agent_tools())
+
+    async def set_plugin_enabled(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in {p["name"] for p in platform.list_plugins()}:
+            return JSONResponse({"error": f"There is no plugin {name!r}."}, 404)
+        body = await read_json(request, limit=1024)
+        if isinstance(body, Response):
+            return body
+        if set(body) != {"enabled"} or not isinstance(body["enabled"], bool):
+            return JSONResponse({"error": 'Send exactly {"enabled": true} or {"enabled": false}.'}, 422)
+        with database.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO plugin_state (name, enabled) VALUES (?, ?)", (name, body["enabled"]))
+        platform.set_enabled(name, body["enabled"])
+        return JSONResponse(next(p for p in platform.list_plugins() if p["name"] == name))
+
+    routes: list[BaseRoute] = [
+        Route("/", index),
+        Route("/index.html", index),
+        Route("/web/{path:path}", web_file),
+        Route("/vendor/{stamp}/{path:path}", vendor_file),
+        Route("/assets/plugins/{name}/{path:path}", plugin_asset),
+        Route("/app/python-{digest}.zip", python_archive),
+        Route("/app/boot.json", boot_config),
+        Route("/plugins", list_plugins),
+        Route("/plugins/agent-tools", list_agent_tools),
+        Route("/plugins/{name}", set_plugin_enabled, methods=["PATCH"]),
+        *plugin_routes,
+    ]
+    app = Starlette(routes=routes, middleware=[Middleware(GZipMiddleware, minimum_size=1024)])
+    app.state.database = database
+    app.state.platform = platform
+    return app
+
+
+def _all(platform: PluginPlatform) -> list[Any]:
+    return [platform.get_plugin(p["name"]) for p in platform.list_plugins()]
+
+
+def _while_enabled(platform: PluginPlatform, name: str, route: Route) -> Route:
+    """A plugin's route answers 404 while the plugin is disabled, without restarting the server."""
+    endpoint = route.endpoint
+
+    async def guarded(request: Request) -> Response:
+        if not platform.is_enabled(name):
+            return JSONResponse({"error": f"The plugin {name!r} is disabled."}, 404)
+        return await endpoint(request)
+
+    return Route(route.path, guarded, methods=list(route.methods or ()), name=route.name)
+
+
+def _folder_of(plugin: Any) -> Path:
+    return Path(sys.modules[type(plugin).__module__].__file__).parent  # type: ignore[arg-type]
+
+
+def _page_entry(plugin: Any) -> dict[str, Any]:
+    assets = [f"/assets/plugins/{plugin.name}/{a}" for a in getattr(plugin, "page_assets", ())]
+    return {
+        "name": plugin.name,
+        "plugin": plugin.page_plugin,
+        "scripts": [a for a in assets if a.endswith(".js")],
+        "styles": [a for a in assets if a.endswith(".css")],
+    }
+
+
+def _runtime_manifest() -> dict[str, Any]:
+    """What `web/vendor.py` put in place; the page explains how to fix it when it is missing."""
+    try:
+        manifest = json.loads((VENDOR / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {"ready": False, "stamp": "none", "python": "", "wheels": [],
+                "error": "The browser runtime is not vendored: run `python web/vendor.py` (the README's set-up does)."}
+    return {"ready": True, **manifest}

@@ -1,0 +1,102 @@
+"""Shared fixtures: a real server on loopback over a temp SQLite file, and Chromium that may
+only talk to it."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+from urllib.parse import urlsplit
+
+import pytest
+import uvicorn
+
+from reactor.server.app import create_app
+
+SYSTEM_CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
+QUIET_CHROMIUM = ["--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--no-first-run", "--disable-gpu"]
+
+
+@dataclass
+class LiveServer:
+    url: str
+    app: Any
+    data: Path
+    server: uvicorn.Server
+
+
+def start_server(data: Path, **options: Any) -> LiveServer:
+    """Start uvicorn in a thread on a free loopback port; stop it with `stop_server`."""
+    app = create_app(data, **options)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.02)
+    live = LiveServer(f"http://127.0.0.1:{port}", app, data, server)
+    live.thread = thread  # type: ignore[attr-defined]
+    return live
+
+
+def stop_server(live: LiveServer) -> None:
+    live.server.should_exit = True
+    live.thread.join(timeout=10)  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def live_server(tmp_path: Path) -> Iterator[LiveServer]:
+    live = start_server(tmp_path / "data", seed_demo=True)
+    yield live
+    stop_server(live)
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    """Playwright's own Chromium where it is installed; otherwise the system one (Debian's)."""
+    args = {**browser_type_launch_args, "args": [*browser_type_launch_args.get("args", []), *QUIET_CHROMIUM]}
+    try:
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as playwright:
+            own = Path(playwright.chromium.executable_path)
+    except Exception:
+        own = Path("/nonexistent")
+    if not own.exists():
+        system = next((p for p in SYSTEM_CHROMIUM if shutil.which(p)), None)
+        if system:
+            args.update(executable_path=system, chromium_sandbox=False)
+            args["args"].append("--no-sandbox")
+    return args
+
+
+@pytest.fixture
+def offline_page(page: Any, live_server: LiveServer) -> Iterator[Any]:
+    """A page that fails the test on any request outside the server's origin."""
+    origin = urlsplit(live_server.url)
+    strays: list[str] = []
+
+    def guard(route: Any) -> None:
+        parts = urlsplit(route.request.url)
+        if parts.scheme in {"http", "https", "ws", "wss"} and (parts.hostname, parts.port) != (origin.hostname, origin.port):
+            strays.append(route.request.url)
+            route.abort()
+        else:
+            route.continue_()
+
+    page.context.route("**/*", guard)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    yield page
+    assert strays == [], f"the page asked for something outside its origin: {strays}"
+    assert errors == [], f"the page raised: {errors}"

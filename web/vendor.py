@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Vendor the browser runtime into web/vendor/ so the page never touches a CDN.
+
+Why: the page runs Python through PyScript + Pyodide, and both default to a
+CDN. We self-host them (and the pure-Python wheels the page imports) so the
+page works offline, on a closed network, and in tests that must make no
+request outside 127.0.0.1.
+
+What it makes (web/vendor/ is git-ignored; npm works in web/build-npm/):
+    vendor/pyodide/    the Pyodide core files the browser actually fetches
+    vendor/pyscript/   the @pyscript/core dist (core.js, core.css, its chunks)
+    vendor/wheels/     pure py3-none-any wheels (jsonschema 4.17.3 and deps)
+    vendor/manifest.json   versions and wheel file names, read by the page
+
+A second run with the same versions is a no-op (stamp file). Use --force to
+redo. Stdlib only; shells out to `npm` and `pip`. Runs on Python 3.11+.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+PYODIDE_VERSION = "314.0.7"
+PYSCRIPT_VERSION = "0.7.31"
+PYTHON_VERSION = "3.14"  # the CPython inside Pyodide 314
+# jsonschema>=4.18 needs rpds-py (Rust, no wasm wheel): stay on 4.17.3, whose
+# only runtime deps on Python >= 3.9 are attrs and pyrsistent.
+WHEELS = ["jsonschema==4.17.3", "attrs==26.1.0", "pyrsistent==0.20.0"]
+
+# What pyodide.mjs loads at boot (checked in Chromium: nothing else is fetched).
+PYODIDE_FILES = [
+    "pyodide.mjs",
+    "pyodide.asm.mjs",
+    "pyodide.asm.wasm",
+    "python_stdlib.zip",
+    "pyodide-lock.json",
+]
+
+WEB = Path(__file__).resolve().parent
+VENDOR = WEB / "vendor"
+BUILD_NPM = WEB / "build-npm"
+STAMP = VENDOR / ".stamp.json"
+COMPRESSIBLE = {".wasm", ".mjs", ".js", ".json", ".css"}
+
+
+class VendorError(Exception):
+    """A step failed; the message says which and why."""
+
+
+def say(message: str) -> None:
+    print(f"vendor: {message}", flush=True)
+
+
+def wanted_versions() -> dict:
+    return {"pyodide": PYODIDE_VERSION, "pyscript_core": PYSCRIPT_VERSION,
+            "python": PYTHON_VERSION, "wheels": WHEELS}
+
+
+def is_up_to_date() -> bool:
+    try:
+        stamp = json.loads(STAMP.read_text())
+    except (OSError, ValueError):
+        return False
+    manifest = VENDOR / "manifest.json"
+    return stamp == wanted_versions() and manifest.is_file()
+
+
+def run_command(argv: list[str], what: str) -> None:
+    if shutil.which(argv[0]) is None:
+        raise VendorError(f"{what}: '{argv[0]}' is not on PATH")
+    result = subprocess.run(argv, capture_output=True, text=True)
+    if result.returncode != 0:
+        tail = (result.stderr or result.stdout).strip().splitlines()[-15:]
+        raise VendorError(f"{what} failed (exit {result.returncode}): "
+                          f"{' '.join(argv)}\n" + "\n".join(tail))
+
+
+def install_npm_packages() -> Path:
+    say(f"npm install pyodide@{PYODIDE_VERSION} @pyscript/core@{PYSCRIPT_VERSION}")
+    BUILD_NPM.mkdir(exist_ok=True)
+    run_command(["npm", "install", "--no-save", "--no-audit", "--no-fund",
+                 "--prefix", str(BUILD_NPM),
+                 f"pyodide@{PYODIDE_VERSION}", f"@pyscript/core@{PYSCRIPT_VERSION}"],
+                "npm install")
+    return BUILD_NPM / "node_modules"
+
+
+def copy_pyodide(node_modules: Path) -> None:
+    source, target = node_modules / "pyodide", VENDOR / "pyodide"
+    target.mkdir(parents=True)
+    for name in PYODIDE_FILES:
+        if not (source / name).is_file():
+            raise VendorError(f"pyodide@{PYODIDE_VERSION} has no {name}")
+        shutil.copy2(source / name, target / name)
+    say(f"copied {len(PYODIDE_FILES)} Pyodide files")
+
+
+def copy_pyscript(node_modules: Path) -> None:
+    source, target = node_modules / "@pyscript" / "core" / "dist", VENDOR / "pyscript"
+    if not (source / "core.js").is_file():
+        raise VendorError(f"@pyscript/core@{PYSCRIPT_VERSION} has no dist/core.js")
+    # core.js imports its chunks (and plugins) by relative URL: copy the whole
+    # dist but the source maps.
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("*.map"))
+    say(f"copied {sum(1 for _ in target.iterdir())} PyScript files")
+
+
+def download_wheels() -> list[str]:
+    target = VENDOR / "wheels"
+    say(f"pip download {' '.join(WHEELS)}")
+    run_command([sys.executable, "-m", "pip", "download", "--quiet",
+                 "--only-binary=:all:", "--platform", "any",
+                 "--python-version", PYTHON_VERSION, "--implementation", "py",
+                 "--no-deps", "-d", str(target), *WHEELS], "pip download")
+    names = sorted(p.name for p in target.glob("*.whl"))
+    if len(names) != len(WHEELS):
+        raise VendorError(f"expected {len(WHEELS)} wheels, got {names}")
+    return names
+
+
+def compress_files() -> None:
+    """Write a .gz twin of each text or wasm file, so the server never gzips 10 MB per request."""
+    count = 0
+    for path in VENDOR.rglob("*"):
+        if path.suffix in COMPRESSIBLE and path.is_file():
+            path.with_name(path.name + ".gz").write_bytes(gzip.compress(path.read_bytes(), 6, mtime=0))
+            count += 1
+    say(f"compressed {count} files")
+
+
+def write_manifest(wheels: list[str]) -> None:
+    # The stamp is part of every runtime URL, so browsers may cache those files forever.
+    stamp = hashlib.sha256(json.dumps(wanted_versions(), sort_keys=True).encode()).hexdigest()[:12]
+    manifest = {**wanted_versions(), "stamp": stamp, "wheels": wheels, "requirements": WHEELS,
+                "pyodide_files": PYODIDE_FILES}
+    (VENDOR / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    STAMP.write_text(json.dumps(wanted_versions()))  # last: marks a complete run
+    say("wrote vendor/manifest.json")
+
+
+def vendor_all(force: bool) -> None:
+    if not force and is_up_to_date():
+        say(f"up to date (pyodide {PYODIDE_VERSION}, "
+            f"@pyscript/core {PYSCRIPT_VERSION}); --force to redo")
+        return
+    shutil.rmtree(VENDOR, ignore_errors=True)  # no stale files from old versions
+    VENDOR.mkdir()
+    node_modules = install_npm_packages()
+    copy_pyodide(node_modules)
+    copy_pyscript(node_modules)
+    wheels = download_wheels()
+    compress_files()
+    write_manifest(wheels)
+    say(f"done: {VENDOR}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--force", action="store_true", help="re-vendor even if up to date")
+    args = parser.parse_args()
+    try:
+        vendor_all(args.force)
+    except VendorError as error:
+        print(f"vendor: ERROR: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
