@@ -22,6 +22,15 @@ QUIET_CHROMIUM = ["--disable-background-networking", "--disable-component-update
                   "--no-first-run", "--disable-gpu"]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Browser tests last: Playwright's sync API leaves an event loop running in this thread,
+    and `asyncio.run` in a CPython test after it would refuse to start."""
+    for item in items:
+        if "page" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+
+
 @dataclass
 class LiveServer:
     url: str
@@ -78,6 +87,14 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
             args.update(executable_path=system, chromium_sandbox=False)
             args["args"].append("--no-sandbox")
     return args
+
+
+@pytest.fixture
+def blocking_popups(browser_type: Any, browser_type_launch_args: dict[str, Any]) -> Iterator[Any]:
+    """A page in a Chromium that blocks popups as a person's browser does (Playwright turns that off)."""
+    browser = browser_type.launch(**browser_type_launch_args, ignore_default_args=["--disable-popup-blocking"])
+    yield browser.new_page()
+    browser.close()
 
 
 @pytest.fixture

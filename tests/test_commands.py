@@ -152,3 +152,12 @@ def test_a_listener_that_raises_does_not_stop_registration(registry, caplog):
     registry.register_command("x.a", lambda a: 1)
     assert len(seen) == 1 and registry.has_command("x.a")
     assert "listener failed" in caplog.text
+
+
+def test_a_huge_argument_is_not_echoed_back_whole(registry):
+    schema = {"type": "object", "properties": {"body": {"type": "string", "maxLength": 10}}}
+    registry.register_command("x.a", lambda args: 1, parameters=schema)
+    with pytest.raises(InvalidArgumentsError) as info:
+        run(registry.execute_command("x.a", {"body": "y" * 20_000}))
+    assert len(str(info.value)) < 400
+    assert info.value.problems[0]["message"].endswith("is too long")

@@ -14,7 +14,7 @@ import traceback
 from typing import Any
 
 import js  # type: ignore[import-not-found]
-from pyodide.ffi import JsException, create_proxy  # type: ignore[import-not-found]
+from pyodide.ffi import JsException, create_proxy, jsnull  # type: ignore[import-not-found]
 from pyodide.http import pyfetch  # type: ignore[import-not-found]
 
 from .agent_tools import watch_agent_tool_bundles
@@ -32,7 +32,7 @@ class BrowserPage:
     def open_tab(self, url: str) -> bool:
         # Not "noopener": with it window.open always returns null, and we could not tell a block.
         opened = js.window.open(url, "_blank")
-        if opened is None:
+        if opened is None or opened is jsnull:  # a blocked popup is JS null, which is not None
             return False
         opened.opener = None
         return True

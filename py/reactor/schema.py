@@ -36,7 +36,15 @@ def argument_problems(schema: dict[str, Any], args: Any) -> list[dict[str, str]]
     """List each way `args` breaks `schema` as {path, message}, shallowest first."""
     validator = _validator(json.dumps(schema, sort_keys=True))
     errors = sorted(validator.iter_errors(args), key=lambda e: (len(e.path), list(map(str, e.path))))
-    return [{"path": json_path(error.path), "message": error.message} for error in errors]
+    return [{"path": json_path(error.path), "message": _shortened(error.message)} for error in errors]
+
+
+def _shortened(message: str, limit: int = 240) -> str:
+    # jsonschema quotes the whole offending value; a 20 kB string must not come back whole.
+    if len(message) <= limit:
+        return message
+    half = limit // 2
+    return f"{message[:half]} … {message[-half:]}"
 
 
 def json_path(parts: Any) -> str:

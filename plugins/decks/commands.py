@@ -1,0 +1,265 @@
+"""The decks commands: screen commands that change what the person sees, data commands that answer.
+
+Each handler takes one `args` dict, already checked against its schema in agent-tools.json,
+and returns what a model needs next. Bad requests raise ValueError or LookupError with a
+sentence naming the fix; the registry turns them into CommandFailedError.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+from urllib.parse import quote
+
+from reactor import PluginContext
+from reactor.page import Page
+
+from .deck import deck_outline, deck_summary, slide_index, slugify
+from .store import DeckStore
+from .view import DeckView
+
+# Arguments of a tool declared without parameters: none, so a made-up key is refused.
+NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
+
+NO_DECK_OPEN = "no deck is open; open one with decks_open, using an id from decks_list_decks."
+
+FULL_SCREEN_REFUSED = (
+    "Full screen needs a click: press the Present button on the page "
+    "(browsers only allow full screen after a user gesture)."
+)
+
+
+class DeckCommands:
+    """The handlers, sharing one store and one view."""
+
+    def __init__(self, store: DeckStore, view: DeckView, page: Page) -> None:
+        self.store = store
+        self.view = view
+        self.page = page
+
+    # Screen commands -------------------------------------------------------------------
+
+    async def show_list(self, args: dict[str, Any]) -> dict[str, Any]:
+        decks = await self.store.list_decks()
+        self.view.show_list(decks, self.store.warning or ("" if decks else "There are no decks yet."))
+        return {"shown": "list", "decks": decks, **_warning(self.store.warning)}
+
+    async def open_deck(self, args: dict[str, Any]) -> dict[str, Any]:
+        deck = await self.store.get_deck(args["id"])
+        slide = args.get("slide", 1)
+        slide_index(deck, slide)
+        self.view.show_deck(deck, slide)
+        return self.view.position()
+
+    def go_to_slide(self, args: dict[str, Any]) -> dict[str, Any]:
+        slide_index(self._open_deck(), args["slide"])
+        self.view.show_slide(args["slide"])
+        return self.view.position()
+
+    def next_slide(self, args: dict[str, Any]) -> dict[str, Any]:
+        self._open_deck()
+        if self.view.slide >= self.view.slide_count:
+            return self._stay(f"This is the last slide ({self.view.slide} of {self.view.slide_count}).")
+        self.view.show_slide(self.view.slide + 1)
+        return self.view.position()
+
+    def previous_slide(self, args: dict[str, Any]) -> dict[str, Any]:
+        self._open_deck()
+        if self.view.slide <= 1:
+            return self._stay("This is the first slide.")
+        self.view.show_slide(self.view.slide - 1)
+        return self.view.position()
+
+    async def present(self, args: dict[str, Any]) -> dict[str, Any]:
+        self._open_deck()
+        refusal = await self.page.request_fullscreen()
+        if refusal:
+            reason = f"{FULL_SCREEN_REFUSED} The browser said: {refusal.rstrip('.')}."
+            self.view.say(reason)
+            return {"presenting": False, "reason": reason}
+        self.view.present()
+        return self.view.position()
+
+    async def print_deck(self, args: dict[str, Any]) -> dict[str, Any]:
+        id = args.get("id") or (self.view.deck["id"] if self.view.deck else None)
+        if id is None:
+            raise ValueError("Which deck? Pass its `id`, as listed by decks_list_decks, or open one first.")
+        await self.store.get_deck(id)
+        url = f"/decks/{quote(id, safe='')}/print"
+        answer: dict[str, Any] = {"id": id, "url": url, "opened": self.page.open_tab(url)}
+        if not answer["opened"]:
+            answer["message"] = f"The browser blocked the new tab; give the person this address to open: {url}"
+            self.view.say(answer["message"])
+        if not self.store.has_server:
+            answer["warning"] = "This page keeps its decks without a server, so the printable page cannot show them."
+        elif not self.store.is_saved(id):
+            answer["warning"] = "The printable page shows the server's copy; this deck's latest changes are only in this page."
+        return answer
+
+    # Data commands ---------------------------------------------------------------------
+
+    async def list_decks(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"decks": await self.store.list_decks(), **_warning(self.store.warning)}
+
+    async def get_deck(self, args: dict[str, Any]) -> dict[str, Any]:
+        deck = await self.store.get_deck(args["id"])
+        return {"deck": deck, "outline": deck_outline(deck)}
+
+    async def create_deck(self, args: dict[str, Any]) -> dict[str, Any]:
+        taken = {deck["id"] for deck in await self.store.list_decks()}
+        deck: dict[str, Any] = {
+            "id": args.get("id") or _free_id(slugify(args["title"]), taken),
+            "title": args["title"],
+            "slides": args.get("slides") or [{"title": args["title"], "body": ""}],
+        }
+        if "theme" in args:
+            deck["theme"] = args["theme"]
+        report = await self.store.create_deck(deck)
+        await self._refresh(deck, report)
+        return {**deck_summary(deck), "outline": deck_outline(deck), **report}
+
+    async def update_deck(self, args: dict[str, Any]) -> dict[str, Any]:
+        changes = {key: args[key] for key in ("title", "theme", "slides") if key in args}
+        if not changes:
+            raise ValueError("Say what to change: pass a new `title`, `theme` or `slides`.")
+        deck, report = await self._edit(args["id"], lambda deck: deck.update(changes))
+        return {**deck_summary(deck), "outline": deck_outline(deck), **report}
+
+    async def list_slides(self, args: dict[str, Any]) -> dict[str, Any]:
+        deck = await self.store.get_deck(args["id"])
+        return {"id": deck["id"], "title": deck["title"], "slides": deck_outline(deck)}
+
+    async def get_slide(self, args: dict[str, Any]) -> dict[str, Any]:
+        deck = await self.store.get_deck(args["id"])
+        slide = deck["slides"][slide_index(deck, args["slide"])]
+        return {"id": deck["id"], "slide": args["slide"], "of": len(deck["slides"]), **slide}
+
+    async def update_slide(self, args: dict[str, Any]) -> dict[str, Any]:
+        changes = {key: args[key] for key in ("title", "body", "notes") if key in args}
+        if not changes:
+            raise ValueError("Say what to change: pass a new `title`, `body` or `notes`.")
+
+        def change(deck: dict[str, Any]) -> None:
+            deck["slides"][slide_index(deck, args["slide"])].update(changes)
+
+        deck, report = await self._edit(args["id"], change)
+        slide = deck["slides"][args["slide"] - 1]
+        return {"id": deck["id"], "slide": args["slide"], "of": len(deck["slides"]), **slide, **report}
+
+    async def add_slide(self, args: dict[str, Any]) -> dict[str, Any]:
+        deck, report = await self._edit(args["id"], lambda deck: deck["slides"].append(_new_slide(args)))
+        return {"id": deck["id"], "slide": len(deck["slides"]), "outline": deck_outline(deck), **report}
+
+    async def insert_slide(self, args: dict[str, Any]) -> dict[str, Any]:
+        def change(deck: dict[str, Any]) -> None:
+            deck["slides"].insert(slide_index(deck, args["slide"], insert=True), _new_slide(args))
+
+        deck, report = await self._edit(args["id"], change)
+        return {"id": deck["id"], "slide": args["slide"], "outline": deck_outline(deck), **report}
+
+    async def delete_slide(self, args: dict[str, Any]) -> dict[str, Any]:
+        def change(deck: dict[str, Any]) -> None:
+            index = slide_index(deck, args["slide"])
+            if len(deck["slides"]) == 1:
+                raise ValueError(
+                    "A deck keeps at least one slide; change this one with decks_update_slide, "
+                    "or delete the deck with decks_delete_deck."
+                )
+            del deck["slides"][index]
+
+        deck, report = await self._edit(args["id"], change)
+        return {"id": deck["id"], "deleted": args["slide"], "outline": deck_outline(deck), **report}
+
+    async def delete_deck(self, args: dict[str, Any]) -> dict[str, Any]:
+        id = args["id"]
+        report = await self.store.delete_deck(id)
+        decks = await self.store.list_decks()
+        if self.view.decks is not None or (self.view.deck and self.view.deck["id"] == id):
+            self.view.show_list(decks, report.get("warning") or f"The deck {id!r} was deleted.")
+        elif "warning" in report:
+            self.view.say(report["warning"])
+        return {"deleted": id, "decks": decks, **report}
+
+    # Helpers ---------------------------------------------------------------------------
+
+    def _open_deck(self) -> dict[str, Any]:
+        if self.view.deck is None:
+            raise ValueError(NO_DECK_OPEN.capitalize())
+        return self.view.deck
+
+    def _stay(self, message: str) -> dict[str, Any]:
+        self.view.say(message)
+        return {**self.view.position(), "message": message}
+
+    async def _edit(
+        self, id: str, change: Callable[[dict[str, Any]], object]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Change a copy of the deck, store it whole (validated there), then redraw."""
+        deck = await self.store.get_deck(id)
+        change(deck)
+        report = await self.store.update_deck(deck)
+        await self._refresh(deck, report)
+        return deck, report
+
+    async def _refresh(self, deck: dict[str, Any], report: dict[str, Any]) -> None:
+        """Redraw when the change is on screen; a failed save is told to the person either way."""
+        message = report.get("warning", "")
+        if self.view.deck is not None and self.view.deck["id"] == deck["id"]:
+            self.view.show_deck(deck, min(self.view.slide, len(deck["slides"])), message)
+        elif self.view.decks is not None:
+            self.view.show_list(await self.store.list_decks(), message)
+        elif message:
+            self.view.say(message)
+
+
+def register_deck_commands(context: PluginContext, commands: DeckCommands, bundle: dict[str, Any]) -> None:
+    """Register every command, with its description and parameters read from the bundle."""
+    tools = {tool["command"]: tool for tool in bundle["commands"]}
+    needs_open_deck = {"decks.goToSlide", "decks.nextSlide", "decks.previousSlide", "decks.present"}
+    table: list[tuple[str, Callable[[dict[str, Any]], Any], str]] = [
+        ("decks.list", commands.show_list, "Decks: Show All Decks"),
+        ("decks.open", commands.open_deck, "Decks: Open Deck"),
+        ("decks.goToSlide", commands.go_to_slide, "Decks: Go to Slide"),
+        ("decks.nextSlide", commands.next_slide, "Decks: Next Slide"),
+        ("decks.previousSlide", commands.previous_slide, "Decks: Previous Slide"),
+        ("decks.present", commands.present, "Decks: Present"),
+        ("decks.print", commands.print_deck, "Decks: Print Deck"),
+        ("decks.listDecks", commands.list_decks, "Decks: List Decks (data)"),
+        ("decks.getDeck", commands.get_deck, "Decks: Get Deck (data)"),
+        ("decks.createDeck", commands.create_deck, "Decks: Create Deck"),
+        ("decks.updateDeck", commands.update_deck, "Decks: Update Deck"),
+        ("decks.listSlides", commands.list_slides, "Decks: List Slides (data)"),
+        ("decks.getSlide", commands.get_slide, "Decks: Get Slide (data)"),
+        ("decks.updateSlide", commands.update_slide, "Decks: Update Slide"),
+        ("decks.addSlide", commands.add_slide, "Decks: Add Slide"),
+        ("decks.insertSlide", commands.insert_slide, "Decks: Insert Slide"),
+        ("decks.deleteSlide", commands.delete_slide, "Decks: Delete Slide"),
+        ("decks.deleteDeck", commands.delete_deck, "Decks: Delete Deck"),
+    ]
+    for id, handler, label in table:
+        tool = tools.get(id, {})
+        gated = id in needs_open_deck
+        context.register_command(
+            id,
+            handler,
+            label=label,
+            description=tool.get("description", ""),
+            parameters=tool.get("parameters", NO_ARGUMENTS),
+            is_enabled=(lambda: commands.view.is_open) if gated else None,
+            disabled_reason=NO_DECK_OPEN if gated else "",
+        )
+
+
+def _new_slide(args: dict[str, Any]) -> dict[str, Any]:
+    return {key: args[key] for key in ("title", "body", "notes") if key in args}
+
+
+def _free_id(base: str, taken: set[str]) -> str:
+    """`base`, or `base-2`, `base-3`... whichever is free."""
+    candidate, number = base, 2
+    while candidate in taken:
+        candidate, number = f"{base}-{number}", number + 1
+    return candidate
+
+
+def _warning(warning: str) -> dict[str, str]:
+    return {"warning": warning} if warning else {}

@@ -1,0 +1,201 @@
+"""The page's decks: held in memory, loaded lazily from the decks server and saved back to it.
+
+Every change is validated whole before anything is touched. Then the page copy changes and
+the whole deck is sent to the server. When the server cannot be reached the change is kept in
+the page and the answer says it was not saved; when the server refuses the change (a 4xx),
+the page copy is rolled back and its sentence is raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from typing import Any, Callable
+from urllib.parse import quote
+
+from reactor.page import HttpError, Page
+
+from .deck import check_deck, deck_summary
+
+
+class DeckStore:
+    """Decks by id. `api` is the decks API's base path, or None for a page-only store."""
+
+    def __init__(self, page: Page, api: str | None = None) -> None:
+        self._page = page
+        self._api = api.rstrip("/") if api else None
+        self._decks: dict[str, dict[str, Any]] = {}  # full specs the page holds
+        self._remote: dict[str, dict[str, Any]] = {}  # summaries of server decks not fetched yet
+        self._unsaved: dict[str, str] = {}  # id -> "PUT" | "DELETE" the server has not had yet
+        self._indexed = self._api is None
+        self._index_lock = asyncio.Lock()
+        self.warning = ""  # why the list may be incomplete, while the server is down
+
+    @property
+    def has_server(self) -> bool:
+        return self._api is not None
+
+    def ids(self) -> list[str]:
+        return sorted({*self._decks, *self._remote})
+
+    def is_saved(self, id: str) -> bool:
+        return id not in self._unsaved
+
+    async def list_decks(self) -> list[dict[str, Any]]:
+        """Summaries {id, title, slides} by title; a deck the server lacks says "saved": false."""
+        await self._ensure_index()
+        summaries = [*map(deck_summary, self._decks.values()), *self._remote.values()]
+        for summary in summaries:
+            if summary["id"] in self._unsaved:
+                summary["saved"] = False
+        return sorted(summaries, key=lambda s: (s["title"].casefold(), s["id"]))
+
+    async def get_deck(self, id: str) -> dict[str, Any]:
+        """A copy of the deck's spec; LookupError naming the decks there are when it is unknown."""
+        await self._ensure_index()
+        if id in self._decks:
+            return copy.deepcopy(self._decks[id])
+        if id not in self._remote:
+            raise LookupError(self._unknown(id))
+        try:
+            spec = await self._page.fetch_json("GET", self._url(id))
+        except HttpError as error:
+            if error.status == 404:
+                self._remote.pop(id, None)
+                raise LookupError(self._unknown(id)) from None
+            raise ConnectionError(f"The decks server could not give deck {id!r}: {error.detail}") from None
+        except OSError as error:
+            raise ConnectionError(
+                f"The deck {id!r} is on the decks server, which cannot be reached right now ({error}); "
+                "try again shortly."
+            ) from None
+        check_deck(spec)
+        self._decks.setdefault(id, spec)
+        self._remote.pop(id, None)
+        return copy.deepcopy(self._decks[id])
+
+    async def create_deck(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """Add a new deck; ValueError when its id is taken. Answers the save report."""
+        check_deck(spec)
+        await self._ensure_index()
+        if spec["id"] in self._decks or spec["id"] in self._remote:
+            raise ValueError(
+                f"There is already a deck {spec['id']!r}; choose another id, or change that deck "
+                "with decks_update_deck."
+            )
+        return await self._replace(spec, before=None)
+
+    async def update_deck(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """Replace an existing deck whole. Answers the save report."""
+        check_deck(spec)
+        before = await self.get_deck(spec["id"])
+        return await self._replace(spec, before=before)
+
+    async def delete_deck(self, id: str) -> dict[str, Any]:
+        """Remove a deck from the page and the server. Answers the save report."""
+        await self._ensure_index()
+        if id not in self._decks and id not in self._remote:
+            raise LookupError(self._unknown(id))
+        held, remote = self._decks.pop(id, None), self._remote.pop(id, None)
+
+        def undo() -> None:
+            if id not in self._decks and id not in self._remote:
+                if held is not None:
+                    self._decks[id] = held
+                elif remote is not None:
+                    self._remote[id] = remote
+
+        return await self._send(id, "DELETE", undo)
+
+    async def _replace(self, spec: dict[str, Any], *, before: dict[str, Any] | None) -> dict[str, Any]:
+        stored = copy.deepcopy(spec)
+        self._decks[stored["id"]] = stored
+
+        def undo() -> None:
+            # Only if no later change replaced ours while we waited for the server.
+            if self._decks.get(stored["id"]) is stored:
+                if before is None:
+                    del self._decks[stored["id"]]
+                else:
+                    self._decks[stored["id"]] = before
+
+        return await self._send(stored["id"], "PUT", undo)
+
+    async def _send(self, id: str, method: str, undo: Callable[[], None]) -> dict[str, Any]:
+        """Tell the server; {} for a page-only store, else {"saved": bool, "warning"?}."""
+        if self._api is None:
+            return {}
+        try:
+            await self._request(id, method)
+        except HttpError as error:
+            if error.status < 500:
+                undo()
+                raise ValueError(f"The decks server refused the change to deck {id!r}: {error.detail}") from None
+            return self._kept(id, method, f"the server answered {error.status}: {error.detail}")
+        except OSError as error:
+            return self._kept(id, method, f"the server could not be reached: {error}")
+        self._unsaved.pop(id, None)
+        await self._retry_unsaved()
+        return {"saved": True}
+
+    async def _request(self, id: str, method: str) -> None:
+        try:
+            await self._page.fetch_json(method, self._url(id), self._decks[id] if method == "PUT" else None)
+        except HttpError as error:
+            if not (method == "DELETE" and error.status == 404):  # never reached the server: already gone
+                raise
+
+    def _kept(self, id: str, method: str, why: str) -> dict[str, Any]:
+        self._unsaved[id] = method
+        return {
+            "saved": False,
+            "warning": f"The change to deck {id!r} is kept in this page but was not saved ({why}). "
+            "It is sent again with the next change the server accepts.",
+        }
+
+    async def _retry_unsaved(self) -> None:
+        """The server is back: send what the page kept while it was down; stop at the first failure."""
+        for id, method in list(self._unsaved.items()):
+            if method == "PUT" and id not in self._decks:
+                self._unsaved.pop(id)
+                continue
+            try:
+                await self._request(id, method)
+            except (HttpError, OSError):
+                return
+            self._unsaved.pop(id, None)
+
+    async def _ensure_index(self) -> None:
+        """Learn which decks the server has, once; while it is down, work with the page's decks."""
+        if self._indexed:
+            return
+        async with self._index_lock:
+            if self._indexed:
+                return
+            try:
+                summaries = await self._page.fetch_json("GET", self._api or "")
+            except HttpError as error:
+                if error.status < 500:
+                    raise ConnectionError(f"The decks server refused to list the decks: {error.detail}") from None
+                self.warning = f"The decks server answered {error.status}, so only this page's decks are listed."
+                return
+            except OSError as error:
+                self.warning = f"The decks server cannot be reached ({error}), so only this page's decks are listed."
+                return
+            for summary in summaries:
+                id = summary["id"]
+                if id not in self._decks and id not in self._unsaved:
+                    self._remote[id] = {"id": id, "title": summary["title"], "slides": summary["slides"]}
+            self._indexed = True
+            self.warning = ""
+
+    def _url(self, id: str) -> str:
+        return f"{self._api}/{quote(id, safe='')}"
+
+    def _unknown(self, id: str) -> str:
+        ids = self.ids()
+        if not ids:
+            sentence = f"There is no deck {id!r}; there are no decks yet. Create one with decks_create_deck."
+        else:
+            sentence = f"There is no deck {id!r}. Decks: {', '.join(ids)}."
+        return f"{sentence} {self.warning}" if self.warning else sentence

@@ -1,0 +1,86 @@
+"""What the decks view shows, drawn with `page.show("decks", state)` after every change.
+
+The state is plain data for `view.js`: the list of decks, or the open deck with its slide
+number and the slide's body already cut into Markdown blocks, so the renderer only draws text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reactor.page import Page
+
+from .deck import markdown_blocks
+
+VIEW = "decks"
+
+
+class DeckView:
+    """The open deck, its slide (1-based) and whether it is presented; or the list of decks."""
+
+    def __init__(self, page: Page) -> None:
+        self._page = page
+        self.deck: dict[str, Any] | None = None
+        self.slide = 1
+        self.presenting = False
+        self.decks: list[dict[str, Any]] | None = None  # the list on screen, when it is shown
+        self.message = ""
+
+    @property
+    def is_open(self) -> bool:
+        return self.deck is not None
+
+    @property
+    def slide_count(self) -> int:
+        return len(self.deck["slides"]) if self.deck else 0
+
+    def show_list(self, decks: list[dict[str, Any]], message: str = "") -> None:
+        self.deck, self.decks, self.presenting, self.slide = None, decks, False, 1
+        self._draw(message)
+
+    def show_deck(self, deck: dict[str, Any], slide: int, message: str = "") -> None:
+        if self.deck is None or self.deck["id"] != deck["id"]:
+            self.presenting = False
+        self.deck, self.decks, self.slide = deck, None, slide
+        self._draw(message)
+
+    def show_slide(self, slide: int, message: str = "") -> None:
+        self.slide = slide
+        self._draw(message)
+
+    def present(self) -> None:
+        self.presenting = True
+        self._draw("")
+
+    def say(self, message: str) -> None:
+        self._draw(message)
+
+    def position(self) -> dict[str, Any]:
+        """Where the screen is, as a model reads it after a move."""
+        assert self.deck is not None
+        current = self.deck["slides"][self.slide - 1]
+        return {
+            "id": self.deck["id"],
+            "title": self.deck["title"],
+            "slide": self.slide,
+            "of": self.slide_count,
+            "slideTitle": current["title"],
+            "presenting": self.presenting,
+        }
+
+    def state(self) -> dict[str, Any]:
+        state: dict[str, Any] = {"presenting": self.presenting, "message": self.message}
+        if self.decks is not None:
+            state["decks"] = self.decks
+        if self.deck is not None:
+            slides = [{"title": s["title"], "body": s["body"]} for s in self.deck["slides"]]
+            state["deck"] = {"id": self.deck["id"], "title": self.deck["title"], "slides": slides}
+            if "theme" in self.deck:
+                state["deck"]["theme"] = self.deck["theme"]
+            state["slide"] = self.slide
+            state["blocks"] = markdown_blocks(slides[self.slide - 1]["body"])
+        return state
+
+    def _draw(self, message: str) -> None:
+        self.message = message
+        self._page.show(VIEW, self.state())

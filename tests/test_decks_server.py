@@ -1,0 +1,236 @@
+"""The decks server plugin: its table, its JSON API and the printable page."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from typing import Any
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+
+from reactor import PluginPlatform
+from reactor.server.database import Database
+from reactor_plugins.decks import DECKS_AGENT_TOOLS
+from reactor_plugins.decks.server import MAX_BODY_BYTES, DecksServerPlugin
+
+SEED_IDS = ["onboarding", "quarterly-review", "reactor-in-5-minutes"]
+
+
+def deck(id="demo", title="Demo"):
+    return {"id": id, "title": title, "slides": [{"title": "One", "body": "Hello"}, {"title": "Two", "body": "- a\n- b"}]}
+
+
+@pytest.fixture
+def database(tmp_path):
+    return Database(tmp_path / "decks.sqlite3")
+
+
+class Client:
+    """Requests to an inline ASGI app, one event loop each (starlette's TestClient warns here)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    def request(self, method: str, url: str, **options: Any) -> httpx.Response:
+        async def send() -> httpx.Response:
+            transport = httpx.ASGITransport(app=self.app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://decks.test") as client:
+                return await client.request(method, url, **options)
+
+        return asyncio.run(send())
+
+    def get(self, url: str, **options: Any) -> httpx.Response:
+        return self.request("GET", url, **options)
+
+    def put(self, url: str, **options: Any) -> httpx.Response:
+        return self.request("PUT", url, **options)
+
+    def delete(self, url: str, **options: Any) -> httpx.Response:
+        return self.request("DELETE", url, **options)
+
+
+def serve(database, *, seed=True):
+    plugin = DecksServerPlugin()
+    plugin.setup(database, seed=seed)
+    return Client(Starlette(routes=plugin.routes(database)))
+
+
+@pytest.fixture
+def client(database):
+    return serve(database)
+
+
+def count_rows(database):
+    with database.transaction() as db:
+        return db.execute("SELECT COUNT(*) FROM decks").fetchone()[0]
+
+
+# Setup ------------------------------------------------------------------------------------
+
+
+def test_setup_seeds_the_three_demo_decks_into_an_empty_table(client):
+    assert [d["id"] for d in client.get("/api/decks").json()] == SEED_IDS
+
+
+def test_setup_without_seed_leaves_the_table_empty(database):
+    assert serve(database, seed=False).get("/api/decks").json() == []
+
+
+def test_setup_twice_neither_duplicates_nor_overwrites_the_decks(database):
+    client = serve(database)
+    client.put("/api/decks/onboarding", json={**deck("onboarding"), "title": "Mine"})
+    client.delete("/api/decks/quarterly-review")
+    decks = serve(database).get("/api/decks").json()
+    assert [(d["id"], d["title"]) for d in decks] == [("onboarding", "Mine"), ("reactor-in-5-minutes", "Reactor in 5 minutes")]
+
+
+def test_the_server_provides_the_same_bundle_the_page_contributes():
+    plugin = DecksServerPlugin()
+    assert plugin.provide_agent_tools() == [DECKS_AGENT_TOOLS]
+    assert PluginPlatform([plugin]).collect_agent_tools() == [DECKS_AGENT_TOOLS]
+
+
+def test_the_page_plugin_loads_without_starlette_or_the_server_module():
+    code = (
+        "import sys, reactor_plugins.decks; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('starlette', 'js', 'pyodide') "
+        "or m == 'reactor_plugins.decks.server'))"
+    )
+    answer = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert answer.stdout.strip() == "[]"
+
+
+# Reading ----------------------------------------------------------------------------------
+
+
+def test_the_list_is_summaries_by_title(client):
+    first = client.get("/api/decks").json()[0]
+    assert set(first) == {"id", "title", "slides", "updated_at"}
+    assert first["id"] == "onboarding" and first["slides"] == 5
+
+
+def test_a_deck_is_served_as_its_spec(client):
+    spec = client.get("/api/decks/quarterly-review").json()
+    assert spec["title"] == "Quarterly review — Q3" and len(spec["slides"]) == 5
+
+
+def test_an_unknown_deck_is_a_404_with_a_sentence(client):
+    answer = client.get("/api/decks/nope")
+    assert answer.status_code == 404 and answer.json() == {"error": "There is no deck 'nope'."}
+
+
+# Writing ----------------------------------------------------------------------------------
+
+
+def test_put_creates_then_replaces_a_deck(client):
+    created = client.put("/api/decks/demo", json=deck())
+    assert created.status_code == 201 and created.json() == {"id": "demo", "title": "Demo", "slides": 2}
+    replaced = client.put("/api/decks/demo", json=deck(title="Again"))
+    assert replaced.status_code == 200
+    assert client.get("/api/decks/demo").json() == deck(title="Again")
+
+
+def test_put_refuses_a_body_whose_id_is_not_the_address(client, database):
+    answer = client.put("/api/decks/demo", json=deck("other"))
+    assert answer.status_code == 422
+    assert answer.json()["problems"][0]["path"] == "$.id"
+    assert "'other' is not the address's 'demo'" in answer.json()["error"]
+    assert count_rows(database) == 3
+
+
+def test_put_refuses_a_malformed_deck_naming_each_problem_and_writes_nothing(client, database):
+    bad = {"id": "demo", "title": "", "slides": [{"title": 1, "body": "x"}], "script": "<x>"}
+    answer = client.put("/api/decks/demo", json=bad)
+    assert answer.status_code == 422
+    body = answer.json()
+    assert {p["path"] for p in body["problems"]} == {"$", "$.title", "$.slides[0].title"}
+    assert body["error"].startswith("The deck is not valid: ") and "'script' was unexpected" in body["error"]
+    assert count_rows(database) == 3
+
+
+@pytest.mark.parametrize("body", [b"{not json", b"", b"\xff\xfe", b"[" * 100_000])
+def test_put_refuses_a_body_that_is_not_json(client, body):
+    answer = client.put("/api/decks/demo", content=body, headers={"content-type": "application/json"})
+    assert answer.status_code == 400 and "not valid JSON" in answer.json()["error"]
+
+
+@pytest.mark.parametrize("body", [b"[]", b'"deck"', b"3", b"null"])
+def test_put_refuses_json_that_is_not_an_object(client, body):
+    answer = client.put("/api/decks/demo", content=body, headers={"content-type": "application/json"})
+    assert answer.status_code == 422 and "is not of type 'object'" in answer.json()["error"]
+
+
+def test_put_refuses_a_body_over_one_megabyte_by_its_declared_length(client, database):
+    big = json.dumps({**deck(), "pad": "x" * MAX_BODY_BYTES}).encode()
+    answer = client.put("/api/decks/demo", content=big, headers={"content-type": "application/json"})
+    assert answer.status_code == 413 and "larger than" in answer.json()["error"]
+    assert count_rows(database) == 3
+
+
+def test_put_stops_reading_a_streamed_body_once_it_passes_one_megabyte(client):
+    async def chunks():
+        for _ in range(20):
+            yield b"x" * 100_000
+
+    answer = client.put("/api/decks/demo", content=chunks(), headers={"content-type": "application/json"})
+    assert answer.status_code == 413
+
+
+def test_an_id_that_is_not_a_slug_can_never_be_written(client):
+    answer = client.put("/api/decks/..%2Fescape", json=deck("../escape"))
+    assert answer.status_code in (404, 422)
+    assert [d["id"] for d in client.get("/api/decks").json()] == SEED_IDS
+
+
+def test_delete_removes_a_deck_then_answers_404(client):
+    assert client.delete("/api/decks/onboarding").status_code == 204
+    assert client.get("/api/decks/onboarding").status_code == 404
+    gone = client.delete("/api/decks/onboarding")
+    assert gone.status_code == 404 and gone.json() == {"error": "There is no deck 'onboarding'."}
+
+
+# Printing ---------------------------------------------------------------------------------
+
+
+def test_the_print_page_shows_every_slide_with_print_css(client):
+    answer = client.get("/decks/onboarding/print")
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/html")
+    html = answer.text
+    assert "<title>Onboarding: your first week</title>" in html and "@page" in html
+    assert html.count('<section class="slide">') == 5
+    assert "Slide 5 of 5" in html and "<li>Collect your laptop and badge from the front desk</li>" in html
+
+
+def test_the_print_page_escapes_slide_text_and_allows_no_script(client):
+    hostile = '<script>alert("x")</script>'
+    spec = {"id": "xss", "title": hostile, "slides": [{"title": hostile, "body": f"# {hostile}\n\n- {hostile}", "notes": hostile}]}
+    assert client.put("/api/decks/xss", json=spec).status_code == 201
+    answer = client.get("/decks/xss/print")
+    assert "<script>" not in answer.text and "&lt;script&gt;" in answer.text
+    assert "default-src 'none'" in answer.headers["content-security-policy"]
+
+
+def test_printing_an_unknown_deck_is_a_404(client):
+    assert client.get("/decks/nope/print").status_code == 404
+
+
+# Mounted in the app -----------------------------------------------------------------------
+
+
+def test_the_app_serves_the_decks_api_and_tells_the_page_where_it_is(live_server):
+    import urllib.request
+
+    with urllib.request.urlopen(f"{live_server.url}/api/decks") as answer:
+        assert [d["id"] for d in json.loads(answer.read())] == SEED_IDS
+    with urllib.request.urlopen(f"{live_server.url}/app/boot.json") as answer:
+        boot = json.loads(answer.read())
+    entry = next(p for p in boot["plugins"] if p["name"] == "decks")
+    assert entry["plugin"] == "reactor_plugins.decks:DECKS_PLUGIN"
+    assert entry["scripts"] == ["/assets/plugins/decks/view.js"] and entry["styles"] == ["/assets/plugins/decks/decks.css"]
+    assert boot["services"]["decks_api"] == "/api/decks"
+    with urllib.request.urlopen(f"{live_server.url}/assets/plugins/decks/view.js") as answer:
+        assert b"export function renderDecks" in answer.read()

@@ -1,0 +1,151 @@
+"""The deck spec, its schema and the Markdown blocks the view and the print page draw."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+import reactor_plugins.decks as decks_package
+from reactor_plugins.decks import DECKS_AGENT_TOOLS
+from reactor_plugins.decks.deck import (
+    DECK_SCHEMA,
+    MAX_DECK_BYTES,
+    check_deck,
+    deck_outline,
+    deck_problems,
+    markdown_blocks,
+    slide_index,
+    slugify,
+)
+
+HERE = Path(decks_package.__file__).parent
+
+
+def deck(**changes):
+    spec = {"id": "demo", "title": "Demo", "slides": [{"title": "One", "body": "Hello"}, {"title": "Two", "body": ""}]}
+    spec.update(changes)
+    return spec
+
+
+def without_descriptions(schema):
+    if isinstance(schema, dict):
+        return {k: without_descriptions(v) for k, v in schema.items() if k != "description"}
+    return schema
+
+
+def test_a_well_formed_deck_has_no_problems():
+    assert deck_problems(deck()) == []
+    assert deck_problems(deck(theme="dark", slides=[{"title": "A", "body": "b", "notes": "say hi"}])) == []
+
+
+def test_every_seed_deck_is_valid_and_has_four_to_six_slides():
+    seeds = json.loads((HERE / "seed.json").read_text(encoding="utf-8"))["decks"]
+    assert len(seeds) == 3
+    for spec in seeds:
+        assert deck_problems(spec) == [], spec["id"]
+        assert 4 <= len(spec["slides"]) <= 6
+
+
+def test_a_malformed_deck_is_refused_with_a_sentence_naming_each_problem():
+    bad = {"id": "Not A Slug", "title": 7, "slides": [{"title": "ok"}], "colour": "red"}
+    with pytest.raises(ValueError) as refused:
+        check_deck(bad)
+    sentence = str(refused.value)
+    assert sentence.startswith("The deck is not valid: ")
+    for words in ("$.id", "does not match", "$.title", "not of type 'string'", "$.slides[0]", "'body' is a required",
+                  "'colour' was unexpected"):
+        assert words in sentence
+
+
+@pytest.mark.parametrize("bad", [None, [], "deck", 3, {"id": "demo"}])
+def test_things_that_are_not_decks_are_refused(bad):
+    assert deck_problems(bad)
+
+
+@pytest.mark.parametrize("id", ["../etc", "a b", "UPPER", "-lead", "trail-", "double--hyphen", "x" * 65, ""])
+def test_an_id_must_be_a_short_slug(id):
+    assert [p["path"] for p in deck_problems(deck(id=id))] == ["$.id"]
+
+
+def test_a_deck_needs_at_least_one_slide_and_at_most_two_hundred():
+    assert [p["path"] for p in deck_problems(deck(slides=[]))] == ["$.slides"]
+    many = [{"title": str(n), "body": ""} for n in range(201)]
+    assert [p["path"] for p in deck_problems(deck(slides=many))] == ["$.slides"]
+
+
+def test_a_problem_never_quotes_a_huge_value_back_whole():
+    problems = deck_problems(deck(title="x" * 50_000))
+    assert problems[0]["path"] == "$.title"
+    assert len(problems[0]["message"]) <= 200
+
+
+def test_a_deck_larger_than_the_limit_is_refused_even_when_each_field_fits():
+    slides = [{"title": "t", "body": "é" * 19_000, "notes": "é" * 19_000} for _ in range(10)]
+    problems = deck_problems(deck(slides=slides))
+    assert problems and problems[0]["path"] == "$" and str(MAX_DECK_BYTES) in problems[0]["message"]
+
+
+def test_the_tools_describe_a_slide_exactly_as_the_deck_schema_does():
+    slide = without_descriptions(DECK_SCHEMA["properties"]["slides"]["items"])
+    tools = {t["command"]: t for t in DECKS_AGENT_TOOLS["commands"]}
+    for command in ("decks.createDeck", "decks.updateDeck"):
+        assert without_descriptions(tools[command]["parameters"]["properties"]["slides"]["items"]) == slide
+    for command in ("decks.addSlide", "decks.insertSlide", "decks.updateSlide"):
+        for field in ("title", "body", "notes"):
+            assert without_descriptions(tools[command]["parameters"]["properties"][field]) == slide["properties"][field]
+
+
+def test_the_outline_numbers_slides_from_one():
+    assert deck_outline(deck()) == [{"slide": 1, "title": "One"}, {"slide": 2, "title": "Two"}]
+
+
+def test_a_slide_out_of_range_is_refused_with_the_range_there_is():
+    spec = deck(slides=[{"title": str(n), "body": ""} for n in range(5)])
+    assert slide_index(spec, 5) == 4
+    with pytest.raises(ValueError, match=r"^The deck has slides 1 to 5; there is no slide 7\.$"):
+        slide_index(spec, 7)
+    with pytest.raises(ValueError, match=r"^The deck has only slide 1; there is no slide 2\.$"):
+        slide_index(deck(slides=[{"title": "", "body": ""}]), 2)
+    assert slide_index(spec, 6, insert=True) == 5
+    with pytest.raises(ValueError, match="1 to 6"):
+        slide_index(spec, 7, insert=True)
+
+
+@pytest.mark.parametrize(
+    "title, slug",
+    [("Quarterly review — Q3", "quarterly-review-q3"), ("  Hello, World!  ", "hello-world"), ("!!!", "deck"),
+     ("Ünïcode only", "unicode-only"), ("日本語", "deck"), ("a" * 100, "a" * 48)],
+)
+def test_a_title_becomes_a_valid_id(title, slug):
+    assert slugify(title) == slug
+    assert deck_problems(deck(id=slugify(title))) == []
+
+
+def test_markdown_becomes_headings_lists_and_paragraphs():
+    body = "# Plan\n\nFirst line\ncontinues here.\n\n- one\n* two\n\n- three\n1. first\n2) second\nAfter."
+    assert markdown_blocks(body) == [
+        {"kind": "heading", "level": 1, "text": "Plan"},
+        {"kind": "paragraph", "text": "First line continues here."},
+        {"kind": "list", "ordered": False, "items": ["one", "two", "three"]},
+        {"kind": "list", "ordered": True, "items": ["first", "second"]},
+        {"kind": "paragraph", "text": "After."},
+    ]
+
+
+def test_markdown_blocks_keep_html_as_text():
+    blocks = markdown_blocks("<script>alert(1)</script>")
+    assert blocks == [{"kind": "paragraph", "text": "<script>alert(1)</script>"}]
+
+
+def test_an_empty_body_has_no_blocks():
+    assert markdown_blocks("") == [] and markdown_blocks("\n  \n") == []
+
+
+def test_checking_a_deck_never_changes_it():
+    spec = deck()
+    before = copy.deepcopy(spec)
+    check_deck(spec)
+    assert spec == before

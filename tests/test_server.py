@@ -1,0 +1,123 @@
+import io
+import json
+import zipfile
+from contextlib import contextmanager
+
+import httpx
+import pytest
+from conftest import start_server, stop_server
+
+from reactor import define_agent_tools
+
+BUNDLE = define_agent_tools(
+    id="notes", name="Notes", plugin="notes",
+    commands=[{"name": "notes_list", "command": "notes.list", "description": "List the notes."}],
+)
+
+
+class NotesPlugin:
+    name = "notes"
+    description = "Notes"
+
+    def provide_agent_tools(self):
+        return [BUNDLE]
+
+
+@contextmanager
+def serving(data):
+    live = start_server(data, plugins=[NotesPlugin()], seed_demo=False)
+    try:
+        with httpx.Client(base_url=live.url) as client:
+            yield client
+    finally:
+        stop_server(live)
+
+
+@pytest.fixture
+def client(tmp_path):
+    with serving(tmp_path) as client:
+        yield client
+
+
+def test_the_agent_tools_listing_has_the_seed_shape(client):
+    assert client.get("/plugins/agent-tools").json() == [BUNDLE]
+
+
+def test_disabling_a_plugin_removes_its_tools_and_survives_a_restart(client, tmp_path):
+    answer = client.patch("/plugins/notes", json={"enabled": False})
+    assert answer.json() == {"name": "notes", "description": "Notes", "enabled": False}
+    assert client.get("/plugins/agent-tools").json() == []
+    with serving(tmp_path) as again:
+        assert again.get("/plugins").json()[0]["enabled"] is False
+        again.patch("/plugins/notes", json={"enabled": True})
+        assert again.get("/plugins/agent-tools").json() == [BUNDLE]
+
+
+@pytest.mark.parametrize(
+    "body, status, words",
+    [
+        (b"{not json", 400, "not valid JSON"),
+        (b"[true]", 400, "must be a JSON object"),
+        (json.dumps({"enabled": "yes"}).encode(), 422, '{"enabled": true}'),
+        (json.dumps({"enabled": True, "extra": 1}).encode(), 422, '{"enabled": true}'),
+        (b'{"enabled": true, "pad": "' + b"x" * 5000 + b'"}', 413, "larger than 1024 bytes"),
+    ],
+)
+def test_bad_enable_requests_are_refused_and_change_nothing(client, body, status, words):
+    answer = client.patch("/plugins/notes", content=body, headers={"content-type": "application/json"})
+    assert answer.status_code == status
+    assert words in answer.json()["error"]
+    assert client.get("/plugins").json()[0]["enabled"] is True
+
+
+def test_enabling_an_unknown_plugin_is_a_404_naming_it(client):
+    answer = client.patch("/plugins/cms", json={"enabled": True})
+    assert answer.status_code == 404 and "'cms'" in answer.json()["error"]
+
+
+def test_the_page_is_served_with_revalidation_and_answers_304_when_unchanged(client):
+    first = client.get("/")
+    assert first.headers["content-type"].startswith("text/html")
+    assert first.headers["cache-control"] == "no-cache"
+    again = client.get("/", headers={"if-none-match": first.headers["etag"]})
+    assert again.status_code == 304 and again.content == b""
+
+
+def test_the_runtime_is_served_compressed_immutable_and_with_wasm_mime(client):
+    boot = client.get("/app/boot.json").json()
+    assert boot["runtime"]["ready"], boot["runtime"]["error"]
+    interpreter = boot["pyscript"]["interpreter"]
+    wasm = interpreter.replace("pyodide.mjs", "pyodide.asm.wasm")
+    answer = client.get(wasm, headers={"accept-encoding": "gzip"})
+    assert answer.headers["content-type"] == "application/wasm"
+    assert answer.headers["content-encoding"] == "gzip"
+    assert "immutable" in answer.headers["cache-control"]
+    assert answer.content[:4] == b"\0asm"  # httpx decoded the gzip body
+    assert client.get(interpreter).headers["content-type"].startswith("text/javascript")
+
+
+def test_an_old_runtime_stamp_is_not_served(client):
+    assert client.get("/vendor/0000/pyodide/pyodide.mjs").status_code == 404
+
+
+@pytest.mark.parametrize("path", ["/web/../pyproject.toml", "/web/%2e%2e/pyproject.toml", "/web/nothing.js"])
+def test_files_outside_the_web_folder_are_never_served(client, path):
+    assert client.get(path).status_code == 404
+
+
+def test_the_python_archive_holds_the_page_code_and_no_server_code(client):
+    boot = client.get("/app/boot.json").json()
+    archive_url = next(url for url in boot["pyscript"]["files"] if url.startswith("/app/python-"))
+    answer = client.get(archive_url)
+    assert "immutable" in answer.headers["cache-control"]
+    names = zipfile.ZipFile(io.BytesIO(answer.content)).namelist()
+    assert "reactor/commands.py" in names and "reactor/browser.py" in names
+    assert not [n for n in names if "/server" in n or n.endswith(("cli.py", "__main__.py"))]
+    assert client.get("/app/python-0000.zip").status_code == 404
+
+
+def test_our_own_scripts_are_gzipped_with_a_javascript_mime(client):
+    answer = client.get("/web/reactor.js", headers={"accept-encoding": "gzip"})
+    assert answer.headers.get("content-encoding") == "gzip"
+    assert answer.headers["content-type"].startswith("text/javascript")
+    assert "window.reactor" in answer.text
