@@ -14,10 +14,12 @@ from .agent_tools import (
     load_agent_tools,
     watch_agent_tool_bundles,
 )
+from .cancellation import CancelToken
 from .commands import Command, CommandRegistry, CommandsChanged
 from .contributions import Contribution, ContributionPoint, ContributionRegistry, contribution
 from .disposable import Disposable, DisposableSet
 from .errors import (
+    AbortedError,
     CommandError,
     CommandFailedError,
     CommandNotFoundError,
@@ -38,7 +40,9 @@ from .platform import PluginPlatform
 from .plugins import LoadReport, Plugin, PluginContext, Reactor, define_plugin
 
 __all__ = [
+    "AbortedError",
     "AgentTools",
+    "CancelToken",
     "Command",
     "CommandError",
     "CommandFailedError",

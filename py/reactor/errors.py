@@ -12,7 +12,8 @@ ReactorError
 │   ├── PluginLoadError               register() raised; its registrations were rolled back (.cause)
 │   ├── PluginDependencyError         a required plugin is missing, failed, or forms a cycle
 │   └── PluginNotFoundError           no plugin has that name
-└── DeclarationError                  a declaration a model would trip on (.owner, .field, .value)
+├── DeclarationError                  a declaration a model would trip on (.owner, .field, .value)
+└── AbortedError                      what was running was stopped (.reason)
 
 Every message is a sentence naming the offending value, written for whoever must act on it:
 a developer for declarations, a model or a person for commands.
@@ -92,3 +93,11 @@ class DeclarationError(ReactorError):
         self.owner = owner
         self.field = field
         self.value = value
+
+
+class AbortedError(ReactorError):
+    """What was running was stopped; `.reason` says why (the argument given to `abort`)."""
+
+    def __init__(self, reason: Any) -> None:
+        super().__init__(f"Stopped: {reason}" if isinstance(reason, str) else "Stopped.")
+        self.reason = reason

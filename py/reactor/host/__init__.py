@@ -1,0 +1,83 @@
+"""The chat host: AgentTools bundles become model tools, and a loop runs the model and the tools.
+
+    tools.py      AgentSpec, HostTool, Toolbox — admission by plugin and toolset; calls → envelopes
+    envelope.py   the one answer shape of a tool call ({"ok": ...}) and its failure codes
+    arguments.py  parsing and validating model-written arguments
+    approval.py   side-effect levels, MCP annotations, the approval gate
+    formats.py    tools and results in OpenAI Chat, Responses, Anthropic and MCP formats
+    model.py      the provider-neutral conversation, ModelTurn, and the Model protocol
+    loop.py       ChatLoop: steps, approvals, stop, events
+    transport.py  the injected `send`, and provider errors made readable
+    openai.py     OpenAI-compatible Chat Completions (also llama.cpp, Ollama, vLLM)
+    anthropic.py  Anthropic Messages
+    scripted.py   ScriptedModel, for demos and tests without an AI
+    errors.py     HostError, ToolError, ProviderError
+
+Pure Python: runs on CPython and in Pyodide; HTTP goes through the `send` the caller gives.
+"""
+
+from __future__ import annotations
+
+from .anthropic import AnthropicModel
+from .approval import ApprovalGate, ApprovalRequest, needs_approval, side_effect_level, tool_annotations
+from .arguments import parse_arguments
+from .envelope import FAILURE_CODES, envelope_text, is_failure, tool_failure, tool_success
+from .errors import HostError, ProviderError, ToolError
+from .formats import (
+    anthropic_result,
+    anthropic_tools,
+    mcp_call_result,
+    mcp_list_tools,
+    model_schema,
+    openai_chat_result,
+    openai_chat_tools,
+    responses_result,
+    responses_tools,
+)
+from .loop import ChatLoop, HostEvent, LoopOutcome
+from .model import Model, ModelRequest, ModelTurn, ToolCall
+from .openai import OpenAIChatModel
+from .scripted import ScriptedModel
+from .tools import AgentSpec, HostTool, Toolbox
+from .transport import Send, urllib_send
+
+__all__ = [
+    "AgentSpec",
+    "AnthropicModel",
+    "ApprovalGate",
+    "ApprovalRequest",
+    "ChatLoop",
+    "FAILURE_CODES",
+    "HostError",
+    "HostEvent",
+    "HostTool",
+    "LoopOutcome",
+    "Model",
+    "ModelRequest",
+    "ModelTurn",
+    "OpenAIChatModel",
+    "ProviderError",
+    "ScriptedModel",
+    "Send",
+    "ToolCall",
+    "ToolError",
+    "Toolbox",
+    "anthropic_result",
+    "anthropic_tools",
+    "envelope_text",
+    "is_failure",
+    "mcp_call_result",
+    "mcp_list_tools",
+    "model_schema",
+    "needs_approval",
+    "openai_chat_result",
+    "openai_chat_tools",
+    "parse_arguments",
+    "responses_result",
+    "responses_tools",
+    "side_effect_level",
+    "tool_annotations",
+    "tool_failure",
+    "tool_success",
+    "urllib_send",
+]

@@ -1,0 +1,58 @@
+"""Model-written arguments are untrusted text: parse them and check them before a handler runs.
+
+Providers and local servers send arguments as an object, a JSON string, a JSON string of a
+JSON string, `""` or null for a tool without parameters (PLATFORM-NOTES, "A tool with no
+parameters receiving "" instead of {}"). All of these become an object or a tool error whose
+problems the model can fix and call again.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..schema import argument_problems
+from .envelope import tool_failure
+
+NO_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+def parse_arguments(tool: str, raw: Any, schema: dict[str, Any] | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """Return (arguments, None) when they fit `schema`, else (None, an invalid_arguments envelope)."""
+    value = raw
+    for _ in range(2):  # a JSON string holding a JSON string is unwrapped once more
+        if not isinstance(value, str):
+            break
+        text = value.strip()
+        if not text:
+            value = None
+            break
+        try:
+            value = json.loads(text)
+        except ValueError as error:
+            return None, _invalid(
+                tool, [{"path": "$", "message": f"not valid JSON ({error}); send one JSON object"}]
+            )
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        return None, _invalid(tool, [{"path": "$", "message": f"expected a JSON object, got {_kind(value)}"}])
+    problems = argument_problems(schema or NO_PARAMETERS, value)
+    if problems:
+        return None, _invalid(tool, problems)
+    return value, None
+
+
+def _invalid(tool: str, problems: list[dict[str, str]]) -> dict[str, Any]:
+    listed = "; ".join(f"{p['path']}: {p['message']}" for p in problems)
+    return tool_failure(
+        "invalid_arguments",
+        f"The arguments for {tool} were refused and it did not run: {listed}. Fix them and call it again.",
+        problems=problems,
+    )
+
+
+def _kind(value: Any) -> str:
+    return {list: "an array", bool: "a boolean", int: "a number", float: "a number", str: "a string"}.get(
+        type(value), type(value).__name__
+    )

@@ -1,0 +1,46 @@
+"""The one envelope every tool call answers with, whatever the provider.
+
+    success  {"ok": true,  "result": <what the command returned>}
+             (a command returning None adds "note": "The command ran; it returns no value.")
+    failure  {"ok": false, "error": {"code": <CODE>, "message": <a sentence>, ...details}}
+
+Codes (FAILURE_CODES): invalid_arguments (with problems: [{path, message}]), unknown_tool,
+not_admitted, denied, unavailable, failed, aborted, timeout. The model reads the envelope as
+JSON text; the message is written for it to act on. Formats only re-wrap it per provider.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+FAILURE_CODES = frozenset(
+    {"invalid_arguments", "unknown_tool", "not_admitted", "denied", "unavailable", "failed", "aborted", "timeout"}
+)
+RAN_WITHOUT_VALUE = "The command ran; it returns no value."
+
+
+def tool_success(result: Any) -> dict[str, Any]:
+    """Wrap a value; a value that is not JSON data becomes a `failed` answer, never a crash."""
+    try:
+        json.dumps(result, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        return tool_failure("failed", f"The tool answered with a value that is not JSON data: {error}.")
+    if result is None:
+        return {"ok": True, "result": None, "note": RAN_WITHOUT_VALUE}
+    return {"ok": True, "result": result}
+
+
+def tool_failure(code: str, message: str, **details: Any) -> dict[str, Any]:
+    if code not in FAILURE_CODES:
+        raise ValueError(f"{code!r} is not a tool failure code; use one of {sorted(FAILURE_CODES)}.")
+    return {"ok": False, "error": {"code": code, "message": message, **details}}
+
+
+def is_failure(envelope: dict[str, Any]) -> bool:
+    return envelope.get("ok") is not True
+
+
+def envelope_text(envelope: dict[str, Any]) -> str:
+    """The envelope as the text a model reads (UTF-8 kept readable, nothing truncated)."""
+    return json.dumps(envelope, ensure_ascii=False)

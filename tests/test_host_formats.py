@@ -1,0 +1,178 @@
+"""Every provider format the chat host renders, from a real Reactor's bundles."""
+
+import json
+
+import pytest
+
+from reactor import AgentTools, Reactor, contribution, define_agent_tools, define_plugin
+from reactor.host import (
+    AgentSpec,
+    Toolbox,
+    anthropic_result,
+    anthropic_tools,
+    mcp_call_result,
+    mcp_list_tools,
+    needs_approval,
+    openai_chat_result,
+    openai_chat_tools,
+    parse_arguments,
+    responses_result,
+    responses_tools,
+    tool_annotations,
+    tool_failure,
+    tool_success,
+)
+
+OPEN_SCHEMA = {
+    "type": "object",
+    "properties": {"id": {"type": "string"}, "slide": {"type": "integer", "minimum": 1}},
+    "required": ["id"],
+    "additionalProperties": False,
+}
+# A schema OpenAI and Anthropic would refuse at the top level, though it is valid JSON Schema.
+RENAME_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "properties": {"id": {"type": "string"}, "slug": {"type": "string"}, "title": {"type": "string"}},
+    "required": ["title"],
+    "anyOf": [{"required": ["id"]}, {"required": ["slug"]}],
+}
+BUNDLE = define_agent_tools(
+    id="decks", name="Decks", plugin="decks",
+    commands=[
+        {"name": "decks_list_decks", "command": "decks.listDecks", "description": "List every deck."},
+        {"name": "decks_open", "command": "decks.open", "description": "Open a deck by id.", "parameters": OPEN_SCHEMA},
+        {"name": "decks_rename", "command": "decks.rename", "description": "Rename a deck.", "parameters": RENAME_SCHEMA},
+        {"name": "decks_delete", "command": "decks.delete", "description": "Delete a deck.",
+         "parameters": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}},
+    ],
+)
+LEVELS = {"decks_list_decks": "read", "decks_open": "none", "decks_rename": "write", "decks_delete": "destructive"}
+
+
+def toolbox(side_effects=LEVELS):
+    def register(context):
+        context.register_command("decks.listDecks", lambda args: [], label="List decks")
+        context.register_command("decks.open", lambda args: None)
+        context.register_command("decks.rename", lambda args: None)
+        context.register_command("decks.delete", lambda args: None)
+
+    reactor = Reactor()
+    reactor.load_plugin(define_plugin(name="decks", register=register,
+                                      contributes=[contribution(AgentTools, BUNDLE, id="decks")]))
+    return Toolbox(reactor, AgentSpec("presenter", plugins=("decks",)), side_effects=side_effects)
+
+
+def mcp_models():
+    try:
+        import mcp_types
+    except ImportError:
+        mcp_types = pytest.importorskip("mcp.types")
+    return mcp_types
+
+
+def test_openai_chat_completions_tools_are_functions_with_parameters():
+    tools = openai_chat_tools(toolbox().tools())
+    assert tools[0] == {
+        "type": "function",
+        "function": {"name": "decks_list_decks", "description": "List every deck.",
+                     "parameters": {"type": "object", "properties": {}}},
+    }
+    assert tools[1]["function"]["parameters"] == OPEN_SCHEMA
+
+
+def test_responses_api_tools_are_flat_functions():
+    tools = responses_tools(toolbox().tools())
+    assert tools[1] == {"type": "function", "name": "decks_open", "description": "Open a deck by id.",
+                        "parameters": OPEN_SCHEMA}
+    assert tools[0]["parameters"] == {"type": "object", "properties": {}}
+
+
+def test_anthropic_tools_carry_an_input_schema():
+    tools = anthropic_tools(toolbox().tools())
+    assert tools[1] == {"name": "decks_open", "description": "Open a deck by id.", "input_schema": OPEN_SCHEMA}
+    assert tools[0]["input_schema"] == {"type": "object", "properties": {}}
+
+
+def test_a_schema_providers_refuse_at_the_top_is_simplified_for_them_but_still_enforced():
+    rename = toolbox().tools()[2]
+    shown = anthropic_tools([rename])[0]["input_schema"]
+    assert "anyOf" not in shown and "$schema" not in shown
+    assert shown["properties"] == RENAME_SCHEMA["properties"]
+    assert openai_chat_tools([rename])[0]["function"]["parameters"] == shown
+    assert mcp_list_tools([rename])["tools"][0]["inputSchema"] == RENAME_SCHEMA  # MCP takes it whole
+    args, failure = parse_arguments("decks_rename", {"title": "New"}, rename.parameters)
+    assert args is None and failure["error"]["code"] == "invalid_arguments"
+    assert parse_arguments("decks_rename", {"title": "New", "id": "q"}, rename.parameters) == ({"title": "New", "id": "q"}, None)
+
+
+def test_mcp_tools_list_is_valid_for_the_mcp_package_and_loses_nothing():
+    mcp_types = mcp_models()
+    listed = mcp_list_tools(toolbox().tools())
+    parsed = mcp_types.ListToolsResult.model_validate(listed)
+    assert [tool.name for tool in parsed.tools] == ["decks_list_decks", "decks_open", "decks_rename", "decks_delete"]
+    for ours, theirs in zip(listed["tools"], parsed.tools):
+        assert theirs.model_dump(by_alias=True, exclude_none=True, mode="json") == ours
+    assert listed["tools"][0]["title"] == "List decks"  # the command's label
+    assert "title" not in listed["tools"][1]
+
+
+@pytest.mark.parametrize("level, hints", [
+    ("none", (True, False, True)),
+    ("read", (True, False, True)),
+    ("write", (False, False, False)),
+    ("destructive", (False, True, False)),
+])
+def test_mcp_annotations_follow_the_side_effect_level(level, hints):
+    assert tool_annotations(level) == {"readOnlyHint": hints[0], "destructiveHint": hints[1],
+                                       "idempotentHint": hints[2], "openWorldHint": False}
+
+
+def test_a_tool_with_no_level_given_counts_as_write_and_needs_approval():
+    tools = toolbox(side_effects={}).tools()
+    assert {tool.side_effect for tool in tools} == {"write"}
+    assert all(needs_approval(tool.side_effect) for tool in tools)
+    assert mcp_list_tools(tools)["tools"][0]["annotations"]["readOnlyHint"] is False
+    assert toolbox(side_effects={"decks_open": "harmless"}).tools()[1].side_effect == "write"
+
+
+def test_results_render_per_provider_with_the_same_envelope():
+    ok = tool_success([{"id": "q", "title": "Q"}])
+    assert openai_chat_result("call_1", ok) == {"role": "tool", "tool_call_id": "call_1", "content": json.dumps(ok)}
+    assert responses_result("call_1", ok) == {"type": "function_call_output", "call_id": "call_1", "output": json.dumps(ok)}
+    assert anthropic_result("toolu_1", ok) == {"type": "tool_result", "tool_use_id": "toolu_1",
+                                               "content": json.dumps(ok), "is_error": False}
+    failed = tool_failure("denied", "The person declined.")
+    assert anthropic_result("toolu_2", failed)["is_error"] is True
+    assert json.loads(openai_chat_result("call_2", failed)["content"]) == {
+        "ok": False, "error": {"code": "denied", "message": "The person declined."}}
+
+
+def test_mcp_call_results_are_valid_and_errors_are_results_not_exceptions():
+    mcp_types = mcp_models()
+    for envelope, is_error in ((tool_success({"slide": 4}), False), (tool_failure("unknown_tool", "No such tool."), True)):
+        rendered = mcp_call_result(envelope)
+        parsed = mcp_types.CallToolResult.model_validate(rendered)
+        assert parsed.is_error is is_error
+        assert json.loads(parsed.content[0].text) == envelope == parsed.structured_content
+
+
+def test_a_command_returning_nothing_answers_that_it_ran():
+    assert tool_success(None) == {"ok": True, "result": None, "note": "The command ran; it returns no value."}
+    assert tool_success(0) == {"ok": True, "result": 0}
+
+
+def test_a_result_that_is_not_json_data_becomes_a_failed_answer():
+    envelope = tool_success({"when": object()})
+    assert envelope["ok"] is False and envelope["error"]["code"] == "failed"
+    assert "not JSON data" in envelope["error"]["message"]
+
+
+def test_a_failure_code_outside_the_contract_is_refused():
+    with pytest.raises(ValueError, match="'oops' is not a tool failure code"):
+        tool_failure("oops", "?")
+
+
+def test_non_ascii_results_stay_readable_for_the_model():
+    content = openai_chat_result("c", tool_success("Présentation — été"))["content"]
+    assert "Présentation — été" in content
