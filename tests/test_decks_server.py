@@ -13,6 +13,8 @@ import pytest
 from starlette.applications import Starlette
 
 from reactor import PluginPlatform
+from reactor.server.auth import Auth
+from reactor.server.context import ServerContext
 from reactor.server.database import Database
 from reactor_plugins.decks import DECKS_AGENT_TOOLS
 from reactor_plugins.decks.server import MAX_BODY_BYTES, DecksServerPlugin
@@ -55,8 +57,9 @@ class Client:
 
 def serve(database, *, seed=True):
     plugin = DecksServerPlugin()
-    plugin.setup(database, seed=seed)
-    return Client(Starlette(routes=plugin.routes(database)))
+    context = ServerContext(database, Auth(database, seed=False), PluginPlatform([plugin]))
+    plugin.setup(context, seed=seed)
+    return Client(Starlette(routes=plugin.routes(context)))
 
 
 @pytest.fixture

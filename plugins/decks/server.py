@@ -23,6 +23,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from reactor import load_agent_tools
+from reactor.server.context import ServerContext
 from reactor.server.database import Database
 
 from .deck import deck_problems, problems_sentence
@@ -57,8 +58,9 @@ class DecksServerPlugin:
     def provide_agent_tools(self) -> list[dict[str, Any]]:
         return [load_agent_tools(HERE / "agent-tools.json")]
 
-    def setup(self, database: Database, *, seed: bool) -> None:
+    def setup(self, context: ServerContext, *, seed: bool) -> None:
         """Create the table; with `seed`, fill an empty table with the demo decks."""
+        database = context.database
         database.migrate(SCHEMA)
         if not seed:
             return
@@ -68,7 +70,8 @@ class DecksServerPlugin:
                 for spec in decks:
                     _write(db, spec)
 
-    def routes(self, database: Database) -> list[Route]:
+    def routes(self, context: ServerContext) -> list[Route]:
+        database = context.database
         async def list_decks(request: Request) -> Response:
             return JSONResponse(await run_in_threadpool(_summaries, database))
 

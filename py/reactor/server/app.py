@@ -19,6 +19,8 @@ import reactor_plugins
 
 from ..platform import PluginPlatform
 from .assets import IMMUTABLE, REVALIDATE, SourceArchive, serve_file
+from .auth import Auth
+from .context import ServerContext
 from .database import Database
 from .requests import read_json
 
@@ -47,11 +49,13 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
         for row in db.execute("SELECT name, enabled FROM plugin_state"):
             if row["name"] in {p["name"] for p in platform.list_plugins()}:
                 platform.set_enabled(row["name"], bool(row["enabled"]))
+    auth = Auth(database, seed=seed_demo)
+    context = ServerContext(database, auth, platform)
     plugin_routes: list[BaseRoute] = []
     for plugin in _all(platform):
         if hasattr(plugin, "setup"):
-            plugin.setup(database, seed=seed_demo)
-        for route in getattr(plugin, "routes", lambda db: [])(database):
+            plugin.setup(context, seed=seed_demo)
+        for route in getattr(plugin, "routes", lambda context: [])(context):
             plugin_routes.append(_while_enabled(platform, plugin.name, route))
     archive = SourceArchive(
         {"reactor": Path(reactor.__file__).parent, "reactor_plugins": Path(reactor_plugins.__file__).parent},
@@ -127,14 +131,14 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
         Route("/assets/plugins/{name}/{path:path}", plugin_asset),
         Route("/app/python-{digest}.zip", python_archive),
         Route("/app/boot.json", boot_config),
+        *auth.routes(),
         Route("/plugins", list_plugins),
         Route("/plugins/agent-tools", list_agent_tools),
         Route("/plugins/{name}", set_plugin_enabled, methods=["PATCH"]),
         *plugin_routes,
     ]
     app = Starlette(routes=routes, middleware=[Middleware(GZipMiddleware, minimum_size=1024)])
-    app.state.database = database
-    app.state.platform = platform
+    app.state.context = context
     return app
 
 
