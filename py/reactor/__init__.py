@@ -33,6 +33,7 @@ from .errors import (
     PluginLoadError,
     PluginNotFoundError,
     ReactorError,
+    ToolError,
 )
 from .events import Emitter
 from .page import HttpError, MemoryPage, Page
@@ -73,6 +74,7 @@ __all__ = [
     "PluginPlatform",
     "Reactor",
     "ReactorError",
+    "ToolError",
     "agent_tool_bundles",
     "check_agent_tools",
     "contribution",

@@ -13,7 +13,8 @@ ReactorError
 │   ├── PluginDependencyError         a required plugin is missing, failed, or forms a cycle
 │   └── PluginNotFoundError           no plugin has that name
 ├── DeclarationError                  a declaration a model would trip on (.owner, .field, .value)
-└── AbortedError                      what was running was stopped (.reason)
+├── AbortedError                      what was running was stopped (.reason)
+└── ToolError                         a tool's chosen failure (.code, .details): becomes the envelope
 
 Every message is a sentence naming the offending value, written for whoever must act on it:
 a developer for declarations, a model or a person for commands.
@@ -101,3 +102,16 @@ class AbortedError(ReactorError):
     def __init__(self, reason: Any) -> None:
         super().__init__(f"Stopped: {reason}" if isinstance(reason, str) else "Stopped.")
         self.reason = reason
+
+
+class ToolError(ReactorError):
+    """Raise from a tool to answer the model with `{"ok": false, "error": {code, message, ...}}`."""
+
+    def __init__(self, code: str, message: str, **details: Any) -> None:
+        from .envelope import FAILURE_CODES
+
+        if code not in FAILURE_CODES:
+            raise ValueError(f"{code!r} is not a tool failure code; use one of {sorted(FAILURE_CODES)}.")
+        super().__init__(message)
+        self.code = code
+        self.details = details

@@ -21,8 +21,9 @@ from __future__ import annotations
 from .anthropic import AnthropicModel
 from .approval import ApprovalGate, ApprovalRequest, needs_approval, side_effect_level, tool_annotations
 from .arguments import parse_arguments
-from .envelope import FAILURE_CODES, envelope_text, is_failure, tool_failure, tool_success
-from .errors import HostError, ProviderError, ToolError
+from ..envelope import FAILURE_CODES, envelope_text, is_failure, tool_failure, tool_success
+from ..errors import ToolError
+from .errors import HostError, ProviderError
 from .formats import (
     anthropic_result,
     anthropic_tools,

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from ..schema import argument_problems
-from .envelope import tool_failure
+from ..envelope import tool_failure
 
 NO_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
 

@@ -16,7 +16,7 @@ import copy
 from typing import Any, Iterable
 
 from .approval import tool_annotations
-from .envelope import envelope_text, is_failure
+from ..envelope import envelope_text, is_failure
 from .tools import HostTool
 
 # OpenAI and Anthropic refuse these at the top of a function's schema; both want an object

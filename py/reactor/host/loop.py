@@ -17,7 +17,7 @@ from ..cancellation import CancelToken
 from ..errors import AbortedError
 from ..events import Emitter
 from .approval import Approve, ApprovalGate, ApprovalRequest
-from .envelope import is_failure, tool_failure
+from ..envelope import is_failure, tool_failure
 from .errors import HostError
 from .model import MAX_TOKENS, Model, ModelRequest, ModelTurn, ToolCall
 from .tools import Toolbox

@@ -26,8 +26,8 @@ from ..errors import (
 )
 from .approval import side_effect_level
 from .arguments import NO_PARAMETERS, parse_arguments
-from .envelope import tool_failure, tool_success
-from .errors import ToolError
+from ..envelope import tool_failure, tool_success
+from ..errors import ToolError
 
 HostHandler = Callable[[dict[str, Any], CancelToken], Any]
 _TIMEOUT = object()
