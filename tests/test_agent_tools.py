@@ -201,3 +201,9 @@ def test_the_public_names_are_exactly_those_exported():
     modules = {name for name in public if type(getattr(reactor, name)).__name__ == "module"}
     assert sorted(reactor.__all__) == reactor.__all__
     assert set(reactor.__all__) == public - modules - {"annotations"}
+
+
+def test_a_tool_may_declare_its_side_effect_and_an_unknown_one_is_refused():
+    assert bundle(commands=[{**NEXT, "sideEffect": "none"}])["commands"][0]["sideEffect"] == "none"
+    with pytest.raises(DeclarationError, match="must be one of none, read, write, destructive, not 'harmless'"):
+        bundle(commands=[{**NEXT, "sideEffect": "harmless"}])

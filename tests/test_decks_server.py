@@ -16,6 +16,7 @@ from reactor import PluginPlatform
 from reactor.server.auth import Auth
 from reactor.server.context import ServerContext
 from reactor.server.database import Database
+from reactor.server.plugin_records import PluginRecords
 from reactor_plugins.decks import DECKS_AGENT_TOOLS
 from reactor_plugins.decks.server import MAX_BODY_BYTES, DecksServerPlugin
 
@@ -57,7 +58,8 @@ class Client:
 
 def serve(database, *, seed=True):
     plugin = DecksServerPlugin()
-    context = ServerContext(database, Auth(database, seed=False), PluginPlatform([plugin]))
+    auth = Auth(database, seed=False)
+    context = ServerContext(database, auth, PluginPlatform([plugin]), PluginRecords(database, auth, reserved=set()))
     plugin.setup(context, seed=seed)
     return Client(Starlette(routes=plugin.routes(context)))
 

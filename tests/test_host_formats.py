@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from reactor import AgentTools, Reactor, contribution, define_agent_tools, define_plugin
+from reactor import AgentTools, Reactor, ToolError, contribution, define_agent_tools, define_plugin
+from reactor.arguments import parse_tool_arguments
 from reactor.host import (
     AgentSpec,
     Toolbox,
@@ -15,7 +16,6 @@ from reactor.host import (
     needs_approval,
     openai_chat_result,
     openai_chat_tools,
-    parse_arguments,
     responses_result,
     responses_tools,
     tool_annotations,
@@ -101,9 +101,10 @@ def test_a_schema_providers_refuse_at_the_top_is_simplified_for_them_but_still_e
     assert shown["properties"] == RENAME_SCHEMA["properties"]
     assert openai_chat_tools([rename])[0]["function"]["parameters"] == shown
     assert mcp_list_tools([rename])["tools"][0]["inputSchema"] == RENAME_SCHEMA  # MCP takes it whole
-    args, failure = parse_arguments("decks_rename", {"title": "New"}, rename.parameters)
-    assert args is None and failure["error"]["code"] == "invalid_arguments"
-    assert parse_arguments("decks_rename", {"title": "New", "id": "q"}, rename.parameters) == ({"title": "New", "id": "q"}, None)
+    with pytest.raises(ToolError) as refused:
+        parse_tool_arguments("decks_rename", {"title": "New"}, rename.parameters)
+    assert refused.value.code == "invalid_arguments"
+    assert parse_tool_arguments("decks_rename", {"title": "New", "id": "q"}, rename.parameters) == {"title": "New", "id": "q"}
 
 
 def test_mcp_tools_list_is_valid_for_the_mcp_package_and_loses_nothing():

@@ -128,3 +128,26 @@ def test_on_dispose_runs_when_the_plugin_unloads():
 def test_bad_plugin_declarations_are_refused(bad):
     with pytest.raises(PluginError):
         define_plugin(**bad)
+
+
+def test_activate_runs_once_after_loading_and_a_failing_one_is_unloaded():
+    import asyncio
+
+    started = []
+
+    async def fetch_first(context):
+        started.append(context.plugin)
+
+    async def broken(context):
+        raise ConnectionError("the server is down")
+
+    reactor = Reactor()
+    reactor.load_plugins([
+        define_plugin(name="ok", activate=fetch_first),
+        define_plugin(name="bad", activate=broken, register=lambda c: c.register_command("bad.x", lambda a: 1)),
+    ])
+    failed = asyncio.run(reactor.activate_plugins())
+    asyncio.run(reactor.activate_plugins())
+    assert started == ["ok"]
+    assert "'bad' failed to start and was unloaded: the server is down" in str(failed["bad"])
+    assert reactor.plugins == ["ok"] and not reactor.commands.has_command("bad.x")

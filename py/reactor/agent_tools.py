@@ -2,7 +2,8 @@
 
 A bundle is plain JSON data in the seed's shape, so the page and the Python tier can read the
 same file: {id, name, description, plugin, commands: [{name, command, description,
-parameters?}], toolset}. `define_agent_tools` refuses, at declaration, anything a model
+parameters?, sideEffect?}], toolset}. `sideEffect` (none, read, write, destructive) tells a host
+which tools need the person's approval. `define_agent_tools` refuses, at declaration, anything a model
 provider would refuse at request time.
 """
 
@@ -22,7 +23,9 @@ from .schema import schema_problem
 # The names OpenAI, Anthropic and Gemini all accept (PLATFORM-NOTES "Tool names").
 TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 BUNDLE_KEYS = {"id", "name", "description", "plugin", "commands", "toolset"}
-COMMAND_KEYS = {"name", "command", "description", "parameters"}
+COMMAND_KEYS = {"name", "command", "description", "parameters", "sideEffect"}
+# What running a tool does to data; a host asks the person before write and destructive ones.
+SIDE_EFFECTS = ("none", "read", "write", "destructive")
 
 
 def define_agent_tools(
@@ -80,6 +83,13 @@ def define_agent_tools(
             if problem:
                 raise refuse(f"{where}.parameters", tool["parameters"], f"of tool {tool_name!r} are refused: {problem}.")
             entry["parameters"] = copy.deepcopy(tool["parameters"])
+        if "sideEffect" in tool:
+            if tool["sideEffect"] not in SIDE_EFFECTS:
+                raise refuse(
+                    f"{where}.sideEffect", tool["sideEffect"],
+                    f"of tool {tool_name!r} must be one of {', '.join(SIDE_EFFECTS)}, not {tool['sideEffect']!r}.",
+                )
+            entry["sideEffect"] = tool["sideEffect"]
         tools.append(entry)
 
     names = [t["name"] for t in tools]

@@ -42,10 +42,12 @@ class Page(Protocol):
 class MemoryPage:
     """A page without a browser: records what was shown and opened; speaks real HTTP."""
 
-    def __init__(self, *, allow_fullscreen: bool = False, allow_tabs: bool = True, base_url: str = "") -> None:
+    def __init__(self, *, allow_fullscreen: bool = False, allow_tabs: bool = True, base_url: str = "",
+                 headers: dict[str, str] | None = None) -> None:
         self.allow_fullscreen = allow_fullscreen
         self.allow_tabs = allow_tabs
         self.base_url = base_url
+        self.headers = dict(headers or {})  # what a browser's cookies would carry: the session
         self.views: dict[str, dict[str, Any]] = {}
         self.opened: list[str] = []
         self.fullscreen = False
@@ -65,7 +67,7 @@ class MemoryPage:
         return ""
 
     async def fetch_json(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
-        return await asyncio.to_thread(_urllib_json, method, self.base_url + url, body, headers or {})
+        return await asyncio.to_thread(_urllib_json, method, self.base_url + url, body, {**self.headers, **(headers or {})})
 
 
 def _urllib_json(method: str, url: str, body: Any, headers: dict[str, str]) -> Any:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Awaitable, Callable, Iterable, Sequence
 
 from .commands import CommandRegistry, Handler
 from .contributions import Contribution, ContributionPoint, ContributionRegistry
@@ -21,6 +21,7 @@ class Plugin:
     contributes: tuple[Contribution[Any], ...] = ()
     requires: tuple[str, ...] = ()
     description: str = ""
+    activate: Callable[[PluginContext], Awaitable[object]] | None = None
 
 
 def define_plugin(
@@ -30,8 +31,13 @@ def define_plugin(
     contributes: Sequence[Contribution[Any]] = (),
     requires: Sequence[str] = (),
     description: str = "",
+    activate: Callable[[PluginContext], Awaitable[object]] | None = None,
 ) -> Plugin:
-    """Declare a plugin; nothing runs until a Reactor loads it."""
+    """Declare a plugin; nothing runs until a Reactor loads it.
+
+    `register` runs at load and must not wait; `activate`, if given, is the plugin's async
+    start-up work (a first fetch), run by `Reactor.activate_plugins` once everything is loaded.
+    """
     if not isinstance(name, str) or not name.strip():
         raise PluginError(f"A plugin needs a non-empty name, not {name!r}.", plugin=str(name))
     for item in contributes:
@@ -39,9 +45,10 @@ def define_plugin(
             raise PluginError(
                 f"Plugin {name!r} contributes {item!r}; use contribution(Point, value, id=...).", plugin=name
             )
-    if register is not None and not callable(register):
-        raise PluginError(f"The register of plugin {name!r} must be callable.", plugin=name)
-    return Plugin(name, register, tuple(contributes), tuple(requires), description)
+    for field, value in (("register", register), ("activate", activate)):
+        if value is not None and not callable(value):
+            raise PluginError(f"The {field} of plugin {name!r} must be callable.", plugin=name)
+    return Plugin(name, register, tuple(contributes), tuple(requires), description, activate)
 
 
 @dataclass
@@ -84,6 +91,7 @@ class Reactor:
         self.services: dict[str, Any] = dict(services or {})
         self.plugin_failed: Emitter[PluginError] = Emitter()
         self._loaded: dict[str, tuple[Plugin, PluginContext]] = {}
+        self._activated: set[str] = set()
 
     @property
     def plugins(self) -> list[str]:
@@ -138,6 +146,24 @@ class Reactor:
             ) from error
         self._loaded[plugin.name] = (plugin, context)
 
+    async def activate_plugins(self) -> dict[str, PluginError]:
+        """Run `activate` of each loaded plugin not yet activated; one that fails is unloaded."""
+        failed: dict[str, PluginError] = {}
+        for name, (plugin, context) in list(self._loaded.items()):
+            if plugin.activate is None or name in self._activated or name not in self._loaded:
+                continue
+            self._activated.add(name)
+            try:
+                await plugin.activate(context)
+            except Exception as error:
+                failed[name] = PluginLoadError(
+                    f"Plugin {name!r} failed to start and was unloaded: {error}", plugin=name, cause=error
+                )
+                self.unload_plugin(name)
+        for error in failed.values():
+            self.plugin_failed.emit(error)
+        return failed
+
     def unload_plugin(self, name: str) -> list[str]:
         """Unload a plugin and, first, every loaded plugin that requires it; return who went."""
         if name not in self._loaded:
@@ -149,6 +175,7 @@ class Reactor:
             if dependent in self._loaded:
                 gone += self.unload_plugin(dependent)
         _, context = self._loaded.pop(name)
+        self._activated.discard(name)
         context.disposables.dispose()
         return gone + [name]
 

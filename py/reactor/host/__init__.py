@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from .anthropic import AnthropicModel
 from .approval import ApprovalGate, ApprovalRequest, needs_approval, side_effect_level, tool_annotations
-from .arguments import parse_arguments
 from ..envelope import FAILURE_CODES, envelope_text, is_failure, tool_failure, tool_success
 from ..errors import ToolError
 from .errors import HostError, ProviderError
@@ -73,7 +72,6 @@ __all__ = [
     "needs_approval",
     "openai_chat_result",
     "openai_chat_tools",
-    "parse_arguments",
     "responses_result",
     "responses_tools",
     "side_effect_level",

@@ -15,7 +15,7 @@ from typing import Any, Awaitable, Callable
 
 from ..cancellation import CancelToken
 
-SIDE_EFFECTS = ("none", "read", "write", "destructive")
+from ..agent_tools import SIDE_EFFECTS
 DECISIONS = ("allow", "always", "deny")
 log = logging.getLogger("reactor")
 

@@ -25,7 +25,7 @@ from ..errors import (
     InvalidArgumentsError,
 )
 from .approval import side_effect_level
-from .arguments import NO_PARAMETERS, parse_arguments
+from ..arguments import NO_PARAMETERS, parse_tool_arguments
 from ..envelope import tool_failure, tool_success
 from ..errors import ToolError
 
@@ -119,8 +119,10 @@ class Toolbox:
                     f"The tool {name} is not granted to this agent, so it did not run. Tools you can call: {callable_now}.",
                 )
             return tool_failure("unknown_tool", f"There is no tool named {name!r}; nothing ran. Tools you can call: {callable_now}.")
-        args, failure = parse_arguments(tool.name, raw_arguments, tool.parameters)
-        return failure if failure is not None else (tool, args)  # type: ignore[return-value]
+        try:
+            return tool, parse_tool_arguments(tool.name, raw_arguments, tool.parameters)
+        except ToolError as error:
+            return tool_failure(error.code, str(error), **error.details)
 
     async def run(self, tool: HostTool, args: dict[str, Any], *, signal: CancelToken, timeout: float | None = None) -> dict[str, Any]:
         """Run a prepared call; every outcome, stop and timeout included, is an envelope."""
@@ -153,7 +155,7 @@ class Toolbox:
             parameters=entry.get("parameters") or dict(NO_PARAMETERS),
             command=entry["command"],
             plugin=bundle["plugin"],
-            side_effect=side_effect_level(self._side_effects.get(entry["name"])),
+            side_effect=side_effect_level(self._side_effects.get(entry["name"], entry.get("sideEffect"))),
             title=label,
             handler=self._handlers.get(entry["name"]),
         )

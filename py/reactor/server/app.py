@@ -22,6 +22,7 @@ from .assets import IMMUTABLE, REVALIDATE, SourceArchive, serve_file
 from .auth import Auth
 from .context import ServerContext
 from .database import Database
+from .plugin_records import PluginRecords
 from .requests import read_json
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -34,10 +35,19 @@ PYSCRIPT_PLUGINS_OFF = ["!codemirror", "!py-editor", "!py-game", "!py-terminal",
 PLUGIN_STATE = "CREATE TABLE IF NOT EXISTS plugin_state (name TEXT PRIMARY KEY, enabled INTEGER NOT NULL)"
 
 
+class AiToolsServerPlugin:
+    """Puts the AI Tools page plugin in the page; the records themselves are `plugin_records`."""
+
+    name = "ai-tools"
+    description = "Functions written for this account, offered to the agent as tools."
+    page_plugin = "reactor.ai_tools.plugin:AI_TOOLS_PAGE_PLUGIN"
+
+
 def default_plugins() -> list[Any]:
     from reactor_plugins.decks.server import DecksServerPlugin
+    from reactor_plugins.maintenance.server import MaintenanceServerPlugin
 
-    return [DecksServerPlugin()]
+    return [AiToolsServerPlugin(), DecksServerPlugin(), MaintenanceServerPlugin()]
 
 
 def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, seed_demo: bool = True) -> Starlette:
@@ -50,7 +60,8 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
             if row["name"] in {p["name"] for p in platform.list_plugins()}:
                 platform.set_enabled(row["name"], bool(row["enabled"]))
     auth = Auth(database, seed=seed_demo)
-    context = ServerContext(database, auth, platform)
+    records = PluginRecords(database, auth, reserved={p["name"] for p in platform.list_plugins()})
+    context = ServerContext(database, auth, platform, records)
     plugin_routes: list[BaseRoute] = []
     for plugin in _all(platform):
         if hasattr(plugin, "setup"):
@@ -104,10 +115,16 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
         )
 
     async def list_plugins(request: Request) -> Response:
-        return JSONResponse(platform.list_plugins())
+        """Server plugins, then the records the user can see (without their code)."""
+        visible = [{k: v for k, v in r.items() if k != "code"} for r in records.visible(auth.user_for(request))]
+        location = request.query_params.get("location")
+        if location:
+            return JSONResponse([r for r in visible if r["location"] == location], headers={"cache-control": "no-store"})
+        return JSONResponse(platform.list_plugins() + visible, headers={"cache-control": "no-store"})
 
     async def list_agent_tools(request: Request) -> Response:
-        return JSONResponse(platform.collect_agent_tools())
+        bundles = platform.collect_agent_tools() + records.agent_tools(auth.user_for(request))
+        return JSONResponse(bundles, headers={"cache-control": "no-store"})
 
     async def set_plugin_enabled(request: Request) -> Response:
         name = request.path_params["name"]
@@ -135,6 +152,7 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
         Route("/plugins", list_plugins),
         Route("/plugins/agent-tools", list_agent_tools),
         Route("/plugins/{name}", set_plugin_enabled, methods=["PATCH"]),
+        *records.routes(),
         *plugin_routes,
     ]
     app = Starlette(routes=routes, middleware=[Middleware(GZipMiddleware, minimum_size=1024)])

@@ -1,4 +1,5 @@
-"""What the server hands each server plugin: its database, the sign-in system, the platform."""
+"""What the server hands each server plugin: its database, the sign-in system, the platform,
+the plugin records."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 from ..platform import PluginPlatform
 from .auth import Auth
 from .database import Database
+from .plugin_records import PluginRecords
 
 
 @dataclass(frozen=True)
@@ -16,3 +18,4 @@ class ServerContext:
     database: Database
     auth: Auth
     platform: PluginPlatform
+    records: PluginRecords

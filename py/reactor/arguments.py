@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..schema import argument_problems
-from ..envelope import tool_failure
+from .errors import ToolError
+from .schema import argument_problems
 
 NO_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
 
 
-def parse_arguments(tool: str, raw: Any, schema: dict[str, Any] | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """Return (arguments, None) when they fit `schema`, else (None, an invalid_arguments envelope)."""
+def parse_tool_arguments(tool: str, raw: Any, schema: dict[str, Any] | None) -> dict[str, Any]:
+    """The arguments as an object that fits `schema`, or ToolError("invalid_arguments", problems=[...])."""
     value = raw
     for _ in range(2):  # a JSON string holding a JSON string is unwrapped once more
         if not isinstance(value, str):
@@ -30,22 +30,20 @@ def parse_arguments(tool: str, raw: Any, schema: dict[str, Any] | None) -> tuple
         try:
             value = json.loads(text)
         except ValueError as error:
-            return None, _invalid(
-                tool, [{"path": "$", "message": f"not valid JSON ({error}); send one JSON object"}]
-            )
+            raise _invalid(tool, [{"path": "$", "message": f"not valid JSON ({error}); send one JSON object"}]) from None
     if value is None:
         value = {}
     if not isinstance(value, dict):
-        return None, _invalid(tool, [{"path": "$", "message": f"expected a JSON object, got {_kind(value)}"}])
+        raise _invalid(tool, [{"path": "$", "message": f"expected a JSON object, got {_kind(value)}"}])
     problems = argument_problems(schema or NO_PARAMETERS, value)
     if problems:
-        return None, _invalid(tool, problems)
-    return value, None
+        raise _invalid(tool, problems)
+    return value
 
 
-def _invalid(tool: str, problems: list[dict[str, str]]) -> dict[str, Any]:
+def _invalid(tool: str, problems: list[dict[str, str]]) -> ToolError:
     listed = "; ".join(f"{p['path']}: {p['message']}" for p in problems)
-    return tool_failure(
+    return ToolError(
         "invalid_arguments",
         f"The arguments for {tool} were refused and it did not run: {listed}. Fix them and call it again.",
         problems=problems,

@@ -1,0 +1,168 @@
+"""The maintenance demo: buildings and their work orders, plus the AI Tools that read them.
+
+It gives the seed's maintenance backlog tool a real data source, and a deliberately slow
+endpoint for the tool that shows `context.signal` stopping a request at its timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from reactor.server.context import ServerContext
+
+HERE = Path(__file__).parent
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS maintenance_tasks (
+    id TEXT PRIMARY KEY, building TEXT NOT NULL, title TEXT NOT NULL,
+    priority TEXT NOT NULL, opened TEXT NOT NULL, status TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS buildings (id TEXT PRIMARY KEY, name TEXT NOT NULL);
+"""
+SLOW_LIMIT_MS = 60_000
+
+
+def demo_records() -> list[dict[str, Any]]:
+    """The demo's AI Tool records, with their code read from tools/."""
+    return [
+        {
+            "id": "maintenance-backlog", "name": "maintenance_backlog", "location": "ai-tool", "language": "python",
+            "code": (HERE / "tools" / "maintenance_backlog.py").read_text(),
+            "settings": {
+                "tool": {
+                    "description": "Returns the maintenance backlog for a building, newest first. "
+                                   "Use when asked what work is outstanding on a building.",
+                    "inputSchema": {
+                        "type": "object",
+                        "properties": {
+                            "buildingId": {"type": "string", "description": "Entity ID of the building, e.g. B-101."},
+                            "limit": {"type": "integer", "minimum": 1, "maximum": 100,
+                                      "description": "Maximum records to return. Defaults to 20."},
+                        },
+                        "required": ["buildingId"],
+                        "additionalProperties": False,
+                    },
+                    "annotations": {"sideEffect": "none", "timeoutMs": 20000},
+                },
+                "config": {"entityTypeId": "maintenance_task", "endpoint": "/api/maintenance/entities"},
+            },
+            "visibility": {"users": [], "groups": ["staff"]},
+        },
+        {
+            "id": "slow-lookup", "name": "slow_lookup", "location": "ai-tool", "language": "python",
+            "code": (HERE / "tools" / "slow_lookup.py").read_text(),
+            "settings": {
+                "tool": {
+                    "description": "Looks a value up in the slow archive system (it often takes longer than "
+                                   "the 1.5 s this tool may run). Use only when asked to check the archive.",
+                    "inputSchema": {"type": "object", "properties": {"ms": {"type": "integer", "minimum": 0}},
+                                    "additionalProperties": False},
+                    "annotations": {"sideEffect": "read", "timeoutMs": 1500},
+                },
+                "config": {"endpoint": "/api/maintenance/slow"},
+            },
+            "visibility": {"users": [], "groups": ["staff"]},
+        },
+        {
+            "id": "open-task-count", "name": "open_task_count", "location": "ai-tool", "language": "javascript",
+            "code": (HERE / "tools" / "open_task_count.js").read_text(),
+            "settings": {
+                "tool": {
+                    "description": "Counts the open maintenance tasks in each building. Use for an overview.",
+                    "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
+                    "annotations": {"sideEffect": "none", "timeoutMs": 10000},
+                },
+                "config": {"endpoint": "/api/maintenance/entities"},
+            },
+            "visibility": {"users": ["ada"], "groups": []},
+        },
+    ]
+
+
+class MaintenanceServerPlugin:
+    name = "maintenance"
+    description = "Buildings and their maintenance work; the demo's AI Tools read it."
+
+    def __init__(self) -> None:
+        self.slow = {"completed": 0, "cancelled": 0}
+
+    def setup(self, context: ServerContext, *, seed: bool) -> None:
+        context.database.migrate(SCHEMA)
+        if not seed:
+            return
+        data = json.loads((HERE / "seed.json").read_text())
+        with context.database.transaction() as db:
+            if db.execute("SELECT 1 FROM buildings LIMIT 1").fetchone() is None:
+                db.executemany("INSERT INTO buildings VALUES (:id, :name)", data["buildings"])
+                db.executemany(
+                    "INSERT INTO maintenance_tasks VALUES (:id, :building, :title, :priority, :opened, :status)",
+                    data["tasks"],
+                )
+        for record in demo_records():
+            if context.records.get(record["id"]) is None:
+                context.records.save(record, by="demo", create=True)
+
+    def routes(self, context: ServerContext) -> list[Route]:
+        async def entities(request: Request) -> Response:
+            if context.auth.user_for(request) is None:
+                return JSONResponse({"error": "Sign in to read maintenance data."}, 401)
+            query = request.query_params
+            if query.get("entityType", "maintenance_task") != "maintenance_task":
+                return JSONResponse({"error": f"Unknown entity type {query.get('entityType')!r}."}, 400)
+            try:
+                limit = max(1, min(int(query.get("limit", "20")), 1000))
+            except ValueError:
+                return JSONResponse({"error": "limit must be a whole number."}, 400)
+            return JSONResponse(_backlog(context, query.get("building"), limit))
+
+        async def slow(request: Request) -> Response:
+            try:
+                ms = max(0, min(int(request.query_params.get("ms", "10000")), SLOW_LIMIT_MS))
+            except ValueError:
+                return JSONResponse({"error": "ms must be a whole number."}, 400)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + ms / 1000
+            while loop.time() < deadline:
+                if await request.is_disconnected():
+                    self.slow["cancelled"] += 1
+                    return Response(status_code=499)
+                await asyncio.sleep(0.05)
+            self.slow["completed"] += 1
+            return JSONResponse({"value": 42, "waitedMs": ms})
+
+        async def slow_stats(request: Request) -> Response:
+            return JSONResponse(self.slow)
+
+        return [
+            Route("/api/maintenance/entities", entities),
+            Route("/api/maintenance/slow", slow),
+            Route("/api/maintenance/slow/stats", slow_stats),
+        ]
+
+
+def _backlog(context: ServerContext, building: str | None, limit: int) -> dict[str, Any]:
+    with context.database.transaction() as db:
+        buildings = {r["id"]: r["name"] for r in db.execute("SELECT id, name FROM buildings ORDER BY id")}
+        open_by_building = {
+            r["building"]: r["n"]
+            for r in db.execute("SELECT building, COUNT(*) AS n FROM maintenance_tasks WHERE status = 'open' GROUP BY building")
+        }
+        tasks = db.execute(
+            "SELECT id, title, priority, opened FROM maintenance_tasks WHERE status = 'open' AND building = ? "
+            "ORDER BY opened DESC LIMIT ?",
+            (building, limit),
+        ).fetchall()
+    found = building in buildings
+    return {
+        "building": {"id": building, "name": buildings[building]} if found else None,
+        "buildings": list(buildings),
+        "total": open_by_building.get(building, 0) if found else 0,
+        "tasks": [dict(t) for t in tasks] if found else [],
+        "openByBuilding": {b: open_by_building.get(b, 0) for b in buildings},
+    }

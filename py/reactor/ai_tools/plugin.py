@@ -1,0 +1,92 @@
+"""The page plugin that offers the user's AI Tools to the agent.
+
+It lists the records the signed-in user can see (`GET /plugins?location=ai-tool`), registers one
+command per enabled AI Tool and contributes their one bundle. Calling a tool re-reads its record
+with the user's session first: what the page listed earlier grants nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..agent_tools import AgentTools
+from ..disposable import DisposableSet
+from ..errors import ToolError
+from ..page import HttpError
+from ..plugins import PluginContext, define_plugin
+from .bundle import AI_TOOLS_BUNDLE_ID, AI_TOOLS_PLUGIN, ai_tool_bundle, ai_tool_command
+from .caller import AiToolCaller
+from .runner import InProcessRunner
+
+RECORDS_API = "/plugins"
+
+
+class AiTools:
+    """The AI Tools currently offered; `refresh` replaces them with what the server lists now."""
+
+    def __init__(self, context: PluginContext) -> None:
+        services = context.reactor.services
+        self.context = context
+        self.page = services["page"]
+        self.caller = AiToolCaller(self.read_record, services.get("ai_tool_runner") or InProcessRunner(),
+                                   view_id=lambda: getattr(self.page, "active_view", None))
+        self.offered = DisposableSet()
+        context.disposables.add(self.offered)
+
+    async def read_record(self, record_id: str) -> dict[str, Any]:
+        try:
+            return await self.page.fetch_json("GET", f"{RECORDS_API}/{record_id}")
+        except HttpError as error:
+            if error.status in (401, 403, 404):
+                raise ToolError("not_permitted", f"You may not use the plugin {record_id!r} now ({error.detail}); "
+                                "nothing ran. Do not call it again unless the person restores access.") from None
+            raise ToolError("unavailable", f"The server could not check the plugin {record_id!r}: {error.detail}") from None
+        except OSError as error:
+            raise ToolError("unavailable", f"The server could not be reached to check the plugin {record_id!r}; "
+                            f"nothing ran ({error}).") from None
+
+    async def refresh(self, args: dict[str, Any] | None = None) -> dict[str, Any]:
+        try:
+            records = await self.page.fetch_json("GET", f"{RECORDS_API}?location=ai-tool")
+        except HttpError as error:
+            if error.status != 401:
+                raise
+            records = []  # nobody signed in: no AI Tools
+        offered = [r for r in records if r.get("location") == "ai-tool" and r.get("enabled")]
+        self.offered.dispose()
+        self.offered = DisposableSet()
+        self.context.disposables.add(self.offered)
+        for record in offered:
+            self.offered.add(self.context.register_command(
+                ai_tool_command(record["id"]), self._handler(record["id"]),
+                label=record["name"], description=record["settings"]["tool"]["description"],
+            ))
+        if offered:
+            self.offered.add(self.context.contribute(AgentTools, ai_tool_bundle(offered), id=AI_TOOLS_BUNDLE_ID))
+        return {"tools": [r["name"] for r in offered]}
+
+    def _handler(self, record_id: str) -> Any:
+        async def invoke(args: dict[str, Any]) -> Any:
+            return await self.caller.call(record_id, args)
+
+        return invoke
+
+
+def _register(context: PluginContext) -> None:
+    tools = AiTools(context)
+    context.reactor.services["ai_tools"] = tools
+    context.on_dispose(lambda: context.reactor.services.pop("ai_tools", None))
+    context.register_command("aiTools.refresh", tools.refresh, label="Refresh AI Tools",
+                             description="Offer the AI Tools the signed-in user can see now.")
+
+
+async def _activate(context: PluginContext) -> None:
+    await context.reactor.services["ai_tools"].refresh()
+
+
+AI_TOOLS_PAGE_PLUGIN = define_plugin(
+    name=AI_TOOLS_PLUGIN,
+    description="Functions written for this account, offered to the agent as tools.",
+    register=_register,
+    activate=_activate,
+)

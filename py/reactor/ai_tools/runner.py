@@ -1,0 +1,49 @@
+"""Running an AI Tool's code on CPython, for tests and for the server tier.
+
+The page does not use this: there the code runs in a Web Worker with its own Pyodide, which can
+be terminated when it blocks (`reactor.browser`, `web/ai-tools.js`). Here a sync `invoke` runs
+in a thread, so a timeout still frees the caller; nothing can stop the thread itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import urllib.request
+from typing import Any
+
+from ..cancellation import CancelToken
+from ..errors import ToolError
+from .context import ToolContext
+
+
+class InProcessRunner:
+    """Executes Python `invoke(args, context)`; `base_url` is where `context.fetch_json` goes."""
+
+    def __init__(self, base_url: str = "", headers: dict[str, str] | None = None) -> None:
+        self.base_url = base_url
+        self.headers = dict(headers or {})
+
+    async def run(self, record: dict[str, Any], args: dict[str, Any], context: dict[str, Any],
+                  signal: CancelToken) -> Any:
+        if record["language"] != "python":
+            raise ToolError("unavailable", f"{record['name']} is JavaScript; it runs only in the page.")
+        namespace: dict[str, Any] = {"__name__": f"ai_tool_{record['id'].replace('-', '_')}"}
+        exec(compile(record["code"], f"<plugin {record['id']}>", "exec"), namespace)
+        invoke = namespace["invoke"]
+        tool_context = ToolContext(context["config"], context["view_id"], signal, self._fetch)
+        if inspect.iscoroutinefunction(invoke):
+            return await invoke(args, tool_context)
+        return await asyncio.to_thread(invoke, args, tool_context)
+
+    async def _fetch(self, url: str, *, method: str, body: Any, headers: dict[str, str], signal: CancelToken) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base_url + url, data=data, method=method,
+                                         headers={"content-type": "application/json", **self.headers, **headers})
+
+        def read() -> Any:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return json.loads(response.read() or b"null")
+
+        return await signal.race(asyncio.to_thread(read))
