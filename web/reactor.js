@@ -6,6 +6,8 @@
  * JS data. Everything that decides anything lives in Python; this file only boots and bridges.
  */
 
+import { AiToolWorkers } from "./ai-tools.js";
+
 const progress = document.querySelector("[data-reactor-progress]");
 const started = performance.now();
 const bundleListeners = new Set();
@@ -13,6 +15,7 @@ const commandListeners = new Set();
 const views = new Map();
 let python = null;
 let bootJson = "{}";
+let aiToolWorkers = null;
 let settleReady;
 
 /** A command's failure, carrying the Python error's type, command id and argument problems. */
@@ -42,6 +45,10 @@ function fail(message, detail = "") {
   settleReady.reject(new Error(message));
 }
 
+function warmWorkersFor(bundles) {
+  if (bundles.some((bundle) => bundle.id === "ai-tools")) aiToolWorkers?.warm();
+}
+
 function decode(answer) {
   const envelope = JSON.parse(answer);
   if (envelope.ok) return envelope.value;
@@ -65,6 +72,22 @@ export const reactor = {
     const answer = python.execute(id, JSON.stringify(args ?? {}));
     if (typeof answer === "string") return decode(answer);
     try { return decode(await answer); } finally { answer.destroy?.(); }
+  },
+
+  /**
+   * Call a tool by its model name, as an agent would: resolves with the envelope
+   * {ok: true, result} or {ok: false, error: {code, message, ...}}; never rejects for a tool's failure.
+   * Pass {signal} (an AbortSignal) to stop it.
+   */
+  async callTool(name, args = {}, { signal } = {}) {
+    await ready;
+    const pending = python.callTool(name, typeof args === "string" ? args : JSON.stringify(args ?? {}), signal ?? null);
+    try { return JSON.parse(await pending); } finally { pending.destroy?.(); }
+  },
+
+  /** Counters of the AI Tool worker: {started, terminated, calls, booted}. */
+  aiToolWorkerStats() {
+    return { ...(aiToolWorkers?.stats ?? {}) };
   },
 
   /** The AgentTools bundles of the loaded plugins, as plain data. */
@@ -106,13 +129,17 @@ export const reactor = {
   },
   _bundlesChanged(json) {
     const bundles = JSON.parse(json);
+    warmWorkersFor(bundles);
     for (const listener of bundleListeners) listener(JSON.parse(JSON.stringify(bundles)));
   },
   _commandsChanged() {
     for (const listener of commandListeners) listener();
   },
-  _attach(execute, bundles, commands, loadJson) {
-    python = { execute, bundles, commands };
+  _runAiTool(jobJson, signal) {
+    return aiToolWorkers.run(jobJson, signal);
+  },
+  _attach(execute, bundles, commands, callTool, loadJson) {
+    python = { execute, bundles, commands, callTool };
     const load = JSON.parse(loadJson);
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
     if (load.failures.length) {
@@ -121,6 +148,7 @@ export const reactor = {
       report(`Ready in ${seconds} s: ${load.loaded.join(", ") || "no plugins"}.`, "ready");
     }
     settleReady.resolve(load);
+    warmWorkersFor(JSON.parse(bundles()));
   },
 };
 
@@ -144,6 +172,12 @@ async function boot() {
   mpyConfig.setAttribute("type", "json");
   mpyConfig.textContent = JSON.stringify({ plugins: config.pyscript.plugins });
   document.head.append(mpyConfig);
+  const files = Object.entries(config.pyscript.files);
+  aiToolWorkers = new AiToolWorkers({
+    interpreter: config.pyscript.interpreter,
+    files: files.map(([url]) => url),
+    site: files[0][1].replace(/\/\*$/, ""),
+  });
   const script = document.createElement("script");
   script.type = "py";
   script.setAttribute("config", JSON.stringify(config.pyscript));

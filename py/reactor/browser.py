@@ -1,7 +1,8 @@
 """The one module that knows it runs in a browser: it imports `js` and `pyodide`.
 
-It gives plugins the page services (`reactor.page.Page`) and gives `window.reactor` its
-Python half. Everything else in reactor is plain Python and runs on CPython too.
+It gives plugins the page services (`reactor.page.Page`), gives `window.reactor` its Python
+half, runs AI Tool code in a Web Worker (`WorkerRunner`) and, inside that worker, runs it
+(`run_ai_tool`). Everything else in reactor is plain Python and runs on CPython too.
 """
 
 from __future__ import annotations
@@ -14,19 +15,22 @@ import traceback
 from typing import Any
 
 import js  # type: ignore[import-not-found]
-from pyodide.ffi import JsException, create_proxy, jsnull  # type: ignore[import-not-found]
-from pyodide.http import pyfetch  # type: ignore[import-not-found]
+from pyodide.ffi import JsException, create_once_callable, create_proxy, jsnull, to_js  # type: ignore[import-not-found]
 
-from .agent_tools import watch_agent_tool_bundles
-from .facade import bundles_json, commands_json, execute_json
+from .cancellation import CancelToken
+from .disposable import Disposable
+from .errors import AbortedError, ToolError
 from .page import HttpError
-from .plugins import Plugin, Reactor
 
 
 class BrowserPage:
     """`reactor.page.Page` on the real page: views, tabs, full screen and fetch."""
 
+    def __init__(self) -> None:
+        self.active_view: str | None = None
+
     def show(self, view: str, state: dict[str, Any]) -> None:
+        self.active_view = state.get("viewId") or view
         js.window.reactor._show(view, json.dumps(state))
 
     def open_tab(self, url: str) -> bool:
@@ -45,35 +49,132 @@ class BrowserPage:
         return ""
 
     async def fetch_json(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
-        options: dict[str, Any] = {"method": method, "headers": {"content-type": "application/json", **(headers or {})}}
-        if body is not None:
-            options["body"] = json.dumps(body)
+        return await _fetch_json(url, method=method, body=body, headers=headers or {})
+
+
+async def _fetch_json(url: str, *, method: str = "GET", body: Any = None, headers: dict[str, str],
+                      signal: Any = None) -> Any:
+    options: dict[str, Any] = {"method": method, "credentials": "same-origin",
+                               "headers": {"content-type": "application/json", **headers}}
+    if body is not None:
+        options["body"] = json.dumps(body)
+    if signal is not None:
+        options["signal"] = signal.js
+    try:
+        response = await js.fetch(url, to_js(options, dict_converter=js.Object.fromEntries))
+        text = await response.text()
+    except JsException as error:
+        if signal is not None and signal.aborted:
+            raise AbortedError(signal.reason) from None
+        raise ConnectionError(f"The server at {url} could not be reached: {error}") from None
+    if response.status >= 400:
         try:
-            response = await pyfetch(url, **options)
-            text = await response.string()
-        except (JsException, OSError) as error:
-            raise ConnectionError(f"The server at {url} could not be reached: {error}") from error
-        if response.status >= 400:
-            try:
-                detail = json.loads(text).get("error", text)
-            except (ValueError, AttributeError):
-                detail = text[:200]
-            raise HttpError(response.status, str(detail))
-        return json.loads(text) if text else None
+            detail = json.loads(text).get("error", text)
+        except (ValueError, AttributeError):
+            detail = text[:200]
+        raise HttpError(response.status, str(detail))
+    return json.loads(text) if text else None
 
 
-def _import_plugin(spec: str) -> Plugin:
+class JsSignal:
+    """A JS AbortSignal as tool code reads it; hand `signal.js` to `fetch` to stop a request."""
+
+    def __init__(self, signal: Any) -> None:
+        self.js = signal
+
+    @property
+    def aborted(self) -> bool:
+        return bool(self.js.aborted)
+
+    @property
+    def reason(self) -> Any:
+        if not self.js.aborted:
+            return None
+        return _reason(self.js)
+
+    def add_listener(self, listener: Any) -> Disposable:
+        callback = create_once_callable(lambda event: listener(self.reason))
+        self.js.addEventListener("abort", callback)
+        return Disposable(lambda: self.js.removeEventListener("abort", callback))
+
+    def throw_if_aborted(self) -> None:
+        if self.aborted:
+            raise AbortedError(self.reason)
+
+
+class WorkerRunner:
+    """Runs AI Tool code in the page's tool worker; the signal's abort reaches the worker."""
+
+    async def run(self, record: dict[str, Any], args: dict[str, Any], context: dict[str, Any],
+                  signal: CancelToken) -> Any:
+        controller = js.AbortController.new()
+        # Abort with an Error: fetch rejects with the reason, and Python cannot raise a bare string.
+        listening = signal.add_listener(lambda reason: controller.abort(js.DOMException.new(str(reason), "AbortError")))
+        job = {"id": record["id"], "language": record["language"], "code": record["code"], "args": args,
+               "config": context["config"], "viewId": context["view_id"]}
+        try:
+            answer = json.loads(await js.window.reactor._runAiTool(json.dumps(job), controller.signal))
+        finally:
+            listening.dispose()
+        if answer["ok"]:
+            return answer["value"]
+        error = answer["error"]
+        raise ToolError("failed", f"{record['name']} failed: {error['message']}", type=error["type"])
+
+
+def run_ai_tool(job_json: str, signal: Any) -> Any:
+    """Inside the tool worker: run a job's Python `invoke`; the answer is JSON text."""
+    return asyncio.ensure_future(_run_ai_tool(json.loads(job_json), JsSignal(signal)))
+
+
+async def _run_ai_tool(job: dict[str, Any], signal: JsSignal) -> str:
+    from .ai_tools.context import ToolContext
+
+    try:
+        namespace: dict[str, Any] = {"__name__": f"ai_tool_{job['id'].replace('-', '_')}"}
+        exec(compile(job["code"], f"<plugin {job['id']}>", "exec"), namespace)
+        context = ToolContext(job["config"], job["viewId"], signal, _fetch_json)
+        result = namespace["invoke"](job["args"], context)
+        if inspect.isawaitable(result):
+            result = await result
+        return json.dumps({"ok": True, "value": result}, allow_nan=False)
+    except Exception as error:
+        return json.dumps({"ok": False, "error": {"type": type(error).__name__, "message": str(error)}})
+
+
+def _import_plugin(spec: str) -> Any:
     module, _, attribute = spec.partition(":")
     return getattr(importlib.import_module(module), attribute)
 
 
-async def start() -> Reactor:
+def _cancel_token(signal: Any) -> CancelToken | None:
+    """A CancelToken that follows a JS AbortSignal (or None when JS gave none)."""
+    if signal is None or signal is jsnull:
+        return None
+    token = CancelToken()
+    if signal.aborted:
+        token.abort(_reason(signal))
+    else:
+        signal.addEventListener("abort", create_once_callable(lambda event: token.abort(_reason(signal))))
+    return token
+
+
+def _reason(signal: Any) -> str:
+    return getattr(signal.reason, "message", None) or str(signal.reason)
+
+
+async def start() -> Any:
     """Load the plugins the server listed and hand `window.reactor` its Python half."""
+    from .agent_tools import watch_agent_tool_bundles
+    from .facade import bundles_json, call_tool_json, commands_json, execute_json
+    from .plugins import Reactor
+
     facade = js.window.reactor
     try:
         config = json.loads(facade._bootJson())
         facade._progress("Loading plugins…")
-        reactor = Reactor(services={"page": BrowserPage(), **config.get("services", {})})
+        page = BrowserPage()
+        reactor = Reactor(services={"page": page, "ai_tool_runner": WorkerRunner(), **config.get("services", {})})
         plugins, failures = [], []
         for entry in config.get("plugins", []):
             try:
@@ -81,19 +182,26 @@ async def start() -> Reactor:
             except Exception as error:
                 failures.append(f"Plugin {entry.get('name')!r} could not be imported: {error}")
         report = reactor.load_plugins(plugins)
-        failures += [str(error) for error in report.failed.values()]
+        facade._progress("Starting plugins…")
+        activation = await reactor.activate_plugins()
+        failures += [str(error) for error in [*report.failed.values(), *activation.values()]]
         watch_agent_tool_bundles(reactor, lambda _: facade._bundlesChanged(bundles_json(reactor)))
         reactor.commands.changed.connect(lambda _: facade._commandsChanged())
+
         def execute(command_id: str, args_json: str) -> Any:
             answer = execute_json(reactor, command_id, args_json)
             # A Future reaches JS as a thenable; a bare coroutine would not run.
             return asyncio.ensure_future(answer) if inspect.isawaitable(answer) else answer
 
+        def call_tool(name: str, args_json: str, signal: Any) -> Any:
+            return asyncio.ensure_future(call_tool_json(reactor, name, args_json, _cancel_token(signal)))
+
         facade._attach(
             create_proxy(execute),
             create_proxy(lambda: bundles_json(reactor)),
             create_proxy(lambda: commands_json(reactor)),
-            json.dumps({"loaded": report.loaded, "failures": failures}),
+            create_proxy(call_tool),
+            json.dumps({"loaded": [p for p in reactor.plugins], "failures": failures}),
         )
         return reactor
     except Exception as error:

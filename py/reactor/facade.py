@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from .agent_tools import agent_tool_bundles
+from .cancellation import CancelToken
 from .errors import CommandError, InvalidArgumentsError
 from .plugins import Reactor
 
@@ -26,6 +27,20 @@ def execute_json(reactor: Reactor, command_id: str, args_json: str) -> Any:
     if inspect.isawaitable(result):
         return _settle(command_id, result)
     return _success(command_id, result)
+
+
+async def call_tool_json(reactor: Reactor, name: str, args_json: str, signal: CancelToken | None) -> str:
+    """Call a tool by its model name as an agent would (every bundle's toolset admitted, no
+    approval step: the caller is the page's own code); the answer is the tool envelope."""
+    from .host import AgentSpec, Toolbox
+
+    plugins = tuple(bundle["plugin"] for bundle in agent_tool_bundles(reactor))
+    toolbox = Toolbox(reactor, AgentSpec("page", plugins=plugins))
+    prepared = toolbox.prepare(name, args_json)
+    if isinstance(prepared, dict):
+        return json.dumps(prepared)
+    tool, args = prepared
+    return json.dumps(await toolbox.run(tool, args, signal=signal or CancelToken()))
 
 
 def bundles_json(reactor: Reactor) -> str:

@@ -1,0 +1,117 @@
+"""AI Tools in real Chromium: called as an agent calls them, code run in a Web Worker."""
+
+import copy
+import time
+
+import httpx
+import pytest
+from test_ai_tools_declaration import RECORD
+
+pytestmark = pytest.mark.browser
+
+
+def sign_in(page, url, username):
+    page.goto(url)
+    page.evaluate("window.reactor.ready")
+    page.fill("#session input[name=username]", username)
+    page.fill("#session input[name=password]", f"{username}-demo")
+    page.click("#session button[type=submit]")
+    page.get_by_test_id("signed-in-as").wait_for()
+    page.wait_for_function("window.reactor.agentToolBundles().then(b => b.some(x => x.id === 'ai-tools'))")
+    page.wait_for_function("window.reactor.aiToolWorkerStats().booted >= 1", timeout=60_000)
+
+
+def call(page, name, args):
+    return page.evaluate("([name, args]) => window.reactor.callTool(name, args)", [name, args])
+
+
+def operator(server):
+    token = httpx.post(f"{server.url}/auth/sign-in", json={"username": "ada", "password": "ada-demo"}).json()["token"]
+    return httpx.Client(base_url=server.url, headers={"authorization": f"Bearer {token}"})
+
+
+def save_tool(server, id, name, code, timeout_ms, groups=("staff",)):
+    record = copy.deepcopy(RECORD)
+    record.update(id=id, name=name, code=code, visibility={"users": [], "groups": list(groups)})
+    record["settings"]["tool"]["annotations"]["timeoutMs"] = timeout_ms
+    with operator(server) as ada:
+        assert ada.post("/plugins", json=record).status_code == 201
+
+
+def test_a_call_succeeds_with_the_backlog_newest_first(offline_page, live_server):
+    sign_in(offline_page, live_server.url, "bob")
+    answer = call(offline_page, "maintenance_backlog", {"buildingId": "B-101", "limit": 2})
+    assert answer["ok"] is True
+    assert [t["id"] for t in answer["result"]["tasks"]] == ["T-3", "T-1"]
+    unknown = call(offline_page, "maintenance_backlog", {"buildingId": "B-9"})
+    assert unknown["error"]["code"] == "failed" and "There is no building 'B-9'" in unknown["error"]["message"]
+
+
+def test_bad_arguments_come_back_with_each_problem_and_its_path(offline_page, live_server):
+    sign_in(offline_page, live_server.url, "bob")
+    answer = call(offline_page, "maintenance_backlog", {"buildingId": 7, "limit": 0, "colour": "red"})
+    assert answer["ok"] is False and answer["error"]["code"] == "invalid_arguments"
+    assert {p["path"] for p in answer["error"]["problems"]} == {"$", "$.buildingId", "$.limit"}
+
+
+def test_a_revoked_permission_takes_effect_on_the_very_next_call(offline_page, live_server):
+    sign_in(offline_page, live_server.url, "bob")
+    assert call(offline_page, "maintenance_backlog", {"buildingId": "B-102"})["ok"] is True
+    with operator(live_server) as ada:
+        record = ada.get("/plugins/maintenance-backlog").json()
+        record["visibility"] = {"users": [], "groups": ["operators"]}
+        assert ada.put("/plugins/maintenance-backlog", json=record).status_code == 200
+    answer = call(offline_page, "maintenance_backlog", {"buildingId": "B-102"})
+    assert answer["error"]["code"] == "not_permitted"
+    assert any(b["id"] == "ai-tools" for b in offline_page.evaluate("window.reactor.agentToolBundles()")), \
+        "the page still lists the tool: the refusal came from the server, not the cache"
+
+
+def test_a_timeout_frees_the_caller_and_code_that_honours_the_signal_stops_its_request(offline_page, live_server):
+    sign_in(offline_page, live_server.url, "bob")
+    started = time.monotonic()
+    answer = call(offline_page, "slow_lookup", {"ms": 20_000})
+    assert answer["error"]["code"] == "timeout" and time.monotonic() - started < 5
+    slow = live_server.app.state.context.platform.get_plugin("maintenance").slow
+    deadline = time.monotonic() + 5
+    while slow["cancelled"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert slow == {"completed": 0, "cancelled": 1}, "the aborted signal stopped the request"
+    assert offline_page.evaluate("window.reactor.aiToolWorkerStats()")["terminated"] == 0
+
+
+def test_a_timeout_with_code_that_ignores_the_signal_answers_at_once_and_kills_the_worker(offline_page, live_server):
+    save_tool(live_server, "sleepy", "sleepy", "import time\ndef invoke(args, context):\n    time.sleep(8)\n    return 1\n", 1000)
+    sign_in(offline_page, live_server.url, "bob")
+    started = time.monotonic()
+    answer = call(offline_page, "sleepy", {})
+    assert answer["error"]["code"] == "timeout" and time.monotonic() - started < 3
+    offline_page.wait_for_function("window.reactor.aiToolWorkerStats().terminated === 1")
+
+
+def test_a_runaway_loop_is_killed_while_the_page_keeps_answering_clicks(offline_page, live_server):
+    save_tool(live_server, "runaway", "runaway", "def invoke(args, context):\n    while True:\n        pass\n", 2000)
+    page = offline_page
+    sign_in(page, live_server.url, "bob")
+    page.evaluate("window.reactor.executeCommand('decks.open', {id: 'onboarding'})")
+    page.evaluate("""() => {
+        window.__stall = 0; let last = performance.now();
+        window.__sampler = setInterval(() => { const now = performance.now(); window.__stall = Math.max(window.__stall, now - last - 20); last = now; }, 20);
+        window.__runaway = window.reactor.callTool('runaway', {});
+    }""")
+    for expected in (2, 3, 4):
+        page.get_by_test_id("next-slide").click()
+        page.get_by_text(f"Slide {expected} of 5").wait_for(timeout=1000)
+    answer = page.evaluate("window.__runaway")
+    stall_ms = page.evaluate("clearInterval(window.__sampler), window.__stall")
+    print(f"\nlongest main-thread stall while a runaway AI Tool was killed: {stall_ms:.0f} ms")
+    assert answer["error"]["code"] == "timeout"
+    page.wait_for_function("window.reactor.aiToolWorkerStats().terminated === 1")
+    page.wait_for_function("window.reactor.aiToolWorkerStats().booted === 2", timeout=60_000)
+    assert call(page, "maintenance_backlog", {"buildingId": "B-203"})["ok"] is True, "a fresh worker serves the next call"
+
+
+def test_a_javascript_tool_runs_in_the_worker(offline_page, live_server):
+    sign_in(offline_page, live_server.url, "ada")
+    answer = call(offline_page, "open_task_count", {})
+    assert answer == {"ok": True, "result": {"buildings": {"B-101": 3, "B-102": 2, "B-203": 1}}}

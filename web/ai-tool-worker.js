@@ -1,0 +1,64 @@
+/**
+ * The Web Worker that runs AI Tool code, so code that blocks stalls this worker, never the page;
+ * the page terminates a worker that does not stop when told (web/ai-tools.js).
+ *
+ * Python tools run in the worker's own Pyodide (booted from the same self-hosted files) through
+ * `reactor.browser.run_ai_tool`; JavaScript tools run as `Invoke(args, context)` directly.
+ * Every answer is JSON text: {ok: true, value} or {ok: false, error: {type, message}}.
+ */
+
+const controllers = new Map();
+let python = null;
+
+async function boot({ interpreter, files, site }) {
+  const { loadPyodide } = await import(interpreter);
+  const pyodide = await loadPyodide();
+  await Promise.all(files.map(async (url) => {
+    const response = await fetch(url);
+    if (!response.ok) throw new Error(`${url} answered ${response.status}`);
+    const data = new Uint8Array(await response.arrayBuffer());
+    pyodide.unpackArchive(data, url.endsWith(".whl") ? "wheel" : "zip", { extractDir: site });
+  }));
+  return pyodide.pyimport("reactor.browser");
+}
+
+async function runJavaScript(job, signal) {
+  // The record's code defines Invoke; it sees only its arguments, its context and the worker's APIs.
+  const invoke = new Function("args", "context", `"use strict";\n${job.code}\n;return Invoke(args, context);`);
+  const value = await invoke(job.args, { config: job.config, viewId: job.viewId, signal });
+  const text = JSON.stringify({ ok: true, value: value === undefined ? null : value });
+  if (text === undefined) throw new TypeError("The tool returned a value that is not JSON data.");
+  return text;
+}
+
+async function run({ id, job }) {
+  const controller = new AbortController();
+  controllers.set(id, controller);
+  let answer;
+  try {
+    const parsed = JSON.parse(job);
+    if (parsed.language === "javascript") {
+      answer = await runJavaScript(parsed, controller.signal);
+    } else {
+      const bridge = await python;
+      const pending = bridge.run_ai_tool(job, controller.signal);
+      try { answer = await pending; } finally { pending.destroy?.(); }
+    }
+  } catch (error) {
+    answer = JSON.stringify({ ok: false, error: { type: error?.name || "Error", message: String(error?.message ?? error) } });
+  } finally {
+    controllers.delete(id);
+  }
+  postMessage({ type: "done", id, answer });
+}
+
+onmessage = ({ data }) => {
+  if (data.type === "boot") {
+    python = boot(data);
+    python.then(() => postMessage({ type: "booted" }), (error) => postMessage({ type: "boot-failed", message: String(error) }));
+  } else if (data.type === "run") {
+    run(data);
+  } else if (data.type === "abort") {
+    controllers.get(data.id)?.abort(new DOMException(data.reason, "AbortError"));
+  }
+};
