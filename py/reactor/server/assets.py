@@ -65,5 +65,4 @@ class SourceArchive:
 
 
 def _excluded(relative: str, exclude: set[str]) -> bool:
-    parts = relative.split("/")
-    return relative in exclude or parts[0] in exclude or parts[-1] in exclude
+    return any(part in exclude for part in relative.split("/"))

@@ -1,0 +1,65 @@
+"""The public site, Astro-style: one real page per published entry at /sites/{site}/{slug}, and
+an index per site. Drafts, unknown sites and unknown slugs are the same 404. The pages run no
+script and load nothing, and every value is escaped."""
+
+from __future__ import annotations
+
+from html import escape
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+
+from .markdown import markdown_html
+from .store import SiteStore, public_path
+
+HEADERS = {
+    "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'",
+    "x-content-type-options": "nosniff",
+}
+STYLE = ("body{font-family:system-ui,sans-serif;max-width:42rem;margin:2rem auto;padding:0 1rem;line-height:1.55;"
+         "color:#1d2330}header a{color:#556;text-decoration:none}pre{background:#f3f4f6;padding:.6rem;overflow:auto}"
+         ".excerpt{color:#556;font-size:1.1rem}")
+
+
+def public_routes(store: SiteStore) -> list[Route]:
+    async def site_index(request: Request) -> Response:
+        site = request.path_params["site"]
+        title = await run_in_threadpool(store.site_title, site)
+        if title is None:
+            return _not_found()
+        entries = await run_in_threadpool(lambda: store.list_entries(site, status="published"))
+        items = "".join(
+            f'<li><a href="{escape(public_path(site, e["slug"]))}">{escape(e["title"])}</a>'
+            f' <small>{escape(e["collection"])}</small></li>'
+            for e in entries
+        )
+        return _page(title, f"<h1>{escape(title)}</h1><ul>{items}</ul>", site, title)
+
+    async def entry_page(request: Request) -> Response:
+        site, slug = request.path_params["site"], request.path_params["slug"]
+        entry = await run_in_threadpool(store.get_entry, site, slug)
+        if entry is None or entry["status"] != "published":
+            return _not_found()
+        site_title = await run_in_threadpool(store.site_title, site) or site
+        excerpt = f'<p class="excerpt">{escape(entry["excerpt"])}</p>' if entry["excerpt"] else ""
+        body = (f'<article data-collection="{escape(entry["collection"])}"><h1>{escape(entry["title"])}</h1>'
+                f"{excerpt}{markdown_html(entry['body'])}</article>")
+        return _page(f"{entry['title']} — {site_title}", body, site, site_title)
+
+    return [
+        Route("/sites/{site}/", site_index, methods=["GET"]),
+        Route("/sites/{site}/{slug}", entry_page, methods=["GET"]),
+    ]
+
+
+def _page(title: str, body: str, site: str, site_title: str) -> HTMLResponse:
+    header = f'<header><a href="{escape(f"/sites/{site}/")}">{escape(site_title)}</a></header>'
+    document = (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+                f"<style>{STYLE}</style></head><body>{header}<main>{body}</main></body></html>")
+    return HTMLResponse(document, headers=HEADERS)
+
+
+def _not_found() -> HTMLResponse:
+    return HTMLResponse("<!doctype html><title>Not found</title><p>There is no such page.</p>", 404, headers=HEADERS)

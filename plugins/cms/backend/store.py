@@ -1,0 +1,163 @@
+"""Sites, roles and entries in the server's SQLite file. No access checks here: `access.py`
+decides who may call; this module only reads and writes, each call one transaction."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from reactor.server.database import Database
+
+from .entry import free_slug, slugify
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS cms_sites (
+    id TEXT PRIMARY KEY,
+    title TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cms_roles (
+    site TEXT NOT NULL REFERENCES cms_sites(id) ON DELETE CASCADE,
+    username TEXT NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('viewer', 'editor', 'publisher')),
+    PRIMARY KEY (site, username)
+);
+CREATE TABLE IF NOT EXISTS cms_entries (
+    site TEXT NOT NULL REFERENCES cms_sites(id) ON DELETE CASCADE,
+    slug TEXT NOT NULL,
+    collection TEXT NOT NULL CHECK (collection IN ('pages', 'posts')),
+    status TEXT NOT NULL CHECK (status IN ('draft', 'published')),
+    title TEXT NOT NULL,
+    excerpt TEXT NOT NULL DEFAULT '',
+    body TEXT NOT NULL DEFAULT '',
+    source_url TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    published_at TEXT,
+    PRIMARY KEY (site, slug)
+);
+"""
+SUMMARY = "site, slug, collection, status, title, excerpt, source_url, created_at, updated_at, published_at"
+
+
+class SiteStore:
+    """The CMS tables; entries come back as plain dicts with their public `url` when published."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        database.migrate(SCHEMA)
+
+    # Sites and roles ---------------------------------------------------------------------
+
+    def add_site(self, id: str, title: str) -> None:
+        with self.database.transaction() as db:
+            db.execute("INSERT OR IGNORE INTO cms_sites (id, title) VALUES (?, ?)", (id, title))
+
+    def set_role(self, site: str, username: str, role: str | None) -> None:
+        """Give `username` a role on `site`; None takes every role away."""
+        with self.database.transaction() as db:
+            db.execute("DELETE FROM cms_roles WHERE site = ? AND username = ?", (site, username))
+            if role is not None:
+                db.execute("INSERT INTO cms_roles (site, username, role) VALUES (?, ?, ?)", (site, username, role))
+
+    def role_of(self, site: str, username: str) -> str | None:
+        with self.database.transaction() as db:
+            row = db.execute("SELECT role FROM cms_roles WHERE site = ? AND username = ?", (site, username)).fetchone()
+        return None if row is None else row["role"]
+
+    def sites_of(self, username: str) -> list[dict[str, str]]:
+        with self.database.transaction() as db:
+            rows = db.execute(
+                "SELECT cms_sites.id, cms_sites.title, cms_roles.role FROM cms_roles "
+                "JOIN cms_sites ON cms_sites.id = cms_roles.site WHERE username = ? ORDER BY cms_sites.id",
+                (username,),
+            ).fetchall()
+        return [{"id": r["id"], "title": r["title"], "role": r["role"]} for r in rows]
+
+    def site_title(self, site: str) -> str | None:
+        with self.database.transaction() as db:
+            row = db.execute("SELECT title FROM cms_sites WHERE id = ?", (site,)).fetchone()
+        return None if row is None else row["title"]
+
+    def is_empty(self) -> bool:
+        with self.database.transaction() as db:
+            return db.execute("SELECT 1 FROM cms_sites LIMIT 1").fetchone() is None
+
+    # Entries -----------------------------------------------------------------------------
+
+    def list_entries(self, site: str, *, collection: str | None = None, status: str | None = None) -> list[dict[str, Any]]:
+        """Summaries (no body), newest change first."""
+        query, params = f"SELECT {SUMMARY} FROM cms_entries WHERE site = ?", [site]
+        if collection:
+            query, params = query + " AND collection = ?", [*params, collection]
+        if status:
+            query, params = query + " AND status = ?", [*params, status]
+        with self.database.transaction() as db:
+            rows = db.execute(query + " ORDER BY updated_at DESC, slug", params).fetchall()
+        return [_entry(row) for row in rows]
+
+    def get_entry(self, site: str, slug: str) -> dict[str, Any] | None:
+        with self.database.transaction() as db:
+            row = db.execute("SELECT * FROM cms_entries WHERE site = ? AND slug = ?", (site, slug)).fetchone()
+        return None if row is None else _entry(row)
+
+    def has_source(self, site: str, source_url: str) -> str | None:
+        """The slug of the entry imported from `source_url`, if any: imports are not repeated."""
+        with self.database.transaction() as db:
+            row = db.execute(
+                "SELECT slug FROM cms_entries WHERE site = ? AND source_url = ? AND source_url != ''", (site, source_url)
+            ).fetchone()
+        return None if row is None else row["slug"]
+
+    def create_entry(self, site: str, fields: dict[str, Any], *, published: bool = False) -> dict[str, Any]:
+        """Insert an entry; without a slug, one is made from the title. ValueError when the slug is taken."""
+        now = _now()
+        with self.database.transaction() as db:
+            taken = {r["slug"] for r in db.execute("SELECT slug FROM cms_entries WHERE site = ?", (site,))}
+            slug = fields.get("slug") or free_slug(slugify(fields["title"]), taken)
+            if slug in taken:
+                raise ValueError(f"The slug {slug!r} is already used on site {site!r}; choose another or update that entry.")
+            db.execute(
+                "INSERT INTO cms_entries (site, slug, collection, status, title, excerpt, body, source_url, "
+                "created_at, updated_at, published_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (site, slug, fields.get("collection", "posts"), "published" if published else "draft",
+                 fields["title"], fields.get("excerpt", ""), fields.get("body", ""), fields.get("source_url", ""),
+                 now, now, now if published else None),
+            )
+        return self.get_entry(site, slug)  # type: ignore[return-value]
+
+    def update_entry(self, site: str, slug: str, changes: dict[str, Any]) -> dict[str, Any]:
+        columns = [key for key in ("collection", "title", "excerpt", "body", "source_url") if key in changes]
+        with self.database.transaction() as db:
+            db.execute(
+                f"UPDATE cms_entries SET {', '.join(f'{c} = ?' for c in columns + ['updated_at'])} WHERE site = ? AND slug = ?",
+                (*[changes[c] for c in columns], _now(), site, slug),
+            )
+        return self.get_entry(site, slug)  # type: ignore[return-value]
+
+    def set_status(self, site: str, slug: str, status: str) -> dict[str, Any]:
+        now = _now()
+        with self.database.transaction() as db:
+            db.execute(
+                "UPDATE cms_entries SET status = ?, updated_at = ?, published_at = ? WHERE site = ? AND slug = ?",
+                (status, now, now if status == "published" else None, site, slug),
+            )
+        return self.get_entry(site, slug)  # type: ignore[return-value]
+
+    def delete_entry(self, site: str, slug: str) -> None:
+        with self.database.transaction() as db:
+            db.execute("DELETE FROM cms_entries WHERE site = ? AND slug = ?", (site, slug))
+
+
+def public_path(site: str, slug: str) -> str:
+    """Where a published entry is rendered (`public.py` serves it)."""
+    return f"/sites/{site}/{slug}"
+
+
+def _entry(row: Any) -> dict[str, Any]:
+    entry = {key: row[key] for key in row.keys()}
+    entry["url"] = public_path(entry["site"], entry["slug"]) if entry["status"] == "published" else None
+    return entry
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")

@@ -1,0 +1,103 @@
+"""The CMS API as the page calls it: every URL is built from the live state at call time, and
+every refusal of the server comes back as the server's own sentence."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+from urllib.parse import quote, urlencode, urljoin
+
+from reactor.page import HttpError, Page
+
+from .state import CmsState
+
+
+class CmsClient:
+    """Talks to the CMS server of `state.api`, as the user the session cookie names."""
+
+    def __init__(self, page: Page, state: CmsState, on_session_lost: Callable[[], None] | None = None) -> None:
+        self.page = page
+        self.state = state
+        self.on_session_lost = on_session_lost  # the panel redraws signed out
+
+    async def sign_in(self, username: str, password: str) -> dict[str, Any]:
+        # The token stays in the HttpOnly cookie; the page keeps only who signed in.
+        try:
+            await self.page.fetch_json("POST", self._auth("/auth/sign-in"), {"username": username, "password": password})
+        except HttpError as error:
+            if error.status == 401:
+                raise PermissionError("Wrong user name or password.") from None
+            raise ValueError(f"Signing in failed: {error.detail}") from None
+        except OSError as error:
+            raise ConnectionError(f"The CMS server cannot be reached to sign in: {error}") from None
+        return await self.session()
+
+    async def sign_out(self) -> None:
+        await self._call("POST", self._auth("/auth/sign-out"), {})
+
+    async def session(self) -> dict[str, Any]:
+        return await self._call("GET", f"{self.state.api}/session")
+
+    async def existing_session(self) -> dict[str, Any] | None:
+        """The session a cookie from before a reload still holds, or None; changes no state."""
+        try:
+            return await self.page.fetch_json("GET", f"{self.state.api}/session")
+        except HttpError as error:
+            if error.status == 401:
+                return None
+            raise ConnectionError(f"The CMS server failed ({error.status}): {error.detail}") from None
+        except OSError as error:
+            raise ConnectionError(f"The CMS server cannot be reached right now: {error}") from None
+
+    async def list_entries(self, **filters: str) -> dict[str, Any]:
+        query = urlencode({k: v for k, v in filters.items() if v})
+        return await self._call("GET", self._site("/entries") + (f"?{query}" if query else ""))
+
+    async def read_entry(self, slug: str) -> dict[str, Any]:
+        return await self._call("GET", self._entry(slug))
+
+    async def create_entry(self, fields: dict[str, Any]) -> dict[str, Any]:
+        return await self._call("POST", self._site("/entries"), fields)
+
+    async def update_entry(self, slug: str, changes: dict[str, Any]) -> dict[str, Any]:
+        return await self._call("PATCH", self._entry(slug), changes)
+
+    async def set_published(self, slug: str, published: bool) -> dict[str, Any]:
+        return await self._call("POST", self._entry(slug) + ("/publish" if published else "/unpublish"), {})
+
+    async def delete_entry(self, slug: str) -> dict[str, Any]:
+        return await self._call("DELETE", self._entry(slug) + "?" + urlencode({"confirm": slug}))
+
+    async def crawl(self, kind: str, args: dict[str, Any]) -> dict[str, Any]:
+        return await self._call("POST", self._site("/crawl"), {"kind": kind, **args})
+
+    def public_url(self, path: str) -> str:
+        """An entry's public path, on the CMS server's origin (the page's own when the API is relative)."""
+        return urljoin(self.state.api, path)
+
+    def _site(self, tail: str) -> str:
+        return f"{self.state.api}/sites/{quote(self.state.require_site(), safe='')}{tail}"
+
+    def _entry(self, slug: str) -> str:
+        return self._site(f"/entries/{quote(slug, safe='')}")
+
+    def _auth(self, path: str) -> str:
+        return urljoin(self.state.api, path)
+
+    async def _call(self, method: str, url: str, body: Any = None) -> Any:
+        try:
+            return await self.page.fetch_json(method, url, body)
+        except HttpError as error:
+            if error.status == 401:
+                self.state.sign_out()
+                if self.on_session_lost is not None:
+                    self.on_session_lost()
+                raise PermissionError(f"{error.detail} The person must sign in again in the CMS panel.") from None
+            if error.status == 403:
+                raise PermissionError(error.detail) from None
+            if error.status == 404:
+                raise LookupError(error.detail) from None
+            if error.status in (400, 409, 413, 415, 422):
+                raise ValueError(error.detail) from None
+            raise ConnectionError(f"The CMS server failed ({error.status}): {error.detail}") from None
+        except OSError as error:
+            raise ConnectionError(f"The CMS server at {url} cannot be reached right now: {error}") from None

@@ -1,0 +1,81 @@
+"""The CMS server plugin: sites, roles and entries, its JSON API, the public pages and the
+guarded crawler. The page never imports this module (it needs starlette); it serves the same
+agent-tools.json the page plugin contributes.
+
+The crawl allow-list comes from configuration: `CmsServerPlugin(crawl_allow=[...])` and the
+REACTOR_CRAWL_ALLOW environment variable (entries like `127.0.0.1:8123` or
+`intranet.example:443/blog/`, separated by commas or spaces). With the demo seed, the server's
+own /demo-sources/ are allowed too, so the demo can crawl them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from starlette.requests import Request
+from starlette.routing import Route
+
+from reactor import load_agent_tools
+from reactor.server.context import ServerContext
+
+from .backend.access import Access
+from .backend.api import api_routes
+from .backend.demo import demo_source_routes, seed_demo
+from .backend.fetch import FetchPolicy
+from .backend.guard import AllowRule, parse_allow_list
+from .backend.public import public_routes
+from .backend.store import SiteStore
+
+HERE = Path(__file__).parent
+DEMO_SOURCES = "/demo-sources/"
+
+
+class CmsServerPlugin:
+    """Serves the CMS; `crawl_allow` names non-public hosts the crawler may read."""
+
+    name = "cms"
+    description = "A CMS: sites with pages and posts, drafts first, publish on request, public pages."
+    page_plugin = "reactor_plugins.cms:CMS_PLUGIN"
+    page_assets = ("panel.js", "cms.css")
+    page_services = {"cms_api": "/api/cms"}
+
+    def __init__(
+        self,
+        *,
+        crawl_allow: str | Iterable[str] | None = None,
+        crawl_timeout: float = 10.0,
+        crawl_max_bytes: int = 2_000_000,
+    ) -> None:
+        self.allow_rules = parse_allow_list(crawl_allow) + parse_allow_list(os.environ.get("REACTOR_CRAWL_ALLOW"))
+        self.crawl_timeout = crawl_timeout
+        self.crawl_max_bytes = crawl_max_bytes
+        self.demo = False
+        self.store: SiteStore | None = None
+
+    def provide_agent_tools(self) -> list[dict[str, Any]]:
+        return [load_agent_tools(HERE / "agent-tools.json")]
+
+    def setup(self, context: ServerContext, *, seed: bool) -> None:
+        """Create the tables; with `seed`, the demo sites and the demo sources."""
+        self.store = SiteStore(context.database)
+        self.demo = seed
+        if seed:
+            seed_demo(self.store)
+
+    def routes(self, context: ServerContext) -> list[Route]:
+        store = self.store or SiteStore(context.database)
+        routes = api_routes(store, Access(context.auth, store), self.fetch_policy)
+        routes += public_routes(store)
+        if self.demo:
+            routes += demo_source_routes()
+        return routes
+
+    def fetch_policy(self, request: Request) -> FetchPolicy:
+        """The allow-list for this request: configured rules, plus this server's demo sources."""
+        rules = self.allow_rules
+        server = request.scope.get("server")
+        if self.demo and server and server[1]:
+            rules = rules + (AllowRule(str(server[0]).lower(), int(server[1]), DEMO_SOURCES),)
+        return FetchPolicy(rules, self.crawl_timeout, self.crawl_max_bytes)

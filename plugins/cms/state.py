@@ -1,0 +1,43 @@
+"""The CMS state of this page: which API, who is signed in, which site is selected.
+
+Tool handlers read it at call time, never at registration: switching the site in the panel
+changes where the very next call goes. The session token itself is not kept here: the server
+sets it as an HttpOnly cookie, which same-origin requests carry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class CmsState:
+    """Live page state; the panel changes it through commands (cms.signIn, cms.selectSite...)."""
+
+    api: str = "/api/cms"
+    username: str = ""
+    sites: list[dict[str, Any]] = field(default_factory=list)  # [{id, title, role}] of the signed-in user
+    site: str = ""
+    current: str = ""  # the slug selected in the panel, or last created, read or shown
+
+    @property
+    def signed_in(self) -> bool:
+        return bool(self.username)
+
+    def role(self) -> str:
+        return next((s["role"] for s in self.sites if s["id"] == self.site), "")
+
+    def sign_out(self) -> None:
+        self.username, self.sites, self.site, self.current = "", [], "", ""
+
+    def require_site(self) -> str:
+        """The selected site; a sentence telling the person what to do when there is none."""
+        if not self.signed_in:
+            raise PermissionError(
+                "Nobody is signed in to the CMS in this page; the person must sign in in the CMS panel first."
+            )
+        if not self.site:
+            names = ", ".join(s["id"] for s in self.sites) or "none"
+            raise LookupError(f"No CMS site is selected; the person must pick one in the CMS panel (their sites: {names}).")
+        return self.site

@@ -1,0 +1,164 @@
+"""Helpers for the CMS tests (no tests here): the CMS app inline, signed-in clients, and a
+real loopback server of source material for the crawler — fixtures and hostile answers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import httpx
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from reactor import PluginPlatform
+from reactor.server.auth import Auth
+from reactor.server.context import ServerContext
+from reactor.server.database import Database
+from reactor.server.plugin_records import PluginRecords
+from reactor_plugins.cms.backend.demo import demo_source_routes
+from reactor_plugins.cms.server import CmsServerPlugin
+
+
+class Client:
+    """Requests to an inline ASGI app, as one user (a bearer token) or as nobody."""
+
+    def __init__(self, app: Any, auth: Auth, token: str = "") -> None:
+        self.app, self.auth, self.token = app, auth, token
+
+    def as_user(self, username: str) -> "Client":
+        token = self.auth.sign_in(username, f"{username}-demo")
+        assert token, f"the demo user {username!r} could not sign in"
+        return Client(self.app, self.auth, token)
+
+    def request(self, method: str, url: str, **options: Any) -> httpx.Response:
+        headers = {**options.pop("headers", {})}
+        if method != "GET" and "content" not in options:
+            headers.setdefault("content-type", "application/json")
+        if self.token:
+            headers["authorization"] = f"Bearer {self.token}"
+
+        async def send() -> httpx.Response:
+            transport = httpx.ASGITransport(app=self.app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://cms.test") as client:
+                return await client.request(method, url, headers=headers, **options)
+
+        return asyncio.run(send())
+
+    def get(self, url: str, **options: Any) -> httpx.Response:
+        return self.request("GET", url, **options)
+
+    def post(self, url: str, **options: Any) -> httpx.Response:
+        return self.request("POST", url, **options)
+
+    def patch(self, url: str, **options: Any) -> httpx.Response:
+        return self.request("PATCH", url, **options)
+
+    def delete(self, url: str, **options: Any) -> httpx.Response:
+        return self.request("DELETE", url, **options)
+
+
+def serve_cms(tmp_path: Any, *, seed: bool = True, **options: Any) -> tuple[Client, Database]:
+    """The CMS server plugin alone in a Starlette app, over demo users (and demo sites with `seed`)."""
+    database = Database(tmp_path / "cms.sqlite3")
+    plugin = CmsServerPlugin(**options)
+    auth = Auth(database, seed=True)
+    context = ServerContext(database, auth, PluginPlatform([plugin]), PluginRecords(database, auth, reserved=set()))
+    plugin.setup(context, seed=seed)
+    return Client(Starlette(routes=plugin.routes(context)), context.auth), database
+
+
+def entry_count(database: Database) -> int:
+    with database.transaction() as db:
+        return db.execute("SELECT COUNT(*) FROM cms_entries").fetchone()[0]
+
+
+def source_app() -> Starlette:
+    """The demo sources, plus answers a crawler must refuse or survive."""
+
+    async def slow(request: Request) -> Response:
+        await asyncio.sleep(3)
+        return PlainTextResponse("too late")
+
+    async def huge(request: Request) -> Response:
+        return PlainTextResponse("x" * 300_000, media_type="text/html")
+
+    async def dribble(request: Request) -> Response:
+        async def chunks() -> Any:
+            for _ in range(40):
+                yield b"<p>slow</p>"
+                await asyncio.sleep(0.1)
+
+        from starlette.responses import StreamingResponse
+
+        return StreamingResponse(chunks(), media_type="text/html")
+
+    def redirect(to: str) -> Any:
+        async def endpoint(request: Request) -> Response:
+            return RedirectResponse(to, status_code=302)
+
+        return endpoint
+
+    async def doctype_feed(request: Request) -> Response:
+        bomb = '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">]><rss><channel><item><title>&lol;</title></item></channel></rss>'
+        return Response(bomb, media_type="application/rss+xml")
+
+    async def slow_blog(request: Request) -> Response:
+        articles = "".join(f'<article><a href="/slow?{n}">Post {n}</a></article>' for n in range(6))
+        return Response(f"<main>{articles}</main>", media_type="text/html")
+
+    return Starlette(routes=[
+        *demo_source_routes(),
+        Route("/slow-blog/", slow_blog),
+        Route("/slow", slow),
+        Route("/huge", huge),
+        Route("/dribble", dribble),
+        Route("/to-private", redirect("http://10.0.0.7/admin")),
+        Route("/to-metadata", redirect("http://169.254.169.254/latest/meta-data/")),
+        Route("/to-blog", redirect("/demo-sources/blog/")),
+        Route("/bomb.xml", doctype_feed),
+    ])
+
+
+@contextmanager
+def source_server() -> Iterator[str]:
+    """Serve `source_app()` on a free loopback port; yields its origin, e.g. http://127.0.0.1:4711."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(source_app(), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "the source server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def run_without_gesture(page: Any, url: str, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    """Run commands as the page's own code would, after load, with no user gesture: Playwright's
+    evaluate counts as a click, and browsers allow popups only after one."""
+    page.add_init_script(
+        "addEventListener('DOMContentLoaded', async () => {"
+        "  await window.reactor.ready; const out = [];"
+        f"  for (const [id, args] of {json.dumps(calls)})"
+        "    out.push(await window.reactor.executeCommand(id, args).catch((e) => ({error: e.message})));"
+        "  console.log('no-gesture: ' + JSON.stringify(out));"
+        "});"
+    )
+    # Wait on the console, not on a locator: a locator's polling runs in the page and counts as a gesture.
+    with page.expect_console_message(lambda m: m.text.startswith("no-gesture: "), timeout=60_000) as message:
+        page.goto(url)
+    return json.loads(message.value.text.removeprefix("no-gesture: "))

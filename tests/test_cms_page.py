@@ -1,0 +1,127 @@
+"""The CMS in real Chromium: sign in from the panel, crawl the demo blog into drafts, publish
+on request, show the public page in a tab (or get its link when popups are blocked), and
+switch the site so the next call goes there."""
+
+from __future__ import annotations
+
+import pytest
+from test_cms_fixtures import run_without_gesture
+
+pytestmark = pytest.mark.browser
+
+
+def ready(page, url):
+    page.goto(url)
+    load = page.evaluate("window.reactor.ready")
+    assert "cms" in load["loaded"], load
+    return page
+
+
+def execute(page, command, args=None):
+    return page.evaluate("([command, args]) => window.reactor.executeCommand(command, args)", [command, args or {}])
+
+
+def sign_in(page, user="ada"):
+    panel = page.locator("#cms")
+    panel.get_by_test_id("cms-username").fill(user)
+    panel.get_by_test_id("cms-password").fill(f"{user}-demo")
+    panel.get_by_test_id("cms-sign-in-button").click()
+    panel.get_by_test_id("cms-user").wait_for()
+    return panel
+
+
+def test_signing_in_from_the_panel_shows_the_sites_entries_and_their_status(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    panel = sign_in(page, "bob")
+    assert panel.get_by_test_id("cms-user").inner_text() == "Signed in as bob"
+    assert panel.get_by_test_id("cms-site").input_value() == "acme"
+    page.locator('#cms li[data-slug="roadmap"]').wait_for()
+    statuses = dict(zip(
+        page.locator("#cms li").evaluate_all("items => items.map(li => li.dataset.slug)"),
+        panel.get_by_test_id("cms-status").all_inner_texts(),
+    ))
+    assert statuses == {"about": "published", "welcome": "published", "roadmap": "draft"}
+    assert panel.get_by_test_id("cms-publish").count() == 0  # bob is an editor: no Publish buttons
+    cookies = page.context.cookies()
+    assert [c["httpOnly"] for c in cookies if c["name"] == "reactor_session"] == [True]
+    assert page.evaluate("document.cookie") == ""
+
+
+def test_crawl_into_drafts_publish_on_request_and_show_the_page(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    panel = sign_in(page)
+    crawled = execute(page, "cms.crawlBlog", {"url": "/demo-sources/blog/", "limit": 3})
+    assert [i["status"] for i in crawled["imported"]] == ["draft"] * 3
+    row = page.locator('#cms li[data-slug="markup-b-stays-b-text"]')
+    assert row.get_by_test_id("cms-status").inner_text() == "draft"
+    assert row.get_by_test_id("cms-entry-title").inner_text() == "Markup <b>stays</b> text"
+    assert page.locator("#cms b, #cms img").count() == 0
+    published = execute(page, "cms.publishSitePage", {"slug": "markup-b-stays-b-text"})
+    assert published["url"] == "/sites/acme/markup-b-stays-b-text"
+    assert row.get_by_test_id("cms-status").inner_text() == "published"
+    with page.context.expect_page() as opened:
+        shown = execute(page, "cms.showSitePage", {"slug": "markup-b-stays-b-text"})
+    assert shown["opened"] is True
+    public = opened.value
+    public.wait_for_load_state()
+    assert public.url == live_server.url + "/sites/acme/markup-b-stays-b-text"
+    assert public.locator("h1").inner_text() == "Markup <b>stays</b> text"
+    assert public.locator("article img, article script, article b").count() == 0
+    assert public.evaluate("window.pwned") is None
+    assert 'onerror="window.pwned=1"' in public.locator("article").inner_text()
+
+
+def test_the_show_button_opens_the_public_page(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    sign_in(page)
+    with page.context.expect_page() as opened:
+        page.locator('#cms li[data-slug="welcome"]').get_by_test_id("cms-show").click()
+    opened.value.wait_for_load_state()
+    assert opened.value.locator("h1").inner_text() == "Welcome to the Acme blog"
+
+
+def test_a_draft_cannot_be_shown_and_stays_private(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    sign_in(page)
+    message = page.evaluate(
+        "window.reactor.executeCommand('cms.showSitePage', {slug: 'roadmap'}).then(() => '', (e) => e.message)"
+    )
+    assert "is a draft, so it has no public page yet" in message
+    assert page.request.get(live_server.url + "/sites/acme/roadmap").status == 404
+
+
+def test_with_popups_blocked_show_answers_with_the_link(blocking_popups, live_server):
+    page = blocking_popups
+    signed, shown = run_without_gesture(page, live_server.url, [
+        ("cms.signIn", {"username": "ada", "password": "ada-demo"}),
+        ("cms.showSitePage", {"slug": "welcome"}),
+    ])
+    assert signed["site"] == "acme"
+    assert shown["opened"] is False and shown["url"] == "/sites/acme/welcome"
+    assert shown["message"].endswith("/sites/acme/welcome")
+    assert len(page.context.pages) == 1
+    assert page.get_by_test_id("cms-message").inner_text() == shown["message"]
+    assert page.request.get(live_server.url + shown["url"]).ok
+
+
+def test_switching_the_site_in_the_panel_sends_the_next_call_there(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    panel = sign_in(page)
+    assert execute(page, "cms.listSitePages")["site"] == "acme"
+    panel.get_by_test_id("cms-site").select_option("globex")
+    page.locator('#cms li[data-slug="launch-plan"]').wait_for()
+    with page.expect_request(lambda r: "/api/cms/sites/" in r.url) as sent:
+        answer = execute(page, "cms.listSitePages")
+    assert sent.value.url == live_server.url + "/api/cms/sites/globex/entries"
+    assert answer["site"] == "globex" and {e["slug"] for e in answer["entries"]} == {"about", "launch-plan"}
+
+
+def test_a_reload_keeps_the_person_signed_in_through_the_cookie(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    sign_in(page, "bob")
+    page.reload()
+    page.locator("#cms").get_by_test_id("cms-user").wait_for()
+    assert page.locator("#cms").get_by_test_id("cms-user").inner_text() == "Signed in as bob"
+    page.locator("#cms").get_by_test_id("cms-sign-out").click()
+    page.locator("#cms").get_by_test_id("cms-sign-in").wait_for()
+    assert page.context.cookies() == [] or all(c["name"] != "reactor_session" for c in page.context.cookies())

@@ -1,0 +1,255 @@
+"""The CMS server: every call checks the session and the role before anything changes; drafts
+are never public; bad input is refused with a sentence naming it; public pages escape."""
+
+from __future__ import annotations
+
+import pytest
+from test_cms_fixtures import entry_count, serve_cms
+
+ACME = "/api/cms/sites/acme"
+
+
+@pytest.fixture
+def served(tmp_path):
+    return serve_cms(tmp_path)
+
+
+@pytest.fixture
+def client(served):
+    return served[0]
+
+
+def draft(**fields):
+    return {"title": "A new post", "body": "Hello", **fields}
+
+
+# Sessions and roles ------------------------------------------------------------------------
+
+EVERY_CALL = [
+    ("GET", "/api/cms/session", None),
+    ("GET", f"{ACME}/entries", None),
+    ("POST", f"{ACME}/entries", draft()),
+    ("GET", f"{ACME}/entries/welcome", None),
+    ("PATCH", f"{ACME}/entries/roadmap", {"title": "Changed"}),
+    ("DELETE", f"{ACME}/entries/roadmap?confirm=roadmap", None),
+    ("POST", f"{ACME}/entries/roadmap/publish", None),
+    ("POST", f"{ACME}/entries/welcome/unpublish", None),
+    ("POST", f"{ACME}/crawl", {"kind": "feed", "url": "/demo-sources/feed.xml"}),
+]
+
+
+@pytest.mark.parametrize("method, path, body", EVERY_CALL)
+def test_every_call_without_a_session_is_401_and_changes_nothing(served, method, path, body):
+    client, database = served
+    before = client.as_user("ada").get(f"{ACME}/entries").json()
+    answer = client.request(method, path, json=body) if body else client.request(method, path)
+    assert answer.status_code == 401 and "signed in" in answer.json()["error"]
+    assert client.as_user("ada").get(f"{ACME}/entries").json() == before
+
+
+def test_a_stale_or_made_up_token_is_no_session(client):
+    client.token = "made-up"
+    assert client.get(f"{ACME}/entries").status_code == 401
+
+
+MATRIX = [
+    # user, method, path, body, status
+    ("eve", "GET", f"{ACME}/entries", None, 403),
+    ("eve", "GET", f"{ACME}/entries/welcome", None, 403),
+    ("ada", "GET", "/api/cms/sites/initech/entries", None, 403),  # no such site: the same answer
+    ("bob", "GET", "/api/cms/sites/globex/entries", None, 200),  # viewer reads
+    ("bob", "POST", "/api/cms/sites/globex/entries", draft(), 403),  # viewer writing
+    ("bob", "PATCH", "/api/cms/sites/globex/entries/launch-plan", {"title": "x"}, 403),
+    ("bob", "DELETE", "/api/cms/sites/globex/entries/launch-plan?confirm=launch-plan", None, 403),
+    ("bob", "POST", "/api/cms/sites/globex/crawl", {"kind": "feed", "url": "/demo-sources/feed.xml"}, 403),
+    ("bob", "POST", f"{ACME}/entries", draft(), 201),  # editor writes drafts
+    ("bob", "POST", f"{ACME}/entries", draft(publish=True), 403),  # editor publishing
+    ("bob", "POST", f"{ACME}/entries/roadmap/publish", None, 403),
+    ("bob", "POST", f"{ACME}/entries/welcome/unpublish", None, 403),
+    ("bob", "PATCH", f"{ACME}/entries/roadmap", {"title": "Roadmap v2"}, 200),
+    ("bob", "PATCH", f"{ACME}/entries/welcome", {"title": "Sneaky"}, 403),  # published: changes the public page
+    ("bob", "DELETE", f"{ACME}/entries/roadmap?confirm=roadmap", None, 200),
+    ("ada", "POST", f"{ACME}/entries/roadmap/publish", None, 200),
+    ("ada", "POST", f"{ACME}/entries/welcome/unpublish", None, 200),
+    ("ada", "POST", f"{ACME}/entries", draft(publish=True), 201),
+    ("ada", "PATCH", f"{ACME}/entries/welcome", {"title": "Welcome!"}, 200),
+]
+
+
+@pytest.mark.parametrize("user, method, path, body, status", MATRIX)
+def test_the_role_on_the_site_decides(served, user, method, path, body, status):
+    client, database = served
+    site = path.split("/")[4]
+    watcher = client.as_user("ada")
+    before = watcher.get(f"/api/cms/sites/{site}/entries").json() if site != "initech" else None
+    caller = client.as_user(user)
+    answer = caller.request(method, path, json=body) if body is not None else caller.request(method, path)
+    assert answer.status_code == status, answer.text
+    if status == 403:
+        assert repr(user) in answer.json()["error"]
+        if before is not None:
+            assert watcher.get(f"/api/cms/sites/{site}/entries").json() == before
+
+
+def test_the_refusal_names_the_role_and_what_is_needed(client):
+    answer = client.as_user("bob").post(f"{ACME}/entries/roadmap/publish")
+    assert answer.json()["error"] == "User 'bob' is an editor on site 'acme'; publishing needs the publisher role."
+    answer = client.as_user("eve").get(f"{ACME}/entries")
+    assert answer.json()["error"].startswith("User 'eve' has no role on site 'acme'")
+
+
+def test_the_session_lists_the_users_sites_and_roles(client):
+    assert client.as_user("bob").get("/api/cms/session").json() == {
+        "user": {"username": "bob"},
+        "sites": [{"id": "acme", "title": "Acme Corp", "role": "editor"},
+                  {"id": "globex", "title": "Globex", "role": "viewer"}],
+    }
+    assert client.as_user("eve").get("/api/cms/session").json()["sites"] == []
+
+
+# Drafts first, published on request ----------------------------------------------------------
+
+
+def test_a_created_entry_is_a_draft_unless_the_call_says_publish(client):
+    ada = client.as_user("ada")
+    made = ada.post(f"{ACME}/entries", json=draft(publish=False)).json()
+    assert made["status"] == "draft" and made["url"] is None and made["slug"] == "a-new-post"
+    again = ada.post(f"{ACME}/entries", json=draft()).json()
+    assert again["slug"] == "a-new-post-2"
+
+
+def test_drafts_are_not_public_and_publishing_makes_the_page(client):
+    ada = client.as_user("ada")
+    assert client.get("/sites/acme/roadmap").status_code == 404
+    assert "Roadmap" not in client.get("/sites/acme/").text
+    published = ada.post(f"{ACME}/entries/roadmap/publish").json()
+    assert published["status"] == "published" and published["url"] == "/sites/acme/roadmap"
+    page = client.get("/sites/acme/roadmap")
+    assert page.status_code == 200 and "<em>more anvils</em>" in page.text
+    ada.post(f"{ACME}/entries/roadmap/unpublish")
+    assert client.get("/sites/acme/roadmap").status_code == 404
+
+
+def test_an_unknown_site_or_slug_is_the_same_404_as_a_draft(client):
+    for path in ("/sites/acme/nothing", "/sites/initech/about", "/sites/initech/", "/sites/globex/launch-plan"):
+        assert client.get(path).status_code == 404
+
+
+def test_a_published_entry_cannot_be_deleted_and_a_draft_needs_the_exact_slug(served):
+    client, database = served
+    ada = client.as_user("ada")
+    count = entry_count(database)
+    refused = ada.delete(f"{ACME}/entries/welcome?confirm=welcome")
+    assert refused.status_code == 409 and "unpublish it first" in refused.json()["error"]
+    assert ada.delete(f"{ACME}/entries/roadmap").status_code == 422
+    assert ada.delete(f"{ACME}/entries/roadmap?confirm=welcome").status_code == 422
+    assert entry_count(database) == count
+    assert ada.delete(f"{ACME}/entries/roadmap?confirm=roadmap").json() == {"deleted": "roadmap", "site": "acme"}
+    assert entry_count(database) == count - 1
+
+
+# Bad input ---------------------------------------------------------------------------------
+
+BAD_BODIES = [
+    ({"body": "no title"}, "title", "missing"),
+    ({"title": 5}, "title", "must be a string, not int"),
+    ({"title": "   "}, "title", "empty"),
+    ({"title": "x" * 201}, "title", "the most is 200"),
+    ({"title": "x", "body": "y" * 100_001}, "body", "the most is 100000"),
+    ({"title": "x", "slug": "Not A Slug"}, "slug", "'Not A Slug' is not valid"),
+    ({"title": "x", "collection": "drafts"}, "collection", "'drafts' does not exist"),
+    ({"title": "x", "status": "published"}, "status", "not a field you can set"),
+    ({"title": "x", "publish": "yes"}, "publish", "must be true or false"),
+    ({"title": "x", "source_url": "javascript:alert(1)"}, "source_url", "must start with http"),
+    ({"title": "x", "body": None}, "body", "not NoneType"),
+]
+
+
+@pytest.mark.parametrize("body, field, words", BAD_BODIES)
+def test_a_bad_field_is_refused_naming_it(served, body, field, words):
+    client, database = served
+    count = entry_count(database)
+    answer = client.as_user("ada").post(f"{ACME}/entries", json=body)
+    assert answer.status_code == 422 and answer.json()["field"] == field
+    assert words in answer.json()["error"]
+    assert entry_count(database) == count
+
+
+@pytest.mark.parametrize(
+    "content, headers, status, words",
+    [
+        (b"{not json", {"content-type": "application/json"}, 400, "not valid JSON"),
+        (b"[1, 2]", {"content-type": "application/json"}, 400, "must be a JSON object"),
+        (b'{"title": "x"}', {"content-type": "text/plain"}, 415, "content-type: application/json"),
+        (b'{"title": "' + b"x" * 600_000 + b'"}', {"content-type": "application/json"}, 413, "larger than"),
+    ],
+)
+def test_a_body_that_is_not_a_json_object_of_sane_size_is_refused(client, content, headers, status, words):
+    answer = client.as_user("ada").post(f"{ACME}/entries", content=content, headers=headers)
+    assert answer.status_code == status and words in answer.json()["error"]
+
+
+@pytest.mark.parametrize("path", [f"{ACME}/entries/roadmap/publish", f"{ACME}/entries/roadmap?confirm=roadmap"])
+def test_a_write_without_the_json_content_type_is_refused_as_a_form_post_would_be(served, path):
+    client, database = served
+    ada = client.as_user("ada")
+    method = "DELETE" if "confirm" in path else "POST"
+    answer = ada.request(method, path, content=b"", headers={"content-type": "application/x-www-form-urlencoded"})
+    assert answer.status_code == 415
+    assert ada.get(f"{ACME}/entries/roadmap").json()["status"] == "draft"
+
+
+def test_a_taken_slug_is_a_conflict(client):
+    answer = client.as_user("ada").post(f"{ACME}/entries", json=draft(slug="welcome"))
+    assert answer.status_code == 409 and "'welcome' is already used" in answer.json()["error"]
+
+
+def test_an_update_must_change_something_and_cannot_rename(client):
+    ada = client.as_user("ada")
+    assert ada.patch(f"{ACME}/entries/roadmap", json={}).status_code == 422
+    renamed = ada.patch(f"{ACME}/entries/roadmap", json={"slug": "other"})
+    assert renamed.status_code == 422 and renamed.json()["field"] == "slug"
+    missing = ada.patch(f"{ACME}/entries/nothing-here", json={"title": "x"})
+    assert missing.status_code == 404 and "'nothing-here'" in missing.json()["error"]
+
+
+def test_listing_filters_are_checked(client):
+    ada = client.as_user("ada")
+    assert [e["slug"] for e in ada.get(f"{ACME}/entries?status=draft").json()["entries"]] == ["roadmap"]
+    assert [e["slug"] for e in ada.get(f"{ACME}/entries?collection=pages").json()["entries"]] == ["about"]
+    assert ada.get(f"{ACME}/entries?status=secret").status_code == 422
+
+
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"kind": "gopher", "url": "/demo-sources/feed.xml"}, "kind"),
+        ({"kind": "feed"}, "url"),
+        ({"kind": "feed", "url": 5}, "url"),
+        ({"kind": "feed", "url": "/x", "limit": 0}, "limit"),
+        ({"kind": "feed", "url": "/x", "limit": 21}, "limit"),
+        ({"kind": "feed", "url": "/x", "limit": True}, "limit"),
+        ({"kind": "feed", "url": "/x", "collection": "drafts"}, "collection"),
+        ({"kind": "feed", "url": "/x", "publish": True}, "publish"),
+    ],
+)
+def test_a_bad_crawl_request_is_refused_naming_the_field(client, body, field):
+    answer = client.as_user("ada").post(f"{ACME}/crawl", json=body)
+    assert answer.status_code == 422 and answer.json()["field"] == field
+
+
+# Public pages ------------------------------------------------------------------------------
+
+
+def test_hostile_text_in_an_entry_is_escaped_on_its_public_page(client):
+    ada = client.as_user("ada")
+    hostile = '<script>window.pwned=1</script><img src=x onerror="window.pwned=1">'
+    body = f"{hostile}\n\n[click](javascript:alert(1)) and [ok](https://example.com/?a=1&b=2)\n\n- {hostile}"
+    made = ada.post(f"{ACME}/entries", json={"title": hostile, "excerpt": hostile, "body": body, "publish": True}).json()
+    page = client.get(made["url"])
+    assert page.status_code == 200
+    assert "<script" not in page.text and "<img" not in page.text and "javascript:" not in page.text.split("[click]")[0]
+    assert "&lt;script&gt;window.pwned=1&lt;/script&gt;" in page.text
+    assert '<a href="https://example.com/?a=1&amp;b=2"' in page.text and "href=\"javascript" not in page.text
+    assert "script-src" not in page.headers["content-security-policy"]
+    assert page.headers["content-security-policy"].startswith("default-src 'none'")
