@@ -16,6 +16,7 @@ const views = new Map();
 let python = null;
 let bootJson = "{}";
 let aiToolWorkers = null;
+let chatApprover = null;
 let settleReady;
 
 /** A command's failure, carrying the Python error's type, command id and argument problems. */
@@ -85,6 +86,28 @@ export const reactor = {
     try { return JSON.parse(await pending); } finally { pending.destroy?.(); }
   },
 
+  /**
+   * The page's chat host, for the chat widget (web/chat.js) or any other UI: events arrive as
+   * `reactor:chat` events on window; `approver(request)` must resolve "allow", "always" or "deny".
+   */
+  chat: {
+    async configure(settings) { await ready; return JSON.parse(python.chat.configure(JSON.stringify(settings))); },
+    async label() { await ready; return python.chat.label(); },
+    async send(text) {
+      await ready;
+      const pending = python.chat.send(text);
+      try { return JSON.parse(await pending); } finally { pending.destroy?.(); }
+    },
+    stop() { python?.chat.stop(); },
+    async tools() { await ready; return JSON.parse(python.chat.tools()); },
+    async callTool(name, args, { signal } = {}) {
+      await ready;
+      const pending = python.chat.callTool(name, JSON.stringify(args ?? {}), signal ?? null);
+      try { return JSON.parse(await pending); } finally { pending.destroy?.(); }
+    },
+    setApprover(approver) { chatApprover = approver; },
+  },
+
   /** Counters of the AI Tool worker: {started, terminated, calls, booted}. */
   aiToolWorkerStats() {
     return { ...(aiToolWorkers?.stats ?? {}) };
@@ -135,11 +158,19 @@ export const reactor = {
   _commandsChanged() {
     for (const listener of commandListeners) listener();
   },
+  _chatEvent(json) {
+    window.dispatchEvent(new CustomEvent("reactor:chat", { detail: JSON.parse(json) }));
+  },
+  _chatApprove(requestJson) {
+    // The widget answers "allow", "always" or "deny"; with no widget on the page, nothing is approved.
+    const request = JSON.parse(requestJson);
+    return chatApprover ? chatApprover(request) : Promise.resolve("deny");
+  },
   _runAiTool(jobJson, signal) {
     return aiToolWorkers.run(jobJson, signal);
   },
-  _attach(execute, bundles, commands, callTool, loadJson) {
-    python = { execute, bundles, commands, callTool };
+  _attach(api, loadJson) {
+    python = api;
     const load = JSON.parse(loadJson);
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
     if (load.failures.length) {
@@ -148,7 +179,7 @@ export const reactor = {
       report(`Ready in ${seconds} s: ${load.loaded.join(", ") || "no plugins"}.`, "ready");
     }
     settleReady.resolve(load);
-    warmWorkersFor(JSON.parse(bundles()));
+    warmWorkersFor(JSON.parse(python.bundles()));
   },
 };
 

@@ -142,6 +142,68 @@ async def _run_ai_tool(job: dict[str, Any], signal: JsSignal) -> str:
         return json.dumps({"ok": False, "error": {"type": type(error).__name__, "message": str(error)}})
 
 
+async def browser_send(method: str, url: str, headers: dict[str, str], body: str | None) -> tuple[int, dict[str, str], str]:
+    """The chat host's HTTP: fetch to the provider; cancelling the task aborts the request."""
+    controller = js.AbortController.new()
+    options = {"method": method, "headers": headers, "signal": controller.signal, "credentials": "omit"}
+    if body is not None:
+        options["body"] = body
+    try:
+        response = await js.fetch(url, to_js(options, dict_converter=js.Object.fromEntries))
+        text = await response.text()
+    except asyncio.CancelledError:
+        controller.abort(js.DOMException.new("The person pressed stop.", "AbortError"))
+        raise
+    except JsException as error:
+        raise OSError(str(error)) from None
+    answer_headers = js.Object.fromEntries(response.headers.entries()).to_py()
+    return response.status, {k.lower(): v for k, v in answer_headers.items()}, text
+
+
+def _chat_api(reactor: Any, agent: dict[str, Any], facade: Any) -> dict[str, Any]:
+    """The widget's Python half: a ChatSession whose events and approvals cross as JSON."""
+    from .host import AgentSpec, ChatSession, HostEvent
+
+    async def approve(request: Any) -> str:
+        return str(await facade._chatApprove(json.dumps({
+            "callId": request.call_id, "tool": request.tool, "description": request.description,
+            "arguments": request.arguments, "sideEffect": request.side_effect,
+        })))
+
+    def on_event(event: HostEvent) -> None:
+        facade._chatEvent(json.dumps({"type": event.type, **event.data}))
+
+    session = ChatSession(reactor, AgentSpec.from_dict(agent), send=browser_send, approve=approve, on_event=on_event)
+
+    def configure(settings_json: str) -> str:
+        try:
+            return json.dumps({"ok": True, "label": session.configure(json.loads(settings_json))})
+        except ValueError as error:
+            return json.dumps({"ok": False, "error": str(error)})
+
+    async def send(text: str) -> str:
+        return json.dumps(await session.send(text))
+
+    async def call_tool(name: str, args_json: str, signal: Any) -> str:
+        return json.dumps(await session.call_tool(name, args_json, _cancel_token(signal) or CancelToken()))
+
+    def tools() -> str:
+        from .host import tool_annotations
+
+        return json.dumps([{"name": t.name, "title": t.title, "description": t.description,
+                            "inputSchema": t.parameters, "annotations": tool_annotations(t.side_effect)}
+                           for t in session.toolbox.tools()])
+
+    return {
+        "label": create_proxy(lambda: session.label),
+        "configure": create_proxy(configure),
+        "send": create_proxy(lambda text: asyncio.ensure_future(send(text))),
+        "stop": create_proxy(session.stop),
+        "callTool": create_proxy(lambda name, args, signal: asyncio.ensure_future(call_tool(name, args, signal))),
+        "tools": create_proxy(tools),
+    }
+
+
 def _import_plugin(spec: str) -> Any:
     module, _, attribute = spec.partition(":")
     return getattr(importlib.import_module(module), attribute)
@@ -196,13 +258,15 @@ async def start() -> Any:
         def call_tool(name: str, args_json: str, signal: Any) -> Any:
             return asyncio.ensure_future(call_tool_json(reactor, name, args_json, _cancel_token(signal)))
 
-        facade._attach(
-            create_proxy(execute),
-            create_proxy(lambda: bundles_json(reactor)),
-            create_proxy(lambda: commands_json(reactor)),
-            create_proxy(call_tool),
-            json.dumps({"loaded": [p for p in reactor.plugins], "failures": failures}),
-        )
+        api = {
+            "execute": create_proxy(execute),
+            "bundles": create_proxy(lambda: bundles_json(reactor)),
+            "commands": create_proxy(lambda: commands_json(reactor)),
+            "callTool": create_proxy(call_tool),
+            "chat": to_js(_chat_api(reactor, config["agent"], facade), dict_converter=js.Object.fromEntries),
+        }
+        facade._attach(to_js(api, dict_converter=js.Object.fromEntries),
+                       json.dumps({"loaded": reactor.plugins, "failures": failures}))
         return reactor
     except Exception as error:
         facade._fail(f"Python failed to start: {error}", traceback.format_exc())

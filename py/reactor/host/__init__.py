@@ -1,8 +1,6 @@
 """The chat host: AgentTools bundles become model tools, and a loop runs the model and the tools.
 
     tools.py      AgentSpec, HostTool, Toolbox — admission by plugin and toolset; calls → envelopes
-    envelope.py   the one answer shape of a tool call ({"ok": ...}) and its failure codes
-    arguments.py  parsing and validating model-written arguments
     approval.py   side-effect levels, MCP annotations, the approval gate
     formats.py    tools and results in OpenAI Chat, Responses, Anthropic and MCP formats
     model.py      the provider-neutral conversation, ModelTurn, and the Model protocol
@@ -11,7 +9,11 @@
     openai.py     OpenAI-compatible Chat Completions (also llama.cpp, Ollama, vLLM)
     anthropic.py  Anthropic Messages
     scripted.py   ScriptedModel, for demos and tests without an AI
-    errors.py     HostError, ToolError, ProviderError
+    session.py    ChatSession: the page's chat — settings, one history, tool calls from WebMCP
+    errors.py     HostError, ProviderError
+
+The envelope (reactor.envelope) and argument parsing (reactor.arguments) are the core's, shared
+with AI Tool plugins.
 
 Pure Python: runs on CPython and in Pyodide; HTTP goes through the `send` the caller gives.
 """
@@ -38,6 +40,7 @@ from .loop import ChatLoop, HostEvent, LoopOutcome
 from .model import Model, ModelRequest, ModelTurn, ToolCall
 from .openai import OpenAIChatModel
 from .scripted import ScriptedModel
+from .session import ChatSession, model_from_settings
 from .tools import AgentSpec, HostTool, Toolbox
 from .transport import Send, urllib_send
 
@@ -47,6 +50,7 @@ __all__ = [
     "ApprovalGate",
     "ApprovalRequest",
     "ChatLoop",
+    "ChatSession",
     "FAILURE_CODES",
     "HostError",
     "HostEvent",
@@ -68,6 +72,7 @@ __all__ = [
     "is_failure",
     "mcp_call_result",
     "mcp_list_tools",
+    "model_from_settings",
     "model_schema",
     "needs_approval",
     "openai_chat_result",

@@ -17,6 +17,7 @@ from starlette.routing import BaseRoute, Route
 import reactor
 import reactor_plugins
 
+from ..host.tools import AgentSpec
 from ..platform import PluginPlatform
 from .assets import IMMUTABLE, REVALIDATE, SourceArchive, serve_file
 from .auth import Auth
@@ -28,8 +29,8 @@ from .requests import read_json
 ROOT = Path(__file__).resolve().parents[3]
 WEB = ROOT / "web"
 VENDOR = WEB / "vendor"
-# What the page never imports: the server tier and the command line.
-SERVER_ONLY = {"server", "server.py", "cli.py", "__main__.py"}
+# What the page never imports: the server tier (plugins' `server.py` and `backend/`), the CLI.
+SERVER_ONLY = {"server", "server.py", "backend", "cli.py", "__main__.py"}
 # PyScript's own plugins the page does not use; each would be one more download at boot.
 PYSCRIPT_PLUGINS_OFF = ["!codemirror", "!py-editor", "!py-game", "!py-terminal", "!deprecations-manager", "!donkey"]
 PLUGIN_STATE = "CREATE TABLE IF NOT EXISTS plugin_state (name TEXT PRIMARY KEY, enabled INTEGER NOT NULL)"
@@ -44,14 +45,20 @@ class AiToolsServerPlugin:
 
 
 def default_plugins() -> list[Any]:
+    from reactor_plugins.cms.server import CmsServerPlugin
     from reactor_plugins.decks.server import DecksServerPlugin
     from reactor_plugins.maintenance.server import MaintenanceServerPlugin
 
-    return [AiToolsServerPlugin(), DecksServerPlugin(), MaintenanceServerPlugin()]
+    return [AiToolsServerPlugin(), DecksServerPlugin(), MaintenanceServerPlugin(), CmsServerPlugin()]
 
 
-def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, seed_demo: bool = True) -> Starlette:
-    """Build the app over `data_dir/reactor.sqlite3`; plugins set up their tables on start."""
+def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, seed_demo: bool = True,
+               agent_spec: dict[str, Any] | None = None) -> Starlette:
+    """Build the app over `data_dir/reactor.sqlite3`; plugins set up their tables on start.
+
+    `agent_spec` is the page chat's agent (name, instructions, plugins; never tools); by default
+    the `agent.json` beside index.html.
+    """
     database = Database(Path(data_dir) / "reactor.sqlite3")
     database.migrate(PLUGIN_STATE)
     platform = PluginPlatform(default_plugins() if plugins is None else plugins)
@@ -97,6 +104,8 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
             return JSONResponse({"error": "That archive is gone; reload the page."}, 404)
         return archive.response()
 
+    agent = AgentSpec.from_dict(json.loads((ROOT / "agent.json").read_text()) if agent_spec is None else agent_spec)
+
     async def boot_config(request: Request) -> Response:
         base = f"/vendor/{runtime['stamp']}"
         site = f"/lib/python{runtime['python']}/site-packages/*"
@@ -110,6 +119,7 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
                              "plugins": PYSCRIPT_PLUGINS_OFF},
                 "plugins": [_page_entry(p) for p in platform.enabled_plugins() if hasattr(p, "page_plugin")],
                 "services": {k: v for p in platform.enabled_plugins() for k, v in getattr(p, "page_services", {}).items()},
+                "agent": {"name": agent.name, "instructions": agent.instructions, "plugins": list(agent.plugins)},
             },
             headers={"cache-control": "no-store"},
         )

@@ -1,0 +1,93 @@
+"""The page's chat: one conversation whose model the person picks in the widget's settings.
+
+The widget never talks to a provider itself: it hands settings and messages here, and hears
+back events (messages, tool cards, approvals). The provider's key stays in the browser: it is
+given to the model adapter, which sends it only to the provider's own URL.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..cancellation import CancelToken
+from ..envelope import tool_failure
+from .anthropic import AnthropicModel
+from .approval import Approve, ApprovalRequest
+from .loop import ChatLoop, HostEvent
+from .model import Model
+from .openai import OpenAIChatModel
+from .scripted import ScriptedModel
+from .tools import AgentSpec, Toolbox
+from .transport import Send
+
+PROVIDERS = ("scripted", "openai", "anthropic")
+
+
+def model_from_settings(settings: dict[str, Any], send: Send) -> Model:
+    """The model the settings name; a missing field is a ValueError naming it."""
+    provider = settings.get("provider", "scripted")
+    if provider == "scripted":
+        return ScriptedModel()
+    model, base_url, key = (str(settings.get(k) or "").strip() for k in ("model", "baseUrl", "apiKey"))
+    if not model:
+        raise ValueError("Name the model to use (for example gpt-4o-mini, claude-sonnet-4-5 or llama3.1).")
+    if provider == "openai":
+        if not base_url:
+            raise ValueError("Give the base URL of the OpenAI-compatible API, e.g. https://api.openai.com/v1 "
+                             "or http://127.0.0.1:11434/v1 for Ollama.")
+        return OpenAIChatModel(base_url=base_url, model=model, send=send, api_key=key)
+    if provider == "anthropic":
+        if not key:
+            raise ValueError("Give the Anthropic API key; it stays in this browser tab.")
+        return AnthropicModel(model=model, send=send, api_key=key, **({"base_url": base_url} if base_url else {}))
+    raise ValueError(f"Unknown provider {provider!r}; use one of {', '.join(PROVIDERS)}.")
+
+
+class ChatSession:
+    """The chat of one page: its agent spec, its settings, one history kept across settings."""
+
+    def __init__(self, reactor: Any, spec: AgentSpec, *, send: Send, approve: Approve,
+                 on_event: Callable[[HostEvent], object], max_steps: int = 8) -> None:
+        self.toolbox = Toolbox(reactor, spec)
+        self.send_http = send
+        self.approve = approve
+        self.on_event = on_event
+        self.max_steps = max_steps
+        self.loop = self._loop(ScriptedModel(), history=[])
+
+    @property
+    def label(self) -> str:
+        return getattr(self.loop.model, "label", "") or type(self.loop.model).__name__
+
+    def configure(self, settings: dict[str, Any]) -> str:
+        """Switch the model; the conversation and the "always allow" choices carry over."""
+        if self.loop.running:
+            raise ValueError("Stop the chat before changing its model.")
+        always = self.loop.approvals.always
+        self.loop = self._loop(model_from_settings(settings, self.send_http), history=self.loop.history)
+        self.loop.approvals.always |= always
+        return self.label
+
+    async def send(self, text: str) -> dict[str, Any]:
+        outcome = await self.loop.send(text)
+        return {"status": outcome.status, "text": outcome.text, "steps": outcome.steps, "error": outcome.error}
+
+    def stop(self) -> None:
+        self.loop.stop()
+
+    async def call_tool(self, name: str, args: Any, signal: CancelToken) -> dict[str, Any]:
+        """A tool called from outside the chat (a browser agent through WebMCP): admitted and
+        approved the same way, so a write through another door still asks the person."""
+        prepared = self.toolbox.prepare(name, args)
+        if isinstance(prepared, dict):
+            return prepared
+        tool, checked = prepared
+        request = ApprovalRequest(f"webmcp-{id(signal)}", tool.name, tool.description, checked, tool.side_effect)
+        decision = await self.loop.approvals.decide(request, signal)
+        if decision in ("deny", "unasked"):
+            return tool_failure("denied", f"The person declined to run {tool.name}; it did not run.")
+        return await self.toolbox.run(tool, checked, signal=signal)
+
+    def _loop(self, model: Model, *, history: list[dict[str, Any]]) -> ChatLoop:
+        return ChatLoop(model, self.toolbox, approve=self.approve, max_steps=self.max_steps,
+                        on_event=self.on_event, history=history)

@@ -1,0 +1,56 @@
+"""A loopback stand-in for an OpenAI-compatible provider (the only thing outside this machine),
+speaking the real Chat Completions wire format, served by the test's own reactor server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+
+def tool_call_turn(name: str, arguments: dict[str, Any], call_id: str = "call_1") -> dict[str, Any]:
+    return {"role": "assistant", "content": None,
+            "tool_calls": [{"id": call_id, "type": "function",
+                            "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+
+
+def text_turn(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": text}
+
+
+class FakeOpenAI:
+    """Answers each POST /v1/chat/completions with the next scripted message; records requests."""
+
+    name = "fake-openai"
+
+    def __init__(self) -> None:
+        self.turns: list[dict[str, Any]] = []
+        self.requests: list[dict[str, Any]] = []
+        self.delay = 0.0
+        self.disconnected = 0
+
+    def routes(self, context: Any) -> list[Route]:
+        async def completions(request: Request) -> Response:
+            body = await request.json()
+            self.requests.append(body)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + self.delay
+            while loop.time() < deadline:
+                if await request.is_disconnected():
+                    self.disconnected += 1
+                    return Response(status_code=499)
+                await asyncio.sleep(0.05)
+            if request.headers.get("authorization") != "Bearer test-key":
+                return JSONResponse({"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error",
+                                               "code": "invalid_api_key"}}, 401)
+            message = self.turns.pop(0) if self.turns else text_turn("Done.")
+            finish = "tool_calls" if message.get("tool_calls") else "stop"
+            return JSONResponse({"id": "chatcmpl-1", "object": "chat.completion", "model": body["model"],
+                                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+
+        return [Route("/v1/chat/completions", completions, methods=["POST"])]

@@ -1,0 +1,165 @@
+"""The chat widget in real Chromium: bundles become tools, approvals wait for the person, Stop stops."""
+
+import time
+
+import pytest
+from conftest import start_server, stop_server
+from fake_openai import FakeOpenAI, text_turn, tool_call_turn
+
+from reactor.server.app import default_plugins
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def provider():
+    return FakeOpenAI()
+
+
+@pytest.fixture
+def server(tmp_path, provider):
+    live = start_server(tmp_path, plugins=[*default_plugins(), provider], seed_demo=True,
+                        agent_spec={"name": "Decks helper", "instructions": "Help with decks.", "plugins": ["decks"]})
+    yield live
+    stop_server(live)
+
+
+def open_chat(page, url):
+    page.goto(url)
+    page.evaluate("window.reactor.ready")
+    page.get_by_test_id("chat-model").wait_for()
+    return page.locator("reactor-chat")
+
+
+def say(page, text):
+    chat = page.locator("reactor-chat")
+    chat.locator("textarea").fill(text)
+    chat.get_by_role("button", name="Send").click()
+
+
+def idle(page):
+    page.locator("reactor-chat[data-running=false]").wait_for()
+
+
+def use_fake_provider(page, server):
+    chat = page.locator("reactor-chat")
+    chat.locator("summary").click()
+    chat.locator("select[name=provider]").select_option("openai")
+    chat.locator("input[name=baseUrl]").fill(f"{server.url}/v1")
+    chat.locator("input[name=model]").fill("gpt-test")
+    chat.locator("input[name=apiKey]").fill("test-key")
+    chat.get_by_role("button", name="Use this model").click()
+    page.get_by_test_id("chat-model").get_by_text("gpt-test").wait_for()
+
+
+def card(page, tool):
+    return page.locator(f"reactor-chat [data-testid=tool-card][data-tool={tool}]").last
+
+
+def test_the_scripted_model_lists_opens_at_a_slide_and_presents(offline_page, live_server):
+    page = offline_page
+    chat = open_chat(page, live_server.url)
+    assert page.get_by_test_id("chat-model").inner_text() == "Scripted model (no AI)"
+    say(page, "list decks")
+    idle(page)
+    assert card(page, "decks_list_decks").get_attribute("data-status") == "finished"
+    assert chat.locator("[data-testid=approval]").count() == 0, "reading needs no approval"
+    say(page, "open deck onboarding at slide 4")
+    page.get_by_test_id("slide-number").get_by_text("Slide 4 of 5").wait_for()
+    say(page, "present")
+    idle(page)
+    assert card(page, "decks_present").get_attribute("data-status") == "finished"
+    assert page.evaluate("document.fullscreenElement !== null")
+
+
+def test_a_write_waits_for_approval_and_a_denial_reaches_the_model(page, server, provider):
+    open_chat(page, server.url)
+    use_fake_provider(page, server)
+    provider.turns = [tool_call_turn("decks_update_slide", {"id": "onboarding", "slide": 1, "title": "Renamed"}),
+                      text_turn("Understood, I left the slide as it was.")]
+    say(page, "rename the first slide")
+    approval = page.get_by_test_id("approval")
+    approval.wait_for()
+    time.sleep(1)
+    assert approval.is_visible(), "the approval stays until the person answers"
+    approval.get_by_role("button", name="Deny").click()
+    page.locator("reactor-chat .chat-assistant").get_by_text("I left the slide as it was").wait_for()
+    assert card(page, "decks_update_slide").get_attribute("data-status") == "denied"
+    tool_message = next(m for m in provider.requests[-1]["messages"] if m["role"] == "tool")
+    assert '"code": "denied"' in tool_message["content"]
+    assert page.request.get(f"{server.url}/api/decks/onboarding").json()["slides"][0]["title"] != "Renamed"
+
+
+def test_always_allow_runs_the_next_call_of_that_tool_without_asking(page, server, provider):
+    open_chat(page, server.url)
+    use_fake_provider(page, server)
+    provider.turns = [tool_call_turn("decks_update_slide", {"id": "onboarding", "slide": 1, "title": "One"}),
+                      text_turn("Renamed."),
+                      tool_call_turn("decks_update_slide", {"id": "onboarding", "slide": 2, "title": "Two"}, "call_2"),
+                      text_turn("Renamed again.")]
+    say(page, "rename slide 1")
+    page.get_by_test_id("approval").get_by_role("button", name="Always allow").click()
+    page.locator("reactor-chat .chat-assistant").get_by_text("Renamed.").wait_for()
+    say(page, "rename slide 2")
+    page.locator("reactor-chat .chat-assistant").get_by_text("Renamed again.").wait_for()
+    assert page.get_by_test_id("approval").count() == 1
+    slides = page.request.get(f"{server.url}/api/decks/onboarding").json()["slides"]
+    assert [slides[0]["title"], slides[1]["title"]] == ["One", "Two"]
+
+
+def test_stop_aborts_the_model_request(page, server, provider):
+    open_chat(page, server.url)
+    use_fake_provider(page, server)
+    provider.delay = 20
+    say(page, "take your time")
+    deadline = time.monotonic() + 10
+    while not provider.requests and time.monotonic() < deadline:
+        time.sleep(0.05)
+    page.locator("reactor-chat").get_by_role("button", name="Stop").click()
+    idle(page)
+    assert page.locator("reactor-chat .chat-note").last.inner_text() == "The person pressed stop."
+    deadline = time.monotonic() + 5
+    while not provider.disconnected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert provider.disconnected == 1, "the fetch to the provider was aborted, not left running"
+
+
+def test_a_tool_outside_the_agents_plugins_is_refused_and_model_text_is_shown_as_text(page, server, provider):
+    open_chat(page, server.url)
+    use_fake_provider(page, server)
+    hostile = '<img src=x onerror="window.pwned=1">'
+    provider.turns = [tool_call_turn("cms_delete_site_page", {"slug": "home", "confirm": True}), text_turn(hostile)]
+    say(page, "delete the home page")
+    page.locator("reactor-chat .chat-assistant").get_by_text(hostile).wait_for()
+    assert card(page, "cms_delete_site_page").get_attribute("data-status") == "failed"
+    tool_message = next(m for m in provider.requests[-1]["messages"] if m["role"] == "tool")
+    assert '"code": "not_admitted"' in tool_message["content"] or '"code": "unknown_tool"' in tool_message["content"]
+    assert page.evaluate("window.pwned") is None and page.locator("reactor-chat img").count() == 0
+
+
+def test_a_wrong_api_key_is_reported_in_the_chat(page, server, provider):
+    open_chat(page, server.url)
+    use_fake_provider(page, server)
+    chat = page.locator("reactor-chat")
+    chat.locator("input[name=apiKey]").fill("wrong-key")
+    chat.get_by_role("button", name="Use this model").click()
+    say(page, "hello")
+    idle(page)
+    error = chat.locator(".chat-error").last.inner_text()
+    assert "401" in error and "Check the API key" in error and "wrong-key" not in error
+
+
+def test_webmcp_gets_the_admitted_tools_and_a_write_through_it_still_asks(page, server):
+    page.add_init_script("""
+        window.__webmcp = [];
+        document.modelContext = { registerTool(tool, options) { window.__webmcp.push(tool); } };
+    """)
+    open_chat(page, server.url)
+    page.wait_for_function("window.__webmcp.length > 0")
+    names = page.evaluate("window.__webmcp.map(t => t.name)")
+    assert "decks_open" in names and not any(n.startswith("cms_") for n in names)
+    page.evaluate("""() => { window.__answer = window.__webmcp.find(t => t.name === 'decks_update_slide')
+        .execute({id: 'onboarding', slide: 1, title: 'Via WebMCP'}, {}); }""")
+    page.get_by_test_id("approval").get_by_role("button", name="Allow", exact=True).click()
+    assert page.evaluate("window.__answer")["ok"] is True
+    assert page.evaluate("window.__webmcp.find(t => t.name === 'decks_open').annotations.readOnlyHint") is True

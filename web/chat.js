@@ -1,0 +1,183 @@
+/**
+ * <reactor-chat>: the chat widget. Messages, a card per tool call (name, arguments, status,
+ * result or error), approval buttons that wait for the person, Stop, and provider settings.
+ * Every text from a model, a tool or a crawled page is set as text, never as HTML.
+ * The chat itself runs in Python (reactor.host.ChatSession); this only renders and asks.
+ */
+
+const PROVIDERS = [
+  ["scripted", "Scripted model (no AI)"],
+  ["openai", "OpenAI-compatible (OpenAI, llama.cpp, Ollama…)"],
+  ["anthropic", "Anthropic"],
+];
+const SETTINGS_KEY = "reactor.chat.settings";  // sessionStorage: the key never leaves this tab but for its provider
+
+function el(tag, { dataset = {}, ...props } = {}, ...children) {
+  const node = Object.assign(document.createElement(tag), props);
+  Object.assign(node.dataset, dataset);
+  node.append(...children);
+  return node;
+}
+
+function pretty(value) {
+  return JSON.stringify(value, null, 2);
+}
+
+class ReactorChat extends HTMLElement {
+  connectedCallback() {
+    this.cards = new Map();
+    this.log = el("ol", { className: "chat-log", ariaLive: "polite" });
+    this.input = el("textarea", { rows: 2, placeholder: "Ask, e.g. “open deck onboarding at slide 4”", ariaLabel: "Message" });
+    this.sendButton = el("button", { type: "submit", textContent: "Send" });
+    this.stopButton = el("button", { type: "button", textContent: "Stop", disabled: true });
+    this.stopButton.addEventListener("click", () => window.reactor.chat.stop());
+    const form = el("form", { className: "chat-input" }, this.input, this.sendButton, this.stopButton);
+    form.addEventListener("submit", (event) => { event.preventDefault(); this.send(); });
+    this.input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); this.send(); }
+    });
+    this.modelLabel = el("span", { className: "chat-model", dataset: { testid: "chat-model" } });
+    this.replaceChildren(
+      el("header", { className: "chat-head" }, el("h2", { textContent: "Assistant" }), this.modelLabel),
+      this.settingsForm(), this.log, form,
+    );
+    window.addEventListener("reactor:chat", (event) => this.onEvent(event.detail));
+    window.reactor.chat.setApprover((request) => this.askApproval(request));
+    window.reactor.ready.then(() => this.applySettings(this.savedSettings()), () => {});
+  }
+
+  savedSettings() {
+    try { return JSON.parse(sessionStorage.getItem(SETTINGS_KEY)) ?? { provider: "scripted" }; }
+    catch { return { provider: "scripted" }; }
+  }
+
+  settingsForm() {
+    const saved = this.savedSettings();
+    const provider = el("select", { name: "provider", ariaLabel: "Provider" },
+      ...PROVIDERS.map(([value, text]) => el("option", { value, textContent: text, selected: value === saved.provider })));
+    const field = (name, label, type = "text") =>
+      el("label", {}, label, el("input", { name, type, value: saved[name] ?? "", autocomplete: "off" }));
+    const error = el("p", { className: "chat-error", role: "alert" });
+    const form = el("form", { className: "chat-settings" },
+      el("details", {}, el("summary", { textContent: "Model settings" }),
+        el("label", {}, "Provider ", provider), field("baseUrl", "Base URL "), field("model", "Model "),
+        field("apiKey", "API key ", "password"), el("button", { type: "submit", textContent: "Use this model" }), error));
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const settings = Object.fromEntries(new FormData(form));
+      error.textContent = (await this.applySettings(settings)) ?? "";
+    });
+    return form;
+  }
+
+  async applySettings(settings) {
+    const answer = await window.reactor.chat.configure(settings);
+    if (!answer.ok) return answer.error;
+    sessionStorage.setItem(SETTINGS_KEY, JSON.stringify(settings));
+    this.modelLabel.textContent = answer.label;
+    return null;
+  }
+
+  async send() {
+    const text = this.input.value.trim();
+    if (!text || this.sendButton.disabled) return;
+    this.input.value = "";
+    this.running(true);
+    try {
+      const outcome = await window.reactor.chat.send(text);
+      if (outcome.status === "step_limit") this.note("Stopped at the step limit for one message.");
+    } catch (error) {
+      this.note(error.message, "error");
+    } finally {
+      this.running(false);
+    }
+  }
+
+  running(on) {
+    this.sendButton.disabled = on;
+    this.stopButton.disabled = !on;
+    this.dataset.running = on ? "true" : "false";
+  }
+
+  note(text, kind = "note") {
+    this.log.append(el("li", { className: `chat-${kind}`, textContent: text }));
+  }
+
+  onEvent(event) {
+    if (event.type === "message") {
+      const item = el("li", { className: `chat-message chat-${event.role}`, textContent: event.text });
+      item.dataset.role = event.role;
+      this.log.append(item);
+    } else if (event.type.startsWith("tool_call.")) {
+      this.toolCard(event);
+    } else if (event.type === "stopped") {
+      this.note(event.reason);
+    } else if (event.type === "error") {
+      this.note(event.message, "error");
+    }
+    this.log.lastElementChild?.scrollIntoView({ block: "nearest" });
+  }
+
+  toolCard(event) {
+    let card = this.cards.get(event.call_id);
+    if (!card) {
+      card = el("li", { className: "chat-tool", dataset: { testid: "tool-card", tool: event.name } },
+        el("strong", { textContent: event.name }),
+        el("span", { className: "chat-tool-status" }),
+        el("pre", { className: "chat-tool-args", textContent: pretty(event.arguments ?? {}) }),
+        el("pre", { className: "chat-tool-result" }));
+      this.cards.set(event.call_id, card);
+      this.log.append(card);
+    }
+    const status = event.type.slice("tool_call.".length);
+    card.dataset.status = status;
+    card.querySelector(".chat-tool-status").textContent =
+      { started: "running", approved: "approved", denied: "denied", finished: "done", failed: "failed" }[status];
+    if (event.result) card.querySelector(".chat-tool-result").textContent = pretty(event.result.ok ? event.result.result : event.result.error);
+  }
+
+  /** Ask the person; the card stays until they answer (or the chat is stopped). */
+  askApproval(request) {
+    return new Promise((resolve) => {
+      const card = el("li", { className: "chat-approval", dataset: { testid: "approval", tool: request.tool } },
+        el("p", { textContent: `${request.tool} wants to ${request.sideEffect === "destructive" ? "delete or destroy" : "change"} data:` }),
+        el("pre", { textContent: pretty(request.arguments) }));
+      const answer = (decision) => () => {
+        card.dataset.decision = decision;
+        card.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+        resolve(decision);
+      };
+      for (const [decision, text] of [["allow", "Allow"], ["always", "Always allow"], ["deny", "Deny"]]) {
+        const button = el("button", { type: "button", textContent: text });
+        button.addEventListener("click", answer(decision));
+        card.append(button);
+      }
+      this.log.append(card);
+      card.scrollIntoView({ block: "nearest" });
+    });
+  }
+}
+
+customElements.define("reactor-chat", ReactorChat);
+
+/** WebMCP: when the browser offers document.modelContext, the admitted tools are offered there too. */
+async function offerToWebMcp() {
+  const context = document.modelContext ?? navigator.modelContext;
+  if (!context?.registerTool) return;
+  let registration = null;
+  const register = async () => {
+    registration?.abort();
+    registration = new AbortController();
+    for (const tool of await window.reactor.chat.tools()) {
+      context.registerTool({
+        ...tool,
+        execute: (input, options = {}) => window.reactor.chat.callTool(tool.name, input, { signal: options.signal }),
+      }, { signal: registration.signal });
+    }
+  };
+  await window.reactor.ready;
+  await register();
+  window.reactor.onAgentToolBundles(register);
+}
+
+offerToWebMcp().catch((error) => console.warn(`WebMCP: ${error.message}`));
