@@ -17,8 +17,39 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--data", type=Path, default=Path(os.environ.get("REACTOR_DATA", ".data")),
                        help="folder of the SQLite file (default .data, or $REACTOR_DATA)")
     serve.add_argument("--no-seed", action="store_true", help="do not add the demo decks to an empty database")
+    tools = commands.add_parser("tools", help="print the enabled plugins' tools in a provider's format")
+    tools.add_argument("--format", required=True, choices=sorted(FORMATS), help="the wire format to print")
+    tools.add_argument("--plugin", action="append", default=[], metavar="NAME",
+                       help="only this plugin's tools (repeat for more; default: every plugin)")
     args = parser.parse_args(argv)
+    if args.command == "tools":
+        return print_tools(args.format, args.plugin)
     return serve_forever(args.host, args.port, args.data, seed=not args.no_seed)
+
+
+FORMATS = {"openai": "openai_chat_tools", "responses": "responses_tools", "anthropic": "anthropic_tools",
+           "mcp": "mcp_list_tools"}
+
+
+def print_tools(format: str, plugins: list[str]) -> int:
+    """The same tools a page host offers, rendered once for one provider, as JSON on stdout."""
+    import json
+
+    from . import host
+    from .platform import PluginPlatform
+    from .plugins import Reactor
+    from .server.app import default_plugins
+
+    bundles = PluginPlatform(default_plugins()).collect_agent_tools()
+    known = sorted({bundle["plugin"] for bundle in bundles})
+    unknown = [name for name in plugins if name not in known]
+    if unknown:
+        print(f"reactor tools: no plugin {unknown[0]!r} provides tools; plugins: {', '.join(known)}.", file=sys.stderr)
+        return 2
+    spec = host.AgentSpec("cli", plugins=tuple(plugins or known))
+    rendered = getattr(host, FORMATS[format])(host.Toolbox(Reactor(), spec, bundles=bundles).tools())
+    print(json.dumps(rendered, indent=2, ensure_ascii=False))
+    return 0
 
 
 def serve_forever(host: str, port: int, data: Path, *, seed: bool) -> int:

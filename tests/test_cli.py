@@ -1,0 +1,50 @@
+import json
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+
+from reactor_plugins.decks import DECKS_AGENT_TOOLS
+
+
+def reactor(*args, **options):
+    return subprocess.run([sys.executable, "-m", "reactor", *args], capture_output=True, text=True, timeout=60, **options)
+
+
+@pytest.mark.parametrize("format, name_of", [
+    ("openai", lambda t: t["function"]["name"]),
+    ("responses", lambda t: t["name"]),
+    ("anthropic", lambda t: t["name"]),
+])
+def test_tools_prints_the_decks_tools_in_each_provider_format(format, name_of):
+    done = reactor("tools", "--format", format, "--plugin", "decks")
+    assert done.returncode == 0, done.stderr
+    assert [name_of(t) for t in json.loads(done.stdout)] == DECKS_AGENT_TOOLS["toolset"]
+
+
+def test_tools_in_mcp_format_is_a_valid_tools_list_result():
+    import mcp_types
+
+    done = reactor("tools", "--format", "mcp")
+    listed = mcp_types.ListToolsResult.model_validate(json.loads(done.stdout))
+    names = {tool.name for tool in listed.tools}
+    assert "decks_open" in names and "cms_publish_site_page" in names
+
+
+def test_tools_refuses_an_unknown_plugin_naming_those_there_are():
+    done = reactor("tools", "--format", "openai", "--plugin", "weather")
+    assert done.returncode == 2 and "no plugin 'weather' provides tools; plugins: cms, decks." in done.stderr
+
+
+def test_serve_on_port_zero_prints_the_address_it_serves(tmp_path):
+    command = [sys.executable, "-m", "reactor", "serve", "--port", "0", "--data", str(tmp_path)]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as server:
+        try:
+            line = server.stdout.readline()
+            assert line.startswith("reactor is serving http://127.0.0.1:")
+            with urllib.request.urlopen(line.split()[3] + "plugins") as answer:
+                assert {p["name"] for p in json.load(answer)} >= {"decks", "cms"}
+            assert (tmp_path / "reactor.sqlite3").exists()
+        finally:
+            server.terminate()
