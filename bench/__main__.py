@@ -1,0 +1,112 @@
+"""`python -m bench [--quick] [--out FILE]`: start-up, bytes, call latency, validation and scale,
+each against a baseline measured in the same run and the same Chromium. Prints a table and
+writes the results as JSON (bench/results.json unless --out says otherwise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .measure import calls, execute, lab_page, launch, scale_point, startup, transfer
+from .report import machine, summarize, table
+from .server import BENCH, bench_app, serving
+
+ROOT = BENCH.parent
+LUMINO = "@lumino/commands@2.3.4"
+FULL = {"rounds": 5, "batches": 300, "plugins": [1, 100, 300, 1000], "validation_calls": 5000}
+QUICK = {"rounds": 1, "batches": 30, "plugins": [1, 10, 30], "validation_calls": 500}
+
+
+def say(text: str) -> None:
+    print(f"bench: {text}", file=sys.stderr, flush=True)
+
+
+def set_up() -> None:
+    """The self-hosted runtime (web/vendor.py, as ./dev does) and the Lumino baseline (npm)."""
+    if not (ROOT / "web" / "vendor" / "manifest.json").is_file():
+        say("vendoring the runtime (web/vendor.py)")
+        subprocess.run([sys.executable, str(ROOT / "web" / "vendor.py")], check=True)
+    if not (BENCH / "vendor" / "node_modules" / "@lumino" / "commands" / "package.json").is_file():
+        if shutil.which("npm") is None:
+            sys.exit("bench: npm is needed once, to vendor @lumino/commands into bench/vendor/")
+        say(f"vendoring {LUMINO} into bench/vendor/")
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(BENCH / "vendor"), LUMINO],
+                       check=True, stdout=subprocess.DEVNULL)
+
+
+def run(plan: dict[str, Any]) -> dict[str, Any]:
+    from playwright.sync_api import sync_playwright
+
+    strays: list[str] = []
+    results: dict[str, Any] = {"machine": machine(), "plan": plan}
+    results["machine"]["load_average_before"] = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
+        browser = launch(playwright)
+        results["machine"]["chromium"] = browser.version
+        with serving(bench_app(Path(tmp) / "product")) as url:
+            say(f"start-up: {plan['rounds']} rounds of bare Pyodide, PyScript and reactor, cold and warm")
+            results["startup"] = startup(browser, url, plan["rounds"], strays)
+            say("bytes: a first and a repeat visit")
+            results["bytes"] = transfer(browser, url, strays)
+        results["scale"] = {"points": []}
+        for count in plan["plugins"]:
+            say(f"scale: {count} synthetic plugins of 10 tools")
+            app = bench_app(Path(tmp) / f"lab-{count}", lab=True, synthetic=count)
+            with serving(app) as url, lab_page(browser, url, strays) as (page, boot):
+                results["scale"]["points"].append(scale_point(page, boot, count, plan["batches"]))
+                if count == plan["plugins"][0]:
+                    say("calls: no-op, decks_get_deck and Lumino, interleaved; validation")
+                    results["call"] = call_figures(page, plan["batches"])
+                    results["validation"] = execute(page, "bench.validation", {"calls": plan["validation_calls"]})
+                    results["scale"]["load_profile"] = execute(page, "bench.profileLoad", {"plugins": 5})
+        browser.close()
+    results["machine"]["load_average_after"] = os.getloadavg()
+    results["external_requests"] = strays
+    return results
+
+
+def call_figures(page: Any, batches: int) -> dict[str, Any]:
+    timed = calls(page, ["lumino", "noop", "getDeck"], batches)
+    figures: dict[str, Any] = {}
+    for name, key in (("noop", "noop"), ("getDeck", "get_deck"), ("lumino", "lumino")):
+        figures[f"{key}_p50_ms"] = timed[name]["p50_ms"]
+        figures[f"{key}_p99_ms"] = timed[name]["p99_ms"]
+        figures[f"{key}_batch"] = timed[name]["batch"]
+    figures["batches"] = batches
+    figures["noop_vs_lumino"] = figures["noop_p50_ms"] / figures["lumino_p50_ms"]
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds and plugins: a smoke test (~1 minute)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="where to write the JSON (default bench/results.json; bench/out/quick.json with --quick)")
+    options = parser.parse_args(argv)
+    out = options.out or (BENCH / "out" / "quick.json" if options.quick else BENCH / "results.json")
+    set_up()
+    started = time.monotonic()
+    results = run(QUICK if options.quick else FULL)
+    goals = summarize(results)
+    results.update(goals=goals, seconds=round(time.monotonic() - started))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1) + "\n")
+    print(table(results, goals))
+    say(f"wrote {out} in {results['seconds']} s")
+    if results["external_requests"]:
+        say(f"FAILED: the pages asked for something off loopback: {results['external_requests'][:5]}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

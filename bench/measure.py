@@ -1,0 +1,225 @@
+"""The measurements, each in real headless Chromium (Debian's, as the tests use).
+
+Every page runs in a fresh browser context, so its HTTP cache starts empty as on a first visit;
+nothing is routed through Playwright (routing turns the HTTP cache off). Requests are watched,
+and any that leaves loopback is reported as a failure of the run.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+from urllib.parse import urlsplit
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", "--no-first-run"]
+READY_TIMEOUT_MS = 600_000
+
+# Marks on the page's clock (ms since navigation start): `plugins` when the Python half says
+# "Loading plugins…" (our package is imported), `ready` when reactor.ready resolves, `listed`
+# when the bundles have been listed. The setter only wraps `_progress` to read the clock.
+MARKS = """
+const marks = {};
+let facade;
+Object.defineProperty(window, "reactor", { configurable: true, get: () => facade, set(value) {
+  const progress = value._progress;
+  value._progress = (text) => {
+    if (text.startsWith("Loading plugins")) marks.plugins = performance.now();
+    return progress(text);
+  };
+  facade = value;
+}});
+addEventListener("DOMContentLoaded", async () => {
+  if (!window.reactor) return;
+  try {
+    await window.reactor.ready;
+    marks.ready = performance.now();
+    await window.reactor.agentToolBundles();
+    marks.listed = performance.now();
+  } catch (error) {
+    marks.error = String(error?.message ?? error);
+  }
+  window.__bench = marks;
+  window.__benchDone = marks.listed ?? -1;
+});
+"""
+RESOURCES = """performance.getEntriesByType("resource").map((e) => ({
+  path: new URL(e.name).pathname, start: e.startTime, end: e.responseEnd, transfer: e.transferSize}))"""
+
+
+def launch(playwright: Any) -> Any:
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS, chromium_sandbox=False)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+@contextmanager
+def fresh_page(browser: Any, strays: list[str]) -> Iterator[Any]:
+    """A page in a new context (empty HTTP cache); requests off loopback go into `strays`."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.add_init_script(MARKS)
+
+    def watch(request: Any) -> None:
+        parts = urlsplit(request.url)
+        if parts.scheme in {"http", "https", "ws", "wss"} and parts.hostname not in {"127.0.0.1", "localhost"}:
+            strays.append(request.url)
+
+    page.on("request", watch)
+    page.on("pageerror", lambda error: print(f"bench: page error: {error}", file=sys.stderr))
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+def load(page: Any, url: str) -> dict[str, Any]:
+    """Navigate, wait until the page says it is done, and read its marks and resource timing."""
+    page.goto(url)
+    page.wait_for_function("window.__benchDone !== undefined", timeout=READY_TIMEOUT_MS)
+    marks = page.evaluate("window.__bench ?? {}")
+    if "error" in marks:
+        raise RuntimeError(f"{url} did not start: {marks['error']}")
+    return {"done": page.evaluate("window.__benchDone"), **marks, "resources": page.evaluate(RESOURCES)}
+
+
+def phases(run: dict[str, Any]) -> dict[str, float]:
+    """Where the product page's boot time goes, from its resource timing and marks (ms)."""
+    resources = run["resources"]
+
+    def first(predicate: Callable[[str], bool]) -> dict[str, Any]:
+        return min((r for r in resources if predicate(r["path"])), key=lambda r: r["start"])
+
+    pyscript = first(lambda p: p.endswith("/pyscript/core.js"))["start"]
+    pyodide = first(lambda p: p.endswith("/pyodide/pyodide.mjs"))["start"]
+    files = [r for r in resources if _is_package_file(r["path"])]
+    files_start = min(r["start"] for r in files)
+    files_end = max(r["end"] for r in files)
+    return {
+        "page_and_glue": pyscript,
+        "pyscript": pyodide - pyscript,
+        "pyodide_runtime": files_start - pyodide,
+        "wheels_and_package_fetch": files_end - files_start,
+        "unpack_and_import": run["plugins"] - files_end,
+        "plugins_load": run["ready"] - run["plugins"],
+        "list_bundles": run["listed"] - run["ready"],
+    }
+
+
+def _is_package_file(path: str) -> bool:
+    return path.endswith(".whl") or (path.endswith(".zip") and "/python-" in path)
+
+
+def startup(browser: Any, url: str, rounds: int, strays: list[str]) -> dict[str, Any]:
+    """Cold (first visit) and warm (second visit, same context) boots; pages interleaved per round,
+    after one discarded warm-up round (the server's and the OS's first-read costs)."""
+    pages = {"bare_pyodide": "/bench/bare.html", "pyscript_print": "/bench/pyscript.html", "reactor": "/"}
+    runs: dict[str, dict[str, list[Any]]] = {name: {"cold": [], "warm": []} for name in pages}
+    for round in range(rounds + 1):
+        for name, path in pages.items():
+            with fresh_page(browser, strays) as page:
+                cold, warm = load(page, url + path), load(page, url + path)
+            if round:
+                runs[name]["cold"].append(cold)
+                runs[name]["warm"].append(warm)
+    result: dict[str, Any] = {}
+    for name, by in runs.items():
+        result[name] = {kind: {"median_ms": median([r["done"] for r in by[kind]]), "runs_ms": [r["done"] for r in by[kind]]}
+                        for kind in ("cold", "warm")}
+    for kind in ("cold", "warm"):
+        split = [phases(r) for r in runs["reactor"][kind]]
+        result["reactor"][kind]["phases_ms"] = {k: median([s[k] for s in split]) for k in split[0]}
+    bare = result["bare_pyodide"]
+    result["ratio_vs_bare_pyodide"] = result["reactor"]["cold"]["median_ms"] / bare["cold"]["median_ms"]
+    result["warm_ratio_vs_bare_pyodide"] = result["reactor"]["warm"]["median_ms"] / bare["warm"]["median_ms"]
+    result["pyscript_ratio_vs_bare_pyodide"] = result["pyscript_print"]["cold"]["median_ms"] / bare["cold"]["median_ms"]
+    result["rounds"] = rounds
+    return result
+
+
+def transfer(browser: Any, url: str, strays: list[str]) -> dict[str, Any]:
+    """Bytes on the wire (compressed, headers included) for a first and a repeat visit, read from
+    CDP's Network.loadingFinished.encodedDataLength, with resource timing's transferSize beside."""
+    loads = []
+    with fresh_page(browser, strays) as page:
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Network.enable")
+        seen: dict[str, dict[str, Any]] = {}
+        cdp.on("Network.responseReceived", lambda e: seen.setdefault(e["requestId"], {}).update(
+            path=urlsplit(e["response"]["url"]).path, status=e["response"]["status"],
+            cached=bool(e["response"].get("fromDiskCache") or e["response"].get("fromMemoryCache"))))
+        cdp.on("Network.responseReceivedExtraInfo", lambda e: seen.setdefault(e["requestId"], {}).update(
+            wire_status=e.get("statusCode")))
+        cdp.on("Network.loadingFinished", lambda e: seen.setdefault(e["requestId"], {}).update(bytes=e["encodedDataLength"]))
+        for _ in range(2):
+            seen.clear()
+            run = load(page, url + "/")
+            page.wait_for_timeout(300)  # let the last CDP events arrive
+            navigation = page.evaluate("performance.getEntriesByType('navigation')[0].transferSize")
+            entries = [e for e in seen.values() if "bytes" in e]
+            loads.append({
+                "bytes": sum(e["bytes"] for e in entries),
+                "requests": len(entries),
+                "from_cache": sum(e.get("cached", False) for e in entries),
+                "not_modified": sum(e.get("wire_status") == 304 for e in entries),
+                "transfer_size": navigation + sum(r["transfer"] for r in run["resources"]),
+                "largest": sorted(({"path": e.get("path"), "bytes": e["bytes"]} for e in entries),
+                                  key=lambda e: -e["bytes"])[:5],
+            })
+    first, repeat = loads
+    return {"first": first, "repeat": repeat, "repeat_share": repeat["bytes"] / first["bytes"]}
+
+
+@contextmanager
+def lab_page(browser: Any, url: str, strays: list[str]) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """The lab page, ready with its bundles listed, and the marks of its boot."""
+    with fresh_page(browser, strays) as page:
+        yield page, load(page, url + "/bench/lab.html")
+
+
+def execute(page: Any, command: str, args: dict[str, Any] | None = None) -> Any:
+    return page.evaluate("([c, a]) => window.reactor.executeCommand(c, a)", [command, args or {}])
+
+
+def calls(page: Any, names: list[str], batches: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """p50/p99 per call of each subject, timed in batches of >= 2 ms (see bench/pages/lab.js)."""
+    return page.evaluate("([names, options]) => window.bench.calls(names, options)",
+                         [names, {"batches": batches, "minBatchMs": 2, "extra": extra or {}}])
+
+
+def memory(page: Any) -> dict[str, Any]:
+    """The page's JS heap after a full GC (CDP) and Pyodide's wasm memory (from the probe)."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("HeapProfiler.enable")
+    cdp.send("HeapProfiler.collectGarbage")
+    heap = cdp.send("Runtime.getHeapUsage")
+    stats = execute(page, "bench.stats")
+    return {"js_heap_used": heap.get("usedSize"), "wasm_bytes": stats["memory"].get("wasm_bytes")}
+
+
+def scale_point(page: Any, boot: dict[str, Any], plugins: int, batches: int) -> dict[str, Any]:
+    """One page with `plugins` synthetic plugins of 10 tools: load, list, call, memory."""
+    stats = execute(page, "bench.stats")
+    listing = page.evaluate("(n) => window.bench.list(n)", 9)
+    middle = f"synth_{plugins // 2:04d}.t3"
+    call = calls(page, ["synth"], batches, {"synth": [middle, {"id": "x", "count": 1}]})["synth"]
+    return {
+        "plugins": plugins,
+        "tools": listing["tools"],
+        "load_ms": stats["loaded_at"] - stats["imported_at"],
+        "declare_ms": stats["defined_at"] - stats["imported_at"],
+        "register_ms": stats["loaded_at"] - stats["defined_at"],
+        "ready_ms": boot["ready"],
+        "list_ms": median(listing["ms"]),
+        "list_runs_ms": listing["ms"],
+        "list_breakdown_ms": execute(page, "bench.listing"),
+        "call_p50_ms": call["p50_ms"],
+        "registry_call": execute(page, "bench.callScaling", {"command": middle}),
+        "call_p99_ms": call["p99_ms"],
+        "memory": memory(page),
+    }

@@ -1,0 +1,59 @@
+/**
+ * The lab page's timers: window.bench.{calls, list}. performance.now() is coarsened to 0.1 ms
+ * in Chromium, so calls are timed in batches long enough (>= minBatchMs) for that not to matter;
+ * p50/p99 are of the per-call mean within each batch.
+ */
+import { CommandRegistry } from "@lumino/commands";
+
+const lumino = new CommandRegistry();
+lumino.addCommand("noop", { execute: () => null });
+
+const subjects = {
+  lumino: () => lumino.execute("noop", { n: 1 }),
+  noop: () => window.reactor.executeCommand("bench.noop", { n: 1 }),
+  getDeck: () => window.reactor.executeCommand("decks.getDeck", { id: "onboarding" }),
+};
+
+function quantile(sorted, q) {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+async function batchSize(call, minBatchMs) {
+  for (let size = 1; ; size *= 2) {
+    const start = performance.now();
+    for (let i = 0; i < size; i++) await call();
+    if (performance.now() - start >= minBatchMs) return size;
+  }
+}
+
+/** Time `batches` rounds; each round runs one batch of every subject, in turn, so they share the noise. */
+async function calls(names, { batches = 100, minBatchMs = 2, extra = {} } = {}) {
+  const all = { ...subjects, ...Object.fromEntries(Object.entries(extra).map(([k, [id, args]]) => [k, () => window.reactor.executeCommand(id, args)])) };
+  const runs = names.map((name) => ({ name, call: all[name], means: [] }));
+  for (const run of runs) { await run.call(); run.size = await batchSize(run.call, minBatchMs); }
+  for (let b = 0; b < batches; b++) {
+    for (const run of runs) {
+      const start = performance.now();
+      for (let i = 0; i < run.size; i++) await run.call();
+      run.means.push((performance.now() - start) / run.size);
+    }
+  }
+  return Object.fromEntries(runs.map(({ name, size, means }) => {
+    means.sort((a, b) => a - b);
+    return [name, { p50_ms: quantile(means, 0.5), p99_ms: quantile(means, 0.99), batch: size, batches }];
+  }));
+}
+
+/** Milliseconds of each of `times` calls of reactor.agentToolBundles(), and the count listed. */
+async function list(times = 7) {
+  const ms = [];
+  let bundles = [];
+  for (let i = 0; i < times; i++) {
+    const start = performance.now();
+    bundles = await window.reactor.agentToolBundles();
+    ms.push(performance.now() - start);
+  }
+  return { ms, bundles: bundles.length, tools: bundles.reduce((n, b) => n + b.commands.length, 0) };
+}
+
+window.bench = { calls, list };

@@ -1,0 +1,96 @@
+"""The goals, checked against one run's results, and the table printed at the end."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from pathlib import Path
+from typing import Any
+
+# Tolerances for "as fast as" and "linear": timings on a shared machine wobble by a few percent.
+SAME_SPEED = 1.25  # a call with 1,000 plugins may take up to 1.25x the call with 10 tools
+LINEAR = 1.25  # per-plugin load time at the largest count may be up to 1.25x that at 100
+
+
+def machine() -> dict[str, Any]:
+    cpu = next((line.split(":", 1)[1].strip() for line in _read("/proc/cpuinfo").splitlines()
+                if line.startswith("model name")), platform.processor())
+    memory_kb = next((int(line.split()[1]) for line in _read("/proc/meminfo").splitlines()
+                      if line.startswith("MemTotal")), 0)
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": round(memory_kb / 2**20, 1),
+            "os": platform.platform(), "python": sys.version.split()[0]}
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def summarize(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Fill the headline figures into `results` and return the goal rows."""
+    startup, size, call, scale = results["startup"], results["bytes"], results["call"], results["scale"]
+    points = scale["points"]
+    base, top = points[0], points[-1]
+    hundred = next((p for p in points if p["plugins"] >= 100), points[1] if len(points) > 1 else top)
+    # Marginal cost per synthetic plugin: the first point's load is mostly the product's own plugins.
+    per_plugin = {p["plugins"]: (p["load_ms"] - base["load_ms"]) / (p["plugins"] - base["plugins"])
+                  for p in points if p is not base}
+    scale.update(
+        list_ms=top["list_ms"],
+        load_ms=top["load_ms"],
+        load_ms_per_plugin=per_plugin,
+        load_growth=per_plugin[top["plugins"]] / per_plugin[hundred["plugins"]],
+        # Same page, same moment: the registry with every plugin against a fresh one of 10 tools.
+        call_ratio_vs_10_tools=top["registry_call"]["ratio"],
+        round_trip_ratio_vs_10_tools=top["call_p50_ms"] / base["call_p50_ms"],
+        memory_before=base["memory"],
+        memory_after=top["memory"],
+    )
+    n = top["plugins"]
+    return [
+        _goal("start-up: tools ready / bare Pyodide (cold)", startup["ratio_vs_bare_pyodide"], 1.10, "x"),
+        _goal("bytes: repeat load / first load", size["repeat_share"], 0.05, "share"),
+        _goal("call: no-op tool p50", call["noop_p50_ms"], 0.1, "ms"),
+        _goal(f"scale: load per plugin at {n} / at {hundred['plugins']}", scale["load_growth"], LINEAR, "x"),
+        _goal(f"scale: list {top['tools']} tools", top["list_ms"], 20.0, "ms"),
+        _goal(f"scale: call with {n} plugins / with 10 tools", scale["call_ratio_vs_10_tools"], SAME_SPEED, "x"),
+    ]
+
+
+def _goal(name: str, value: float, limit: float, unit: str) -> dict[str, Any]:
+    return {"goal": name, "value": value, "limit": limit, "unit": unit, "met": value <= limit}
+
+
+def table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
+    """The run as text: the headline figures, then the goals."""
+    s, b, c, v, sc = (results[k] for k in ("startup", "bytes", "call", "validation", "scale"))
+    phases = s["reactor"]["cold"]["phases_ms"]
+    rows = [
+        ("start-up, cold, median (ms)", f"bare Pyodide {s['bare_pyodide']['cold']['median_ms']:.0f} | "
+         f"PyScript print {s['pyscript_print']['cold']['median_ms']:.0f} | reactor {s['reactor']['cold']['median_ms']:.0f}"),
+        ("start-up, warm, median (ms)", f"bare Pyodide {s['bare_pyodide']['warm']['median_ms']:.0f} | "
+         f"PyScript print {s['pyscript_print']['warm']['median_ms']:.0f} | reactor {s['reactor']['warm']['median_ms']:.0f}"),
+        ("reactor cold phases (ms)", " | ".join(f"{k} {v:.0f}" for k, v in phases.items())),
+        ("bytes first / repeat", f"{b['first']['bytes']:,} B ({b['first']['requests']} requests) / "
+         f"{b['repeat']['bytes']:,} B ({b['repeat']['from_cache']} from cache, {b['repeat']['not_modified']} x 304)"),
+        ("call p50 / p99 (ms)", f"no-op {c['noop_p50_ms']:.4f} / {c['noop_p99_ms']:.4f} | decks_get_deck "
+         f"{c['get_deck_p50_ms']:.4f} / {c['get_deck_p99_ms']:.4f} | lumino {c['lumino_p50_ms']:.5f} / {c['lumino_p99_ms']:.5f}"),
+        ("validation in Pyodide (calls/s)", f"cached {v['argument_problems_per_s']:,.0f} | compiled each call "
+         f"{v['compiled_each_call_per_s']:,.0f} | registry call {v['registry_call_per_s']:,.0f}"),
+    ]
+    for p in sc["points"]:
+        rows.append((f"scale {p['plugins']} plugins / {p['tools']} tools",
+                     f"load {p['load_ms']:.0f} ms | ready {p['ready_ms']:.0f} ms | list {p['list_ms']:.1f} ms | "
+                     f"call p50 {p['call_p50_ms']:.4f} ms (registry {p['registry_call']['ratio']:.2f}x of 10 tools) | wasm {p['memory']['wasm_bytes'] or 0:,} B | "
+                     f"JS heap {p['memory']['js_heap_used']:,} B"))
+    width = max(len(r[0]) for r in rows)
+    lines = [f"{name.ljust(width)}  {value}" for name, value in rows]
+    lines.append("")
+    goal_width = max(len(g["goal"]) for g in goals)
+    for g in goals:
+        lines.append(f"{'MET ' if g['met'] else 'MISS'}  {g['goal'].ljust(goal_width)}  {g['value']:.4g} {g['unit']}"
+                     f" (goal <= {g['limit']:g})")
+    return "\n".join(lines)

@@ -1,0 +1,118 @@
+"""The bench's servers: the product app untouched, wrapped with the bench's own pages.
+
+- `product`: `create_app` with its default plugins, exactly what `reactor serve` runs, plus
+  /bench/bare.html and /bench/pyscript.html, the baselines, on the same self-hosted files.
+- `lab`: the same app with the bench page plugins (`reactor_bench`): the probe (a no-op tool,
+  measurements) and N synthetic plugins. The product ships only `reactor` and
+  `reactor_plugins` into the page, so /app/boot.json is wrapped to add the bench's archive
+  to PyScript's `files`; /bench/lab.html imports @lumino/commands from bench/vendor/.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+
+from reactor.server.app import PYSCRIPT_PLUGINS_OFF, create_app, default_plugins
+from reactor.server.assets import REVALIDATE, SourceArchive, serve_file
+
+BENCH = Path(__file__).resolve().parent
+PAGES = BENCH / "pages"
+LUMINO = BENCH / "vendor" / "node_modules"
+
+
+class ProbeServerPlugin:
+    """Lists the bench probe for the page: `reactor_bench:PROBE_PLUGIN`."""
+
+    name = "bench"
+    page_plugin = "reactor_bench:PROBE_PLUGIN"
+
+
+class SyntheticServerPlugin:
+    """Lists one synthetic page plugin of 10 tools, `reactor_bench:SYNTH_NNNN`."""
+
+    def __init__(self, index: int) -> None:
+        self.name = f"synth_{index:04d}"
+        self.page_plugin = f"reactor_bench:SYNTH_{index:04d}"
+
+
+def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette:
+    """The product app under `/`, with the bench pages (and, for `lab`, the bench plugins)."""
+    plugins = default_plugins()
+    if lab:
+        plugins += [ProbeServerPlugin(), *(SyntheticServerPlugin(i) for i in range(synthetic))]
+    product = create_app(data, plugins=plugins, seed_demo=True)
+    stamp = json.loads((BENCH.parent / "web" / "vendor" / "manifest.json").read_text())["stamp"]
+    archive = SourceArchive({"reactor_bench": BENCH / "reactor_bench"}, set())
+
+    async def page(request: Request) -> Response:
+        name = request.path_params["name"]
+        path = PAGES / f"{name}.html"
+        if not path.is_file() or (name == "lab") != lab:
+            return JSONResponse({"error": f"No bench page {name!r} on this server."}, 404)
+        text = path.read_text().replace("{{stamp}}", stamp)
+        text = text.replace("{{pyscript_plugins}}", json.dumps({"plugins": PYSCRIPT_PLUGINS_OFF}))
+        text = text.replace("{{pyscript_plugins_list}}", json.dumps(PYSCRIPT_PLUGINS_OFF))
+        return HTMLResponse(text, headers={"cache-control": REVALIDATE})
+
+    async def script(request: Request) -> Response:
+        return serve_file(request, PAGES, request.path_params["name"] + ".js", cache=REVALIDATE)
+
+    async def lumino(request: Request) -> Response:
+        return serve_file(request, LUMINO, request.path_params["path"], cache=REVALIDATE)
+
+    async def bench_archive(request: Request) -> Response:
+        return archive.response()
+
+    async def boot_with_bench(request: Request) -> Response:
+        # The product's own answer, plus the bench archive unpacked into site-packages.
+        config = json.loads((await _product_boot(product)(request)).body)
+        site = next(iter(config["pyscript"]["files"].values()))
+        config["pyscript"]["files"][archive.url] = site
+        return JSONResponse(config, headers={"cache-control": "no-store"})
+
+    routes: list[BaseRoute] = [
+        Route("/bench/{name}.html", page),
+        Route("/bench/{name}.js", script),
+        Route("/bench/vendor/{path:path}", lumino),
+    ]
+    if lab:
+        archive.url = f"/bench/python-{archive.digest}.zip"
+        routes += [Route(archive.url, bench_archive), Route("/app/boot.json", boot_with_bench)]
+    return Starlette(routes=[*routes, Mount("/", app=product)])
+
+
+def _product_boot(product: Starlette) -> Any:
+    return next(r.endpoint for r in product.routes if getattr(r, "path", "") == "/app/boot.json")
+
+
+@contextmanager
+def serving(app: Starlette) -> Iterator[str]:
+    """Run `app` with uvicorn in a thread on a free loopback port; yield its URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the bench server did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

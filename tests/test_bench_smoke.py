@@ -1,0 +1,48 @@
+"""The bench's own plumbing, on CPython: its page plugins load, its server ships them to the page.
+The measurements themselves run with `python -m bench --quick` (real Chromium, about 2 minutes)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import reactor_bench  # noqa: E402
+from bench.server import bench_app  # noqa: E402
+from reactor import MemoryPage, Reactor, agent_tool_bundles  # noqa: E402
+
+
+def test_synthetic_plugins_load_with_ten_validated_tools_each() -> None:
+    reactor = Reactor(services={"page": MemoryPage()})
+    report = reactor.load_plugins([reactor_bench.PROBE_PLUGIN, reactor_bench.SYNTH_0000, reactor_bench.SYNTH_0001])
+    assert report.failed == {} and len(agent_tool_bundles(reactor)) == 3
+    assert reactor.commands.call_command("synth_0001.t9", {"id": "x", "count": 2}) == {"id": "x", "count": 2}
+    assert reactor.commands.call_command("bench.noop", {"n": 1}) is None
+    assert reactor_bench.validation(calls=20)["cache_misses"] == 0
+
+
+def get(app: Any, *paths: str) -> list[httpx.Response]:
+    async def fetch() -> list[httpx.Response]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench.test") as client:
+            return [await client.get(path) for path in paths]
+    return asyncio.run(fetch())
+
+
+def test_the_lab_server_ships_the_bench_package_and_lists_its_plugins(tmp_path: Path) -> None:
+    app = bench_app(tmp_path, lab=True, synthetic=2)
+    boot, page = get(app, "/app/boot.json", "/bench/lab.html")
+    archive = next(url for url in boot.json()["pyscript"]["files"] if url.startswith("/bench/python-"))
+    assert get(app, archive)[0].status_code == 200 and page.status_code == 200
+    specs = [p["plugin"] for p in boot.json()["plugins"]]
+    assert specs[-3:] == ["reactor_bench:PROBE_PLUGIN", "reactor_bench:SYNTH_0000", "reactor_bench:SYNTH_0001"]
+
+
+def test_the_product_server_serves_the_baseline_pages_and_the_product_boot(tmp_path: Path) -> None:
+    bare, lab, boot = get(bench_app(tmp_path), "/bench/bare.html", "/bench/lab.html", "/app/boot.json")
+    assert "loadPyodide" in bare.text and lab.status_code == 404
+    assert not any(url.startswith("/bench/") for url in boot.json()["pyscript"]["files"])
