@@ -15,7 +15,7 @@ from .errors import (
     InvalidArgumentsError,
 )
 from .events import Emitter
-from .schema import argument_problems, schema_problem
+from .schema import argument_problems, compiled_validator, schema_problem
 
 Handler = Callable[[dict[str, Any]], Any]
 
@@ -32,7 +32,7 @@ class Command:
     disabled_reason: str = ""
     parameters: dict[str, Any] | None = None
     plugin: str = ""
-    is_async: bool = field(default=False, compare=False)
+    validator: Any = field(default=None, compare=False, repr=False)
 
     @property
     def is_available(self) -> bool:
@@ -93,7 +93,7 @@ class CommandRegistry:
             raise ValueError(f"The parameters of command {id!r} are refused: {problem}.")
         command = Command(
             id, execute, label, description, is_enabled, disabled_reason, parameters, plugin,
-            is_async=inspect.iscoroutinefunction(execute),
+            validator=None if parameters is None else compiled_validator(parameters),
         )
         self._commands[id] = command
         self.changed.emit(CommandsChanged("added", id))
@@ -158,8 +158,8 @@ class CommandRegistry:
                 command_id=command.id,
                 problems=[{"path": "$", "message": f"expected an object, got {type(args).__name__}"}],
             )
-        if command.parameters is not None:
-            problems = argument_problems(command.parameters, args)
+        if command.validator is not None:
+            problems = argument_problems(command.validator, args)
             if problems:
                 listed = "; ".join(f"{p['path']}: {p['message']}" for p in problems)
                 raise InvalidArgumentsError(
