@@ -1,7 +1,8 @@
 """ScriptedModel: plans tool calls from plain commands, for demos and tests without an AI.
 
 It understands "list decks", "open deck X at slide 4", "next slide", "previous slide",
-"go to slide 3", "present" and "publish the page about Y", joined by "and" or "then". Words
+"go to slide 3", "present", "import 1 post from the blog at URL", "publish the page about Y"
+and "show the page about Y", joined by "and" or "then". Words
 become tools by name among those admitted (a "list" tool of the deck's plugin, a tool ending
 in "_next_slide", ...), and an id is found by matching titles in earlier tool results —
 listing first when nothing matches yet. It keeps no state: each turn is planned again from
@@ -20,8 +21,11 @@ from .model import END_TURN, TOOL_USE, ModelRequest, ModelTurn, ToolCall
 from .tools import HostTool
 
 LABEL = "Scripted model (no AI)"
-_VERBS = ("list", "show", "open", "next", "previous", "prev", "back", "go", "present", "publish")
+_VERBS = ("list", "show", "open", "next", "previous", "prev", "back", "go", "present", "publish", "import")
 _INTENTS = [
+    ("import", re.compile(r"^import\s+(?:the\s+)?(?:(?P<limit>\d+)\s+posts?\s+from\s+(?:the\s+)?)?"
+                          r"(?P<noun>blog|feed|wordpress)(?:\s+site)?\s+(?:at|from)\s+(?P<url>\S+)$")),
+    ("show", re.compile(r"^show\s+(?:the\s+)?(?P<noun>page|post)\s+(?:about|called|titled|named)\s+(?P<what>.+)$")),
     ("list", re.compile(r"^(?:list|show)(?:\s+(?:all|the|my))*\s+(?P<noun>[a-z]+?)s?$")),
     ("open", re.compile(r"^open\s+(?:the\s+)?(?:(?P<noun>deck|page|post)\s+)?(?P<what>.+?)"
                         r"(?:\s+(?:at|on|to)\s+slide\s+(?P<slide>\d+))?$")),
@@ -118,6 +122,11 @@ def _intent(clause: str) -> dict[str, Any] | None:
 
 def _next_step(intent: dict[str, Any], tools: dict[str, HostTool], known: list[Any], looked_up: bool) -> _Step:
     kind = intent["kind"]
+    if kind == "import":
+        name = next((n for n in tools if "crawl" in n.split("_") and intent["noun"] in n.split("_")), "")
+        if not name:
+            return _Step(say=f"I have no tool to import from a {intent['noun']}.")
+        return _Step(name, {"url": intent["url"], "limit": int(intent.get("limit", 1))})
     if kind == "list":
         name = _find(tools, "list", intent["noun"])
         return _Step(name, {}) if name else _Step(say=f"I have no tool to list {intent['noun']}s.")
