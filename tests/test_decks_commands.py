@@ -71,7 +71,7 @@ def test_every_decks_command_is_a_tool_with_a_label(decks):
     reactor, _ = decks
     ids = {c.id for c in reactor.commands.list_commands() if c.plugin == "decks"}
     assert ids == {t["command"] for t in DECKS_AGENT_TOOLS["commands"]}
-    assert len(ids) == 18
+    assert len(ids) == 19
     assert all(reactor.commands.get_command(id).label.startswith("Decks: ") for id in ids)
 
 
@@ -478,3 +478,22 @@ def test_the_commands_read_and_write_the_real_server(live_server):
     assert execute(other, "decks.getSlide", {"id": "onboarding", "slide": 1})["title"] == "Hello"
     assert execute(other, "decks.getDeck", {"id": "from-the-agent"})["deck"]["title"] == "From the agent"
     assert execute(reactor, "decks.print", {"id": "onboarding"})["opened"] is True
+
+
+def test_leaving_full_screen_stops_presenting():
+    import asyncio
+
+    from reactor import MemoryPage, Reactor
+    from reactor_plugins.decks import DECKS_PLUGIN
+
+    async def scenario():
+        page = MemoryPage(allow_fullscreen=True)
+        reactor = Reactor(services={"page": page, "decks_api": None})
+        reactor.load_plugins([DECKS_PLUGIN])
+        await reactor.execute_command("decks.createDeck", {"title": "T", "slides": [{"title": "S", "body": "b"}]})
+        await reactor.execute_command("decks.open", {"id": "t"})
+        assert (await reactor.execute_command("decks.present"))["presenting"] is True
+        assert await reactor.execute_command("decks.stopPresenting") == {"presenting": False}
+        return page.views["decks"]["presenting"]
+
+    assert asyncio.run(scenario()) is False

@@ -98,4 +98,7 @@ if (panel && globalThis.window && window.reactor && window.reactor.defineView) {
   window.reactor.defineView('cms', (state) => renderCmsPanel(panel, state, run));
   say(panel, 'Loading the CMS…');
   window.reactor.ready.then(() => run('cms.restoreSession'), () => {});
+  // One sign-in for the page: the header's sign-in or sign-out reaches the CMS too.
+  window.addEventListener('reactor:session', (event) =>
+    window.reactor.ready.then(() => run(event.detail ? 'cms.restoreSession' : 'cms.signOut')));
 }

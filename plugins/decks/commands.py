@@ -79,6 +79,11 @@ class DeckCommands:
         self.view.present()
         return self.view.position()
 
+    def stop_presenting(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Leave presentation mode (the page runs this when the person leaves full screen)."""
+        self.view.stop_presenting()
+        return {"presenting": False}
+
     async def print_deck(self, args: dict[str, Any]) -> dict[str, Any]:
         id = args.get("id") or (self.view.deck["id"] if self.view.deck else None)
         if id is None:
@@ -222,6 +227,7 @@ def register_deck_commands(context: PluginContext, commands: DeckCommands, bundl
         ("decks.nextSlide", commands.next_slide, "Decks: Next Slide"),
         ("decks.previousSlide", commands.previous_slide, "Decks: Previous Slide"),
         ("decks.present", commands.present, "Decks: Present"),
+        ("decks.stopPresenting", commands.stop_presenting, "Decks: Stop Presenting"),
         ("decks.print", commands.print_deck, "Decks: Print Deck"),
         ("decks.listDecks", commands.list_decks, "Decks: List Decks (data)"),
         ("decks.getDeck", commands.get_deck, "Decks: Get Deck (data)"),

@@ -115,6 +115,12 @@ function paragraphs(text) {
 const stage = globalThis.document && document.getElementById('decks');
 if (stage && globalThis.window && window.reactor && window.reactor.defineView) {
   window.reactor.defineView('decks', (state) => renderDecks(stage, state));
+  // Esc, or the browser's own control, leaves full screen: leave presentation mode with it.
+  document.addEventListener('fullscreenchange', () => {
+    if (!document.fullscreenElement && stage.classList.contains('decks--presenting')) {
+      window.reactor.executeCommand('decks.stopPresenting').catch(() => {});
+    }
+  });
   stage.addEventListener('reactor:command', (event) => {
     const { command, args } = event.detail;
     window.reactor.executeCommand(command, args).catch((error) => {

@@ -52,6 +52,11 @@ class DeckView:
         self.presenting = True
         self._draw("")
 
+    def stop_presenting(self) -> None:
+        if self.presenting:
+            self.presenting = False
+            self._draw("")
+
     def say(self, message: str) -> None:
         self._draw(message)
 

@@ -136,6 +136,8 @@ def _next_step(intent: dict[str, Any], tools: dict[str, HostTool], known: list[A
             return _Step(say=f"I have no tool to {kind.replace('_', ' ')}.")
         return _Step(name, {"slide": int(intent["slide"])} if kind == "go_to_slide" else {})
     verb, noun = kind, intent.get("noun", "deck" if kind == "open" else "page")
+    if verb in ("show", "publish") and noun in ("post", "article"):
+        noun = "page"  # CMS tools call every entry, page or post, a site page
     name = _find(tools, verb, noun)
     if not name:
         return _Step(say=f"I have no tool to {verb} a {noun}.")

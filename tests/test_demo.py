@@ -1,0 +1,70 @@
+"""The demo, driven through the chat as a person would, recorded as screenshots.
+
+`./dev test -m demo` runs just this; the pictures land in demo-output/ (or $REACTOR_DEMO_DIR).
+It runs with the scripted model, clearly labelled in the widget; every step is asserted.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.demo]
+
+OUT = Path(os.environ.get("REACTOR_DEMO_DIR", Path(__file__).resolve().parents[1] / "demo-output"))
+
+
+@pytest.fixture
+def recorded(browser, live_server):
+    OUT.mkdir(parents=True, exist_ok=True)
+    # Screenshots, not video: Playwright's video needs its own ffmpeg download, which closed networks refuse.
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    yield context.new_page()
+    context.close()
+
+
+def step(page, name, text=None, approve=False):
+    chat = page.locator("reactor-chat")
+    if text:
+        chat.locator("textarea").fill(text)
+        chat.get_by_role("button", name="Send").click()
+        if approve:
+            pending = chat.locator("[data-testid=approval]:not([data-decision])")
+            pending.get_by_role("button", name="Allow", exact=True).click()
+        page.locator("reactor-chat[data-running=false]").wait_for()
+    page.screenshot(path=OUT / f"{name}.png")
+
+
+def test_the_demo_through_the_chat(recorded, live_server):
+    page = recorded
+    page.goto(live_server.url)
+    page.evaluate("window.reactor.ready")
+    page.fill("#session input[name=username]", "ada")
+    page.fill("#session input[name=password]", "ada-demo")
+    page.click("#session button[type=submit]")
+    page.get_by_test_id("signed-in-as").wait_for()
+    assert page.get_by_test_id("chat-model").inner_text() == "Scripted model (no AI)"
+    step(page, "01-signed-in")
+
+    step(page, "02-list-decks", "list decks")
+    assert "Onboarding: your first week (onboarding)" in page.locator("reactor-chat .chat-assistant").last.inner_text()
+    step(page, "03-open-at-slide-4", "open deck onboarding at slide 4")
+    assert page.get_by_test_id("slide-number").inner_text() == "Slide 4 of 5"
+    step(page, "04-present", "present")
+    assert page.evaluate("document.fullscreenElement !== null")
+    page.evaluate("document.exitFullscreen()")
+    page.locator("#decks:not(.decks--presenting)").wait_for()
+
+    step(page, "05-import-draft", "import 1 post from the blog at /demo-sources/blog/", approve=True)
+    imported = page.locator("reactor-chat [data-testid=tool-card][data-tool=cms_crawl_blog]").last
+    assert imported.get_attribute("data-status") == "finished"
+    assert "draft" in imported.inner_text()
+    step(page, "06-publish-on-request", "publish the post about hello from the demo blog", approve=True)
+    published = page.locator("reactor-chat [data-testid=tool-card][data-tool=cms_publish_site_page]").last
+    assert published.get_attribute("data-status") == "finished"
+    with page.context.expect_page() as shown:
+        step(page, "07-show", "show the post about hello from the demo blog")
+    public = shown.value
+    public.wait_for_load_state()
+    assert "Hello from the demo blog" in public.locator("h1").first.inner_text()
+    public.screenshot(path=OUT / "08-public-page.png")
