@@ -3,6 +3,7 @@ only talk to it."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import threading
@@ -39,9 +40,8 @@ class LiveServer:
     server: uvicorn.Server
 
 
-def start_server(data: Path, **options: Any) -> LiveServer:
-    """Start uvicorn in a thread on a free loopback port; stop it with `stop_server`."""
-    app = create_app(data, **options)
+def run_app(app: Any) -> tuple[str, uvicorn.Server, threading.Thread]:
+    """Serve an ASGI app with uvicorn in a thread on a free loopback port; return its URL."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -53,7 +53,14 @@ def start_server(data: Path, **options: Any) -> LiveServer:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("the test server did not start")
         time.sleep(0.02)
-    live = LiveServer(f"http://127.0.0.1:{port}", app, data, server)
+    return f"http://127.0.0.1:{port}", server, thread
+
+
+def start_server(data: Path, **options: Any) -> LiveServer:
+    """Start the reactor app over `data` on loopback; stop it with `stop_server`."""
+    app = create_app(data, **options)
+    url, server, thread = run_app(app)
+    live = LiveServer(url, app, data, server)
     live.thread = thread  # type: ignore[attr-defined]
     return live
 
@@ -68,6 +75,23 @@ def live_server(tmp_path: Path) -> Iterator[LiveServer]:
     live = start_server(tmp_path / "data", seed_demo=True)
     yield live
     stop_server(live)
+
+
+def run_without_gesture(page: Any, url: str, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    """Run commands as the page's own code would, after load, with no user gesture: Playwright's
+    evaluate counts as a click, and browsers grant full screen and popups only after one."""
+    page.add_init_script(
+        "addEventListener('DOMContentLoaded', async () => {"
+        "  await window.reactor.ready; const out = [];"
+        f"  for (const [id, args] of {json.dumps(calls)})"
+        "    out.push(await window.reactor.executeCommand(id, args).catch((e) => ({error: e.message})));"
+        "  console.log('no-gesture: ' + JSON.stringify(out));"
+        "});"
+    )
+    # Wait on the console, not on a locator: a locator's polling runs in the page and counts as a gesture.
+    with page.expect_console_message(lambda m: m.text.startswith("no-gesture: "), timeout=60_000) as message:
+        page.goto(url)
+    return json.loads(message.value.text.removeprefix("no-gesture: "))
 
 
 @pytest.fixture(scope="session")

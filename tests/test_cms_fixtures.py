@@ -4,15 +4,11 @@ real loopback server of source material for the crawler — fixtures and hostile
 from __future__ import annotations
 
 import asyncio
-import json
-import socket
-import threading
-import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
 import httpx
-import uvicorn
+from conftest import run_app
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
@@ -130,35 +126,11 @@ def source_app() -> Starlette:
 @contextmanager
 def source_server() -> Iterator[str]:
     """Serve `source_app()` on a free loopback port; yields its origin, e.g. http://127.0.0.1:4711."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(source_app(), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the source server did not start"
-        time.sleep(0.02)
+    url, server, thread = run_app(source_app())
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield url
     finally:
         server.should_exit = True
         thread.join(timeout=10)
 
 
-def run_without_gesture(page: Any, url: str, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
-    """Run commands as the page's own code would, after load, with no user gesture: Playwright's
-    evaluate counts as a click, and browsers allow popups only after one."""
-    page.add_init_script(
-        "addEventListener('DOMContentLoaded', async () => {"
-        "  await window.reactor.ready; const out = [];"
-        f"  for (const [id, args] of {json.dumps(calls)})"
-        "    out.push(await window.reactor.executeCommand(id, args).catch((e) => ({error: e.message})));"
-        "  console.log('no-gesture: ' + JSON.stringify(out));"
-        "});"
-    )
-    # Wait on the console, not on a locator: a locator's polling runs in the page and counts as a gesture.
-    with page.expect_console_message(lambda m: m.text.startswith("no-gesture: "), timeout=60_000) as message:
-        page.goto(url)
-    return json.loads(message.value.text.removeprefix("no-gesture: "))

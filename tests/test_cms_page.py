@@ -5,7 +5,7 @@ switch the site so the next call goes there."""
 from __future__ import annotations
 
 import pytest
-from test_cms_fixtures import run_without_gesture
+from conftest import run_without_gesture
 
 pytestmark = pytest.mark.browser
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from conftest import stop_server
+from conftest import run_without_gesture, stop_server
 
 pytestmark = pytest.mark.browser
 
@@ -15,23 +13,6 @@ def ready(page, url):
     load = page.evaluate("window.reactor.ready")
     assert load["failures"] == []
     return page
-
-
-def run_without_gesture(page, url, calls):
-    """Run commands as the page's own code would, after load, with no user gesture: Playwright's
-    evaluate counts as a click, and browsers grant full screen and popups only after one."""
-    page.add_init_script(
-        "addEventListener('DOMContentLoaded', async () => {"
-        "  await window.reactor.ready; const out = [];"
-        f"  for (const [id, args] of {json.dumps(calls)})"
-        "    out.push(await window.reactor.executeCommand(id, args).catch((e) => ({error: e.message})));"
-        "  console.log('no-gesture: ' + JSON.stringify(out));"
-        "});"
-    )
-    # Wait on the console, not on a locator: a locator's polling runs in the page and counts as a gesture.
-    with page.expect_console_message(lambda m: m.text.startswith("no-gesture: "), timeout=60_000) as message:
-        page.goto(url)
-    return json.loads(message.value.text.removeprefix("no-gesture: "))
 
 
 def execute(page, command, args=None):
