@@ -163,3 +163,41 @@ def test_webmcp_gets_the_admitted_tools_and_a_write_through_it_still_asks(page, 
     page.get_by_test_id("approval").get_by_role("button", name="Allow", exact=True).click()
     assert page.evaluate("window.__answer")["ok"] is True
     assert page.evaluate("window.__webmcp.find(t => t.name === 'decks_open').annotations.readOnlyHint") is True
+
+
+def test_stop_reaches_a_running_ai_tool_through_its_signal(page, tmp_path, provider):
+    import copy
+
+    import httpx
+    from test_ai_tools_declaration import RECORD
+
+    live = start_server(tmp_path / "stop", plugins=[*default_plugins(), provider], seed_demo=True,
+                        agent_spec={"name": "Helper", "plugins": ["ai-tools"]})
+    try:
+        token = httpx.post(f"{live.url}/auth/sign-in", json={"username": "ada", "password": "ada-demo"}).json()["token"]
+        record = copy.deepcopy(RECORD)
+        record.update(id="archive", name="archive_lookup", visibility={"users": [], "groups": ["staff"]},
+                      code="async def invoke(args, context):\n"
+                           "    return await context.fetch_json('/api/maintenance/slow?ms=30000')\n")
+        record["settings"]["tool"]["annotations"] = {"sideEffect": "none", "timeoutMs": 60000}
+        assert httpx.post(f"{live.url}/plugins", json=record, headers={"authorization": f"Bearer {token}"}).status_code == 201
+        open_chat(page, live.url)
+        page.fill("#session input[name=username]", "bob")
+        page.fill("#session input[name=password]", "bob-demo")
+        page.click("#session button[type=submit]")
+        page.wait_for_function("window.reactor.aiToolWorkerStats().booted >= 1", timeout=60_000)
+        use_fake_provider(page, live)
+        provider.turns = [tool_call_turn("archive_lookup", {})]
+        say(page, "check the archive")
+        card(page, "archive_lookup").wait_for()
+        time.sleep(0.5)
+        page.locator("reactor-chat").get_by_role("button", name="Stop").click()
+        idle(page)
+        slow = live.app.state.context.platform.get_plugin("maintenance").slow
+        deadline = time.monotonic() + 10
+        while slow["cancelled"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert slow == {"completed": 0, "cancelled": 1}, "Stop aborted the tool's own request, long before its timeout"
+        assert card(page, "archive_lookup").get_attribute("data-status") == "failed"
+    finally:
+        stop_server(live)

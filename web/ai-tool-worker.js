@@ -10,7 +10,7 @@
 const controllers = new Map();
 let python = null;
 
-async function boot({ interpreter, files, site }) {
+async function boot({ interpreter, files, site, server }) {
   const { loadPyodide } = await import(interpreter);
   const pyodide = await loadPyodide();
   await Promise.all(files.map(async (url) => {
@@ -19,7 +19,9 @@ async function boot({ interpreter, files, site }) {
     const data = new Uint8Array(await response.arrayBuffer());
     pyodide.unpackArchive(data, url.endsWith(".whl") ? "wheel" : "zip", { extractDir: site });
   }));
-  return pyodide.pyimport("reactor.browser");
+  const bridge = pyodide.pyimport("reactor.browser");
+  bridge.use_server(server);  // tool code's root-relative URLs mean the reactor server
+  return bridge;
 }
 
 async function runJavaScript(job, signal) {

@@ -7,6 +7,15 @@
  */
 
 const GRACE_MS = 300;
+const WORKER_SCRIPT = new URL("./ai-tool-worker.js", import.meta.url);
+
+// A Worker cannot start from another origin's URL: a page that embeds reactor from its server
+// starts it from a same-origin blob module that imports the worker script (served with CORS).
+function workerUrl() {
+  if (WORKER_SCRIPT.origin === location.origin) return WORKER_SCRIPT.href;
+  const module = `import ${JSON.stringify(WORKER_SCRIPT.href)};`;
+  return URL.createObjectURL(new Blob([module], { type: "text/javascript" }));
+}
 
 /** Runs AI Tool jobs (JSON text) in a worker; `stats` counts workers started and terminated. */
 export class AiToolWorkers {
@@ -24,7 +33,7 @@ export class AiToolWorkers {
   }
 
   spawn() {
-    const worker = new Worker("/web/ai-tool-worker.js", { type: "module" });
+    const worker = new Worker(workerUrl(), { type: "module" });
     const pending = new Map();
     worker.onmessage = ({ data }) => {
       if (data.type === "done") {

@@ -4,15 +4,25 @@
  * It boots PyScript with the self-hosted Pyodide the server lists in /app/boot.json, shows
  * progress and boot errors on the page, and turns the Python half's JSON answers into plain
  * JS data. Everything that decides anything lives in Python; this file only boots and bridges.
+ *
+ * Any page may include it from a reactor server that allows the page's origin (`reactor serve
+ * --allow-origin`): every URL resolves against that server, the origin this file came from,
+ * unless `window.reactorConfig = {server, plugins, agent}` set before the include says otherwise.
  */
 
 import { AiToolWorkers } from "./ai-tools.js";
 
+const embed = window.reactorConfig ?? {};
+/** The reactor server's root, e.g. "http://127.0.0.1:8000/": where runtime, plugins and APIs are. */
+const server = new URL(embed.server ?? "/", import.meta.url).href;
+const at = (url) => new URL(url, server).href;
 const progress = document.querySelector("[data-reactor-progress]");
 const started = performance.now();
 const bundleListeners = new Set();
 const commandListeners = new Set();
 const views = new Map();
+const pagePlugins = new Map();  // key -> {name, commands: Map(id -> the page's command), dispose}
+let nextPluginKey = 0;
 let python = null;
 let bootJson = "{}";
 let aiToolWorkers = null;
@@ -48,6 +58,12 @@ function fail(message, detail = "") {
 
 function warmWorkersFor(bundles) {
   if (bundles.some((bundle) => bundle.id === "ai-tools")) aiToolWorkers?.warm();
+}
+
+function describeCommand(command) {
+  if (!command || typeof command !== "object") return command;
+  const { execute, isEnabled, ...data } = command;
+  return { ...data, execute: typeof execute, ...(isEnabled === undefined ? {} : { isEnabled: typeof isEnabled }) };
 }
 
 function decode(answer) {
@@ -125,6 +141,52 @@ export const reactor = {
     return JSON.parse(python.commands());
   },
 
+  /**
+   * Add a plugin written in JavaScript in this page. Its commands run as JS (Python's handler awaits
+   * `execute(args)`; arguments and result cross as JSON), are listed beside Python's, and its
+   * AgentTools bundle is listed with the others. The same rules as for Python plugins apply:
+   * a refused declaration rejects with a ReactorError (e.g. `DeclarationError`) and nothing of it
+   * is registered. Resolves with {name, commands, tools}.
+   *
+   * @param {{name: string, description?: string, requires?: string[],
+   *   commands?: Array<{id: string, label?: string, description?: string, parameters?: object,
+   *                     execute: (args: object) => any, isEnabled?: () => boolean}>,
+   *   agentTools?: {id: string, name: string, description?: string, toolset?: string[],
+   *                 commands: Array<{name: string, command: string, description: string,
+   *                                  parameters?: object, sideEffect?: string}>},
+   *   dispose?: () => void}} plugin `dispose` runs when the plugin is unloaded
+   */
+  async definePlugin(plugin) {
+    await ready;
+    const { commands, dispose, ...declaration } = plugin ?? {};
+    const key = `${declaration.name}#${++nextPluginKey}`;
+    const list = Array.isArray(commands) ? commands : [];
+    pagePlugins.set(key, { name: declaration.name, commands: new Map(list.map((c) => [c?.id, c])), dispose });
+    try {
+      // Functions stay here; Python learns only that they are functions (or what they are instead).
+      const described = Array.isArray(commands) ? commands.map(describeCommand) : commands;
+      return decode(python.definePlugin(JSON.stringify({ ...declaration, ...(commands === undefined ? {} : { commands: described }) }), key));
+    } catch (error) {
+      pagePlugins.delete(key);
+      throw error;
+    }
+  },
+
+  /**
+   * Unload a plugin (and, first, the plugins that require it): its commands, tools and
+   * subscriptions go, and `onAgentToolBundles` listeners hear of it. Resolves with the names unloaded.
+   */
+  async unloadPlugin(name) {
+    await ready;
+    const gone = decode(python.unloadPlugin(name));
+    for (const [key, entry] of pagePlugins) {
+      if (!gone.includes(entry.name)) continue;
+      pagePlugins.delete(key);
+      entry.dispose?.();
+    }
+    return gone;
+  },
+
   /** Call `listener(bundles)` whenever plugins load or unload; returns an unsubscribe function. */
   onAgentToolBundles(listener) {
     bundleListeners.add(listener);
@@ -166,6 +228,18 @@ export const reactor = {
     const request = JSON.parse(requestJson);
     return chatApprover ? chatApprover(request) : Promise.resolve("deny");
   },
+  async _runPageCommand(key, id, argsJson) {
+    try {
+      const value = await pagePlugins.get(key).commands.get(id).execute(JSON.parse(argsJson));
+      return JSON.stringify({ ok: true, value: value === undefined ? null : value });
+    } catch (error) {
+      return JSON.stringify({ ok: false, error: { type: error?.name || "Error", message: String(error?.message ?? error) } });
+    }
+  },
+  _pageCommandEnabled(key, id) {
+    const command = pagePlugins.get(key)?.commands.get(id);
+    return command?.isEnabled ? Boolean(command.isEnabled()) : true;
+  },
   _runAiTool(jobJson, signal) {
     return aiToolWorkers.run(jobJson, signal);
   },
@@ -189,9 +263,15 @@ addEventListener("unhandledrejection", (event) => { if (!python) fail(String(eve
 
 async function boot() {
   report("Fetching the runtime list…");
-  const response = await fetch("/app/boot.json");
+  let response;
+  try {
+    response = await fetch(at("/app/boot.json"));
+  } catch (error) {
+    throw new Error(`the reactor server ${server} could not be reached from this page (${error.message}); `
+      + `is it running, and does it allow this page's origin ${location.origin}?`);
+  }
   if (!response.ok) throw new Error(`the server answered ${response.status} for /app/boot.json`);
-  const config = await response.json();
+  const config = embedded(await response.json());
   bootJson = JSON.stringify(config);
   if (!config.runtime.ready) throw new Error(config.runtime.error);
   for (const href of config.plugins.flatMap((p) => p.styles)) {
@@ -208,6 +288,7 @@ async function boot() {
     interpreter: config.pyscript.interpreter,
     files: files.map(([url]) => url),
     site: files[0][1].replace(/\/\*$/, ""),
+    server,
   });
   const script = document.createElement("script");
   script.type = "py";
@@ -216,6 +297,38 @@ async function boot() {
   document.body.append(script);
   report("Starting Python (Pyodide)…");
   await import(config.runtime.pyscript);
+}
+
+/**
+ * The server's boot list as this page needs it: every URL absolute on the reactor server, only
+ * the plugins the page's config names (all the server enables by default), the page's own
+ * `<script type="reactor/python">` plugins, and the page's agent if it brings one.
+ */
+function embedded(config) {
+  const pyscript = {
+    ...config.pyscript,
+    interpreter: at(config.pyscript.interpreter),
+    files: Object.fromEntries(Object.entries(config.pyscript.files).map(([url, target]) => [at(url), target])),
+  };
+  let plugins = config.plugins;
+  if (Array.isArray(embed.plugins)) {
+    const unknown = embed.plugins.filter((name) => !plugins.some((p) => p.name === name));
+    if (unknown.length) {
+      throw new Error(`this server has no plugin ${JSON.stringify(unknown[0])} enabled; it offers: `
+        + `${plugins.map((p) => p.name).join(", ") || "none"}.`);
+    }
+    plugins = plugins.filter((p) => embed.plugins.includes(p.name));
+  }
+  plugins = plugins.map((p) => ({ ...p, scripts: p.scripts.map(at), styles: p.styles.map(at) }));
+  const pagePython = [...document.querySelectorAll('script[type="reactor/python"]')].map((script, index) => ({
+    source: script.id ? `#${script.id}` : `script ${index + 1}`,
+    code: script.textContent,
+  }));
+  return {
+    ...config, server, pyscript, plugins, pagePython,
+    runtime: { ...config.runtime, pyscript: at(config.runtime.pyscript) },
+    agent: embed.agent ?? config.agent,
+  };
 }
 
 boot().catch((error) => fail(error.message));

@@ -35,7 +35,7 @@ class BrowserPage:
 
     def open_tab(self, url: str) -> bool:
         # Not "noopener": with it window.open always returns null, and we could not tell a block.
-        opened = js.window.open(url, "_blank")
+        opened = js.window.open(server_url(url), "_blank")
         if opened is None or opened is jsnull:  # a blocked popup is JS null, which is not None
             return False
         opened.opener = None
@@ -52,9 +52,28 @@ class BrowserPage:
         return await _fetch_json(url, method=method, body=body, headers=headers or {})
 
 
+# The reactor server's root URL ("http://127.0.0.1:8000/"): root-relative URLs of plugins mean
+# that server, also when the page that embeds reactor is on another origin (set by `use_server`).
+_server = ""
+
+
+def use_server(root: str) -> None:
+    """Resolve the plugins' URLs against the reactor server at `root` (the page and the tool worker)."""
+    global _server
+    _server = root
+
+
+def server_url(url: str) -> str:
+    """`url` resolved against the reactor server (unchanged before `use_server`)."""
+    return str(js.URL.new(url, _server).href) if _server else url
+
+
 async def _fetch_json(url: str, *, method: str = "GET", body: Any = None, headers: dict[str, str],
                       signal: Any = None) -> Any:
-    options: dict[str, Any] = {"method": method, "credentials": "same-origin",
+    url = server_url(url)
+    # The reactor session cookie goes to the reactor server, wherever the page is; to no one else.
+    own = bool(_server) and str(js.URL.new(url).origin) == str(js.URL.new(_server).origin)
+    options: dict[str, Any] = {"method": method, "credentials": "include" if own else "same-origin",
                                "headers": {"content-type": "application/json", **headers}}
     if body is not None:
         options["body"] = json.dumps(body)
@@ -114,6 +133,10 @@ class WorkerRunner:
                "config": context["config"], "viewId": context["view_id"]}
         try:
             answer = json.loads(await js.window.reactor._runAiTool(json.dumps(job), controller.signal))
+        except asyncio.CancelledError:
+            # The caller stopped waiting (the person pressed Stop): tell the worker, as a timeout does.
+            controller.abort(js.DOMException.new("The tool call was stopped.", "AbortError"))
+            raise
         finally:
             listening.dispose()
         if answer["ok"]:
@@ -226,14 +249,17 @@ def _reason(signal: Any) -> str:
 
 
 async def start() -> Any:
-    """Load the plugins the server listed and hand `window.reactor` its Python half."""
+    """Load the plugins the server listed and the page's own Python plugins, and hand
+    `window.reactor` its Python half (plugins the page writes in JS arrive through it later)."""
     from .agent_tools import watch_agent_tool_bundles
-    from .facade import bundles_json, call_tool_json, commands_json, execute_json
+    from .facade import bundles_json, call_tool_json, commands_json, define_plugin_json, execute_json, unload_plugin_json
+    from .page_plugins import PageScriptError, python_page_plugin
     from .plugins import Reactor
 
     facade = js.window.reactor
     try:
         config = json.loads(facade._bootJson())
+        use_server(config.get("server", ""))
         facade._progress("Loading plugins…")
         page = BrowserPage()
         reactor = Reactor(services={"page": page, "ai_tool_runner": WorkerRunner(), **config.get("services", {})})
@@ -243,6 +269,11 @@ async def start() -> Any:
                 plugins.append(_import_plugin(entry["plugin"]))
             except Exception as error:
                 failures.append(f"Plugin {entry.get('name')!r} could not be imported: {error}")
+        for script in config.get("pagePython", []):
+            try:
+                plugins.append(python_page_plugin(script["code"], script["source"]))
+            except Exception as error:
+                failures.append(str(error))
         report = reactor.load_plugins(plugins)
         facade._progress("Starting plugins…")
         activation = await reactor.activate_plugins()
@@ -258,8 +289,20 @@ async def start() -> Any:
         def call_tool(name: str, args_json: str, signal: Any) -> Any:
             return asyncio.ensure_future(call_tool_json(reactor, name, args_json, _cancel_token(signal)))
 
+        def define_plugin(declaration_json: str, key: str) -> str:
+            async def run(command_id: str, args: dict[str, Any]) -> Any:
+                answer = json.loads(await facade._runPageCommand(key, command_id, json.dumps(args)))
+                if answer["ok"]:
+                    return answer["value"]
+                raise PageScriptError(answer["error"]["type"], answer["error"]["message"])
+
+            return define_plugin_json(reactor, declaration_json, run,
+                                      lambda command_id: bool(facade._pageCommandEnabled(key, command_id)))
+
         api = {
             "execute": create_proxy(execute),
+            "definePlugin": create_proxy(define_plugin),
+            "unloadPlugin": create_proxy(lambda name: unload_plugin_json(reactor, name)),
             "bundles": create_proxy(lambda: bundles_json(reactor)),
             "commands": create_proxy(lambda: commands_json(reactor)),
             "callTool": create_proxy(call_tool),

@@ -17,6 +17,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--data", type=Path, default=Path(os.environ.get("REACTOR_DATA", ".data")),
                        help="folder of the SQLite file (default .data, or $REACTOR_DATA)")
     serve.add_argument("--no-seed", action="store_true", help="do not add the demo decks to an empty database")
+    serve.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                       help="let pages of this origin embed reactor from this server, e.g. http://127.0.0.1:5500 "
+                            "(repeat for more; also $REACTOR_ALLOW_ORIGINS, comma-separated)")
     tools = commands.add_parser("tools", help="print the enabled plugins' tools in a provider's format")
     tools.add_argument("--format", required=True, choices=sorted(FORMATS), help="the wire format to print")
     tools.add_argument("--plugin", action="append", default=[], metavar="NAME",
@@ -24,7 +27,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "tools":
         return print_tools(args.format, args.plugin)
-    return serve_forever(args.host, args.port, args.data, seed=not args.no_seed)
+    origins = [*args.allow_origin, *os.environ.get("REACTOR_ALLOW_ORIGINS", "").replace(",", " ").split()]
+    try:
+        from .server.cors import check_origins
+
+        allowed = check_origins(origins)
+    except ValueError as error:
+        parser.error(str(error))
+    return serve_forever(args.host, args.port, args.data, seed=not args.no_seed, allow_origins=allowed)
 
 
 FORMATS = {"openai": "openai_chat_tools", "responses": "responses_tools", "anthropic": "anthropic_tools",
@@ -52,12 +62,12 @@ def print_tools(format: str, plugins: list[str]) -> int:
     return 0
 
 
-def serve_forever(host: str, port: int, data: Path, *, seed: bool) -> int:
+def serve_forever(host: str, port: int, data: Path, *, seed: bool, allow_origins: tuple[str, ...] = ()) -> int:
     import uvicorn
 
     from .server.app import create_app
 
-    app = create_app(data, seed_demo=seed)
+    app = create_app(data, seed_demo=seed, allow_origins=allow_origins)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning")
     server = uvicorn.Server(config)
 
@@ -70,6 +80,8 @@ def serve_forever(host: str, port: int, data: Path, *, seed: bool) -> int:
             for sock in listener.sockets:
                 address = sock.getsockname()
                 print(f"reactor is serving http://{address[0]}:{address[1]}/ (data in {data.resolve()})", flush=True)
+        if allow_origins:
+            print(f"pages of {', '.join(allow_origins)} may embed it", flush=True)
 
     server.startup = startup  # type: ignore[method-assign]
     server.run()

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import Any
+from typing import Any, Callable
 
 from .agent_tools import agent_tool_bundles
 from .cancellation import CancelToken
 from .errors import CommandError, InvalidArgumentsError
+from .page_plugins import Run, define_script_plugin
 from .plugins import Reactor
 
 
@@ -41,6 +42,27 @@ async def call_tool_json(reactor: Reactor, name: str, args_json: str, signal: Ca
         return json.dumps(prepared)
     tool, args = prepared
     return json.dumps(await toolbox.run(tool, args, signal=signal or CancelToken()))
+
+
+def define_plugin_json(reactor: Reactor, declaration_json: str, run: Run, is_enabled: Callable[[str], bool]) -> str:
+    """Declare and load a plugin the page wrote in JavaScript (`reactor.page_plugins`); the answer is
+    `{"ok": true, "value": {name, commands, tools}}`, or the refusal, with nothing registered."""
+    try:
+        plugin = define_script_plugin(json.loads(declaration_json), run, is_enabled)
+        reactor.load_plugin(plugin)
+    except Exception as error:
+        return json.dumps({"ok": False, "error": {"type": type(error).__name__, "message": str(error)}})
+    commands = [c.id for c in reactor.commands.list_commands() if c.plugin == plugin.name]
+    tools = [t["name"] for b in agent_tool_bundles(reactor) if b["plugin"] == plugin.name for t in b["commands"]]
+    return json.dumps({"ok": True, "value": {"name": plugin.name, "commands": commands, "tools": tools}})
+
+
+def unload_plugin_json(reactor: Reactor, name: str) -> str:
+    """Unload a plugin (and those that require it); the answer lists who went, in order."""
+    try:
+        return json.dumps({"ok": True, "value": reactor.unload_plugin(name)})
+    except Exception as error:
+        return json.dumps({"ok": False, "error": {"type": type(error).__name__, "message": str(error)}})
 
 
 def bundles_json(reactor: Reactor) -> str:

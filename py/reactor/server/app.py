@@ -22,6 +22,7 @@ from ..platform import PluginPlatform
 from .assets import IMMUTABLE, REVALIDATE, SourceArchive, serve_file
 from .auth import Auth
 from .context import ServerContext
+from .cors import CrossOrigin, check_origins
 from .database import Database
 from .plugin_records import PluginRecords
 from .requests import read_json
@@ -53,12 +54,14 @@ def default_plugins() -> list[Any]:
 
 
 def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, seed_demo: bool = True,
-               agent_spec: dict[str, Any] | None = None) -> Starlette:
+               agent_spec: dict[str, Any] | None = None, allow_origins: Iterable[str] = ()) -> Starlette:
     """Build the app over `data_dir/reactor.sqlite3`; plugins set up their tables on start.
 
     `agent_spec` is the page chat's agent (name, instructions, plugins; never tools); by default
-    the `agent.json` beside index.html.
+    the `agent.json` beside index.html. `allow_origins` are the origins of other pages that may
+    embed reactor from this server (`http://127.0.0.1:5500`); only they get CORS headers.
     """
+    origins = check_origins(allow_origins)
     database = Database(Path(data_dir) / "reactor.sqlite3")
     database.migrate(PLUGIN_STATE)
     platform = PluginPlatform(default_plugins() if plugins is None else plugins)
@@ -165,7 +168,10 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
         *records.routes(),
         *plugin_routes,
     ]
-    app = Starlette(routes=routes, middleware=[Middleware(GZipMiddleware, minimum_size=1024)])
+    middleware = [Middleware(GZipMiddleware, minimum_size=1024)]
+    if origins:
+        middleware.insert(0, Middleware(CrossOrigin, origins=origins))
+    app = Starlette(routes=routes, middleware=middleware)
     app.state.context = context
     return app
 

@@ -1,0 +1,149 @@
+"""Plugins written in the embedding page itself: in JavaScript, or in inline Python.
+
+A JavaScript plugin (`window.reactor.definePlugin({...})`) arrives here as plain data: its
+commands' `execute` functions stay in JS, and each becomes a Python handler that awaits
+`run(command_id, args)` (the bridge carries args and result across as JSON). An inline Python
+plugin (`<script type="reactor/python">`) is code that defines `PLUGIN = define_plugin(...)`.
+Both land in the one registry and obey the same rules as any plugin: `define_plugin` and
+`define_agent_tools` check them, and a refusal comes before anything is registered.
+
+Pure Python, so CPython tests declare page plugins exactly as the page does.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from typing import Any, Awaitable, Callable
+
+from .agent_tools import AgentTools, check_agent_tools
+from .contributions import contribution
+from .errors import DeclarationError, PluginError
+from .plugins import Plugin, define_plugin
+from .schema import schema_problem
+
+PLUGIN_FIELDS = ("name", "description", "requires", "commands", "agentTools")
+COMMAND_FIELDS = ("id", "label", "description", "parameters", "execute", "isEnabled")
+# How the page describes a JS function it keeps: `typeof` of the value (web/reactor.js).
+FUNCTION = "function"
+
+Run = Callable[[str, dict[str, Any]], Awaitable[Any]]
+
+
+class PageScriptError(Exception):
+    """A JavaScript command handler threw; the message is the script's own, `.name` its error's name."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(message)
+        self.name = name
+
+
+def define_script_plugin(declaration: Any, run: Run, is_enabled: Callable[[str], bool]) -> Plugin:
+    """Declare a plugin the page wrote in JavaScript; nothing runs until a Reactor loads it.
+
+    `declaration` is {name, description?, requires?, commands: [{id, label?, description?,
+    parameters?, execute: "function", isEnabled?: "function"}], agentTools?: bundle}; a command's
+    `parameters` default to those of the bundle's tool for that command.
+    """
+    if not isinstance(declaration, dict):
+        raise DeclarationError(f"A plugin must be an object, not {_kind(declaration)}.", owner="?", field="")
+    name = declaration.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise PluginError(f"A plugin needs a non-empty name, not {name!r}.", plugin=str(name))
+
+    def refuse(field: str, value: Any, rule: str) -> DeclarationError:
+        return DeclarationError(f"Plugin {name!r}: {field} {rule}", owner=name, field=field, value=value)
+
+    unknown = sorted(set(declaration) - set(PLUGIN_FIELDS))
+    if unknown:
+        raise refuse(unknown[0], declaration[unknown[0]], f"is not a plugin field; use {list(PLUGIN_FIELDS)}.")
+    description = declaration.get("description", "")
+    if not isinstance(description, str):
+        raise refuse("description", description, "must be a string.")
+    requires = declaration.get("requires", [])
+    if not isinstance(requires, list) or not all(isinstance(r, str) and r for r in requires):
+        raise refuse("requires", requires, "must be a list of plugin names.")
+    bundle = None
+    if declaration.get("agentTools") is not None:
+        tools = declaration["agentTools"]
+        bundle = check_agent_tools({"plugin": name, **tools} if isinstance(tools, dict) else tools)
+    commands = _checked_commands(declaration.get("commands", []), bundle, refuse)
+
+    def register(context: Any) -> None:
+        for command in commands:
+            command_id = command["id"]
+            enabled = (lambda command_id=command_id: bool(is_enabled(command_id))) if command["isEnabled"] else None
+            context.register_command(command_id, _handler(run, command_id), label=command["label"],
+                                     description=command["description"], is_enabled=enabled,
+                                     parameters=command["parameters"])
+
+    contributes = [contribution(AgentTools, bundle, id=bundle["id"])] if bundle else []
+    return define_plugin(name=name, description=description, requires=requires, register=register,
+                         contributes=contributes)
+
+
+def _checked_commands(commands: Any, bundle: dict[str, Any] | None,
+                      refuse: Callable[[str, Any, str], DeclarationError]) -> list[dict[str, Any]]:
+    if not isinstance(commands, list):
+        raise refuse("commands", commands, f"must be a list of commands, not {_kind(commands)}.")
+    schemas = {tool["command"]: tool.get("parameters") for tool in (bundle or {}).get("commands", [])}
+    checked: list[dict[str, Any]] = []
+    for index, command in enumerate(commands):
+        where = f"commands[{index}]"
+        if not isinstance(command, dict):
+            raise refuse(where, command, f"must be an object, not {_kind(command)}.")
+        unknown = sorted(set(command) - set(COMMAND_FIELDS))
+        if unknown:
+            raise refuse(f"{where}.{unknown[0]}", command[unknown[0]], f"is not a command field; use {list(COMMAND_FIELDS)}.")
+        command_id = command.get("id")
+        if not isinstance(command_id, str) or not command_id.strip():
+            raise refuse(f"{where}.id", command_id, f"must be a non-empty string, not {command_id!r}.")
+        if any(c["id"] == command_id for c in checked):
+            raise refuse(f"{where}.id", command_id, f"{command_id!r} is declared twice; command ids must be unique.")
+        if command.get("execute") != FUNCTION:
+            raise refuse(f"{where}.execute", command.get("execute"),
+                         f"of command {command_id!r} must be a function, not {command.get('execute') or 'missing'}.")
+        if command.get("isEnabled", FUNCTION) != FUNCTION:
+            raise refuse(f"{where}.isEnabled", command["isEnabled"], f"of command {command_id!r} must be a function.")
+        for field in ("label", "description"):
+            if not isinstance(command.get(field, ""), str):
+                raise refuse(f"{where}.{field}", command[field], f"of command {command_id!r} must be a string.")
+        parameters = command.get("parameters", schemas.get(command_id))
+        if parameters is not None and (problem := schema_problem(parameters)):
+            raise refuse(f"{where}.parameters", parameters, f"of command {command_id!r} are refused: {problem}.")
+        checked.append({"id": command_id, "label": command.get("label", ""), "description": command.get("description", ""),
+                        "parameters": parameters, "isEnabled": "isEnabled" in command})
+    return checked
+
+
+def _handler(run: Run, command_id: str) -> Callable[[dict[str, Any]], Awaitable[Any]]:
+    async def handler(args: dict[str, Any]) -> Any:
+        return await run(command_id, args)
+
+    return handler
+
+
+def python_page_plugin(code: str, source: str) -> Plugin:
+    """Run the code of a `<script type="reactor/python">`: it must define `PLUGIN = define_plugin(...)`.
+
+    The code is dedented first (it sits indented in the page's HTML); any failure is a
+    PluginError naming `source` (the script's id, or its place in the page).
+    """
+    namespace: dict[str, Any] = {"__name__": "reactor_page_plugin_" + re.sub(r"\W", "_", source)}
+    try:
+        exec(compile(textwrap.dedent(code), f"<{source}>", "exec"), namespace)
+    except Exception as error:
+        raise PluginError(f"The page's Python plugin {source} failed to run: {type(error).__name__}: {error}",
+                          plugin=source) from error
+    plugin = namespace.get("PLUGIN")
+    if not isinstance(plugin, Plugin):
+        raise PluginError(
+            f"The page's Python plugin {source} must define PLUGIN = define_plugin(...), "
+            f"not {'nothing' if plugin is None else _kind(plugin)}.",
+            plugin=source,
+        )
+    return plugin
+
+
+def _kind(value: Any) -> str:
+    return {list: "a list", dict: "an object", str: "a string", type(None): "null"}.get(type(value), type(value).__name__)

@@ -1,0 +1,210 @@
+"""Reactor embedded in a page of another origin (examples/embed, a to-do list), in real Chromium."""
+
+import importlib.util
+import socket
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from conftest import start_server, stop_server
+
+pytestmark = pytest.mark.browser
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "embed" / "serve.py"
+TODO_TOOLS = {"todo_add", "todo_list", "todo_complete", "todo_select"}
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def example_site(port, reactor_url):
+    spec = importlib.util.spec_from_file_location("embed_example_serve", EXAMPLE)
+    serve = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(serve)
+    site = serve.make_server(port, reactor_url)
+    thread = threading.Thread(target=site.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        site.shutdown()
+        site.server_close()
+
+
+@contextmanager
+def embedding(tmp_path, allowed=None, plugins=None):
+    """The reactor server and the example page, each on its own loopback port."""
+    port = free_port()
+    site = f"http://127.0.0.1:{port}"
+    live = start_server(tmp_path / "data", seed_demo=True, allow_origins=[site] if allowed is None else allowed,
+                        **({} if plugins is None else {"plugins": plugins}))
+    try:
+        with example_site(port, live.url) as url:
+            yield live, url
+    finally:
+        stop_server(live)
+
+
+def guard_two_origins(page, *urls):
+    """Fail the test on any request outside the example's and the reactor server's origins."""
+    allowed = {(urlsplit(url).hostname, urlsplit(url).port) for url in urls}
+    strays, errors = [], []
+
+    def guard(route):
+        parts = urlsplit(route.request.url)
+        if parts.scheme in {"http", "https", "ws", "wss"} and (parts.hostname, parts.port) not in allowed:
+            strays.append(route.request.url)
+            route.abort()
+        else:
+            route.continue_()
+
+    page.context.route("**/*", guard)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    return strays, errors
+
+
+@pytest.fixture
+def embedded(page, tmp_path):
+    with embedding(tmp_path) as (live, site):
+        strays, errors = guard_two_origins(page, live.url, site)
+        page.goto(site)
+        page.evaluate("window.reactor.ready")
+        page.wait_for_function("window.reactor.agentToolBundles().then(b => b.some(x => x.id === 'todo'))")
+        yield page
+        assert strays == [], f"the page asked for something outside its two origins: {strays}"
+        assert errors == [], f"the page raised: {errors}"
+
+
+def call(page, name, args=None):
+    return page.evaluate("([name, args]) => window.reactor.callTool(name, args)", [name, args or {}])
+
+
+def tool_names(page):
+    return {t["name"] for b in page.evaluate("window.reactor.agentToolBundles()") for t in b["commands"]}
+
+
+def test_the_example_on_another_origin_boots_reactor_with_its_python_and_javascript_plugins(embedded):
+    page = embedded
+    assert page.evaluate("window.reactor.ready") == {"loaded": ["todo-stats"], "failures": []}
+    assert page.locator("[data-reactor-progress]").get_attribute("data-state") == "ready"
+    assert tool_names(page) == TODO_TOOLS | {"todo_stats"}
+    commands = {c["id"]: c for c in page.evaluate("window.reactor.listCommands()")}
+    assert {"todo.add", "todo.list", "todo.complete", "todo.select", "todoStats.count"} <= set(commands)
+    assert commands["todo.add"]["plugin"] == "todo" and commands["todoStats.count"]["plugin"] == "todo-stats"
+
+
+def test_both_plugins_tools_answer_with_the_envelope_and_read_the_live_list(embedded):
+    page = embedded
+    listed = call(page, "todo_list")
+    assert listed["ok"] is True and [t["title"] for t in listed["result"]] == ["Water the plants", "Write to the landlord"]
+    # The person changes the page after the plugins registered: the next calls see it.
+    page.fill("#new-todo input[name=title]", "Buy milk")
+    page.press("#new-todo input[name=title]", "Enter")
+    page.click("#todos li[data-id='2'] span")
+    assert [t["title"] for t in call(page, "todo_list")["result"]][-1] == "Buy milk"
+    assert call(page, "todo_complete") == {"ok": True, "result": {"id": 2, "title": "Write to the landlord", "done": True}}
+    assert call(page, "todo_stats") == {"ok": True, "result": {"total": 3, "done": 1, "open": 2}}
+    added = call(page, "todo_add", {"title": "Call the plumber"})
+    assert added == {"ok": True, "result": {"id": 4, "title": "Call the plumber", "done": False}}
+    page.locator("#todos li[data-id='4']").get_by_text("Call the plumber").wait_for()
+    assert call(page, "todo_select", {"id": 4})["ok"] is True
+    assert page.locator("#todos li.selected").inner_text() == "Call the plumber"
+
+
+def test_a_javascript_handler_s_failure_and_bad_arguments_come_back_as_envelopes(embedded):
+    page = embedded
+    missing = call(page, "todo_complete", {"id": 99})
+    assert missing["ok"] is False and missing["error"]["code"] == "failed"
+    assert missing["error"]["message"] == "There is no to-do 99; the list has 1, 2."
+    bad = call(page, "todo_add", {"title": ""})
+    assert bad["error"]["code"] == "invalid_arguments" and bad["error"]["problems"][0]["path"] == "$.title"
+
+
+def test_a_misdeclared_javascript_plugin_is_refused_with_the_sentence_and_nothing_is_registered(embedded):
+    page = embedded
+    before = page.evaluate("window.reactor.listCommands()")
+    error = page.evaluate("""window.reactor.definePlugin({
+        name: "weather",
+        commands: [{id: "weather.now", execute: () => ({sky: "blue"})}],
+        agentTools: {id: "weather", name: "Weather",
+                     commands: [{name: "weather.now", command: "weather.now", description: "Say the weather."}]},
+    }).then(() => null, (e) => ({name: e.name, message: e.message}))""")
+    assert error["name"] == "DeclarationError"
+    assert "'weather.now' is not a name a model can call" in error["message"]
+    assert page.evaluate("window.reactor.listCommands()") == before
+    assert "weather" not in {b["id"] for b in page.evaluate("window.reactor.agentToolBundles()")}
+    taken = page.evaluate("""window.reactor.definePlugin({name: "copycat", commands: [{id: "todo.add", execute() {}}]})
+        .then(() => null, (e) => ({name: e.name, message: e.message}))""")
+    assert taken["name"] == "PluginLoadError" and "'todo.add' is already registered by plugin 'todo'" in taken["message"]
+    assert call(page, "todo_add", {"title": "Still mine"})["ok"] is True, "the first plugin's handlers are untouched"
+
+
+def test_unloading_a_plugin_takes_its_commands_and_tools_and_tells_the_host(embedded):
+    page = embedded
+    page.evaluate("""() => {
+        window.__heard = [];
+        window.reactor.onAgentToolBundles((bundles) => window.__heard.push(bundles.map((b) => b.id)));
+        window.__disposed = 0;
+        return window.reactor.definePlugin({name: "extra", commands: [{id: "extra.ping", execute: () => "pong"}],
+                                            dispose() { window.__disposed += 1; }});
+    }""")
+    assert page.evaluate("window.reactor.unloadPlugin('todo')") == ["todo"]
+    assert page.evaluate("window.__heard") == [["todo-stats"]]
+    assert tool_names(page) == {"todo_stats"}
+    assert not any(c["plugin"] == "todo" for c in page.evaluate("window.reactor.listCommands()"))
+    assert call(page, "todo_list")["error"]["code"] == "unknown_tool"
+    assert "There is no command 'todo.list'" in call(page, "todo_stats")["error"]["message"]
+    assert page.evaluate("window.reactor.unloadPlugin('extra')") == ["extra"]
+    assert page.evaluate("window.__disposed") == 1
+    error = page.evaluate("window.reactor.unloadPlugin('todo').then(() => null, (e) => e.name)")
+    assert error == "PluginNotFoundError"
+
+
+def test_the_chat_widget_calls_the_page_s_own_tools(embedded):
+    page = embedded
+    chat = page.locator("reactor-chat")
+    page.get_by_test_id("chat-model").wait_for()
+    chat.locator("textarea").fill("list todos")
+    chat.get_by_role("button", name="Send").click()
+    card = page.locator("reactor-chat [data-testid=tool-card][data-tool=todo_list]")
+    card.and_(page.locator("[data-status=finished]")).wait_for()
+    assert "Write to the landlord" in card.locator(".chat-tool-result").inner_text()
+
+
+def test_ai_tools_run_in_a_worker_started_from_the_embedding_page(page, tmp_path):
+    with embedding(tmp_path) as (live, site):
+        strays, errors = guard_two_origins(page, live.url, site)
+
+        # The example's config, plus the server's AI Tools plugin. (Not by rewriting the page with
+        # route.fulfill: Chromium then treats the page as public, and refuses it loopback requests.)
+        page.add_init_script("""Object.defineProperty(window, "reactorConfig", {
+            set(config) { this.__config = {...config, plugins: ["ai-tools"]}; }, get() { return this.__config; }})""")
+        page.goto(site)
+        assert page.evaluate("window.reactor.ready")["loaded"] == ["ai-tools", "todo-stats"]
+        signed_in = page.evaluate("""(server) => fetch(server + "/auth/sign-in", {
+            method: "POST", credentials: "include", headers: {"content-type": "application/json"},
+            body: JSON.stringify({username: "bob", password: "bob-demo"})}).then((r) => r.status)""", live.url)
+        assert signed_in == 200
+        page.evaluate("window.reactor.executeCommand('aiTools.refresh')")
+        page.wait_for_function("window.reactor.aiToolWorkerStats().booted >= 1", timeout=60_000)
+        answer = call(page, "maintenance_backlog", {"buildingId": "B-101", "limit": 2})
+        assert answer["ok"] is True and [t["id"] for t in answer["result"]["tasks"]] == ["T-3", "T-1"]
+        assert strays == [] and errors == []
+
+
+def test_a_page_whose_origin_the_server_does_not_allow_is_refused_visibly(page, tmp_path):
+    with embedding(tmp_path, allowed=["http://127.0.0.1:1"]) as (live, site):
+        page.goto(site)
+        progress = page.locator("[data-reactor-progress][data-state='error']")
+        progress.wait_for()
+        assert "Reactor could not load from" in progress.inner_text()
+        assert page.evaluate("typeof window.reactor") == "undefined"
+        refused = httpx.get(f"{live.url}/web/reactor.js", headers={"origin": site})
+        assert not any(name.startswith("access-control-") for name in refused.headers)
