@@ -38,6 +38,7 @@ class LiveServer:
     app: Any
     data: Path
     server: uvicorn.Server
+    thread: threading.Thread
 
 
 def run_app(app: Any) -> tuple[str, uvicorn.Server, threading.Thread]:
@@ -60,14 +61,12 @@ def start_server(data: Path, **options: Any) -> LiveServer:
     """Start the reactor app over `data` on loopback; stop it with `stop_server`."""
     app = create_app(data, **options)
     url, server, thread = run_app(app)
-    live = LiveServer(url, app, data, server)
-    live.thread = thread  # type: ignore[attr-defined]
-    return live
+    return LiveServer(url, app, data, server, thread)
 
 
 def stop_server(live: LiveServer) -> None:
     live.server.should_exit = True
-    live.thread.join(timeout=10)  # type: ignore[attr-defined]
+    live.thread.join(timeout=10)
 
 
 @pytest.fixture

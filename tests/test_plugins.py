@@ -151,3 +151,16 @@ def test_activate_runs_once_after_loading_and_a_failing_one_is_unloaded():
     assert started == ["ok"]
     assert "'bad' failed to start and was unloaded: the server is down" in str(failed["bad"])
     assert reactor.plugins == ["ok"] and not reactor.commands.has_command("bad.x")
+
+
+def test_clearing_a_disposable_set_undoes_what_it_holds_and_keeps_it_usable():
+    from reactor import DisposableSet, Disposable
+
+    undone = []
+    held = DisposableSet()
+    held.add(Disposable(lambda: undone.append(1)))
+    held.clear()
+    later = held.add(Disposable(lambda: undone.append(2)))
+    assert undone == [1] and not held.is_disposed and not later.is_disposed
+    held.dispose()
+    assert undone == [1, 2]

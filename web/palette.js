@@ -37,7 +37,6 @@ async function runFromPalette(id) {
   try {
     await window.reactor.executeCommand(id, {});
   } catch (error) {
-    window.reactor.notify?.(error.message);
     console.warn(error.message);
   } finally {
     drawCommands();

@@ -124,8 +124,7 @@ if (stage && globalThis.window && window.reactor && window.reactor.defineView) {
   stage.addEventListener('reactor:command', (event) => {
     const { command, args } = event.detail;
     window.reactor.executeCommand(command, args).catch((error) => {
-      if (window.reactor.notify) window.reactor.notify(error.message);
-      else renderMessage(stage, error.message);
+      renderMessage(stage, error.message);
     });
   });
 }

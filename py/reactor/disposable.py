@@ -39,6 +39,10 @@ class DisposableSet(Disposable):
             self._items.append(item)
         return item
 
+    def clear(self) -> None:
+        """Dispose what it holds now, and keep holding what is added next."""
+        self._dispose_items()
+
     def _dispose_items(self) -> None:
         items, self._items = self._items, []
         for item in reversed(items):

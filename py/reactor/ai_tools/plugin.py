@@ -53,9 +53,7 @@ class AiTools:
                 raise
             records = []  # nobody signed in: no AI Tools
         offered = [r for r in records if r.get("location") == "ai-tool" and r.get("enabled")]
-        self.offered.dispose()
-        self.offered = DisposableSet()
-        self.context.disposables.add(self.offered)
+        self.offered.clear()  # the tools offered before this refresh go; the set stays the plugin's
         for record in offered:
             self.offered.add(self.context.register_command(
                 ai_tool_command(record["id"]), self._handler(record["id"]),
