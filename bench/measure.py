@@ -104,7 +104,7 @@ def phases(run: dict[str, Any]) -> dict[str, float]:
         "page_and_glue": pyscript,
         "pyscript": pyodide - pyscript,
         "pyodide_runtime": files_start - pyodide,
-        "wheels_and_package_fetch": files_end - files_start,
+        "package_fetch": files_end - files_start,
         "unpack_and_import": run["plugins"] - files_end,
         "plugins_load": run["ready"] - run["plugins"],
         "list_bundles": run["listed"] - run["ready"],
@@ -112,7 +112,7 @@ def phases(run: dict[str, Any]) -> dict[str, float]:
 
 
 def _is_package_file(path: str) -> bool:
-    return path.endswith(".whl") or (path.endswith(".zip") and "/python-" in path)
+    return path.endswith(".zip") and "/python-" in path
 
 
 def startup(browser: Any, url: str, rounds: int, strays: list[str]) -> dict[str, Any]:

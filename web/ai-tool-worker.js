@@ -17,7 +17,7 @@ async function boot({ interpreter, files, site, server }) {
     const response = await fetch(url);
     if (!response.ok) throw new Error(`${url} answered ${response.status}`);
     const data = new Uint8Array(await response.arrayBuffer());
-    pyodide.unpackArchive(data, url.endsWith(".whl") ? "wheel" : "zip", { extractDir: site });
+    pyodide.unpackArchive(data, "zip", { extractDir: site });
   }));
   const bridge = pyodide.pyimport("reactor.browser");
   bridge.use_server(server);  // tool code's root-relative URLs mean the reactor server

@@ -2,18 +2,19 @@
 """Vendor the browser runtime into web/vendor/ so the page never touches a CDN.
 
 Why: the page runs Python through PyScript + Pyodide, and both default to a
-CDN. We self-host them (and the pure-Python wheels the page imports) so the
-page works offline, on a closed network, and in tests that must make no
+CDN. We self-host them so the page works offline, on a closed network, and in tests that must make no
 request outside 127.0.0.1.
 
 What it makes (web/vendor/ is git-ignored; npm works in web/build-npm/):
     vendor/pyodide/    the Pyodide core files the browser actually fetches
     vendor/pyscript/   the @pyscript/core dist (core.js, core.css, its chunks)
-    vendor/wheels/     pure py3-none-any wheels (jsonschema 4.17.3 and deps)
-    vendor/manifest.json   versions and wheel file names, read by the page
+    vendor/manifest.json   versions and the runtime stamp, read by the server
+
+The page needs no third-party wheels: reactor's own JSON Schema validator replaced jsonschema,
+whose imports cost about a second of start-up (bench/RESULTS.md).
 
 A second run with the same versions is a no-op (stamp file). Use --force to
-redo. Stdlib only; shells out to `npm` and `pip`. Runs on Python 3.11+.
+redo. Stdlib only; shells out to `npm`. Runs on Python 3.11+.
 """
 from __future__ import annotations
 
@@ -29,9 +30,6 @@ from pathlib import Path
 PYODIDE_VERSION = "314.0.7"
 PYSCRIPT_VERSION = "0.7.31"
 PYTHON_VERSION = "3.14"  # the CPython inside Pyodide 314
-# jsonschema>=4.18 needs rpds-py (Rust, no wasm wheel): stay on 4.17.3, whose
-# only runtime deps on Python >= 3.9 are attrs and pyrsistent.
-WHEELS = ["jsonschema==4.17.3", "attrs==26.1.0", "pyrsistent==0.20.0"]
 
 # What pyodide.mjs loads at boot (checked in Chromium: nothing else is fetched).
 PYODIDE_FILES = [
@@ -59,7 +57,7 @@ def say(message: str) -> None:
 
 def wanted_versions() -> dict:
     return {"pyodide": PYODIDE_VERSION, "pyscript_core": PYSCRIPT_VERSION,
-            "python": PYTHON_VERSION, "wheels": WHEELS}
+            "python": PYTHON_VERSION}
 
 
 def is_up_to_date() -> bool:
@@ -111,19 +109,6 @@ def copy_pyscript(node_modules: Path) -> None:
     say(f"copied {sum(1 for _ in target.iterdir())} PyScript files")
 
 
-def download_wheels() -> list[str]:
-    target = VENDOR / "wheels"
-    say(f"pip download {' '.join(WHEELS)}")
-    run_command([sys.executable, "-m", "pip", "download", "--quiet",
-                 "--only-binary=:all:", "--platform", "any",
-                 "--python-version", PYTHON_VERSION, "--implementation", "py",
-                 "--no-deps", "-d", str(target), *WHEELS], "pip download")
-    names = sorted(p.name for p in target.glob("*.whl"))
-    if len(names) != len(WHEELS):
-        raise VendorError(f"expected {len(WHEELS)} wheels, got {names}")
-    return names
-
-
 def compress_files() -> None:
     """Write a .gz twin of each text or wasm file, so the server never gzips 10 MB per request."""
     count = 0
@@ -134,11 +119,10 @@ def compress_files() -> None:
     say(f"compressed {count} files")
 
 
-def write_manifest(wheels: list[str]) -> None:
+def write_manifest() -> None:
     # The stamp is part of every runtime URL, so browsers may cache those files forever.
     stamp = hashlib.sha256(json.dumps(wanted_versions(), sort_keys=True).encode()).hexdigest()[:12]
-    manifest = {**wanted_versions(), "stamp": stamp, "wheels": wheels, "requirements": WHEELS,
-                "pyodide_files": PYODIDE_FILES}
+    manifest = {**wanted_versions(), "stamp": stamp, "pyodide_files": PYODIDE_FILES}
     (VENDOR / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     STAMP.write_text(json.dumps(wanted_versions()))  # last: marks a complete run
     say("wrote vendor/manifest.json")
@@ -154,9 +138,8 @@ def vendor_all(force: bool) -> None:
     node_modules = install_npm_packages()
     copy_pyodide(node_modules)
     copy_pyscript(node_modules)
-    wheels = download_wheels()
     compress_files()
-    write_manifest(wheels)
+    write_manifest()
     say(f"done: {VENDOR}")
 
 

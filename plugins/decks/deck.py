@@ -20,7 +20,7 @@ DECK_SCHEMA: dict[str, Any] = json.loads(Path(__file__).with_name("deck.schema.j
 # so a deck the page accepts always fits the server's 1 MiB body limit.
 MAX_DECK_BYTES = 1_000_000
 
-# jsonschema quotes the offending value whole; a 20 kB body must not come back in the sentence.
+# Messages quote the offending value whole; a 20 kB body must not come back in the sentence.
 _MAX_MESSAGE = 200
 
 

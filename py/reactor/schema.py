@@ -1,8 +1,9 @@
 """JSON Schema in one place: checking a declared schema, and validating arguments against it.
 
 Both are cached by the schema's canonical JSON: the same tool schema is checked when its
-bundle is declared, contributed and its command registered, and each check costs milliseconds
-in the page (bench/RESULTS.md); a tool called a thousand times compiles its validator once.
+bundle is declared, contributed and its command registered, and each check costs time in the
+page (bench/RESULTS.md); a tool called a thousand times compiles its validator once. The
+validator itself is `reactor.json_schema` (why not the jsonschema package: see there).
 """
 
 from __future__ import annotations
@@ -11,11 +12,7 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
-
-# Built once: jsonschema's own check_schema builds a metaschema validator on every call.
-_METASCHEMA = Draft202012Validator(Draft202012Validator.META_SCHEMA)
+from .json_schema import SchemaError, Validator, check_schema
 
 
 def schema_problem(schema: Any) -> str:
@@ -28,23 +25,23 @@ def schema_problem(schema: Any) -> str:
         canonical = json.dumps(schema, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as error:
         return f"it is not plain JSON data: {error}"
-    return _metaschema_problem(canonical)
+    return _structure_problem(canonical)
 
 
-def compiled_validator(schema: dict[str, Any]) -> Draft202012Validator:
+def compiled_validator(schema: dict[str, Any]) -> Validator:
     """The validator of a checked schema, compiled once per distinct schema."""
     return _validator(json.dumps(schema, sort_keys=True))
 
 
-def argument_problems(schema: dict[str, Any] | Draft202012Validator, args: Any) -> list[dict[str, str]]:
+def argument_problems(schema: dict[str, Any] | Validator, args: Any) -> list[dict[str, str]]:
     """List each way `args` breaks `schema` as {path, message}, shallowest first."""
-    validator = schema if isinstance(schema, Draft202012Validator) else compiled_validator(schema)
-    errors = sorted(validator.iter_errors(args), key=lambda e: (len(e.path), list(map(str, e.path))))
-    return [{"path": json_path(error.path), "message": _shortened(error.message)} for error in errors]
+    validator = schema if isinstance(schema, Validator) else compiled_validator(schema)
+    problems = sorted(validator.problems(args), key=lambda p: (len(p[0]), list(map(str, p[0]))))
+    return [{"path": json_path(path), "message": _shortened(message)} for path, message in problems]
 
 
 def _shortened(message: str, limit: int = 240) -> str:
-    # jsonschema quotes the whole offending value; a 20 kB string must not come back whole.
+    # Messages quote the offending value; a 20 kB string must not come back whole.
     if len(message) <= limit:
         return message
     half = limit // 2
@@ -52,7 +49,7 @@ def _shortened(message: str, limit: int = 240) -> str:
 
 
 def json_path(parts: Any) -> str:
-    """Render a jsonschema path deque as `$.a[0].b`."""
+    """Render a path of keys and indexes as `$.a[0].b`."""
     path = "$"
     for part in parts:
         path += f"[{part}]" if isinstance(part, int) else f".{part}"
@@ -60,13 +57,14 @@ def json_path(parts: Any) -> str:
 
 
 @lru_cache(maxsize=4096)
-def _metaschema_problem(schema_json: str) -> str:
-    error = best_match(_METASCHEMA.iter_errors(json.loads(schema_json)))
-    if error is None:
-        return ""
-    return f"it is not a valid JSON Schema: {error.message} (at {json_path(error.path)})"
+def _structure_problem(schema_json: str) -> str:
+    try:
+        check_schema(json.loads(schema_json))
+    except SchemaError as error:
+        return f"it is not a valid JSON Schema: {_shortened(error.message)} (at {json_path(error.path)})"
+    return ""
 
 
 @lru_cache(maxsize=4096)
-def _validator(schema_json: str) -> Draft202012Validator:
-    return Draft202012Validator(json.loads(schema_json))
+def _validator(schema_json: str) -> Validator:
+    return Validator(json.loads(schema_json))

@@ -112,8 +112,7 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
     async def boot_config(request: Request) -> Response:
         base = f"/vendor/{runtime['stamp']}"
         site = f"/lib/python{runtime['python']}/site-packages/*"
-        files = {f"{base}/wheels/{wheel}": site for wheel in runtime["wheels"]}
-        files[archive.url] = site
+        files = {archive.url: site}
         return JSONResponse(
             {
                 "runtime": {"pyscript": f"{base}/pyscript/core.js", "ready": runtime["ready"],
@@ -211,6 +210,6 @@ def _runtime_manifest() -> dict[str, Any]:
     try:
         manifest = json.loads((VENDOR / "manifest.json").read_text())
     except (OSError, ValueError):
-        return {"ready": False, "stamp": "none", "python": "", "wheels": [],
+        return {"ready": False, "stamp": "none", "python": "",
                 "error": "The browser runtime is not vendored: run `python web/vendor.py` (the README's set-up does)."}
     return {"ready": True, **manifest}
