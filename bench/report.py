@@ -40,6 +40,7 @@ def summarize(results: dict[str, Any]) -> list[dict[str, Any]]:
                   for p in points if p is not base}
     scale.update(
         list_ms=top["list_ms"],
+        list_after_change_ms=top["list_after_change_ms"],
         load_ms=top["load_ms"],
         load_ms_per_plugin=per_plugin,
         load_growth=per_plugin[top["plugins"]] / per_plugin[hundred["plugins"]],
@@ -83,7 +84,8 @@ def table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
     ]
     for p in sc["points"]:
         rows.append((f"scale {p['plugins']} plugins / {p['tools']} tools",
-                     f"load {p['load_ms']:.0f} ms | ready {p['ready_ms']:.0f} ms | list {p['list_ms']:.1f} ms | "
+                     f"load {p['load_ms']:.0f} ms | ready {p['ready_ms']:.0f} ms | list {p['list_ms']:.2f} ms "
+                     f"(after a change {p['list_after_change_ms']:.0f} ms) | "
                      f"call p50 {p['call_p50_ms']:.4f} ms (registry {p['registry_call']['ratio']:.2f}x of 10 tools) | wasm {p['memory']['wasm_bytes'] or 0:,} B | "
                      f"JS heap {p['memory']['js_heap_used']:,} B"))
     width = max(len(r[0]) for r in rows)

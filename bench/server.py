@@ -73,13 +73,12 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
         return serve_file(request, LUMINO, request.path_params["path"], cache=REVALIDATE)
 
     async def bench_archive(request: Request) -> Response:
-        return archive.response()
+        return archive.response(request)
 
     async def boot_with_bench(request: Request) -> Response:
-        # The product's own answer, plus the bench archive unpacked into site-packages.
+        # The product's own answer, plus the bench package installed into site-packages.
         config = json.loads((await _product_boot(product)(request)).body)
-        site = next(iter(config["pyscript"]["files"].values()))
-        config["pyscript"]["files"][archive.url] = site
+        config["python"]["bundles"].append(archive.url)
         return JSONResponse(config, headers={"cache-control": "no-store"})
 
     routes: list[BaseRoute] = [
@@ -88,7 +87,7 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
         Route("/bench/vendor/{path:path}", lumino),
     ]
     if lab:
-        archive.url = f"/bench/python-{archive.digest}.zip"
+        archive.url = f"/bench/python-{archive.digest}.bundle"
         routes += [Route(archive.url, bench_archive), Route("/app/boot.json", boot_with_bench)]
     return Starlette(routes=[*routes, Mount("/", app=product)])
 

@@ -36,7 +36,7 @@ def get(app: Any, *paths: str) -> list[httpx.Response]:
 def test_the_lab_server_ships_the_bench_package_and_lists_its_plugins(tmp_path: Path) -> None:
     app = bench_app(tmp_path, lab=True, synthetic=2)
     boot, page = get(app, "/app/boot.json", "/bench/lab.html")
-    archive = next(url for url in boot.json()["pyscript"]["files"] if url.startswith("/bench/python-"))
+    archive = next(url for url in boot.json()["python"]["bundles"] if url.startswith("/bench/python-"))
     assert get(app, archive)[0].status_code == 200 and page.status_code == 200
     specs = [p["plugin"] for p in boot.json()["plugins"]]
     assert specs[-3:] == ["reactor_bench:PROBE_PLUGIN", "reactor_bench:SYNTH_0000", "reactor_bench:SYNTH_0001"]
@@ -45,4 +45,4 @@ def test_the_lab_server_ships_the_bench_package_and_lists_its_plugins(tmp_path: 
 def test_the_product_server_serves_the_baseline_pages_and_the_product_boot(tmp_path: Path) -> None:
     bare, lab, boot = get(bench_app(tmp_path), "/bench/bare.html", "/bench/lab.html", "/app/boot.json")
     assert "loadPyodide" in bare.text and lab.status_code == 404
-    assert not any(url.startswith("/bench/") for url in boot.json()["pyscript"]["files"])
+    assert not any(url.startswith("/bench/") for url in boot.json()["python"]["bundles"])

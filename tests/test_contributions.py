@@ -70,3 +70,18 @@ def test_a_contribution_needs_a_string_id(registry, bad_id):
 def test_contributing_to_something_that_is_not_a_point_is_refused(registry):
     with pytest.raises(ContributionError, match="is not a ContributionPoint"):
         registry.contribute("test.panels", 1, id="a")
+
+
+def test_the_revision_of_a_point_changes_with_each_contribution_and_withdrawal_only():
+    registry = ContributionRegistry()
+    other = ContributionPoint("test.other")
+    start = registry.revision(Panels)
+    added = registry.contribute(Panels, {"title": "A"}, id="a")
+    after_add = registry.revision(Panels)
+    registry.contribute(other, 1, id="x")
+    assert registry.revision(Panels) == after_add != start
+    added.dispose()
+    assert registry.revision(Panels) not in (start, after_add)
+    before = registry.revision(Panels)
+    added.dispose()  # idempotent: nothing withdrawn twice, no change
+    assert registry.revision(Panels) == before

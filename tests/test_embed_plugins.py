@@ -7,7 +7,7 @@ import json
 import pytest
 
 from reactor import DeclarationError, PluginError, Reactor, agent_tool_bundles
-from reactor.facade import call_tool_json, define_plugin_json, unload_plugin_json
+from reactor.facade import bundles_json, call_tool_json, define_plugin_json, unload_plugin_json
 from reactor.page_plugins import PageScriptError, define_script_plugin, python_page_plugin
 
 TODO = {
@@ -65,6 +65,16 @@ def test_a_javascript_plugin_lands_in_the_one_registry_with_its_bundle():
     command = reactor.commands.get_command("todo.add")
     assert command.label == "Add a to-do" and command.plugin == "todo"
     assert command.parameters == TODO["agentTools"]["commands"][0]["parameters"], "the tool's schema by default"
+
+
+def test_the_listed_bundles_follow_every_load_and_unload_and_match_the_bundles():
+    reactor = Reactor()
+    assert json.loads(bundles_json(reactor)) == []
+    declare(reactor, TODO)
+    first = bundles_json(reactor)
+    assert json.loads(first) == agent_tool_bundles(reactor) and bundles_json(reactor) is first, "kept until a change"
+    unload_plugin_json(reactor, "todo")
+    assert json.loads(bundles_json(reactor)) == []
 
 
 def test_a_javascript_handler_is_awaited_and_reads_the_page_at_call_time():

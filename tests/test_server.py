@@ -1,13 +1,14 @@
-import io
 import json
-import zipfile
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 import pytest
 from conftest import start_server, stop_server
 
+import reactor.commands
 from reactor import define_agent_tools
+from reactor.server.assets import read_bundle
 
 BUNDLE = define_agent_tools(
     id="notes", name="Notes", plugin="notes",
@@ -107,13 +108,14 @@ def test_files_outside_the_web_folder_are_never_served(client, path):
 
 def test_the_python_archive_holds_the_page_code_and_no_server_code(client):
     boot = client.get("/app/boot.json").json()
-    archive_url = next(url for url in boot["pyscript"]["files"] if url.startswith("/app/python-"))
-    answer = client.get(archive_url)
-    assert "immutable" in answer.headers["cache-control"]
-    names = zipfile.ZipFile(io.BytesIO(answer.content)).namelist()
-    assert "reactor/commands.py" in names and "reactor/browser.py" in names
-    assert not [n for n in names if "/server" in n or n.endswith(("cli.py", "__main__.py"))]
-    assert client.get("/app/python-0000.zip").status_code == 404
+    [bundle_url] = boot["python"]["bundles"]
+    answer = client.get(bundle_url, headers={"accept-encoding": "gzip"})
+    assert "immutable" in answer.headers["cache-control"] and answer.headers["content-encoding"] == "gzip"
+    files = read_bundle(answer.content)  # httpx undid the gzip
+    assert "reactor/commands.py" in files and "reactor/browser.py" in files
+    assert files["reactor/commands.py"] == Path(reactor.commands.__file__).read_bytes()
+    assert not [n for n in files if "/server" in n or n.endswith(("cli.py", "__main__.py"))]
+    assert client.get("/app/python-0000.bundle").status_code == 404
 
 
 def test_our_own_scripts_are_gzipped_with_a_javascript_mime(client):

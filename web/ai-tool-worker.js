@@ -7,18 +7,16 @@
  * Every answer is JSON text: {ok: true, value} or {ok: false, error: {type, message}}.
  */
 
+import { fetchPythonBundle, installPythonBundles } from "./python-bundle.js";
+
 const controllers = new Map();
 let python = null;
 
-async function boot({ interpreter, files, site, server }) {
+async function boot({ interpreter, bundles, site, server }) {
+  const fetched = Promise.all(bundles.map(fetchPythonBundle));
   const { loadPyodide } = await import(interpreter);
   const pyodide = await loadPyodide();
-  await Promise.all(files.map(async (url) => {
-    const response = await fetch(url);
-    if (!response.ok) throw new Error(`${url} answered ${response.status}`);
-    const data = new Uint8Array(await response.arrayBuffer());
-    pyodide.unpackArchive(data, "zip", { extractDir: site });
-  }));
+  installPythonBundles(pyodide, await fetched, site);
   const bridge = pyodide.pyimport("reactor.browser");
   bridge.use_server(server);  // tool code's root-relative URLs mean the reactor server
   return bridge;

@@ -43,7 +43,9 @@ class ReactorChat extends HTMLElement {
     );
     window.addEventListener("reactor:chat", (event) => this.onEvent(event.detail));
     window.reactor.chat.setApprover((request) => this.askApproval(request));
-    window.reactor.ready.then(() => this.applySettings(this.savedSettings()), () => {});
+    // The chat sets itself up once the page is idle, so it never delays the tools being ready.
+    this.configured = window.reactor.ready.then(whenIdle).then(() => this.applySettings(this.savedSettings()));
+    this.configured.catch(() => {});
   }
 
   savedSettings() {
@@ -84,6 +86,7 @@ class ReactorChat extends HTMLElement {
     this.input.value = "";
     this.running(true);
     try {
+      await this.configured;
       const outcome = await window.reactor.chat.send(text);
       if (outcome.status === "step_limit") this.note("Stopped at the step limit for one message.");
     } catch (error) {
@@ -160,6 +163,10 @@ class ReactorChat extends HTMLElement {
 
 customElements.define("reactor-chat", ReactorChat);
 
+function whenIdle() {
+  return new Promise((resolve) => (window.requestIdleCallback ? requestIdleCallback(resolve, { timeout: 1000 }) : setTimeout(resolve)));
+}
+
 /** WebMCP: when the browser offers document.modelContext, the admitted tools are offered there too. */
 async function offerToWebMcp() {
   const context = document.modelContext ?? navigator.modelContext;
@@ -176,6 +183,7 @@ async function offerToWebMcp() {
     }
   };
   await window.reactor.ready;
+  await whenIdle();
   await register();
   window.reactor.onAgentToolBundles(register);
 }

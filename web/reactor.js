@@ -10,8 +10,6 @@
  * unless `window.reactorConfig = {server, plugins, agent}` set before the include says otherwise.
  */
 
-import { AiToolWorkers } from "./ai-tools.js";
-
 const embed = window.reactorConfig ?? {};
 /** The reactor server's root, e.g. "http://127.0.0.1:8000/": where runtime, plugins and APIs are. */
 const server = new URL(embed.server ?? "/", import.meta.url).href;
@@ -26,6 +24,12 @@ let nextPluginKey = 0;
 let python = null;
 let bootJson = "{}";
 let aiToolWorkers = null;
+let settleViews;
+const viewsLoaded = new Promise((resolve, reject) => { settleViews = { resolve, reject }; });
+viewsLoaded.catch(() => {});  // boot() reports it
+let pythonBundles = null;
+let toolBundles = null;  // the bundles, parsed and frozen once per change (10,000 tools are 4 MB of JSON)
+let bundleInstaller = null;
 let chatApprover = null;
 let settleReady;
 
@@ -58,6 +62,14 @@ function fail(message, detail = "") {
 
 function warmWorkersFor(bundles) {
   if (bundles.some((bundle) => bundle.id === "ai-tools")) aiToolWorkers?.warm();
+}
+
+function deepFreeze(value) {
+  if (value && typeof value === "object") {
+    for (const item of Object.values(value)) deepFreeze(item);
+    Object.freeze(value);
+  }
+  return value;
 }
 
 function describeCommand(command) {
@@ -129,10 +141,14 @@ export const reactor = {
     return { ...(aiToolWorkers?.stats ?? {}) };
   },
 
-  /** The AgentTools bundles of the loaded plugins, as plain data. */
+  /**
+   * The AgentTools bundles of the loaded plugins, as plain data: a frozen snapshot, the same one
+   * until plugins load or unload (then `onAgentToolBundles` listeners get the new one).
+   */
   async agentToolBundles() {
     await ready;
-    return JSON.parse(python.bundles());
+    toolBundles ??= deepFreeze(JSON.parse(python.bundles()));
+    return toolBundles;
   },
 
   /** Every command, unavailable ones included: {id, label, description, plugin, available}. */
@@ -187,7 +203,7 @@ export const reactor = {
     return gone;
   },
 
-  /** Call `listener(bundles)` whenever plugins load or unload; returns an unsubscribe function. */
+  /** Call `listener(bundles)` (a frozen snapshot) whenever plugins load or unload; returns an unsubscribe function. */
   onAgentToolBundles(listener) {
     bundleListeners.add(listener);
     return () => bundleListeners.delete(listener);
@@ -206,6 +222,12 @@ export const reactor = {
 
   // The Python half calls these; they are not for page authors.
   _bootJson: () => bootJson,
+  _viewsLoaded: () => viewsLoaded,
+  async _installPython(pyodide) {
+    bundleInstaller ??= import("./python-bundle.js");
+    const [{ installPythonBundles }, bundles] = await Promise.all([bundleInstaller, pythonBundles]);
+    installPythonBundles(pyodide, bundles, JSON.parse(bootJson).python.site);
+  },
   _progress: (text) => report(text),
   _fail: fail,
   _show(view, stateJson) {
@@ -213,9 +235,9 @@ export const reactor = {
     if (render) render(JSON.parse(stateJson));
   },
   _bundlesChanged(json) {
-    const bundles = JSON.parse(json);
-    warmWorkersFor(bundles);
-    for (const listener of bundleListeners) listener(JSON.parse(JSON.stringify(bundles)));
+    toolBundles = deepFreeze(JSON.parse(json));
+    warmWorkersFor(toolBundles);
+    for (const listener of bundleListeners) listener(toolBundles);
   },
   _commandsChanged() {
     for (const listener of commandListeners) listener();
@@ -253,7 +275,8 @@ export const reactor = {
       report(`Ready in ${seconds} s: ${load.loaded.join(", ") || "no plugins"}.`, "ready");
     }
     settleReady.resolve(load);
-    warmWorkersFor(JSON.parse(python.bundles()));
+    toolBundles = deepFreeze(JSON.parse(python.bundles()));
+    warmWorkersFor(toolBundles);
   },
 };
 
@@ -274,29 +297,46 @@ async function boot() {
   const config = embedded(await response.json());
   bootJson = JSON.stringify(config);
   if (!config.runtime.ready) throw new Error(config.runtime.error);
-  for (const href of config.plugins.flatMap((p) => p.styles)) {
-    document.head.append(Object.assign(document.createElement("link"), { rel: "stylesheet", href }));
+  // Pyodide is the long pole: its modules are fetched now, and Python starts before the plugins'
+  // views have loaded (start() waits for them before it loads the plugins).
+  // The same request as python-bundle.js's fetchPythonBundle, made before that module has loaded.
+  pythonBundles = Promise.all(config.python.bundles.map(async (url) => {
+    const answer = await fetch(url, { credentials: "same-origin" });
+    if (!answer.ok) throw new Error(`${url} answered ${answer.status}`);
+    return answer.arrayBuffer();
+  }));
+  pythonBundles.catch(() => {});  // reported when Python asks for them
+  const interpreter = config.pyscript.interpreter;
+  for (const href of config.runtime.preload) {
+    document.head.append(Object.assign(document.createElement("link"), { rel: "modulepreload", href }));
   }
-  await Promise.all(config.plugins.flatMap((p) => p.scripts).map((src) => import(src)));
   // PyScript loads every plugin of the MicroPython type too unless its config says no.
   const mpyConfig = document.createElement("mpy-config");
   mpyConfig.setAttribute("type", "json");
   mpyConfig.textContent = JSON.stringify({ plugins: config.pyscript.plugins });
   document.head.append(mpyConfig);
-  const files = Object.entries(config.pyscript.files);
-  aiToolWorkers = new AiToolWorkers({
-    interpreter: config.pyscript.interpreter,
-    files: files.map(([url]) => url),
-    site: files[0][1].replace(/\/\*$/, ""),
-    server,
-  });
+
   const script = document.createElement("script");
   script.type = "py";
   script.setAttribute("config", JSON.stringify(config.pyscript));
-  script.textContent = "from reactor.browser import start\nawait start()\n";
+  script.textContent = [
+    "import js, pyodide_js",
+    "await js.window.reactor._installPython(pyodide_js)",
+    "from reactor.browser import start",
+    "await start()",
+  ].join("\n");
   document.body.append(script);
   report("Starting Python (Pyodide)…");
   await import(config.runtime.pyscript);
+  // What Python needs only once it runs loads while Pyodide boots, after the runtime's own files.
+  for (const href of config.plugins.flatMap((p) => p.styles)) {
+    document.head.append(Object.assign(document.createElement("link"), { rel: "stylesheet", href }));
+  }
+  Promise.all(config.plugins.flatMap((p) => p.scripts).map((src) => import(src))).then(settleViews.resolve, settleViews.reject);
+  bundleInstaller ??= import("./python-bundle.js");
+  const { AiToolWorkers } = await import("./ai-tools.js");
+  aiToolWorkers = new AiToolWorkers({ interpreter, ...config.python, server });
+  await viewsLoaded;
 }
 
 /**
@@ -308,7 +348,6 @@ function embedded(config) {
   const pyscript = {
     ...config.pyscript,
     interpreter: at(config.pyscript.interpreter),
-    files: Object.fromEntries(Object.entries(config.pyscript.files).map(([url, target]) => [at(url), target])),
   };
   let plugins = config.plugins;
   if (Array.isArray(embed.plugins)) {
@@ -326,7 +365,8 @@ function embedded(config) {
   }));
   return {
     ...config, server, pyscript, plugins, pagePython,
-    runtime: { ...config.runtime, pyscript: at(config.runtime.pyscript) },
+    python: { ...config.python, bundles: config.python.bundles.map(at) },
+    runtime: { ...config.runtime, pyscript: at(config.runtime.pyscript), preload: config.runtime.preload.map(at) },
     agent: embed.agent ?? config.agent,
   };
 }

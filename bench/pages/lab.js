@@ -44,7 +44,12 @@ async function calls(names, { batches = 100, minBatchMs = 2, extra = {} } = {}) 
   }));
 }
 
-/** Milliseconds of each of `times` calls of reactor.agentToolBundles(), and the count listed. */
+/**
+ * Milliseconds of each of `times` calls of reactor.agentToolBundles(), the count listed, and
+ * (`changedMs`) how long a change takes to reach the listeners: a plugin with one tool defined
+ * in the page, until onAgentToolBundles hears the new list (Python's JSON of every bundle, the
+ * parse and the freeze included). Each such plugin is unloaded again.
+ */
 async function list(times = 7) {
   const ms = [];
   let bundles = [];
@@ -53,7 +58,22 @@ async function list(times = 7) {
     bundles = await window.reactor.agentToolBundles();
     ms.push(performance.now() - start);
   }
-  return { ms, bundles: bundles.length, tools: bundles.reduce((n, b) => n + b.commands.length, 0) };
+  const changedMs = [];
+  for (let i = 0; i < 3; i++) {
+    const name = `bench_change_${i}`;
+    const heard = new Promise((resolve) => {
+      const stop = window.reactor.onAgentToolBundles(() => { stop(); resolve(performance.now()); });
+    });
+    const start = performance.now();
+    await window.reactor.definePlugin({
+      name,
+      commands: [{ id: `${name}.noop`, execute: () => null }],
+      agentTools: { id: name, name: "Bench change", commands: [{ name, command: `${name}.noop`, description: "Nothing." }] },
+    });
+    changedMs.push((await heard) - start);
+    await window.reactor.unloadPlugin(name);
+  }
+  return { ms, changedMs, bundles: bundles.length, tools: bundles.reduce((n, b) => n + b.commands.length, 0) };
 }
 
 window.bench = { calls, list };

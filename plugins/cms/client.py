@@ -4,9 +4,9 @@ every refusal of the server comes back as the server's own sentence."""
 from __future__ import annotations
 
 from typing import Any, Callable
-from urllib.parse import quote, urlencode, urljoin
 
 from reactor.page import HttpError, Page
+from reactor.urls import on_origin_of, query_string, quote_segment
 
 from .state import CmsState
 
@@ -49,7 +49,7 @@ class CmsClient:
             raise ConnectionError(f"The CMS server cannot be reached right now: {error}") from None
 
     async def list_entries(self, **filters: str) -> dict[str, Any]:
-        query = urlencode({k: v for k, v in filters.items() if v})
+        query = query_string({k: v for k, v in filters.items() if v})
         return await self._call("GET", self._site("/entries") + (f"?{query}" if query else ""))
 
     async def read_entry(self, slug: str) -> dict[str, Any]:
@@ -65,23 +65,23 @@ class CmsClient:
         return await self._call("POST", self._entry(slug) + ("/publish" if published else "/unpublish"), {})
 
     async def delete_entry(self, slug: str) -> dict[str, Any]:
-        return await self._call("DELETE", self._entry(slug) + "?" + urlencode({"confirm": slug}))
+        return await self._call("DELETE", self._entry(slug) + "?" + query_string({"confirm": slug}))
 
     async def crawl(self, kind: str, args: dict[str, Any]) -> dict[str, Any]:
         return await self._call("POST", self._site("/crawl"), {"kind": kind, **args})
 
     def public_url(self, path: str) -> str:
         """An entry's public path, on the CMS server's origin (the page's own when the API is relative)."""
-        return urljoin(self.state.api, path)
+        return on_origin_of(self.state.api, path)
 
     def _site(self, tail: str) -> str:
-        return f"{self.state.api}/sites/{quote(self.state.require_site(), safe='')}{tail}"
+        return f"{self.state.api}/sites/{quote_segment(self.state.require_site())}{tail}"
 
     def _entry(self, slug: str) -> str:
-        return self._site(f"/entries/{quote(slug, safe='')}")
+        return self._site(f"/entries/{quote_segment(slug)}")
 
     def _auth(self, path: str) -> str:
-        return urljoin(self.state.api, path)
+        return on_origin_of(self.state.api, path)
 
     async def _call(self, method: str, url: str, body: Any = None) -> Any:
         try:

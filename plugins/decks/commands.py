@@ -8,10 +8,10 @@ sentence naming the fix; the registry turns them into CommandFailedError.
 from __future__ import annotations
 
 from typing import Any, Callable
-from urllib.parse import quote
 
 from reactor import PluginContext
 from reactor.page import Page
+from reactor.urls import quote_segment
 
 from .deck import deck_outline, deck_summary, slide_index, slugify
 from .store import DeckStore
@@ -89,7 +89,7 @@ class DeckCommands:
         if id is None:
             raise ValueError("Which deck? Pass its `id`, as listed by decks_list_decks, or open one first.")
         await self.store.get_deck(id)
-        url = f"/decks/{quote(id, safe='')}/print"
+        url = f"/decks/{quote_segment(id)}/print"
         answer: dict[str, Any] = {"id": id, "url": url, "opened": self.page.open_tab(url)}
         if not answer["opened"]:
             answer["message"] = f"The browser blocked the new tab; give the person this address to open: {url}"

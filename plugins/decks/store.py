@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import copy
 from typing import Any, Callable
-from urllib.parse import quote
 
 from reactor.page import HttpError, Page
+from reactor.urls import quote_segment
 
 from .deck import check_deck, deck_summary
 
@@ -190,7 +190,7 @@ class DeckStore:
             self.warning = ""
 
     def _url(self, id: str) -> str:
-        return f"{self._api}/{quote(id, safe='')}"
+        return f"{self._api}/{quote_segment(id)}"
 
     def _unknown(self, id: str) -> str:
         ids = self.ids()

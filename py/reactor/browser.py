@@ -184,44 +184,56 @@ async def browser_send(method: str, url: str, headers: dict[str, str], body: str
 
 
 def _chat_api(reactor: Any, agent: dict[str, Any], facade: Any) -> dict[str, Any]:
-    """The widget's Python half: a ChatSession whose events and approvals cross as JSON."""
-    from .host import AgentSpec, ChatSession, HostEvent
+    """The widget's Python half: a ChatSession whose events and approvals cross as JSON.
 
-    async def approve(request: Any) -> str:
-        return str(await facade._chatApprove(json.dumps({
-            "callId": request.call_id, "tool": request.tool, "description": request.description,
-            "arguments": request.arguments, "sideEffect": request.side_effect,
-        })))
+    The host is imported and the session made on first use, not at boot: tools are ready sooner."""
+    sessions: list[Any] = []
 
-    def on_event(event: HostEvent) -> None:
-        facade._chatEvent(json.dumps({"type": event.type, **event.data}))
+    def session() -> Any:
+        if not sessions:
+            from .host import AgentSpec, ChatSession, HostEvent
 
-    session = ChatSession(reactor, AgentSpec.from_dict(agent), send=browser_send, approve=approve, on_event=on_event)
+            async def approve(request: Any) -> str:
+                return str(await facade._chatApprove(json.dumps({
+                    "callId": request.call_id, "tool": request.tool, "description": request.description,
+                    "arguments": request.arguments, "sideEffect": request.side_effect,
+                })))
+
+            def on_event(event: HostEvent) -> None:
+                facade._chatEvent(json.dumps({"type": event.type, **event.data}))
+
+            sessions.append(ChatSession(reactor, AgentSpec.from_dict(agent), send=browser_send, approve=approve,
+                                        on_event=on_event))
+        return sessions[0]
 
     def configure(settings_json: str) -> str:
         try:
-            return json.dumps({"ok": True, "label": session.configure(json.loads(settings_json))})
+            return json.dumps({"ok": True, "label": session().configure(json.loads(settings_json))})
         except ValueError as error:
             return json.dumps({"ok": False, "error": str(error)})
 
     async def send(text: str) -> str:
-        return json.dumps(await session.send(text))
+        return json.dumps(await session().send(text))
 
     async def call_tool(name: str, args_json: str, signal: Any) -> str:
-        return json.dumps(await session.call_tool(name, args_json, _cancel_token(signal) or CancelToken()))
+        return json.dumps(await session().call_tool(name, args_json, _cancel_token(signal) or CancelToken()))
 
     def tools() -> str:
         from .host import tool_annotations
 
         return json.dumps([{"name": t.name, "title": t.title, "description": t.description,
                             "inputSchema": t.parameters, "annotations": tool_annotations(t.side_effect)}
-                           for t in session.toolbox.tools()])
+                           for t in session().toolbox.tools()])
+
+    def stop() -> None:
+        if sessions:
+            sessions[0].stop()
 
     return {
-        "label": create_proxy(lambda: session.label),
+        "label": create_proxy(lambda: session().label),
         "configure": create_proxy(configure),
         "send": create_proxy(lambda text: asyncio.ensure_future(send(text))),
-        "stop": create_proxy(session.stop),
+        "stop": create_proxy(stop),
         "callTool": create_proxy(lambda name, args, signal: asyncio.ensure_future(call_tool(name, args, signal))),
         "tools": create_proxy(tools),
     }
@@ -260,6 +272,7 @@ async def start() -> Any:
     try:
         config = json.loads(facade._bootJson())
         use_server(config.get("server", ""))
+        await facade._viewsLoaded()  # the plugins' renderers, loading while Pyodide booted
         facade._progress("Loading plugins…")
         page = BrowserPage()
         reactor = Reactor(services={"page": page, "ai_tool_runner": WorkerRunner(), **config.get("services", {})})

@@ -47,7 +47,16 @@ class ContributionRegistry:
     def __init__(self) -> None:
         self._by_point: dict[ContributionPoint[Any], dict[str, tuple[int, Contribution[Any]]]] = {}
         self._sequence = itertools.count()
+        self._revisions: dict[ContributionPoint[Any], int] = {}
         self.changed: Emitter[ContributionPoint[Any]] = Emitter()
+
+    def revision(self, point: ContributionPoint[Any]) -> int:
+        """A number that changes whenever the point's contributions do: a key for caches."""
+        return self._revisions.get(point, 0)
+
+    def _changed(self, point: ContributionPoint[Any]) -> None:
+        self._revisions[point] = self._revisions.get(point, 0) + 1
+        self.changed.emit(point)
 
     def contribute(
         self, point: ContributionPoint[T], value: T, *, id: str, order: int = 0, plugin: str = ""
@@ -73,12 +82,12 @@ class ContributionRegistry:
             value = point.check(value)
         entry = (next(self._sequence), Contribution(point, value, id, order, plugin))
         entries[id] = entry
-        self.changed.emit(point)
+        self._changed(point)
 
         def withdraw() -> None:
             if entries.get(id) is entry:
                 del entries[id]
-                self.changed.emit(point)
+                self._changed(point)
 
         return Disposable(withdraw)
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import inspect
 import json
+import weakref
 from typing import Any, Callable
 
-from .agent_tools import agent_tool_bundles
+from .agent_tools import AgentTools, agent_tool_bundles
 from .cancellation import CancelToken
 from .errors import CommandError, InvalidArgumentsError
 from .page_plugins import Run, define_script_plugin
@@ -66,7 +67,16 @@ def unload_plugin_json(reactor: Reactor, name: str) -> str:
 
 
 def bundles_json(reactor: Reactor) -> str:
-    return json.dumps(agent_tool_bundles(reactor))
+    """Every bundle as JSON, serialised once per change of the bundles: 10,000 tools are 4 MB,
+    and the page lists them far more often than plugins come and go. No copy: dumps reads only."""
+    revision = reactor.contributions.revision(AgentTools)
+    cached = _bundles_text.get(reactor)
+    if cached is None or cached[0] != revision:
+        cached = _bundles_text[reactor] = (revision, json.dumps(reactor.contributions.values(AgentTools)))
+    return cached[1]
+
+
+_bundles_text: weakref.WeakKeyDictionary[Reactor, tuple[int, str]] = weakref.WeakKeyDictionary()
 
 
 def commands_json(reactor: Reactor) -> str:

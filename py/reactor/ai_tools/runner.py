@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import urllib.request
 from typing import Any
 
 from ..cancellation import CancelToken
@@ -38,6 +37,8 @@ class InProcessRunner:
         return await asyncio.to_thread(invoke, args, tool_context)
 
     async def _fetch(self, url: str, *, method: str, body: Any, headers: dict[str, str], signal: CancelToken) -> Any:
+        import urllib.request  # here, not at the top: the page imports this module but never calls this
+
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.base_url + url, data=data, method=method,
                                          headers={"content-type": "application/json", **self.headers, **headers})

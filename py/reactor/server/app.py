@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -21,6 +23,7 @@ from ..host.tools import AgentSpec
 from ..platform import PluginPlatform
 from .assets import IMMUTABLE, REVALIDATE, SourceArchive, serve_file
 from .auth import Auth
+from .bytecode import compiled
 from .context import ServerContext
 from .cors import CrossOrigin, check_origins
 from .database import Database
@@ -78,11 +81,11 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
             plugin.setup(context, seed=seed_demo)
         for route in getattr(plugin, "routes", lambda context: [])(context):
             plugin_routes.append(_while_enabled(platform, plugin.name, route))
+    runtime = _runtime_manifest()
     archive = SourceArchive(
         {"reactor": Path(reactor.__file__).parent, "reactor_plugins": Path(reactor_plugins.__file__).parent},
-        SERVER_ONLY,
+        SERVER_ONLY, **_bytecode_for(runtime),
     )
-    runtime = _runtime_manifest()
 
     async def index(request: Request) -> Response:
         return serve_file(request, ROOT, "index.html", cache=REVALIDATE)
@@ -105,20 +108,18 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
     async def python_archive(request: Request) -> Response:
         if request.path_params["digest"] != archive.digest:
             return JSONResponse({"error": "That archive is gone; reload the page."}, 404)
-        return archive.response()
+        return archive.response(request)
 
     agent = AgentSpec.from_dict(json.loads((ROOT / "agent.json").read_text()) if agent_spec is None else agent_spec)
 
     async def boot_config(request: Request) -> Response:
         base = f"/vendor/{runtime['stamp']}"
-        site = f"/lib/python{runtime['python']}/site-packages/*"
-        files = {archive.url: site}
         return JSONResponse(
             {
                 "runtime": {"pyscript": f"{base}/pyscript/core.js", "ready": runtime["ready"],
-                            "error": runtime.get("error", "")},
-                "pyscript": {"interpreter": f"{base}/pyodide/pyodide.mjs", "files": files,
-                             "plugins": PYSCRIPT_PLUGINS_OFF},
+                            "error": runtime.get("error", ""), "preload": [f"{base}/{m}" for m in runtime["preload"]]},
+                "pyscript": {"interpreter": f"{base}/pyodide/pyodide.mjs", "plugins": PYSCRIPT_PLUGINS_OFF},
+                "python": {"bundles": [archive.url], "site": f"/lib/python{runtime['python']}/site-packages"},
                 "plugins": [_page_entry(p) for p in platform.enabled_plugins() if hasattr(p, "page_plugin")],
                 "services": {k: v for p in platform.enabled_plugins() for k, v in getattr(p, "page_services", {}).items()},
                 "agent": {"name": agent.name, "instructions": agent.instructions, "plugins": list(agent.plugins)},
@@ -158,7 +159,7 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
         Route("/web/{path:path}", web_file),
         Route("/vendor/{stamp}/{path:path}", vendor_file),
         Route("/assets/plugins/{name}/{path:path}", plugin_asset),
-        Route("/app/python-{digest}.zip", python_archive),
+        Route("/app/python-{digest}.bundle", python_archive),
         Route("/app/boot.json", boot_config),
         *auth.routes(),
         Route("/plugins", list_plugins),
@@ -205,11 +206,29 @@ def _page_entry(plugin: Any) -> dict[str, Any]:
     }
 
 
+def _bytecode_for(runtime: dict[str, Any]) -> dict[str, Any]:
+    """SourceArchive's bytecode options for the vendored Pyodide (none when it is not vendored)."""
+    if not runtime["ready"]:
+        return {}
+    return {"bytecode": partial(compiled, pyodide=VENDOR / "pyodide", cache=VENDOR / "bytecode"),
+            "cache_tag": "cpython-" + runtime["python"].replace(".", "")}
+
+
 def _runtime_manifest() -> dict[str, Any]:
     """What `web/vendor.py` put in place; the page explains how to fix it when it is missing."""
     try:
         manifest = json.loads((VENDOR / "manifest.json").read_text())
     except (OSError, ValueError):
-        return {"ready": False, "stamp": "none", "python": "",
+        return {"ready": False, "stamp": "none", "python": "", "preload": [],
                 "error": "The browser runtime is not vendored: run `python web/vendor.py` (the README's set-up does)."}
-    return {"ready": True, **manifest}
+    return {"ready": True, **manifest, "preload": _startup_modules()}
+
+
+def _startup_modules() -> list[str]:
+    """The runtime's modules every boot imports, one after another (core.js, its static chunk,
+    the error chunk it imports at start, Pyodide's two): the page preloads them all at once."""
+    pyscript = VENDOR / "pyscript"
+    chunks = re.findall(r'from"\./([\w.-]+\.js)"', (pyscript / "core.js").read_text())
+    errors = sorted(path.name for path in pyscript.glob("error-*.js"))
+    return ["pyodide/pyodide.mjs", "pyodide/pyodide.asm.mjs", "pyscript/core.js",
+            *(f"pyscript/{name}" for name in [*chunks, *errors])]

@@ -9,11 +9,12 @@ Two cache policies, because a repeat visit should transfer almost nothing:
 
 from __future__ import annotations
 
+import gzip
 import hashlib
-import io
+import json
 import mimetypes
-import zipfile
 from pathlib import Path
+from typing import Callable
 
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
@@ -46,22 +47,51 @@ def serve_file(request: Request, root: Path, relative: str, *, cache: str) -> Re
 
 
 class SourceArchive:
-    """The Python the page imports, zipped once per server start and named by its content hash."""
+    """The Python the page imports, as one bundle made once per server start, named by its hash.
 
-    def __init__(self, packages: dict[str, Path], exclude: set[str]) -> None:
-        buffer = io.BytesIO()
-        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-            for name, folder in sorted(packages.items()):
-                for path in sorted(folder.rglob("*")):
-                    relative = path.relative_to(folder).as_posix()
-                    if path.suffix in {".py", ".json"} and "__pycache__" not in relative and not _excluded(relative, exclude):
-                        archive.write(path, f"{name}/{relative}")
-        self.data = buffer.getvalue()
+    The format is what the page can unpack without Python (web/python-bundle.js): a JSON line
+    `{"files": [[path, size], ...]}`, then the files' bytes back to back; gzip on the wire.
+    `bytecode(sources)`, when given, answers a pyc for each `.py` it can (`server/bytecode.py`);
+    each goes beside its source as `__pycache__/<module>.<cache_tag>.pyc`, where Python looks."""
+
+    def __init__(self, packages: dict[str, Path], exclude: set[str], *,
+                 bytecode: Callable[[dict[str, bytes]], dict[str, bytes]] | None = None,
+                 cache_tag: str = "") -> None:
+        files: dict[str, bytes] = {}
+        for name, folder in sorted(packages.items()):
+            for path in sorted(folder.rglob("*")):
+                relative = path.relative_to(folder).as_posix()
+                if path.suffix in {".py", ".json"} and "__pycache__" not in relative and not _excluded(relative, exclude):
+                    files[f"{name}/{relative}"] = path.read_bytes()
+        if bytecode is not None:
+            compiled = bytecode({name: data for name, data in files.items() if name.endswith(".py")})
+            for name, pyc in compiled.items():
+                folder, _, module = name.rpartition("/")
+                files[f"{folder}/__pycache__/{module[:-3]}.{cache_tag}.pyc"] = pyc
+        names = sorted(files)
+        index = json.dumps({"files": [[name, len(files[name])] for name in names]}, separators=(",", ":"))
+        self.data = b"".join([index.encode(), b"\n", *(files[name] for name in names)])
+        self.files = names
+        self.gzipped = gzip.compress(self.data, 6, mtime=0)
         self.digest = hashlib.sha256(self.data).hexdigest()[:16]
-        self.url = f"/app/python-{self.digest}.zip"
+        self.url = f"/app/python-{self.digest}.bundle"
 
-    def response(self) -> Response:
-        return Response(self.data, media_type="application/zip", headers={"cache-control": IMMUTABLE})
+    def response(self, request: Request) -> Response:
+        headers = {"cache-control": IMMUTABLE, "vary": "Accept-Encoding"}
+        if "gzip" in request.headers.get("accept-encoding", ""):
+            return Response(self.gzipped, media_type="application/octet-stream",
+                            headers={**headers, "content-encoding": "gzip"})
+        return Response(self.data, media_type="application/octet-stream", headers=headers)
+
+
+def read_bundle(data: bytes) -> dict[str, bytes]:
+    """The files of a SourceArchive bundle (for tests and tools; the page reads it in JS)."""
+    head, _, body = data.partition(b"\n")
+    files, offset = {}, 0
+    for name, size in json.loads(head)["files"]:
+        files[name] = body[offset:offset + size]
+        offset += size
+    return files
 
 
 def _excluded(relative: str, exclude: set[str]) -> bool:
