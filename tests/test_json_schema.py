@@ -209,3 +209,10 @@ def test_references_may_recurse_and_escape_pointer_characters() -> None:
     assert validator.problems({"n": 1, "l": [[], [[]]]}) == []
     assert validator.problems({"n": "1", "l": [[3]]}) == [
         (("n",), "'1' is not of type 'integer'"), (("l", 0, 0), "3 is not of type 'array'")]
+
+
+def test_unique_items_is_checked_in_one_pass_even_for_a_long_array() -> None:
+    validator = Validator({"type": "array", "uniqueItems": True})
+    assert validator.problems(list(range(200_000))) == []
+    assert validator.problems([{"a": [1, True]}, {"a": [1.0, True]}]) != [], "1 and 1.0 are the same JSON number"
+    assert validator.problems([1, True, "1", [1], {"1": 1}]) == [], "but true is not 1"

@@ -297,9 +297,9 @@ async function boot() {
   const config = embedded(await response.json());
   bootJson = JSON.stringify(config);
   if (!config.runtime.ready) throw new Error(config.runtime.error);
-  // Pyodide is the long pole: its modules are fetched now, and Python starts before the plugins'
-  // views have loaded (start() waits for them before it loads the plugins).
-  // The same request as python-bundle.js's fetchPythonBundle, made before that module has loaded.
+  // Pyodide is the long pole: its modules and our Python bundle are fetched now, and Python starts
+  // before the plugins' views have loaded (start() waits for them). The bundle request is
+  // python-bundle.js's fetchPythonBundle, written out so it need not wait for that module.
   pythonBundles = Promise.all(config.python.bundles.map(async (url) => {
     const answer = await fetch(url, { credentials: "same-origin" });
     if (!answer.ok) throw new Error(`${url} answered ${answer.status}`);
@@ -315,7 +315,6 @@ async function boot() {
   mpyConfig.setAttribute("type", "json");
   mpyConfig.textContent = JSON.stringify({ plugins: config.pyscript.plugins });
   document.head.append(mpyConfig);
-
   const script = document.createElement("script");
   script.type = "py";
   script.setAttribute("config", JSON.stringify(config.pyscript));

@@ -525,14 +525,22 @@ def _unique_items(v: Validator, value: bool, schema: dict[str, Any]) -> Check | 
         return None
 
     def run(instance: Any) -> list[Problem]:
-        if not isinstance(instance, list):
+        if not isinstance(instance, list) or len({_identity(item) for item in instance}) == len(instance):
             return []
-        for index, item in enumerate(instance):
-            if any(json_equal(item, other) for other in instance[index + 1:]):
-                return [((), f"{instance!r} has non-unique elements")]
-        return []
+        return [((), f"{instance!r} has non-unique elements")]
 
     return run
+
+
+def _identity(value: Any) -> Any:
+    """A hashable stand-in equal for JSON-equal values, so uniqueness is one pass, not n² comparisons."""
+    if isinstance(value, bool):
+        return ("boolean", value)
+    if isinstance(value, list):
+        return ("array", tuple(_identity(item) for item in value))
+    if isinstance(value, dict):
+        return ("object", frozenset((key, _identity(item)) for key, item in value.items()))
+    return ("number", value) if _is_number(value) else value
 
 
 def _all_of(v: Validator, value: list[Any], schema: dict[str, Any]) -> Check:
