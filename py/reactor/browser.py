@@ -263,7 +263,7 @@ def _reason(signal: Any) -> str:
 async def start() -> Any:
     """Load the plugins the server listed and the page's own Python plugins, and hand
     `window.reactor` its Python half (plugins the page writes in JS arrive through it later)."""
-    from .agent_tools import watch_agent_tool_bundles
+    from .agent_tools import AgentTools
     from .facade import bundles_json, call_tool_json, commands_json, define_plugin_json, execute_json, unload_plugin_json
     from .page_plugins import PageScriptError, python_page_plugin
     from .plugins import Reactor
@@ -291,7 +291,7 @@ async def start() -> Any:
         facade._progress("Starting plugins…")
         activation = await reactor.activate_plugins()
         failures += [str(error) for error in [*report.failed.values(), *activation.values()]]
-        watch_agent_tool_bundles(reactor, lambda _: facade._bundlesChanged(bundles_json(reactor)))
+        reactor.contributions.watch(AgentTools, lambda _: facade._bundlesChanged(bundles_json(reactor)))
         reactor.commands.changed.connect(lambda _: facade._commandsChanged())
 
         def execute(command_id: str, args_json: str) -> Any:
