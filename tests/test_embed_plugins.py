@@ -73,7 +73,13 @@ def test_the_listed_bundles_follow_every_load_and_unload_and_match_the_bundles()
     declare(reactor, TODO)
     first = bundles_json(reactor)
     assert json.loads(first) == agent_tool_bundles(reactor) and bundles_json(reactor) is first, "kept until a change"
+    declare(reactor, {**TODO, "name": "notes", "agentTools": {**TODO["agentTools"], "id": "notes", "commands": [
+        {"name": "notes_list", "command": "notes.list", "description": "List the notes."}]},
+        "commands": [{"id": "notes.list", "execute": "function"}]})
+    assert json.loads(bundles_json(reactor)) == agent_tool_bundles(reactor) and len(agent_tool_bundles(reactor)) == 2
     unload_plugin_json(reactor, "todo")
+    assert [b["id"] for b in json.loads(bundles_json(reactor))] == ["notes"]
+    unload_plugin_json(reactor, "notes")
     assert json.loads(bundles_json(reactor)) == []
 
 

@@ -67,16 +67,30 @@ def unload_plugin_json(reactor: Reactor, name: str) -> str:
 
 
 def bundles_json(reactor: Reactor) -> str:
-    """Every bundle as JSON, serialised once per change of the bundles: 10,000 tools are 4 MB,
-    and the page lists them far more often than plugins come and go. No copy: dumps reads only."""
+    """Every bundle as JSON. 10,000 tools are 4 MB, and the page lists them far more often than
+    plugins come and go: the text is kept until the bundles change, and then only the bundles
+    that changed are serialised again. No copy: dumps reads only."""
+    cache = _bundle_texts.setdefault(reactor, _BundleTexts())
     revision = reactor.contributions.revision(AgentTools)
-    cached = _bundles_text.get(reactor)
-    if cached is None or cached[0] != revision:
-        cached = _bundles_text[reactor] = (revision, json.dumps(reactor.contributions.values(AgentTools)))
-    return cached[1]
+    if cache.revision != revision:
+        texts: dict[str, tuple[Any, str]] = {}
+        for item in reactor.contributions.contributions(AgentTools):
+            known = cache.texts.get(item.id)
+            # Identity, not equality: the cache holds the value, so its id cannot be reused.
+            texts[item.id] = known if known and known[0] is item.value else (item.value, json.dumps(item.value))
+        cache.texts, cache.revision = texts, revision
+        cache.joined = "[" + ",".join(text for _, text in texts.values()) + "]"
+    return cache.joined
 
 
-_bundles_text: weakref.WeakKeyDictionary[Reactor, tuple[int, str]] = weakref.WeakKeyDictionary()
+class _BundleTexts:
+    def __init__(self) -> None:
+        self.revision = -1
+        self.texts: dict[str, tuple[Any, str]] = {}
+        self.joined = "[]"
+
+
+_bundle_texts: weakref.WeakKeyDictionary[Reactor, _BundleTexts] = weakref.WeakKeyDictionary()
 
 
 def commands_json(reactor: Reactor) -> str:
