@@ -16,14 +16,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .measure import calls, execute, lab_page, launch, scale_point, startup, transfer
+from .measure import calls, execute, lab_page, launch, load_times, median, scale_point, startup, transfer
 from .report import machine, summarize, table
 from .server import BENCH, bench_app, serving
 
 ROOT = BENCH.parent
 LUMINO = "@lumino/commands@2.3.4"
-FULL = {"rounds": 7, "batches": 300, "plugins": [1, 100, 300, 1000], "validation_calls": 5000}
-QUICK = {"rounds": 1, "batches": 30, "plugins": [1, 10, 30], "validation_calls": 500}
+FULL = {"rounds": 7, "boots": 3, "batches": 300, "plugins": [1, 100, 300, 1000], "validation_calls": 5000}
+QUICK = {"rounds": 1, "boots": 1, "batches": 30, "plugins": [1, 10, 30], "validation_calls": 500}
 
 
 def say(text: str) -> None:
@@ -61,13 +61,19 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
         for count in plan["plugins"]:
             say(f"scale: {count} synthetic plugins of 10 tools")
             app = bench_app(Path(tmp) / f"lab-{count}", lab=True, synthetic=count)
-            with serving(app) as url, lab_page(browser, url, strays) as (page, boot):
-                results["scale"]["points"].append(scale_point(page, boot, count, plan["batches"]))
-                if count == plan["plugins"][0]:
-                    say("calls: no-op, decks_get_deck and Lumino, interleaved; validation")
-                    results["call"] = call_figures(page, plan["batches"])
-                    results["validation"] = execute(page, "bench.validation", {"calls": plan["validation_calls"]})
-                    results["scale"]["load_profile"] = execute(page, "bench.profileLoad", {"plugins": 5})
+            with serving(app) as url:
+                with lab_page(browser, url, strays) as (page, boot):
+                    point = scale_point(page, boot, count, plan["batches"])
+                    if count == plan["plugins"][0]:
+                        say("calls: no-op, decks_get_deck and Lumino, interleaved; validation")
+                        results["call"] = call_figures(page, plan["batches"])
+                        results["validation"] = execute(page, "bench.validation", {"calls": plan["validation_calls"]})
+                        results["scale"]["load_profile"] = execute(page, "bench.profileLoad", {"plugins": 5})
+                for _ in range(plan["boots"] - 1):  # load times are medians of several fresh boots
+                    with lab_page(browser, url, strays) as (page, boot):
+                        point["boots"].append(load_times(page, boot))
+                point.update({key: median([b[key] for b in point["boots"]]) for key in point["boots"][0]})
+            results["scale"]["points"].append(point)
         browser.close()
     results["machine"]["load_average_after"] = os.getloadavg()
     results["external_requests"] = strays

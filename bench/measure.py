@@ -203,19 +203,22 @@ def memory(page: Any) -> dict[str, Any]:
     return {"js_heap_used": heap.get("usedSize"), "wasm_bytes": stats["memory"].get("wasm_bytes")}
 
 
+def load_times(page: Any, boot: dict[str, Any]) -> dict[str, float]:
+    """How long this boot of the lab page took to load its plugins (ms)."""
+    stats = execute(page, "bench.stats")
+    return {"load_ms": stats["loaded_at"] - stats["imported_at"], "declare_ms": stats["defined_at"] - stats["imported_at"],
+            "register_ms": stats["loaded_at"] - stats["defined_at"], "ready_ms": boot["ready"]}
+
+
 def scale_point(page: Any, boot: dict[str, Any], plugins: int, batches: int) -> dict[str, Any]:
     """One page with `plugins` synthetic plugins of 10 tools: load, list, call, memory."""
-    stats = execute(page, "bench.stats")
     listing = page.evaluate("(n) => window.bench.list(n)", 9)
     middle = f"synth_{plugins // 2:04d}.t3"
     call = calls(page, ["synth"], batches, {"synth": [middle, {"id": "x", "count": 1}]})["synth"]
     return {
         "plugins": plugins,
         "tools": listing["tools"],
-        "load_ms": stats["loaded_at"] - stats["imported_at"],
-        "declare_ms": stats["defined_at"] - stats["imported_at"],
-        "register_ms": stats["loaded_at"] - stats["defined_at"],
-        "ready_ms": boot["ready"],
+        "boots": [load_times(page, boot)],
         "list_ms": median(listing["ms"]),
         "list_runs_ms": listing["ms"],
         "list_after_change_ms": median(listing["changedMs"]),
