@@ -307,6 +307,9 @@ async function boot() {
   }));
   pythonBundles.catch(() => {});  // reported when Python asks for them
   const interpreter = config.pyscript.interpreter;
+  const early = new URL("./early-pyodide.js", import.meta.url).href;
+  const pyodideStarted = import(early).then(({ startPyodide }) => startPyodide(interpreter, config.runtime.pyodide));
+  pyodideStarted.catch(() => {});  // PyScript reports a failed boot
   for (const href of config.runtime.preload) {
     document.head.append(Object.assign(document.createElement("link"), { rel: "modulepreload", href }));
   }
@@ -317,7 +320,7 @@ async function boot() {
   document.head.append(mpyConfig);
   const script = document.createElement("script");
   script.type = "py";
-  script.setAttribute("config", JSON.stringify(config.pyscript));
+  script.setAttribute("config", JSON.stringify({ ...config.pyscript, interpreter: early }));
   script.textContent = [
     "import js, pyodide_js",
     "await js.window.reactor._installPython(pyodide_js)",

@@ -117,7 +117,8 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
         return JSONResponse(
             {
                 "runtime": {"pyscript": f"{base}/pyscript/core.js", "ready": runtime["ready"],
-                            "error": runtime.get("error", ""), "preload": [f"{base}/{m}" for m in runtime["preload"]]},
+                            "error": runtime.get("error", ""), "preload": [f"{base}/{m}" for m in runtime["preload"]],
+                            "pyodide": runtime.get("pyodide", "")},
                 "pyscript": {"interpreter": f"{base}/pyodide/pyodide.mjs", "plugins": PYSCRIPT_PLUGINS_OFF},
                 "python": {"bundles": [archive.url], "site": f"/lib/python{runtime['python']}/site-packages"},
                 "plugins": [_page_entry(p) for p in platform.enabled_plugins() if hasattr(p, "page_plugin")],

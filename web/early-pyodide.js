@@ -1,0 +1,38 @@
+/**
+ * The interpreter module PyScript loads in the page: Pyodide's API (`loadPyodide`, `version`),
+ * but the boot behind it was started by reactor.js the moment boot.json named the runtime,
+ * while PyScript's own modules were still loading (~0.2 s before PyScript asks, bench/RESULTS.md).
+ * PyScript still configures and runs Python; it gets its interpreter sooner. Output goes to the
+ * handlers PyScript passes; a call asking for packages gets a boot of its own, as Pyodide would.
+ */
+
+let started = null;
+let pyodideModule = null;
+const output = { stdout: console.log, stderr: console.error };
+
+/** The version PyScript reads; set by startPyodide. */
+export let version = "";
+
+/** Start booting the Pyodide at `url` (its pyodide.mjs), once; reactor.js calls this. */
+export function startPyodide(url, pyodideVersion) {
+  version = pyodideVersion;
+  pyodideModule ??= import(url);
+  started ??= pyodideModule.then((pyodide) => pyodide.loadPyodide({
+    indexURL: new URL(".", url).href,
+    stdout: (text) => output.stdout(text),
+    stderr: (text) => output.stderr(text),
+  }));
+  return started;
+}
+
+/** What PyScript calls: the boot already under way, printing through PyScript's handlers. */
+export async function loadPyodide(options = {}) {
+  if (!started) throw new Error("reactor: startPyodide() was not called before PyScript asked for Pyodide");
+  const { stdout, stderr, packages, lockFileURL, lockFileContents } = options;
+  if (packages?.length || lockFileURL || lockFileContents) {
+    return (await pyodideModule).loadPyodide({ ...options, indexURL: undefined });
+  }
+  if (stdout) output.stdout = stdout;
+  if (stderr) output.stderr = stderr;
+  return started;
+}
