@@ -97,6 +97,15 @@ def test_the_runtime_is_served_compressed_immutable_and_with_wasm_mime(client):
     assert client.get(interpreter).headers["content-type"].startswith("text/javascript")
 
 
+def test_every_module_the_page_preloads_is_served_as_immutable_javascript(client):
+    preload = client.get("/app/boot.json").json()["runtime"]["preload"]
+    assert any(url.endswith("/pyscript/core.js") for url in preload) and len(preload) >= 4
+    for url in preload:
+        answer = client.get(url)
+        assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/javascript"), url
+        assert "immutable" in answer.headers["cache-control"]
+
+
 def test_an_old_runtime_stamp_is_not_served(client):
     assert client.get("/vendor/0000/pyodide/pyodide.mjs").status_code == 404
 
