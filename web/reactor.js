@@ -308,8 +308,8 @@ async function boot() {
   pythonBundles.catch(() => {});  // reported when Python asks for them
   const interpreter = config.pyscript.interpreter;
   const early = new URL("./early-pyodide.js", import.meta.url).href;
-  const pyodideStarted = import(early).then(({ startPyodide }) => startPyodide(interpreter, config.runtime.pyodide));
-  pyodideStarted.catch(() => {});  // PyScript reports a failed boot
+  // A failed boot is reported by PyScript, which awaits the same promise.
+  import(early).then(({ startPyodide }) => startPyodide(interpreter, config.runtime.pyodide)).catch(() => {});
   for (const href of config.runtime.preload) {
     document.head.append(Object.assign(document.createElement("link"), { rel: "modulepreload", href }));
   }
