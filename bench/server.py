@@ -4,21 +4,16 @@
   /bench/bare.html and /bench/pyscript.html, the baselines, on the same self-hosted files.
 - `lab`: the same app with the bench page plugins (`reactor_bench`): the probe (a no-op tool,
   measurements) and N synthetic plugins. The product ships only `reactor` and
-  `reactor_plugins` into the page, so /app/boot.json is wrapped to add the bench's archive
-  to PyScript's `files`; /bench/lab.html imports @lumino/commands from bench/vendor/.
+  `reactor_plugins` into the page, so /app/boot.json is wrapped to add the bench's own Python
+  bundle to the page's `python.bundles`; /bench/lab.html imports @lumino/commands from bench/vendor/.
 """
 
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
@@ -26,6 +21,7 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from reactor.server.app import PYSCRIPT_PLUGINS_OFF, create_app, default_plugins
 from reactor.server.assets import REVALIDATE, SourceArchive, serve_file
+from reactor.server.loopback import LoopbackServer
 
 BENCH = Path(__file__).resolve().parent
 PAGES = BENCH / "pages"
@@ -96,22 +92,6 @@ def _product_boot(product: Starlette) -> Any:
     return next(r.endpoint for r in product.routes if getattr(r, "path", "") == "/app/boot.json")
 
 
-@contextmanager
-def serving(app: Starlette) -> Iterator[str]:
-    """Run `app` with uvicorn in a thread on a free loopback port; yield its URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the bench server did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+def serving(app: Starlette) -> LoopbackServer:
+    """Run `app` in a thread on a free loopback port; `with serving(app) as url:`."""
+    return LoopbackServer(app)

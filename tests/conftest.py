@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import urlsplit
 
 import pytest
-import uvicorn
 
 from reactor.server.app import create_app
+from reactor.server.loopback import LoopbackServer
 
 SYSTEM_CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
 QUIET_CHROMIUM = ["--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -37,36 +34,18 @@ class LiveServer:
     url: str
     app: Any
     data: Path
-    server: uvicorn.Server
-    thread: threading.Thread
-
-
-def run_app(app: Any) -> tuple[str, uvicorn.Server, threading.Thread]:
-    """Serve an ASGI app with uvicorn in a thread on a free loopback port; return its URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.02)
-    return f"http://127.0.0.1:{port}", server, thread
+    loopback: LoopbackServer
 
 
 def start_server(data: Path, **options: Any) -> LiveServer:
     """Start the reactor app over `data` on loopback; stop it with `stop_server`."""
     app = create_app(data, **options)
-    url, server, thread = run_app(app)
-    return LiveServer(url, app, data, server, thread)
+    loopback = LoopbackServer(app, start_timeout=10)
+    return LiveServer(loopback.url, app, data, loopback)
 
 
 def stop_server(live: LiveServer) -> None:
-    live.server.should_exit = True
-    live.thread.join(timeout=10)
+    live.loopback.stop()
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 import httpx
-from conftest import run_app
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
@@ -18,6 +17,7 @@ from reactor import PluginPlatform
 from reactor.server.auth import Auth
 from reactor.server.context import ServerContext
 from reactor.server.database import Database
+from reactor.server.loopback import LoopbackServer
 from reactor.server.plugin_records import PluginRecords
 from reactor_plugins.cms.backend.demo import demo_source_routes
 from reactor_plugins.cms.server import CmsServerPlugin
@@ -126,11 +126,7 @@ def source_app() -> Starlette:
 @contextmanager
 def source_server() -> Iterator[str]:
     """Serve `source_app()` on a free loopback port; yields its origin, e.g. http://127.0.0.1:4711."""
-    url, server, thread = run_app(source_app())
-    try:
+    with LoopbackServer(source_app(), start_timeout=10) as url:
         yield url
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 

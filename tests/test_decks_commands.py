@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from reactor import (
     Reactor,
     agent_tool_bundles,
 )
+from reactor.server.loopback import free_port
 from reactor_plugins.decks import DECKS_AGENT_TOOLS, DECKS_PLUGIN
 
 SEEDS = json.loads((Path(decks_package.__file__).parent / "seed.json").read_text(encoding="utf-8"))["decks"]
@@ -447,14 +447,8 @@ def test_markup_in_a_slide_is_kept_as_text_for_the_view(decks):
 # With a server ----------------------------------------------------------------------------
 
 
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_when_the_server_is_down_the_change_is_kept_and_the_answer_and_screen_say_so():
-    page = MemoryPage(base_url=f"http://127.0.0.1:{closed_port()}")
+    page = MemoryPage(base_url=f"http://127.0.0.1:{free_port()}")
     reactor, page = start(page, api="/api/decks", seed=False)
     listed = execute(reactor, "decks.list")
     assert "cannot be reached" in listed["warning"] and "cannot be reached" in view(page)["message"]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import urllib.request
 
 import pytest
 
 from reactor import HttpError, MemoryPage
+from reactor.server.loopback import free_port
 from reactor_plugins.decks.store import DeckStore
 
 API = "/api/decks"
@@ -48,12 +48,6 @@ class FakeServerPage(MemoryPage):
             del self.server[id]
             return None
         return json.loads(json.dumps(self.server[id]))
-
-
-def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 # A store without a server -----------------------------------------------------------------
@@ -284,7 +278,7 @@ def test_the_store_reads_and_writes_the_real_server(live_server):
 
 
 def test_a_closed_port_keeps_the_change_in_the_page_and_reports_it():
-    store = DeckStore(MemoryPage(base_url=f"http://127.0.0.1:{closed_port()}"), API)
+    store = DeckStore(MemoryPage(base_url=f"http://127.0.0.1:{free_port()}"), API)
     report = run(store.create_deck(deck()))
     assert report["saved"] is False and "could not be reached" in report["warning"]
     assert run(store.get_deck("demo")) == deck()

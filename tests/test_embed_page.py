@@ -1,7 +1,6 @@
 """Reactor embedded in a page of another origin (examples/embed, a to-do list), in real Chromium."""
 
 import importlib.util
-import socket
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,16 +10,12 @@ import httpx
 import pytest
 from conftest import start_server, stop_server
 
+from reactor.server.loopback import free_port
+
 pytestmark = pytest.mark.browser
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "embed" / "serve.py"
 TODO_TOOLS = {"todo_add", "todo_list", "todo_complete", "todo_select"}
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @contextmanager

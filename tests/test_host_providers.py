@@ -7,7 +7,6 @@ conversation wrongly fails here as it would against the real API.
 
 import asyncio
 import json
-import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -25,6 +24,7 @@ from reactor.host import (
     Toolbox,
     urllib_send,
 )
+from reactor.server.loopback import free_port
 
 KEY = "sk-test-5ecret-key"
 OPEN = {"type": "object", "properties": {"id": {"type": "string"}, "slide": {"type": "integer"}},
@@ -237,10 +237,7 @@ def test_openai_refuses_a_conversation_with_an_unanswered_tool_call_like_the_rea
 
 
 def test_an_unreachable_server_is_a_provider_error_saying_so():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    model = OpenAIChatModel(base_url=f"http://127.0.0.1:{port}/v1", model="m", api_key=KEY, send=urllib_send)
+    model = OpenAIChatModel(base_url=f"http://127.0.0.1:{free_port()}/v1", model="m", api_key=KEY, send=urllib_send)
     with pytest.raises(ProviderError, match="could not be reached") as info:
         asyncio.run(model.complete(ModelRequest("", [{"role": "user", "content": "hi"}]), CancelToken()))
     assert info.value.kind == "unreachable"
