@@ -96,9 +96,13 @@ def _schema(value: Any, path: tuple[Any, ...], root: Any, depth: int) -> None:
     _check(value, path, root, depth + 1)
 
 
+def _expect(value: Any, kind: str, path: tuple[Any, ...]) -> None:
+    if not is_type(value, kind):
+        raise SchemaError(f"{value!r} is not of type {kind!r}", path)
+
+
 def _schema_map(value: Any, path: tuple[Any, ...], root: Any, depth: int) -> None:
-    if not isinstance(value, dict):
-        raise SchemaError(f"{value!r} is not of type 'object'", path)
+    _expect(value, "object", path)
     for key, sub in value.items():
         _check(sub, (*path, key), root, depth + 1)
 
@@ -110,8 +114,7 @@ def _pattern_map(value: Any, path: tuple[Any, ...], root: Any, depth: int) -> No
 
 
 def _schema_list(value: Any, path: tuple[Any, ...], root: Any, depth: int) -> None:
-    if not isinstance(value, list):
-        raise SchemaError(f"{value!r} is not of type 'array'", path)
+    _expect(value, "array", path)
     if not value:
         raise SchemaError("[] should be non-empty", path)
     for index, sub in enumerate(value):
@@ -130,8 +133,7 @@ def _type(value: Any, path: tuple[Any, ...], root: Any, depth: int) -> None:
 
 
 def _number(value: Any, path: tuple[Any, ...], root: Any, depth: int) -> None:
-    if not _is_number(value):
-        raise SchemaError(f"{value!r} is not of type 'number'", path)
+    _expect(value, "number", path)
 
 
 def _positive_number(value: Any, path: tuple[Any, ...], root: Any, depth: int) -> None:
@@ -141,15 +143,13 @@ def _positive_number(value: Any, path: tuple[Any, ...], root: Any, depth: int) -
 
 
 def _count(value: Any, path: tuple[Any, ...], root: Any, depth: int) -> None:
-    if not is_type(value, "integer"):
-        raise SchemaError(f"{value!r} is not of type 'integer'", path)
+    _expect(value, "integer", path)
     if value < 0:
         raise SchemaError(f"{value!r} is less than the minimum of 0", path)
 
 
 def _string(value: Any, path: tuple[Any, ...], root: Any, depth: int) -> None:
-    if not isinstance(value, str):
-        raise SchemaError(f"{value!r} is not of type 'string'", path)
+    _expect(value, "string", path)
 
 
 def _regex(value: Any, path: tuple[Any, ...], root: Any, depth: int) -> None:
@@ -161,13 +161,11 @@ def _regex(value: Any, path: tuple[Any, ...], root: Any, depth: int) -> None:
 
 
 def _boolean(value: Any, path: tuple[Any, ...], root: Any, depth: int) -> None:
-    if not isinstance(value, bool):
-        raise SchemaError(f"{value!r} is not of type 'boolean'", path)
+    _expect(value, "boolean", path)
 
 
 def _array(value: Any, path: tuple[Any, ...], root: Any, depth: int) -> None:
-    if not isinstance(value, list):
-        raise SchemaError(f"{value!r} is not of type 'array'", path)
+    _expect(value, "array", path)
 
 
 def _names(value: Any, path: tuple[Any, ...], root: Any, depth: int) -> None:
@@ -179,8 +177,7 @@ def _names(value: Any, path: tuple[Any, ...], root: Any, depth: int) -> None:
 
 
 def _names_map(value: Any, path: tuple[Any, ...], root: Any, depth: int) -> None:
-    if not isinstance(value, dict):
-        raise SchemaError(f"{value!r} is not of type 'object'", path)
+    _expect(value, "object", path)
     for key, names in value.items():
         _names(names, (*path, key), root, depth)
 

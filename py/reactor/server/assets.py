@@ -71,7 +71,6 @@ class SourceArchive:
         names = sorted(files)
         index = json.dumps({"files": [[name, len(files[name])] for name in names]}, separators=(",", ":"))
         self.data = b"".join([index.encode(), b"\n", *(files[name] for name in names)])
-        self.files = names
         self.gzipped = gzip.compress(self.data, 6, mtime=0)
         self.digest = hashlib.sha256(self.data).hexdigest()[:16]
         self.url = f"/app/python-{self.digest}.bundle"
