@@ -21,6 +21,15 @@ def test_the_page_boots_offline_and_lists_the_same_bundles_as_the_server(offline
     assert offline_page.locator("[data-reactor-progress]").get_attribute("data-state") == "ready"
 
 
+def test_pyodide_starts_booting_before_the_boot_list_arrives(offline_page, live_server):
+    open_ready(offline_page, live_server.url)
+    started, boot_list = offline_page.evaluate("""[
+        performance.getEntriesByName("reactor:pyodide-start")[0].startTime,
+        performance.getEntriesByType("resource").find((e) => e.name.endsWith("/app/boot.json")).startTime]""")
+    assert started < boot_list
+    assert offline_page.evaluate("performance.getEntriesByName('reactor:pyodide-start').length") == 1
+
+
 def test_an_unknown_command_rejects_with_the_sentence(offline_page, live_server):
     open_ready(offline_page, live_server.url)
     error = offline_page.evaluate(

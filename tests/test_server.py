@@ -1,4 +1,5 @@
 import json
+import re
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -104,6 +105,27 @@ def test_every_module_the_page_preloads_is_served_as_immutable_javascript(client
         answer = client.get(url)
         assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/javascript"), url
         assert "immutable" in answer.headers["cache-control"]
+
+
+def test_the_page_starts_pyodide_from_its_head_with_the_served_runtime(client):
+    page = client.get("/")
+    interpreter = client.get("/app/boot.json").json()["pyscript"]["interpreter"]
+    head = page.text.split("</head>")[0]
+    assert f'm.startPyodide("{interpreter}", ' in head and "reactor:early-boot" not in page.text
+    assert head.index("early-pyodide.js") < head.index("/web/reactor.js")
+    for href in re.findall(r'rel="modulepreload" href="([^"]+)"', head):
+        assert client.get(href).status_code == 200, href
+    again = client.get("/", headers={"if-none-match": page.headers["etag"]})
+    assert again.status_code == 304 and again.headers["cache-control"] == "no-cache"
+
+
+def test_without_a_vendored_runtime_the_page_has_no_early_start(tmp_path, monkeypatch):
+    from reactor.server import app as app_module
+
+    monkeypatch.setattr(app_module, "VENDOR", tmp_path / "missing")
+    with serving(tmp_path) as bare:
+        page = bare.get("/").text
+    assert "startPyodide" not in page and "/web/reactor.js" in page
 
 
 def test_an_old_runtime_stamp_is_not_served(client):

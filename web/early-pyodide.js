@@ -1,7 +1,8 @@
 /**
  * The interpreter module PyScript loads in the page: Pyodide's API (`loadPyodide`, `version`),
- * but the boot behind it was started by reactor.js the moment boot.json named the runtime,
- * while PyScript's own modules were still loading (~0.2 s before PyScript asks, bench/RESULTS.md).
+ * but the boot behind it started earlier: from the script the server puts in index.html's head
+ * while the page parses, or (on a page that embeds reactor.js) the moment boot.json named the
+ * runtime, while PyScript's own modules were still loading (bench/RESULTS.md).
  * PyScript still configures and runs Python; it gets its interpreter sooner. Output goes to the
  * handlers PyScript passes; a call asking for packages gets a boot of its own, as Pyodide would.
  */
@@ -13,15 +14,24 @@ const output = { stdout: console.log, stderr: console.error };
 /** The version PyScript reads; set by startPyodide. */
 export let version = "";
 
-/** Start booting the Pyodide at `url` (its pyodide.mjs), once; reactor.js calls this. */
+/**
+ * Start booting the Pyodide at `url` (its pyodide.mjs, relative to this module's server), once;
+ * index.html's head and reactor.js call this. Marks `reactor:pyodide-start` and `-ready`.
+ */
 export function startPyodide(url, pyodideVersion) {
   version = pyodideVersion;
-  pyodideModule ??= import(url);
-  started ??= pyodideModule.then((pyodide) => pyodide.loadPyodide({
-    indexURL: new URL(".", url).href,
+  if (started) return started;
+  const absolute = new URL(url, import.meta.url).href;
+  performance.mark("reactor:pyodide-start");
+  pyodideModule = import(absolute);
+  started = pyodideModule.then((pyodide) => pyodide.loadPyodide({
+    indexURL: new URL(".", absolute).href,
     stdout: (text) => output.stdout(text),
     stderr: (text) => output.stderr(text),
-  }));
+  })).then((pyodide) => {
+    performance.mark("reactor:pyodide-ready");
+    return pyodide;
+  });
   return started;
 }
 

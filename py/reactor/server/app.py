@@ -21,7 +21,7 @@ import reactor_plugins
 
 from ..host.tools import AgentSpec
 from ..platform import PluginPlatform
-from .assets import IMMUTABLE, REVALIDATE, SourceArchive, serve_file
+from .assets import IMMUTABLE, REVALIDATE, RenderedPage, SourceArchive, serve_file
 from .auth import Auth
 from .bytecode import compiled
 from .context import ServerContext
@@ -36,6 +36,7 @@ VENDOR = WEB / "vendor"
 # What the page never imports: the server tier (plugins' `server.py` and `backend/`), the CLI.
 SERVER_ONLY = {"server", "server.py", "backend", "cli.py", "__main__.py"}
 # PyScript's own plugins the page does not use; each would be one more download at boot.
+EARLY_BOOT_MARKER = "<!-- reactor:early-boot (the server puts the start of Pyodide's boot here) -->"
 PYSCRIPT_PLUGINS_OFF = ["!codemirror", "!py-editor", "!py-game", "!py-terminal", "!deprecations-manager", "!donkey"]
 PLUGIN_STATE = "CREATE TABLE IF NOT EXISTS plugin_state (name TEXT PRIMARY KEY, enabled INTEGER NOT NULL)"
 
@@ -87,8 +88,10 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
         SERVER_ONLY, **_bytecode_for(runtime),
     )
 
+    index_page = RenderedPage((ROOT / "index.html").read_text().replace(EARLY_BOOT_MARKER, _early_boot(runtime)))
+
     async def index(request: Request) -> Response:
-        return serve_file(request, ROOT, "index.html", cache=REVALIDATE)
+        return index_page.response(request)
 
     async def web_file(request: Request) -> Response:
         return serve_file(request, WEB, request.path_params["path"], cache=REVALIDATE)
@@ -205,6 +208,22 @@ def _page_entry(plugin: Any) -> dict[str, Any]:
         "scripts": [a for a in assets if a.endswith(".js")],
         "styles": [a for a in assets if a.endswith(".css")],
     }
+
+
+def _early_boot(runtime: dict[str, Any]) -> str:
+    """What index.html's head gets in place of EARLY_BOOT_MARKER: preloads and a script that start
+    Pyodide's boot while the page parses, instead of after reactor.js has fetched boot.json
+    (web/early-pyodide.js; reactor.js's own call then finds the boot under way)."""
+    if not runtime["ready"]:
+        return ""  # reactor.js reports what is missing
+    base = f"/vendor/{runtime['stamp']}/pyodide"
+    start = f"m.startPyodide({json.dumps(base + '/pyodide.mjs')}, {json.dumps(runtime['pyodide'])})"
+    return "\n  ".join([
+        *(f'<link rel="modulepreload" href="{href}">'
+          for href in ("/web/early-pyodide.js", f"{base}/pyodide.mjs", f"{base}/pyodide.asm.mjs")),
+        # A failed start is reported by reactor.js, whose boot awaits the same promise.
+        f'<script>import("/web/early-pyodide.js").then((m) => {start}).catch(() => {{}});</script>',
+    ])
 
 
 def _bytecode_for(runtime: dict[str, Any]) -> dict[str, Any]:

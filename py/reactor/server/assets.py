@@ -46,6 +46,21 @@ def serve_file(request: Request, root: Path, relative: str, *, cache: str) -> Re
     return FileResponse(path, media_type=media_type, headers=headers, stat_result=stat)
 
 
+class RenderedPage:
+    """An HTML page the server fills in once per start (index.html with its runtime's URLs),
+    revalidated by a hash of its bytes as a file would be by its ETag."""
+
+    def __init__(self, html: str) -> None:
+        self.body = html.encode()
+        self.etag = f'"{hashlib.sha256(self.body).hexdigest()[:16]}"'
+
+    def response(self, request: Request) -> Response:
+        headers = {"cache-control": REVALIDATE, "etag": self.etag}
+        if request.headers.get("if-none-match") == self.etag:
+            return Response(status_code=304, headers=headers)
+        return Response(self.body, media_type="text/html; charset=utf-8", headers=headers)
+
+
 class SourceArchive:
     """The Python the page imports, as one bundle made once per server start, named by its hash.
 
