@@ -22,7 +22,7 @@ from .server import BENCH, bench_app, serving
 
 ROOT = BENCH.parent
 LUMINO = "@lumino/commands@2.3.4"
-FULL = {"rounds": 7, "boots": 3, "batches": 300, "plugins": [1, 100, 300, 1000], "validation_calls": 5000}
+FULL = {"rounds": 11, "boots": 3, "batches": 300, "plugins": [1, 100, 300, 1000], "validation_calls": 5000}
 QUICK = {"rounds": 1, "boots": 1, "batches": 30, "plugins": [1, 10, 30], "validation_calls": 500}
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 import sys
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 from urllib.parse import urlsplit
 
 CHROMIUM = "/usr/bin/chromium"
@@ -18,19 +18,15 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--
          "--disable-sync", "--no-first-run"]
 READY_TIMEOUT_MS = 600_000
 
-# Marks on the page's clock (ms since navigation start): `python` when our first line of Python
-# runs (it asks for the package to be installed), `plugins` when the Python half says "Loading
-# plugins…" (our package is imported), `ready` when reactor.ready resolves, `listed` when the
-# bundles have been listed. The setter only wraps `_installPython` and `_progress` to read the clock.
+# Marks on the page's clock (ms since navigation start): the product's own performance marks
+# (`reactor:pyodide-start`, `-ready`, `-handed`: web/early-pyodide.js), `plugins` when the Python
+# half says "Loading plugins…" (our package is imported), `ready` when reactor.ready resolves,
+# `listed` when the bundles have been listed. The setter only wraps `_progress` to read the clock.
 MARKS = """
 const marks = {};
 let facade;
 Object.defineProperty(window, "reactor", { configurable: true, get: () => facade, set(value) {
-  const progress = value._progress, install = value._installPython;
-  value._installPython = (pyodide) => {
-    marks.python = performance.now();
-    return install(pyodide);
-  };
+  const progress = value._progress;
   value._progress = (text) => {
     if (text.startsWith("Loading plugins")) marks.plugins = performance.now();
     return progress(text);
@@ -44,6 +40,9 @@ addEventListener("DOMContentLoaded", async () => {
     marks.ready = performance.now();
     await window.reactor.agentToolBundles();
     marks.listed = performance.now();
+    for (const name of ["start", "ready", "handed"]) {
+      marks[`pyodide_${name}`] = performance.getEntriesByName(`reactor:pyodide-${name}`)[0]?.startTime;
+    }
   } catch (error) {
     marks.error = String(error?.message ?? error);
   }
@@ -94,17 +93,12 @@ def load(page: Any, url: str) -> dict[str, Any]:
 
 
 def phases(run: dict[str, Any]) -> dict[str, float]:
-    """Where the product page's boot time goes, from its resource timing and marks (ms)."""
-    resources = run["resources"]
-
-    def first(predicate: Callable[[str], bool]) -> dict[str, Any]:
-        return min((r for r in resources if predicate(r["path"])), key=lambda r: r["start"])
-
-    runtime = min(first(lambda p: p.endswith(name))["start"] for name in ("/pyscript/core.js", "/pyodide/pyodide.mjs"))
+    """Where the product page's boot time goes, from its marks (ms)."""
     return {
-        "page_and_glue": runtime,
-        "pyscript_and_pyodide": run["python"] - runtime,
-        "install_and_import": run["plugins"] - run["python"],
+        "page_and_glue": run["pyodide_start"],
+        "pyodide_boot": run["pyodide_ready"] - run["pyodide_start"],
+        "install_bundle": run["pyodide_handed"] - run["pyodide_ready"],
+        "pyscript_and_import": run["plugins"] - run["pyodide_handed"],
         "plugins_load": run["ready"] - run["plugins"],
         "list_bundles": run["listed"] - run["ready"],
     }

@@ -1,5 +1,7 @@
 """The page in real Chromium: boot, the window.reactor facade, and boot errors shown on the page."""
 
+import json
+
 import pytest
 from conftest import start_server, stop_server
 
@@ -28,6 +30,38 @@ def test_pyodide_starts_booting_before_the_boot_list_arrives(offline_page, live_
         performance.getEntriesByType("resource").find((e) => e.name.endsWith("/app/boot.json")).startTime]""")
     assert started < boot_list
     assert offline_page.evaluate("performance.getEntriesByName('reactor:pyodide-start').length") == 1
+
+
+BOOT_MODULES = """import('/web/early-pyodide.js').then((early) => early.prepare((pyodide) => {
+  window.__modulesAtBoot = pyodide.runPython("import json, sys; json.dumps(sorted(sys.modules))");
+}))"""
+NOT_COMPILED_HERE = """
+import importlib.util, json, sys
+stdlib = [n for n, m in sys.modules.items() if "python314.zip" in (getattr(m, "__file__", None) or "")]
+checked, stale = [], []
+for name, module in sys.modules.items():
+    source, cached = getattr(module, "__file__", None) or "", getattr(module, "__cached__", None)
+    if source.endswith(".py") and "python314.zip" not in source:
+        checked.append(name)
+        try:
+            with open(cached, "rb") as pyc, open(source, "rb") as text:
+                if pyc.read()[8:16] != importlib.util.source_hash(text.read()):
+                    stale.append(name)
+        except (OSError, TypeError):
+            stale.append(name)
+json.dumps({"stdlib": stdlib, "checked": checked, "stale": stale})
+"""
+
+
+def test_no_module_imported_after_pyodides_boot_is_compiled_in_the_page(offline_page, live_server):
+    offline_page.add_init_script(BOOT_MODULES)
+    open_ready(offline_page, live_server.url)
+    found = json.loads(offline_page.evaluate(
+        "async (code) => (await (await import('/web/early-pyodide.js')).startPyodide()).runPython(code)", NOT_COMPILED_HERE))
+    at_boot = set(json.loads(offline_page.evaluate("window.__modulesAtBoot")))
+    assert {"pyscript.display", "reactor.browser", "html.entities"} <= set(found["checked"])
+    assert [m for m in found["stdlib"] if m not in at_boot] == [], "add them to runtime_python.STDLIB_AFTER_BOOT"
+    assert found["stale"] == []
 
 
 def test_an_unknown_command_rejects_with_the_sentence(offline_page, live_server):

@@ -3,12 +3,14 @@
  * but the boot behind it started earlier: from the script the server puts in index.html's head
  * while the page parses, or (on a page that embeds reactor.js) the moment boot.json named the
  * runtime, while PyScript's own modules were still loading (bench/RESULTS.md).
- * PyScript still configures and runs Python; it gets its interpreter sooner. Output goes to the
- * handlers PyScript passes; a call asking for packages gets a boot of its own, as Pyodide would.
+ * PyScript still configures and runs Python; it gets its interpreter sooner, with the page's Python
+ * already written into it (`prepare`). Output goes to the handlers PyScript passes; a call asking
+ * for packages gets a boot of its own, as Pyodide would.
  */
 
 let started = null;
 let pyodideModule = null;
+const preparations = [];
 const output = { stdout: console.log, stderr: console.error };
 
 /** The version PyScript reads; set by startPyodide. */
@@ -35,6 +37,15 @@ export function startPyodide(url, pyodideVersion) {
   return started;
 }
 
+/**
+ * Have `task(pyodide)` (may be async) run once Pyodide is ready and before PyScript gets it: reactor.js
+ * writes the page's Python there, so that PyScript's own set-up imports pycs too. Marks
+ * `reactor:pyodide-handed` when PyScript gets the interpreter.
+ */
+export function prepare(task) {
+  preparations.push(task);
+}
+
 /** What PyScript calls: the boot already under way, printing through PyScript's handlers. */
 export async function loadPyodide(options = {}) {
   if (!started) throw new Error("reactor: startPyodide() was not called before PyScript asked for Pyodide");
@@ -44,5 +55,8 @@ export async function loadPyodide(options = {}) {
   }
   if (stdout) output.stdout = stdout;
   if (stderr) output.stderr = stderr;
-  return started;
+  const pyodide = await started;
+  for (const task of preparations.splice(0)) await task(pyodide);
+  performance.mark("reactor:pyodide-handed");
+  return pyodide;
 }

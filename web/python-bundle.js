@@ -1,6 +1,8 @@
 /**
  * The page's Python package as one download (`/app/python-<hash>.bundle`, made by the server's
- * SourceArchive): a JSON line {"files": [[path, size], ...]}, then the files' bytes back to back.
+ * SourceArchive): a JSON line {"files": [[path, size], ...], "path": [folder, ...]}, then the files'
+ * bytes back to back. Paths are relative to site-packages unless absolute; `path` folders go first
+ * on sys.path (the runtime's stdlib modules compiled by the server, server/runtime_python.py).
  * The browser undoes the gzip natively and this writes the files into Pyodide's file system, so
  * Python spends no start-up time unzipping, and the download runs while Pyodide boots.
  */
@@ -12,16 +14,19 @@ export async function fetchPythonBundle(url) {
   return response.arrayBuffer();
 }
 
-/** Write the files of fetched bundles under `site` (a folder on Python's path) in Pyodide's file system. */
+/** Write the files of fetched bundles in Pyodide's file system (relative ones under `site`). */
 export function installPythonBundles(pyodide, buffers, site) {
   const made = new Set();
+  const first = [];
   for (const buffer of buffers) {
     const data = new Uint8Array(buffer);
     const newline = data.indexOf(10);
     if (newline < 0) throw new Error("that download is not a Python bundle");
     let offset = newline + 1;
-    for (const [path, size] of JSON.parse(new TextDecoder().decode(data.subarray(0, newline))).files) {
-      const target = `${site}/${path}`;
+    const index = JSON.parse(new TextDecoder().decode(data.subarray(0, newline)));
+    first.push(...(index.path ?? []));
+    for (const [path, size] of index.files) {
+      const target = path.startsWith("/") ? path : `${site}/${path}`;
       const folder = target.slice(0, target.lastIndexOf("/"));
       if (!made.has(folder)) {
         pyodide.FS.mkdirTree(folder);
@@ -32,5 +37,10 @@ export function installPythonBundles(pyodide, buffers, site) {
   }
   // Folders already listed must be listed again. Not importlib.invalidate_caches(): in Python 3.14
   // that imports importlib.metadata, ~70 ms of start-up.
-  pyodide.runPython("import sys\nfor finder in sys.path_importer_cache.values():\n    finder and finder.invalidate_caches()");
+  pyodide.runPython([
+    "import sys",
+    `sys.path[:0] = [p for p in ${JSON.stringify(first)} if p not in sys.path]`,  // JSON strings are Python's
+    "for finder in sys.path_importer_cache.values():",
+    "    finder and finder.invalidate_caches()",
+  ].join("\n"));
 }

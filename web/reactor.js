@@ -223,11 +223,6 @@ export const reactor = {
   // The Python half calls these; they are not for page authors.
   _bootJson: () => bootJson,
   _viewsLoaded: () => viewsLoaded,
-  async _installPython(pyodide) {
-    bundleInstaller ??= import("./python-bundle.js");
-    const [{ installPythonBundles }, bundles] = await Promise.all([bundleInstaller, pythonBundles]);
-    installPythonBundles(pyodide, bundles, JSON.parse(bootJson).python.site);
-  },
   _progress: (text) => report(text),
   _fail: fail,
   _show(view, stateJson) {
@@ -308,11 +303,16 @@ async function boot() {
   pythonBundles.catch(() => {});  // reported when Python asks for them
   const interpreter = config.pyscript.interpreter;
   const early = new URL("./early-pyodide.js", import.meta.url).href;
-  // A failed boot is reported by PyScript, which awaits the same promise.
-  import(early).then(({ startPyodide }) => startPyodide(interpreter, config.runtime.pyodide)).catch(() => {});
   for (const href of config.runtime.preload) {
     document.head.append(Object.assign(document.createElement("link"), { rel: "modulepreload", href }));
   }
+  const { startPyodide, prepare } = await import(early);
+  // A failed boot is reported by PyScript, which awaits the same promise.
+  startPyodide(interpreter, config.runtime.pyodide).catch(() => {});
+  prepare((pyodide) => installPython(pyodide, config.python.site).catch((error) => {
+    fail(`the page's Python could not be installed: ${error.message}`);
+    throw error;
+  }));
   // PyScript loads every plugin of the MicroPython type too unless its config says no.
   const mpyConfig = document.createElement("mpy-config");
   mpyConfig.setAttribute("type", "json");
@@ -322,8 +322,6 @@ async function boot() {
   script.type = "py";
   script.setAttribute("config", JSON.stringify({ ...config.pyscript, interpreter: early }));
   script.textContent = [
-    "import js, pyodide_js",
-    "await js.window.reactor._installPython(pyodide_js)",
     "from reactor.browser import start",
     "await start()",
   ].join("\n");
@@ -339,6 +337,13 @@ async function boot() {
   const { AiToolWorkers } = await import("./ai-tools.js");
   aiToolWorkers = new AiToolWorkers({ interpreter, ...config.python, server });
   await viewsLoaded;
+}
+
+/** Write the page's Python (the bundles fetched while Pyodide booted) into Pyodide's file system. */
+async function installPython(pyodide, site) {
+  bundleInstaller ??= import("./python-bundle.js");
+  const [{ installPythonBundles }, bundles] = await Promise.all([bundleInstaller, pythonBundles]);
+  installPythonBundles(pyodide, bundles, site);
 }
 
 /**

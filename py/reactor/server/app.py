@@ -29,6 +29,7 @@ from .cors import CrossOrigin, check_origins
 from .database import Database
 from .plugin_records import PluginRecords
 from .requests import read_json
+from .runtime_python import COMPILED_STDLIB, pyscript_sources, stdlib_sources
 
 ROOT = Path(__file__).resolve().parents[3]
 WEB = ROOT / "web"
@@ -227,11 +228,14 @@ def _early_boot(runtime: dict[str, Any]) -> str:
 
 
 def _bytecode_for(runtime: dict[str, Any]) -> dict[str, Any]:
-    """SourceArchive's bytecode options for the vendored Pyodide (none when it is not vendored)."""
+    """SourceArchive's bytecode options for the vendored Pyodide (none when it is not vendored):
+    ours, and the runtime's Python the page imports after Pyodide's boot (server/runtime_python.py)."""
     if not runtime["ready"]:
         return {}
     return {"bytecode": partial(compiled, pyodide=VENDOR / "pyodide", cache=VENDOR / "bytecode"),
-            "cache_tag": "cpython-" + runtime["python"].replace(".", "")}
+            "cache_tag": "cpython-" + runtime["python"].replace(".", ""),
+            "extra": stdlib_sources(VENDOR / "pyodide" / "python_stdlib.zip"),
+            "compiled_only": pyscript_sources(VENDOR / "pyscript"), "path": [COMPILED_STDLIB]}
 
 
 def _runtime_manifest() -> dict[str, Any]:

@@ -67,24 +67,30 @@ class SourceArchive:
     The format is what the page can unpack without Python (web/python-bundle.js): a JSON line
     `{"files": [[path, size], ...]}`, then the files' bytes back to back; gzip on the wire.
     `bytecode(sources)`, when given, answers a pyc for each `.py` it can (`server/bytecode.py`);
-    each goes beside its source as `__pycache__/<module>.<cache_tag>.pyc`, where Python looks."""
+    each goes beside its source as `__pycache__/<module>.<cache_tag>.pyc`, where Python looks.
+
+    Paths are relative to site-packages, except the absolute ones of `extra` (files shipped as
+    they are) and `compiled_only` (sources someone else writes: only their pycs are shipped).
+    `path` lists folders the page puts first on `sys.path` (`"path"` in the JSON line)."""
 
     def __init__(self, packages: dict[str, Path], exclude: set[str], *,
                  bytecode: Callable[[dict[str, bytes]], dict[str, bytes]] | None = None,
-                 cache_tag: str = "") -> None:
-        files: dict[str, bytes] = {}
+                 cache_tag: str = "", extra: dict[str, bytes] | None = None,
+                 compiled_only: dict[str, bytes] | None = None, path: list[str] | None = None) -> None:
+        files: dict[str, bytes] = dict(extra or {})
         for name, folder in sorted(packages.items()):
-            for path in sorted(folder.rglob("*")):
-                relative = path.relative_to(folder).as_posix()
-                if path.suffix in {".py", ".json"} and "__pycache__" not in relative and not _excluded(relative, exclude):
-                    files[f"{name}/{relative}"] = path.read_bytes()
+            for file in sorted(folder.rglob("*")):
+                relative = file.relative_to(folder).as_posix()
+                if file.suffix in {".py", ".json"} and "__pycache__" not in relative and not _excluded(relative, exclude):
+                    files[f"{name}/{relative}"] = file.read_bytes()
         if bytecode is not None:
-            compiled = bytecode({name: data for name, data in files.items() if name.endswith(".py")})
-            for name, pyc in compiled.items():
+            sources = {name: data for name, data in {**files, **(compiled_only or {})}.items() if name.endswith(".py")}
+            for name, pyc in bytecode(sources).items():
                 folder, _, module = name.rpartition("/")
                 files[f"{folder}/__pycache__/{module[:-3]}.{cache_tag}.pyc"] = pyc
         names = sorted(files)
-        index = json.dumps({"files": [[name, len(files[name])] for name in names]}, separators=(",", ":"))
+        index = json.dumps({"files": [[name, len(files[name])] for name in names], "path": path or []},
+                           separators=(",", ":"))
         self.data = b"".join([index.encode(), b"\n", *(files[name] for name in names)])
         self.gzipped = gzip.compress(self.data, 6, mtime=0)
         self.digest = hashlib.sha256(self.data).hexdigest()[:16]
