@@ -29,7 +29,7 @@ const viewsLoaded = new Promise((resolve, reject) => { settleViews = { resolve, 
 viewsLoaded.catch(() => {});  // boot() reports it
 let pythonBundles = null;
 let toolBundles = null;  // the bundles, parsed and frozen once per change (10,000 tools are 4 MB of JSON)
-let bundleInstaller = null;
+let bundleInstaller = null;  // web/python-bundle.js, imported as soon as boot.json arrives
 let chatApprover = null;
 let settleReady;
 
@@ -293,13 +293,9 @@ async function boot() {
   bootJson = JSON.stringify(config);
   if (!config.runtime.ready) throw new Error(config.runtime.error);
   // Pyodide is the long pole: its modules and our Python bundle are fetched now, and Python starts
-  // before the plugins' views have loaded (start() waits for them). The bundle request is
-  // python-bundle.js's fetchPythonBundle, written out so it need not wait for that module.
-  pythonBundles = Promise.all(config.python.bundles.map(async (url) => {
-    const answer = await fetch(url, { credentials: "same-origin" });
-    if (!answer.ok) throw new Error(`${url} answered ${answer.status}`);
-    return answer.arrayBuffer();
-  }));
+  // before the plugins' views have loaded (start() waits for them).
+  bundleInstaller = import("./python-bundle.js");
+  pythonBundles = bundleInstaller.then(({ fetchPythonBundle }) => Promise.all(config.python.bundles.map(fetchPythonBundle)));
   pythonBundles.catch(() => {});  // reported when Python asks for them
   const interpreter = config.pyscript.interpreter;
   const early = new URL("./early-pyodide.js", import.meta.url).href;
@@ -333,7 +329,6 @@ async function boot() {
     document.head.append(Object.assign(document.createElement("link"), { rel: "stylesheet", href }));
   }
   Promise.all(config.plugins.flatMap((p) => p.scripts).map((src) => import(src))).then(settleViews.resolve, settleViews.reject);
-  bundleInstaller ??= import("./python-bundle.js");
   const { AiToolWorkers } = await import("./ai-tools.js");
   aiToolWorkers = new AiToolWorkers({ interpreter, ...config.python, server });
   await viewsLoaded;
@@ -341,7 +336,6 @@ async function boot() {
 
 /** Write the page's Python (the bundles fetched while Pyodide booted) into Pyodide's file system. */
 async function installPython(pyodide, site) {
-  bundleInstaller ??= import("./python-bundle.js");
   const [{ installPythonBundles }, bundles] = await Promise.all([bundleInstaller, pythonBundles]);
   installPythonBundles(pyodide, bundles, site);
 }

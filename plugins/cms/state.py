@@ -7,19 +7,18 @@ sets it as an HttpOnly cookie, which same-origin requests carry.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass
 class CmsState:
     """Live page state; the panel changes it through commands (cms.signIn, cms.selectSite...)."""
 
-    api: str = "/api/cms"
-    username: str = ""
-    sites: list[dict[str, Any]] = field(default_factory=list)  # [{id, title, role}] of the signed-in user
-    site: str = ""
-    current: str = ""  # the slug selected in the panel, or last created, read or shown
+    def __init__(self, api: str = "/api/cms") -> None:
+        self.api = api
+        self.username = ""
+        self.sites: list[dict[str, Any]] = []  # [{id, title, role}] of the signed-in user
+        self.site = ""
+        self.current = ""  # the slug selected in the panel, or last created, read or shown
 
     @property
     def signed_in(self) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 from .disposable import Disposable
@@ -20,19 +19,21 @@ from .schema import argument_problems, compiled_validator, schema_problem
 Handler = Callable[[dict[str, Any]], Any]
 
 
-@dataclass(frozen=True)
 class Command:
     """One registered command. `parameters`, when given, is the JSON Schema its arguments obey."""
 
-    id: str
-    execute: Handler
-    label: str = ""
-    description: str = ""
-    is_enabled: Callable[[], bool] | None = None
-    disabled_reason: str = ""
-    parameters: dict[str, Any] | None = None
-    plugin: str = ""
-    validator: Any = field(default=None, compare=False, repr=False)
+    __slots__ = ("id", "execute", "label", "description", "is_enabled", "disabled_reason", "parameters",
+                 "plugin", "validator")
+
+    def __init__(self, id: str, execute: Handler, label: str = "", description: str = "",
+                 is_enabled: Callable[[], bool] | None = None, disabled_reason: str = "",
+                 parameters: dict[str, Any] | None = None, plugin: str = "", validator: Any = None) -> None:
+        self.id, self.execute, self.label, self.description = id, execute, label, description
+        self.is_enabled, self.disabled_reason, self.parameters = is_enabled, disabled_reason, parameters
+        self.plugin, self.validator = plugin, validator
+
+    def __repr__(self) -> str:
+        return f"Command({self.id!r}, plugin={self.plugin!r})"
 
     @property
     def is_available(self) -> bool:
@@ -49,12 +50,14 @@ class Command:
         }
 
 
-@dataclass(frozen=True)
 class CommandsChanged:
     """Told to subscribers: which command came or went."""
 
-    kind: str  # "added" | "removed"
-    command_id: str
+    __slots__ = ("kind", "command_id")
+
+    def __init__(self, kind: str, command_id: str) -> None:
+        self.kind = kind  # "added" | "removed"
+        self.command_id = command_id
 
 
 class CommandRegistry:

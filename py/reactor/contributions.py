@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 from typing import Any, Callable, Generic, TypeVar
 
 from .disposable import Disposable
@@ -13,27 +12,28 @@ from .events import Emitter
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, eq=False)
 class ContributionPoint(Generic[T]):
     """A place plugins contribute to. `check` may normalise a value or raise to refuse it."""
 
-    id: str
-    description: str = ""
-    check: Callable[[Any], T] | None = None
+    __slots__ = ("id", "description", "check")
+
+    def __init__(self, id: str, description: str = "", check: Callable[[Any], T] | None = None) -> None:
+        self.id, self.description, self.check = id, description, check
 
     def __repr__(self) -> str:
         return f"ContributionPoint({self.id!r})"
 
 
-@dataclass(frozen=True)
 class Contribution(Generic[T]):
     """A value on a point, with the id it is known by and its order (lower reads first)."""
 
-    point: ContributionPoint[T]
-    value: T
-    id: str
-    order: int = 0
-    plugin: str = ""
+    __slots__ = ("point", "value", "id", "order", "plugin")
+
+    def __init__(self, point: ContributionPoint[T], value: T, id: str, order: int = 0, plugin: str = "") -> None:
+        self.point, self.value, self.id, self.order, self.plugin = point, value, id, order, plugin
+
+    def __repr__(self) -> str:
+        return f"Contribution({self.point.id!r}, id={self.id!r}, plugin={self.plugin!r})"
 
 
 def contribution(point: ContributionPoint[T], value: T, *, id: str, order: int = 0) -> Contribution[T]:

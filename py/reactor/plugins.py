@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable, Sequence
 
 from .commands import CommandRegistry, Handler
@@ -13,16 +12,19 @@ from .errors import PluginDependencyError, PluginError, PluginLoadError, PluginN
 from .events import Emitter
 
 
-@dataclass(frozen=True)
 class Plugin:
     """What a plugin is: a name, what it contributes, what it registers, what it needs first."""
 
-    name: str
-    register: Callable[[PluginContext], object] | None = None
-    contributes: tuple[Contribution[Any], ...] = ()
-    requires: tuple[str, ...] = ()
-    description: str = ""
-    activate: Callable[[PluginContext], Awaitable[object]] | None = None
+    __slots__ = ("name", "register", "contributes", "requires", "description", "activate")
+
+    def __init__(self, name: str, register: Callable[[PluginContext], object] | None = None,
+                 contributes: tuple[Contribution[Any], ...] = (), requires: tuple[str, ...] = (),
+                 description: str = "", activate: Callable[[PluginContext], Awaitable[object]] | None = None) -> None:
+        self.name, self.register, self.contributes, self.requires = name, register, contributes, requires
+        self.description, self.activate = description, activate
+
+    def __repr__(self) -> str:
+        return f"Plugin({self.name!r})"
 
 
 def define_plugin(
@@ -52,13 +54,13 @@ def define_plugin(
     return Plugin(name, register, tuple(contributes), tuple(requires), description, activate)
 
 
-@dataclass
 class PluginContext:
     """Handed to `register`: every registration made through it is undone with the plugin."""
 
-    reactor: Reactor
-    plugin: str
-    disposables: DisposableSet = field(default_factory=DisposableSet)
+    __slots__ = ("reactor", "plugin", "disposables")
+
+    def __init__(self, reactor: Reactor, plugin: str) -> None:
+        self.reactor, self.plugin, self.disposables = reactor, plugin, DisposableSet()
 
     def register_command(self, id: str, execute: Handler, **options: Any) -> Disposable:
         return self.disposables.add(
@@ -75,12 +77,13 @@ class PluginContext:
         return self.disposables.add(Disposable(undo))
 
 
-@dataclass(frozen=True)
 class LoadReport:
     """What `load_plugins` did: who loaded, and why each of the others did not."""
 
-    loaded: list[str]
-    failed: dict[str, PluginError]
+    __slots__ = ("loaded", "failed")
+
+    def __init__(self, loaded: list[str], failed: dict[str, PluginError]) -> None:
+        self.loaded, self.failed = loaded, failed
 
 
 class Reactor:

@@ -214,7 +214,8 @@ def _page_entry(plugin: Any) -> dict[str, Any]:
 def _early_boot(runtime: dict[str, Any]) -> str:
     """What index.html's head gets in place of EARLY_BOOT_MARKER: preloads and a script that start
     Pyodide's boot while the page parses, instead of after reactor.js has fetched boot.json
-    (web/early-pyodide.js; reactor.js's own call then finds the boot under way)."""
+    (web/early-pyodide.js; reactor.js's own call then finds the boot under way). Only the boot's
+    own first modules: more requests at once would slow these on a busy server (bench/RESULTS.md)."""
     if not runtime["ready"]:
         return ""  # reactor.js reports what is missing
     base = f"/vendor/{runtime['stamp']}/pyodide"
