@@ -22,8 +22,8 @@ from .server import BENCH, bench_app, serving
 
 ROOT = BENCH.parent
 LUMINO = "@lumino/commands@2.3.4"
-FULL = {"rounds": 11, "boots": 3, "batches": 300, "plugins": [1, 100, 300, 1000], "validation_calls": 5000}
-QUICK = {"rounds": 1, "boots": 1, "batches": 30, "plugins": [1, 10, 30], "validation_calls": 500}
+FULL = {"rounds": 19, "warm_rounds": 7, "boots": 5, "batches": 300, "plugins": [1, 100, 300, 1000], "validation_calls": 5000}
+QUICK = {"rounds": 1, "warm_rounds": 1, "boots": 1, "batches": 30, "plugins": [1, 10, 30], "validation_calls": 500}
 
 
 def say(text: str) -> None:
@@ -53,8 +53,9 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
         browser = launch(playwright)
         results["machine"]["chromium"] = browser.version
         with serving(bench_app(Path(tmp) / "product")) as url:
-            say(f"start-up: {plan['rounds']} rounds of bare Pyodide, PyScript and reactor, cold and warm")
-            results["startup"] = startup(browser, url, plan["rounds"], strays)
+            say(f"start-up: {plan['rounds']} rounds of bare Pyodide, PyScript and reactor, cold"
+                f" ({plan['warm_rounds']} of them warm too)")
+            results["startup"] = startup(browser, url, plan["rounds"], strays, plan["warm_rounds"])
             say("bytes: a first and a repeat visit")
             results["bytes"] = transfer(browser, url, strays)
         results["scale"] = {"points": []}

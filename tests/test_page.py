@@ -89,6 +89,15 @@ def test_a_boot_failure_is_shown_on_the_page(page, live_server):
     assert page.evaluate("window.reactor.ready.then(() => 'ok', e => e.message)").endswith("answered 500 for /app/boot.json")
 
 
+def test_a_python_bundle_that_cannot_be_downloaded_is_shown_on_the_page(page, live_server):
+    page.route("**/app/python-*.bundle", lambda route: route.fulfill(status=503, body="busy"))
+    page.goto(live_server.url)
+    progress = page.locator("[data-reactor-progress][data-state='error']")
+    progress.wait_for()
+    assert "the page's Python could not be installed" in progress.inner_text()
+    assert "answered 503" in progress.inner_text()
+
+
 class GhostPlugin:
     name = "ghost"
     page_plugin = "reactor_plugins.ghost:PLUGIN"

@@ -29,7 +29,6 @@ const viewsLoaded = new Promise((resolve, reject) => { settleViews = { resolve, 
 viewsLoaded.catch(() => {});  // boot() reports it
 let pythonBundles = null;
 let toolBundles = null;  // the bundles, parsed and frozen once per change (10,000 tools are 4 MB of JSON)
-let bundleInstaller = null;  // web/python-bundle.js, imported as soon as boot.json arrives
 let chatApprover = null;
 let settleReady;
 
@@ -50,7 +49,11 @@ function report(text, state = "loading") {
   progress.textContent = state === "loading" ? `${text} (${seconds} s)` : text;
 }
 
+let failed = false;
+
 function fail(message, detail = "") {
+  if (failed) return;  // the first failure is the cause; what fails after it follows from it
+  failed = true;
   report(`Reactor could not start: ${message}`, "error");
   if (progress && detail) {
     const more = document.createElement("pre");
@@ -293,9 +296,14 @@ async function boot() {
   bootJson = JSON.stringify(config);
   if (!config.runtime.ready) throw new Error(config.runtime.error);
   // Pyodide is the long pole: its modules and our Python bundle are fetched now, and Python starts
-  // before the plugins' views have loaded (start() waits for them).
-  bundleInstaller = import("./python-bundle.js");
-  pythonBundles = bundleInstaller.then(({ fetchPythonBundle }) => Promise.all(config.python.bundles.map(fetchPythonBundle)));
+  // before the plugins' views have loaded (start() waits for them). The bundle request is
+  // python-bundle.js's fetchPythonBundle, written out so it need not wait for that module (which
+  // can be held up behind Pyodide's start: the bundle then arrived after it, bench/RESULTS.md).
+  pythonBundles = Promise.all(config.python.bundles.map(async (url) => {
+    const answer = await fetch(url, { credentials: "same-origin" });
+    if (!answer.ok) throw new Error(`${url} answered ${answer.status}`);
+    return answer.arrayBuffer();
+  }));
   pythonBundles.catch(() => {});  // reported when Python asks for them
   const interpreter = config.pyscript.interpreter;
   const early = new URL("./early-pyodide.js", import.meta.url).href;
@@ -305,10 +313,16 @@ async function boot() {
   const { startPyodide, prepare } = await import(early);
   // A failed boot is reported by PyScript, which awaits the same promise.
   startPyodide(interpreter, config.runtime.pyodide).catch(() => {});
-  prepare((pyodide) => installPython(pyodide, config.python.site).catch((error) => {
-    fail(`the page's Python could not be installed: ${error.message}`);
-    throw error;
-  }));
+  const installer = import("./python-bundle.js");
+  prepare(async (pyodide) => {
+    try {
+      const [{ installPythonBundles }, bundles] = await Promise.all([installer, pythonBundles]);
+      installPythonBundles(pyodide, bundles, config.python.site);
+    } catch (error) {
+      fail(`the page's Python could not be installed: ${error.message}`);
+      throw error;
+    }
+  });
   // PyScript loads every plugin of the MicroPython type too unless its config says no.
   const mpyConfig = document.createElement("mpy-config");
   mpyConfig.setAttribute("type", "json");
@@ -332,12 +346,6 @@ async function boot() {
   const { AiToolWorkers } = await import("./ai-tools.js");
   aiToolWorkers = new AiToolWorkers({ interpreter, ...config.python, server });
   await viewsLoaded;
-}
-
-/** Write the page's Python (the bundles fetched while Pyodide booted) into Pyodide's file system. */
-async function installPython(pyodide, site) {
-  const [{ installPythonBundles }, bundles] = await Promise.all([bundleInstaller, pythonBundles]);
-  installPythonBundles(pyodide, bundles, site);
 }
 
 /**
