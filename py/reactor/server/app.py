@@ -36,8 +36,9 @@ WEB = ROOT / "web"
 VENDOR = WEB / "vendor"
 # What the page never imports: the server tier (plugins' `server.py` and `backend/`), the CLI.
 SERVER_ONLY = {"server", "server.py", "backend", "cli.py", "__main__.py"}
-# PyScript's own plugins the page does not use; each would be one more download at boot.
+# Where index.html's head gets the start of Pyodide's boot (_early_boot).
 EARLY_BOOT_MARKER = "<!-- reactor:early-boot (the server puts the start of Pyodide's boot here) -->"
+# PyScript's own plugins the page does not use; each would be one more download at boot.
 PYSCRIPT_PLUGINS_OFF = ["!codemirror", "!py-editor", "!py-game", "!py-terminal", "!deprecations-manager", "!donkey"]
 PLUGIN_STATE = "CREATE TABLE IF NOT EXISTS plugin_state (name TEXT PRIMARY KEY, enabled INTEGER NOT NULL)"
 

@@ -23,7 +23,7 @@ PYSCRIPT_HOME = "/home/pyodide"  # Pyodide's working directory, where PyScript w
 STDLIB_AFTER_BOOT = ("html",)  # imported by PyScript's set-up, not by Pyodide's boot (tests check)
 COMPILED_STDLIB = "/lib/compiled-stdlib"
 
-_PYSCRIPT_PACKAGE = re.compile(r'\{pyscript:\{')
+_PYSCRIPT_PACKAGE = "{pyscript:{"  # how PyScript 0.7's core chunk writes the package: {pyscript:{"a.py":"…",…}}
 _PYSCRIPT_FILE = re.compile(r'"(\w+\.py)":"((?:[^"\\]|\\.)*)"([,}])')
 
 
@@ -32,11 +32,11 @@ def pyscript_sources(pyscript: Path) -> dict[str, bytes]:
     (with a warning) when this PyScript's bundle does not hold it the way 0.7 does."""
     for chunk in sorted(pyscript.glob("core-*.js")):
         text = chunk.read_text()
-        start = _PYSCRIPT_PACKAGE.search(text)
-        if start is None:
+        start = text.find(_PYSCRIPT_PACKAGE)
+        if start < 0:
             continue
         files: dict[str, bytes] = {}
-        position = start.end()
+        position = start + len(_PYSCRIPT_PACKAGE)
         while match := _PYSCRIPT_FILE.match(text, position):
             try:
                 files[f"{PYSCRIPT_HOME}/pyscript/{match[1]}"] = json.loads(f'"{match[2]}"').encode()
