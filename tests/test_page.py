@@ -80,22 +80,18 @@ def test_executing_before_ready_waits_for_python(offline_page, live_server):
     assert any(c["id"] == "decks.open" for c in commands)
 
 
-def test_a_boot_failure_is_shown_on_the_page(page, live_server):
-    page.route("**/app/boot.json", lambda route: route.fulfill(status=500, body="{}"))
+@pytest.mark.parametrize("failing, status, shown", [
+    ("**/app/boot.json", 500, "the server answered 500 for /app/boot.json"),
+    ("**/app/python-*.bundle", 503, "the page's Python could not be installed: "),
+])
+def test_a_boot_failure_is_shown_on_the_page(page, live_server, failing, status, shown):
+    page.route(failing, lambda route: route.fulfill(status=status, body="{}"))
     page.goto(live_server.url)
     progress = page.locator("[data-reactor-progress][data-state='error']")
     progress.wait_for()
-    assert "Reactor could not start: the server answered 500" in progress.inner_text()
-    assert page.evaluate("window.reactor.ready.then(() => 'ok', e => e.message)").endswith("answered 500 for /app/boot.json")
-
-
-def test_a_python_bundle_that_cannot_be_downloaded_is_shown_on_the_page(page, live_server):
-    page.route("**/app/python-*.bundle", lambda route: route.fulfill(status=503, body="busy"))
-    page.goto(live_server.url)
-    progress = page.locator("[data-reactor-progress][data-state='error']")
-    progress.wait_for()
-    assert "the page's Python could not be installed" in progress.inner_text()
-    assert "answered 503" in progress.inner_text()
+    assert f"Reactor could not start: {shown}" in progress.inner_text()
+    rejected = page.evaluate("window.reactor.ready.then(() => 'ok', e => e.message)")
+    assert shown in rejected and f"answered {status}" in rejected
 
 
 class GhostPlugin:
