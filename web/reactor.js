@@ -331,10 +331,7 @@ async function boot() {
   const script = document.createElement("script");
   script.type = "py";
   script.setAttribute("config", JSON.stringify({ ...config.pyscript, interpreter: early }));
-  script.textContent = [
-    "from reactor.browser import start",
-    "await start()",
-  ].join("\n");
+  script.textContent = "from reactor.browser import start\nawait start()\n";
   document.body.append(script);
   report("Starting Python (Pyodide)…");
   await import(config.runtime.pyscript);

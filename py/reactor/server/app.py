@@ -38,6 +38,8 @@ VENDOR = WEB / "vendor"
 SERVER_ONLY = {"server", "server.py", "backend", "cli.py", "__main__.py"}
 # Where index.html's head gets the start of Pyodide's boot (_early_boot).
 EARLY_BOOT_MARKER = "<!-- reactor:early-boot (the server puts the start of Pyodide's boot here) -->"
+# Pyodide's module PyScript is given (via web/early-pyodide.js), and the one it imports first.
+PYODIDE_MODULES = ["pyodide/pyodide.mjs", "pyodide/pyodide.asm.mjs"]
 # PyScript's own plugins the page does not use; each would be one more download at boot.
 PYSCRIPT_PLUGINS_OFF = ["!codemirror", "!py-editor", "!py-game", "!py-terminal", "!deprecations-manager", "!donkey"]
 PLUGIN_STATE = "CREATE TABLE IF NOT EXISTS plugin_state (name TEXT PRIMARY KEY, enabled INTEGER NOT NULL)"
@@ -124,7 +126,7 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
                 "runtime": {"pyscript": f"{base}/pyscript/core.js", "ready": runtime["ready"],
                             "error": runtime.get("error", ""), "preload": [f"{base}/{m}" for m in runtime["preload"]],
                             "pyodide": runtime.get("pyodide", "")},
-                "pyscript": {"interpreter": f"{base}/pyodide/pyodide.mjs", "plugins": PYSCRIPT_PLUGINS_OFF},
+                "pyscript": {"interpreter": f"{base}/{PYODIDE_MODULES[0]}", "plugins": PYSCRIPT_PLUGINS_OFF},
                 "python": {"bundles": [archive.url], "site": f"/lib/python{runtime['python']}/site-packages"},
                 "plugins": [_page_entry(p) for p in platform.enabled_plugins() if hasattr(p, "page_plugin")],
                 "services": {k: v for p in platform.enabled_plugins() for k, v in getattr(p, "page_services", {}).items()},
@@ -219,11 +221,10 @@ def _early_boot(runtime: dict[str, Any]) -> str:
     own first modules: more requests at once would slow these on a busy server (bench/RESULTS.md)."""
     if not runtime["ready"]:
         return ""  # reactor.js reports what is missing
-    base = f"/vendor/{runtime['stamp']}/pyodide"
-    start = f"m.startPyodide({json.dumps(base + '/pyodide.mjs')}, {json.dumps(runtime['pyodide'])})"
+    interpreter, *first = [f"/vendor/{runtime['stamp']}/{module}" for module in PYODIDE_MODULES]
+    start = f"m.startPyodide({json.dumps(interpreter)}, {json.dumps(runtime['pyodide'])})"
     return "\n  ".join([
-        *(f'<link rel="modulepreload" href="{href}">'
-          for href in ("/web/early-pyodide.js", f"{base}/pyodide.mjs", f"{base}/pyodide.asm.mjs")),
+        *(f'<link rel="modulepreload" href="{href}">' for href in ("/web/early-pyodide.js", interpreter, *first)),
         # A failed start is reported by reactor.js, whose boot awaits the same promise.
         f'<script>import("/web/early-pyodide.js").then((m) => {start}).catch(() => {{}});</script>',
     ])
@@ -256,5 +257,5 @@ def _startup_modules() -> list[str]:
     pyscript = VENDOR / "pyscript"
     chunks = re.findall(r'from"\./([\w.-]+\.js)"', (pyscript / "core.js").read_text())
     errors = sorted(path.name for path in pyscript.glob("error-*.js"))
-    return ["pyodide/pyodide.mjs", "pyodide/pyodide.asm.mjs", "pyscript/core.js",
+    return [*PYODIDE_MODULES, "pyscript/core.js",
             *(f"pyscript/{name}" for name in [*chunks, *errors])]
