@@ -48,11 +48,28 @@ def stop_server(live: LiveServer) -> None:
     live.loopback.stop()
 
 
+def bearer(live: LiveServer, username: str) -> dict[str, str]:
+    """The headers of a client signed in as a demo user (password `<name>-demo`) with a bearer token."""
+    import httpx
+
+    answer = httpx.post(f"{live.url}/auth/sign-in", json={"username": username, "password": f"{username}-demo"})
+    answer.raise_for_status()
+    return {"authorization": f"Bearer {answer.json()['token']}"}
+
+
 @pytest.fixture
 def live_server(tmp_path: Path) -> Iterator[LiveServer]:
     live = start_server(tmp_path / "data", seed_demo=True)
     yield live
     stop_server(live)
+
+
+def sign_in_on_page(page: Any, username: str) -> None:
+    """Sign in with the form in the page's header, as a person does (password `<name>-demo`)."""
+    page.fill("#session input[name=username]", username)
+    page.fill("#session input[name=password]", f"{username}-demo")
+    page.click("#session button[type=submit]")
+    page.get_by_test_id("signed-in-as").wait_for()
 
 
 def run_without_gesture(page: Any, url: str, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:

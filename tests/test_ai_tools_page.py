@@ -5,6 +5,7 @@ import time
 
 import httpx
 import pytest
+from conftest import sign_in_on_page
 from test_ai_tools_declaration import RECORD
 
 pytestmark = pytest.mark.browser
@@ -13,10 +14,7 @@ pytestmark = pytest.mark.browser
 def sign_in(page, url, username):
     page.goto(url)
     page.evaluate("window.reactor.ready")
-    page.fill("#session input[name=username]", username)
-    page.fill("#session input[name=password]", f"{username}-demo")
-    page.click("#session button[type=submit]")
-    page.get_by_test_id("signed-in-as").wait_for()
+    sign_in_on_page(page, username)
     page.wait_for_function("window.reactor.agentToolBundles().then(b => b.some(x => x.id === 'ai-tools'))")
     page.wait_for_function("window.reactor.aiToolWorkerStats().booted >= 1", timeout=60_000)
 

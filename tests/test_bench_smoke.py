@@ -28,7 +28,7 @@ def test_synthetic_plugins_load_with_ten_validated_tools_each() -> None:
 
 def get(app: Any, *paths: str) -> list[httpx.Response]:
     async def fetch() -> list[httpx.Response]:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench.test") as client:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
             return [await client.get(path) for path in paths]
     return asyncio.run(fetch())
 

@@ -3,7 +3,7 @@
 import time
 
 import pytest
-from conftest import start_server, stop_server
+from conftest import sign_in_on_page, start_server, stop_server
 from fake_openai import FakeOpenAI, text_turn, tool_call_turn
 
 from reactor.server.app import default_plugins
@@ -24,9 +24,11 @@ def server(tmp_path, provider):
     stop_server(live)
 
 
-def open_chat(page, url):
+def open_chat(page, url, username=None):
     page.goto(url)
     page.evaluate("window.reactor.ready")
+    if username:
+        sign_in_on_page(page, username)
     page.get_by_test_id("chat-model").wait_for()
     return page.locator("reactor-chat")
 
@@ -91,7 +93,7 @@ def test_a_write_waits_for_approval_and_a_denial_reaches_the_model(page, server,
 
 
 def test_always_allow_runs_the_next_call_of_that_tool_without_asking(page, server, provider):
-    open_chat(page, server.url)
+    open_chat(page, server.url, "ada")  # the seeded decks are the operators' to change
     use_fake_provider(page, server)
     provider.turns = [tool_call_turn("decks_update_slide", {"id": "onboarding", "slide": 1, "title": "One"}),
                       text_turn("Renamed."),
@@ -154,7 +156,7 @@ def test_webmcp_gets_the_admitted_tools_and_a_write_through_it_still_asks(page, 
         window.__webmcp = [];
         document.modelContext = { registerTool(tool, options) { window.__webmcp.push(tool); } };
     """)
-    open_chat(page, server.url)
+    open_chat(page, server.url, "ada")  # the seeded decks are the operators' to change
     page.wait_for_function("window.__webmcp.length > 0")
     names = page.evaluate("window.__webmcp.map(t => t.name)")
     assert "decks_open" in names and not any(n.startswith("cms_") for n in names)

@@ -48,3 +48,35 @@ def test_serve_on_port_zero_prints_the_address_it_serves(tmp_path):
             assert (tmp_path / "reactor.sqlite3").exists()
         finally:
             server.terminate()
+
+
+def test_serve_refuses_a_public_address_while_demo_passwords_remain_then_passwd_sets_them(tmp_path):
+    refused = reactor("serve", "--host", "0.0.0.0", "--port", "0", "--data", str(tmp_path))
+    assert refused.returncode == 2
+    assert "ada, bob, eve still have the demo passwords" in refused.stderr and "reactor passwd NAME" in refused.stderr
+    for name in ("ada", "bob", "eve"):
+        done = reactor("passwd", name, "--data", str(tmp_path), input=f"a-new-{name}-password\n")
+        assert done.returncode == 0 and f"{name}'s password is set" in done.stdout
+    short = reactor("passwd", "ada", "--data", str(tmp_path), input="short\n")
+    assert short.returncode == 1 and "at least 8 characters" in short.stderr
+    command = [sys.executable, "-m", "reactor", "serve", "--host", "0.0.0.0", "--port", "0", "--data", str(tmp_path)]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as server:
+        try:
+            assert server.stdout.readline().startswith("reactor is serving http://0.0.0.0:")
+        finally:
+            server.terminate()
+
+
+def test_passwd_creates_a_user_in_the_groups_named(tmp_path):
+    done = reactor("passwd", "olga", "--group", "operators", "--data", str(tmp_path), input="olga-password-1\n")
+    assert done.returncode == 0 and "created olga in operators" in done.stdout
+    from reactor.server.auth import Auth
+    from reactor.server.database import Database
+
+    auth = Auth(Database(tmp_path / "reactor.sqlite3"), seed=False)
+    assert auth.user_for_token(auth.sign_in("olga", "olga-password-1")).groups == ("operators",)
+
+
+def test_serve_refuses_a_host_name_that_is_not_one(tmp_path):
+    done = reactor("serve", "--allow-host", "http://x.example/", "--data", str(tmp_path))
+    assert done.returncode == 2 and "is not a host name to serve" in done.stderr

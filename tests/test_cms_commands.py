@@ -158,7 +158,7 @@ def test_a_session_cookie_from_before_a_reload_signs_the_page_back_in(server):
 def test_a_session_ended_on_the_server_signs_the_page_out(server):
     reactor, page = signed_in(server)
     asyncio.run(page.fetch_json("POST", "/auth/sign-out", {}))
-    assert "sign in again" in failure(reactor, "cms.listSitePages")
+    assert "Ask the person to sign in" in failure(reactor, "cms.listSitePages")
     assert reactor.services["cms_state"].signed_in is False and page.views["cms"]["signedIn"] is False
 
 

@@ -5,13 +5,17 @@ allow-list) are read into drafts — hostile markup arriving as text."""
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from test_cms_fixtures import entry_count, serve_cms, source_server
 
+from reactor.server.database import Database
+from reactor_plugins.cms.backend.crawl import import_items
 from reactor_plugins.cms.backend.fetch import CrawlFailed, FetchPolicy, fetch
 from reactor_plugins.cms.backend.guard import CrawlRefused, check_url, parse_allow_list
-from reactor_plugins.cms.backend.sources import SourceError, feed_items
+from reactor_plugins.cms.backend.sources import Item, SourceError, feed_items
+from reactor_plugins.cms.backend.store import SiteStore
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +53,38 @@ def test_the_guard_refuses_what_is_not_a_public_http_address(url, words):
     with pytest.raises(CrawlRefused) as refused:
         check_url(url, ())
     assert words in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "url, words",
+    [
+        ("http://[::127.0.0.1]/", "::7f00:1, an IPv4-compatible address embedding 127.0.0.1, a loopback address"),
+        ("http://[::10.0.0.1]/", "an IPv4-compatible address embedding 10.0.0.1, a private address"),
+        ("http://[::ffff:0:a9fe:a9fe]/", "an IPv4-translated address embedding 169.254.169.254, a link-local address"),
+        ("http://[64:ff9b::7f00:1]/", "64:ff9b::7f00:1, a NAT64 address embedding 127.0.0.1, a loopback address"),
+        ("http://[64:ff9b::a9fe:a9fe]/latest/meta-data/", "a NAT64 address embedding 169.254.169.254, a link-local address"),
+        ("http://[64:ff9b:1::c0a8:1]/", "64:ff9b:1::c0a8:1, a NAT64 address embedding 192.168.0.1, a private address"),
+        ("http://[2002:7f00:1::]/", "2002:7f00:1::, a 6to4 address embedding 127.0.0.1, a loopback address"),
+        ("http://[2002:a00:1::1]/", "a 6to4 address embedding 10.0.0.1, a private address"),
+        # Teredo: server 65.54.227.120 (public), client 192.0.2.45 (documentation, not public).
+        ("http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/", "a Teredo address embedding 192.0.2.45, a private address"),
+        ("http://[2001:0:a00:1::]/", "a Teredo address embedding 10.0.0.1, a private address"),
+    ],
+)
+def test_an_ipv6_address_is_judged_by_the_ipv4_address_it_embeds(url, words):
+    with pytest.raises(CrawlRefused) as refused:
+        check_url(url, ())
+    assert words in str(refused.value)
+
+
+@pytest.mark.parametrize("address", ["64:ff9b::808:808", "2002:808:808::1", "2606:4700::1111", "::ffff:8.8.8.8"])
+def test_an_ipv6_address_embedding_a_public_ipv4_address_passes(address):
+    assert check_url(f"http://[{address}]/", ()).addresses
+
+
+def test_a_name_resolving_to_an_address_that_embeds_a_private_one_is_refused():
+    with pytest.raises(CrawlRefused, match="a NAT64 address embedding 10.0.0.5, a private address"):
+        check_url("http://example.test/", (), lambda host, port: ["93.184.216.34", "64:ff9b::a00:5"])
 
 
 def test_every_address_of_a_name_is_checked_not_just_the_first():
@@ -230,3 +266,13 @@ def test_without_the_allow_list_the_loopback_sources_are_refused(tmp_path, origi
     client, database = serve_cms(tmp_path, seed=True)
     answer = client.as_user("ada").post("/api/cms/sites/acme/crawl", json={"kind": "feed", "url": origin + "/demo-sources/feed.xml"})
     assert answer.status_code == 422 and "loopback" in answer.json()["error"]
+
+
+def test_imports_running_at_once_into_one_site_each_take_a_free_slug(tmp_path):
+    store = SiteStore(Database(tmp_path / "cms.sqlite3"))
+    store.add_site("acme", "Acme")
+    items = [[Item("Same title", "Body", "", f"https://example.com/{n}", slug="same")] for n in range(20)]
+    with ThreadPoolExecutor(10) as pool:
+        reports = list(pool.map(lambda batch: import_items(store, "acme", batch, "posts"), items))
+    slugs = [report["imported"][0]["slug"] for report in reports]
+    assert len(set(slugs)) == 20 and "same" in slugs and "same-20" in slugs

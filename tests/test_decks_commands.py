@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import bearer
 
 import reactor_plugins.decks as decks_package
 from reactor import (
@@ -18,6 +19,7 @@ from reactor import (
     Reactor,
     agent_tool_bundles,
 )
+from reactor.facade import call_tool_json
 from reactor.server.loopback import free_port
 from reactor_plugins.decks import DECKS_AGENT_TOOLS, DECKS_PLUGIN
 
@@ -462,7 +464,7 @@ def test_when_the_server_is_down_the_change_is_kept_and_the_answer_and_screen_sa
 
 
 def test_the_commands_read_and_write_the_real_server(live_server):
-    reactor, page = start(MemoryPage(base_url=live_server.url), api="/api/decks", seed=False)
+    reactor, page = start(MemoryPage(base_url=live_server.url, headers=bearer(live_server, "ada")), api="/api/decks", seed=False)
     assert [d["id"] for d in execute(reactor, "decks.listDecks")["decks"]] == IDS
     answer = execute(reactor, "decks.updateSlide", {"id": "onboarding", "slide": 1, "title": "Hello"})
     assert answer["saved"] is True
@@ -472,6 +474,19 @@ def test_the_commands_read_and_write_the_real_server(live_server):
     assert execute(other, "decks.getSlide", {"id": "onboarding", "slide": 1})["title"] == "Hello"
     assert execute(other, "decks.getDeck", {"id": "from-the-agent"})["deck"]["title"] == "From the agent"
     assert execute(reactor, "decks.print", {"id": "onboarding"})["opened"] is True
+
+
+@pytest.mark.parametrize("user, sentence", [
+    (None, "Sign in to save decks. Ask the person to sign in"),
+    ("bob", "The deck 'onboarding' is not bob's; only its owner or an operator may replace it."),
+])
+def test_a_write_the_server_refuses_answers_the_model_not_permitted(live_server, user, sentence):
+    headers = bearer(live_server, user) if user else {}
+    reactor, _ = start(MemoryPage(base_url=live_server.url, headers=headers), api="/api/decks", seed=False)
+    answer = json.loads(run(call_tool_json(reactor, "decks_update_slide", '{"id": "onboarding", "slide": 1, "title": "Hello"}', None)))
+    assert answer["ok"] is False and answer["error"]["code"] == "not_permitted"
+    assert answer["error"]["message"].startswith(sentence)
+    assert execute(reactor, "decks.getSlide", {"id": "onboarding", "slide": 1})["title"] != "Hello"
 
 
 def test_leaving_full_screen_stops_presenting():

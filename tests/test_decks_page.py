@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from conftest import run_without_gesture, stop_server
+from conftest import run_without_gesture, sign_in_on_page, stop_server
 
 pytestmark = pytest.mark.browser
 
 
-def ready(page, url):
+def ready(page, url, username=None):
     page.goto(url)
     load = page.evaluate("window.reactor.ready")
     assert load["failures"] == []
+    if username:
+        sign_in_on_page(page, username)
     return page
 
 
@@ -50,7 +52,7 @@ def test_the_next_button_and_the_arrow_key_advance_the_slide(offline_page, live_
 
 
 def test_slide_text_that_looks_like_html_is_shown_as_text(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
+    page = ready(offline_page, live_server.url, "bob")
     hostile = '<img src=x onerror="window.pwned=1">'
     execute(page, "decks.createDeck", {"title": hostile, "slides": [{"title": hostile, "body": hostile}]})
     answer = execute(page, "decks.listDecks")
@@ -92,7 +94,7 @@ def test_print_with_popups_blocked_answers_with_the_address(blocking_popups, liv
 
 
 def test_a_deck_created_from_the_page_is_on_the_server_after_a_reload(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
+    page = ready(offline_page, live_server.url, "bob")
     made = execute(page, "decks.createDeck", {"title": "Made in the page", "slides": [{"title": "One", "body": "Hi"}]})
     assert made["saved"] is True
     page.reload()
@@ -123,8 +125,17 @@ def test_print_opens_the_printable_page_in_a_new_tab(offline_page, live_server):
     assert printable.locator("section.slide").count() == 5
 
 
-def test_a_change_saved_from_the_page_reaches_the_server(offline_page, live_server):
+def test_signed_out_a_change_answers_the_agent_not_permitted_and_stays_unsaved(offline_page, live_server):
     page = ready(offline_page, live_server.url)
+    answer = page.evaluate("window.reactor.callTool('decks_update_slide', {id: 'onboarding', slide: 1, title: 'Anonymous'})")
+    assert answer["ok"] is False and answer["error"]["code"] == "not_permitted"
+    assert "Ask the person to sign in" in answer["error"]["message"]
+    spec = page.evaluate("fetch('/api/decks/onboarding').then(r => r.json())")
+    assert spec["slides"][0]["title"] != "Anonymous"
+
+
+def test_a_change_saved_from_the_page_reaches_the_server(offline_page, live_server):
+    page = ready(offline_page, live_server.url, "ada")
     answer = execute(page, "decks.updateSlide", {"id": "onboarding", "slide": 1, "title": "Hello from the page"})
     assert answer["saved"] is True
     spec = page.evaluate("fetch('/api/decks/onboarding').then(r => r.json())")

@@ -33,15 +33,21 @@ def database(tmp_path):
 
 
 class Client:
-    """Requests to an inline ASGI app, one event loop each (starlette's TestClient warns here)."""
+    """Requests to an inline ASGI app, one event loop each (starlette's TestClient warns here),
+    signed in as a demo user (ada, an operator, unless `as_user` says otherwise)."""
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
+    def __init__(self, app: Any, auth: Auth, username: str | None = "ada") -> None:
+        self.app, self.auth = app, auth
+        token = auth.sign_in(username, f"{username}-demo") if username else None
+        self.headers = {"authorization": f"Bearer {token}"} if token else {}
+
+    def as_user(self, username: str | None) -> "Client":
+        return Client(self.app, self.auth, username)
 
     def request(self, method: str, url: str, **options: Any) -> httpx.Response:
         async def send() -> httpx.Response:
             transport = httpx.ASGITransport(app=self.app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://decks.test") as client:
+            async with httpx.AsyncClient(transport=transport, base_url="http://decks.test", headers=self.headers) as client:
                 return await client.request(method, url, **options)
 
         return asyncio.run(send())
@@ -58,10 +64,10 @@ class Client:
 
 def serve(database, *, seed=True):
     plugin = DecksServerPlugin()
-    auth = Auth(database, seed=False)
+    auth = Auth(database, seed=True)
     context = ServerContext(database, auth, PluginPlatform([plugin]), PluginRecords(database, auth, reserved=set()))
     plugin.setup(context, seed=seed)
-    return Client(Starlette(routes=plugin.routes(context)))
+    return Client(Starlette(routes=plugin.routes(context)), auth)
 
 
 @pytest.fixture
@@ -114,7 +120,7 @@ def test_the_page_plugin_loads_without_starlette_or_the_server_module():
 
 def test_the_list_is_summaries_by_title(client):
     first = client.get("/api/decks").json()[0]
-    assert set(first) == {"id", "title", "slides", "updated_at"}
+    assert set(first) == {"id", "title", "slides", "updated_at", "owner"}
     assert first["id"] == "onboarding" and first["slides"] == 5
 
 
@@ -163,10 +169,24 @@ def test_put_refuses_a_body_that_is_not_json(client, body):
     assert answer.status_code == 400 and "not valid JSON" in answer.json()["error"]
 
 
-@pytest.mark.parametrize("body", [b"[]", b'"deck"', b"3", b"null"])
-def test_put_refuses_json_that_is_not_an_object(client, body):
+@pytest.mark.parametrize("body, kind", [(b"[]", "an array"), (b'"deck"', "a string"), (b"3", "a number"), (b"null", "null")])
+def test_put_refuses_json_that_is_not_an_object(client, body, kind):
     answer = client.put("/api/decks/demo", content=body, headers={"content-type": "application/json"})
-    assert answer.status_code == 422 and "is not of type 'object'" in answer.json()["error"]
+    assert answer.status_code == 400 and answer.json()["error"] == f"The body must be a JSON object, not {kind}."
+
+
+@pytest.mark.parametrize("where", ["title", "slides[0].body"])
+def test_put_refuses_a_lone_surrogate_naming_the_field_and_stores_nothing(client, database, where):
+    spec = deck()
+    if where == "title":
+        spec["title"] = "Bad \ud800 title"
+    else:
+        spec["slides"][0]["body"] = "\udfff"
+    raw = json.dumps(spec)  # ensure_ascii: the surrogate travels as an escape (`\\ud800`), as a hostile client sends it
+    answer = client.put("/api/decks/demo", content=raw.encode(), headers={"content-type": "application/json"})
+    assert answer.status_code == 422 and answer.json()["field"] == where
+    assert "lone UTF-16 surrogate" in answer.json()["error"]
+    assert count_rows(database) == 3 and client.get("/api/decks").status_code == 200
 
 
 def test_put_refuses_a_body_over_one_megabyte_by_its_declared_length(client, database):
@@ -189,6 +209,32 @@ def test_an_id_that_is_not_a_slug_can_never_be_written(client):
     answer = client.put("/api/decks/..%2Fescape", json=deck("../escape"))
     assert answer.status_code in (404, 422)
     assert [d["id"] for d in client.get("/api/decks").json()] == SEED_IDS
+
+
+def test_writes_need_a_session(client, database):
+    anonymous = client.as_user(None)
+    assert anonymous.put("/api/decks/demo", json=deck()).json() == {"error": "Sign in to save decks."}
+    answer = anonymous.delete("/api/decks/onboarding")
+    assert answer.status_code == 401 and answer.json() == {"error": "Sign in to delete decks."}
+    assert count_rows(database) == 3
+
+
+def test_a_deck_belongs_to_its_creator_and_operators(client):
+    bob, eve = client.as_user("bob"), client.as_user("eve")
+    assert bob.put("/api/decks/demo", json=deck()).status_code == 201
+    assert bob.put("/api/decks/demo", json=deck(title="Bob's again")).status_code == 200
+    refused = eve.put("/api/decks/demo", json=deck(title="Eve's"))
+    assert refused.status_code == 403
+    assert refused.json() == {"error": "The deck 'demo' is not eve's; only its owner or an operator may replace it."}
+    assert eve.delete("/api/decks/demo").status_code == 403
+    assert bob.put("/api/decks/onboarding", json=deck("onboarding")).status_code == 403  # seeded: the operators'
+    assert bob.delete("/api/decks/onboarding").status_code == 403
+    summaries = {d["id"]: d for d in client.get("/api/decks").json()}
+    assert summaries["demo"]["title"] == "Bob's again" and summaries["demo"]["owner"] == "bob"
+    assert summaries["onboarding"]["owner"] is None
+    assert client.put("/api/decks/demo", json=deck(title="Ada's edit")).status_code == 200  # an operator may
+    assert client.get("/api/decks/demo").json()["title"] == "Ada's edit"
+    assert bob.delete("/api/decks/demo").status_code == 204
 
 
 def test_delete_removes_a_deck_then_answers_404(client):

@@ -8,7 +8,9 @@ import urllib.request
 
 import pytest
 
-from reactor import HttpError, MemoryPage
+from conftest import bearer
+
+from reactor import HttpError, MemoryPage, ToolError
 from reactor.server.loopback import free_port
 from reactor_plugins.decks.store import DeckStore
 
@@ -188,7 +190,7 @@ def test_what_was_kept_while_the_server_was_down_is_sent_with_the_next_accepted_
     assert store.is_saved("kept") and store.is_saved("gone")
 
 
-@pytest.mark.parametrize("status", [400, 403, 409, 413, 422])
+@pytest.mark.parametrize("status", [400, 409, 413, 422])
 def test_a_refused_new_deck_is_rolled_back_and_the_server_sentence_is_raised(status):
     page = FakeServerPage()
     store = DeckStore(page, API)
@@ -210,12 +212,28 @@ def test_a_refused_update_puts_the_previous_deck_back():
     assert run(store.get_deck("demo")) == deck()
 
 
+@pytest.mark.parametrize("status, sentence", [
+    (401, "^Sign in to save decks. Ask the person to sign in"),
+    (403, "^Sign in to save decks.$"),
+])
+def test_a_refused_permission_is_not_permitted_and_rolled_back(status, sentence):
+    page = FakeServerPage()
+    store = DeckStore(page, API)
+    run(store.list_decks())
+    page.failure = HttpError(status, "Sign in to save decks.")
+    with pytest.raises(ToolError, match=sentence) as refused:
+        run(store.create_deck(deck()))
+    assert refused.value.code == "not_permitted"
+    page.failure = None
+    assert run(store.list_decks()) == []
+
+
 def test_a_refused_delete_puts_the_deck_back():
     page = FakeServerPage([deck()])
     store = DeckStore(page, API)
     run(store.get_deck("demo"))
     page.failure = HttpError(403, "Not yours.")
-    with pytest.raises(ValueError, match="Not yours."):
+    with pytest.raises(ToolError, match="Not yours."):
         run(store.delete_deck("demo"))
     assert run(store.get_deck("demo")) == deck()
 
@@ -264,7 +282,7 @@ def test_a_deck_on_an_unreachable_server_cannot_be_read_and_says_to_try_again():
 
 
 def test_the_store_reads_and_writes_the_real_server(live_server):
-    store = DeckStore(MemoryPage(base_url=live_server.url), API)
+    store = DeckStore(MemoryPage(base_url=live_server.url, headers=bearer(live_server, "ada")), API)
     ids = [d["id"] for d in run(store.list_decks())]
     assert sorted(ids) == ["onboarding", "quarterly-review", "reactor-in-5-minutes"]
     spec = run(store.get_deck("onboarding"))

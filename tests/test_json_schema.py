@@ -1,5 +1,12 @@
-"""reactor.json_schema against the reference: the jsonschema package (a test dependency only)
-must agree on every verdict and message, over thousands of generated schemas and values."""
+r"""reactor.json_schema against the reference: the jsonschema package (a test dependency only)
+must agree on every verdict and message, over thousands of generated schemas and values.
+
+Except on patterns: JSON Schema's are ECMA-262 regular expressions, and reactor reads them so,
+where jsonschema hands them to Python's re. The two part on a string ending in "\n" (`$`), on
+"\r" and "\u2028" (`.`), on non-ASCII digits and letters (`\d`, `\w`, `\b`) and on some spaces
+(`\s`). So the generated patterns and strings stay where both read alike (checked below);
+tests/test_json_schema_patterns.py covers the rest, against Node's RegExp.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +17,11 @@ import pytest
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError as ReferenceSchemaError
 
-from reactor.json_schema import SchemaError, Validator, check_schema
+from reactor.json_schema import SchemaError, Validator, check_schema, ecma_regex
 
 NAMES = ["a", "b", "c", "d1"]
 STRINGS = ["", "a", "ab", "b1", "abc", "12", "é"]
-PATTERNS = ["^a", "b$", "[0-9]+", "^.{2}$", "^(a|b)+$"]
+PATTERNS = ["^a", "b$", "[0-9]+", "^.{2}$", "^(a|b)+$", "^[a-z0-9-]+$", "^\\d+$", "\\s|^$"]
 TYPES = ["array", "boolean", "integer", "null", "number", "object", "string"]
 
 
@@ -108,6 +115,14 @@ def in_order(message: str) -> str:
     if not found:
         return message
     return f"Additional properties are not allowed ({', '.join(sorted(found[1].split(', ')))} {found[2]} unexpected)"
+
+
+def test_the_generated_patterns_and_strings_are_read_alike_by_ecma_262_and_python() -> None:
+    """Else the comparison above would hold reactor to Python's reading of a pattern."""
+    for pattern in PATTERNS:
+        for text in [*STRINGS, *NAMES]:
+            assert (ecma_regex(pattern).search(text) is None) == (re.search(pattern, text) is None), (pattern, text)
+    assert re.search("^[a-z0-9-]+$", "ab\n") and not ecma_regex("^[a-z0-9-]+$").search("ab\n")  # where they part
 
 
 @pytest.mark.parametrize("seed", range(8))

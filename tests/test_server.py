@@ -5,7 +5,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import start_server, stop_server
+from conftest import bearer, start_server, stop_server
 
 import reactor.commands
 from reactor import define_agent_tools
@@ -26,10 +26,11 @@ class NotesPlugin:
 
 
 @contextmanager
-def serving(data):
-    live = start_server(data, plugins=[NotesPlugin()], seed_demo=False)
+def serving(data, username="ada"):
+    """A client of a server with the notes plugin, signed in as `username` (ada is an operator)."""
+    live = start_server(data, plugins=[NotesPlugin()], seed_demo=True)
     try:
-        with httpx.Client(base_url=live.url) as client:
+        with httpx.Client(base_url=live.url, headers=bearer(live, username) if username else {}) as client:
             yield client
     finally:
         stop_server(live)
@@ -70,6 +71,14 @@ def test_bad_enable_requests_are_refused_and_change_nothing(client, body, status
     assert answer.status_code == status
     assert words in answer.json()["error"]
     assert client.get("/plugins").json()[0]["enabled"] is True
+
+
+@pytest.mark.parametrize("username, status", [(None, 401), ("bob", 403)])
+def test_only_operators_enable_or_disable_plugins(tmp_path, username, status):
+    with serving(tmp_path, username) as client:
+        answer = client.patch("/plugins/notes", json={"enabled": False})
+        assert answer.status_code == status and "Only operators" in answer.json()["error"]
+        assert client.get("/plugins/agent-tools").json() == [BUNDLE]
 
 
 def test_enabling_an_unknown_plugin_is_a_404_naming_it(client):

@@ -24,7 +24,7 @@ function draw(user) {
     who.dataset.testid = "signed-in-as";
     const out = Object.assign(document.createElement("button"), { type: "button", textContent: "Sign out" });
     out.addEventListener("click", async () => {
-      await fetch("/auth/sign-out", { method: "POST" });
+      await fetch("/auth/sign-out", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
       changed(null);
     });
     box.replaceChildren(who, out);

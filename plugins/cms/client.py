@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from reactor.errors import ToolError
 from reactor.page import HttpError, Page
 from reactor.urls import on_origin_of, query_string, quote_segment
 
@@ -25,7 +26,7 @@ class CmsClient:
             await self.page.fetch_json("POST", self._auth("/auth/sign-in"), {"username": username, "password": password})
         except HttpError as error:
             if error.status == 401:
-                raise PermissionError("Wrong user name or password.") from None
+                raise ToolError("not_permitted", "Wrong user name or password.") from None
             raise ValueError(f"Signing in failed: {error.detail}") from None
         except OSError as error:
             raise ConnectionError(f"The CMS server cannot be reached to sign in: {error}") from None
@@ -91,9 +92,9 @@ class CmsClient:
                 self.state.sign_out()
                 if self.on_session_lost is not None:
                     self.on_session_lost()
-                raise PermissionError(f"{error.detail} The person must sign in again in the CMS panel.") from None
-            if error.status == 403:
-                raise PermissionError(error.detail) from None
+            refusal = error.refusal()
+            if refusal is not None:
+                raise refusal from None
             if error.status == 404:
                 raise LookupError(error.detail) from None
             if error.status in (400, 409, 413, 415, 422):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from reactor import PluginContext
+from reactor.errors import ToolError
 
 from .client import CmsClient
 from .panel import CmsPanel
@@ -65,7 +66,7 @@ class PanelCommands:
     async def select_site(self, args: dict[str, Any]) -> dict[str, Any]:
         site = args["site"]
         if not self.state.signed_in:
-            raise PermissionError("Sign in to the CMS first.")
+            raise ToolError("not_permitted", "Sign in first: nobody is signed in in this page.")
         if site not in {s["id"] for s in self.state.sites}:
             names = ", ".join(s["id"] for s in self.state.sites) or "none"
             raise LookupError(f"User {self.state.username!r} has no site {site!r}; their sites: {names}.")

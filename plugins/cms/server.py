@@ -6,10 +6,14 @@ The crawl allow-list comes from configuration: `CmsServerPlugin(crawl_allow=[...
 REACTOR_CRAWL_ALLOW environment variable (entries like `127.0.0.1:8123` or
 `intranet.example:443/blog/`, separated by commas or spaces). With the demo seed, the server's
 own /demo-sources/ are allowed too, so the demo can crawl them.
+
+Crawls run on their own threads: `crawl_per_user` at once for one user, `crawl_at_once` in all;
+past either, a crawl is answered 429 with Retry-After (backend/crawl_pool.py).
 """
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any, Iterable
@@ -22,6 +26,7 @@ from reactor.server.context import ServerContext
 
 from .backend.access import Access
 from .backend.api import api_routes
+from .backend.crawl_pool import CrawlPool
 from .backend.demo import demo_source_routes, seed_demo
 from .backend.fetch import FetchPolicy
 from .backend.guard import AllowRule, parse_allow_list
@@ -33,7 +38,8 @@ DEMO_SOURCES = "/demo-sources/"
 
 
 class CmsServerPlugin:
-    """Serves the CMS; `crawl_allow` names non-public hosts the crawler may read."""
+    """Serves the CMS; `crawl_allow` names non-public hosts the crawler may read, `crawl_timeout`
+    bounds one fetch (a blog crawl gets three), `crawl_per_user` and `crawl_at_once` bound crawls."""
 
     name = "cms"
     description = "A CMS: sites with pages and posts, drafts first, publish on request, public pages."
@@ -47,10 +53,15 @@ class CmsServerPlugin:
         crawl_allow: str | Iterable[str] | None = None,
         crawl_timeout: float = 10.0,
         crawl_max_bytes: int = 2_000_000,
+        crawl_per_user: int = 2,
+        crawl_at_once: int = 4,
     ) -> None:
         self.allow_rules = parse_allow_list(crawl_allow) + parse_allow_list(os.environ.get("REACTOR_CRAWL_ALLOW"))
         self.crawl_timeout = crawl_timeout
         self.crawl_max_bytes = crawl_max_bytes
+        # A crawl lasts at most a few timeouts; one timeout is a fair time to come back after.
+        retry_after = max(1, math.ceil(crawl_timeout))
+        self.crawls = CrawlPool(per_user=crawl_per_user, at_once=crawl_at_once, retry_after=retry_after)
         self.demo = False
         self.store: SiteStore | None = None
 
@@ -66,7 +77,7 @@ class CmsServerPlugin:
 
     def routes(self, context: ServerContext) -> list[Route]:
         store = self.store or SiteStore(context.database)
-        routes = api_routes(store, Access(context.auth, store), self.fetch_policy)
+        routes = api_routes(store, Access(context.auth, store), self.fetch_policy, self.crawls)
         routes += public_routes(store)
         if self.demo:
             routes += demo_source_routes()

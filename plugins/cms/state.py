@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from reactor.errors import ToolError
+
 
 class CmsState:
     """Live page state; the panel changes it through commands (cms.signIn, cms.selectSite...)."""
@@ -33,8 +35,8 @@ class CmsState:
     def require_site(self) -> str:
         """The selected site; a sentence telling the person what to do when there is none."""
         if not self.signed_in:
-            raise PermissionError(
-                "Nobody is signed in to the CMS in this page; the person must sign in in the CMS panel first."
+            raise ToolError(
+                "not_permitted", "Nobody is signed in to the CMS in this page; the person must sign in in the CMS panel first."
             )
         if not self.site:
             names = ", ".join(s["id"] for s in self.sites) or "none"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable
 
+from reactor.errors import ToolError
 from reactor.page import Page
 
 from .client import CmsClient
@@ -27,7 +28,7 @@ def create_cms_agent_tools(state: CmsState, client: CmsClient, panel: CmsPanel, 
         """Redraw the panel; a failure here must not turn a done change into a failed call."""
         try:
             entries = (await client.list_entries())["entries"]
-        except (PermissionError, LookupError, ValueError, ConnectionError) as error:
+        except (ToolError, LookupError, ValueError, ConnectionError) as error:
             panel.draw(str(error))
             return []
         panel.show_entries(entries, message)

@@ -3,11 +3,15 @@
 The page plugin never imports this module (it needs starlette). It serves the same
 agent-tools.json the page contributes, and checks every deck against the same deck.schema.json.
 
-    GET    /api/decks              summaries [{id, title, slides, updated_at}]
+    GET    /api/decks              summaries [{id, title, slides, updated_at, owner}]
     GET    /api/decks/{id}         the spec
-    PUT    /api/decks/{id}         create or replace (201 / 200); 400, 413, 422 when refused
-    DELETE /api/decks/{id}         204; 404 when there is no such deck
+    PUT    /api/decks/{id}         create or replace (201 / 200); 400, 401, 403, 413, 422 when refused
+    DELETE /api/decks/{id}         204; 401, 403, 404 when refused
     GET    /decks/{id}/print       every slide as printable HTML
+
+Anyone may read decks. Writing needs a session: a new deck belongs to whoever created it, and
+only its owner or an operator may replace or delete it; the demo's seeded decks (no owner) are
+the operators' to change.
 """
 
 from __future__ import annotations
@@ -23,8 +27,12 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from reactor import load_agent_tools
+from reactor.server.auth import User
 from reactor.server.context import ServerContext
 from reactor.server.database import Database
+from reactor.server.openapi import HTML, NO_CONTENT, operation
+from reactor.server.plugin_records import OPERATORS
+from reactor.server.requests import read_json
 
 from .deck import deck_problems, problems_sentence
 from .printable import printable_html
@@ -32,15 +40,21 @@ from .printable import printable_html
 HERE = Path(__file__).parent
 MAX_BODY_BYTES = 1024 * 1024
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS decks (
-    id TEXT PRIMARY KEY,
-    title TEXT NOT NULL,
-    spec TEXT NOT NULL,
-    updated_at TEXT NOT NULL
-);
-"""
+STEPS = [
+    """
+    CREATE TABLE IF NOT EXISTS decks (
+        id TEXT PRIMARY KEY,
+        title TEXT NOT NULL,
+        spec TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    """,
+    "ALTER TABLE decks ADD COLUMN owner TEXT",  # NULL: a seeded deck, the operators' to change
+]
 
+DECK = json.loads((HERE / "deck.schema.json").read_text(encoding="utf-8"))
+SUMMARY = {"type": "object", "required": ["id", "title", "slides"],
+           "properties": {"id": {"type": "string"}, "title": {"type": "string"}, "slides": {"type": "integer"}}}
 # The print page runs no script and loads nothing: a slide's text can only ever be text.
 PRINT_HEADERS = {"content-security-policy": "default-src 'none'; style-src 'unsafe-inline'"}
 
@@ -61,51 +75,68 @@ class DecksServerPlugin:
     def setup(self, context: ServerContext, *, seed: bool) -> None:
         """Create the table; with `seed`, fill an empty table with the demo decks."""
         database = context.database
-        database.migrate(SCHEMA)
+        database.migrate("decks", STEPS)
         if not seed:
             return
         decks = json.loads((HERE / "seed.json").read_text(encoding="utf-8"))["decks"]
         with database.transaction() as db:
             if db.execute("SELECT 1 FROM decks LIMIT 1").fetchone() is None:
                 for spec in decks:
-                    _write(db, spec)
+                    _write(db, spec, owner=None)
 
     def routes(self, context: ServerContext) -> list[Route]:
-        database = context.database
+        database, auth = context.database, context.auth
+
+        @operation("Summaries of every deck", responses={200: {"type": "array", "items": {
+            **SUMMARY, "properties": {**SUMMARY["properties"], "updated_at": {"type": "string"},
+                                      "owner": {"type": ["string", "null"]}}}}})
         async def list_decks(request: Request) -> Response:
             return JSONResponse(await run_in_threadpool(_summaries, database))
 
+        @operation("A deck's spec", responses={200: DECK})
         async def get_deck(request: Request) -> Response:
             spec = await run_in_threadpool(_read, database, request.path_params["id"])
             if spec is None:
                 return _no_deck(request.path_params["id"])
             return JSONResponse(spec)
 
+        @operation("Create a deck (201) or replace one (200): its owner or an operator", body=DECK,
+                   responses={200: SUMMARY, 201: SUMMARY})
         async def put_deck(request: Request) -> Response:
             id = request.path_params["id"]
-            raw = await _read_body(request)
-            if raw is None:
-                return _error(413, f"The deck is larger than {MAX_BODY_BYTES} bytes; split it into smaller decks.")
-            try:
-                spec = json.loads(raw)
-            except (ValueError, RecursionError):
-                return _error(400, "The body is not valid JSON; send the deck spec as a JSON object.")
+            user = auth.user_for(request)
+            if user is None:
+                return _error(401, "Sign in to save decks.")
+            spec = await read_json(request, limit=MAX_BODY_BYTES,
+                                   too_large=f"The deck is larger than {MAX_BODY_BYTES} bytes; split it into smaller decks.")
+            if isinstance(spec, Response):
+                return spec
             problems = deck_problems(spec)
             if isinstance(spec, dict) and spec.get("id") != id:
                 given = spec.get("id")
                 problems.insert(0, {"path": "$.id", "message": f"the deck's id {given!r} is not the address's {id!r}"[:200]})
             if problems:
                 return JSONResponse({"error": problems_sentence(problems), "problems": problems}, status_code=422)
-            created = await run_in_threadpool(_save, database, spec)
+            created = await run_in_threadpool(_save, database, spec, user)
+            if created is None:
+                return _not_yours(user, id, "replace")
             summary = {"id": id, "title": spec["title"], "slides": len(spec["slides"])}
             return JSONResponse(summary, status_code=201 if created else 200)
 
+        @operation("Delete a deck: its owner or an operator", responses={204: NO_CONTENT})
         async def delete_deck(request: Request) -> Response:
             id = request.path_params["id"]
-            if not await run_in_threadpool(_delete, database, id):
+            user = auth.user_for(request)
+            if user is None:
+                return _error(401, "Sign in to delete decks.")
+            deleted = await run_in_threadpool(_delete, database, id, user)
+            if deleted is None:
+                return _not_yours(user, id, "delete")
+            if not deleted:
                 return _no_deck(id)
             return Response(status_code=204)
 
+        @operation("Every slide of a deck as one printable page", responses={200: HTML})
         async def print_deck(request: Request) -> Response:
             spec = await run_in_threadpool(_read, database, request.path_params["id"])
             if spec is None:
@@ -121,25 +152,12 @@ class DecksServerPlugin:
         ]
 
 
-async def _read_body(request: Request) -> bytes | None:
-    """The body, or None once it passes MAX_BODY_BYTES; stops reading there, whatever it claims."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        return None
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 def _summaries(database: Database) -> list[dict[str, Any]]:
     with database.transaction() as db:
-        rows = db.execute("SELECT id, title, spec, updated_at FROM decks ORDER BY title COLLATE NOCASE, id").fetchall()
+        rows = db.execute("SELECT id, title, spec, updated_at, owner FROM decks ORDER BY title COLLATE NOCASE, id").fetchall()
     return [
-        {"id": r["id"], "title": r["title"], "slides": len(json.loads(r["spec"])["slides"]), "updated_at": r["updated_at"]}
+        {"id": r["id"], "title": r["title"], "slides": len(json.loads(r["spec"])["slides"]), "updated_at": r["updated_at"],
+         "owner": r["owner"]}
         for r in rows
     ]
 
@@ -150,25 +168,42 @@ def _read(database: Database, id: str) -> dict[str, Any] | None:
     return None if row is None else json.loads(row["spec"])
 
 
-def _save(database: Database, spec: dict[str, Any]) -> bool:
-    """Insert or replace in one transaction; True when the deck is new."""
-    with database.transaction() as db:
-        existed = db.execute("SELECT 1 FROM decks WHERE id = ?", (spec["id"],)).fetchone() is not None
-        _write(db, spec)
-    return not existed
+def _may_change(user: User, owner: str | None) -> bool:
+    return OPERATORS in user.groups or (owner is not None and owner == user.username)
 
 
-def _write(db: Any, spec: dict[str, Any]) -> None:
+def _save(database: Database, spec: dict[str, Any], user: User) -> bool | None:
+    """Insert or replace in one transaction: True when the deck is new, None when `user` may not replace it."""
+    with database.transaction(immediate=True) as db:
+        row = db.execute("SELECT owner FROM decks WHERE id = ?", (spec["id"],)).fetchone()
+        if row is not None and not _may_change(user, row["owner"]):
+            return None
+        _write(db, spec, owner=user.username if row is None else row["owner"])
+    return row is None
+
+
+def _write(db: Any, spec: dict[str, Any], *, owner: str | None) -> None:
     db.execute(
-        "INSERT INTO decks (id, title, spec, updated_at) VALUES (?, ?, ?, ?) "
+        "INSERT INTO decks (id, title, spec, updated_at, owner) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT(id) DO UPDATE SET title = excluded.title, spec = excluded.spec, updated_at = excluded.updated_at",
-        (spec["id"], spec["title"], json.dumps(spec), datetime.now(timezone.utc).isoformat()),
+        (spec["id"], spec["title"], json.dumps(spec), datetime.now(timezone.utc).isoformat(), owner),
     )
 
 
-def _delete(database: Database, id: str) -> bool:
-    with database.transaction() as db:
-        return db.execute("DELETE FROM decks WHERE id = ?", (id,)).rowcount > 0
+def _delete(database: Database, id: str, user: User) -> bool | None:
+    """True when deleted, False when there is no such deck, None when `user` may not delete it."""
+    with database.transaction(immediate=True) as db:
+        row = db.execute("SELECT owner FROM decks WHERE id = ?", (id,)).fetchone()
+        if row is None:
+            return False
+        if not _may_change(user, row["owner"]):
+            return None
+        db.execute("DELETE FROM decks WHERE id = ?", (id,))
+    return True
+
+
+def _not_yours(user: User, id: str, doing: str) -> Response:
+    return _error(403, f"The deck {id[:80]!r} is not {user.username}'s; only its owner or an operator may {doing} it.")
 
 
 def _no_deck(id: str) -> Response:

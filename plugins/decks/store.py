@@ -130,6 +130,9 @@ class DeckStore:
         except HttpError as error:
             if error.status < 500:
                 undo()
+                refusal = error.refusal()
+                if refusal is not None:
+                    raise refusal from None
                 raise ValueError(f"The decks server refused the change to deck {id!r}: {error.detail}") from None
             return self._kept(id, method, f"the server answered {error.status}: {error.detail}")
         except OSError as error:

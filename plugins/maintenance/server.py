@@ -16,15 +16,18 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from reactor.server.context import ServerContext
+from reactor.server.openapi import operation
 
 HERE = Path(__file__).parent
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS maintenance_tasks (
-    id TEXT PRIMARY KEY, building TEXT NOT NULL, title TEXT NOT NULL,
-    priority TEXT NOT NULL, opened TEXT NOT NULL, status TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS buildings (id TEXT PRIMARY KEY, name TEXT NOT NULL);
-"""
+STEPS = [
+    """
+    CREATE TABLE IF NOT EXISTS maintenance_tasks (
+        id TEXT PRIMARY KEY, building TEXT NOT NULL, title TEXT NOT NULL,
+        priority TEXT NOT NULL, opened TEXT NOT NULL, status TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS buildings (id TEXT PRIMARY KEY, name TEXT NOT NULL);
+    """,
+]
 SLOW_LIMIT_MS = 60_000
 
 
@@ -90,10 +93,10 @@ class MaintenanceServerPlugin:
     description = "Buildings and their maintenance work; the demo's AI Tools read it."
 
     def __init__(self) -> None:
-        self.slow = {"completed": 0, "cancelled": 0}
+        self.slow = {"completed": 0, "cancelled": 0}  # what the slow endpoint saw: tests read it
 
     def setup(self, context: ServerContext, *, seed: bool) -> None:
-        context.database.migrate(SCHEMA)
+        context.database.migrate("maintenance", STEPS)
         if not seed:
             return
         data = json.loads((HERE / "seed.json").read_text())
@@ -109,9 +112,23 @@ class MaintenanceServerPlugin:
                 context.records.save(record, by="demo", create=True)
 
     def routes(self, context: ServerContext) -> list[Route]:
-        async def entities(request: Request) -> Response:
-            if context.auth.user_for(request) is None:
+        def refusal(request: Request) -> Response | None:
+            """The data is for those who may call a tool that reads it (its record's config.endpoint)."""
+            user = context.auth.user_for(request)
+            if user is None:
                 return JSONResponse({"error": "Sign in to read maintenance data."}, 401)
+            if not context.records.grants_endpoint(user, request.url.path):
+                return JSONResponse({"error": f"User {user.username!r} may use no tool that reads {request.url.path}; "
+                                              "ask an operator for access."}, 403)
+            return None
+
+        @operation("A building's open maintenance tasks, for those who may use a tool that reads them",
+                   query={"building": {"type": "string"}, "limit": {"type": "integer", "minimum": 1},
+                          "entityType": {"const": "maintenance_task"}},
+                   responses={200: {"type": "object", "required": ["building", "buildings", "total", "tasks", "openByBuilding"]}})
+        async def entities(request: Request) -> Response:
+            if (refused := refusal(request)) is not None:
+                return refused
             query = request.query_params
             if query.get("entityType", "maintenance_task") != "maintenance_task":
                 return JSONResponse({"error": f"Unknown entity type {query.get('entityType')!r}."}, 400)
@@ -121,7 +138,12 @@ class MaintenanceServerPlugin:
                 return JSONResponse({"error": "limit must be a whole number."}, 400)
             return JSONResponse(_backlog(context, query.get("building"), limit))
 
+        @operation("The demo's slow archive: answers after `ms` (at most 60,000), or notices the caller left",
+                   query={"ms": {"type": "integer", "minimum": 0, "maximum": SLOW_LIMIT_MS}},
+                   responses={200: {"type": "object", "required": ["value", "waitedMs"]}})
         async def slow(request: Request) -> Response:
+            if (refused := refusal(request)) is not None:
+                return refused
             try:
                 ms = max(0, min(int(request.query_params.get("ms", "10000")), SLOW_LIMIT_MS))
             except ValueError:
@@ -136,13 +158,9 @@ class MaintenanceServerPlugin:
             self.slow["completed"] += 1
             return JSONResponse({"value": 42, "waitedMs": ms})
 
-        async def slow_stats(request: Request) -> Response:
-            return JSONResponse(self.slow)
-
         return [
             Route("/api/maintenance/entities", entities),
             Route("/api/maintenance/slow", slow),
-            Route("/api/maintenance/slow/stats", slow_stats),
         ]
 
 

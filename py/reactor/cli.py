@@ -20,6 +20,15 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                        help="let pages of this origin embed reactor from this server, e.g. http://127.0.0.1:5500 "
                             "(repeat for more; also $REACTOR_ALLOW_ORIGINS, comma-separated)")
+    serve.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                       help="a host name the server answers to besides loopback and --host, e.g. reactor.example.org "
+                            "(repeat for more; also $REACTOR_ALLOW_HOSTS)")
+    password = commands.add_parser("passwd", help="set a user's password (creating the user if needed)")
+    password.add_argument("username")
+    password.add_argument("--data", type=Path, default=Path(os.environ.get("REACTOR_DATA", ".data")),
+                          help="folder of the SQLite file (default .data, or $REACTOR_DATA)")
+    password.add_argument("--group", action="append", default=[], metavar="GROUP",
+                          help="for a new user: a group to put them in (operators, staff...; repeat for more)")
     tools = commands.add_parser("tools", help="print the enabled plugins' tools in a provider's format")
     tools.add_argument("--format", required=True, choices=sorted(FORMATS), help="the wire format to print")
     tools.add_argument("--plugin", action="append", default=[], metavar="NAME",
@@ -27,14 +36,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "tools":
         return print_tools(args.format, args.plugin)
+    if args.command == "passwd":
+        return set_password(args.data, args.username, args.group)
     origins = [*args.allow_origin, *os.environ.get("REACTOR_ALLOW_ORIGINS", "").replace(",", " ").split()]
+    hosts = [*args.allow_host, *os.environ.get("REACTOR_ALLOW_HOSTS", "").replace(",", " ").split()]
     try:
         from .server.cors import check_origins
+        from .server.protection import LOOPBACK_HOSTS, check_hosts
 
         allowed = check_origins(origins)
+        served = check_hosts([*LOOPBACK_HOSTS, *([] if _is_wildcard(args.host) else [args.host]), *hosts])
     except ValueError as error:
         parser.error(str(error))
-    return serve_forever(args.host, args.port, args.data, seed=not args.no_seed, allow_origins=allowed)
+    return serve_forever(args.host, args.port, args.data, seed=not args.no_seed, allow_origins=allowed, allow_hosts=served)
 
 
 FORMATS = {"openai": "openai_chat_tools", "responses": "responses_tools", "anthropic": "anthropic_tools",
@@ -62,12 +76,60 @@ def print_tools(format: str, plugins: list[str]) -> int:
     return 0
 
 
-def serve_forever(host: str, port: int, data: Path, *, seed: bool, allow_origins: tuple[str, ...] = ()) -> int:
+def set_password(data: Path, username: str, groups: list[str]) -> int:
+    """Read a new password (twice at a terminal, once from a pipe) and store it."""
+    import getpass
+
+    from .server.auth import Auth
+    from .server.database import Database
+
+    if sys.stdin.isatty():
+        password = getpass.getpass(f"New password for {username}: ")
+        if getpass.getpass("Again: ") != password:
+            print("reactor passwd: the two passwords differ; nothing changed.", file=sys.stderr)
+            return 1
+    else:
+        password = sys.stdin.readline().rstrip("\n")
+    if len(password) < 8:
+        print("reactor passwd: a password needs at least 8 characters; nothing changed.", file=sys.stderr)
+        return 1
+    auth = Auth(Database(data / "reactor.sqlite3"), seed=False)
+    try:
+        auth.set_password(username, password)
+        print(f"reactor passwd: {username}'s password is set; their sessions have ended.")
+    except KeyError:
+        auth.create_user(username, password, groups)
+        print(f"reactor passwd: created {username}" + (f" in {', '.join(groups)}." if groups else "."))
+    return 0
+
+
+def _is_wildcard(host: str) -> bool:
+    return host in ("", "0.0.0.0", "::", "[::]")
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def serve_forever(host: str, port: int, data: Path, *, seed: bool, allow_origins: tuple[str, ...] = (),
+                  allow_hosts: tuple[str, ...] = ()) -> int:
     import uvicorn
 
     from .server.app import create_app
 
-    app = create_app(data, seed_demo=seed, allow_origins=allow_origins)
+    app = create_app(data, seed_demo=seed, allow_origins=allow_origins, allow_hosts=allow_hosts)
+    if not _is_loopback(host):
+        left = app.state.context.auth.demo_passwords_left()
+        if left:
+            print(f"reactor serve: refusing to listen on {host}: the accounts {', '.join(left)} still have the demo "
+                  "passwords the README publishes. Set new ones with `reactor passwd NAME` (same --data), "
+                  "or serve on 127.0.0.1.", file=sys.stderr)
+            return 2
     config = uvicorn.Config(app, host=host, port=port, log_level="warning")
     server = uvicorn.Server(config)
 

@@ -8,7 +8,11 @@ strings, arrays, objects, combinators, `if`/`then`/`else` and local `$ref` — a
 jsonschema's words, which models and people already know. A schema using a keyword it does
 not implement (`unevaluatedProperties`, `$dynamicRef`, a remote `$ref`, …) is refused by
 `check_schema`, never half-checked; unknown keywords are ignored, as the standard says.
-Tests compare every verdict with jsonschema on generated schemas and instances.
+`pattern` and `patternProperties` are read as ECMA-262 regular expressions, as the standard
+says, not as Python's (`ecma_regex.py`): "^[a-z]+$" refuses "abc\\n" here, where jsonschema,
+which hands them to Python's re, accepts it.
+Tests compare every verdict with jsonschema on generated schemas and instances, and patterns
+with Node's RegExp.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 import math
 import re
 from typing import Any, Callable
+
+from .ecma_regex import translate
 
 Problem = tuple[tuple[Any, ...], str]  # (path into the instance, message)
 Check = Callable[[Any], list[Problem]]
@@ -154,10 +160,9 @@ def _string(value: Any, path: tuple[Any, ...], root: Any, depth: int) -> None:
 
 def _regex(value: Any, path: tuple[Any, ...], root: Any, depth: int) -> None:
     _string(value, path, root, depth)
-    try:
-        re.compile(value)
-    except re.error as error:
-        raise SchemaError(f"{value!r} is not a valid regular expression: {error}", path) from None
+    found = translate(value)
+    if isinstance(found, str):
+        raise SchemaError(found, path)
 
 
 def _boolean(value: Any, path: tuple[Any, ...], root: Any, depth: int) -> None:
@@ -231,6 +236,15 @@ def _percent_decoded(token: str) -> str:
     if "%" not in token:
         return token
     return re.sub(r"%([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), token)
+
+
+def ecma_regex(pattern: str) -> re.Pattern[str]:
+    """The ECMA-262 `pattern` as a compiled Python regex of the same meaning (cached); search()
+    it as JSON Schema does. Raises SchemaError, saying why, for a pattern it cannot honour."""
+    found = translate(pattern)
+    if isinstance(found, str):
+        raise SchemaError(found)
+    return found
 
 
 # --- validating an instance ---
@@ -362,7 +376,7 @@ def _sized(kind: str, size: Callable[[Any], int], test: Callable[[int, int], boo
 
 
 def _pattern(v: Validator, pattern: str, schema: dict[str, Any]) -> Check:
-    compiled = re.compile(pattern)
+    compiled = ecma_regex(pattern)
 
     def run(instance: Any) -> list[Problem]:
         if not isinstance(instance, str) or compiled.search(instance):
@@ -420,7 +434,7 @@ def _properties(v: Validator, value: dict[str, Any], schema: dict[str, Any]) -> 
 
 
 def _pattern_properties(v: Validator, value: dict[str, Any], schema: dict[str, Any]) -> Check:
-    checks = [(re.compile(pattern), v._compile(sub)) for pattern, sub in value.items()]
+    checks = [(ecma_regex(pattern), v._compile(sub)) for pattern, sub in value.items()]
 
     def run(instance: Any) -> list[Problem]:
         if not isinstance(instance, dict):
@@ -433,7 +447,7 @@ def _pattern_properties(v: Validator, value: dict[str, Any], schema: dict[str, A
 
 def _additional_properties(v: Validator, value: Any, schema: dict[str, Any]) -> Check:
     known = set(schema.get("properties", {}))
-    patterns = [re.compile(pattern) for pattern in schema.get("patternProperties", {})]
+    patterns = [ecma_regex(pattern) for pattern in schema.get("patternProperties", {})]
     check = v._compile(value)
 
     def run(instance: Any) -> list[Problem]:

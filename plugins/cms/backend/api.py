@@ -1,5 +1,7 @@
 """The CMS JSON API. Every call is checked in this order, before anything changes:
-session (401), body shape (415 unless JSON, 400, 413), role on the site (403), fields (422), state (404, 409).
+session (401), body shape (400, 413; a cookie write that is not JSON is refused before, by the
+server's one cross-site guard), role on the site (403), fields (422), state (404, 409),
+and for a crawl, room to run it (429, crawl_pool.py). A database too busy to answer is 503, not 500.
 
     GET    /api/cms/session                              who is signed in, and their sites and roles
     GET    /api/cms/sites/{site}/entries                 summaries (?collection=pages|posts, ?status=draft|published)
@@ -13,6 +15,8 @@ session (401), body shape (415 unless JSON, 400, 413), role on the site (403), f
 
 from __future__ import annotations
 
+import sqlite3
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from starlette.concurrency import run_in_threadpool
@@ -20,25 +24,72 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from reactor.server.openapi import operation
 from reactor.server.requests import read_json
 
 from .access import Access, AccessDenied, Grant
 from .crawl import KINDS, MAX_LIMIT, crawl, import_items
-from .entry import COLLECTIONS, STATUSES, WRITABLE, EntryError, check_field, checked_fields
+from .crawl_pool import CrawlPool, CrawlsBusy
+from .entry import COLLECTIONS, LIMITS, SLUG, STATUSES, WRITABLE, EntryError, check_field, checked_fields
 from .fetch import CrawlFailed, FetchPolicy
 from .guard import CrawlRefused
 from .sources import SourceError
-from .store import SiteStore
+from .store import SiteStore, SlugTaken
 
 MAX_BODY_BYTES = 512 * 1024
-Handler = Callable[[Request, Any], tuple[int, Any]]
+TEXT = {"type": "string"}
+ENTRY = {  # an entry as the API answers it; `body` only when one entry is read
+    "type": "object",
+    "required": ["site", "slug", "collection", "status", "title", "excerpt", "source_url", "created_at", "updated_at", "url"],
+    "properties": {"site": TEXT, "slug": TEXT, "collection": {"enum": list(COLLECTIONS)}, "status": {"enum": list(STATUSES)},
+                   "title": TEXT, "excerpt": TEXT, "body": TEXT, "source_url": TEXT, "created_at": TEXT,
+                   "updated_at": TEXT, "published_at": {"type": ["string", "null"]}, "url": {"type": ["string", "null"]}},
+}
+FIELDS = {  # what a write may send; entry.py checks each field and names the one refused
+    "title": {"type": "string", "maxLength": LIMITS["title"]},
+    "slug": {"type": "string", "maxLength": LIMITS["slug"], "pattern": f"^{SLUG.pattern}$"},
+    "collection": {"enum": list(COLLECTIONS)},
+    "excerpt": {"type": "string", "maxLength": LIMITS["excerpt"]},
+    "body": {"type": "string", "maxLength": LIMITS["body"]},
+    "source_url": {"type": "string", "maxLength": LIMITS["source_url"], "pattern": "^(https?://|$)"},
+}
+CREATE = {"type": "object", "required": ["title"], "additionalProperties": False,
+          "properties": {**FIELDS, "publish": {"type": "boolean"}}}
+CHANGE = {"type": "object", "additionalProperties": False, "minProperties": 1,
+          "properties": {k: v for k, v in FIELDS.items() if k != "slug"}}
+CRAWL = {"type": "object", "required": ["kind", "url"], "additionalProperties": False,
+         "properties": {"kind": {"enum": list(KINDS)}, "url": {"type": "string", "minLength": 1},
+                        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+                        "collection": {"enum": list(COLLECTIONS)}, "dry_run": {"type": "boolean"}}}
+CRAWLED = {"type": "object", "required": ["site", "kind", "source", "found", "skipped"],
+           "properties": {"found": {"type": "integer"}, "imported": {"type": "array"}, "items": {"type": "array"},
+                          "skipped": {"type": "array"}}}
+SESSION = {"type": "object", "required": ["user", "sites"],
+           "properties": {"user": {"type": "object", "required": ["username"]}, "sites": {"type": "array", "items": {
+               "type": "object", "required": ["id", "title", "role"]}}}}
+LISTED = {"type": "object", "required": ["site", "role", "entries"],
+          "properties": {"entries": {"type": "array", "items": ENTRY}}}
+BUSY_RETRY_SECONDS = 1
 
 
 class Conflict(Exception):
     """The entry's state forbids the change (409)."""
 
 
-def api_routes(store: SiteStore, access: Access, policy_for: Callable[[Request], FetchPolicy]) -> list[Route]:
+@dataclass(frozen=True)
+class CrawlJob:
+    """A handler's answer still to be worked out on the crawl pool: it reads the network."""
+
+    username: str
+    run: Callable[[], tuple[int, Any]]
+
+
+Handler = Callable[[Request, Any], tuple[int, Any] | CrawlJob]
+
+
+def api_routes(
+    store: SiteStore, access: Access, policy_for: Callable[[Request], FetchPolicy], crawls: CrawlPool
+) -> list[Route]:
     def grant(request: Request, action: str, doing: str) -> Grant:
         return access.grant(request, request.path_params["site"], action, doing)
 
@@ -75,10 +126,7 @@ def api_routes(store: SiteStore, access: Access, policy_for: Callable[[Request],
         publish = fields.pop("publish", False)
         if publish:
             who.require("publish", "creating an entry as published")
-        try:
-            return 201, store.create_entry(request.path_params["site"], fields, published=publish)
-        except ValueError as error:
-            raise Conflict(str(error)) from None
+        return 201, store.create_entry(request.path_params["site"], fields, published=publish)
 
     def update_entry(request: Request, body: dict[str, Any]) -> tuple[int, Any]:
         who = grant(request, "write", "changing an entry")
@@ -111,8 +159,8 @@ def api_routes(store: SiteStore, access: Access, policy_for: Callable[[Request],
         store.delete_entry(entry["site"], slug)
         return 200, {"deleted": slug, "site": entry["site"]}
 
-    def crawl_source(request: Request, body: dict[str, Any]) -> tuple[int, Any]:
-        grant(request, "write", "importing from a source")
+    def crawl_source(request: Request, body: dict[str, Any]) -> CrawlJob:
+        who = grant(request, "write", "importing from a source")
         unknown = sorted(set(body) - {"kind", "url", "limit", "collection", "dry_run"})
         if unknown:
             raise EntryError(unknown[0], f"{unknown[0][:40]!r} is not a crawl field; use kind, url, limit, collection, dry_run.")
@@ -125,64 +173,87 @@ def api_routes(store: SiteStore, access: Access, policy_for: Callable[[Request],
             raise EntryError("limit", f"The limit {str(limit)[:20]!r} must be a whole number from 1 to {MAX_LIMIT}.")
         collection = check_field("collection", body.get("collection", "posts"))
         dry_run = check_field("dry_run", body.get("dry_run", False))
-        url = _own(request, url.strip())
-        result = crawl(kind, url, limit, policy_for(request))
-        answer: dict[str, Any] = {"site": request.path_params["site"], "kind": kind, "source": url,
-                                  "found": len(result.items)}
-        if dry_run:
-            answer["items"] = [item.describe() for item in result.items]
-            answer["skipped"] = result.skipped
+        url, policy = _own(request, url.strip()), policy_for(request)
+
+        def read_and_import() -> tuple[int, Any]:
+            result = crawl(kind, url, limit, policy)
+            answer: dict[str, Any] = {"site": who.site, "kind": kind, "source": url, "found": len(result.items)}
+            if dry_run:
+                answer["items"] = [item.describe() for item in result.items]
+                answer["skipped"] = result.skipped
+                return 200, answer
+            report = import_items(store, who.site, result.items, collection)
+            answer["imported"] = report["imported"]
+            answer["skipped"] = result.skipped + report["skipped"]
             return 200, answer
-        report = import_items(store, request.path_params["site"], result.items, collection)
-        answer["imported"] = report["imported"]
-        answer["skipped"] = result.skipped + report["skipped"]
-        return 200, answer
+
+        return CrawlJob(who.username, read_and_import)
 
     site = "/api/cms/sites/{site}"
     one = site + "/entries/{slug}"
     return [
-        _route("/api/cms/session", "GET", session, access),
-        _route(site + "/entries", "GET", list_entries, access),
-        _route(site + "/entries", "POST", create_entry, access, body=True),
-        _route(one, "GET", read_entry, access),
-        _route(one, "PATCH", update_entry, access, body=True),
-        _route(one, "DELETE", delete_entry, access),
-        _route(one + "/publish", "POST", set_status("published", "publishing"), access),
-        _route(one + "/unpublish", "POST", set_status("draft", "unpublishing"), access),
-        _route(site + "/crawl", "POST", crawl_source, access, body=True),
+        _route("/api/cms/session", "GET", session, access, crawls,
+               "Who is signed in, and their sites and roles", {200: SESSION}),
+        _route(site + "/entries", "GET", list_entries, access, crawls, "A site's entries (viewer)", {200: LISTED},
+               query={"collection": {"enum": list(COLLECTIONS)}, "status": {"enum": list(STATUSES)}}),
+        _route(site + "/entries", "POST", create_entry, access, crawls,
+               "Create a draft (editor); `publish: true` needs a publisher", {201: ENTRY}, body=CREATE),
+        _route(one, "GET", read_entry, access, crawls, "One entry, with its body (viewer)", {200: ENTRY}),
+        _route(one, "PATCH", update_entry, access, crawls,
+               "Change an entry's fields (editor; a published entry: publisher)", {200: ENTRY}, body=CHANGE),
+        _route(one, "DELETE", delete_entry, access, crawls, "Delete a draft (editor); ?confirm= the exact slug",
+               {200: {"type": "object", "required": ["deleted", "site"]}}, query={"confirm": TEXT}, required=("confirm",)),
+        _route(one + "/publish", "POST", set_status("published", "publishing"), access, crawls,
+               "Publish an entry (publisher)", {200: ENTRY}),
+        _route(one + "/unpublish", "POST", set_status("draft", "unpublishing"), access, crawls,
+               "Take an entry back to draft (publisher)", {200: ENTRY}),
+        _route(site + "/crawl", "POST", crawl_source, access, crawls,
+               "Import a blog, feed or WordPress site as drafts (editor); 429 with Retry-After when the "
+               "user or the server runs as many crawls as it may", {200: CRAWLED}, body=CRAWL),
     ]
 
 
-def _route(path: str, method: str, handler: Handler, access: Access, *, body: bool = False) -> Route:
-    async def endpoint(request: Request) -> Response:
+def _route(path: str, method: str, handler: Handler, access: Access, crawls: CrawlPool, summary: str,
+           responses: dict[int, Any], *, body: dict[str, Any] | None = None, query: dict[str, Any] | None = None,
+           required: tuple[str, ...] = ()) -> Route:
+    """The route of one API call: `summary`, `responses`, `body` and `query` describe it (OpenAPI)."""
+
+    async def respond(request: Request) -> Response:
+        await run_in_threadpool(access.username, request)  # no session: 401 before the body is read
         data = None
-        try:
-            await run_in_threadpool(access.username, request)  # no session: 401 before the body is read
-        except AccessDenied as error:
-            return _error(error.status, str(error))
-        if request.method != "GET":
-            # A cross-site form cannot send this content-type, so a cookie alone never writes.
-            if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
-                return _error(415, "Send writes as JSON with content-type: application/json.")
-        if body:
+        if body is not None:
             data = await read_json(request, limit=MAX_BODY_BYTES)
             if isinstance(data, Response):
                 return data
+        answer = await run_in_threadpool(handler, request, data)
+        if isinstance(answer, CrawlJob):  # checked on the shared pool; read on the crawl pool
+            answer = await crawls.run(answer.username, answer.run)
+        status, payload = answer
+        return JSONResponse(payload, status)
+
+    @operation(summary, responses=responses, body=body, query=query, required_query=required)
+    async def endpoint(request: Request) -> Response:
         try:
-            status, payload = await run_in_threadpool(handler, request, data)
+            return await respond(request)
         except AccessDenied as error:
             return _error(error.status, str(error))
         except EntryError as error:
             return JSONResponse({"error": str(error), "field": error.field}, 422)
         except LookupError as error:
             return _error(404, str(error))
-        except Conflict as error:
+        except (Conflict, SlugTaken) as error:
             return _error(409, str(error))
+        except CrawlsBusy as error:
+            return _error(429, str(error), retry_after=error.retry_after)
         except (CrawlRefused, SourceError) as error:
             return _error(422, str(error))
         except CrawlFailed as error:
             return _error(502, str(error))
-        return JSONResponse(payload, status)
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) and "busy" not in str(error):
+                raise
+            sentence = "The database is busy with other changes; try again in a moment."
+            return _error(503, sentence, retry_after=BUSY_RETRY_SECONDS)
 
     return Route(path, endpoint, methods=[method])
 
@@ -196,5 +267,6 @@ def _own(request: Request, url: str) -> str:
     return f"http://{host}{f':{port}' if port else ''}{url}"
 
 
-def _error(status: int, sentence: str) -> Response:
-    return JSONResponse({"error": sentence}, status)
+def _error(status: int, sentence: str, *, retry_after: int | None = None) -> Response:
+    headers = {} if retry_after is None else {"retry-after": str(retry_after)}
+    return JSONResponse({"error": sentence}, status, headers=headers)

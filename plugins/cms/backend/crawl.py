@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 from urllib.parse import urljoin, urlsplit
 
-from .entry import free_slug, slugify, SLUG
+from .entry import SLUG
 from .fetch import CrawlFailed, Fetched, FetchPolicy, fetch
 from .guard import CrawlRefused
 from .sources import Item, SourceError, blog_links, blog_post, feed_items, wordpress_items
@@ -16,7 +16,7 @@ from .store import SiteStore
 
 KINDS = ("blog", "feed", "wordpress")
 MAX_LIMIT = 20
-BUDGET_TIMEOUTS = 3  # a whole blog crawl may take three single-request timeouts, not limit + 1
+BUDGET_TIMEOUTS = 3  # a whole blog crawl, index included, takes at most three single-fetch timeouts
 
 
 @dataclass
@@ -36,43 +36,64 @@ def crawl(kind: str, url: str, limit: int, policy: FetchPolicy) -> Crawl:
 
 
 def import_items(store: SiteStore, site: str, items: list[Item], collection: str) -> dict[str, Any]:
-    """Create a draft per item; an item already imported from the same source URL is skipped."""
+    """Create a draft per item; an item already imported from the same source URL is skipped.
+    The slug is the source's own when valid, else made from the title; the store takes the next
+    free one when another call got there first."""
     imported, skipped = [], []
-    taken = {entry["slug"] for entry in store.list_entries(site)}
     for item in items:
         existing = store.has_source(site, item.source_url)
         if existing:
             skipped.append({"source_url": item.source_url, "reason": f"already imported as {existing!r}"})
             continue
-        base = item.slug if SLUG.fullmatch(item.slug or "") else slugify(item.title)
-        slug = free_slug(base, taken)
-        taken.add(slug)
-        fields = {"title": item.title, "slug": slug, "collection": collection, "excerpt": item.excerpt,
+        fields = {"title": item.title, "collection": collection, "excerpt": item.excerpt,
                   "body": item.body, "source_url": item.source_url}
-        entry = store.create_entry(site, fields)
+        suggested = item.slug if SLUG.fullmatch(item.slug or "") else ""
+        entry = store.create_entry(site, fields, suggested_slug=suggested)
         imported.append({"slug": entry["slug"], "title": entry["title"], "status": entry["status"],
                          "source_url": entry["source_url"]})
     return {"imported": imported, "skipped": skipped}
 
 
 def _blog(url: str, limit: int, policy: FetchPolicy) -> Crawl:
+    """The index page, then up to `limit` of its articles, all within one budget of time."""
+    budget_end = time.monotonic() + policy.timeout * BUDGET_TIMEOUTS
     index = fetch(url, policy, accept="text/html")
     html = _text(index, "text/html", "a blog page")
-    links = [link for link in (urljoin(index.url, href) for href in blog_links(html)) if _same_site(link, index.url)]
-    if not links:
-        return Crawl([blog_post(html, index.url)])  # a single post, not an index
     result = Crawl()
-    budget_end = time.monotonic() + policy.timeout * BUDGET_TIMEOUTS
-    for link in links[:limit]:
-        if time.monotonic() > budget_end:
+    links = _article_links(html, index.url, limit, result.skipped)
+    if not links and not result.skipped:
+        return Crawl([blog_post(html, index.url)])  # a single post, not an index
+    for link in links:
+        left = budget_end - time.monotonic()
+        if left <= 0:
             result.skipped.append({"source_url": link, "reason": "the crawl ran out of time before this page"})
             continue
         try:
-            page = fetch(link, policy, accept="text/html")
+            page = fetch(link, policy, accept="text/html", seconds=left)
             result.items.append(blog_post(_text(page, "text/html", "a blog page"), page.url))
         except (CrawlRefused, CrawlFailed, SourceError) as error:
-            result.skipped.append({"source_url": link, "reason": str(error)})
+            reason = str(error)
+            if isinstance(error, CrawlFailed) and time.monotonic() >= budget_end:
+                reason = "the crawl ran out of time while reading this page"
+            result.skipped.append({"source_url": link, "reason": reason})
     return result
+
+
+def _article_links(html: str, base: str, limit: int, skipped: list[dict[str, str]]) -> list[str]:
+    """Up to `limit` article links on the index's own site; a link that is not a URL at all
+    (urlsplit refuses 'http://[::1/', an unclosed IPv6 bracket) is noted in `skipped`."""
+    links: list[str] = []
+    for href in blog_links(html):
+        try:
+            link = urljoin(base, href)
+            same_site = _same_site(link, base)
+        except ValueError:
+            if len(skipped) < MAX_LIMIT:
+                skipped.append({"source_url": href[:200], "reason": f"the link {href[:120]!r} is not a well-formed address"})
+            continue
+        if same_site and len(links) < limit:
+            links.append(link)
+    return links
 
 
 def _feed(url: str, limit: int, policy: FetchPolicy) -> Crawl:

@@ -8,8 +8,10 @@ import json
 from html import escape
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
+
+from reactor.server.openapi import HTML, operation
 
 from .store import SiteStore
 
@@ -55,7 +57,12 @@ def seed_demo(store: SiteStore) -> None:
         store.create_entry(site, fields, published=published)
 
 
+# The demo's pages run no script and load nothing: what a crawl copies can only ever be text.
+SOURCE_HEADERS = {"content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"}
+
+
 def demo_source_routes() -> list[Route]:
+    @operation("The demo blog's index page (a crawl source)", responses={200: HTML})
     async def blog_index(request: Request) -> Response:
         articles = "".join(
             f'<article><h2><a href="posts/{slug}.html">{escape(title)}</a></h2><p>{escape(summary)}</p></article>'
@@ -63,6 +70,7 @@ def demo_source_routes() -> list[Route]:
         )
         return _html("The demo blog", f"<h1>The demo blog</h1>{articles}")
 
+    @operation("A post of the demo blog", responses={200: HTML, 404: HTML})
     async def blog_post(request: Request) -> Response:
         post = next((p for p in POSTS if p[0] == request.path_params["slug"]), None)
         if post is None:
@@ -71,6 +79,7 @@ def demo_source_routes() -> list[Route]:
         return _html(title, f"<article><h1>{escape(title)}</h1><time>{date}</time>{body}</article>",
                      description=summary)
 
+    @operation("The demo blog as RSS", responses={200: {"application/rss+xml": {"schema": {"type": "string"}}}})
     async def rss(request: Request) -> Response:
         base = str(request.base_url).rstrip("/")
         items = "".join(
@@ -85,6 +94,7 @@ def demo_source_routes() -> list[Route]:
                     f"<title>The demo blog</title><link>{base}/demo-sources/blog/</link>{items}</channel></rss>")
         return Response(document, media_type="application/rss+xml")
 
+    @operation("The demo blog as Atom", responses={200: {"application/atom+xml": {"schema": {"type": "string"}}}})
     async def atom(request: Request) -> Response:
         base = str(request.base_url).rstrip("/")
         entries = "".join(
@@ -97,12 +107,14 @@ def demo_source_routes() -> list[Route]:
                     f"<title>The demo blog</title>{entries}</feed>")
         return Response(document, media_type="application/atom+xml")
 
+    @operation("The demo blog as WordPress's REST API answers it", query={"per_page": {"type": "integer", "minimum": 1, "maximum": 100}},
+               responses={200: {"type": "array", "items": {"type": "object"}}})
     async def wordpress(request: Request) -> Response:
         base = str(request.base_url).rstrip("/")
-        try:
-            per_page = max(1, min(100, int(request.query_params.get("per_page", "10"))))
-        except ValueError:
-            per_page = 10
+        raw = request.query_params.get("per_page", "10")
+        per_page = int(raw) if raw.isdigit() else 0
+        if not 1 <= per_page <= 100:
+            return JSONResponse({"error": f"per_page must be a whole number from 1 to 100, not {raw[:20]!r}."}, 400)
         posts = [
             {"id": number, "slug": slug, "date_gmt": date, "status": "publish", "type": "post",
              "link": f"{base}/demo-sources/wp/{slug}/",
@@ -127,5 +139,5 @@ def _html(title: str, body: str, status: int = 200, *, description: str = "") ->
         f'<!doctype html><html><head><meta charset="utf-8"><title>{escape(title)}</title>{meta}</head>'
         f'<body><nav><a href="/demo-sources/blog/">Demo blog</a></nav><main>{body}</main>'
         "<footer>Demo content</footer></body></html>",
-        status,
+        status, headers=SOURCE_HEADERS,
     )

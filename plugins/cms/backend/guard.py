@@ -4,18 +4,29 @@ A URL passes when it is http(s), has no credentials, and *every* address its hos
 is public — or is named by the allow-list (configuration: REACTOR_CRAWL_ALLOW, or the server
 plugin's `crawl_allow`). The fetcher connects to the addresses checked here, never re-resolving,
 so a name that changes its answer between check and connect (DNS rebinding) gains nothing.
+
+An IPv6 address that carries an IPv4 one (IPv4-mapped and -compatible, NAT64, 6to4, Teredo)
+reaches that IPv4 address through a translator or tunnel, so it must be public too:
+`http://[64:ff9b::7f00:1]/` is loopback by another name.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from dataclasses import dataclass
 from typing import Callable, Iterable
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 Resolver = Callable[[str, int], list[str]]
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+# IPv6 ranges that carry an IPv4 address in their last 32 bits. NAT64: RFC 6052's well-known
+# prefix and RFC 8215's local-use one, read with the /96 layout translators on them use.
+IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+IPV4_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")
+NAT64 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
 
 
 class CrawlRefused(ValueError):
@@ -67,8 +78,11 @@ def check_url(url: str, rules: Iterable[AllowRule], resolve: Resolver | None = N
     """The Target of `url`, or CrawlRefused with the sentence saying why not."""
     if not isinstance(url, str) or len(url) > 2000:
         raise CrawlRefused("The URL must be a string of at most 2000 characters.")
-    parts = urlsplit(url.strip())
     shown = url[:120]
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError as error:  # e.g. 'http://[::1/': an unclosed IPv6 bracket
+        raise CrawlRefused(f"The address {shown!r} is not a well-formed URL ({error}).") from None
     if parts.scheme not in ("http", "https"):
         raise CrawlRefused(f"Only http and https addresses can be crawled; {shown!r} uses {parts.scheme or 'no scheme'!r}.")
     if parts.username or parts.password:
@@ -79,22 +93,61 @@ def check_url(url: str, rules: Iterable[AllowRule], resolve: Resolver | None = N
         raise CrawlRefused(f"The address {shown!r} has an invalid port.") from None
     if not host:
         raise CrawlRefused(f"The address {shown!r} names no host.")
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    path = _ascii((parts.path or "/") + (f"?{parts.query}" if parts.query else ""))
     addresses = _resolve(host, port, resolve or system_resolver)
     for address in addresses:
-        if is_public(address):
+        problem = _not_public(address)
+        if problem is None:
             continue
         names = {host.lower(), str(address)}
         if not any(rule.matches(names, port, parts.path or "/") for rule in rules):
             raise CrawlRefused(
-                f"The address {shown!r} leads to {address}, {_kind(address)} address; the crawler reaches only "
+                f"The address {shown!r} leads to {problem} address; the crawler reaches only "
                 "public addresses and those the allow-list (REACTOR_CRAWL_ALLOW) names."
             )
     return Target(url, parts.scheme, host, port, path, tuple(str(a) for a in addresses))
 
 
 def is_public(address: Address) -> bool:
-    return address.is_global and not address.is_multicast
+    return _not_public(address) is None
+
+
+def _not_public(address: Address) -> str | None:
+    """None for a public address; else what it is, e.g. '10.0.0.1, a private' or
+    '64:ff9b::7f00:1, a NAT64 address embedding 127.0.0.1, a loopback'."""
+    for kind, inner in embedded_ipv4(address):
+        if not (inner.is_global and not inner.is_multicast):
+            return f"{address}, {kind} address embedding {inner}, {_kind(inner)}"
+    if not (address.is_global and not address.is_multicast):
+        return f"{address}, {_kind(address)}"
+    return None
+
+
+def embedded_ipv4(address: Address) -> list[tuple[str, ipaddress.IPv4Address]]:
+    """The IPv4 addresses an IPv6 address carries, with the kind of carrier: such an address
+    reaches the IPv4 one through a translator or tunnel, so it is judged by it too."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return []
+    found: list[tuple[str, ipaddress.IPv4Address]] = []
+    low32 = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if address in IPV4_COMPATIBLE and int(address) > 1:  # '::' and '::1' are judged as themselves
+        found.append(("an IPv4-compatible", low32))
+    if address in IPV4_TRANSLATED:
+        found.append(("an IPv4-translated", low32))
+    if any(address in prefix for prefix in NAT64):
+        found.append(("a NAT64", low32))
+    if address.sixtofour is not None:
+        found.append(("a 6to4", address.sixtofour))
+    if address.teredo is not None:
+        server, client = address.teredo
+        found += [("a Teredo", server), ("a Teredo", client)]
+    return found
+
+
+def _ascii(path: str) -> str:
+    """The path as sent: non-ASCII, spaces and control characters percent-encoded, so a path
+    can neither break the request line nor make http.client fail to encode it."""
+    return re.sub(r"[^\x21-\x7e]", lambda m: quote(m.group(), safe=""), path)
 
 
 def system_resolver(host: str, port: int) -> list[str]:

@@ -11,6 +11,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from reactor.server.openapi import HTML, operation
+
 from .markdown import markdown_html
 from .store import SiteStore, public_path
 
@@ -24,6 +26,7 @@ STYLE = ("body{font-family:system-ui,sans-serif;max-width:42rem;margin:2rem auto
 
 
 def public_routes(store: SiteStore) -> list[Route]:
+    @operation("A site's public index: its published entries", responses={200: HTML, 404: HTML})
     async def site_index(request: Request) -> Response:
         site = request.path_params["site"]
         title = await run_in_threadpool(store.site_title, site)
@@ -37,6 +40,7 @@ def public_routes(store: SiteStore) -> list[Route]:
         )
         return _page(title, f"<h1>{escape(title)}</h1><ul>{items}</ul>", site, title)
 
+    @operation("A published entry as its public page", responses={200: HTML, 404: HTML})
     async def entry_page(request: Request) -> Response:
         site, slug = request.path_params["site"], request.path_params["slug"]
         entry = await run_in_threadpool(store.get_entry, site, slug)

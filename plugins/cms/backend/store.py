@@ -3,6 +3,7 @@ decides who may call; this module only reads and writes, each call one transacti
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import datetime, timezone
 from typing import Any
 
@@ -36,7 +37,12 @@ CREATE TABLE IF NOT EXISTS cms_entries (
     PRIMARY KEY (site, slug)
 );
 """
+MAX_SLUG_TRIES = 200  # each failed try means another call made an entry of this title meanwhile
 SUMMARY = "site, slug, collection, status, title, excerpt, source_url, created_at, updated_at, published_at"
+
+
+class SlugTaken(ValueError):
+    """The slug the caller chose is used on the site already (409)."""
 
 
 class SiteStore:
@@ -44,7 +50,7 @@ class SiteStore:
 
     def __init__(self, database: Database) -> None:
         self.database = database
-        database.migrate(SCHEMA)
+        database.migrate("cms", [SCHEMA])
 
     # Sites and roles ---------------------------------------------------------------------
 
@@ -108,22 +114,46 @@ class SiteStore:
             ).fetchone()
         return None if row is None else row["slug"]
 
-    def create_entry(self, site: str, fields: dict[str, Any], *, published: bool = False) -> dict[str, Any]:
-        """Insert an entry; without a slug, one is made from the title. ValueError when the slug is taken."""
+    def create_entry(
+        self, site: str, fields: dict[str, Any], *, published: bool = False, suggested_slug: str = ""
+    ) -> dict[str, Any]:
+        """Insert an entry. A slug in `fields` is the caller's choice: SlugTaken when it is used.
+        Without one, the slug comes from `suggested_slug` or the title, and the next free one is
+        taken when it is used. The primary key settles races: reading the free slugs and then
+        inserting let 100 parallel posts of one title pick the same slug (41 answered 500)."""
+        chosen = fields.get("slug")
+        base = chosen or suggested_slug or slugify(fields["title"])
         now = _now()
+        row = (fields.get("collection", "posts"), "published" if published else "draft", fields["title"],
+               fields.get("excerpt", ""), fields.get("body", ""), fields.get("source_url", ""),
+               now, now, now if published else None)
+        for _ in range(MAX_SLUG_TRIES):
+            slug = chosen or self._free_slug(site, base)
+            try:
+                with self.database.transaction() as db:
+                    db.execute(
+                        "INSERT INTO cms_entries (site, slug, collection, status, title, excerpt, body, source_url, "
+                        "created_at, updated_at, published_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (site, slug, *row),
+                    )
+            except sqlite3.IntegrityError as error:
+                if "UNIQUE" not in str(error):
+                    raise
+                if chosen:
+                    raise SlugTaken(
+                        f"The slug {slug!r} is already used on site {site!r}; choose another or update that entry."
+                    ) from None
+                continue  # another call took this slug since we looked: look again
+            return self.get_entry(site, slug)  # type: ignore[return-value]
+        # Answered as a busy database (503): so many calls made this slug at once that this one never got a turn.
+        raise sqlite3.OperationalError(f"database is busy: {MAX_SLUG_TRIES} tries at a slug like {base!r} all lost")
+
+    def _free_slug(self, site: str, base: str) -> str:
         with self.database.transaction() as db:
-            taken = {r["slug"] for r in db.execute("SELECT slug FROM cms_entries WHERE site = ?", (site,))}
-            slug = fields.get("slug") or free_slug(slugify(fields["title"]), taken)
-            if slug in taken:
-                raise ValueError(f"The slug {slug!r} is already used on site {site!r}; choose another or update that entry.")
-            db.execute(
-                "INSERT INTO cms_entries (site, slug, collection, status, title, excerpt, body, source_url, "
-                "created_at, updated_at, published_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (site, slug, fields.get("collection", "posts"), "published" if published else "draft",
-                 fields["title"], fields.get("excerpt", ""), fields.get("body", ""), fields.get("source_url", ""),
-                 now, now, now if published else None),
+            rows = db.execute(
+                "SELECT slug FROM cms_entries WHERE site = ? AND (slug = ? OR slug LIKE ?)", (site, base, f"{base}-%")
             )
-        return self.get_entry(site, slug)  # type: ignore[return-value]
+            return free_slug(base, {r["slug"] for r in rows})
 
     def update_entry(self, site: str, slug: str, changes: dict[str, Any]) -> dict[str, Any]:
         columns = [key for key in ("collection", "title", "excerpt", "body", "source_url") if key in changes]

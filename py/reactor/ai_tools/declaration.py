@@ -148,7 +148,11 @@ def _check_entry_point(owner: str, code: str, language: str, entry: str) -> None
         try:
             tree = ast.parse(code)
         except SyntaxError as error:
-            raise _refuse(owner, "code", None, f"has a Python syntax error at line {error.lineno}: {error.msg}.") from None
+            where = f" at line {error.lineno}" if error.lineno else ""
+            raise _refuse(owner, "code", None, f"has a Python syntax error{where}: {error.msg}.") from None
+        except (RecursionError, MemoryError):
+            # Deeply nested expressions (`x+x+…`, `-----1`) exhaust the parser before any syntax error.
+            raise _refuse(owner, "code", None, "nests too deeply for Python to parse; split long expressions.") from None
         defined = any(
             isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry for node in tree.body
         )

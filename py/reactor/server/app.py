@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 import sys
-from functools import partial
+from importlib import metadata
+from functools import partial, wraps
 from pathlib import Path
 from typing import Any, Iterable
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
@@ -27,7 +31,9 @@ from .bytecode import compiled
 from .context import ServerContext
 from .cors import CrossOrigin, check_origins
 from .database import Database
-from .plugin_records import PluginRecords
+from .plugin_records import OPERATORS, PluginRecords
+from .openapi import ANY_FILE, HTML, openapi_document, operation
+from .protection import LOOPBACK_HOSTS, CrossSiteWriteGuard, HostCheck, check_hosts
 from .requests import read_json
 from .runtime_python import COMPILED_STDLIB, pyscript_sources, stdlib_sources
 
@@ -42,7 +48,22 @@ EARLY_BOOT_MARKER = "<!-- reactor:early-boot (the server puts the start of Pyodi
 PYODIDE_MODULES = ["pyodide/pyodide.mjs", "pyodide/pyodide.asm.mjs"]
 # PyScript's own plugins the page does not use; each would be one more download at boot.
 PYSCRIPT_PLUGINS_OFF = ["!codemirror", "!py-editor", "!py-game", "!py-terminal", "!deprecations-manager", "!donkey"]
-PLUGIN_STATE = "CREATE TABLE IF NOT EXISTS plugin_state (name TEXT PRIMARY KEY, enabled INTEGER NOT NULL)"
+STRINGS = {"type": "array", "items": {"type": "string"}}
+# An AgentTools bundle as GET /plugins/agent-tools lists it (reactor.agent_tools).
+BUNDLE = {
+    "type": "object", "required": ["id", "name", "plugin", "commands", "toolset"],
+    "properties": {
+        "id": {"type": "string"}, "name": {"type": "string"}, "description": {"type": "string"},
+        "plugin": {"type": "string"}, "toolset": STRINGS,
+        "commands": {"type": "array", "items": {
+            "type": "object", "required": ["name", "command", "description"],
+            "properties": {"name": {"type": "string"}, "command": {"type": "string"}, "description": {"type": "string"},
+                           "parameters": {"type": "object"}}}},
+    },
+}
+SERVER_PLUGIN = {"type": "object", "required": ["name", "enabled"],
+                 "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "enabled": {"type": "boolean"}}}
+PLUGIN_STATE = ["CREATE TABLE IF NOT EXISTS plugin_state (name TEXT PRIMARY KEY, enabled INTEGER NOT NULL)"]
 
 
 class AiToolsServerPlugin:
@@ -62,16 +83,20 @@ def default_plugins() -> list[Any]:
 
 
 def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, seed_demo: bool = True,
-               agent_spec: dict[str, Any] | None = None, allow_origins: Iterable[str] = ()) -> Starlette:
+               agent_spec: dict[str, Any] | None = None, allow_origins: Iterable[str] = (),
+               allow_hosts: Iterable[str] = LOOPBACK_HOSTS) -> Starlette:
     """Build the app over `data_dir/reactor.sqlite3`; plugins set up their tables on start.
 
     `agent_spec` is the page chat's agent (name, instructions, plugins; never tools); by default
     the `agent.json` beside index.html. `allow_origins` are the origins of other pages that may
-    embed reactor from this server (`http://127.0.0.1:5500`); only they get CORS headers.
+    embed reactor from this server (`http://127.0.0.1:5500`); only they get CORS headers, may
+    write with the session cookie, and may frame the page. `allow_hosts` are the host names the
+    server answers to (by default loopback only).
     """
     origins = check_origins(allow_origins)
+    hosts = check_hosts(allow_hosts)
     database = Database(Path(data_dir) / "reactor.sqlite3")
-    database.migrate(PLUGIN_STATE)
+    database.migrate("plugin_state", PLUGIN_STATE)
     platform = PluginPlatform(default_plugins() if plugins is None else plugins)
     with database.transaction() as db:
         for row in db.execute("SELECT name, enabled FROM plugin_state"):
@@ -92,19 +117,26 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
         SERVER_ONLY, **_bytecode_for(runtime),
     )
 
-    index_page = RenderedPage((ROOT / "index.html").read_text().replace(EARLY_BOOT_MARKER, _early_boot(runtime)))
+    early_boot = _early_boot(runtime)
+    index_page = RenderedPage((ROOT / "index.html").read_text().replace(EARLY_BOOT_MARKER, early_boot),
+                              headers=_page_headers(early_boot, origins))
 
+    @operation("The demo page", responses={200: HTML, 304: None})
     async def index(request: Request) -> Response:
         return index_page.response(request)
 
+    @operation("A file of the page's JavaScript and styles", responses={200: ANY_FILE, 304: None})
     async def web_file(request: Request) -> Response:
         return serve_file(request, WEB, request.path_params["path"], cache=REVALIDATE)
 
+    @operation("A file of the vendored runtime (Pyodide, PyScript), immutable under its version stamp",
+               responses={200: ANY_FILE})
     async def vendor_file(request: Request) -> Response:
         if request.path_params["stamp"] != runtime["stamp"]:
             return JSONResponse({"error": "That runtime version is not served here; reload the page."}, 404)
         return serve_file(request, VENDOR, request.path_params["path"], cache=IMMUTABLE)
 
+    @operation("A page asset of an enabled plugin", responses={200: ANY_FILE, 304: None})
     async def plugin_asset(request: Request) -> Response:
         name = request.path_params["name"]
         plugin = next((p for p in platform.enabled_plugins() if p.name == name), None)
@@ -112,6 +144,7 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
             return JSONResponse({"error": f"Plugin {name!r} serves no such asset."}, 404)
         return serve_file(request, _folder_of(plugin), request.path_params["path"], cache=REVALIDATE)
 
+    @operation("The page's Python as one bundle, named by its hash", responses={200: ANY_FILE})
     async def python_archive(request: Request) -> Response:
         if request.path_params["digest"] != archive.digest:
             return JSONResponse({"error": "That archive is gone; reload the page."}, 404)
@@ -119,6 +152,8 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
 
     agent = AgentSpec.from_dict(json.loads((ROOT / "agent.json").read_text()) if agent_spec is None else agent_spec)
 
+    @operation("What the page boots: runtime, Python bundle, plugins, services, the chat's agent",
+               responses={200: {"type": "object", "required": ["runtime", "pyscript", "python", "plugins", "services", "agent"]}})
     async def boot_config(request: Request) -> Response:
         base = f"/vendor/{runtime['stamp']}"
         return JSONResponse(
@@ -135,20 +170,34 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
             headers={"cache-control": "no-store"},
         )
 
+    @operation("The server's plugins, then the plugin records the user can see (without their code)",
+               query={"location": {"enum": ["ai-tool", "ui"]}},
+               responses={200: {"type": "array", "items": {"type": "object", "required": ["name"]}}})
     async def list_plugins(request: Request) -> Response:
         """Server plugins, then the records the user can see (without their code)."""
         visible = [{k: v for k, v in r.items() if k != "code"} for r in records.visible(auth.user_for(request))]
         location = request.query_params.get("location")
+        if location not in (None, "ai-tool", "ui"):
+            return JSONResponse({"error": f"There is no location {location[:40]!r}; use ai-tool or ui."}, 422)
         if location:
             return JSONResponse([r for r in visible if r["location"] == location], headers={"cache-control": "no-store"})
         return JSONResponse(platform.list_plugins() + visible, headers={"cache-control": "no-store"})
 
+    @operation("The AgentTools bundles of every enabled plugin, and the AI Tools the user can see",
+               responses={200: {"type": "array", "items": BUNDLE}})
     async def list_agent_tools(request: Request) -> Response:
         bundles = platform.collect_agent_tools() + records.agent_tools(auth.user_for(request))
         return JSONResponse(bundles, headers={"cache-control": "no-store"})
 
+    @operation("Enable or disable a server plugin (operators)", responses={200: SERVER_PLUGIN},
+               body={"type": "object", "required": ["enabled"], "properties": {"enabled": {"type": "boolean"}},
+                     "additionalProperties": False})
     async def set_plugin_enabled(request: Request) -> Response:
-        name = request.path_params["name"]
+        user = auth.user_for(request)
+        if user is None or OPERATORS not in user.groups:
+            return JSONResponse({"error": "Only operators may enable or disable plugins; sign in as one."},
+                                401 if user is None else 403)
+        name = request.path_params["id"]
         if name not in {p["name"] for p in platform.list_plugins()}:
             return JSONResponse({"error": f"There is no plugin {name!r}."}, 404)
         body = await read_json(request, limit=1024)
@@ -172,16 +221,33 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
         *auth.routes(),
         Route("/plugins", list_plugins),
         Route("/plugins/agent-tools", list_agent_tools),
-        Route("/plugins/{name}", set_plugin_enabled, methods=["PATCH"]),
+        Route("/plugins/{id}", set_plugin_enabled, methods=["PATCH"]),
         *records.routes(),
         *plugin_routes,
     ]
-    middleware = [Middleware(GZipMiddleware, minimum_size=1024)]
+
+    @operation("This document: every route, what it takes and what it answers (OpenAPI 3.1)",
+               responses={200: {"type": "object", "required": ["openapi", "paths"]}})
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(document)
+
+    routes.append(Route("/openapi.json", openapi, methods=["GET"]))
+    document = openapi_document(routes, title="reactor", version=metadata.version("reactor"))
+    middleware = [Middleware(HostCheck, hosts=hosts), Middleware(CrossSiteWriteGuard, origins=origins),
+                  Middleware(GZipMiddleware, minimum_size=1024)]
     if origins:
-        middleware.insert(0, Middleware(CrossOrigin, origins=origins))
-    app = Starlette(routes=routes, middleware=middleware)
+        middleware.insert(1, Middleware(CrossOrigin, origins=origins))
+    app = Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: _http_error})
     app.state.context = context
     return app
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    """The router's own refusals (no such route, method not allowed) as sentences, like every other."""
+    assert isinstance(error, HTTPException)
+    sentence = {404: f"There is nothing at {request.url.path[:100]!r} on this server.",
+                405: f"{request.method} is not allowed on {request.url.path[:100]!r}."}.get(error.status_code, error.detail)
+    return JSONResponse({"error": sentence}, error.status_code, headers=error.headers)
 
 
 def _all(platform: PluginPlatform) -> list[Any]:
@@ -192,6 +258,7 @@ def _while_enabled(platform: PluginPlatform, name: str, route: Route) -> Route:
     """A plugin's route answers 404 while the plugin is disabled, without restarting the server."""
     endpoint = route.endpoint
 
+    @wraps(endpoint)  # keeps its @operation description
     async def guarded(request: Request) -> Response:
         if not platform.is_enabled(name):
             return JSONResponse({"error": f"The plugin {name!r} is disabled."}, 404)
@@ -228,6 +295,30 @@ def _early_boot(runtime: dict[str, Any]) -> str:
         # A failed start is reported by reactor.js, whose boot awaits the same promise.
         f'<script>import("/web/early-pyodide.js").then((m) => {start}).catch(() => {{}});</script>',
     ])
+
+
+def _page_headers(early_boot: str, origins: tuple[str, ...]) -> dict[str, str]:
+    """The app page's Content-Security-Policy: scripts only from this server (and the one inline
+    start script, by its hash), WebAssembly compiled, workers from blobs (the AI Tool worker),
+    connections to any http(s) model provider the person configures, framed only by this server
+    and the allowed origins. Pyodide's runtime evals the JS glue of its own modules, and a
+    JavaScript AI Tool is compiled with `new Function` in its worker: hence 'unsafe-eval'."""
+    inline = re.findall(r"<script>(.*?)</script>", early_boot, re.S)
+    hashes = [f"'sha256-{base64.b64encode(hashlib.sha256(s.encode()).digest()).decode()}'" for s in inline]
+    policy = {
+        "default-src": ["'self'"],
+        "script-src": ["'self'", "'wasm-unsafe-eval'", "'unsafe-eval'", *hashes],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:", "blob:"],
+        "connect-src": ["'self'", "http:", "https:"],
+        "worker-src": ["'self'", "blob:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'self'", *origins],
+    }
+    return {"content-security-policy": "; ".join(f"{k} {' '.join(v)}" for k, v in policy.items()),
+            "referrer-policy": "same-origin"}
 
 
 def _bytecode_for(runtime: dict[str, Any]) -> dict[str, Any]:

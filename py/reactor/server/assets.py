@@ -31,6 +31,8 @@ mimetypes.add_type("application/zip", ".whl")
 def serve_file(request: Request, root: Path, relative: str, *, cache: str) -> Response:
     """Serve `root/relative`, never anything outside `root`; prefer a `.gz` twin when accepted."""
     root = root.resolve()
+    if any(ord(c) < 32 or c == "\x7f" for c in relative):  # NUL makes the OS calls raise; none is in a file name here
+        return JSONResponse({"error": f"There is no file {relative[:100]!r} here."}, status_code=404)
     path = (root / relative).resolve()
     if not path.is_relative_to(root) or not path.is_file():
         return JSONResponse({"error": f"There is no file {relative!r} here."}, status_code=404)
@@ -50,15 +52,16 @@ class RenderedPage:
     """An HTML page the server fills in once per start (index.html with its runtime's URLs),
     revalidated by a hash of its bytes as a file would be by its ETag."""
 
-    def __init__(self, html: str) -> None:
+    def __init__(self, html: str, *, headers: dict[str, str] | None = None) -> None:
         self.body = html.encode()
         self.etag = f'"{hashlib.sha256(self.body).hexdigest()[:16]}"'
+        self.headers = headers or {}
 
     def response(self, request: Request) -> Response:
         headers = {"cache-control": REVALIDATE, "etag": self.etag}
         if request.headers.get("if-none-match") == self.etag:
             return Response(status_code=304, headers=headers)
-        return Response(self.body, media_type="text/html; charset=utf-8", headers=headers)
+        return Response(self.body, media_type="text/html; charset=utf-8", headers={**headers, **self.headers})
 
 
 class SourceArchive:

@@ -1,16 +1,21 @@
 """Sign-in and sessions: one system for the page, the CMS, plugin visibility and tool calls.
 
-Passwords are stored as salted PBKDF2 hashes. A session is a random token, sent as an HttpOnly
-cookie to the page and accepted as `Authorization: Bearer <token>` from other clients.
+Passwords are stored as salted scrypt hashes (`passwords.py`), checked off the event loop on a
+small pool of their own, with the same work for a user that does not exist; failed attempts are
+limited per user and per client (`sign_in_limits.py`). A session is a random token, sent as an
+HttpOnly cookie to the page and accepted as `Authorization: Bearer <token>` from other clients;
+the database keeps only its SHA-256, and it ends after SESSION_SECONDS, or IDLE_SECONDS unused.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-import hmac
 import json
+import math
 import secrets
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -19,26 +24,45 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .database import Database
+from .openapi import operation
+from .passwords import LEGACY, burn_time, hash_password, is_current, verify_password
 from .requests import read_json
+from .sign_in_limits import SignInLimits
 
 COOKIE = "reactor_session"
 SESSION_SECONDS = 12 * 3600
-ITERATIONS = 120_000
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS users (
-    username TEXT PRIMARY KEY,
-    salt BLOB NOT NULL,
-    password_hash BLOB NOT NULL,
-    groups TEXT NOT NULL DEFAULT '[]'
-);
-CREATE TABLE IF NOT EXISTS sessions (
-    token TEXT PRIMARY KEY,
-    username TEXT NOT NULL REFERENCES users(username) ON DELETE CASCADE,
-    expires_at REAL NOT NULL
-);
-"""
+IDLE_SECONDS = 2 * 3600
+TOUCH_SECONDS = 60  # how stale `last_seen` may get before a request writes it again
+MAX_NAME, MAX_PASSWORD = 150, 1024
+STEPS = [
+    """
+    CREATE TABLE IF NOT EXISTS users (
+        username TEXT PRIMARY KEY,
+        salt BLOB NOT NULL,
+        password_hash BLOB NOT NULL,
+        groups TEXT NOT NULL DEFAULT '[]'
+    );
+    CREATE TABLE IF NOT EXISTS sessions (
+        token TEXT PRIMARY KEY,
+        username TEXT NOT NULL REFERENCES users(username) ON DELETE CASCADE,
+        expires_at REAL NOT NULL
+    );
+    """,
+    # Hash schemes beside the hashes; sessions keyed by the token's SHA-256 and ended when idle
+    # (the sessions of before held the token itself: they end here).
+    f"""
+    ALTER TABLE users ADD COLUMN hash_scheme TEXT NOT NULL DEFAULT '{LEGACY}';
+    DELETE FROM sessions;
+    ALTER TABLE sessions ADD COLUMN last_seen REAL NOT NULL DEFAULT 0;
+    """,
+]
+USER = {"type": "object", "required": ["username", "groups"],
+        "properties": {"username": {"type": "string"}, "groups": {"type": "array", "items": {"type": "string"}}}}
 # Demo accounts, created only with the demo seed; their passwords are in the README.
 DEMO_USERS = [("ada", "ada-demo", ["operators", "staff"]), ("bob", "bob-demo", ["staff"]), ("eve", "eve-demo", [])]
+# Password checks take ~55 ms of CPU each: a pool of their own keeps them from holding the event
+# loop or the thread pool every other request uses.
+HASHING = ThreadPoolExecutor(max_workers=2, thread_name_prefix="reactor-hashing")
 
 
 @dataclass(frozen=True)
@@ -51,11 +75,12 @@ class User:
 
 
 class Auth:
-    """Users and sessions in the server's SQLite file."""
+    """Users and sessions in the server's database."""
 
     def __init__(self, database: Database, *, seed: bool) -> None:
         self.database = database
-        database.migrate(SCHEMA)
+        database.migrate("auth", STEPS)
+        self.limits = SignInLimits(database)
         if seed:
             with database.transaction() as db:
                 empty = db.execute("SELECT COUNT(*) FROM users").fetchone()[0] == 0
@@ -66,33 +91,57 @@ class Auth:
     def create_user(self, username: str, password: str, groups: Iterable[str] = ()) -> User:
         if not username or not password:
             raise ValueError("A user needs a name and a password.")
-        salt = secrets.token_bytes(16)
         with self.database.transaction() as db:
-            db.execute(
-                "INSERT INTO users (username, salt, password_hash, groups) VALUES (?, ?, ?, ?)",
-                (username, salt, _hash(password, salt), json.dumps(sorted(set(groups)))),
-            )
+            db.execute("INSERT INTO users (username, salt, password_hash, hash_scheme, groups) VALUES (?, ?, ?, ?, ?)",
+                       (username, *_stored(password), json.dumps(sorted(set(groups)))))
         return User(username, tuple(sorted(set(groups))))
+
+    def set_password(self, username: str, password: str) -> None:
+        """Replace a user's password; their sessions end."""
+        if not password:
+            raise ValueError("A password cannot be empty.")
+        with self.database.transaction() as db:
+            if not db.execute("UPDATE users SET salt = ?, password_hash = ?, hash_scheme = ? WHERE username = ?",
+                              (*_stored(password), username)).rowcount:
+                raise KeyError(username)
+            db.execute("DELETE FROM sessions WHERE username = ?", (username,))
 
     def set_groups(self, username: str, groups: Iterable[str]) -> None:
         with self.database.transaction() as db:
             db.execute("UPDATE users SET groups = ? WHERE username = ?", (json.dumps(sorted(set(groups))), username))
 
+    def has_password(self, username: str, password: str) -> bool:
+        with self.database.transaction() as db:
+            row = db.execute("SELECT salt, password_hash, hash_scheme FROM users WHERE username = ?", (username,)).fetchone()
+        return row is not None and verify_password(password, row["hash_scheme"], row["salt"], row["password_hash"])
+
+    def demo_passwords_left(self) -> list[str]:
+        """The demo accounts that still have the password the README publishes."""
+        return [name for name, password, _ in DEMO_USERS if self.has_password(name, password)]
+
     def sign_in(self, username: str, password: str) -> str | None:
-        """A new session token, or None for a wrong name or password (the same answer for both)."""
+        """A new session token, or None for a wrong name or password: the same answer, and the
+        same work, for both. A hash in an older scheme is replaced by a current one."""
         with self.database.transaction() as db:
-            row = db.execute("SELECT salt, password_hash FROM users WHERE username = ?", (username,)).fetchone()
-        if row is None or not hmac.compare_digest(_hash(password, row["salt"]), row["password_hash"]):
+            row = db.execute("SELECT salt, password_hash, hash_scheme FROM users WHERE username = ?", (username,)).fetchone()
+        if row is None:
+            burn_time(password)
             return None
-        token = secrets.token_urlsafe(32)
+        if not verify_password(password, row["hash_scheme"], row["salt"], row["password_hash"]):
+            return None
+        token, now = secrets.token_urlsafe(32), time.time()
         with self.database.transaction() as db:
-            db.execute("DELETE FROM sessions WHERE expires_at < ?", (time.time(),))
-            db.execute("INSERT INTO sessions VALUES (?, ?, ?)", (token, username, time.time() + SESSION_SECONDS))
+            if not is_current(row["hash_scheme"]):
+                db.execute("UPDATE users SET salt = ?, password_hash = ?, hash_scheme = ? WHERE username = ?",
+                           (*_stored(password), username))
+            db.execute("DELETE FROM sessions WHERE expires_at < ? OR last_seen < ?", (now, now - IDLE_SECONDS))
+            db.execute("INSERT INTO sessions (token, username, expires_at, last_seen) VALUES (?, ?, ?, ?)",
+                       (_digest(token), username, now + SESSION_SECONDS, now))
         return token
 
     def sign_out(self, token: str) -> None:
         with self.database.transaction() as db:
-            db.execute("DELETE FROM sessions WHERE token = ?", (token,))
+            db.execute("DELETE FROM sessions WHERE token = ?", (_digest(token),))
 
     def user_for(self, request: Request) -> User | None:
         """The signed-in user of this request (cookie or bearer token), or None."""
@@ -101,15 +150,26 @@ class Auth:
     def user_for_token(self, token: str) -> User | None:
         if not token:
             return None
+        now, key = time.time(), _digest(token)
         with self.database.transaction() as db:
             row = db.execute(
-                "SELECT users.username, users.groups FROM sessions JOIN users USING (username) "
-                "WHERE token = ? AND expires_at > ?",
-                (token, time.time()),
+                "SELECT users.username, users.groups, sessions.last_seen FROM sessions JOIN users USING (username) "
+                "WHERE token = ? AND expires_at > ? AND last_seen > ?",
+                (key, now, now - IDLE_SECONDS),
             ).fetchone()
+            if row is not None and now - row["last_seen"] > TOUCH_SECONDS:
+                db.execute("UPDATE sessions SET last_seen = ? WHERE token = ?", (now, key))
         return None if row is None else User(row["username"], tuple(json.loads(row["groups"])))
 
     def routes(self) -> list[Route]:
+        @operation("Sign in: a session as an HttpOnly cookie, and the same token for `Authorization: Bearer`",
+                   description="401 for a wrong name or password (the same for both); 429 with Retry-After after "
+                               "too many failures for the user or from the client.",
+                   body={"type": "object", "required": ["username", "password"],
+                         "properties": {"username": {"type": "string", "maxLength": MAX_NAME},
+                                        "password": {"type": "string", "maxLength": MAX_PASSWORD}}},
+                   responses={200: {"type": "object", "required": ["token", "user"],
+                                    "properties": {"token": {"type": "string"}, "user": USER}}})
         async def sign_in(request: Request) -> Response:
             body = await read_json(request, limit=4096)
             if isinstance(body, Response):
@@ -117,14 +177,26 @@ class Auth:
             username, password = body.get("username"), body.get("password")
             if not isinstance(username, str) or not isinstance(password, str):
                 return JSONResponse({"error": 'Send {"username": "...", "password": "..."}.'}, 422)
-            token = self.sign_in(username, password)
+            if len(username) > MAX_NAME or len(password) > MAX_PASSWORD:
+                return JSONResponse({"error": f"A user name has at most {MAX_NAME} characters and a password "
+                                              f"at most {MAX_PASSWORD}."}, 422)
+            client = request.client.host if request.client else ""
+            wait, ticket = self.limits.admit(username, client)
+            if wait:
+                return JSONResponse({"error": f"Too many failed sign-ins; try again in {_duration(wait)}."}, 429,
+                                    headers={"retry-after": str(wait)})
+            token = await asyncio.get_running_loop().run_in_executor(HASHING, self.sign_in, username, password)
             if token is None:
                 return JSONResponse({"error": "Wrong user name or password."}, 401)
+            self.limits.succeeded(username, client, ticket)
             user = self.user_for_token(token)
             response = JSONResponse({"token": token, "user": user.describe() if user else None})
-            response.set_cookie(COOKIE, token, max_age=SESSION_SECONDS, httponly=True, samesite="lax")
+            response.set_cookie(COOKIE, token, max_age=SESSION_SECONDS, httponly=True, samesite="lax",
+                                secure=request.url.scheme == "https")
             return response
 
+        @operation("End this session (cookie or bearer token)",
+                   responses={200: {"type": "object", "required": ["signedOut"], "properties": {"signedOut": {"const": True}}}})
         async def sign_out(request: Request) -> Response:
             token = _token(request)
             if token:
@@ -133,16 +205,17 @@ class Auth:
             response.delete_cookie(COOKIE)
             return response
 
+        @operation("Who is signed in (401 when nobody is)", responses={200: USER})
         async def me(request: Request) -> Response:
             user = self.user_for(request)
             if user is None:
                 return JSONResponse({"error": "Nobody is signed in."}, 401)
-            return JSONResponse(user.describe())
+            return JSONResponse(user.describe(), headers={"cache-control": "no-store"})
 
         return [
             Route("/auth/sign-in", sign_in, methods=["POST"]),
             Route("/auth/sign-out", sign_out, methods=["POST"]),
-            Route("/auth/me", me),
+            Route("/auth/me", me, methods=["GET"]),
         ]
 
 
@@ -153,5 +226,15 @@ def _token(request: Request) -> str:
     return request.cookies.get(COOKIE, "")
 
 
-def _hash(password: str, salt: bytes) -> bytes:
-    return hashlib.pbkdf2_hmac("sha256", password.encode(), salt, ITERATIONS)
+def _stored(password: str) -> tuple[bytes, bytes, str]:
+    """(salt, digest, scheme), in the order of the users table's columns."""
+    scheme, salt, digest = hash_password(password)
+    return salt, digest, scheme
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _duration(seconds: int) -> str:
+    return f"{seconds} seconds" if seconds < 120 else f"{math.ceil(seconds / 60)} minutes"

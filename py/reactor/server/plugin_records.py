@@ -16,22 +16,44 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ..agent_tools import TOOL_NAME
 from ..ai_tools import ai_tool_bundle, check_ai_tool_record
+from ..ai_tools.declaration import RECORD_ID
 from ..errors import DeclarationError
 from .auth import Auth, User
 from .database import Database
+from .openapi import operation
 from .requests import read_json
 
 OPERATORS = "operators"
+# A plugin record as sent and stored; reactor.ai_tools.declaration checks it in full.
+RECORD = {
+    "type": "object",
+    "required": ["id", "name", "location", "language", "code", "settings", "visibility"],
+    "properties": {
+        "id": {"type": "string", "pattern": f"^{RECORD_ID.pattern}$"},
+        "name": {"type": "string", "pattern": f"^{TOOL_NAME.pattern}$"},
+        "location": {"enum": ["ai-tool", "ui"]},
+        "language": {"enum": ["python", "javascript"]},
+        "code": {"type": "string"},
+        "settings": {"type": "object", "properties": {"tool": {"type": "object"}, "config": {"type": "object"}}},
+        "visibility": {"type": "object", "required": ["users", "groups"],
+                       "properties": {"users": {"type": "array", "items": {"type": "string"}},
+                                      "groups": {"type": "array", "items": {"type": "string"}}}},
+        "enabled": {"type": "boolean"},
+    },
+}
 BODY_LIMIT = 256_000
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS plugin_records (
-    id TEXT PRIMARY KEY,
-    record TEXT NOT NULL,
-    updated_at REAL NOT NULL,
-    updated_by TEXT NOT NULL
-);
-"""
+STEPS = [
+    """
+    CREATE TABLE IF NOT EXISTS plugin_records (
+        id TEXT PRIMARY KEY,
+        record TEXT NOT NULL,
+        updated_at REAL NOT NULL,
+        updated_by TEXT NOT NULL
+    );
+    """,
+]
 
 
 def can_see(record: dict[str, Any], user: User | None) -> bool:
@@ -50,7 +72,7 @@ class PluginRecords:
         self.database = database
         self.auth = auth
         self.reserved = reserved  # names of server plugins, which share the /plugins/{name} space
-        database.migrate(SCHEMA)
+        database.migrate("plugin_records", STEPS)
 
     def save(self, record: dict[str, Any], *, by: str, create: bool) -> dict[str, Any]:
         """Check and store a record; DeclarationError when refused, KeyError/ValueError on id clashes."""
@@ -78,12 +100,21 @@ class PluginRecords:
             rows = db.execute("SELECT record FROM plugin_records ORDER BY id").fetchall()
         return [r for r in (json.loads(row["record"]) for row in rows) if can_see(r, user)]
 
+    def grants_endpoint(self, user: User | None, path: str) -> bool:
+        """Whether `user` may use an enabled record whose `settings.config.endpoint` is `path`:
+        the data a tool reads is readable by those who may call the tool, and no one else."""
+        return any(
+            r["enabled"] and isinstance(r["settings"].get("config"), dict) and r["settings"]["config"].get("endpoint") == path
+            for r in self.visible(user)
+        )
+
     def agent_tools(self, user: User | None) -> list[dict[str, Any]]:
         """The AI Tools bundle for this user, as the page builds it; none when they see no tool."""
         offered = [r for r in self.visible(user) if r["location"] == "ai-tool" and r["enabled"]]
         return [ai_tool_bundle(offered)] if offered else []
 
     def routes(self) -> list[Route]:
+        @operation("A plugin record the user can see, with its code", responses={200: RECORD})
         async def get_record(request: Request) -> Response:
             user = self.auth.user_for(request)
             if user is None:
@@ -93,12 +124,17 @@ class PluginRecords:
                 return _error(404, f"There is no plugin {request.path_params['id']!r} that you can see.")
             return JSONResponse(record, headers={"cache-control": "no-store"})
 
+        @operation("Save a new plugin record (operators); 422 names the field a declaration breaks",
+                   body=RECORD, responses={201: RECORD})
         async def create_record(request: Request) -> Response:
             return await self._write(request, create=True)
 
+        @operation("Replace a plugin record (operators)", body=RECORD, responses={200: RECORD})
         async def update_record(request: Request) -> Response:
             return await self._write(request, create=False)
 
+        @operation("Delete a plugin record (operators)",
+                   responses={200: {"type": "object", "required": ["deleted"], "properties": {"deleted": {"type": "string"}}}})
         async def delete_record(request: Request) -> Response:
             user = self.auth.user_for(request)
             if user is None or OPERATORS not in user.groups:
