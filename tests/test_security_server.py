@@ -143,6 +143,11 @@ def test_a_path_with_a_control_character_is_a_404_not_a_crash(server, path):
     assert httpx.get(f"{server.url}{path}").status_code == 404
 
 
+def test_the_demo_sources_run_no_script(server):
+    answer = httpx.get(f"{server.url}/demo-sources/blog/")
+    assert answer.status_code == 200 and answer.headers["content-security-policy"].startswith("default-src 'none'")
+
+
 # Authorization ----------------------------------------------------------------------------------
 
 def test_maintenance_data_is_for_those_who_may_use_a_tool_that_reads_it(server):
@@ -177,6 +182,13 @@ def test_hostile_json_is_a_4xx_on_every_route(server, method, path, body, status
     too_large = path == "/plugins/cms" and len(body) > 1024  # that route takes 1 KB: refused by its size first
     assert answer.status_code == (413 if too_large else status), answer.text
     assert answer.json()["error"]
+
+
+@pytest.mark.parametrize("code", ["x = " + "x+" * 40_000 + "x", "x = " + "-" * 90_000 + "1", "x = " + "(" * 5000 + ")" * 5000])
+def test_ai_tool_code_that_exhausts_the_parser_is_refused_naming_the_code(server, code):
+    answer = httpx.post(f"{server.url}/plugins", json={**RECORD, "id": "deep-code", "code": code}, headers=bearer(server, "ada"))
+    assert answer.status_code == 422 and answer.json()["field"] == "code"
+    assert not record_exists(server, "deep-code")
 
 
 # Sign-in ----------------------------------------------------------------------------------------

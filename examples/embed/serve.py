@@ -1,7 +1,7 @@
 """Serve the embedding example: a to-do page on its own origin that embeds reactor from a reactor server.
 
-    reactor serve --port 8000 --allow-origin http://127.0.0.1:5500
-    python examples/embed/serve.py --port 5500 --reactor http://127.0.0.1:8000
+    .venv/bin/reactor serve --port 8001 --data .data-embed --allow-origin http://127.0.0.1:5500
+    .venv/bin/python examples/embed/serve.py --port 5500 --reactor http://127.0.0.1:8001
 
 Only the standard library: the page is static but for the reactor server's address, written
 into index.html where it says __REACTOR__.
@@ -49,7 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Serve the reactor embedding example (a to-do page).")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=5500, help="0 picks a free one (default 5500)")
-    parser.add_argument("--reactor", default="http://127.0.0.1:8000", help="the reactor server's address")
+    parser.add_argument("--reactor", default="http://127.0.0.1:8001", help="the reactor server's address")
     args = parser.parse_args()
     server = make_server(args.port, args.reactor, args.host)
     host, port = server.server_address[:2]
