@@ -10,6 +10,7 @@ into index.html where it says __REACTOR__.
 from __future__ import annotations
 
 import argparse
+from urllib.parse import urlsplit
 import functools
 import http.server
 from pathlib import Path
@@ -54,7 +55,8 @@ def main() -> None:
     server = make_server(args.port, args.reactor, args.host)
     host, port = server.server_address[:2]
     print(f"the to-do page is at http://{host}:{port}/ (reactor from {args.reactor}; start it with "
-          f"`reactor serve --allow-origin http://{host}:{port}`)", flush=True)
+          f"`.venv/bin/reactor serve --port {urlsplit(args.reactor).port} --data .data-embed "
+          f"--allow-origin http://{host}:{port}`)", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
