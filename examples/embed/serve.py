@@ -10,10 +10,10 @@ into index.html where it says __REACTOR__.
 from __future__ import annotations
 
 import argparse
-from urllib.parse import urlsplit
 import functools
 import http.server
 from pathlib import Path
+from urllib.parse import urlsplit
 
 HERE = Path(__file__).resolve().parent
 
