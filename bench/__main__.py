@@ -16,14 +16,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .measure import calls, execute, lab_page, launch, load_times, median, scale_point, startup, transfer
+from .measure import calls, define_plugins, execute, lab_page, launch, load_times, median, scale_point, startup, transfer
 from .report import machine, summarize, table
 from .server import BENCH, bench_app, serving
 
 ROOT = BENCH.parent
 LUMINO = "@lumino/commands@2.3.4"
-FULL = {"rounds": 19, "warm_rounds": 7, "boots": 5, "batches": 300, "plugins": [1, 100, 300, 1000], "validation_calls": 5000}
-QUICK = {"rounds": 1, "warm_rounds": 1, "boots": 1, "batches": 30, "plugins": [1, 10, 30], "validation_calls": 500}
+FULL = {"rounds": 19, "warm_rounds": 7, "boots": 5, "batches": 300, "plugins": [1, 100, 300, 1000], "validation_calls": 5000,
+        "defined": [10, 100, 1000]}
+QUICK = {"rounds": 1, "warm_rounds": 1, "boots": 1, "batches": 30, "plugins": [1, 10, 30], "validation_calls": 500,
+         "defined": [10, 100]}
 
 
 def say(text: str) -> None:
@@ -66,7 +68,7 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
                 with lab_page(browser, url, strays) as (page, boot):
                     point = scale_point(page, boot, count, plan["batches"])
                     if count == plan["plugins"][0]:
-                        say("calls: no-op, decks_get_deck and Lumino, interleaved; validation")
+                        say("calls: no-op, decks_get_deck and Lumino, as commands and as tools, interleaved; validation")
                         results["call"] = call_figures(page, plan["batches"])
                         results["validation"] = execute(page, "bench.validation", {"calls": plan["validation_calls"]})
                         results["scale"]["load_profile"] = execute(page, "bench.profileLoad", {"plugins": 5})
@@ -74,6 +76,12 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
                     with lab_page(browser, url, strays) as (page, boot):
                         point["boots"].append(load_times(page, boot))
                 point.update({key: median([b[key] for b in point["boots"]]) for key in point["boots"][0]})
+                if count == plan["plugins"][0]:
+                    results["define"] = []
+                    for defined in plan["defined"]:
+                        say(f"define: {defined} plugins of 10 tools with reactor.definePlugin")
+                        with lab_page(browser, url, strays) as (page, _):
+                            results["define"].append(define_plugins(page, defined))
             results["scale"]["points"].append(point)
         browser.close()
     results["machine"]["load_average_after"] = os.getloadavg()
@@ -82,14 +90,17 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
 
 
 def call_figures(page: Any, batches: int) -> dict[str, Any]:
-    timed = calls(page, ["lumino", "noop", "getDeck"], batches)
+    timed = calls(page, ["lumino", "noop", "getDeck", "noopTool", "getDeckTool"], batches)
     figures: dict[str, Any] = {}
-    for name, key in (("noop", "noop"), ("getDeck", "get_deck"), ("lumino", "lumino")):
+    for name, key in (("noop", "noop"), ("getDeck", "get_deck"), ("lumino", "lumino"),
+                      ("noopTool", "noop_tool"), ("getDeckTool", "get_deck_tool")):
         figures[f"{key}_p50_ms"] = timed[name]["p50_ms"]
         figures[f"{key}_p99_ms"] = timed[name]["p99_ms"]
         figures[f"{key}_batch"] = timed[name]["batch"]
     figures["batches"] = batches
     figures["noop_vs_lumino"] = figures["noop_p50_ms"] / figures["lumino_p50_ms"]
+    figures["tool_vs_command"] = figures["get_deck_tool_p50_ms"] / figures["get_deck_p50_ms"]
+    figures["noop_tool_vs_command"] = figures["noop_tool_p50_ms"] / figures["noop_p50_ms"]
     return figures
 
 

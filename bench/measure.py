@@ -212,7 +212,10 @@ def scale_point(page: Any, boot: dict[str, Any], plugins: int, batches: int) -> 
     """One page with `plugins` synthetic plugins of 10 tools: load, list, call, memory."""
     listing = page.evaluate("(n) => window.bench.list(n)", 9)
     middle = f"synth_{plugins // 2:04d}.t3"
-    call = calls(page, ["synth"], batches, {"synth": [middle, {"id": "x", "count": 1}]})["synth"]
+    args = {"id": "x", "count": 1}
+    timed = calls(page, ["synth", "synthTool"], batches,
+                  {"synth": [middle, args], "synthTool": [f"tool:{middle.replace('.', '_')}", args]})
+    call, tool = timed["synth"], timed["synthTool"]
     return {
         "plugins": plugins,
         "tools": listing["tools"],
@@ -223,7 +226,14 @@ def scale_point(page: Any, boot: dict[str, Any], plugins: int, batches: int) -> 
         "list_after_change_runs_ms": listing["changedMs"],
         "list_breakdown_ms": execute(page, "bench.listing"),
         "call_p50_ms": call["p50_ms"],
+        "call_tool_p50_ms": tool["p50_ms"],
+        "call_tool_p99_ms": tool["p99_ms"],
         "registry_call": execute(page, "bench.callScaling", {"command": middle}),
         "call_p99_ms": call["p99_ms"],
         "memory": memory(page),
     }
+
+
+def define_plugins(page: Any, count: int) -> dict[str, Any]:
+    """`count` plugins of 10 tools defined with reactor.definePlugin in a fresh lab page."""
+    return page.evaluate("(n) => window.bench.define(n)", count)

@@ -47,10 +47,16 @@ def summarize(results: dict[str, Any]) -> list[dict[str, Any]]:
         # Same page, same moment: the registry with every plugin against a fresh one of 10 tools.
         call_ratio_vs_10_tools=top["registry_call"]["ratio"],
         round_trip_ratio_vs_10_tools=top["call_p50_ms"] / base["call_p50_ms"],
+        # The agent's path, page to page: callTool with every plugin against the first point.
+        tool_call_ratio_vs_base=top["call_tool_p50_ms"] / base["call_tool_p50_ms"],
         memory_before=base["memory"],
         memory_after=top["memory"],
     )
     n = top["plugins"]
+    defined = results["define"]
+    most = defined[-1]
+    hundred_defined = next((d for d in defined if d["plugins"] >= 100), defined[0])
+    results["define_growth"] = most["last_tenth_ms_per_plugin"] / hundred_defined["last_tenth_ms_per_plugin"]
     return [
         _goal("start-up: tools ready / bare Pyodide (cold, paired)", startup["ratio_vs_bare_pyodide"], 1.10, "x"),
         _goal("bytes: repeat load / first load", size["repeat_share"], 0.05, "share"),
@@ -58,6 +64,12 @@ def summarize(results: dict[str, Any]) -> list[dict[str, Any]]:
         _goal(f"scale: load per plugin at {n} / at {hundred['plugins']}", scale["load_growth"], LINEAR, "x"),
         _goal(f"scale: list {top['tools']} tools", top["list_ms"], 20.0, "ms"),
         _goal(f"scale: call with {n} plugins / with 10 tools", scale["call_ratio_vs_10_tools"], SAME_SPEED, "x"),
+        _goal("agent: callTool / executeCommand, decks_get_deck p50", call["tool_vs_command"], 1.5, "x"),
+        _goal(f"agent: callTool p50 with {top['tools']} tools / with {base['tools']}", scale["tool_call_ratio_vs_base"], 1.1, "x"),
+        _goal(f"agent: define {most['plugins']} plugins x 10 tools, total", most["total_ms"] / 1000, 5.0, "s"),
+        _goal(f"agent: definePlugin per plugin at {most['plugins']} / at {hundred_defined['plugins']}",
+              results["define_growth"], LINEAR, "x"),
+        _goal("agent: first listener hears the final list after the last definition", most["heard_after_last_ms"], 50.0, "ms"),
     ]
 
 
@@ -80,6 +92,11 @@ def table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
          f"{b['repeat']['bytes']:,} B ({b['repeat']['from_cache']} from cache, {b['repeat']['not_modified']} x 304)"),
         ("call p50 / p99 (ms)", f"no-op {c['noop_p50_ms']:.4f} / {c['noop_p99_ms']:.4f} | decks_get_deck "
          f"{c['get_deck_p50_ms']:.4f} / {c['get_deck_p99_ms']:.4f} | lumino {c['lumino_p50_ms']:.5f} / {c['lumino_p99_ms']:.5f}"),
+        ("callTool p50 / p99 (ms)", f"no-op {c['noop_tool_p50_ms']:.4f} / {c['noop_tool_p99_ms']:.4f} | decks_get_deck "
+         f"{c['get_deck_tool_p50_ms']:.4f} / {c['get_deck_tool_p99_ms']:.4f} ({c['tool_vs_command']:.2f}x the command)"),
+        *((f"definePlugin x {d['plugins']}", f"total {d['total_ms']:.0f} ms | per plugin first tenth "
+           f"{d['first_tenth_ms_per_plugin']:.2f} ms, last tenth {d['last_tenth_ms_per_plugin']:.2f} ms | "
+           f"heard {d['heard_after_last_ms']:.1f} ms after the last") for d in results["define"]),
         ("validation in Pyodide (calls/s)", f"cached {v['argument_problems_per_s']:,.0f} | compiled each call "
          f"{v['compiled_each_call_per_s']:,.0f} | registry call {v['registry_call_per_s']:,.0f}"),
     ]
@@ -87,7 +104,7 @@ def table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
         rows.append((f"scale {p['plugins']} plugins / {p['tools']} tools",
                      f"load {p['load_ms']:.0f} ms | ready {p['ready_ms']:.0f} ms | list {p['list_ms']:.2f} ms "
                      f"(after a change {p['list_after_change_ms']:.0f} ms) | "
-                     f"call p50 {p['call_p50_ms']:.4f} ms (registry {p['registry_call']['ratio']:.2f}x of 10 tools) | wasm {p['memory']['wasm_bytes'] or 0:,} B | "
+                     f"call p50 {p['call_p50_ms']:.4f} ms, callTool {p['call_tool_p50_ms']:.4f} ms (registry {p['registry_call']['ratio']:.2f}x of 10 tools) | wasm {p['memory']['wasm_bytes'] or 0:,} B | "
                      f"JS heap {p['memory']['js_heap_used']:,} B"))
     width = max(len(r[0]) for r in rows)
     lines = [f"{name.ljust(width)}  {value}" for name, value in rows]

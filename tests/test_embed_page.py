@@ -151,6 +151,7 @@ def test_unloading_a_plugin_takes_its_commands_and_tools_and_tells_the_host(embe
                                             dispose() { window.__disposed += 1; }});
     }""")
     assert page.evaluate("window.reactor.unloadPlugin('todo')") == ["todo"]
+    page.wait_for_function("window.__heard.length > 0")  # told once, after the burst of changes
     assert page.evaluate("window.__heard") == [["todo-stats"]]
     assert tool_names(page) == {"todo_stats"}
     assert not any(c["plugin"] == "todo" for c in page.evaluate("window.reactor.listCommands()"))

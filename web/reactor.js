@@ -28,7 +28,8 @@ let settleViews;
 const viewsLoaded = new Promise((resolve, reject) => { settleViews = { resolve, reject }; });
 viewsLoaded.catch(() => {});  // boot() reports it
 let pythonBundles = null;
-let toolBundles = null;  // the bundles, parsed and frozen once per change (10,000 tools are 4 MB of JSON)
+let toolBundles = null;  // a frozen snapshot of the bundles, made once per burst of changes
+const bundleMap = new Map();  // id -> frozen bundle: what Python's deltas apply to (10,000 tools are 4 MB of JSON)
 let chatApprover = null;
 let settleReady;
 
@@ -113,8 +114,9 @@ export const reactor = {
    */
   async callTool(name, args = {}, { signal } = {}) {
     await ready;
-    const pending = python.callTool(name, typeof args === "string" ? args : JSON.stringify(args ?? {}), signal ?? null);
-    try { return JSON.parse(await pending); } finally { pending.destroy?.(); }
+    const answer = python.callTool(name, typeof args === "string" ? args : JSON.stringify(args ?? {}), signal ?? null);
+    if (typeof answer === "string") return JSON.parse(answer);  // a synchronous command answered at once
+    try { return JSON.parse(await answer); } finally { answer.destroy?.(); }
   },
 
   /**
@@ -150,7 +152,6 @@ export const reactor = {
    */
   async agentToolBundles() {
     await ready;
-    toolBundles ??= deepFreeze(JSON.parse(python.bundles()));
     return toolBundles;
   },
 
@@ -232,9 +233,13 @@ export const reactor = {
     const render = views.get(view);
     if (render) render(JSON.parse(stateJson));
   },
-  _bundlesChanged(json) {
-    toolBundles = deepFreeze(JSON.parse(json));
-    warmWorkersFor(toolBundles);
+  _bundlesChanged(deltaJson) {
+    // One call per burst of plugin loads or unloads, with what changed: {added, removed}.
+    const { added, removed } = JSON.parse(deltaJson);
+    for (const id of removed) bundleMap.delete(id);
+    for (const bundle of added) bundleMap.set(bundle.id, deepFreeze(bundle));
+    toolBundles = Object.freeze([...bundleMap.values()]);
+    warmWorkersFor(added);
     for (const listener of bundleListeners) listener(toolBundles);
   },
   _commandsChanged() {
@@ -272,9 +277,10 @@ export const reactor = {
     } else {
       report(`Ready in ${seconds} s: ${load.loaded.join(", ") || "no plugins"}.`, "ready");
     }
-    settleReady.resolve(load);
-    toolBundles = deepFreeze(JSON.parse(python.bundles()));
+    for (const bundle of JSON.parse(python.bundles())) bundleMap.set(bundle.id, deepFreeze(bundle));
+    toolBundles = Object.freeze([...bundleMap.values()]);
     warmWorkersFor(toolBundles);
+    settleReady.resolve(load);
   },
 };
 

@@ -12,6 +12,9 @@ const subjects = {
   lumino: () => lumino.execute("noop", { n: 1 }),
   noop: () => window.reactor.executeCommand("bench.noop", { n: 1 }),
   getDeck: () => window.reactor.executeCommand("decks.getDeck", { id: "onboarding" }),
+  // The agent's path: by tool name, through admission, argument parsing, validation and the envelope.
+  noopTool: () => window.reactor.callTool("bench_noop", { n: 1 }),
+  getDeckTool: () => window.reactor.callTool("decks_get_deck", { id: "onboarding" }),
 };
 
 function quantile(sorted, q) {
@@ -28,7 +31,11 @@ async function batchSize(call, minBatchMs) {
 
 /** Time `batches` rounds; each round runs one batch of every subject, in turn, so they share the noise. */
 async function calls(names, { batches = 100, minBatchMs = 2, extra = {} } = {}) {
-  const all = { ...subjects, ...Object.fromEntries(Object.entries(extra).map(([k, [id, args]]) => [k, () => window.reactor.executeCommand(id, args)])) };
+  // extra: {name: ["command id" | "tool:tool_name", args]}
+  const subject = ([target, args]) => target.startsWith("tool:")
+    ? () => window.reactor.callTool(target.slice(5), args)
+    : () => window.reactor.executeCommand(target, args);
+  const all = { ...subjects, ...Object.fromEntries(Object.entries(extra).map(([k, spec]) => [k, subject(spec)])) };
   const runs = names.map((name) => ({ name, call: all[name], means: [] }));
   for (const run of runs) { await run.call(); run.size = await batchSize(run.call, minBatchMs); }
   for (let b = 0; b < batches; b++) {
@@ -76,4 +83,38 @@ async function list(times = 7) {
   return { ms, changedMs, bundles: bundles.length, tools: bundles.reduce((n, b) => n + b.commands.length, 0) };
 }
 
-window.bench = { calls, list };
+/**
+ * Define `count` plugins of 10 tools with reactor.definePlugin, one after the other, as a page's
+ * own code would: the total, the mean per plugin over the first and the last tenth, and how long
+ * after the last definition the first listener heard a list holding every one of them.
+ */
+async function define(count, prefix = "page") {
+  const names = Array.from({ length: count }, (_, i) => `${prefix}_${String(i).padStart(4, "0")}`);
+  const last = names[names.length - 1];
+  const heard = new Promise((resolve) => {
+    const stop = window.reactor.onAgentToolBundles((bundles) => {
+      if (bundles.some((b) => b.id === last)) { stop(); resolve(performance.now()); }
+    });
+  });
+  const each = [];
+  const start = performance.now();
+  for (const name of names) {
+    const began = performance.now();
+    await window.reactor.definePlugin({
+      name,
+      commands: Array.from({ length: 10 }, (_, t) => ({ id: `${name}.t${t}`, execute: (args) => args })),
+      agentTools: { id: name, name, commands: Array.from({ length: 10 }, (_, t) => ({
+        name: `${name}_t${t}`, command: `${name}.t${t}`, description: `Tool ${t} of ${name}.`,
+        parameters: { type: "object", properties: { id: { type: "string" } } } })) },
+    });
+    each.push(performance.now() - began);
+  }
+  const done = performance.now();
+  const heardAt = await heard;
+  const tenth = Math.max(1, Math.floor(count / 10));
+  const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  return { plugins: count, total_ms: done - start, first_tenth_ms_per_plugin: mean(each.slice(0, tenth)),
+           last_tenth_ms_per_plugin: mean(each.slice(-tenth)), heard_after_last_ms: heardAt - done };
+}
+
+window.bench = { calls, list, define };

@@ -162,3 +162,21 @@ def agent_tool_bundles(reactor: Any) -> list[dict[str, Any]]:
 def watch_agent_tool_bundles(reactor: Any, listener: Callable[[list[dict[str, Any]]], object]) -> Disposable:
     """Call `listener` with the new list whenever a plugin adds or withdraws a bundle."""
     return reactor.contributions.watch(AgentTools, lambda _: listener(agent_tool_bundles(reactor)))
+
+
+class BundleFeed:
+    """The bundles as changes since the last read: a burst of plugin loads or unloads, read once
+    after it, is one delta (the bundles added or replaced, the ids withdrawn), never the whole
+    list again, so a listener's cost follows what changed, not how many tools there are."""
+
+    def __init__(self, reactor: Any) -> None:
+        self._reactor = reactor
+        self._sent: dict[str, Any] = {}
+
+    def changes(self) -> dict[str, Any] | None:
+        """{"added": [bundle, ...], "removed": [id, ...]} since the last call, or None for no change."""
+        current = {c.id: c.value for c in self._reactor.contributions.contributions(AgentTools)}
+        removed = [id for id, value in self._sent.items() if current.get(id) is not value]
+        added = [value for id, value in current.items() if self._sent.get(id) is not value]
+        self._sent = current
+        return {"added": added, "removed": removed} if added or removed else None

@@ -12,13 +12,15 @@ import json
 from typing import Any
 
 from .errors import ToolError
+from .json_schema import Validator
 from .schema import argument_problems
 
 NO_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
 
 
-def parse_tool_arguments(tool: str, raw: Any, schema: dict[str, Any] | None) -> dict[str, Any]:
-    """The arguments as an object that fits `schema`, or ToolError("invalid_arguments", problems=[...])."""
+def parse_tool_arguments(tool: str, raw: Any, schema: dict[str, Any] | Validator | None) -> dict[str, Any]:
+    """The arguments as an object that fits `schema` (or its compiled Validator), or
+    ToolError("invalid_arguments", problems=[...])."""
     value = raw
     for _ in range(2):  # a JSON string holding a JSON string is unwrapped once more
         if not isinstance(value, str):

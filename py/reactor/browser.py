@@ -263,8 +263,15 @@ def _reason(signal: Any) -> str:
 async def start() -> Any:
     """Load the plugins the server listed and the page's own Python plugins, and hand
     `window.reactor` its Python half (plugins the page writes in JS arrive through it later)."""
-    from .agent_tools import AgentTools
-    from .facade import bundles_json, call_tool_json, commands_json, define_plugin_json, execute_json, unload_plugin_json
+    from .facade import (
+        bundles_json,
+        call_tool_json,
+        commands_json,
+        define_plugin_json,
+        execute_json,
+        unload_plugin_json,
+        watch_changes,
+    )
     from .page_plugins import PageScriptError, python_page_plugin
     from .plugins import Reactor
 
@@ -291,8 +298,7 @@ async def start() -> Any:
         facade._progress("Starting plugins…")
         activation = await reactor.activate_plugins()
         failures += [str(error) for error in [*report.failed.values(), *activation.values()]]
-        reactor.contributions.watch(AgentTools, lambda _: facade._bundlesChanged(bundles_json(reactor)))
-        reactor.commands.changed.connect(lambda _: facade._commandsChanged())
+        watch_changes(reactor, bundles=facade._bundlesChanged, commands=facade._commandsChanged)
 
         def execute(command_id: str, args_json: str) -> Any:
             answer = execute_json(reactor, command_id, args_json)
@@ -300,7 +306,8 @@ async def start() -> Any:
             return asyncio.ensure_future(answer) if inspect.isawaitable(answer) else answer
 
         def call_tool(name: str, args_json: str, signal: Any) -> Any:
-            return asyncio.ensure_future(call_tool_json(reactor, name, args_json, _cancel_token(signal)))
+            answer = call_tool_json(reactor, name, args_json, _cancel_token(signal))
+            return asyncio.ensure_future(answer) if inspect.isawaitable(answer) else answer
 
         def define_plugin(declaration_json: str, key: str) -> str:
             async def run(command_id: str, args: dict[str, Any]) -> Any:

@@ -92,11 +92,16 @@ class CancelToken:
         self.throw_if_aborted()
         task = asyncio.ensure_future(awaitable)
         task.add_done_callback(_observe)
-        waiter = asyncio.ensure_future(self.wait())
+        # One future that the task or the abort settles: no waiter task, no asyncio.wait (each is
+        # another turn of the browser's event loop, the larger part of a call's cost there).
+        first: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        settle = lambda *_: first.done() or first.set_result(None)  # noqa: E731
+        task.add_done_callback(settle)
+        listening = self.add_listener(settle)
         try:
-            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            await first
         finally:
-            waiter.cancel()
+            listening.dispose()
             task.cancel()  # no-op once done; otherwise the abort (or our own cancel) reaches it
         if self._aborted:
             raise AbortedError(self._reason)

@@ -7,13 +7,15 @@ times a sync call, PLATFORM-NOTES); an async one answers with an awaitable of th
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import weakref
 from typing import Any, Callable
 
-from .agent_tools import AgentTools, agent_tool_bundles
+from .agent_tools import AgentTools, BundleFeed
 from .cancellation import CancelToken
+from .disposable import Disposable, DisposableSet
 from .errors import CommandError, InvalidArgumentsError
 from .page_plugins import Run, define_script_plugin
 from .plugins import Reactor
@@ -31,18 +33,32 @@ def execute_json(reactor: Reactor, command_id: str, args_json: str) -> Any:
     return _success(command_id, result)
 
 
-async def call_tool_json(reactor: Reactor, name: str, args_json: str, signal: CancelToken | None) -> str:
+def call_tool_json(reactor: Reactor, name: str, args_json: str, signal: CancelToken | None) -> Any:
     """Call a tool by its model name as an agent would (every bundle's toolset admitted, no
-    approval step: the caller is the page's own code); the answer is the tool envelope."""
-    from .host import AgentSpec, Toolbox
+    approval step: the caller is the page's own code); the answer is the tool envelope as JSON,
+    at once for a synchronous command, else as an awaitable."""
+    answer = page_toolbox(reactor).call(name, args_json, signal=signal)
+    if inspect.isawaitable(answer):
+        return _dumped(answer)
+    return json.dumps(answer)
 
-    plugins = tuple(bundle["plugin"] for bundle in agent_tool_bundles(reactor))
-    toolbox = Toolbox(reactor, AgentSpec("page", plugins=plugins))
-    prepared = toolbox.prepare(name, args_json)
-    if isinstance(prepared, dict):
-        return json.dumps(prepared)
-    tool, args = prepared
-    return json.dumps(await toolbox.run(tool, args, signal=signal or CancelToken()))
+
+def page_toolbox(reactor: Reactor) -> Any:
+    """The page's own Toolbox (every plugin admitted), kept with the reactor: its index of
+    tools by name then lives as long as the page, updated as bundles come and go."""
+    toolbox = _toolboxes.get(reactor)
+    if toolbox is None:
+        from .host import EVERY_PLUGIN, AgentSpec, Toolbox
+
+        toolbox = _toolboxes[reactor] = Toolbox(reactor, AgentSpec("page", plugins=(EVERY_PLUGIN,)))
+    return toolbox
+
+
+_toolboxes: weakref.WeakKeyDictionary[Reactor, Any] = weakref.WeakKeyDictionary()
+
+
+async def _dumped(answer: Any) -> str:
+    return json.dumps(await answer)
 
 
 def define_plugin_json(reactor: Reactor, declaration_json: str, run: Run, is_enabled: Callable[[str], bool]) -> str:
@@ -53,8 +69,10 @@ def define_plugin_json(reactor: Reactor, declaration_json: str, run: Run, is_ena
         reactor.load_plugin(plugin)
     except Exception as error:
         return json.dumps({"ok": False, "error": {"type": type(error).__name__, "message": str(error)}})
-    commands = [c.id for c in reactor.commands.list_commands() if c.plugin == plugin.name]
-    tools = [t["name"] for b in agent_tool_bundles(reactor) if b["plugin"] == plugin.name for t in b["commands"]]
+    # From the declaration, not by listing every command and bundle: defining plugin 1,000 must
+    # cost what defining plugin 10 did.
+    commands = [command["id"] for command in json.loads(declaration_json).get("commands", [])]
+    tools = [t["name"] for c in plugin.contributes if c.point is AgentTools for t in c.value["commands"]]
     return json.dumps({"ok": True, "value": {"name": plugin.name, "commands": commands, "tools": tools}})
 
 
@@ -91,6 +109,34 @@ class _BundleTexts:
 
 
 _bundle_texts: weakref.WeakKeyDictionary[Reactor, _BundleTexts] = weakref.WeakKeyDictionary()
+
+
+def watch_changes(reactor: Reactor, *, bundles: Callable[[str], object], commands: Callable[[], object]) -> Disposable:
+    """Tell the page once per burst of changes, after it: `bundles(delta_json)` with what changed
+    in the AgentTools bundles (BundleFeed), `commands()` when commands came or went. Defining a
+    thousand plugins in a loop is then one notification, not a thousand lists of every tool."""
+    feed = BundleFeed(reactor)
+    feed.changes()  # the page has the list as it is now (bundles_json)
+    due: set[str] = set()
+
+    def flush() -> None:
+        kinds = set(due)
+        due.clear()
+        delta = feed.changes() if "bundles" in kinds else None
+        if delta is not None:
+            bundles(json.dumps(delta))
+        if "commands" in kinds:
+            commands()
+
+    def mark(kind: str) -> None:
+        if not due:
+            asyncio.get_event_loop().call_soon(flush)
+        due.add(kind)
+
+    watching = DisposableSet()
+    watching.add(reactor.contributions.changed.connect(lambda point: point is AgentTools and mark("bundles")))
+    watching.add(reactor.commands.changed.connect(lambda _: mark("commands")))
+    return watching
 
 
 def commands_json(reactor: Reactor) -> str:

@@ -41,7 +41,7 @@ from .model import Model, ModelRequest, ModelTurn, ToolCall
 from .openai import OpenAIChatModel
 from .scripted import ScriptedModel
 from .session import ChatSession, model_from_settings
-from .tools import AgentSpec, HostTool, Toolbox
+from .tools import EVERY_PLUGIN, AgentSpec, HostTool, Toolbox
 from .transport import Send, urllib_send
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "ApprovalRequest",
     "ChatLoop",
     "ChatSession",
+    "EVERY_PLUGIN",
     "FAILURE_CODES",
     "HostError",
     "HostEvent",

@@ -1,20 +1,23 @@
 """Admitting tools: from the plugins an agent works with, exactly the tools their bundles grant.
 
 An AgentSpec names plugins, never tools — what a plugin can do arrives from its AgentTools
-bundle and follows it wherever it is mounted. The Toolbox reads the bundles live (a plugin
-loaded mid-session brings its tools; one unloaded takes them away) and answers every call
-with an envelope, so a model naming a tool it was not given gets an error it can read, and
-nothing runs.
+bundle and follows it wherever it is mounted. The Toolbox keeps its admitted tools indexed by
+name, each with its compiled validator: a call finds its tool in one lookup, whether the page
+has 30 tools or 10,000. The index follows the bundles (a plugin loaded mid-session brings its
+tools, one unloaded takes them away, seen by the very next call) and is rebuilt only when they
+change, reusing the tools of every bundle that did not. Every call is answered with an envelope,
+so a model naming a tool it was not given gets an error it can read, and nothing runs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Awaitable, Callable, Iterable
 
-from ..agent_tools import agent_tool_bundles
+from ..agent_tools import AgentTools
 from ..cancellation import CancelToken
 from ..errors import AbortedError
 from ..errors import (
@@ -28,9 +31,12 @@ from .approval import side_effect_level
 from ..arguments import NO_PARAMETERS, parse_tool_arguments
 from ..envelope import tool_failure, tool_success
 from ..errors import ToolError
+from ..schema import compiled_validator
 
 HostHandler = Callable[[dict[str, Any], CancelToken], Any]
 _TIMEOUT = object()
+# In an AgentSpec's plugins: every plugin's bundles (the page's own callTool admits them all).
+EVERY_PLUGIN = "*"
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,7 @@ class HostTool:
     side_effect: str = "write"
     title: str = ""
     handler: HostHandler | None = field(default=None, compare=False)
+    validator: Any = field(default=None, compare=False, repr=False)  # the parameters, compiled once
 
 
 class Toolbox:
@@ -95,24 +102,23 @@ class Toolbox:
         self._bundles = None if bundles is None else list(bundles)
         self._handlers = dict(handlers or {})
         self._side_effects = dict(side_effects or {})
+        self._index: dict[str, HostTool] = {}
+        self._indexed_at: Any = None  # the AgentTools revision the index was built from
+        self._by_bundle: dict[str, tuple[Any, list[HostTool]]] = {}  # bundle id -> (its value, its tools)
 
     def tools(self) -> list[HostTool]:
         """The admitted tools, in bundle order; the first bundle to declare a name keeps it."""
-        admitted: dict[str, HostTool] = {}
-        for bundle in self._read_bundles():
-            if bundle["plugin"] not in self.spec.plugins:
-                continue
-            for entry in bundle["commands"]:
-                if entry["name"] in bundle["toolset"] and entry["name"] not in admitted:
-                    admitted[entry["name"]] = self._host_tool(bundle, entry)
-        return list(admitted.values())
+        return list(self._admitted().values())
+
+    def tool(self, name: Any) -> HostTool | None:
+        """The admitted tool of that name, or None."""
+        return self._admitted().get(name) if isinstance(name, str) else None
 
     def prepare(self, name: Any, raw_arguments: Any) -> tuple[HostTool, dict[str, Any]] | dict[str, Any]:
         """The tool and its checked arguments, or the failure envelope that answers the call."""
-        tools = {tool.name: tool for tool in self.tools()}
-        tool = tools.get(name) if isinstance(name, str) else None
+        tool = self.tool(name)
         if tool is None:
-            callable_now = ", ".join(list(tools)[:30]) or "none"
+            callable_now = ", ".join(list(self._admitted())[:30]) or "none"
             if any(name == e["name"] for b in self._read_bundles() for e in b["commands"]):
                 return tool_failure(
                     "not_admitted",
@@ -120,9 +126,30 @@ class Toolbox:
                 )
             return tool_failure("unknown_tool", f"There is no tool named {name!r}; nothing ran. Tools you can call: {callable_now}.")
         try:
-            return tool, parse_tool_arguments(tool.name, raw_arguments, tool.parameters)
+            return tool, parse_tool_arguments(tool.name, raw_arguments, tool.validator)
         except ToolError as error:
             return tool_failure(error.code, str(error), **error.details)
+
+    def call(self, name: Any, raw_arguments: Any, *, signal: CancelToken | None = None) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+        """Prepare and run a call as the page's own code does (no approval step): the envelope at
+        once when the command's handler is synchronous (an await through the browser's event
+        loop costs ten times a sync call), else an awaitable of it. Without a signal nothing can
+        stop the call, and it is awaited directly: no race, no extra turns of the event loop."""
+        prepared = self.prepare(name, raw_arguments)
+        if isinstance(prepared, dict):
+            return prepared
+        tool, args = prepared
+        if tool.handler is not None:
+            return self.run(tool, args, signal=signal or CancelToken())
+        try:
+            if signal is not None:
+                signal.throw_if_aborted()
+            outcome = self.reactor.commands.call_command(tool.command, args)
+        except Exception as error:
+            return _failure(tool, error, signal)
+        if inspect.isawaitable(outcome):
+            return self._settle(tool, outcome, signal)
+        return tool_success(outcome)
 
     async def run(self, tool: HostTool, args: dict[str, Any], *, signal: CancelToken, timeout: float | None = None) -> dict[str, Any]:
         """Run a prepared call; every outcome, stop and timeout included, is an envelope."""
@@ -143,27 +170,64 @@ class Toolbox:
             if timer is not None:
                 timer.cancel()
 
+    async def _settle(self, tool: HostTool, outcome: Awaitable[Any], signal: CancelToken | None) -> dict[str, Any]:
+        try:
+            if signal is None:
+                return tool_success(await outcome)
+            result = await signal.race(outcome)
+            signal.throw_if_aborted()
+            return tool_success(result)
+        except Exception as error:
+            return _failure(tool, error, signal)
+
     def _read_bundles(self) -> list[dict[str, Any]]:
-        return self._bundles if self._bundles is not None else agent_tool_bundles(self.reactor)
+        if self._bundles is not None:
+            return self._bundles
+        return [c.value for c in self.reactor.contributions.contributions(AgentTools)]
+
+    def _admitted(self) -> dict[str, HostTool]:
+        """The index by name, rebuilt when the bundles changed; an unchanged bundle keeps its tools."""
+        revision = id(self._bundles) if self._bundles is not None else self.reactor.contributions.revision(AgentTools)
+        if revision == self._indexed_at:
+            return self._index
+        every = EVERY_PLUGIN in self.spec.plugins
+        index: dict[str, HostTool] = {}
+        by_bundle: dict[str, tuple[Any, list[HostTool]]] = {}
+        for bundle in self._read_bundles():
+            if not every and bundle["plugin"] not in self.spec.plugins:
+                continue
+            known = self._by_bundle.get(bundle["id"])
+            tools = known[1] if known and known[0] is bundle else self._bundle_tools(bundle)
+            by_bundle[bundle["id"]] = (bundle, tools)
+            for tool in tools:
+                index.setdefault(tool.name, tool)
+        self._index, self._by_bundle, self._indexed_at = index, by_bundle, revision
+        return index
+
+    def _bundle_tools(self, bundle: dict[str, Any]) -> list[HostTool]:
+        granted = set(bundle["toolset"])
+        return [self._host_tool(bundle, entry) for entry in bundle["commands"] if entry["name"] in granted]
 
     def _host_tool(self, bundle: dict[str, Any], entry: dict[str, Any]) -> HostTool:
         commands = self.reactor.commands
         label = commands.get_command(entry["command"]).label if commands.has_command(entry["command"]) else ""
+        parameters = copy.deepcopy(entry.get("parameters")) or dict(NO_PARAMETERS)
         return HostTool(
             name=entry["name"],
             description=entry["description"],
-            parameters=entry.get("parameters") or dict(NO_PARAMETERS),
+            parameters=parameters,
             command=entry["command"],
             plugin=bundle["plugin"],
             side_effect=side_effect_level(self._side_effects.get(entry["name"], entry.get("sideEffect"))),
             title=label,
             handler=self._handlers.get(entry["name"]),
+            validator=compiled_validator(parameters),
         )
 
 
-def _failure(tool: HostTool, error: Exception, token: CancelToken) -> dict[str, Any]:
+def _failure(tool: HostTool, error: Exception, token: CancelToken | None) -> dict[str, Any]:
     cause = error.cause if isinstance(error, CommandFailedError) else error
-    if isinstance(cause, AbortedError) or token.aborted:
+    if token is not None and (isinstance(cause, AbortedError) or token.aborted):
         if token.reason is _TIMEOUT:
             return tool_failure("timeout", f"{tool.name} took too long and was stopped; its result, if any, is dropped.")
         return tool_failure("aborted", f"{tool.name} was stopped before it finished: {_said(token.reason)}")

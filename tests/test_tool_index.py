@@ -1,0 +1,115 @@
+"""The agent's path: tools indexed by name and kept current by the bundles' changes, synchronous
+commands answered at once, and a burst of plugin loads told to the page once."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+
+from reactor import AgentTools, Reactor, contribution, define_agent_tools, define_plugin
+from reactor.cancellation import CancelToken
+from reactor.facade import call_tool_json, define_plugin_json, page_toolbox, watch_changes
+from reactor.host import EVERY_PLUGIN, AgentSpec, Toolbox
+
+
+def plugin(name: str, tools: int = 2, handler=None):
+    bundle = define_agent_tools(id=name, name=name, plugin=name, commands=[
+        {"name": f"{name}_{i}", "command": f"{name}.c{i}", "description": f"Tool {i} of {name}.",
+         "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}}}
+        for i in range(tools)])
+
+    def register(context):
+        for i in range(tools):
+            context.register_command(f"{name}.c{i}", handler or (lambda args, i=i: {"tool": i, **args}))
+
+    return define_plugin(name=name, register=register, contributes=[contribution(AgentTools, bundle, id=name)])
+
+
+def call(toolbox, name, args):
+    answer = toolbox.call(name, json.dumps(args), signal=CancelToken())
+    return asyncio.run(_await(answer)) if inspect.isawaitable(answer) else answer
+
+
+async def _await(answer):
+    return await answer
+
+
+def test_a_plugin_loaded_or_unloaded_mid_conversation_is_seen_by_the_very_next_call():
+    reactor = Reactor()
+    reactor.load_plugins([plugin("a")])
+    toolbox = Toolbox(reactor, AgentSpec("t", plugins=("a", "b")))
+    assert call(toolbox, "a_0", {"n": 1}) == {"ok": True, "result": {"tool": 0, "n": 1}}
+    assert call(toolbox, "b_1", {})["error"]["code"] == "unknown_tool"
+    reactor.load_plugin(plugin("b"))
+    assert call(toolbox, "b_1", {}) == {"ok": True, "result": {"tool": 1}}
+    reactor.unload_plugin("a")
+    assert call(toolbox, "a_0", {})["error"]["code"] == "unknown_tool"
+
+
+def test_an_unchanged_bundle_keeps_its_tools_when_another_plugin_loads():
+    reactor = Reactor()
+    reactor.load_plugins([plugin("a")])
+    toolbox = Toolbox(reactor, AgentSpec("t", plugins=(EVERY_PLUGIN,)))
+    before = toolbox.tool("a_0")
+    reactor.load_plugin(plugin("b"))
+    assert toolbox.tool("a_0") is before and toolbox.tool("b_0") is not None
+    assert [t.name for t in toolbox.tools()] == ["a_0", "a_1", "b_0", "b_1"]
+
+
+def test_arguments_are_checked_with_the_tools_compiled_validator():
+    reactor = Reactor()
+    reactor.load_plugins([plugin("a")])
+    toolbox = Toolbox(reactor, AgentSpec("t", plugins=("a",)))
+    refused = call(toolbox, "a_0", {"n": "one"})
+    assert refused["error"]["code"] == "invalid_arguments" and refused["error"]["problems"][0]["path"] == "$.n"
+    assert toolbox.tool("a_0").validator is toolbox.tool("a_0").validator
+
+
+def test_a_synchronous_command_is_answered_at_once_and_an_async_one_as_an_awaitable():
+    async def slow(args):
+        await asyncio.sleep(0)
+        return "later"
+
+    reactor = Reactor()
+    reactor.load_plugins([plugin("a"), plugin("s", tools=1, handler=slow)])
+    assert json.loads(call_tool_json(reactor, "a_0", "{}", None)) == {"ok": True, "result": {"tool": 0}}
+    pending = call_tool_json(reactor, "s_0", "", None)
+    assert inspect.isawaitable(pending)
+    assert json.loads(asyncio.run(_await(pending))) == {"ok": True, "result": "later"}
+    assert page_toolbox(reactor) is page_toolbox(reactor)
+
+
+def test_a_burst_of_loads_and_unloads_is_one_notification_each_with_what_changed():
+    async def scenario():
+        reactor = Reactor()
+        reactor.load_plugins([plugin("base")])
+        told: list[dict] = []
+        commands: list[int] = []
+        watch_changes(reactor, bundles=lambda text: told.append(json.loads(text)), commands=lambda: commands.append(1))
+        for index in range(100):
+            reactor.load_plugin(plugin(f"p{index}"))
+        await asyncio.sleep(0.01)
+        assert len(told) == 1 and len(commands) == 1
+        assert [b["id"] for b in told[0]["added"]] == [f"p{i}" for i in range(100)] and told[0]["removed"] == []
+        for index in range(50):
+            reactor.unload_plugin(f"p{index}")
+        await asyncio.sleep(0.01)
+        assert len(told) == 2 and told[1] == {"added": [], "removed": [f"p{i}" for i in range(50)]}
+        await asyncio.sleep(0.01)
+        assert len(told) == 2  # nothing changed: nothing told
+
+    asyncio.run(scenario())
+
+
+def test_defining_a_page_plugin_answers_from_its_own_declaration():
+    reactor = Reactor()
+    declaration = {"name": "todo", "commands": [{"id": "todo.list", "execute": "function"}],
+                   "agentTools": {"id": "todo", "name": "To-do", "commands": [
+                       {"name": "todo_list", "command": "todo.list", "description": "List the to-dos."}]}}
+
+    async def run(command_id, args):
+        return []
+
+    answer = json.loads(define_plugin_json(reactor, json.dumps(declaration), run, lambda command_id: True))
+    assert answer == {"ok": True, "value": {"name": "todo", "commands": ["todo.list"], "tools": ["todo_list"]}}
