@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .measure import calls, define_plugins, execute, lab_page, launch, load_times, median, scale_point, startup, transfer
+from .measure import blocking, calls, define_plugins, execute, lab_page, launch, load_times, median, scale_point, startup, transfer
 from .report import machine, summarize, table
 from .server import BENCH, bench_app, serving
 
@@ -55,7 +55,7 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
         browser = launch(playwright)
         results["machine"]["chromium"] = browser.version
         with serving(bench_app(Path(tmp) / "product")) as url:
-            say(f"start-up: {plan['rounds']} rounds of bare Pyodide, PyScript and reactor, cold"
+            say(f"start-up: {plan['rounds']} rounds of bare Pyodide (main thread and worker), PyScript and reactor, cold"
                 f" ({plan['warm_rounds']} of them warm too)")
             results["startup"] = startup(browser, url, plan["rounds"], strays, plan["warm_rounds"])
             say("bytes: a first and a repeat visit")
@@ -90,7 +90,9 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
 
 
 def call_figures(page: Any, batches: int) -> dict[str, Any]:
+    since = page.evaluate("performance.now()")
     timed = calls(page, ["lumino", "noop", "getDeck", "noopTool", "getDeckTool"], batches)
+    held = blocking(page, since, page.evaluate("performance.now()"))
     figures: dict[str, Any] = {}
     for name, key in (("noop", "noop"), ("getDeck", "get_deck"), ("lumino", "lumino"),
                       ("noopTool", "noop_tool"), ("getDeckTool", "get_deck_tool")):
@@ -98,6 +100,7 @@ def call_figures(page: Any, batches: int) -> dict[str, Any]:
         figures[f"{key}_p99_ms"] = timed[name]["p99_ms"]
         figures[f"{key}_batch"] = timed[name]["batch"]
     figures["batches"] = batches
+    figures["blocking_during_calls"] = held
     figures["noop_vs_lumino"] = figures["noop_p50_ms"] / figures["lumino_p50_ms"]
     figures["tool_vs_command"] = figures["get_deck_tool_p50_ms"] / figures["get_deck_p50_ms"]
     figures["noop_tool_vs_command"] = figures["noop_tool_p50_ms"] / figures["noop_p50_ms"]

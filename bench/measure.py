@@ -19,20 +19,21 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--
 READY_TIMEOUT_MS = 600_000
 
 # Marks on the page's clock (ms since navigation start): the product's own performance marks
-# (`reactor:pyodide-start`, `-ready`, `-handed`: web/early-pyodide.js), `plugins` when the Python
-# half says "Loading plugins…" (our package is imported), `ready` when reactor.ready resolves,
-# `listed` when the bundles have been listed. The setter only wraps `_progress` to read the clock.
+# (`reactor:pyodide-start` when the worker is made, `-pyodide-ready`, `-python-installed` and
+# `-plugins` as the worker reports them: web/reactor-worker.js), `ready` when reactor.ready
+# resolves, `listed` when the bundles have been listed. On every page, long tasks and the gaps of
+# a 10 ms timer are watched from navigation on (window.__blocking), as a person would feel them.
 MARKS = """
+const blocking = window.__blocking = { tasks: [], gaps: [], last: performance.now() };
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) blocking.tasks.push({ start: entry.startTime, duration: entry.duration });
+}).observe({ type: "longtask", buffered: true });
+setInterval(() => {
+  const now = performance.now();
+  blocking.gaps.push({ at: now, gap: now - blocking.last });
+  blocking.last = now;
+}, 10);
 const marks = {};
-let facade;
-Object.defineProperty(window, "reactor", { configurable: true, get: () => facade, set(value) {
-  const progress = value._progress;
-  value._progress = (text) => {
-    if (text.startsWith("Loading plugins")) marks.plugins = performance.now();
-    return progress(text);
-  };
-  facade = value;
-}});
 addEventListener("DOMContentLoaded", async () => {
   if (!window.reactor) return;
   try {
@@ -40,8 +41,8 @@ addEventListener("DOMContentLoaded", async () => {
     marks.ready = performance.now();
     await window.reactor.agentToolBundles();
     marks.listed = performance.now();
-    for (const name of ["start", "ready", "handed"]) {
-      marks[`pyodide_${name}`] = performance.getEntriesByName(`reactor:pyodide-${name}`)[0]?.startTime;
+    for (const name of ["pyodide-start", "pyodide-ready", "python-installed", "plugins"]) {
+      marks[name.replace("-", "_")] = performance.getEntriesByName(`reactor:${name}`)[0]?.startTime;
     }
   } catch (error) {
     marks.error = String(error?.message ?? error);
@@ -50,6 +51,16 @@ addEventListener("DOMContentLoaded", async () => {
   window.__benchDone = marks.listed ?? -1;
 });
 """
+# What held the main thread between `from` and `until` (ms on the page's clock): long tasks (> 50 ms), Total
+# Blocking Time (the sum of each long task's part over 50 ms, as Lighthouse counts it) and the
+# longest gap of the 10 ms timer.
+BLOCKING = """([from, until]) => {
+  const tasks = window.__blocking.tasks.filter((t) => t.start >= from && t.start < until);
+  const gaps = window.__blocking.gaps.filter((g) => g.at > from && g.at <= until).map((g) => g.gap);
+  return {long_tasks: tasks.length, longest_task_ms: Math.max(0, ...tasks.map((t) => t.duration)),
+          total_blocking_ms: tasks.reduce((sum, t) => sum + Math.max(0, t.duration - 50), 0),
+          longest_timer_gap_ms: Math.max(0, ...gaps)};
+}"""
 RESOURCES = """performance.getEntriesByType("resource").map((e) => ({
   path: new URL(e.name).pathname, start: e.startTime, end: e.responseEnd, transfer: e.transferSize}))"""
 
@@ -89,7 +100,13 @@ def load(page: Any, url: str) -> dict[str, Any]:
     marks = page.evaluate("window.__bench ?? {}")
     if "error" in marks:
         raise RuntimeError(f"{url} did not start: {marks['error']}")
-    return {"done": page.evaluate("window.__benchDone"), **marks, "resources": page.evaluate(RESOURCES)}
+    done = page.evaluate("window.__benchDone")
+    return {"done": done, **marks, "resources": page.evaluate(RESOURCES), "blocking": blocking(page, 0, done)}
+
+
+def blocking(page: Any, start: float, end: float) -> dict[str, float]:
+    """Long tasks, Total Blocking Time and the longest timer gap between two times of the page's clock."""
+    return page.evaluate(BLOCKING, [start, end])
 
 
 def phases(run: dict[str, Any]) -> dict[str, float]:
@@ -97,8 +114,8 @@ def phases(run: dict[str, Any]) -> dict[str, float]:
     return {
         "page_and_glue": run["pyodide_start"],
         "pyodide_boot": run["pyodide_ready"] - run["pyodide_start"],
-        "install_bundle": run["pyodide_handed"] - run["pyodide_ready"],
-        "pyscript_and_import": run["plugins"] - run["pyodide_handed"],
+        "install_bundle": run["python_installed"] - run["pyodide_ready"],
+        "import_reactor": run["plugins"] - run["python_installed"],
         "plugins_load": run["ready"] - run["plugins"],
         "list_bundles": run["listed"] - run["ready"],
     }
@@ -110,11 +127,12 @@ def startup(browser: Any, url: str, rounds: int, strays: list[str], warm_rounds:
     warm-up round (the server's and the OS's first-read costs). Ratios are paired: the median over
     rounds of each round's ratio, so a machine that slows down for a while slows both sides alike;
     a single cold boot varies by +-15 % here, hence many rounds for the goal's ratio."""
-    pages = {"bare_pyodide": "/bench/bare.html", "pyscript_print": "/bench/pyscript.html", "reactor": "/"}
+    pages = {"bare_pyodide": "/bench/bare.html", "bare_worker": "/bench/worker.html",
+             "pyscript_print": "/bench/pyscript.html", "reactor": "/"}
     runs: dict[str, dict[str, list[Any]]] = {name: {"cold": [], "warm": []} for name in pages}
     for round in range(rounds + 1):
         order = list(pages.items())
-        for name, path in order[round % 3:] + order[:round % 3]:
+        for name, path in order[round % len(order):] + order[:round % len(order)]:
             with fresh_page(browser, strays) as page:
                 cold = load(page, url + path)
                 warm = load(page, url + path) if round <= (warm_rounds or rounds) else None
@@ -126,6 +144,8 @@ def startup(browser: Any, url: str, rounds: int, strays: list[str], warm_rounds:
     for name, by in runs.items():
         result[name] = {kind: {"median_ms": median([r["done"] for r in by[kind]]), "runs_ms": [r["done"] for r in by[kind]]}
                         for kind in ("cold", "warm")}
+        result[name]["cold"]["blocking"] = {key: median([r["blocking"][key] for r in by["cold"]])
+                                            for key in by["cold"][0]["blocking"]}
     for kind in ("cold", "warm"):
         split = [phases(r) for r in runs["reactor"][kind]]
         result["reactor"][kind]["phases_ms"] = {k: median([s[k] for s in split]) for k in split[0]}
@@ -135,6 +155,9 @@ def startup(browser: Any, url: str, rounds: int, strays: list[str], warm_rounds:
     result["ratio_vs_bare_pyodide"] = paired("reactor", "cold")
     result["warm_ratio_vs_bare_pyodide"] = paired("reactor", "warm")
     result["pyscript_ratio_vs_bare_pyodide"] = paired("pyscript_print", "cold")
+    result["worker_ratio_vs_bare_pyodide"] = paired("bare_worker", "cold")
+    result["ms_over_bare_worker"] = median([page["done"] - bare["done"] for page, bare
+                                            in zip(runs["reactor"]["cold"], runs["bare_worker"]["cold"])])
     result["ratio_of_cold_medians"] = result["reactor"]["cold"]["median_ms"] / result["bare_pyodide"]["cold"]["median_ms"]
     result["rounds"] = rounds
     result["warm_rounds"] = warm_rounds or rounds

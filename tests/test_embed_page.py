@@ -163,6 +163,45 @@ def test_unloading_a_plugin_takes_its_commands_and_tools_and_tells_the_host(embe
     assert error == "PluginNotFoundError"
 
 
+def test_a_javascript_command_s_is_enabled_reads_the_page_s_state_at_the_moment_of_the_call(embedded):
+    page = embedded
+    page.evaluate("""() => {
+        window.__open = false;
+        return window.reactor.definePlugin({name: "door", commands: [
+            {id: "door.walk", execute: () => "walked", isEnabled: () => window.__open}]});
+    }""")
+    available = "window.reactor.listCommands().then((all) => all.find((c) => c.id === 'door.walk').available)"
+    assert page.evaluate(available) is False
+    refused = page.evaluate("window.reactor.executeCommand('door.walk').then(() => null, (e) => [e.name, e.message])")
+    assert refused == ["CommandUnavailableError", "The command 'door.walk' is unavailable right now: "
+                                                  "it is disabled in the current state of the page"]
+    page.evaluate("window.__open = true")
+    assert page.evaluate(available) is True
+    assert page.evaluate("window.reactor.executeCommand('door.walk')") == "walked"
+
+
+def test_a_call_stopped_in_the_page_is_stopped_in_the_worker_and_its_late_result_dropped(embedded):
+    page = embedded
+    answer = page.evaluate("""async () => {
+        let release;
+        await window.reactor.definePlugin({name: "slow",
+            commands: [{id: "slow.wait", execute: () => new Promise((resolve) => { release = resolve; })}],
+            agentTools: {id: "slow", name: "Slow", commands: [{name: "slow_wait", command: "slow.wait", description: "Wait."}]}});
+        const controller = new AbortController();
+        const pending = window.reactor.callTool("slow_wait", {}, {signal: controller.signal});
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        controller.abort(new Error("The person changed their mind."));
+        const answer = await pending;
+        release("late");
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        return answer;
+    }""")
+    assert answer == {"ok": False, "error": {"code": "aborted", "message": answer["error"]["message"]}}
+    assert "The person changed their mind." in answer["error"]["message"]
+    follow_up = page.evaluate("window.reactor.callTool('todo_list', {})")
+    assert follow_up["ok"], "the worker still answers after a stopped call"
+
+
 def test_the_chat_widget_calls_the_page_s_own_tools(embedded):
     page = embedded
     chat = page.locator("reactor-chat")

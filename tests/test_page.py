@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from playwright.sync_api import expect
 from conftest import start_server, stop_server
 
 pytestmark = pytest.mark.browser
@@ -32,36 +33,40 @@ def test_pyodide_starts_booting_before_the_boot_list_arrives(offline_page, live_
     assert offline_page.evaluate("performance.getEntriesByName('reactor:pyodide-start').length") == 1
 
 
-BOOT_MODULES = """import('/web/early-pyodide.js').then((early) => early.prepare((pyodide) => {
-  window.__modulesAtBoot = pyodide.runPython("import json, sys; json.dumps(sorted(sys.modules))");
-}))"""
-NOT_COMPILED_HERE = """
-import importlib.util, json, sys
-stdlib = [n for n, m in sys.modules.items() if "python314.zip" in (getattr(m, "__file__", None) or "")]
-checked, stale = [], []
-for name, module in sys.modules.items():
-    source, cached = getattr(module, "__file__", None) or "", getattr(module, "__cached__", None)
-    if source.endswith(".py") and "python314.zip" not in source:
-        checked.append(name)
-        try:
-            with open(cached, "rb") as pyc, open(source, "rb") as text:
-                if pyc.read()[8:16] != importlib.util.source_hash(text.read()):
-                    stale.append(name)
-        except (OSError, TypeError):
-            stale.append(name)
-json.dumps({"stdlib": stdlib, "checked": checked, "stale": stale})
-"""
-
-
-def test_no_module_imported_after_pyodides_boot_is_compiled_in_the_page(offline_page, live_server):
-    offline_page.add_init_script(BOOT_MODULES)
+def test_no_module_imported_after_pyodides_boot_is_compiled_in_the_worker(offline_page, live_server):
     open_ready(offline_page, live_server.url)
-    found = json.loads(offline_page.evaluate(
-        "async (code) => (await (await import('/web/early-pyodide.js')).startPyodide()).runPython(code)", NOT_COMPILED_HERE))
-    at_boot = set(json.loads(offline_page.evaluate("window.__modulesAtBoot")))
-    assert {"pyscript.display", "reactor.browser", "html.entities"} <= set(found["checked"])
-    assert [m for m in found["stdlib"] if m not in at_boot] == [], "add them to runtime_python.STDLIB_AFTER_BOOT"
+    found = offline_page.evaluate("window.reactor.diagnostics()")
+    assert {"reactor.browser", "reactor.protocol", "reactor.facade"} <= set(found["checked"])
+    assert found["stdlibFromZip"] == [], "add them to runtime_python.STDLIB_AFTER_BOOT"
     assert found["stale"] == []
+
+
+HOST_BUTTON = """addEventListener("DOMContentLoaded", () => {
+  const button = Object.assign(document.createElement("button"), {id: "host-button", textContent: "Clicked 0 times"});
+  window.__clicks = [];
+  button.addEventListener("click", (event) => {
+    window.__clicks.push({waited: performance.now() - event.timeStamp, booting: !window.__readyAt});
+    button.textContent = `Clicked ${window.__clicks.length} times`;
+  });
+  document.body.prepend(button);
+  window.reactor.ready.then(() => { window.__readyAt = performance.now(); });
+});"""
+
+
+def test_the_host_page_answers_clicks_at_once_while_python_boots(offline_page, live_server):
+    offline_page.add_init_script(HOST_BUTTON)
+    offline_page.goto(live_server.url, wait_until="domcontentloaded")
+    button = offline_page.locator("#host-button")
+    clicks = 0
+    while offline_page.evaluate("!window.__readyAt") and clicks < 500:
+        button.click()
+        clicks += 1
+        expect(button).to_have_text(f"Clicked {clicks} times")  # on the screen, not only in a flag
+    seen = offline_page.evaluate("window.__clicks")
+    booting = [click for click in seen if click["booting"]]
+    assert len(booting) >= 5, f"only {len(booting)} clicks landed before reactor.ready"
+    assert max(click["waited"] for click in booting) < 100, booting  # no long task held the page
+    assert offline_page.locator("[data-reactor-progress]").get_attribute("data-state") == "ready"
 
 
 def test_an_unknown_command_rejects_with_the_sentence(offline_page, live_server):

@@ -116,12 +116,12 @@ def test_every_module_the_page_preloads_is_served_as_immutable_javascript(client
         assert "immutable" in answer.headers["cache-control"]
 
 
-def test_the_page_starts_pyodide_from_its_head_with_the_served_runtime(client):
+def test_the_page_starts_its_worker_from_its_head_with_the_served_runtime(client):
     page = client.get("/")
     interpreter = client.get("/app/boot.json").json()["pyscript"]["interpreter"]
     head = page.text.split("</head>")[0]
-    assert f'm.startPyodide("{interpreter}", ' in head and "reactor:early-boot" not in page.text
-    assert head.index("early-pyodide.js") < head.index("/web/reactor.js")
+    assert f'm.startWorker("{interpreter}")' in head and "reactor:early-boot" not in page.text
+    assert head.index("early-worker.js") < head.index("/web/reactor.js")
     for href in re.findall(r'rel="modulepreload" href="([^"]+)"', head):
         assert client.get(href).status_code == 200, href
     again = client.get("/", headers={"if-none-match": page.headers["etag"]})

@@ -6,16 +6,10 @@
  * starts when the page first offers AI Tools, not during boot, which it would slow down.
  */
 
+import { workerUrl } from "./early-worker.js";
+
 const GRACE_MS = 300;
 const WORKER_SCRIPT = new URL("./ai-tool-worker.js", import.meta.url);
-
-// A Worker cannot start from another origin's URL: a page that embeds reactor from its server
-// starts it from a same-origin blob module that imports the worker script (served with CORS).
-function workerUrl() {
-  if (WORKER_SCRIPT.origin === location.origin) return WORKER_SCRIPT.href;
-  const module = `import ${JSON.stringify(WORKER_SCRIPT.href)};`;
-  return URL.createObjectURL(new Blob([module], { type: "text/javascript" }));
-}
 
 /** Runs AI Tool jobs (JSON text) in a worker; `stats` counts workers started and terminated. */
 export class AiToolWorkers {
@@ -33,7 +27,7 @@ export class AiToolWorkers {
   }
 
   spawn() {
-    const worker = new Worker(workerUrl(), { type: "module" });
+    const worker = new Worker(workerUrl(WORKER_SCRIPT), { type: "module" });
     const pending = new Map();
     worker.onmessage = ({ data }) => {
       if (data.type === "done") {

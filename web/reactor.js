@@ -1,14 +1,19 @@
 /**
  * window.reactor: the page's door into the Python reactor.
  *
- * It boots PyScript with the self-hosted Pyodide the server lists in /app/boot.json, shows
- * progress and boot errors on the page, and turns the Python half's JSON answers into plain
- * JS data. Everything that decides anything lives in Python; this file only boots and bridges.
+ * reactor's Python runs in a Web Worker (web/reactor-worker.js, booting the self-hosted Pyodide
+ * the server lists in /app/boot.json), so the host page's main thread is never held. This file
+ * starts it, shows progress and boot errors on the page, and turns every call into a message
+ * (web/protocol.js) whose answer is plain JS data. What stays here is what must: the views'
+ * renderers, the page services that need the person's gesture (tabs, full screen), and the
+ * functions of plugins the page defines in JavaScript. Everything that decides lives in Python.
  *
  * Any page may include it from a reactor server that allows the page's origin (`reactor serve
  * --allow-origin`): every URL resolves against that server, the origin this file came from,
  * unless `window.reactorConfig = {server, plugins, agent}` set before the include says otherwise.
  */
+
+import { ReactorError, WorkerChannel } from "./protocol.js";
 
 const embed = window.reactorConfig ?? {};
 /** The reactor server's root, e.g. "http://127.0.0.1:8000/": where runtime, plugins and APIs are. */
@@ -21,27 +26,18 @@ const commandListeners = new Set();
 const views = new Map();
 const pagePlugins = new Map();  // key -> {name, commands: Map(id -> the page's command), dispose}
 let nextPluginKey = 0;
-let python = null;
-let bootJson = "{}";
+let channel = null;  // to the reactor worker, once boot.json has named it
+let python = false;  // true once the worker's Python is ready
 let aiToolWorkers = null;
 let settleViews;
 const viewsLoaded = new Promise((resolve, reject) => { settleViews = { resolve, reject }; });
 viewsLoaded.catch(() => {});  // boot() reports it
-let pythonBundles = null;
 let toolBundles = null;  // a frozen snapshot of the bundles, made once per burst of changes
 const bundleMap = new Map();  // id -> frozen bundle: what Python's deltas apply to (10,000 tools are 4 MB of JSON)
 let chatApprover = null;
 let settleReady;
 
-/** A command's failure, carrying the Python error's type, command id and argument problems. */
-export class ReactorError extends Error {
-  constructor({ type, message, command, problems }) {
-    super(message);
-    this.name = type || "ReactorError";
-    this.command = command;
-    if (problems) this.problems = problems;
-  }
-}
+export { ReactorError };
 
 function report(text, state = "loading") {
   if (!progress) return;
@@ -82,10 +78,21 @@ function describeCommand(command) {
   return { ...data, execute: typeof execute, ...(isEnabled === undefined ? {} : { isEnabled: typeof isEnabled }) };
 }
 
-function decode(answer) {
-  const envelope = JSON.parse(answer);
+function decode(envelope) {
   if (envelope.ok) return envelope.value;
   throw new ReactorError(envelope.error);
+}
+
+/** The command a page plugin defined in JavaScript under `id`, if any. */
+function pageCommand(id) {
+  for (const entry of pagePlugins.values()) {
+    if (entry.commands.has(id)) return entry.commands.get(id);
+  }
+  return null;
+}
+
+function named(name, message) {
+  return Object.assign(new Error(message), { name });
 }
 
 const ready = new Promise((resolve, reject) => { settleReady = { resolve, reject }; });
@@ -102,9 +109,7 @@ export const reactor = {
    */
   async executeCommand(id, args = {}) {
     await ready;
-    const answer = python.execute(id, JSON.stringify(args ?? {}));
-    if (typeof answer === "string") return decode(answer);
-    try { return decode(await answer); } finally { answer.destroy?.(); }
+    return decode(await channel.request("execute", { command: id, args: JSON.stringify(args ?? {}) }));
   },
 
   /**
@@ -114,9 +119,8 @@ export const reactor = {
    */
   async callTool(name, args = {}, { signal } = {}) {
     await ready;
-    const answer = python.callTool(name, typeof args === "string" ? args : JSON.stringify(args ?? {}), signal ?? null);
-    if (typeof answer === "string") return JSON.parse(answer);  // a synchronous command answered at once
-    try { return JSON.parse(await answer); } finally { answer.destroy?.(); }
+    const text = typeof args === "string" ? args : JSON.stringify(args ?? {});
+    return channel.request("callTool", { name, args: text, cancellable: Boolean(signal) }, { signal });
   },
 
   /**
@@ -124,19 +128,14 @@ export const reactor = {
    * `reactor:chat` events on window; `approver(request)` must resolve "allow", "always" or "deny".
    */
   chat: {
-    async configure(settings) { await ready; return JSON.parse(python.chat.configure(JSON.stringify(settings))); },
-    async label() { await ready; return python.chat.label(); },
-    async send(text) {
-      await ready;
-      const pending = python.chat.send(text);
-      try { return JSON.parse(await pending); } finally { pending.destroy?.(); }
-    },
-    stop() { python?.chat.stop(); },
-    async tools() { await ready; return JSON.parse(python.chat.tools()); },
+    async configure(settings) { await ready; return channel.request("chat.configure", { settings }); },
+    async label() { await ready; return channel.request("chat.label"); },
+    async send(text) { await ready; return channel.request("chat.send", { text }); },
+    stop() { if (python) channel.notify("chat.stop"); },
+    async tools() { await ready; return channel.request("chat.tools"); },
     async callTool(name, args, { signal } = {}) {
       await ready;
-      const pending = python.chat.callTool(name, JSON.stringify(args ?? {}), signal ?? null);
-      try { return JSON.parse(await pending); } finally { pending.destroy?.(); }
+      return channel.request("chat.callTool", { name, args: JSON.stringify(args ?? {}) }, { signal });
     },
     setApprover(approver) { chatApprover = approver; },
   },
@@ -158,7 +157,13 @@ export const reactor = {
   /** Every command, unavailable ones included: {id, label, description, plugin, available}. */
   async listCommands() {
     await ready;
-    return JSON.parse(python.commands());
+    const commands = await channel.request("commands");
+    // A command the page defined asks its own isEnabled, which reads the page's state now.
+    for (const command of commands) {
+      const defined = pageCommand(command.id);
+      if (defined?.isEnabled) command.available = Boolean(defined.isEnabled());
+    }
+    return commands;
   },
 
   /**
@@ -185,7 +190,8 @@ export const reactor = {
     try {
       // Functions stay here; Python learns only that they are functions (or what they are instead).
       const described = Array.isArray(commands) ? commands.map(describeCommand) : commands;
-      return decode(python.definePlugin(JSON.stringify({ ...declaration, ...(commands === undefined ? {} : { commands: described }) }), key));
+      const text = JSON.stringify({ ...declaration, ...(commands === undefined ? {} : { commands: described }) });
+      return decode(await channel.request("definePlugin", { declaration: text, key }));
     } catch (error) {
       pagePlugins.delete(key);
       throw error;
@@ -198,7 +204,7 @@ export const reactor = {
    */
   async unloadPlugin(name) {
     await ready;
-    const gone = decode(python.unloadPlugin(name));
+    const gone = decode(await channel.request("unloadPlugin", { name }));
     for (const [key, entry] of pagePlugins) {
       if (!gone.includes(entry.name)) continue;
       pagePlugins.delete(key);
@@ -224,63 +230,86 @@ export const reactor = {
     views.set(name, render);
   },
 
-  // The Python half calls these; they are not for page authors.
-  _bootJson: () => bootJson,
-  _viewsLoaded: () => viewsLoaded,
-  _progress: (text) => report(text),
-  _fail: fail,
-  _show(view, stateJson) {
-    const render = views.get(view);
-    if (render) render(JSON.parse(stateJson));
+  /** Which modules the worker's Python imported after Pyodide's boot, and which it compiled itself. */
+  async diagnostics() {
+    await ready;
+    return channel.request("diagnostics");
   },
-  _bundlesChanged(deltaJson) {
-    // One call per burst of plugin loads or unloads, with what changed: {added, removed}.
-    const { added, removed } = JSON.parse(deltaJson);
-    for (const id of removed) bundleMap.delete(id);
-    for (const bundle of added) bundleMap.set(bundle.id, deepFreeze(bundle));
+};
+
+/** What the worker asks of the page, and what it tells it (web/protocol.js declares the types). */
+const fromWorker = {
+  progress({ text, phase, at }) {
+    // The worker's clock starts later than the page's: its time is sent as an absolute one.
+    if (phase) performance.mark(`reactor:${phase}`, { startTime: at - performance.timeOrigin });
+    report(text);
+  },
+  fail: ({ message, detail }) => fail(message, detail),
+  async ready({ loaded, failures, bundles }) {
+    for (const bundle of bundles) bundleMap.set(bundle.id, deepFreeze(bundle));
     toolBundles = Object.freeze([...bundleMap.values()]);
-    warmWorkersFor(added);
+    try {
+      await viewsLoaded;
+    } catch {
+      return;  // boot() reports it
+    }
+    python = true;
+    const seconds = ((performance.now() - started) / 1000).toFixed(1);
+    if (failures.length) {
+      report(`Ready in ${seconds} s, but: ${failures.join(" ")}`, "warning");
+    } else {
+      report(`Ready in ${seconds} s: ${loaded.join(", ") || "no plugins"}.`, "ready");
+    }
+    warmWorkersFor(toolBundles);
+    settleReady.resolve({ loaded, failures });
+  },
+  "bundles.changed"({ delta }) {
+    // One notice per burst of plugin loads or unloads, with what changed: {added, removed}.
+    for (const id of delta.removed) bundleMap.delete(id);
+    for (const bundle of delta.added) bundleMap.set(bundle.id, deepFreeze(bundle));
+    toolBundles = Object.freeze([...bundleMap.values()]);
+    warmWorkersFor(delta.added);
     for (const listener of bundleListeners) listener(toolBundles);
   },
-  _commandsChanged() {
+  "commands.changed"() {
     for (const listener of commandListeners) listener();
   },
-  _chatEvent(json) {
-    window.dispatchEvent(new CustomEvent("reactor:chat", { detail: JSON.parse(json) }));
+  "page.show"({ view, state }) {
+    // Views load beside Python's boot; a view shown before its renderer came is drawn when it comes.
+    viewsLoaded.then(() => views.get(view)?.(state), () => {});
   },
-  _chatApprove(requestJson) {
-    // The widget answers "allow", "always" or "deny"; with no widget on the page, nothing is approved.
-    const request = JSON.parse(requestJson);
-    return chatApprover ? chatApprover(request) : Promise.resolve("deny");
+  "chat.event"({ event }) {
+    window.dispatchEvent(new CustomEvent("reactor:chat", { detail: event }));
   },
-  async _runPageCommand(key, id, argsJson) {
+  "page.openTab"({ url }) {
+    // Not "noopener": with it window.open always returns null, and we could not tell a block.
+    const opened = window.open(url, "_blank");
+    if (!opened) return false;
+    opened.opener = null;
+    return true;
+  },
+  async "page.fullscreen"() {
     try {
-      const value = await pagePlugins.get(key).commands.get(id).execute(JSON.parse(argsJson));
-      return JSON.stringify({ ok: true, value: value === undefined ? null : value });
+      await document.documentElement.requestFullscreen();
+      return "";
     } catch (error) {
-      return JSON.stringify({ ok: false, error: { type: error?.name || "Error", message: String(error?.message ?? error) } });
+      return error?.message || "the browser refused full screen";
     }
   },
-  _pageCommandEnabled(key, id) {
-    const command = pagePlugins.get(key)?.commands.get(id);
-    return command?.isEnabled ? Boolean(command.isEnabled()) : true;
+  "chat.approve"({ request }) {
+    // The widget answers "allow", "always" or "deny"; with no widget on the page, nothing is approved.
+    return chatApprover ? chatApprover(request) : "deny";
   },
-  _runAiTool(jobJson, signal) {
-    return aiToolWorkers.run(jobJson, signal);
-  },
-  _attach(api, loadJson) {
-    python = api;
-    const load = JSON.parse(loadJson);
-    const seconds = ((performance.now() - started) / 1000).toFixed(1);
-    if (load.failures.length) {
-      report(`Ready in ${seconds} s, but: ${load.failures.join(" ")}`, "warning");
-    } else {
-      report(`Ready in ${seconds} s: ${load.loaded.join(", ") || "no plugins"}.`, "ready");
+  async "pageCommand.run"({ key, command, args }) {
+    const defined = pagePlugins.get(key)?.commands.get(command);
+    if (defined?.isEnabled && !defined.isEnabled()) {
+      throw named("CommandUnavailableError",
+        `The command '${command}' is unavailable right now: it is disabled in the current state of the page`);
     }
-    for (const bundle of JSON.parse(python.bundles())) bundleMap.set(bundle.id, deepFreeze(bundle));
-    toolBundles = Object.freeze([...bundleMap.values()]);
-    warmWorkersFor(toolBundles);
-    settleReady.resolve(load);
+    return defined.execute(args);
+  },
+  "aiTool.run"({ job }, signal) {
+    return aiToolWorkers.run(job, signal);
   },
 };
 
@@ -299,55 +328,23 @@ async function boot() {
   }
   if (!response.ok) throw new Error(`the server answered ${response.status} for /app/boot.json`);
   const config = embedded(await response.json());
-  bootJson = JSON.stringify(config);
   if (!config.runtime.ready) throw new Error(config.runtime.error);
-  // Pyodide is the long pole: its modules and our Python bundle are fetched now, and Python starts
-  // before the plugins' views have loaded (start() waits for them). The bundle request is
-  // python-bundle.js's fetchPythonBundle, written out so it need not wait for that module (which
-  // can be held up behind Pyodide's start: the bundle then arrived after it, bench/RESULTS.md).
-  pythonBundles = Promise.all(config.python.bundles.map(async (url) => {
-    const answer = await fetch(url, { credentials: "same-origin" });
-    if (!answer.ok) throw new Error(`${url} answered ${answer.status}`);
-    return answer.arrayBuffer();
-  }));
-  pythonBundles.catch(() => {});  // reported when Python asks for them
-  const interpreter = config.pyscript.interpreter;
-  const early = new URL("./early-pyodide.js", import.meta.url).href;
-  for (const href of config.runtime.preload) {
-    document.head.append(Object.assign(document.createElement("link"), { rel: "modulepreload", href }));
-  }
-  const { startPyodide, prepare } = await import(early);
-  // A failed boot is reported by PyScript, which awaits the same promise.
-  startPyodide(interpreter, config.runtime.pyodide).catch(() => {});
-  const installer = import("./python-bundle.js");
-  prepare(async (pyodide) => {
-    try {
-      const [{ installPythonBundles }, bundles] = await Promise.all([installer, pythonBundles]);
-      installPythonBundles(pyodide, bundles, config.python.site);
-    } catch (error) {
-      fail(`the page's Python could not be installed: ${error.message}`);
-      throw error;
-    }
-  });
-  // PyScript loads every plugin of the MicroPython type too unless its config says no.
-  const mpyConfig = document.createElement("mpy-config");
-  mpyConfig.setAttribute("type", "json");
-  mpyConfig.textContent = JSON.stringify({ plugins: config.pyscript.plugins });
-  document.head.append(mpyConfig);
-  const script = document.createElement("script");
-  script.type = "py";
-  script.setAttribute("config", JSON.stringify({ ...config.pyscript, interpreter: early }));
-  script.textContent = "from reactor.browser import start\nawait start()\n";
-  document.body.append(script);
+  // Pyodide is the long pole: the worker started it from index.html's head, or starts it now.
+  const { startWorker } = await import("./early-worker.js");
+  const worker = startWorker(config.pyscript.interpreter);
+  worker.addEventListener("error", (event) => fail(`the reactor worker could not start: ${event.message ?? "its script failed to load"}`));
+  channel = new WorkerChannel(worker, fromWorker);
+  worker.postMessage({ type: "boot", config });
   report("Starting Python (Pyodide)…");
-  await import(config.runtime.pyscript);
   // What Python needs only once it runs loads while Pyodide boots, after the runtime's own files.
   for (const href of config.plugins.flatMap((p) => p.styles)) {
     document.head.append(Object.assign(document.createElement("link"), { rel: "stylesheet", href }));
   }
-  Promise.all(config.plugins.flatMap((p) => p.scripts).map((src) => import(src))).then(settleViews.resolve, settleViews.reject);
-  const { AiToolWorkers } = await import("./ai-tools.js");
-  aiToolWorkers = new AiToolWorkers({ interpreter, ...config.python, server });
+  const scripts = Promise.all(config.plugins.flatMap((p) => p.scripts).map((src) => import(src)));
+  const tools = import("./ai-tools.js").then(({ AiToolWorkers }) => {
+    aiToolWorkers = new AiToolWorkers({ interpreter: config.pyscript.interpreter, ...config.python, server });
+  });
+  Promise.all([scripts, tools]).then(settleViews.resolve, settleViews.reject);
   await viewsLoaded;
 }
 

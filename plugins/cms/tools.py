@@ -110,7 +110,7 @@ def create_cms_agent_tools(state: CmsState, client: CmsClient, panel: CmsPanel, 
             )
         url = client.public_url(entry["url"])
         state.current = entry["slug"]
-        answer: dict[str, Any] = {"site": entry["site"], "slug": entry["slug"], "url": url, "opened": page.open_tab(url)}
+        answer: dict[str, Any] = {"site": entry["site"], "slug": entry["slug"], "url": url, "opened": await page.open_tab(url)}
         if not answer["opened"]:
             answer["message"] = f"The browser blocked the new tab; give the person this link to open: {url}"
         panel.draw(answer.get("message", f"Opened {url}."))

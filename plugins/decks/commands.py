@@ -90,7 +90,7 @@ class DeckCommands:
             raise ValueError("Which deck? Pass its `id`, as listed by decks_list_decks, or open one first.")
         await self.store.get_deck(id)
         url = f"/decks/{quote_segment(id)}/print"
-        answer: dict[str, Any] = {"id": id, "url": url, "opened": self.page.open_tab(url)}
+        answer: dict[str, Any] = {"id": id, "url": url, "opened": await self.page.open_tab(url)}
         if not answer["opened"]:
             answer["message"] = f"The browser blocked the new tab; give the person this address to open: {url}"
             self.view.say(answer["message"])

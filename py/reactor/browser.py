@@ -1,8 +1,10 @@
 """The one module that knows it runs in a browser: it imports `js` and `pyodide`.
 
-It gives plugins the page services (`reactor.page.Page`), gives `window.reactor` its Python
-half, runs AI Tool code in a Web Worker (`WorkerRunner`) and, inside that worker, runs it
-(`run_ai_tool`). Everything else in reactor is plain Python and runs on CPython too.
+It runs in Web Workers, never on the page's main thread. In the reactor worker, `start` answers
+the page's messages (reactor.protocol) and gives plugins the page services (`WorkerPage`: views,
+tabs and full screen are asked of the page); AI Tool code runs in the page's tool workers
+(`WorkerRunner`), and inside one of those, `run_ai_tool` runs it. Everything else in reactor is
+plain Python and runs on CPython too.
 """
 
 from __future__ import annotations
@@ -15,38 +17,32 @@ import traceback
 from typing import Any
 
 import js  # type: ignore[import-not-found]
-from pyodide.ffi import JsException, create_once_callable, create_proxy, jsnull, to_js  # type: ignore[import-not-found]
+from pyodide.ffi import JsException, create_once_callable, create_proxy, to_js  # type: ignore[import-not-found]
 
 from .cancellation import CancelToken
 from .disposable import Disposable
-from .errors import AbortedError, ToolError
+from .errors import AbortedError, CommandUnavailableError, PageError, ToolError
 from .page import HttpError
+from .page_plugins import PageScriptError
+from .protocol import Raw, WorkerEndpoint, raw
 
 
-class BrowserPage:
-    """`reactor.page.Page` on the real page: views, tabs, full screen and fetch."""
+class WorkerPage:
+    """`reactor.page.Page` from the worker: views, tabs and full screen are the page's, asked by message."""
 
-    def __init__(self) -> None:
+    def __init__(self, endpoint: WorkerEndpoint) -> None:
+        self._endpoint = endpoint
         self.active_view: str | None = None
 
     def show(self, view: str, state: dict[str, Any]) -> None:
         self.active_view = state.get("viewId") or view
-        js.window.reactor._show(view, json.dumps(state))
+        self._endpoint.notify("page.show", view=view, state=state)
 
-    def open_tab(self, url: str) -> bool:
-        # Not "noopener": with it window.open always returns null, and we could not tell a block.
-        opened = js.window.open(server_url(url), "_blank")
-        if opened is None or opened is jsnull:  # a blocked popup is JS null, which is not None
-            return False
-        opened.opener = None
-        return True
+    async def open_tab(self, url: str) -> bool:
+        return bool(await self._endpoint.ask("page.openTab", url=server_url(url)))
 
     async def request_fullscreen(self) -> str:
-        try:
-            await js.document.documentElement.requestFullscreen()
-        except JsException as error:
-            return str(error) or "the browser refused full screen"
-        return ""
+        return str(await self._endpoint.ask("page.fullscreen"))
 
     async def fetch_json(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
         return await _fetch_json(url, method=method, body=body, headers=headers or {})
@@ -122,23 +118,17 @@ class JsSignal:
 
 
 class WorkerRunner:
-    """Runs AI Tool code in the page's tool worker; the signal's abort reaches the worker."""
+    """Runs AI Tool code in the page's tool worker (the page starts and terminates those); the
+    signal's abort reaches it."""
+
+    def __init__(self, endpoint: WorkerEndpoint) -> None:
+        self._endpoint = endpoint
 
     async def run(self, record: dict[str, Any], args: dict[str, Any], context: dict[str, Any],
                   signal: CancelToken) -> Any:
-        controller = js.AbortController.new()
-        # Abort with an Error: fetch rejects with the reason, and Python cannot raise a bare string.
-        listening = signal.add_listener(lambda reason: controller.abort(js.DOMException.new(str(reason), "AbortError")))
         job = {"id": record["id"], "language": record["language"], "code": record["code"], "args": args,
                "config": context["config"], "viewId": context["view_id"]}
-        try:
-            answer = json.loads(await js.window.reactor._runAiTool(json.dumps(job), controller.signal))
-        except asyncio.CancelledError:
-            # The caller stopped waiting (the person pressed Stop): tell the worker, as a timeout does.
-            controller.abort(js.DOMException.new("The tool call was stopped.", "AbortError"))
-            raise
-        finally:
-            listening.dispose()
+        answer = json.loads(await self._endpoint.ask("aiTool.run", signal=signal, job=json.dumps(job)))
         if answer["ok"]:
             return answer["value"]
         error = answer["error"]
@@ -183,8 +173,8 @@ async def browser_send(method: str, url: str, headers: dict[str, str], body: str
     return response.status, {k.lower(): v for k, v in answer_headers.items()}, text
 
 
-def _chat_api(reactor: Any, agent: dict[str, Any], facade: Any) -> dict[str, Any]:
-    """The widget's Python half: a ChatSession whose events and approvals cross as JSON.
+def _serve_chat(endpoint: WorkerEndpoint, reactor: Any, agent: dict[str, Any]) -> None:
+    """The chat widget's requests: a ChatSession whose events and approvals cross as messages.
 
     The host is imported and the session made on first use, not at boot: tools are ready sooner."""
     sessions: list[Any] = []
@@ -194,49 +184,41 @@ def _chat_api(reactor: Any, agent: dict[str, Any], facade: Any) -> dict[str, Any
             from .host import AgentSpec, ChatSession, HostEvent
 
             async def approve(request: Any) -> str:
-                return str(await facade._chatApprove(json.dumps({
+                return str(await endpoint.ask("chat.approve", request={
                     "callId": request.call_id, "tool": request.tool, "description": request.description,
                     "arguments": request.arguments, "sideEffect": request.side_effect,
-                })))
+                }))
 
             def on_event(event: HostEvent) -> None:
-                facade._chatEvent(json.dumps({"type": event.type, **event.data}))
+                endpoint.notify("chat.event", event={"type": event.type, **event.data})
 
             sessions.append(ChatSession(reactor, AgentSpec.from_dict(agent), send=browser_send, approve=approve,
                                         on_event=on_event))
         return sessions[0]
 
-    def configure(settings_json: str) -> str:
+    def configure(message: dict[str, Any], signal: CancelToken) -> dict[str, Any]:
         try:
-            return json.dumps({"ok": True, "label": session().configure(json.loads(settings_json))})
+            return {"ok": True, "label": session().configure(message["settings"])}
         except ValueError as error:
-            return json.dumps({"ok": False, "error": str(error)})
+            return {"ok": False, "error": str(error)}
 
-    async def send(text: str) -> str:
-        return json.dumps(await session().send(text))
-
-    async def call_tool(name: str, args_json: str, signal: Any) -> str:
-        return json.dumps(await session().call_tool(name, args_json, _cancel_token(signal) or CancelToken()))
-
-    def tools() -> str:
+    def tools(message: dict[str, Any], signal: CancelToken) -> list[dict[str, Any]]:
         from .host import tool_annotations
 
-        return json.dumps([{"name": t.name, "title": t.title, "description": t.description,
-                            "inputSchema": t.parameters, "annotations": tool_annotations(t.side_effect)}
-                           for t in session().toolbox.tools()])
+        return [{"name": t.name, "title": t.title, "description": t.description,
+                 "inputSchema": t.parameters, "annotations": tool_annotations(t.side_effect)}
+                for t in session().toolbox.tools()]
 
-    def stop() -> None:
+    def stop(message: dict[str, Any], signal: CancelToken) -> None:
         if sessions:
             sessions[0].stop()
 
-    return {
-        "label": create_proxy(lambda: session().label),
-        "configure": create_proxy(configure),
-        "send": create_proxy(lambda text: asyncio.ensure_future(send(text))),
-        "stop": create_proxy(stop),
-        "callTool": create_proxy(lambda name, args, signal: asyncio.ensure_future(call_tool(name, args, signal))),
-        "tools": create_proxy(tools),
-    }
+    endpoint.handle("chat.configure", configure)
+    endpoint.handle("chat.label", lambda message, signal: session().label)
+    endpoint.handle("chat.send", lambda message, signal: session().send(message["text"]))
+    endpoint.handle("chat.tools", tools)
+    endpoint.handle("chat.callTool", lambda message, signal: session().call_tool(message["name"], message["args"], signal))
+    endpoint.handle("chat.stop", stop)
 
 
 def _import_plugin(spec: str) -> Any:
@@ -244,25 +226,20 @@ def _import_plugin(spec: str) -> Any:
     return getattr(importlib.import_module(module), attribute)
 
 
-def _cancel_token(signal: Any) -> CancelToken | None:
-    """A CancelToken that follows a JS AbortSignal (or None when JS gave none)."""
-    if signal is None or signal is jsnull:
-        return None
-    token = CancelToken()
-    if signal.aborted:
-        token.abort(_reason(signal))
-    else:
-        signal.addEventListener("abort", create_once_callable(lambda event: token.abort(_reason(signal))))
-    return token
-
-
 def _reason(signal: Any) -> str:
     return getattr(signal.reason, "message", None) or str(signal.reason)
 
 
-async def start() -> Any:
-    """Load the plugins the server listed and the page's own Python plugins, and hand
-    `window.reactor` its Python half (plugins the page writes in JS arrive through it later)."""
+def start(config_json: str, modules_at_boot: str) -> Any:
+    """Inside the reactor worker: answer the page's messages (the returned function takes each
+    one), load the plugins the server listed and the page's own Python plugins, then tell the
+    page it is ready. Plugins the page writes in JS arrive later, by message."""
+    endpoint = WorkerEndpoint(js.postMessage)
+    asyncio.ensure_future(_boot(endpoint, json.loads(config_json), modules_at_boot.split(",")))
+    return create_proxy(endpoint.receive)
+
+
+async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boot: list[str]) -> None:
     from .facade import (
         bundles_json,
         call_tool_json,
@@ -272,17 +249,14 @@ async def start() -> Any:
         unload_plugin_json,
         watch_changes,
     )
-    from .page_plugins import PageScriptError, python_page_plugin
+    from .page_plugins import python_page_plugin
     from .plugins import Reactor
 
-    facade = js.window.reactor
     try:
-        config = json.loads(facade._bootJson())
         use_server(config.get("server", ""))
-        await facade._viewsLoaded()  # the plugins' renderers, loading while Pyodide booted
-        facade._progress("Loading plugins…")
-        page = BrowserPage()
-        reactor = Reactor(services={"page": page, "ai_tool_runner": WorkerRunner(), **config.get("services", {})})
+        endpoint.notify("progress", text="Loading plugins…", phase="plugins", at=js.performance.timeOrigin + js.performance.now())
+        reactor = Reactor(services={"page": WorkerPage(endpoint), "ai_tool_runner": WorkerRunner(endpoint),
+                                    **config.get("services", {})})
         plugins, failures = [], []
         for entry in config.get("plugins", []):
             try:
@@ -295,42 +269,60 @@ async def start() -> Any:
             except Exception as error:
                 failures.append(str(error))
         report = reactor.load_plugins(plugins)
-        facade._progress("Starting plugins…")
+        endpoint.notify("progress", text="Starting plugins…")
         activation = await reactor.activate_plugins()
         failures += [str(error) for error in [*report.failed.values(), *activation.values()]]
-        watch_changes(reactor, bundles=facade._bundlesChanged, commands=facade._commandsChanged)
+        watch_changes(reactor, bundles=lambda delta: endpoint.notify("bundles.changed", delta=Raw(delta)),
+                      commands=lambda: endpoint.notify("commands.changed"))
 
-        def execute(command_id: str, args_json: str) -> Any:
-            answer = execute_json(reactor, command_id, args_json)
-            # A Future reaches JS as a thenable; a bare coroutine would not run.
-            return asyncio.ensure_future(answer) if inspect.isawaitable(answer) else answer
+        def define_plugin(message: dict[str, Any], signal: CancelToken) -> Raw:
+            key = message["key"]
 
-        def call_tool(name: str, args_json: str, signal: Any) -> Any:
-            answer = call_tool_json(reactor, name, args_json, _cancel_token(signal))
-            return asyncio.ensure_future(answer) if inspect.isawaitable(answer) else answer
-
-        def define_plugin(declaration_json: str, key: str) -> str:
             async def run(command_id: str, args: dict[str, Any]) -> Any:
-                answer = json.loads(await facade._runPageCommand(key, command_id, json.dumps(args)))
-                if answer["ok"]:
-                    return answer["value"]
-                raise PageScriptError(answer["error"]["type"], answer["error"]["message"])
+                # The page checks the command's isEnabled as it runs it: that reads the page's live state.
+                try:
+                    return await endpoint.ask("pageCommand.run", key=key, command=command_id, args=args)
+                except PageError as error:
+                    if error.name == "CommandUnavailableError":
+                        raise CommandUnavailableError(str(error), command_id=command_id, reason=str(error)) from None
+                    raise PageScriptError(error.name, str(error)) from None
 
-            return define_plugin_json(reactor, declaration_json, run,
-                                      lambda command_id: bool(facade._pageCommandEnabled(key, command_id)))
+            return Raw(define_plugin_json(reactor, message["declaration"], run, lambda command_id: True))
 
-        api = {
-            "execute": create_proxy(execute),
-            "definePlugin": create_proxy(define_plugin),
-            "unloadPlugin": create_proxy(lambda name: unload_plugin_json(reactor, name)),
-            "bundles": create_proxy(lambda: bundles_json(reactor)),
-            "commands": create_proxy(lambda: commands_json(reactor)),
-            "callTool": create_proxy(call_tool),
-            "chat": to_js(_chat_api(reactor, config["agent"], facade), dict_converter=js.Object.fromEntries),
-        }
-        facade._attach(to_js(api, dict_converter=js.Object.fromEntries),
-                       json.dumps({"loaded": reactor.plugins, "failures": failures}))
-        return reactor
+        endpoint.handle("execute", lambda message, signal: raw(execute_json(reactor, message["command"], message["args"])))
+        endpoint.handle("callTool", lambda message, signal: raw(call_tool_json(
+            reactor, message["name"], message["args"], signal if message.get("cancellable") else None)))
+        endpoint.handle("definePlugin", define_plugin)
+        endpoint.handle("unloadPlugin", lambda message, signal: Raw(unload_plugin_json(reactor, message["name"])))
+        endpoint.handle("bundles", lambda message, signal: Raw(bundles_json(reactor)))
+        endpoint.handle("commands", lambda message, signal: Raw(commands_json(reactor)))
+        endpoint.handle("diagnostics", lambda message, signal: _module_report(modules_at_boot))
+        _serve_chat(endpoint, reactor, config["agent"])
+        endpoint.notify("ready", loaded=reactor.plugins, failures=failures, bundles=Raw(bundles_json(reactor)))
     except Exception as error:
-        facade._fail(f"Python failed to start: {error}", traceback.format_exc())
+        endpoint.notify("fail", message=f"Python failed to start: {error}", detail=traceback.format_exc())
         raise
+
+
+def _module_report(modules_at_boot: list[str]) -> dict[str, Any]:
+    """Which modules this worker imported after Pyodide's boot, and which of them Python had to
+    compile here (the server ships them compiled, runtime_python): the page's start-up check."""
+    import importlib.util
+    import sys
+
+    after_boot = [name for name in sys.modules if name not in set(modules_at_boot)]
+    from_zip, checked, stale = [], [], []
+    for name in after_boot:
+        module = sys.modules[name]
+        source, cached = getattr(module, "__file__", None) or "", getattr(module, "__cached__", None)
+        if ".zip" in source:
+            from_zip.append(name)
+        elif source.endswith(".py"):
+            checked.append(name)
+            try:
+                with open(cached, "rb") as pyc, open(source, "rb") as text:  # type: ignore[arg-type]
+                    if pyc.read()[8:16] != importlib.util.source_hash(text.read()):
+                        stale.append(name)
+            except (OSError, TypeError):
+                stale.append(name)
+    return {"stdlibFromZip": from_zip, "checked": checked, "stale": stale}

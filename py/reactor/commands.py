@@ -7,6 +7,7 @@ from typing import Any, Awaitable, Callable
 
 from .disposable import Disposable
 from .errors import (
+    CommandError,
     CommandFailedError,
     CommandNotFoundError,
     CommandUnavailableError,
@@ -180,7 +181,9 @@ async def _awaited(id: str, awaitable: Awaitable[Any]) -> Any:
         raise _failed(id, error) from error
 
 
-def _failed(id: str, error: Exception) -> CommandFailedError:
+def _failed(id: str, error: Exception) -> CommandError:
+    if isinstance(error, CommandUnavailableError) and error.command_id == id:
+        return error  # the handler found it cannot run now (a page command whose isEnabled said no)
     # The handler's own sentence is what the caller needs; a bare KeyError prints only the key.
     if isinstance(error, KeyError):
         message = f"The command {id!r} failed: there is no {error.args[0]!r}."

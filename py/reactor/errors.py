@@ -14,7 +14,9 @@ ReactorError
 │   └── PluginNotFoundError           no plugin has that name
 ├── DeclarationError                  a declaration a model would trip on (.owner, .field, .value)
 ├── AbortedError                      what was running was stopped (.reason)
-└── ToolError                         a tool's chosen failure (.code, .details): becomes the envelope
+├── ToolError                         a tool's chosen failure (.code, .details): becomes the envelope
+├── ProtocolError                     a message between the page and the worker that is not the protocol's
+└── PageError                         the page answered the worker's request with its error (.name)
 
 Every message is a sentence naming the offending value, written for whoever must act on it:
 a developer for declarations, a model or a person for commands.
@@ -115,3 +117,15 @@ class ToolError(ReactorError):
         super().__init__(message)
         self.code = code
         self.details = details
+
+
+class ProtocolError(ReactorError):
+    """A message between the page and the worker that is not the protocol's (reactor.protocol)."""
+
+
+class PageError(ReactorError):
+    """The page's JavaScript answered the worker's request with an error; `.name` is that error's name."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(message)
+        self.name = name

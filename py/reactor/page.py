@@ -39,7 +39,7 @@ class Page(Protocol):
     def show(self, view: str, state: dict[str, Any]) -> None:
         """Render `state` in the page's `view` (the JS renderer of that view draws it)."""
 
-    def open_tab(self, url: str) -> bool:
+    async def open_tab(self, url: str) -> bool:
         """Open `url` in a new tab; False when the browser blocked it."""
 
     async def request_fullscreen(self) -> str:
@@ -65,7 +65,7 @@ class MemoryPage:
     def show(self, view: str, state: dict[str, Any]) -> None:
         self.views[view] = json.loads(json.dumps(state))
 
-    def open_tab(self, url: str) -> bool:
+    async def open_tab(self, url: str) -> bool:
         if self.allow_tabs:
             self.opened.append(url)
         return self.allow_tabs

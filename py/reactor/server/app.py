@@ -44,7 +44,7 @@ VENDOR = WEB / "vendor"
 SERVER_ONLY = {"server", "server.py", "backend", "cli.py", "__main__.py"}
 # Where index.html's head gets the start of Pyodide's boot (_early_boot).
 EARLY_BOOT_MARKER = "<!-- reactor:early-boot (the server puts the start of Pyodide's boot here) -->"
-# Pyodide's module PyScript is given (via web/early-pyodide.js), and the one it imports first.
+# Pyodide's module the reactor worker imports (web/reactor-worker.js), and the one it imports first.
 PYODIDE_MODULES = ["pyodide/pyodide.mjs", "pyodide/pyodide.asm.mjs"]
 # PyScript's own plugins the page does not use; each would be one more download at boot.
 PYSCRIPT_PLUGINS_OFF = ["!codemirror", "!py-editor", "!py-game", "!py-terminal", "!deprecations-manager", "!donkey"]
@@ -282,18 +282,16 @@ def _page_entry(plugin: Any) -> dict[str, Any]:
 
 
 def _early_boot(runtime: dict[str, Any]) -> str:
-    """What index.html's head gets in place of EARLY_BOOT_MARKER: preloads and a script that start
-    Pyodide's boot while the page parses, instead of after reactor.js has fetched boot.json
-    (web/early-pyodide.js; reactor.js's own call then finds the boot under way). Only the boot's
-    own first modules: more requests at once would slow these on a busy server (bench/RESULTS.md)."""
+    """What index.html's head gets in place of EARLY_BOOT_MARKER: a script that starts the reactor
+    worker and its Pyodide boot while the page parses, instead of after reactor.js has fetched
+    boot.json (web/early-worker.js; reactor.js then finds the worker started)."""
     if not runtime["ready"]:
         return ""  # reactor.js reports what is missing
-    interpreter, *first = [f"/vendor/{runtime['stamp']}/{module}" for module in PYODIDE_MODULES]
-    start = f"m.startPyodide({json.dumps(interpreter)}, {json.dumps(runtime['pyodide'])})"
+    interpreter = f"/vendor/{runtime['stamp']}/{PYODIDE_MODULES[0]}"
     return "\n  ".join([
-        *(f'<link rel="modulepreload" href="{href}">' for href in ("/web/early-pyodide.js", interpreter, *first)),
-        # A failed start is reported by reactor.js, whose boot awaits the same promise.
-        f'<script>import("/web/early-pyodide.js").then((m) => {start}).catch(() => {{}});</script>',
+        '<link rel="modulepreload" href="/web/early-worker.js">',
+        # A failed start is reported by reactor.js, whose boot talks to the same worker.
+        f'<script>import("/web/early-worker.js").then((m) => m.startWorker({json.dumps(interpreter)})).catch(() => {{}});</script>',
     ])
 
 

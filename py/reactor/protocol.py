@@ -1,0 +1,185 @@
+"""The messages between the page's main thread and the Web Worker where reactor's Python runs.
+
+Every message is one JSON text `{"v": VERSION, ...}`; strings cross `postMessage` cheaply, and
+neither side holds the other's objects. Four shapes:
+
+- a request: `{"id": n, "type": T, ...fields}`; the asker may add `"cancelled": reason` when its
+  signal had aborted before it asked;
+- its answer: `{"re": n, "ok": true, "value": V}` or `{"re": n, "ok": false, "error": {"type", "message"}}`;
+- a cancel: `{"type": "cancel", "re": n, "reason": text}`: the asker stopped waiting;
+- a notice: `{"type": T, ...fields}` with no answer.
+
+The types each side may send are declared below and in `web/protocol.js`, the page's half; a
+message of another type or version is answered with a ProtocolError, never dropped. This module
+is plain Python (it runs, and is tested, on CPython); `reactor.browser` posts its texts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .cancellation import CancelToken
+from .errors import PageError, ProtocolError
+
+VERSION = 1
+
+#: What the page asks the worker (each is answered).
+PAGE_REQUESTS = frozenset({
+    "execute", "callTool", "definePlugin", "unloadPlugin", "commands", "bundles", "diagnostics",
+    "chat.configure", "chat.label", "chat.send", "chat.tools", "chat.callTool",
+})
+#: What the page tells the worker without an answer.
+PAGE_NOTICES = frozenset({"chat.stop"})
+#: What the worker asks the page (each is answered).
+WORKER_REQUESTS = frozenset({"page.openTab", "page.fullscreen", "pageCommand.run", "chat.approve", "aiTool.run"})
+#: What the worker tells the page: boot progress and failure, readiness, changes, views, chat.
+WORKER_NOTICES = frozenset({"progress", "fail", "ready", "bundles.changed", "commands.changed", "page.show", "chat.event"})
+
+
+class Raw(str):
+    """A value that is JSON text already: it is sent as is, not encoded again."""
+
+
+Handler = Callable[[dict[str, Any], CancelToken], Any]
+
+
+class WorkerEndpoint:
+    """The worker's end of the channel: runs the page's requests, asks the page and awaits its answers.
+
+    `post(text)` sends one message to the page; `receive(text)` takes one from it.
+    """
+
+    def __init__(self, post: Callable[[str], object]) -> None:
+        self._post = post
+        self._handlers: dict[str, Handler] = {}
+        self._asked: dict[int, asyncio.Future[Any]] = {}
+        self._running: dict[Any, CancelToken] = {}
+        self._next_id = 0
+
+    def handle(self, type: str, handler: Handler) -> None:
+        """Answer requests (or take notices) of `type` with `handler(message, signal)`: its value,
+        or awaitable of one, is the answer; what it raises is the error the page's caller gets."""
+        if type not in PAGE_REQUESTS | PAGE_NOTICES:
+            raise ValueError(f"{type!r} is not a message the page sends; declare it in PAGE_REQUESTS.")
+        self._handlers[type] = handler
+
+    def notify(self, type: str, **fields: Any) -> None:
+        """Tell the page something; no answer comes. Raw fields are spliced in as they are."""
+        assert type in WORKER_NOTICES, type
+        plain = {k: v for k, v in fields.items() if not isinstance(v, Raw)}
+        text = json.dumps({"v": VERSION, "type": type, **plain})
+        spliced = "".join(f",{json.dumps(k)}:{v}" for k, v in fields.items() if isinstance(v, Raw))
+        self._post(text[:-1] + spliced + "}" if spliced else text)
+
+    async def ask(self, type: str, *, signal: CancelToken | None = None, **fields: Any) -> Any:
+        """Ask the page; its answer's value, or PageError. An abort of `signal` tells the page
+        to stop and raises AbortedError here at once (a late answer is dropped)."""
+        assert type in WORKER_REQUESTS, type
+        if signal is not None:
+            signal.throw_if_aborted()
+        self._next_id += 1
+        id = self._next_id
+        answer = self._asked[id] = asyncio.get_running_loop().create_future()
+        self._post(json.dumps({"v": VERSION, "id": id, "type": type, **fields}))
+        listening = signal.add_listener(lambda reason: self._cancel(id, reason)) if signal is not None else None
+        try:
+            if signal is None:
+                return await answer
+            return await signal.race(answer)
+        except asyncio.CancelledError:
+            self._cancel(id, "The caller stopped waiting.")  # e.g. the person pressed Stop
+            raise
+        finally:
+            self._asked.pop(id, None)
+            if listening is not None:
+                listening.dispose()
+
+    def _cancel(self, id: int, reason: Any) -> None:
+        if id in self._asked:
+            self._post(json.dumps({"v": VERSION, "type": "cancel", "re": id, "reason": str(reason)}))
+
+    def receive(self, text: str) -> None:
+        """Take one message from the page; a request's answer is posted when it is ready."""
+        try:
+            message = json.loads(text)
+            if not isinstance(message, dict):
+                raise ProtocolError(f"A message must be a JSON object, not {type(message).__name__}.")
+        except (ValueError, ProtocolError) as error:
+            self._post(json.dumps({"v": VERSION, "type": "fail", "message": f"The worker got a message that is not JSON: {error}"}))
+            return
+        if "re" in message:
+            self._settle(message)
+            return
+        id = message.get("id")
+        try:
+            if message.get("v") != VERSION:
+                raise ProtocolError(f"The page speaks protocol version {message.get('v')!r}; this worker speaks {VERSION}. "
+                                    "Reload the page: its scripts and the worker's come from different versions.")
+            handler = self._handlers.get(message.get("type"))  # type: ignore[arg-type]
+            if handler is None:
+                raise ProtocolError(f"The worker has no message type {message.get('type')!r}.")
+            signal = CancelToken()
+            if "cancelled" in message:
+                signal.abort(message["cancelled"])
+            outcome = handler(message, signal)
+        except Exception as error:
+            self._answer_error(id, error)
+            return
+        if inspect.isawaitable(outcome):
+            self._running[id] = signal
+            task = asyncio.ensure_future(outcome)
+            task.add_done_callback(lambda done: self._finished(id, done))
+        else:
+            self._answer(id, outcome)
+
+    def _finished(self, id: Any, task: asyncio.Future[Any]) -> None:
+        self._running.pop(id, None)
+        if task.cancelled():
+            self._answer_error(id, ProtocolError("The worker stopped this request."))
+        elif task.exception() is not None:
+            self._answer_error(id, task.exception())  # type: ignore[arg-type]
+        else:
+            self._answer(id, task.result())
+
+    def _answer(self, id: Any, value: Any) -> None:
+        if id is None:
+            return  # a notice
+        text = value if isinstance(value, Raw) else json.dumps(value)
+        self._post('{"v":%d,"re":%s,"ok":true,"value":%s}' % (VERSION, json.dumps(id), text))
+
+    def _answer_error(self, id: Any, error: BaseException) -> None:
+        detail = {"type": type(error).__name__, "message": str(error)}
+        if id is None:
+            self._post(json.dumps({"v": VERSION, "type": "fail", "message": detail["message"]}))
+            return
+        self._post(json.dumps({"v": VERSION, "re": id, "ok": False, "error": detail}))
+
+    def _settle(self, message: dict[str, Any]) -> None:
+        if message.get("type") == "cancel":
+            token = self._running.get(message["re"])
+            if token is not None:
+                token.abort(message.get("reason") or "The page stopped waiting.")
+            return
+        answer = self._asked.get(message["re"])
+        if answer is None or answer.done():
+            return  # asked with a signal that has since aborted: the late answer is dropped
+        if message.get("ok"):
+            answer.set_result(message.get("value"))
+        else:
+            error = message.get("error") or {}
+            answer.set_exception(PageError(str(error.get("type", "Error")), str(error.get("message", ""))))
+
+
+def raw(text: str | Awaitable[str]) -> Raw | Awaitable[Raw]:
+    """JSON text (or an awaitable of it) marked to be sent as is."""
+    if isinstance(text, str):
+        return Raw(text)
+
+    async def marked() -> Raw:
+        return Raw(await text)
+
+    return marked()

@@ -1,0 +1,144 @@
+"""The worker's end of the page ↔ worker messages (reactor.protocol), on CPython: requests and
+answers, errors with their class and sentence, cancellation both ways, hostile messages."""
+
+import asyncio
+import json
+
+import pytest
+
+from reactor import AbortedError, CancelToken
+from reactor.errors import PageError
+from reactor.protocol import PAGE_REQUESTS, VERSION, WORKER_NOTICES, WORKER_REQUESTS, Raw, WorkerEndpoint
+
+
+class Page:
+    """The page's side as the worker sees it: every posted message, decoded."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict] = []
+        self.endpoint = WorkerEndpoint(lambda text: self.sent.append(json.loads(text)))
+
+    def ask(self, **message) -> None:
+        self.endpoint.receive(json.dumps({"v": VERSION, **message}))
+
+    def answer_to(self, id: int) -> dict:
+        return next(m for m in self.sent if m.get("re") == id)
+
+
+def test_a_request_is_answered_with_its_value_and_raw_text_is_sent_as_is():
+    page = Page()
+    page.endpoint.handle("commands", lambda message, signal: Raw('[{"id": "a"}]'))
+    page.endpoint.handle("execute", lambda message, signal: {"ran": message["command"]})
+    page.ask(id=1, type="commands")
+    page.ask(id=2, type="execute", command="decks.open")
+    assert page.answer_to(1) == {"v": VERSION, "re": 1, "ok": True, "value": [{"id": "a"}]}
+    assert page.answer_to(2)["value"] == {"ran": "decks.open"}
+
+
+def test_a_failing_handler_answers_with_the_error_class_and_sentence():
+    page = Page()
+
+    def refuse(message, signal):
+        raise ValueError("Stopped by the person.")
+
+    page.endpoint.handle("execute", refuse)
+    page.ask(id=7, type="execute")
+    assert page.answer_to(7) == {"v": VERSION, "re": 7, "ok": False,
+                                 "error": {"type": "ValueError", "message": "Stopped by the person."}}
+
+
+@pytest.mark.parametrize("message, sentence", [
+    ({"v": 99, "id": 1, "type": "execute"}, "The page speaks protocol version 99; this worker speaks 1."),
+    ({"v": VERSION, "id": 1, "type": "exec"}, "The worker has no message type 'exec'."),
+    ({"v": VERSION, "id": 1}, "The worker has no message type None."),
+])
+def test_a_message_of_another_version_or_type_is_answered_with_a_protocol_error(message, sentence):
+    page = Page()
+    page.endpoint.receive(json.dumps(message))
+    error = page.answer_to(1)["error"]
+    assert error["type"] == "ProtocolError" and error["message"].startswith(sentence)
+
+
+@pytest.mark.parametrize("text", ["not json", "[1, 2]", '"a string"', "{" * 5000])
+def test_a_message_that_is_not_a_json_object_is_reported_not_raised(text):
+    page = Page()
+    page.endpoint.receive(text)
+    assert page.sent[0]["type"] == "fail" and "not JSON" in page.sent[0]["message"]
+
+
+def test_only_declared_types_can_be_handled_or_sent():
+    page = Page()
+    with pytest.raises(ValueError, match="'page.show' is not a message the page sends"):
+        page.endpoint.handle("page.show", lambda message, signal: None)
+    assert not PAGE_REQUESTS & (WORKER_REQUESTS | WORKER_NOTICES)
+
+
+def test_a_cancel_from_the_page_aborts_the_running_requests_token_and_its_late_result_is_dropped():
+    async def scenario():
+        page = Page()
+        seen: list[CancelToken] = []
+
+        async def slow(message, signal):
+            seen.append(signal)
+            try:
+                return await signal.race(asyncio.sleep(10, "late"))
+            except AbortedError as error:
+                return {"aborted": str(error)}
+
+        page.endpoint.handle("callTool", slow)
+        page.ask(id=3, type="callTool")
+        await asyncio.sleep(0)
+        page.endpoint.receive(json.dumps({"v": VERSION, "type": "cancel", "re": 3, "reason": "The person pressed Stop."}))
+        await asyncio.sleep(0.01)
+        assert seen[0].aborted
+        assert page.answer_to(3)["value"] == {"aborted": "Stopped: The person pressed Stop."}
+
+    asyncio.run(scenario())
+
+
+def test_a_request_the_page_had_already_aborted_arrives_with_its_token_aborted():
+    page = Page()
+    page.endpoint.handle("callTool", lambda message, signal: {"aborted": signal.aborted, "reason": signal.reason})
+    page.ask(id=4, type="callTool", cancelled="Too late.")
+    assert page.answer_to(4)["value"] == {"aborted": True, "reason": "Too late."}
+
+
+def test_the_worker_asks_the_page_and_gets_its_answer_or_its_error():
+    async def scenario():
+        page = Page()
+        opened = asyncio.ensure_future(page.endpoint.ask("page.openTab", url="/decks/a/print"))
+        run = asyncio.ensure_future(page.endpoint.ask("pageCommand.run", key="todo#1", command="todo.add", args={}))
+        await asyncio.sleep(0)
+        asked = {m["type"]: m for m in page.sent}
+        assert asked["page.openTab"]["url"] == "/decks/a/print"
+        page.endpoint.receive(json.dumps({"v": VERSION, "re": asked["page.openTab"]["id"], "ok": True, "value": False}))
+        page.endpoint.receive(json.dumps({"v": VERSION, "re": asked["pageCommand.run"]["id"], "ok": False,
+                                          "error": {"type": "TypeError", "message": "list is not a function"}}))
+        assert await opened is False
+        with pytest.raises(PageError, match="list is not a function") as raised:
+            await run
+        assert raised.value.name == "TypeError"
+
+    asyncio.run(scenario())
+
+
+def test_an_abort_while_the_worker_waits_tells_the_page_and_drops_the_late_answer():
+    async def scenario():
+        page = Page()
+        token = CancelToken()
+        asked = asyncio.ensure_future(page.endpoint.ask("aiTool.run", signal=token, job="{}"))
+        await asyncio.sleep(0)
+        token.abort("timed out")
+        with pytest.raises(AbortedError):
+            await asked
+        request = next(m for m in page.sent if m.get("type") == "aiTool.run")
+        assert {"v": VERSION, "type": "cancel", "re": request["id"], "reason": "timed out"} in page.sent
+        page.endpoint.receive(json.dumps({"v": VERSION, "re": request["id"], "ok": True, "value": "late"}))  # ignored
+
+    asyncio.run(scenario())
+
+
+def test_a_notice_splices_raw_fields_without_encoding_them_again():
+    page = Page()
+    page.endpoint.notify("ready", loaded=["decks"], failures=[], bundles=Raw('[{"id": "decks"}]'))
+    assert page.sent == [{"v": VERSION, "type": "ready", "loaded": ["decks"], "failures": [], "bundles": [{"id": "decks"}]}]

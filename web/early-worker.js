@@ -1,0 +1,28 @@
+/**
+ * Starts the reactor worker (web/reactor-worker.js) and its Pyodide boot as early as the page
+ * allows: from the script the server puts in index.html's head while the page parses, or (on a
+ * page that embeds reactor.js) the moment boot.json named the runtime. Marks `reactor:pyodide-start`.
+ */
+
+const WORKER_SCRIPT = new URL("./reactor-worker.js", import.meta.url);
+let worker = null;
+
+/**
+ * Where to start a module Worker running `script`. A Worker cannot start from another origin's
+ * URL: a page that embeds reactor from its server starts it from a same-origin blob module that
+ * imports the worker script (served with CORS).
+ */
+export function workerUrl(script) {
+  if (script.origin === location.origin) return script.href;
+  const module = `import ${JSON.stringify(script.href)};`;
+  return URL.createObjectURL(new Blob([module], { type: "text/javascript" }));
+}
+
+/** The page's reactor worker, started once, with Pyodide's boot from `interpreter` (its pyodide.mjs) under way. */
+export function startWorker(interpreter) {
+  if (worker) return worker;
+  performance.mark("reactor:pyodide-start");
+  worker = new Worker(workerUrl(WORKER_SCRIPT), { type: "module", name: "reactor" });
+  worker.postMessage({ type: "start", interpreter: new URL(interpreter, import.meta.url).href });
+  return worker;
+}

@@ -1,0 +1,104 @@
+/**
+ * The page's half of the messages between the main thread and the reactor worker; the worker's
+ * half is reactor/protocol.py, which explains the four shapes (request, answer, cancel, notice).
+ * Every message is one JSON text {v: VERSION, ...}.
+ */
+
+export const VERSION = 1;
+
+/** What the page asks the worker (each is answered), and what it tells it without an answer. */
+export const PAGE_REQUESTS = new Set([
+  "execute", "callTool", "definePlugin", "unloadPlugin", "commands", "bundles", "diagnostics",
+  "chat.configure", "chat.label", "chat.send", "chat.tools", "chat.callTool",
+]);
+export const PAGE_NOTICES = new Set(["chat.stop"]);
+/** What the worker asks the page (each is answered), and what it tells it. */
+export const WORKER_REQUESTS = new Set(["page.openTab", "page.fullscreen", "pageCommand.run", "chat.approve", "aiTool.run"]);
+export const WORKER_NOTICES = new Set(["progress", "fail", "ready", "bundles.changed", "commands.changed", "page.show", "chat.event"]);
+
+/** A failure the worker answered with: its Python error's class name, sentence, command and problems. */
+export class ReactorError extends Error {
+  constructor({ type, message, command, problems }) {
+    super(message);
+    this.name = type || "ReactorError";
+    this.command = command;
+    if (problems) this.problems = problems;
+  }
+}
+
+/**
+ * The page's end of the channel to `worker`. `handlers[type](message, signal)` answers the
+ * worker's requests (a value or a promise; a throw becomes the error Python raises) and takes
+ * its notices.
+ */
+export class WorkerChannel {
+  constructor(worker, handlers) {
+    this.worker = worker;
+    this.handlers = handlers;
+    this.asked = new Map();  // id -> {resolve, reject}
+    this.running = new Map();  // the worker's request id -> AbortController
+    this.nextId = 0;
+    worker.addEventListener("message", ({ data }) => this.receive(data));
+  }
+
+  /** Ask the worker; resolves with its answer's value. An abort of `signal` tells the worker to stop. */
+  request(type, fields = {}, { signal } = {}) {
+    if (!PAGE_REQUESTS.has(type)) throw new TypeError(`${type} is not a request the page sends`);
+    const id = ++this.nextId;
+    const message = { v: VERSION, id, type, ...fields };
+    if (signal?.aborted) message.cancelled = reasonOf(signal);
+    return new Promise((resolve, reject) => {
+      this.asked.set(id, { resolve, reject });
+      this.worker.postMessage(JSON.stringify(message));
+      signal?.addEventListener("abort", () => {
+        if (this.asked.has(id)) this.worker.postMessage(JSON.stringify({ v: VERSION, type: "cancel", re: id, reason: reasonOf(signal) }));
+      }, { once: true });
+    });
+  }
+
+  /** Tell the worker something; no answer comes. */
+  notify(type, fields = {}) {
+    if (!PAGE_NOTICES.has(type)) throw new TypeError(`${type} is not a notice the page sends`);
+    this.worker.postMessage(JSON.stringify({ v: VERSION, type, ...fields }));
+  }
+
+  receive(text) {
+    const message = typeof text === "string" ? JSON.parse(text) : text;
+    if (message.v !== VERSION) {
+      this.handlers.fail?.({ message: `the worker speaks protocol version ${message.v}, this page ${VERSION}; reload the page.` });
+    } else if (message.re !== undefined && message.type === "cancel") {
+      this.running.get(message.re)?.abort(new DOMException(message.reason, "AbortError"));
+    } else if (message.re !== undefined) {
+      const asked = this.asked.get(message.re);
+      this.asked.delete(message.re);
+      if (!asked) return;
+      if (message.ok) asked.resolve(message.value);
+      else asked.reject(new ReactorError(message.error));
+    } else if (message.id !== undefined) {
+      this.answer(message);
+    } else if (WORKER_NOTICES.has(message.type)) {
+      this.handlers[message.type]?.(message);
+    }
+  }
+
+  async answer(message) {
+    const controller = new AbortController();
+    this.running.set(message.id, controller);
+    let reply;
+    try {
+      const handler = WORKER_REQUESTS.has(message.type) && this.handlers[message.type];
+      if (!handler) throw Object.assign(new Error(`the page has no request type ${message.type}`), { name: "ProtocolError" });
+      const value = await handler(message, controller.signal);
+      reply = JSON.stringify({ v: VERSION, re: message.id, ok: true, value: value === undefined ? null : value });
+    } catch (error) {
+      reply = JSON.stringify({ v: VERSION, re: message.id, ok: false, error: { type: error?.name || "Error", message: String(error?.message ?? error) } });
+    } finally {
+      this.running.delete(message.id);
+    }
+    this.worker.postMessage(reply);
+  }
+}
+
+function reasonOf(signal) {
+  return String(signal.reason?.message ?? signal.reason ?? "aborted");
+}

@@ -1,0 +1,62 @@
+/**
+ * The dedicated module Worker where reactor's Python runs, so that booting Pyodide and running
+ * plugins never holds the host page's main thread (web/early-worker.js starts it).
+ *
+ * This file only boots: the page's first message {type: "start", interpreter} starts Pyodide,
+ * the second {type: "boot", config} brings the rest of /app/boot.json; then the Python bundle is
+ * written in, `reactor.browser.start` takes over, and every later message goes to Python
+ * (reactor/protocol.py). Until then, progress and the first failure go to the page as the
+ * protocol's `progress` and `fail` notices.
+ */
+
+import { installPythonBundles } from "./python-bundle.js";
+
+const VERSION = 1;  // reactor/protocol.py's VERSION
+const waiting = [];  // messages that came before Python could take them
+let receive = null;
+let pyodide = null;
+let config = null;
+
+const notice = (type, fields) => postMessage(JSON.stringify({ v: VERSION, type, ...fields }));
+/** A boot step done: the page marks it as `reactor:<phase>` on its own clock. */
+const reached = (phase, text) => notice("progress", { text, phase, at: performance.timeOrigin + performance.now() });
+
+function startPyodide(interpreter) {
+  pyodide ??= import(interpreter).then(({ loadPyodide }) => loadPyodide({ indexURL: new URL(".", interpreter).href }));
+  return pyodide;
+}
+
+async function boot(bootConfig) {
+  const bundles = Promise.all(bootConfig.python.bundles.map(async (url) => {
+    const answer = await fetch(url, { credentials: "same-origin" });
+    if (!answer.ok) throw new Error(`${url} answered ${answer.status}`);
+    return answer.arrayBuffer();
+  }));
+  bundles.catch(() => {});  // reported below, once awaited
+  const python = await startPyodide(bootConfig.pyscript.interpreter);
+  reached("pyodide-ready", "Installing reactor's Python…");
+  // What Pyodide imported by itself: the page's start-up check asks which modules came after.
+  const atBoot = python.runPython("import sys\n','.join(sys.modules)");
+  try {
+    installPythonBundles(python, await bundles, bootConfig.python.site);
+  } catch (error) {
+    throw new Error(`the page's Python could not be installed: ${error.message}`);
+  }
+  reached("python-installed", "Importing reactor…");
+  const start = python.pyimport("reactor.browser").start;
+  receive = start(JSON.stringify(bootConfig), atBoot);
+  for (const text of waiting.splice(0)) receive(text);
+}
+
+onmessage = ({ data }) => {
+  if (receive) return receive(data);
+  const message = typeof data === "string" ? JSON.parse(data) : data;
+  if (message.type === "start") {
+    startPyodide(message.interpreter).catch(() => {});  // reported by boot(), which awaits the same
+  } else if (message.type === "boot" && !config) {
+    config = message.config;
+    boot(config).catch((error) => notice("fail", { message: error.message, detail: error.stack ?? "" }));
+  } else {
+    waiting.push(data);
+  }
+};
