@@ -18,7 +18,7 @@ from typing import Any
 
 from .measure import blocking, calls, define_plugins, execute, lab_page, launch, load_times, median, scale_point, startup, transfer
 from .report import machine, summarize, table
-from .server import BENCH, bench_app, serving
+from .server import BENCH, WireCounter, bench_app, serving
 
 ROOT = BENCH.parent
 LUMINO = "@lumino/commands@2.3.4"
@@ -54,12 +54,13 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
         browser = launch(playwright)
         results["machine"]["chromium"] = browser.version
-        with serving(bench_app(Path(tmp) / "product")) as url:
+        counter = WireCounter(bench_app(Path(tmp) / "product"))
+        with serving(counter) as url:
             say(f"start-up: {plan['rounds']} rounds of bare Pyodide (main thread and worker), PyScript and reactor, cold"
                 f" ({plan['warm_rounds']} of them warm too)")
             results["startup"] = startup(browser, url, plan["rounds"], strays, plan["warm_rounds"])
             say("bytes: a first and a repeat visit")
-            results["bytes"] = transfer(browser, url, strays)
+            results["bytes"] = transfer(browser, url, counter, strays)
         results["scale"] = {"points": []}
         for count in plan["plugins"]:
             say(f"scale: {count} synthetic plugins of 10 tools")
@@ -91,16 +92,17 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
 
 def call_figures(page: Any, batches: int) -> dict[str, Any]:
     since = page.evaluate("performance.now()")
-    timed = calls(page, ["lumino", "noop", "getDeck", "noopTool", "getDeckTool"], batches)
+    timed = calls(page, ["lumino", "echo", "noop", "getDeck", "noopTool", "getDeckTool"], batches)
     held = blocking(page, since, page.evaluate("performance.now()"))
     figures: dict[str, Any] = {}
-    for name, key in (("noop", "noop"), ("getDeck", "get_deck"), ("lumino", "lumino"),
+    for name, key in (("noop", "noop"), ("getDeck", "get_deck"), ("lumino", "lumino"), ("echo", "worker_echo"),
                       ("noopTool", "noop_tool"), ("getDeckTool", "get_deck_tool")):
         figures[f"{key}_p50_ms"] = timed[name]["p50_ms"]
         figures[f"{key}_p99_ms"] = timed[name]["p99_ms"]
         figures[f"{key}_batch"] = timed[name]["batch"]
     figures["batches"] = batches
     figures["blocking_during_calls"] = held
+    figures["noop_over_echo_ms"] = figures["noop_p50_ms"] - figures["worker_echo_p50_ms"]
     figures["noop_vs_lumino"] = figures["noop_p50_ms"] / figures["lumino_p50_ms"]
     figures["tool_vs_command"] = figures["get_deck_tool_p50_ms"] / figures["get_deck_p50_ms"]
     figures["noop_tool_vs_command"] = figures["noop_tool_p50_ms"] / figures["noop_p50_ms"]

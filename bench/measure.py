@@ -164,35 +164,26 @@ def startup(browser: Any, url: str, rounds: int, strays: list[str], warm_rounds:
     return result
 
 
-def transfer(browser: Any, url: str, strays: list[str]) -> dict[str, Any]:
-    """Bytes on the wire (compressed, headers included) for a first and a repeat visit, read from
-    CDP's Network.loadingFinished.encodedDataLength, with resource timing's transferSize beside."""
+def transfer(browser: Any, url: str, counter: Any, strays: list[str]) -> dict[str, Any]:
+    """Bytes the server sent (status line, headers, body) for a first and a repeat visit, counted
+    at the server (`WireCounter`): the worker's requests included, a cache hit costs nothing."""
     loads = []
     with fresh_page(browser, strays) as page:
-        cdp = page.context.new_cdp_session(page)
-        cdp.send("Network.enable")
-        seen: dict[str, dict[str, Any]] = {}
-        cdp.on("Network.responseReceived", lambda e: seen.setdefault(e["requestId"], {}).update(
-            path=urlsplit(e["response"]["url"]).path, status=e["response"]["status"],
-            cached=bool(e["response"].get("fromDiskCache") or e["response"].get("fromMemoryCache"))))
-        cdp.on("Network.responseReceivedExtraInfo", lambda e: seen.setdefault(e["requestId"], {}).update(
-            wire_status=e.get("statusCode")))
-        cdp.on("Network.loadingFinished", lambda e: seen.setdefault(e["requestId"], {}).update(bytes=e["encodedDataLength"]))
+        first_paths: set[str] = set()
         for _ in range(2):
-            seen.clear()
-            run = load(page, url + "/")
-            page.wait_for_timeout(300)  # let the last CDP events arrive
-            navigation = page.evaluate("performance.getEntriesByType('navigation')[0].transferSize")
-            entries = [e for e in seen.values() if "bytes" in e]
+            counter.take()
+            load(page, url + "/")
+            page.wait_for_timeout(300)  # late requests (the views, the AI Tools) land too
+            sent = counter.take()
+            paths = {e["path"] for e in sent}
             loads.append({
-                "bytes": sum(e["bytes"] for e in entries),
-                "requests": len(entries),
-                "from_cache": sum(e.get("cached", False) for e in entries),
-                "not_modified": sum(e.get("wire_status") == 304 for e in entries),
-                "transfer_size": navigation + sum(r["transfer"] for r in run["resources"]),
-                "largest": sorted(({"path": e.get("path"), "bytes": e["bytes"]} for e in entries),
-                                  key=lambda e: -e["bytes"])[:5],
+                "bytes": sum(e["bytes"] for e in sent),
+                "requests": len(sent),
+                "from_cache": len(first_paths - paths),
+                "not_modified": sum(e["status"] == 304 for e in sent),
+                "largest": sorted(({"path": e["path"], "bytes": e["bytes"]} for e in sent), key=lambda e: -e["bytes"])[:5],
             })
+            first_paths = first_paths or paths
     first, repeat = loads
     return {"first": first, "repeat": repeat, "repeat_share": repeat["bytes"] / first["bytes"]}
 

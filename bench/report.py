@@ -103,7 +103,8 @@ def table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
         ("reactor cold phases (ms)", " | ".join(f"{k} {v:.0f}" for k, v in phases.items())),
         ("bytes first / repeat", f"{b['first']['bytes']:,} B ({b['first']['requests']} requests) / "
          f"{b['repeat']['bytes']:,} B ({b['repeat']['from_cache']} from cache, {b['repeat']['not_modified']} x 304)"),
-        ("call p50 / p99 (ms)", f"no-op {c['noop_p50_ms']:.4f} / {c['noop_p99_ms']:.4f} | decks_get_deck "
+        ("call p50 / p99 (ms)", f"no-op {c['noop_p50_ms']:.4f} / {c['noop_p99_ms']:.4f} (a blank worker's echo "
+         f"{c['worker_echo_p50_ms']:.4f}: reactor adds {c['noop_over_echo_ms']:.4f}) | decks_get_deck "
          f"{c['get_deck_p50_ms']:.4f} / {c['get_deck_p99_ms']:.4f} | lumino {c['lumino_p50_ms']:.5f} / {c['lumino_p99_ms']:.5f}"),
         ("callTool p50 / p99 (ms)", f"no-op {c['noop_tool_p50_ms']:.4f} / {c['noop_tool_p99_ms']:.4f} | decks_get_deck "
          f"{c['get_deck_tool_p50_ms']:.4f} / {c['get_deck_tool_p99_ms']:.4f} ({c['tool_vs_command']:.2f}x the command)"),

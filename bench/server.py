@@ -92,6 +92,37 @@ def _product_boot(product: Starlette) -> Any:
     return next(r.endpoint for r in product.routes if getattr(r, "path", "") == "/app/boot.json")
 
 
-def serving(app: Starlette) -> LoopbackServer:
+class WireCounter:
+    """ASGI wrapper that counts what the server sends per request (status, headers and body bytes):
+    the pages' own requests and their workers' alike, which CDP's page session does not see."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.sent: list[dict[str, Any]] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        entry = {"path": scope["path"], "status": 0, "bytes": 0}
+        self.sent.append(entry)
+
+        async def counted(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                entry["status"] = message["status"]
+                entry["bytes"] += 17 + sum(len(k) + len(v) + 4 for k, v in message.get("headers", []))
+            elif message["type"] == "http.response.body":
+                entry["bytes"] += len(message.get("body", b""))
+            await send(message)
+
+        await self.app(scope, receive, counted)
+
+    def take(self) -> list[dict[str, Any]]:
+        """What was sent since the last take."""
+        sent, self.sent = self.sent, []
+        return sent
+
+
+def serving(app: Any) -> LoopbackServer:
     """Run `app` in a thread on a free loopback port; `with serving(app) as url:`."""
     return LoopbackServer(app)

@@ -8,8 +8,14 @@ import { CommandRegistry } from "@lumino/commands";
 const lumino = new CommandRegistry();
 lumino.addCommand("noop", { execute: () => null });
 
+// The floor of any call across a thread boundary: a JSON message to a blank worker and back.
+const echoWorker = new Worker(URL.createObjectURL(new Blob(["onmessage = ({ data }) => postMessage(data)"], { type: "text/javascript" })));
+const echoed = [];
+echoWorker.onmessage = ({ data }) => echoed.shift()(JSON.parse(data));
+
 const subjects = {
   lumino: () => lumino.execute("noop", { n: 1 }),
+  echo: () => new Promise((resolve) => { echoed.push(resolve); echoWorker.postMessage(JSON.stringify({ v: 1, id: 1, type: "execute", args: "{}" })); }),
   noop: () => window.reactor.executeCommand("bench.noop", { n: 1 }),
   getDeck: () => window.reactor.executeCommand("decks.getDeck", { id: "onboarding" }),
   // The agent's path: by tool name, through admission, argument parsing, validation and the envelope.
