@@ -163,6 +163,23 @@ def test_unloading_a_plugin_takes_its_commands_and_tools_and_tells_the_host(embe
     assert error == "PluginNotFoundError"
 
 
+def test_a_definition_s_tools_are_listed_the_moment_it_resolves(embedded):
+    # The worker coalesces change notices after a burst; the page waits for the one that covers
+    # each definition, so a host that defines and then lists never sees the list without it.
+    listed = embedded.evaluate("""async () => {
+        const seen = [];
+        for (let i = 0; i < 5; i++) {
+            await window.reactor.definePlugin({name: `p${i}`, commands: [{id: `p${i}.go`, execute: () => i}],
+                agentTools: {id: `p${i}`, name: `P${i}`, commands: [{name: `p${i}_go`, command: `p${i}.go`, description: "Go."}]}});
+            seen.push((await window.reactor.agentToolBundles()).some((b) => b.id === `p${i}`));
+        }
+        await window.reactor.unloadPlugin("p0");
+        seen.push((await window.reactor.agentToolBundles()).some((b) => b.id === "p0"));
+        return seen;
+    }""")
+    assert listed == [True, True, True, True, True, False]
+
+
 def test_a_javascript_command_s_is_enabled_reads_the_page_s_state_at_the_moment_of_the_call(embedded):
     page = embedded
     page.evaluate("""() => {

@@ -86,16 +86,19 @@ def test_a_burst_of_loads_and_unloads_is_one_notification_each_with_what_changed
         reactor.load_plugins([plugin("base")])
         told: list[dict] = []
         commands: list[int] = []
-        watch_changes(reactor, bundles=lambda text: told.append(json.loads(text)), commands=lambda: commands.append(1))
+        notices = watch_changes(reactor, bundles=lambda text, number: told.append(json.loads(text)),
+                                commands=lambda number: commands.append(number))
         for index in range(100):
             reactor.load_plugin(plugin(f"p{index}"))
+        assert notices.covering() == 1  # the notice still to come
         await asyncio.sleep(0.01)
-        assert len(told) == 1 and len(commands) == 1
+        assert len(told) == 1 and commands == [1] and notices.covering() == 1
         assert [b["id"] for b in told[0]["added"]] == [f"p{i}" for i in range(100)] and told[0]["removed"] == []
         for index in range(50):
             reactor.unload_plugin(f"p{index}")
         await asyncio.sleep(0.01)
         assert len(told) == 2 and told[1] == {"added": [], "removed": [f"p{i}" for i in range(50)]}
+        assert commands == [1, 2]
         await asyncio.sleep(0.01)
         assert len(told) == 2  # nothing changed: nothing told
 

@@ -83,6 +83,26 @@ function decode(envelope) {
   throw new ReactorError(envelope.error);
 }
 
+// Change notices heard from the worker, by number: a definition resolves once the page has the
+// notice that carries it, so agentToolBundles() right after it lists its tools.
+let noticesHeard = 0;
+const noticeWaiters = [];  // [number, resolve]
+
+function heard(notice) {
+  noticesHeard = Math.max(noticesHeard, notice);
+  for (const waiter of noticeWaiters.filter(([number]) => number <= noticesHeard)) {
+    noticeWaiters.splice(noticeWaiters.indexOf(waiter), 1);
+    waiter[1]();
+  }
+}
+
+/** The answer of a request whose changes come in a notice: {answer, notice} -> answer, once heard. */
+async function noticed(request) {
+  const { answer, notice } = await request;
+  if (notice > noticesHeard) await new Promise((resolve) => noticeWaiters.push([notice, resolve]));
+  return answer;
+}
+
 /** The command a page plugin defined in JavaScript under `id`, if any. */
 function pageCommand(id) {
   for (const entry of pagePlugins.values()) {
@@ -191,7 +211,7 @@ export const reactor = {
       // Functions stay here; Python learns only that they are functions (or what they are instead).
       const described = Array.isArray(commands) ? commands.map(describeCommand) : commands;
       const text = JSON.stringify({ ...declaration, ...(commands === undefined ? {} : { commands: described }) });
-      return decode(await channel.request("definePlugin", { declaration: text, key }));
+      return decode(await noticed(channel.request("definePlugin", { declaration: text, key })));
     } catch (error) {
       pagePlugins.delete(key);
       throw error;
@@ -204,7 +224,7 @@ export const reactor = {
    */
   async unloadPlugin(name) {
     await ready;
-    const gone = decode(await channel.request("unloadPlugin", { name }));
+    const gone = decode(await noticed(channel.request("unloadPlugin", { name })));
     for (const [key, entry] of pagePlugins) {
       if (!gone.includes(entry.name)) continue;
       pagePlugins.delete(key);
@@ -263,16 +283,18 @@ const fromWorker = {
     warmWorkersFor(toolBundles);
     settleReady.resolve({ loaded, failures });
   },
-  "bundles.changed"({ delta }) {
+  "bundles.changed"({ delta, notice }) {
     // One notice per burst of plugin loads or unloads, with what changed: {added, removed}.
     for (const id of delta.removed) bundleMap.delete(id);
     for (const bundle of delta.added) bundleMap.set(bundle.id, deepFreeze(bundle));
     toolBundles = Object.freeze([...bundleMap.values()]);
     warmWorkersFor(delta.added);
     for (const listener of bundleListeners) listener(toolBundles);
+    heard(notice);
   },
-  "commands.changed"() {
+  "commands.changed"({ notice }) {
     for (const listener of commandListeners) listener();
+    heard(notice);
   },
   "page.show"({ view, state }) {
     // Views load beside Python's boot; a view shown before its renderer came is drawn when it comes.

@@ -272,8 +272,12 @@ async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boo
         endpoint.notify("progress", text="Starting plugins…")
         activation = await reactor.activate_plugins()
         failures += [str(error) for error in [*report.failed.values(), *activation.values()]]
-        watch_changes(reactor, bundles=lambda delta: endpoint.notify("bundles.changed", delta=Raw(delta)),
-                      commands=lambda: endpoint.notify("commands.changed"))
+        notices = watch_changes(reactor, bundles=lambda delta, number: endpoint.notify("bundles.changed", delta=Raw(delta), notice=number),
+                                commands=lambda number: endpoint.notify("commands.changed", notice=number))
+
+        def covered(answer: str) -> Raw:
+            # The page resolves the call once it has the notice that carries its changes.
+            return Raw('{"answer":%s,"notice":%d}' % (answer, notices.covering()))
 
         def define_plugin(message: dict[str, Any], signal: CancelToken) -> Raw:
             key = message["key"]
@@ -287,13 +291,13 @@ async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boo
                         raise CommandUnavailableError(str(error), command_id=command_id, reason=str(error)) from None
                     raise PageScriptError(error.name, str(error)) from None
 
-            return Raw(define_plugin_json(reactor, message["declaration"], run, lambda command_id: True))
+            return covered(define_plugin_json(reactor, message["declaration"], run, lambda command_id: True))
 
         endpoint.handle("execute", lambda message, signal: raw(execute_json(reactor, message["command"], message["args"])))
         endpoint.handle("callTool", lambda message, signal: raw(call_tool_json(
             reactor, message["name"], message["args"], signal if message.get("cancellable") else None)))
         endpoint.handle("definePlugin", define_plugin)
-        endpoint.handle("unloadPlugin", lambda message, signal: Raw(unload_plugin_json(reactor, message["name"])))
+        endpoint.handle("unloadPlugin", lambda message, signal: covered(unload_plugin_json(reactor, message["name"])))
         endpoint.handle("bundles", lambda message, signal: Raw(bundles_json(reactor)))
         endpoint.handle("commands", lambda message, signal: Raw(commands_json(reactor)))
         endpoint.handle("diagnostics", lambda message, signal: _module_report(modules_at_boot))

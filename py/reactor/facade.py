@@ -111,32 +111,48 @@ class _BundleTexts:
 _bundle_texts: weakref.WeakKeyDictionary[Reactor, _BundleTexts] = weakref.WeakKeyDictionary()
 
 
-def watch_changes(reactor: Reactor, *, bundles: Callable[[str], object], commands: Callable[[], object]) -> Disposable:
-    """Tell the page once per burst of changes, after it: `bundles(delta_json)` with what changed
-    in the AgentTools bundles (BundleFeed), `commands()` when commands came or went. Defining a
-    thousand plugins in a loop is then one notification, not a thousand lists of every tool."""
+class ChangeNotices(DisposableSet):
+    """What `watch_changes` hands back: dispose it to stop watching; `covering()` is the number
+    of the notice that carries every change made so far."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.posted = 0  # notices are numbered 1, 2, ...
+        self.due: set[str] = set()
+
+    def covering(self) -> int:
+        return self.posted + 1 if self.due else self.posted
+
+
+def watch_changes(reactor: Reactor, *, bundles: Callable[[str, int], object],
+                  commands: Callable[[int], object]) -> ChangeNotices:
+    """Tell the page once per burst of changes, after it: `bundles(delta_json, number)` with what
+    changed in the AgentTools bundles (BundleFeed), `commands(number)` when commands came or went;
+    both of one burst carry the same number. Defining a thousand plugins in a loop is then one
+    notification, not a thousand lists of every tool; a definition's answer names the notice
+    that covers it (`covering()`), so the page can wait for it instead of seeing a stale list."""
     feed = BundleFeed(reactor)
     feed.changes()  # the page has the list as it is now (bundles_json)
-    due: set[str] = set()
+    notices = ChangeNotices()
 
     def flush() -> None:
-        kinds = set(due)
-        due.clear()
+        kinds = set(notices.due)
+        notices.due.clear()
+        notices.posted += 1
         delta = feed.changes() if "bundles" in kinds else None
         if delta is not None:
-            bundles(json.dumps(delta))
-        if "commands" in kinds:
-            commands()
+            bundles(json.dumps(delta), notices.posted)
+        if "commands" in kinds or delta is None:
+            commands(notices.posted)
 
     def mark(kind: str) -> None:
-        if not due:
+        if not notices.due:
             asyncio.get_event_loop().call_soon(flush)
-        due.add(kind)
+        notices.due.add(kind)
 
-    watching = DisposableSet()
-    watching.add(reactor.contributions.changed.connect(lambda point: point is AgentTools and mark("bundles")))
-    watching.add(reactor.commands.changed.connect(lambda _: mark("commands")))
-    return watching
+    notices.add(reactor.contributions.changed.connect(lambda point: point is AgentTools and mark("bundles")))
+    notices.add(reactor.commands.changed.connect(lambda _: mark("commands")))
+    return notices
 
 
 def commands_json(reactor: Reactor) -> str:
