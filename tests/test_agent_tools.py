@@ -207,3 +207,33 @@ def test_a_tool_may_declare_its_side_effect_and_an_unknown_one_is_refused():
     assert bundle(commands=[{**NEXT, "sideEffect": "none"}])["commands"][0]["sideEffect"] == "none"
     with pytest.raises(DeclarationError, match="must be one of none, read, write, destructive, not 'harmless'"):
         bundle(commands=[{**NEXT, "sideEffect": "harmless"}])
+
+
+@pytest.mark.parametrize("summary", ["", 7, "x" * 201, "Opened {title}", "Opened {result.title", "{os.environ}",
+                                     "Opened {result.}", "{args.id} }"])
+def test_a_summary_line_that_is_not_text_with_args_or_result_fields_is_refused(summary):
+    with pytest.raises(DeclarationError, match="summary of tool 'decks_open' must be a line"):
+        bundle(commands=[{**OPEN, "summary": summary}])
+
+
+def test_a_summary_line_is_filled_from_the_call_and_left_out_when_a_field_is_missing():
+    from reactor.agent_tools import fill_summary
+
+    line = "Opened ‘{result.title}’ ({args.id}) at slide {result.slide}"
+    assert bundle(commands=[{**OPEN, "summary": line}])["commands"][0]["summary"] == line
+    assert fill_summary(line, {"id": "q3"}, {"title": "Q3 <b>", "slide": 3}) == "Opened ‘Q3 <b>’ (q3) at slide 3"
+    assert fill_summary(line, {"id": "q3"}, {"presenting": False}) is None
+    assert fill_summary(line, "not an object", None) is None
+
+
+def test_a_finished_call_reads_as_its_summary_else_its_label_and_what_the_result_says():
+    from reactor.host.tools import HostTool, outcome_line
+
+    tool = HostTool(name="decks_present", description="", parameters={}, command="decks.present", plugin="decks",
+                    title="Decks: Present", summary="Presenting ‘{result.title}’.")
+    assert outcome_line(tool, "{}", {"ok": True, "result": {"title": "Q3"}}) == "Presenting ‘Q3’."
+    refused = {"ok": True, "result": {"presenting": False, "reason": "Full screen needs a click."}}
+    assert outcome_line(tool, "{}", refused) == "Decks: Present: Full screen needs a click."
+    assert outcome_line(tool, "{", {"ok": True, "result": None}) == "Decks: Present: done."
+    failed = {"ok": False, "error": {"code": "failed", "message": "The deck is gone."}}
+    assert outcome_line(tool, {}, failed) == "The deck is gone."

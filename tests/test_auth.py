@@ -12,10 +12,13 @@ def server(tmp_path):
 
 def test_signing_in_gives_a_cookie_and_a_token_that_both_identify_the_user(server):
     with httpx.Client(base_url=server.url) as browser:
+        signed_out = browser.get("/auth/session")
+        assert (signed_out.status_code, signed_out.json()) == (200, {"user": None})  # no error for a visitor
         answer = browser.post("/auth/sign-in", json={"username": "bob", "password": "bob-demo"})
         assert answer.json()["user"] == {"username": "bob", "groups": ["staff"]}
         assert "httponly" in answer.headers["set-cookie"].lower()
         assert browser.get("/auth/me").json()["username"] == "bob"
+        assert browser.get("/auth/session").json() == {"user": {"username": "bob", "groups": ["staff"]}}
         token = answer.json()["token"]
     with httpx.Client(base_url=server.url, headers={"authorization": f"Bearer {token}"}) as client:
         assert client.get("/auth/me").json()["username"] == "bob"

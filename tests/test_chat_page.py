@@ -68,6 +68,13 @@ def test_the_scripted_model_lists_opens_at_a_slide_and_presents(offline_page, li
     assert chat.locator("[data-testid=approval]").count() == 0, "reading needs no approval"
     say(page, "open deck onboarding at slide 4")
     page.get_by_test_id("slide-number").get_by_text("Slide 4 of 5").wait_for()
+    idle(page)
+    opened = card(page, "decks_open")
+    visible = opened.inner_text()  # what the person sees: the summary, with the JSON folded away
+    assert "Decks: Open Deck" in visible and "Opened ‘Onboarding: your first week’ at slide 4 of 5" in visible
+    assert "{" not in visible
+    opened.locator("summary").click()
+    assert '"slide": 4' in opened.locator(".chat-tool-args").inner_text()
     say(page, "present")
     idle(page)
     assert card(page, "decks_present").get_attribute("data-status") == "finished"
@@ -86,6 +93,8 @@ def test_a_write_waits_for_approval_and_a_denial_reaches_the_model(page, server,
     assert approval.is_visible(), "the approval stays until the person answers"
     approval.get_by_role("button", name="Deny").click()
     page.locator("reactor-chat .chat-assistant").get_by_text("I left the slide as it was").wait_for()
+    assert approval.get_by_test_id("approval-choice").inner_text() == "Denied; it did not run."
+    assert approval.get_by_role("button").count() == 0  # the choice is recorded, not greyed out
     assert card(page, "decks_update_slide").get_attribute("data-status") == "denied"
     tool_message = next(m for m in provider.requests[-1]["messages"] if m["role"] == "tool")
     assert '"code": "denied"' in tool_message["content"]
@@ -130,9 +139,13 @@ def test_a_tool_outside_the_agents_plugins_is_refused_and_model_text_is_shown_as
     open_chat(page, server.url)
     use_fake_provider(page, server)
     hostile = '<img src=x onerror="window.pwned=1">'
-    provider.turns = [tool_call_turn("cms_delete_site_page", {"slug": "home", "confirm": True}), text_turn(hostile)]
+    provider.turns = [tool_call_turn("cms_delete_site_page", {"slug": "home", "confirm": True}),
+                      text_turn(f"**Refused** [here](javascript:window.pwned=2): {hostile}")]
     say(page, "delete the home page")
-    page.locator("reactor-chat .chat-assistant").get_by_text(hostile).wait_for()
+    reply = page.locator("reactor-chat .chat-assistant").last
+    reply.get_by_text(hostile).wait_for()
+    assert reply.locator("strong").inner_text() == "Refused"  # the model's Markdown is drawn
+    assert reply.locator("a").count() == 0  # a javascript: link stays text
     assert card(page, "cms_delete_site_page").get_attribute("data-status") == "failed"
     tool_message = next(m for m in provider.requests[-1]["messages"] if m["role"] == "tool")
     assert '"code": "not_admitted"' in tool_message["content"] or '"code": "unknown_tool"' in tool_message["content"]

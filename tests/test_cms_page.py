@@ -1,11 +1,11 @@
-"""The CMS in real Chromium: sign in from the panel, crawl the demo blog into drafts, publish
+"""The CMS in real Chromium: sign in at the top of the page, crawl the demo blog into drafts, publish
 on request, show the public page in a tab (or get its link when popups are blocked), and
 switch the site so the next call goes there."""
 
 from __future__ import annotations
 
 import pytest
-from conftest import run_without_gesture
+from conftest import run_without_gesture, sign_in_on_page
 
 pytestmark = pytest.mark.browser
 
@@ -22,18 +22,20 @@ def execute(page, command, args=None):
 
 
 def sign_in(page, user="ada"):
+    """The page's one sign-in form (the header's); the CMS panel follows it."""
+    sign_in_on_page(page, user)
     panel = page.locator("#cms")
-    panel.get_by_test_id("cms-username").fill(user)
-    panel.get_by_test_id("cms-password").fill(f"{user}-demo")
-    panel.get_by_test_id("cms-sign-in-button").click()
-    panel.get_by_test_id("cms-user").wait_for()
+    panel.get_by_test_id("cms-site").wait_for()
     return panel
 
 
-def test_signing_in_from_the_panel_shows_the_sites_entries_and_their_status(offline_page, live_server):
+def test_signing_in_at_the_top_shows_the_sites_entries_and_their_status(offline_page, live_server):
     page = ready(offline_page, live_server.url)
+    panel = page.locator("#cms")
+    assert "Sign in at the top of the page" in panel.get_by_test_id("cms-signed-out").inner_text()
+    assert panel.locator("form, input[type=password]").count() == 0  # one sign-in form on the page
     panel = sign_in(page, "bob")
-    assert panel.get_by_test_id("cms-user").inner_text() == "Signed in as bob"
+    assert page.locator("text=Signed in as bob").count() == 1
     assert panel.get_by_test_id("cms-site").input_value() == "acme"
     page.locator('#cms li[data-slug="roadmap"]').wait_for()
     statuses = dict(zip(
@@ -120,8 +122,8 @@ def test_a_reload_keeps_the_person_signed_in_through_the_cookie(offline_page, li
     page = ready(offline_page, live_server.url)
     sign_in(page, "bob")
     page.reload()
-    page.locator("#cms").get_by_test_id("cms-user").wait_for()
-    assert page.locator("#cms").get_by_test_id("cms-user").inner_text() == "Signed in as bob"
-    page.locator("#cms").get_by_test_id("cms-sign-out").click()
-    page.locator("#cms").get_by_test_id("cms-sign-in").wait_for()
+    page.locator("#cms").get_by_test_id("cms-site").wait_for()
+    assert page.get_by_test_id("signed-in-as").inner_text() == "Signed in as bob"
+    page.locator("#session").get_by_role("button", name="Sign out").click()
+    page.locator("#cms").get_by_test_id("cms-signed-out").wait_for()
     assert page.context.cookies() == [] or all(c["name"] != "reactor_session" for c in page.context.cookies())

@@ -59,7 +59,7 @@ def test_disposing_removes_exactly_that_registration_and_is_idempotent(registry)
 
 def test_an_unknown_id_is_rejected_naming_the_id_and_what_exists(registry):
     registry.register_command("x.a", lambda args: 1)
-    with pytest.raises(CommandNotFoundError, match=r"There is no command 'x\.b'\. Registered commands: x\.a") as info:
+    with pytest.raises(CommandNotFoundError, match=r"There is no command 'x\.b'\. Did you mean 'x\.a'\? Registered commands: x\.a") as info:
         run(registry.execute_command("x.b"))
     assert info.value.command_id == "x.b"
 
@@ -161,3 +161,16 @@ def test_a_huge_argument_is_not_echoed_back_whole(registry):
         run(registry.execute_command("x.a", {"body": "y" * 20_000}))
     assert len(str(info.value)) < 400
     assert info.value.problems[0]["message"].endswith("is too long")
+
+
+def test_an_unknown_command_suggests_the_closest_ones():
+    registry = CommandRegistry()
+    for id in ("decks.goToSlide", "decks.nextSlide", "decks.open", "cms.publishSitePage"):
+        registry.register_command(id, lambda args: None)
+    with pytest.raises(CommandNotFoundError, match=r"There is no command 'decks\.goTo'\. Did you mean 'decks\.goToSlide'\?"):
+        registry.get_command("decks.goTo")
+    with pytest.raises(CommandNotFoundError, match=r"Did you mean 'decks\.nextSlide'\?"):
+        registry.get_command("decks.nextslide")
+    with pytest.raises(CommandNotFoundError) as far:
+        registry.get_command("zzz")
+    assert "Did you mean" not in str(far.value)

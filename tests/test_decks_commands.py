@@ -121,8 +121,7 @@ def test_open_shows_the_first_slide_and_answers_where_the_screen_is(decks):
     state = view(page)
     assert state["deck"]["id"] == "quarterly-review" and state["slide"] == 1 and "decks" not in state
     assert state["deck"]["theme"] == "light"
-    assert state["blocks"][0] == {"kind": "paragraph", "text": "Revenue grew 18% quarter on quarter, ahead of the 12% plan."}
-    assert state["blocks"][1]["kind"] == "list"
+    assert state["deck"]["slides"][0]["body"].startswith("Revenue grew 18% quarter on quarter, ahead of the 12% plan.")
 
 
 def test_open_at_a_slide_shows_that_slide(decks):
@@ -311,7 +310,7 @@ def test_update_slide_changes_one_slide_and_redraws_it_when_on_screen(decks):
     execute(reactor, "decks.open", {"id": "onboarding", "slide": 2})
     answer = execute(reactor, "decks.updateSlide", {"id": "onboarding", "slide": 2, "body": "# New\n\nText"})
     assert answer["slide"] == 2 and answer["title"] == "Day 1: set up" and answer["body"] == "# New\n\nText"
-    assert view(page)["blocks"] == [{"kind": "heading", "level": 1, "text": "New"}, {"kind": "paragraph", "text": "Text"}]
+    assert view(page)["deck"]["slides"][1]["body"] == "# New\n\nText"
 
 
 def test_update_slide_out_of_range_changes_nothing(decks):
@@ -437,13 +436,14 @@ def test_a_deck_that_grows_past_the_size_limit_is_refused_and_unchanged(decks):
     assert len(execute(reactor, "decks.listSlides", {"id": "onboarding"})["slides"]) == 13
 
 
-def test_markup_in_a_slide_is_kept_as_text_for_the_view(decks):
+def test_markup_in_a_slide_reaches_the_view_unchanged_as_data(decks):
+    # The view draws it with CommonMark, raw HTML off (web/markdown.js; test_decks_page.py).
     reactor, page = decks
     hostile = '<img src=x onerror="alert(1)">'
     execute(reactor, "decks.createDeck", {"id": "xss", "title": hostile, "slides": [{"title": hostile, "body": hostile}]})
     execute(reactor, "decks.open", {"id": "xss"})
     state = view(page)
-    assert state["deck"]["title"] == hostile and state["blocks"] == [{"kind": "paragraph", "text": hostile}]
+    assert state["deck"]["title"] == hostile and state["deck"]["slides"][0]["body"] == hostile
 
 
 # With a server ----------------------------------------------------------------------------
@@ -501,8 +501,13 @@ def test_leaving_full_screen_stops_presenting():
         reactor.load_plugins([DECKS_PLUGIN])
         await reactor.execute_command("decks.createDeck", {"title": "T", "slides": [{"title": "S", "body": "b"}]})
         await reactor.execute_command("decks.open", {"id": "t"})
+        stop = reactor.commands.get_command("decks.stopPresenting")
+        assert stop.describe()["available"] is False  # nothing to stop yet
         assert (await reactor.execute_command("decks.present"))["presenting"] is True
+        assert page.fullscreen_view == "decks"  # the slide stage, not the whole page
+        assert stop.describe()["available"] is True
         assert await reactor.execute_command("decks.stopPresenting") == {"presenting": False}
+        assert stop.describe()["available"] is False
         return page.views["decks"]["presenting"]
 
     assert asyncio.run(scenario()) is False

@@ -30,6 +30,8 @@ def test_opening_a_deck_at_a_slide_shows_that_slide(offline_page, live_server):
     assert stage.get_by_test_id("slide-title").inner_text() == "Day 1: set up"
     items = stage.get_by_test_id("slide-body").locator("ul > li")
     assert items.count() == 3 and items.first.inner_text() == "Collect your laptop and badge from the front desk"
+    # CommonMark: the code span is code, its backticks gone.
+    assert items.nth(2).locator("code").inner_text() == "make dev" and "`" not in items.nth(2).inner_text()
 
 
 def test_the_list_of_decks_opens_a_deck_from_its_button(offline_page, live_server):
@@ -62,12 +64,56 @@ def test_slide_text_that_looks_like_html_is_shown_as_text(offline_page, live_ser
     assert page.locator("#decks img").count() == 0 and page.evaluate("window.pwned") is None
 
 
-def test_present_goes_full_screen_and_the_view_presents(offline_page, live_server):
+def inside_viewport(page, locator):
+    box, view = locator.bounding_box(), page.viewport_size
+    return box is not None and box["x"] >= 0 and box["y"] >= 0 and \
+        box["x"] + box["width"] <= view["width"] + 1 and box["y"] + box["height"] <= view["height"] + 1
+
+
+def sidebar_is_covered(page):
+    """Whether what is on screen where the sidebar's heading is belongs to the slide stage."""
+    return page.evaluate("""() => {
+        const box = document.querySelector('#palette-title').getBoundingClientRect();
+        const hit = document.elementFromPoint(Math.min(box.left + 5, innerWidth - 1), Math.min(box.top + 5, innerHeight - 1));
+        return document.getElementById('decks').contains(hit);
+    }""")
+
+
+def test_presenting_fills_the_screen_with_the_slide_and_the_keys_move_it(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    execute(page, "decks.open", {"id": "onboarding", "slide": 2})
+    page.get_by_test_id("present").click()  # the person's click: full screen is granted
+    page.locator("#decks.decks--presenting").wait_for()
+    assert page.evaluate("document.fullscreenElement?.id") == "decks"  # the stage, not the page
+    stage, view = page.locator("#decks").bounding_box(), page.viewport_size
+    assert stage["width"] * stage["height"] >= 0.9 * view["width"] * view["height"]
+    for part in ("slide-title", "slide-body"):
+        assert page.get_by_test_id(part).is_visible() and inside_viewport(page, page.get_by_test_id(part))
+    assert page.get_by_test_id("slide-title").inner_text() == "Day 1: set up"
+    assert sidebar_is_covered(page)  # the sidebar and chat are not on screen
+    slide = page.get_by_test_id("slide-body").bounding_box()
+    assert slide["height"] > 0.2 * view["height"]  # scaled with the screen, not a strip
+    page.keyboard.press("ArrowRight")  # no click on the slide needed first
+    page.get_by_test_id("slide-title").get_by_text("Day 2").wait_for()
+    page.keyboard.press("End")
+    page.get_by_text("5 / 5").wait_for()
+    page.keyboard.press("Home")
+    page.get_by_text("1 / 5").wait_for()
+    page.get_by_test_id("slide-body").click()
+    page.get_by_text("2 / 5").wait_for()
+    page.get_by_test_id("stop-presenting").click()
+    page.locator("#decks:not(.decks--presenting)").wait_for()
+    page.wait_for_function("document.fullscreenElement === null")
+    assert not sidebar_is_covered(page)
+
+
+def test_stopping_from_the_palette_or_an_agent_leaves_full_screen(offline_page, live_server):
     page = ready(offline_page, live_server.url)
     execute(page, "decks.open", {"id": "onboarding"})
     assert execute(page, "decks.present")["presenting"] is True  # Playwright's evaluate counts as a gesture
-    assert page.evaluate("document.fullscreenElement !== null")
-    assert "decks--presenting" in page.locator("#decks").get_attribute("class")
+    assert page.evaluate("document.fullscreenElement?.id") == "decks"
+    assert execute(page, "decks.stopPresenting") == {"presenting": False}
+    page.wait_for_function("document.fullscreenElement === null")
 
 
 def test_present_without_a_click_is_refused_by_chromium_and_says_to_press_present(page, live_server):
@@ -140,3 +186,55 @@ def test_a_change_saved_from_the_page_reaches_the_server(offline_page, live_serv
     assert answer["saved"] is True
     spec = page.evaluate("fetch('/api/decks/onboarding').then(r => r.json())")
     assert spec["slides"][0]["title"] == "Hello from the page"
+
+
+def palette_button(page, label):
+    return page.locator("#palette button", has_text=label)
+
+
+def test_the_palette_follows_the_page_state_without_a_reload(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    next_slide = palette_button(page, "Decks: Next Slide")
+    next_slide.wait_for()
+    assert next_slide.is_disabled() and palette_button(page, "Decks: Stop Presenting").is_disabled()
+    page.locator('[data-deck-id="onboarding"]').get_by_test_id("open-deck").click()  # the main area's list
+    page.wait_for_function("!document.querySelector('#palette [data-command=\"decks.nextSlide\"]').disabled")
+    next_slide.click()
+    page.get_by_text("Slide 2 of 5").wait_for()
+    assert "Decks: Next Slide: done." in page.locator("#palette-status").inner_text()
+
+
+def test_a_palette_command_with_arguments_opens_a_form_from_its_schema(offline_page, live_server):
+    page = ready(offline_page, live_server.url, "bob")
+    palette_button(page, "Decks: Create Deck").click()
+    form = page.locator('form[data-form="decks.createDeck"]')
+    assert form.locator("label").first.inner_text() == "title *"  # required fields first
+    assert form.locator("select#palette-decks-createDeck-theme option").count() >= 2  # an enum is a select
+    form.get_by_role("button", name="Run").click()  # nothing filled in: said under the field
+    assert "'title' is a required property" in form.locator('[data-problem="title"]').inner_text()
+    form.locator("#palette-decks-createDeck-title").fill("Made in the palette")
+    form.get_by_role("button", name="Run").click()
+    page.locator("#palette-status", has_text="Decks: Create Deck: done.").wait_for()
+    assert any(d["title"] == "Made in the palette" for d in execute(page, "decks.listDecks")["decks"])
+    assert page.locator('form[data-form="decks.createDeck"]').count() == 0
+
+
+def test_the_main_area_opens_on_the_list_of_decks(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    rows = page.get_by_test_id("deck-list").locator("li")
+    rows.first.wait_for()
+    assert rows.count() == 3 and rows.first.get_by_test_id("open-deck").is_visible()
+    assert "slides" in rows.first.inner_text()
+
+
+def test_at_390_px_nothing_overflows_and_the_chat_stays_reachable(offline_page, live_server):
+    page = offline_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    ready(page, live_server.url)
+    page.get_by_test_id("deck-list").wait_for()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    progress = page.locator("[data-reactor-progress]").bounding_box()
+    assert progress["height"] < 3 * 24  # a line or two, not five
+    chat = page.locator("reactor-chat textarea")
+    chat.scroll_into_view_if_needed()
+    assert chat.is_visible() and inside_viewport(page, chat)

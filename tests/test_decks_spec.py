@@ -1,4 +1,4 @@
-"""The deck spec, its schema and the Markdown blocks the view and the print page draw."""
+"""The deck spec and its schema; the Markdown the print page draws."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from reactor_plugins.decks.deck import (
     check_deck,
     deck_outline,
     deck_problems,
-    markdown_blocks,
     slide_index,
     slugify,
 )
@@ -124,24 +123,21 @@ def test_a_title_becomes_a_valid_id(title, slug):
     assert deck_problems(deck(id=slugify(title))) == []
 
 
-def test_markdown_becomes_headings_lists_and_paragraphs():
-    body = "# Plan\n\nFirst line\ncontinues here.\n\n- one\n* two\n\n- three\n1. first\n2) second\nAfter."
-    assert markdown_blocks(body) == [
-        {"kind": "heading", "level": 1, "text": "Plan"},
-        {"kind": "paragraph", "text": "First line continues here."},
-        {"kind": "list", "ordered": False, "items": ["one", "two", "three"]},
-        {"kind": "list", "ordered": True, "items": ["first", "second"]},
-        {"kind": "paragraph", "text": "After."},
-    ]
+def test_a_slide_body_is_commonmark_under_the_slide_title():
+    from reactor_plugins.decks.printable import blocks_html
+
+    body = "# Plan\n\nRun `make dev` *now*.\n\n- one\n- two\n\n1. first"
+    assert blocks_html(body) == ("<h3>Plan</h3>\n<p>Run <code>make dev</code> <em>now</em>.</p>\n"
+                                 "<ul>\n<li>one</li>\n<li>two</li>\n</ul>\n<ol>\n<li>first</li>\n</ol>\n")
 
 
-def test_markdown_blocks_keep_html_as_text():
-    blocks = markdown_blocks("<script>alert(1)</script>")
-    assert blocks == [{"kind": "paragraph", "text": "<script>alert(1)</script>"}]
+@pytest.mark.parametrize("hostile", ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>",
+                                     "[click](javascript:alert(1))", "<a href='x'>y</a>"])
+def test_html_in_a_slide_body_stays_text(hostile):
+    from reactor_plugins.decks.printable import blocks_html
 
-
-def test_an_empty_body_has_no_blocks():
-    assert markdown_blocks("") == [] and markdown_blocks("\n  \n") == []
+    html = blocks_html(hostile)
+    assert "<script" not in html and "<img" not in html and 'href="javascript' not in html and "<a href='x'" not in html
 
 
 def test_checking_a_deck_never_changes_it():

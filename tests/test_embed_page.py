@@ -227,6 +227,7 @@ def test_the_chat_widget_calls_the_page_s_own_tools(embedded):
     chat.get_by_role("button", name="Send").click()
     card = page.locator("reactor-chat [data-testid=tool-card][data-tool=todo_list]")
     card.and_(page.locator("[data-status=finished]")).wait_for()
+    card.locator("summary").click()  # the result sits behind the card's Details
     assert "Write to the landlord" in card.locator(".chat-tool-result").inner_text()
 
 

@@ -617,7 +617,7 @@ def test_the_scripted_model_publishes_a_page_found_by_its_title():
     page = Page()
     loop = scripted(page)
     outcome = asyncio.run(loop.send("publish the page about pricing"))
-    assert page.published == ["p-7"] and "Done: cms_publish_site_page" in outcome.text
+    assert page.published == ["p-7"] and "cms_publish_site_page: done." in outcome.text
 
 
 def test_the_scripted_model_reports_failures_and_what_it_cannot_find():
@@ -644,10 +644,23 @@ def test_the_scripted_model_drives_the_real_decks_plugin():
 
     listed, moved = asyncio.run(scenario())
     assert listed.text == "Found 2: Quarterly review (quarterly-review), Team offsite (team-offsite)."
-    assert '"slide": 3' in moved.text and '"presenting": true' in moved.text
+    # Each step in words, from the decks tools' own summary lines: no JSON for the person to read.
+    assert moved.text == "Showing slide 3 of 5: ‘S’. Presenting ‘Team offsite’ from slide 3."
 
 
 def test_the_scripted_model_answers_what_it_can_do_when_nothing_matches():
     outcome = asyncio.run(scripted().send("make me a sandwich"))
-    assert outcome.text.startswith("I am a scripted model, not an AI.")
-    assert "decks_list_decks" in outcome.text and outcome.steps == 1
+    # Two sentences: what it cannot do and why, then three things to try with the tools it has.
+    assert outcome.text == ("I cannot “make me a sandwich”: I am a scripted model, not an AI, and only understand "
+                            "short commands for this page's tools. Try “list decks”, “open deck <title> at slide 2” "
+                            "or “next slide”.")
+    assert outcome.steps == 1
+
+
+def test_an_unknown_tool_suggests_the_closest_name_and_lists_every_callable_tool():
+    page = Page()
+    loop = chat(Script(calls(("decks_opne", {"id": "q3"}),)), page)
+    asyncio.run(loop.send("open q3"))
+    message = results(loop)[0]["error"]["message"]
+    assert "There is no tool named 'decks_opne'; nothing ran. Did you mean 'decks_open'?" in message
+    assert "Tools you can call: decks_list_decks, " in message and message.endswith(", decks_missing.")

@@ -7,6 +7,7 @@ conversation wrongly fails here as it would against the real API.
 
 import asyncio
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -398,3 +399,28 @@ def test_anthropic_rendering_merges_adjacent_user_turns_and_skips_empty_text():
     assert [p["type"] for p in messages[2]["content"]] == ["tool_result", "text"]
     assert anthropic_checks("/v1/messages", {"x-api-key": KEY, "anthropic-version": "1"},
                             {"max_tokens": 1, "messages": messages}) is None
+
+
+@pytest.mark.parametrize("settings, reason", [
+    ({"provider": "openai", "model": "gpt", "baseUrl": "not a url"}, "must be an http:// or https:// address"),
+    ({"provider": "openai", "model": "gpt", "baseUrl": "ftp://host/v1"}, "must be an http:// or https:// address"),
+    ({"provider": "openai", "model": "gpt", "baseUrl": "https://"}, "must be an http:// or https:// address"),
+    ({"provider": "openai", "model": "gpt 4", "baseUrl": "https://api.openai.com/v1"}, "is not a model name"),
+    ({"provider": "openai", "model": "", "baseUrl": "https://api.openai.com/v1"}, "Name the model"),
+    ({"provider": "anthropic", "model": "claude", "apiKey": "k", "baseUrl": "javascript:alert(1)"}, "must be an http"),
+    ({"provider": "gemini", "model": "g"}, "Unknown provider 'gemini'"),
+])
+def test_model_settings_are_checked_and_the_reason_named(settings, reason):
+    from reactor.host.session import model_from_settings
+
+    with pytest.raises(ValueError, match=re.escape(reason)):
+        model_from_settings(settings, send=None)
+
+
+def test_the_model_label_names_the_provider_and_the_model():
+    from reactor.host.session import model_from_settings
+
+    openai = model_from_settings({"provider": "openai", "model": "llama3.1", "baseUrl": "http://127.0.0.1:11434/v1"}, send=None)
+    assert openai.label == "llama3.1 · OpenAI-compatible at 127.0.0.1:11434"
+    anthropic = model_from_settings({"provider": "anthropic", "model": "claude-sonnet-4-5", "apiKey": "k"}, send=None)
+    assert anthropic.label == "claude-sonnet-4-5 · Anthropic"

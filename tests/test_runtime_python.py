@@ -42,12 +42,14 @@ def test_a_pyscript_built_another_way_gives_nothing_and_says_so(tmp_path, caplog
         caplog.clear()
 
 
-def test_stdlib_packages_are_read_whole_from_the_zip(tmp_path) -> None:
+def test_stdlib_packages_are_read_whole_from_the_zip_and_modules_alone(tmp_path) -> None:
     stdlib = tmp_path / "python_stdlib.zip"
     with zipfile.ZipFile(stdlib, "w") as archive:
-        for name in ("html/__init__.py", "html/entities.py", "html/README.txt", "htmlx/a.py", "json/__init__.py"):
+        for name in ("html/__init__.py", "html/entities.py", "html/README.txt", "htmlx/a.py", "json/__init__.py",
+                     "difflib.py", "difflibx.py"):
             archive.writestr(name, f"# {name}\n")
-    assert set(stdlib_sources(stdlib, ("html",))) == {f"{COMPILED_STDLIB}/html/__init__.py", f"{COMPILED_STDLIB}/html/entities.py"}
+    assert set(stdlib_sources(stdlib, ("html", "difflib"))) == {
+        f"{COMPILED_STDLIB}/html/__init__.py", f"{COMPILED_STDLIB}/html/entities.py", f"{COMPILED_STDLIB}/difflib.py"}
 
 
 def test_the_bundle_places_absolute_files_and_pycs_only_where_asked(tmp_path) -> None:

@@ -3,7 +3,9 @@
  * result or error), approval buttons that wait for the person, Stop, and provider settings.
  * Every text from a model, a tool or a crawled page is set as text, never as HTML.
  * The chat itself runs in Python (reactor.host.ChatSession); this only renders and asks.
+ * An assistant's text is Markdown, drawn by the page's CommonMark with raw HTML off.
  */
+import { renderMarkdown } from "./markdown.js";
 
 const PROVIDERS = [
   ["scripted", "Scripted model (no AI)"],
@@ -23,11 +25,25 @@ function pretty(value) {
   return JSON.stringify(value, null, 2);
 }
 
+function parsed(args) {
+  if (typeof args !== "string") return args ?? {};
+  try { return JSON.parse(args); } catch { return args; }
+}
+
+/** The short, scalar arguments of a call, as "id: onboarding, slide: 3" (long text left out). */
+function keyArguments(args) {
+  const value = parsed(args);
+  if (!value || typeof value !== "object") return "";
+  return Object.entries(value)
+    .filter(([, v]) => ["string", "number", "boolean"].includes(typeof v) && String(v).length <= 60)
+    .slice(0, 3).map(([k, v]) => `${k}: ${v}`).join(", ");
+}
+
 class ReactorChat extends HTMLElement {
   connectedCallback() {
     this.cards = new Map();
     this.log = el("ol", { className: "chat-log", ariaLive: "polite" });
-    this.input = el("textarea", { rows: 2, placeholder: "Ask, e.g. “open deck onboarding at slide 4”", ariaLabel: "Message" });
+    this.input = el("textarea", { rows: 2, placeholder: "Message", ariaLabel: "Message" });
     this.sendButton = el("button", { type: "submit", textContent: "Send" });
     this.stopButton = el("button", { type: "button", textContent: "Stop", disabled: true });
     this.stopButton.addEventListener("click", () => window.reactor.chat.stop());
@@ -77,6 +93,8 @@ class ReactorChat extends HTMLElement {
     if (!answer.ok) return answer.error;
     sessionStorage.setItem(SETTINGS_KEY, JSON.stringify(settings));
     this.modelLabel.textContent = answer.label;
+    // The scripted model says what it understands with this page's tools; an AI takes anything.
+    this.input.placeholder = answer.examples?.length ? `Try “${answer.examples[0]}”` : "Ask anything about this page";
     return null;
   }
 
@@ -108,7 +126,9 @@ class ReactorChat extends HTMLElement {
 
   onEvent(event) {
     if (event.type === "message") {
-      const item = el("li", { className: `chat-message chat-${event.role}`, textContent: event.text });
+      const item = el("li", { className: `chat-message chat-${event.role}` });
+      if (event.role === "assistant") renderMarkdown(item, event.text);
+      else item.textContent = event.text;
       item.dataset.role = event.role;
       this.log.append(item);
     } else if (event.type.startsWith("tool_call.")) {
@@ -121,33 +141,43 @@ class ReactorChat extends HTMLElement {
     this.log.lastElementChild?.scrollIntoView({ block: "nearest" });
   }
 
+  /** A tool call as a person reads it: what ran, one line of outcome; the JSON behind "Details". */
   toolCard(event) {
     let card = this.cards.get(event.call_id);
     if (!card) {
       card = el("li", { className: "chat-tool", dataset: { testid: "tool-card", tool: event.name } },
-        el("strong", { textContent: event.name }),
-        el("span", { className: "chat-tool-status" }),
-        el("pre", { className: "chat-tool-args", textContent: pretty(event.arguments ?? {}) }),
-        el("pre", { className: "chat-tool-result" }));
+        el("div", { className: "chat-tool-head" },
+          el("strong", { textContent: event.title || event.name }),
+          el("span", { className: "chat-tool-status", dataset: { testid: "tool-status" } })),
+        el("p", { className: "chat-tool-summary", dataset: { testid: "tool-summary" }, textContent: keyArguments(event.arguments) }),
+        el("details", {}, el("summary", { textContent: "Details" }),
+          el("p", { className: "chat-tool-name", textContent: `Tool ${event.name}` }),
+          el("pre", { className: "chat-tool-args", textContent: pretty(parsed(event.arguments)) }),
+          el("pre", { className: "chat-tool-result" })));
       this.cards.set(event.call_id, card);
       this.log.append(card);
     }
     const status = event.type.slice("tool_call.".length);
     card.dataset.status = status;
     card.querySelector(".chat-tool-status").textContent =
-      { started: "running", approved: "approved", denied: "denied", finished: "done", failed: "failed" }[status];
+      { started: "running…", approved: "allowed, running…", denied: "not run", finished: "done", failed: "failed" }[status];
+    if (event.summary) card.querySelector(".chat-tool-summary").textContent = event.summary;
     if (event.result) card.querySelector(".chat-tool-result").textContent = pretty(event.result.ok ? event.result.result : event.result.error);
   }
 
   /** Ask the person; the card stays until they answer (or the chat is stopped). */
   askApproval(request) {
     return new Promise((resolve) => {
+      const question = el("p", { textContent: `The assistant wants to ${request.sideEffect === "destructive" ? "delete or destroy" : "change"} data with ${request.tool}${keyArguments(request.arguments) ? ` (${keyArguments(request.arguments)})` : ""}. Allow it?` });
       const card = el("li", { className: "chat-approval", dataset: { testid: "approval", tool: request.tool } },
-        el("p", { textContent: `${request.tool} wants to ${request.sideEffect === "destructive" ? "delete or destroy" : "change"} data:` }),
-        el("pre", { textContent: pretty(request.arguments) }));
+        question, el("details", {}, el("summary", { textContent: "Details" }), el("pre", { textContent: pretty(request.arguments) })));
       const answer = (decision) => () => {
         card.dataset.decision = decision;
-        card.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+        // The card keeps what was chosen, in words; the buttons go.
+        card.querySelectorAll("button").forEach((b) => b.remove());
+        question.textContent = `${request.tool}${keyArguments(request.arguments) ? ` (${keyArguments(request.arguments)})` : ""}: `;
+        question.append(el("strong", { dataset: { testid: "approval-choice" }, textContent:
+          { allow: "Allowed.", always: "Always allowed in this chat.", deny: "Denied; it did not run." }[decision] }));
         resolve(decision);
       };
       for (const [decision, text] of [["allow", "Allow"], ["always", "Always allow"], ["deny", "Deny"]]) {

@@ -1,43 +1,156 @@
 /**
  * The command palette and the agent-tools list beside the stage: what a person can run, and
- * what an agent may call. Commands that need arguments are run from the agent or from code;
- * the palette runs those that need none.
+ * what an agent may call. The palette is redrawn whenever commands come or go and whenever a
+ * view changes (opening a deck enables Next Slide); a command that takes arguments opens a
+ * small form drawn from its JSON Schema, and every outcome is shown, never only logged.
  */
 const list = document.getElementById("palette");
 const filter = document.getElementById("palette-filter");
 const tools = document.getElementById("agent-tools");
+const status = document.getElementById("palette-status");
+let drawing = 0;  // only the latest drawing lands: listCommands answers may cross
+let open = null;  // the id of the command whose form is open, and that form (kept across redraws: what was typed stays)
+let openForm = null;
 
-function item(text, title) {
-  const li = document.createElement("li");
-  li.textContent = text;
-  if (title) li.title = title;
-  return li;
+function el(tag, attributes = {}, text = undefined) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
+  if (text !== undefined) node.textContent = String(text);
+  return node;
 }
 
 async function drawCommands() {
+  const mine = ++drawing;
   const commands = await window.reactor.listCommands();
+  if (mine !== drawing) return;
   const words = filter.value.trim().toLowerCase();
   list.replaceChildren(...commands
     .filter((c) => !words || `${c.id} ${c.label}`.toLowerCase().includes(words))
     .map((command) => {
-      const li = document.createElement("li");
-      const button = document.createElement("button");
-      button.type = "button";
-      button.textContent = command.label;
-      button.title = `${command.id}: ${command.description}`;
+      const li = el("li");
+      const button = el("button", { type: "button", title: `${command.id}: ${command.description}` }, command.label);
       button.dataset.command = command.id;
       button.disabled = !command.available;
-      button.addEventListener("click", () => runFromPalette(command.id));
+      const fields = Object.keys(command.parameters?.properties ?? {});
+      if (fields.length) {
+        button.setAttribute("aria-expanded", String(open === command.id));
+        button.addEventListener("click", () => { toggle(command.id); drawCommands(); });
+      } else {
+        button.addEventListener("click", () => run(command, {}));
+      }
       li.append(button);
+      if (open === command.id && command.available) li.append(openForm ??= form(command));
       return li;
     }));
 }
 
-async function runFromPalette(id) {
+function toggle(id) {
+  open = open === id ? null : id;
+  openForm = null;
+}
+
+/** A form for `command`'s arguments: required fields first, enums as selects, JSON for the rest. */
+function form(command) {
+  const schema = command.parameters;
+  const required = new Set(schema.required ?? []);
+  const names = Object.keys(schema.properties).sort((a, b) => required.has(b) - required.has(a));
+  const node = el("form", { class: "palette-form", "data-form": command.id, novalidate: "" });
+  const inputs = new Map();
+  for (const name of names) {
+    const property = schema.properties[name] ?? {};
+    const id = `palette-${command.id}-${name}`.replace(/[^\w-]/g, "-");
+    const label = el("label", { for: id }, required.has(name) ? `${name} *` : name);
+    const input = field(property, id);
+    const hint = el("small", { class: "palette-hint" }, property.description ?? "");
+    const problem = el("small", { class: "palette-problem", role: "alert", "data-problem": name });
+    inputs.set(name, { input, property, problem });
+    node.append(label, input, hint, problem);
+  }
+  const general = el("p", { class: "palette-problem", role: "alert" });
+  node.append(el("button", { type: "submit" }, "Run"), general);
+  node.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    for (const { problem } of inputs.values()) problem.textContent = "";
+    general.textContent = "";
+    const args = {};
+    for (const [name, { input, property, problem }] of inputs) {
+      try {
+        const value = read(input, property);
+        if (value !== undefined) args[name] = value;
+      } catch (error) {
+        problem.textContent = error.message;
+        return;
+      }
+    }
+    const error = await run(command, args);
+    if (!error) return;
+    for (const item of error.problems ?? []) {
+      const name = problemField(item);
+      const target = inputs.get(name)?.problem ?? general;
+      target.textContent = target.textContent ? `${target.textContent} ${item.message}` : item.message;
+    }
+    if (!error.problems?.length) general.textContent = error.message;
+  });
+  return node;
+}
+
+function field(property, id) {
+  const type = Array.isArray(property.type) ? property.type.find((t) => t !== "null") : property.type;
+  if (Array.isArray(property.enum)) {
+    const select = el("select", { id });
+    select.append(el("option", { value: "" }, "—"), ...property.enum.map((value) => el("option", { value: JSON.stringify(value) }, value)));
+    return select;
+  }
+  if (type === "boolean") return el("input", { id, type: "checkbox" });
+  if (type === "integer" || type === "number") {
+    const input = el("input", { id, type: "number", step: type === "integer" ? "1" : "any" });
+    if (property.minimum !== undefined) input.min = property.minimum;
+    if (property.maximum !== undefined) input.max = property.maximum;
+    return input;
+  }
+  if (type === "string" && !(property.maxLength > 200)) return el("input", { id, type: "text" });
+  const area = el("textarea", { id, rows: "3" });
+  if (type !== "string") area.placeholder = type === "array" ? "JSON, e.g. [ ]" : "JSON";
+  return area;
+}
+
+/** The value typed into `input` as the schema's type; undefined when left empty. */
+function read(input, property) {
+  if (input.type === "checkbox") return input.checked ? true : undefined;
+  const text = input.value.trim();
+  if (text === "") return undefined;
+  if (input.tagName === "SELECT") return JSON.parse(text);
+  if (input.type === "number") return Number(text);
+  const type = Array.isArray(property.type) ? property.type.find((t) => t !== "null") : property.type;
+  if (type === "string") return input.value;
   try {
-    await window.reactor.executeCommand(id, {});
+    return JSON.parse(text);
+  } catch {
+    throw new Error("This is not JSON.");
+  }
+}
+
+/** Which field a validation problem is about: "$.title", or "$" saying "'title' is a required property". */
+function problemField({ path, message }) {
+  const direct = /^\$\.([\w-]+)/.exec(path ?? "");
+  if (direct) return direct[1];
+  return /^'([^']+)' is a required property/.exec(message ?? "")?.[1];
+}
+
+/** Run a command; the outcome goes to the palette's status line. Returns the error, if any. */
+async function run(command, args) {
+  status.dataset.state = "running";
+  status.textContent = `${command.label}…`;
+  try {
+    await window.reactor.executeCommand(command.id, args);
+    status.dataset.state = "done";
+    status.textContent = `${command.label}: done.`;
+    if (open === command.id) toggle(null);
+    return null;
   } catch (error) {
-    console.warn(error.message);
+    status.dataset.state = "error";
+    status.textContent = `${command.label}: ${error.message}`;
+    return error;
   } finally {
     drawCommands();
   }
@@ -45,7 +158,7 @@ async function runFromPalette(id) {
 
 function drawTools(bundles) {
   tools.replaceChildren(...bundles.flatMap((bundle) =>
-    bundle.commands.map((tool) => item(`${tool.name} → ${tool.command}`, tool.description))));
+    bundle.commands.map((tool) => el("li", { title: tool.description ?? "" }, `${tool.name} → ${tool.command}`))));
 }
 
 window.reactor.ready.then(() => {
@@ -53,5 +166,7 @@ window.reactor.ready.then(() => {
   window.reactor.agentToolBundles().then(drawTools);
   window.reactor.onAgentToolBundles(drawTools);
   window.reactor.onCommandsChanged(drawCommands);
+  // A view changed: what is enabled may have changed with it (a deck opened, presenting ended).
+  window.addEventListener("reactor:shown", () => drawCommands());
 }, () => {});
 filter.addEventListener("input", drawCommands);

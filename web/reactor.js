@@ -24,6 +24,7 @@ const started = performance.now();
 const bundleListeners = new Set();
 const commandListeners = new Set();
 const views = new Map();
+const viewElements = new Map();  // view name -> its element, for full screen
 const pagePlugins = new Map();  // key -> {name, commands: Map(id -> the page's command), dispose}
 let nextPluginKey = 0;
 let channel = null;  // to the reactor worker, once boot.json has named it
@@ -245,9 +246,13 @@ export const reactor = {
     return () => commandListeners.delete(listener);
   },
 
-  /** Let a plugin's renderer draw its view: `render(state)` runs on each `page.show(view, state)`. */
-  defineView(name, render) {
+  /**
+   * Let a plugin's renderer draw its view: `render(state)` runs on each `page.show(view, state)`.
+   * `element`, when given, is what goes full screen when the plugin asks for it (else the page).
+   */
+  defineView(name, render, { element } = {}) {
     views.set(name, render);
+    if (element) viewElements.set(name, element);
   },
 
   /** Which modules the worker's Python imported after Pyodide's boot, and which it compiled itself. */
@@ -298,7 +303,10 @@ const fromWorker = {
   },
   "page.show"({ view, state }) {
     // Views load beside Python's boot; a view shown before its renderer came is drawn when it comes.
-    viewsLoaded.then(() => views.get(view)?.(state), () => {});
+    viewsLoaded.then(() => {
+      views.get(view)?.(state);
+      window.dispatchEvent(new CustomEvent("reactor:shown", { detail: { view } }));  // the palette redraws
+    }, () => {});
   },
   "chat.event"({ event }) {
     window.dispatchEvent(new CustomEvent("reactor:chat", { detail: event }));
@@ -310,9 +318,9 @@ const fromWorker = {
     opened.opener = null;
     return true;
   },
-  async "page.fullscreen"() {
+  async "page.fullscreen"({ view }) {
     try {
-      await document.documentElement.requestFullscreen();
+      await (viewElements.get(view) ?? document.documentElement).requestFullscreen();
       return "";
     } catch (error) {
       return error?.message || "the browser refused full screen";

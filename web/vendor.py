@@ -8,6 +8,7 @@ request outside 127.0.0.1.
 What it makes (web/vendor/ is git-ignored; npm works in web/build-npm/):
     vendor/pyodide/    the Pyodide core files the browser actually fetches
     vendor/pyscript/   the @pyscript/core dist (core.js, core.css, its chunks)
+    vendor/markdown-it/markdown-it.min.js   CommonMark for the page (web/markdown.js)
     vendor/manifest.json   versions and the runtime stamp, read by the server
 
 The page needs no third-party wheels: reactor's own JSON Schema validator replaced jsonschema,
@@ -30,6 +31,8 @@ from pathlib import Path
 PYODIDE_VERSION = "314.0.7"
 PYSCRIPT_VERSION = "0.7.31"
 PYTHON_VERSION = "3.14"  # the CPython inside Pyodide 314
+# CommonMark for the page's Markdown (slides, the chat): its one-file browser build.
+MARKDOWN_IT_VERSION = "14.1.0"
 
 # What pyodide.mjs loads at boot (checked in Chromium: nothing else is fetched).
 PYODIDE_FILES = [
@@ -57,7 +60,7 @@ def say(message: str) -> None:
 
 def wanted_versions() -> dict:
     return {"pyodide": PYODIDE_VERSION, "pyscript_core": PYSCRIPT_VERSION,
-            "python": PYTHON_VERSION}
+            "python": PYTHON_VERSION, "markdown_it": MARKDOWN_IT_VERSION}
 
 
 def is_up_to_date() -> bool:
@@ -84,7 +87,8 @@ def install_npm_packages() -> Path:
     BUILD_NPM.mkdir(exist_ok=True)
     run_command(["npm", "install", "--no-save", "--no-audit", "--no-fund",
                  "--prefix", str(BUILD_NPM),
-                 f"pyodide@{PYODIDE_VERSION}", f"@pyscript/core@{PYSCRIPT_VERSION}"],
+                 f"pyodide@{PYODIDE_VERSION}", f"@pyscript/core@{PYSCRIPT_VERSION}",
+                 f"markdown-it@{MARKDOWN_IT_VERSION}"],
                 "npm install")
     return BUILD_NPM / "node_modules"
 
@@ -107,6 +111,16 @@ def copy_pyscript(node_modules: Path) -> None:
     # dist but the source maps.
     shutil.copytree(source, target, ignore=shutil.ignore_patterns("*.map"))
     say(f"copied {sum(1 for _ in target.iterdir())} PyScript files")
+
+
+def copy_markdown_it(node_modules: Path) -> None:
+    source = node_modules / "markdown-it" / "dist" / "markdown-it.min.js"
+    if not source.is_file():
+        raise VendorError(f"markdown-it@{MARKDOWN_IT_VERSION} has no dist/markdown-it.min.js")
+    (VENDOR / "markdown-it").mkdir()
+    shutil.copy2(source, VENDOR / "markdown-it" / source.name)
+    shutil.copy2(source.parents[1] / "LICENSE", VENDOR / "markdown-it" / "LICENSE")
+    say("copied markdown-it")
 
 
 def compress_files() -> None:
@@ -138,6 +152,7 @@ def vendor_all(force: bool) -> None:
     node_modules = install_npm_packages()
     copy_pyodide(node_modules)
     copy_pyscript(node_modules)
+    copy_markdown_it(node_modules)
     compress_files()
     write_manifest()
     say(f"done: {VENDOR}")

@@ -30,24 +30,15 @@ export function renderCmsPanel(root, state, run) {
   root.replaceChildren(el('h2', { id: 'cms-title' }, 'CMS'));
   root.classList.add('cms');
 
+  // One sign-in serves the page: the header's form. The panel follows that session.
   if (!state.signedIn) {
-    const form = el('form', { class: 'cms-sign-in', 'data-testid': 'cms-sign-in' });
-    const user = el('input', { name: 'username', autocomplete: 'username', placeholder: 'User name', 'aria-label': 'User name', 'data-testid': 'cms-username' });
-    const password = el('input', { name: 'password', type: 'password', autocomplete: 'current-password', placeholder: 'Password', 'aria-label': 'Password', 'data-testid': 'cms-password' });
-    form.append(user, password, el('button', { type: 'submit', 'data-testid': 'cms-sign-in-button' }, 'Sign in'));
-    form.addEventListener('submit', (event) => {
-      event.preventDefault();
-      const args = { username: user.value, password: password.value };
-      password.value = '';
-      run('cms.signIn', args);
-    });
-    root.append(form);
+    root.append(el('p', { class: 'cms-empty', 'data-testid': 'cms-signed-out' },
+      'Sign in at the top of the page to see your sites and their pages.'));
   } else {
-    const who = el('p', { class: 'cms-who' });
-    who.append(el('span', { 'data-testid': 'cms-user' }, `Signed in as ${state.username}`), ' ',
-      button('Sign out', 'cms-sign-out', () => run('cms.signOut')));
-    root.append(who);
-    if (state.sites.length) {
+    if (!state.sites.length) {
+      root.append(el('p', { class: 'cms-empty', 'data-testid': 'cms-no-sites' },
+        `${state.username} is not a member of any site yet; an administrator adds members.`));
+    } else {
       const select = el('select', { 'aria-label': 'Site', 'data-testid': 'cms-site' });
       for (const site of state.sites) {
         const option = el('option', { value: site.id }, `${site.title} (${site.role})`);
@@ -56,6 +47,9 @@ export function renderCmsPanel(root, state, run) {
       }
       select.addEventListener('change', () => run('cms.selectSite', { site: select.value }));
       root.append(select, button('Refresh', 'cms-refresh', () => run('cms.refreshSiteView')));
+    }
+    if (state.sites.length && !state.entries.length) {
+      root.append(el('p', { class: 'cms-empty' }, 'No pages on this site yet: ask the assistant to crawl a blog into drafts.'));
     }
     const list = el('ul', { class: 'cms-entries', 'data-testid': 'cms-entries' });
     for (const entry of state.entries) {

@@ -21,6 +21,7 @@ from .view import DeckView
 NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 
 NO_DECK_OPEN = "no deck is open; open one with decks_open, using an id from decks_list_decks."
+NOT_PRESENTING = "no deck is being presented."
 
 FULL_SCREEN_REFUSED = (
     "Full screen needs a click: press the Present button on the page "
@@ -71,7 +72,7 @@ class DeckCommands:
 
     async def present(self, args: dict[str, Any]) -> dict[str, Any]:
         self._open_deck()
-        refusal = await self.page.request_fullscreen()
+        refusal = await self.page.request_fullscreen("decks")
         if refusal:
             reason = f"{FULL_SCREEN_REFUSED} The browser said: {refusal.rstrip('.')}."
             self.view.say(reason)
@@ -241,17 +242,19 @@ def register_deck_commands(context: PluginContext, commands: DeckCommands, bundl
         ("decks.deleteSlide", commands.delete_slide, "Decks: Delete Slide"),
         ("decks.deleteDeck", commands.delete_deck, "Decks: Delete Deck"),
     ]
+    gates = {id: ((lambda: commands.view.is_open), NO_DECK_OPEN) for id in needs_open_deck}
+    gates["decks.stopPresenting"] = (lambda: commands.view.presenting), NOT_PRESENTING
     for id, handler, label in table:
         tool = tools.get(id, {})
-        gated = id in needs_open_deck
+        is_enabled, disabled_reason = gates.get(id, (None, ""))
         context.register_command(
             id,
             handler,
             label=label,
             description=tool.get("description", ""),
             parameters=tool.get("parameters", NO_ARGUMENTS),
-            is_enabled=(lambda: commands.view.is_open) if gated else None,
-            disabled_reason=NO_DECK_OPEN if gated else "",
+            is_enabled=is_enabled,
+            disabled_reason=disabled_reason,
         )
 
 

@@ -79,51 +79,5 @@ def slugify(title: str) -> str:
     return slug or "deck"
 
 
-_HEADING = re.compile(r"(#{1,6})\s+(.*)")
-_BULLET = re.compile(r"[-*+]\s+(.*)")
-_NUMBERED = re.compile(r"\d{1,9}[.)]\s+(.*)")
-
-
-def markdown_blocks(text: str) -> list[dict[str, Any]]:
-    """Minimal Markdown as blocks: headings, bullet or numbered lists, paragraphs.
-
-    The view and the print page both draw these blocks as text, so neither parses Markdown
-    nor ever treats a slide's text as HTML.
-    """
-    blocks: list[dict[str, Any]] = []
-    lines: list[str] = []
-    items: dict[str, Any] | None = None
-
-    def end_paragraph() -> None:
-        if lines:
-            blocks.append({"kind": "paragraph", "text": " ".join(lines)})
-            lines.clear()
-
-    for raw in text.splitlines():
-        line = raw.strip()
-        heading = _HEADING.fullmatch(line)
-        bullet = _BULLET.fullmatch(line)
-        numbered = _NUMBERED.fullmatch(line)
-        if bullet or numbered:
-            end_paragraph()
-            ordered = numbered is not None
-            if items is None or items["ordered"] != ordered:
-                items = {"kind": "list", "ordered": ordered, "items": []}
-                blocks.append(items)
-            items["items"].append((bullet or numbered).group(1))  # type: ignore[union-attr]
-            continue
-        if not line:
-            end_paragraph()
-            continue
-        items = None
-        if heading:
-            end_paragraph()
-            blocks.append({"kind": "heading", "level": len(heading.group(1)), "text": heading.group(2)})
-        else:
-            lines.append(line)
-    end_paragraph()
-    return blocks
-
-
 def _shorten(message: str) -> str:
     return message if len(message) <= _MAX_MESSAGE else message[: _MAX_MESSAGE - 1] + "…"

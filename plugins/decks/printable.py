@@ -9,7 +9,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from .deck import markdown_blocks
+from reactor.server.markdown import markdown_html
 
 PRINT_CSS = """
 @page { size: A4 landscape; margin: 12mm; }
@@ -52,16 +52,6 @@ def printable_html(spec: dict[str, Any]) -> str:
 
 
 def blocks_html(body: str) -> str:
-    """A slide's Markdown body as escaped HTML blocks."""
-    parts = []
-    for block in markdown_blocks(body):
-        if block["kind"] == "heading":
-            level = min(block["level"] + 2, 6)  # the slide title is h2
-            parts.append(f"<h{level}>{escape(block['text'])}</h{level}>")
-        elif block["kind"] == "list":
-            tag = "ol" if block["ordered"] else "ul"
-            items = "".join(f"<li>{escape(item)}</li>" for item in block["items"])
-            parts.append(f"<{tag}>{items}</{tag}>")
-        else:
-            parts.append(f"<p>{escape(block['text'])}</p>")
-    return "".join(parts)
+    """A slide's Markdown body as HTML (CommonMark, raw HTML shown as text); its headings sit
+    under the slide's h2 title."""
+    return markdown_html(body, heading_shift=2)

@@ -1,8 +1,11 @@
 // The decks view: draws the state the decks plugin passes to page.show("decks", state).
 // All logic lives in Python; this only draws. Every piece of user data is set as text
-// (textContent), never as HTML. Buttons ask for a command by dispatching a bubbling
+// (textContent), never as HTML, but a slide's body, drawn by the page's CommonMark with raw
+// HTML off (web/markdown.js). Buttons ask for a command by dispatching a bubbling
 // `reactor:command` event ({detail: {command, args}}); on the reactor page, the code at the
 // end of this module runs it through window.reactor.executeCommand.
+
+import { renderMarkdown } from '/web/markdown.js';
 
 /**
  * Draw the decks view into `root`, replacing what was there.
@@ -12,10 +15,9 @@
  *   decks?: Array<{id: string, title: string, slides: number, saved?: boolean}>,
  *   deck?: {id: string, title: string, theme?: string, slides: Array<{title: string, body: string}>},
  *   slide?: number,
- *   blocks?: Array<{kind: string, text?: string, level?: number, ordered?: boolean, items?: string[]}>,
  *   presenting?: boolean,
  *   message?: string,
- * }} state plain data from the decks plugin; `blocks` is the current slide's body, cut in Python
+ * }} state plain data from the decks plugin; a slide's body is Markdown, drawn as CommonMark
  */
 export function renderDecks(root, state) {
   const doc = root.ownerDocument;
@@ -65,8 +67,7 @@ export function renderDecks(root, state) {
       el('h1', { 'data-testid': 'deck-title' }, state.deck.title),
       el('p', { class: 'decks-number', 'data-testid': 'slide-number' }, `Slide ${number} of ${slides.length}`),
     );
-    const body = el('div', { class: 'decks-body', 'data-testid': 'slide-body' });
-    for (const block of state.blocks || paragraphs(slide.body)) body.append(drawBlock(el, block));
+    const body = renderMarkdown(el('div', { class: 'decks-body', 'data-testid': 'slide-body' }), slide.body, 2);
     const article = el('article', { class: 'decks-slide' });
     article.append(el('h2', { 'data-testid': 'slide-title' }, slide.title), body);
     const controls = el('nav', { class: 'decks-controls' });
@@ -76,50 +77,48 @@ export function renderDecks(root, state) {
       button('Present', 'decks.present', {}, 'present'),
       button('Print', 'decks.print', { id: state.deck.id }, 'print'),
     );
+    if (state.presenting) {
+      controls.querySelector('[data-testid="present"]').replaceWith(button('Stop', 'decks.stopPresenting', {}, 'stop-presenting'));
+      controls.append(el('span', { class: 'decks-number' }, `${number} / ${slides.length}`));
+      // A click on the slide moves on, as in every presentation program.
+      article.addEventListener('click', () => run('decks.nextSlide'));
+    }
     root.append(header, article, controls);
     root.tabIndex = 0;
     root.onkeydown = (event) => {
-      if (['ArrowRight', 'PageDown', ' '].includes(event.key)) run('decks.nextSlide');
-      else if (['ArrowLeft', 'PageUp'].includes(event.key)) run('decks.previousSlide');
+      if (['ArrowRight', 'ArrowDown', 'PageDown', ' '].includes(event.key)) run('decks.nextSlide');
+      else if (['ArrowLeft', 'ArrowUp', 'PageUp'].includes(event.key)) run('decks.previousSlide');
+      else if (event.key === 'Home') run('decks.goToSlide', { slide: 1 });
+      else if (event.key === 'End') run('decks.goToSlide', { slide: slides.length });
       else return;
       event.preventDefault();
     };
+    // The keys reach the slide while it is presented, without a click on it first.
+    if (state.presenting && doc.activeElement !== root) root.focus({ preventScroll: true });
   }
+  // Presentation ended from the palette or by an agent: leave full screen with it.
+  if (!state.presenting && doc.fullscreenElement === root) doc.exitFullscreen().catch(() => {});
 
   if (state.message) {
     root.append(el('p', { class: 'decks-message', role: 'status', 'data-testid': 'decks-message' }, state.message));
   }
 }
 
-function drawBlock(el, block) {
-  if (block.kind === 'heading') return el(`h${Math.min((block.level || 1) + 2, 6)}`, {}, block.text);
-  if (block.kind === 'list') {
-    const list = el(block.ordered ? 'ol' : 'ul');
-    for (const item of block.items || []) list.append(el('li', {}, item));
-    return list;
-  }
-  return el('p', {}, block.text || '');
-}
-
-// Used only when the state carries no blocks: plain paragraphs, never HTML.
-function paragraphs(text) {
-  return String(text || '')
-    .split(/\n\s*\n/)
-    .map((part) => part.trim())
-    .filter(Boolean)
-    .map((part) => ({ kind: 'paragraph', text: part.replace(/\s*\n\s*/g, ' ') }));
-}
-
 // On the reactor page (index.html's <section id="decks">), draw there and run the buttons'
 // commands. Imported anywhere else (a test harness), the module only exports renderDecks.
 const stage = globalThis.document && document.getElementById('decks');
 if (stage && globalThis.window && window.reactor && window.reactor.defineView) {
-  window.reactor.defineView('decks', (state) => renderDecks(stage, state));
+  // Presenting puts the stage alone in full screen, not the page with its sidebar.
+  window.reactor.defineView('decks', (state) => renderDecks(stage, state), { element: stage });
   // Esc, or the browser's own control, leaves full screen: leave presentation mode with it.
   document.addEventListener('fullscreenchange', () => {
     if (!document.fullscreenElement && stage.classList.contains('decks--presenting')) {
       window.reactor.executeCommand('decks.stopPresenting').catch(() => {});
     }
+  });
+  // Who is signed in decides which decks there are: a list on screen is listed again.
+  window.addEventListener('reactor:session', () => {
+    if (stage.querySelector('[data-testid="deck-list"]')) window.reactor.executeCommand('decks.list').catch(() => {});
   });
   stage.addEventListener('reactor:command', (event) => {
     const { command, args } = event.detail;

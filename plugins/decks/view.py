@@ -1,7 +1,7 @@
 """What the decks view shows, drawn with `page.show("decks", state)` after every change.
 
 The state is plain data for `view.js`: the list of decks, or the open deck with its slide
-number and the slide's body already cut into Markdown blocks, so the renderer only draws text.
+number; the renderer draws a slide's Markdown body with the page's CommonMark (web/markdown.js).
 """
 
 from __future__ import annotations
@@ -9,8 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from reactor.page import Page
-
-from .deck import markdown_blocks
 
 VIEW = "decks"
 
@@ -83,7 +81,6 @@ class DeckView:
             if "theme" in self.deck:
                 state["deck"]["theme"] = self.deck["theme"]
             state["slide"] = self.slide
-            state["blocks"] = markdown_blocks(slides[self.slide - 1]["body"])
         return state
 
     def _draw(self, message: str) -> None:

@@ -2,8 +2,9 @@
 
 A bundle is plain JSON data in the seed's shape, so the page and the Python tier can read the
 same file: {id, name, description, plugin, commands: [{name, command, description,
-parameters?, sideEffect?}], toolset}. `sideEffect` (none, read, write, destructive) tells a host
-which tools need the person's approval. `define_agent_tools` refuses, at declaration, anything a model
+parameters?, sideEffect?, summary?}], toolset}. `sideEffect` (none, read, write, destructive) tells a host
+which tools need the person's approval; `summary` is the line a chat shows for a finished call
+("Opened ‘{result.title}’ at slide {result.slide}"). `define_agent_tools` refuses, at declaration, anything a model
 provider would refuse at request time.
 """
 
@@ -23,7 +24,10 @@ from .schema import schema_problem
 # The names OpenAI, Anthropic and Gemini all accept (PLATFORM-NOTES "Tool names").
 TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 BUNDLE_KEYS = {"id", "name", "description", "plugin", "commands", "toolset"}
-COMMAND_KEYS = {"name", "command", "description", "parameters", "sideEffect"}
+COMMAND_KEYS = {"name", "command", "description", "parameters", "sideEffect", "summary"}
+# A summary's placeholders: {args.name} or {result.a.b}; nothing else may sit in braces.
+SUMMARY_FIELD = re.compile(r"\{(args|result)((?:\.[A-Za-z_][A-Za-z0-9_]*)+)\}")
+MAX_SUMMARY = 200
 # What running a tool does to data; a host asks the person before write and destructive ones.
 SIDE_EFFECTS = ("none", "read", "write", "destructive")
 
@@ -90,6 +94,16 @@ def define_agent_tools(
                     f"of tool {tool_name!r} must be one of {', '.join(SIDE_EFFECTS)}, not {tool['sideEffect']!r}.",
                 )
             entry["sideEffect"] = tool["sideEffect"]
+        if "summary" in tool:
+            summary = tool["summary"]
+            if not isinstance(summary, str) or not summary.strip() or len(summary) > MAX_SUMMARY \
+                    or "{" in SUMMARY_FIELD.sub("", summary) or "}" in SUMMARY_FIELD.sub("", summary):
+                raise refuse(
+                    f"{where}.summary", summary,
+                    f"of tool {tool_name!r} must be a line of at most {MAX_SUMMARY} characters whose only "
+                    "braces are fields such as {args.id} or {result.title}.",
+                )
+            entry["summary"] = summary
         tools.append(entry)
 
     names = [t["name"] for t in tools]
@@ -115,6 +129,25 @@ def define_agent_tools(
         "commands": tools,
         "toolset": granted,
     }
+
+
+def fill_summary(template: str, args: Any, result: Any) -> str | None:
+    """A tool's summary line for one call, or None when a field it names is not in the call."""
+    sources = {"args": args, "result": result}
+    missing = False
+
+    def value(match: re.Match[str]) -> str:
+        nonlocal missing
+        found = sources[match.group(1)]
+        for key in match.group(2)[1:].split("."):
+            if not isinstance(found, dict) or key not in found:
+                missing = True
+                return ""
+            found = found[key]
+        return found if isinstance(found, str) else json.dumps(found)
+
+    text = SUMMARY_FIELD.sub(value, template)
+    return None if missing else text
 
 
 def check_agent_tools(bundle: Any) -> dict[str, Any]:

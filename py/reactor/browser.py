@@ -41,8 +41,8 @@ class WorkerPage:
     async def open_tab(self, url: str) -> bool:
         return bool(await self._endpoint.ask("page.openTab", url=server_url(url)))
 
-    async def request_fullscreen(self) -> str:
-        return str(await self._endpoint.ask("page.fullscreen"))
+    async def request_fullscreen(self, view: str | None = None) -> str:
+        return str(await self._endpoint.ask("page.fullscreen", view=view))
 
     async def fetch_json(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
         return await _fetch_json(url, method=method, body=body, headers=headers or {})
@@ -198,7 +198,8 @@ def _serve_chat(endpoint: WorkerEndpoint, reactor: Any, agent: dict[str, Any]) -
 
     def configure(message: dict[str, Any], signal: CancelToken) -> dict[str, Any]:
         try:
-            return {"ok": True, "label": session().configure(message["settings"])}
+            label = session().configure(message["settings"])
+            return {"ok": True, "label": label, "examples": session().examples}
         except ValueError as error:
             return {"ok": False, "error": str(error)}
 

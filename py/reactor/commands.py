@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Iterable
 
 from .disposable import Disposable
 from .errors import (
@@ -41,14 +41,17 @@ class Command:
         return self.is_enabled is None or bool(self.is_enabled())
 
     def describe(self) -> dict[str, Any]:
-        """Plain data for a palette or a listing."""
-        return {
+        """Plain data for a palette or a listing (the palette draws a form from `parameters`)."""
+        described = {
             "id": self.id,
             "label": self.label or self.id,
             "description": self.description,
             "plugin": self.plugin,
             "available": self.is_available,
         }
+        if self.parameters is not None:
+            described["parameters"] = self.parameters
+        return described
 
 
 class CommandsChanged:
@@ -117,7 +120,7 @@ class CommandRegistry:
             return self._commands[id]
         except (KeyError, TypeError):
             raise CommandNotFoundError(
-                f"There is no command {id!r}. Registered commands: {_sample(self._commands)}.",
+                f"There is no command {id!r}.{did_you_mean(id, self._commands)} Registered commands: {_sample(self._commands)}.",
                 command_id=str(id),
             ) from None
 
@@ -190,6 +193,18 @@ def _failed(id: str, error: Exception) -> CommandError:
     else:
         message = str(error).strip() or f"The command {id!r} failed with {type(error).__name__}."
     return CommandFailedError(message, command_id=id, cause=error)
+
+
+def did_you_mean(name: Any, known: Iterable[str]) -> str:
+    """" Did you mean 'decks.goToSlide'?" for the closest known name, or ""."""
+    if not isinstance(name, str) or not name:
+        return ""
+    import difflib  # only on this error path: not at the page's start-up
+
+    known = list(known)
+    # A name typed short of its end ("decks.goTo") first, then the closest spelling.
+    close = [k for k in known if k.startswith(name)][:1] or difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return f" Did you mean {close[0]!r}?" if close else ""
 
 
 def _sample(commands: dict[str, Command], limit: int = 8) -> str:

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from .agent_tools import AgentTools, BundleFeed
 from .cancellation import CancelToken
-from .disposable import Disposable, DisposableSet
+from .disposable import DisposableSet
 from .errors import CommandError, InvalidArgumentsError
 from .page_plugins import Run, define_script_plugin
 from .plugins import Reactor

@@ -42,8 +42,9 @@ class Page(Protocol):
     async def open_tab(self, url: str) -> bool:
         """Open `url` in a new tab; False when the browser blocked it."""
 
-    async def request_fullscreen(self) -> str:
-        """Enter full screen; "" on success, else the browser's reason for refusing."""
+    async def request_fullscreen(self, view: str | None = None) -> str:
+        """Put `view`'s element (the whole page when None) in full screen; "" on success, else
+        the browser's reason for refusing."""
 
     async def fetch_json(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
         """Send JSON, return the decoded answer; HttpError on a 4xx/5xx, OSError when unreachable."""
@@ -61,6 +62,7 @@ class MemoryPage:
         self.views: dict[str, dict[str, Any]] = {}
         self.opened: list[str] = []
         self.fullscreen = False
+        self.fullscreen_view: str | None = None  # whose element went full screen (None: the page)
 
     def show(self, view: str, state: dict[str, Any]) -> None:
         self.views[view] = json.loads(json.dumps(state))
@@ -70,10 +72,10 @@ class MemoryPage:
             self.opened.append(url)
         return self.allow_tabs
 
-    async def request_fullscreen(self) -> str:
+    async def request_fullscreen(self, view: str | None = None) -> str:
         if not self.allow_fullscreen:
             return "Permissions check failed"
-        self.fullscreen = True
+        self.fullscreen, self.fullscreen_view = True, view
         return ""
 
     async def fetch_json(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:

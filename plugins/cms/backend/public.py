@@ -13,7 +13,7 @@ from starlette.routing import Route
 
 from reactor.server.openapi import HTML, operation
 
-from .markdown import markdown_html
+from reactor.server.markdown import markdown_html
 from .store import SiteStore, public_path
 
 HEADERS = {

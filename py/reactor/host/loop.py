@@ -20,7 +20,7 @@ from .approval import Approve, ApprovalGate, ApprovalRequest
 from ..envelope import is_failure, tool_failure
 from .errors import HostError
 from .model import MAX_TOKENS, Model, ModelRequest, ModelTurn, ToolCall
-from .tools import Toolbox
+from .tools import Toolbox, outcome_line
 
 
 @dataclass(frozen=True)
@@ -123,13 +123,16 @@ class ChatLoop:
         if last:
             return tool_failure("aborted", f"{call.name} did not run: the step limit of {self.max_steps} model "
                                 "requests was reached. Tell the person what is left to do.")
-        self._emit("tool_call.started", call_id=call.id, name=call.name, arguments=call.arguments)
+        tool = self.toolbox.tool(call.name)
+        self._emit("tool_call.started", call_id=call.id, name=call.name, arguments=call.arguments,
+                   title=tool.title if tool is not None else "")
         result = await self._run_call(call, turn, token)
+        summary = outcome_line(tool, call.arguments, result)
         if result.get("error", {}).get("code") == "denied":
-            self._emit("tool_call.denied", call_id=call.id, name=call.name, result=result)
+            self._emit("tool_call.denied", call_id=call.id, name=call.name, result=result, summary=summary)
         else:
             self._emit("tool_call.failed" if is_failure(result) else "tool_call.finished",
-                       call_id=call.id, name=call.name, result=result)
+                       call_id=call.id, name=call.name, result=result, summary=summary)
         return result
 
     async def _run_call(self, call: ToolCall, turn: ModelTurn, token: CancelToken) -> dict[str, Any]:

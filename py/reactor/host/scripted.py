@@ -11,14 +11,13 @@ the conversation, so it behaves the same after a reload.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 from ..cancellation import CancelToken
 from .model import END_TURN, TOOL_USE, ModelRequest, ModelTurn, ToolCall
-from .tools import HostTool
+from .tools import HostTool, outcome_line
 
 LABEL = "Scripted model (no AI)"
 _VERBS = ("list", "show", "open", "next", "previous", "prev", "back", "go", "present", "publish", "import")
@@ -66,7 +65,7 @@ class ScriptedModel:
         for clause in clauses:
             intent = _intent(clause)
             if intent is None:
-                notes.append(f"I do not know how to “{clause}”.")
+                notes.append(f"I cannot “{clause}”.")
                 continue
             understood, looked_up, halt = True, False, False
             while True:
@@ -81,7 +80,7 @@ class ScriptedModel:
                     if step.lookup:
                         looked_up = True
                         continue
-                    notes.append(_summary(name, result))
+                    notes.append(_summary(tools.get(name), name, result))
                     halt = not result.get("ok")
                 else:
                     batch.append(step)
@@ -92,7 +91,9 @@ class ScriptedModel:
         if batch:
             calls = tuple(ToolCall(f"scripted_{len(request.messages)}_{i}", s.name, s.args) for i, s in enumerate(batch))
             return ModelTurn("", calls, TOOL_USE, "tool_use")
-        return ModelTurn(" ".join(notes) if understood else _help(tools), (), END_TURN, "end_turn")
+        if not understood:
+            return ModelTurn(_help(tools, notes[0] if notes else ""), (), END_TURN, "end_turn")
+        return ModelTurn(" ".join(notes), (), END_TURN, "end_turn")
 
 
 def _calls_since(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -207,7 +208,7 @@ def _arguments(tool: HostTool, item: dict[str, Any], slide: str | None) -> dict[
     return args if all(key in args for key in required) else None
 
 
-def _summary(name: str, envelope: dict[str, Any]) -> str:
+def _summary(tool: HostTool | None, name: str, envelope: dict[str, Any]) -> str:
     if not envelope.get("ok"):
         return f"{name} did not work: {envelope.get('error', {}).get('message', 'no reason given')}"
     result = envelope.get("result")
@@ -216,17 +217,43 @@ def _summary(name: str, envelope: dict[str, Any]) -> str:
     else:  # a listing wrapped in an object, as {"decks": [...]}
         lists = [v for v in result.values() if isinstance(v, list)] if isinstance(result, dict) else []
     items = [item for listed in lists for item in _items(listed)]
-    if items:
+    if items and not (tool and tool.summary):
         listed = ", ".join(f"{i.get('title') or i.get('name')} ({i.get('id', i.get('slug'))})" for i in items)
         return f"Found {len(items)}: {listed}."
-    if result is None:
-        return f"Done: {name}."
-    text = json.dumps(result, ensure_ascii=False)
-    return f"Done: {name} answered {text if len(text) <= 200 else text[:200] + '…'}."
+    return outcome_line(tool, {}, envelope)
 
 
-def _help(tools: dict[str, HostTool]) -> str:
-    can = ", ".join(tools) or "none"
-    return ("I am a scripted model, not an AI. I understand “list decks”, “open deck X at slide 4”, “next slide”, "
-            "“previous slide”, “go to slide 3”, “present” and “publish the page about Y”, joined by “and” or "
-            f"“then”. Tools I can use here: {can}.")
+def examples(tools: Iterable[HostTool]) -> list[str]:
+    """Up to three things to type that this model turns into calls of these tools."""
+    found: list[str] = []
+    for tool in tools:
+        words = tool.name.split("_")
+        example = ""
+        if "crawl" in words and "blog" in words:
+            example = "import 1 post from the blog at https://…"
+        elif "list" in words:
+            after = words[words.index("list") + 1:]
+            noun = after[-1] if after else words[0]
+            example = f"list {noun if noun.endswith('s') else noun + 's'}"
+        elif tool.name.endswith("_go_to_slide"):
+            example = "go to slide 2"
+        elif tool.name.endswith(("_next_slide", "_present")):
+            example = "next slide" if tool.name.endswith("_next_slide") else "present"
+        elif "open" in words and "slide" in tool.parameters.get("properties", {}):
+            example = f"open {words[0].rstrip('s')} <title> at slide 2"
+        elif "publish" in words:
+            example = "publish the page about <title>"
+        if example and example not in found:
+            found.append(example)
+    return found[:3]
+
+
+def _help(tools: dict[str, HostTool], cannot: str = "") -> str:
+    """Two sentences: what went wrong (or what this is), then three things to try."""
+    first = f"{cannot[:-1]}: I" if cannot else "I"
+    tries = examples(tools.values())
+    if not tries:
+        return f"{first} am a scripted model, not an AI, and this page gives me no tools I understand. " \
+               "Choose a model in Model settings to ask anything."
+    quoted = ", ".join(f"“{t}”" for t in tries[:-1]) + (f" or “{tries[-1]}”" if len(tries) > 1 else f"“{tries[0]}”")
+    return f"{first} am a scripted model, not an AI, and only understand short commands for this page's tools. Try {quoted}."

@@ -8,6 +8,7 @@ given to the model adapter, which sends it only to the provider's own URL.
 from __future__ import annotations
 
 from typing import Any, Callable
+from urllib.parse import urlsplit
 
 from ..cancellation import CancelToken
 from ..envelope import tool_failure
@@ -16,7 +17,7 @@ from .approval import Approve, ApprovalRequest
 from .loop import ChatLoop, HostEvent
 from .model import Model
 from .openai import OpenAIChatModel
-from .scripted import ScriptedModel
+from .scripted import ScriptedModel, examples
 from .tools import AgentSpec, Toolbox
 from .transport import Send
 
@@ -31,15 +32,25 @@ def model_from_settings(settings: dict[str, Any], send: Send) -> Model:
     model, base_url, key = (str(settings.get(k) or "").strip() for k in ("model", "baseUrl", "apiKey"))
     if not model:
         raise ValueError("Name the model to use (for example gpt-4o-mini, claude-sonnet-4-5 or llama3.1).")
+    if len(model) > 200 or any(c.isspace() for c in model):
+        raise ValueError(f"{model[:60]!r} is not a model name: a model name has no spaces (for example gpt-4o-mini).")
+    if base_url:
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"The base URL must be an http:// or https:// address, such as https://api.openai.com/v1; "
+                             f"{base_url[:80]!r} is not.")
     if provider == "openai":
         if not base_url:
             raise ValueError("Give the base URL of the OpenAI-compatible API, e.g. https://api.openai.com/v1 "
                              "or http://127.0.0.1:11434/v1 for Ollama.")
-        return OpenAIChatModel(base_url=base_url, model=model, send=send, api_key=key)
+        where = urlsplit(base_url).netloc
+        return OpenAIChatModel(base_url=base_url, model=model, send=send, api_key=key,
+                               label=f"{model} · OpenAI-compatible at {where}")
     if provider == "anthropic":
         if not key:
             raise ValueError("Give the Anthropic API key; it stays in this browser tab.")
-        return AnthropicModel(model=model, send=send, api_key=key, **({"base_url": base_url} if base_url else {}))
+        return AnthropicModel(model=model, send=send, api_key=key, label=f"{model} · Anthropic",
+                              **({"base_url": base_url} if base_url else {}))
     raise ValueError(f"Unknown provider {provider!r}; use one of {', '.join(PROVIDERS)}.")
 
 
@@ -54,6 +65,11 @@ class ChatSession:
         self.on_event = on_event
         self.max_steps = max_steps
         self.loop = self._loop(ScriptedModel(), history=[])
+
+    @property
+    def examples(self) -> list[str]:
+        """What to type to this model with these tools (the scripted model's own; none for an AI)."""
+        return examples(self.toolbox.tools()) if isinstance(self.loop.model, ScriptedModel) else []
 
     @property
     def label(self) -> str:

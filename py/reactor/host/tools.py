@@ -14,10 +14,12 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
+import json
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable
 
-from ..agent_tools import AgentTools
+from ..agent_tools import AgentTools, fill_summary
+from ..commands import did_you_mean
 from ..cancellation import CancelToken
 from ..errors import AbortedError
 from ..errors import (
@@ -37,6 +39,10 @@ HostHandler = Callable[[dict[str, Any], CancelToken], Any]
 _TIMEOUT = object()
 # In an AgentSpec's plugins: every plugin's bundles (the page's own callTool admits them all).
 EVERY_PLUGIN = "*"
+
+
+# An unknown tool's answer names every callable tool up to this many; beyond, their count.
+MAX_LISTED = 100
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,7 @@ class HostTool:
     plugin: str
     side_effect: str = "write"
     title: str = ""
+    summary: str = ""  # the bundle's line for a finished call, with {args.x} / {result.x} fields
     handler: HostHandler | None = field(default=None, compare=False)
     validator: Any = field(default=None, compare=False, repr=False)  # the parameters, compiled once
 
@@ -118,13 +125,17 @@ class Toolbox:
         """The tool and its checked arguments, or the failure envelope that answers the call."""
         tool = self.tool(name)
         if tool is None:
-            callable_now = ", ".join(list(self._admitted())[:30]) or "none"
+            admitted = self._admitted()
+            if len(admitted) <= MAX_LISTED:
+                callable_now = f"Tools you can call: {', '.join(admitted) or 'none'}."
+            else:  # the model has the full list in its request already
+                callable_now = f"You can call {len(admitted)} tools; they are listed in this request's tools."
             if any(name == e["name"] for b in self._read_bundles() for e in b["commands"]):
                 return tool_failure(
-                    "not_admitted",
-                    f"The tool {name} is not granted to this agent, so it did not run. Tools you can call: {callable_now}.",
+                    "not_admitted", f"The tool {name} is not granted to this agent, so it did not run. {callable_now}",
                 )
-            return tool_failure("unknown_tool", f"There is no tool named {name!r}; nothing ran. Tools you can call: {callable_now}.")
+            return tool_failure("unknown_tool", f"There is no tool named {name!r}; nothing ran."
+                                f"{did_you_mean(name, admitted)} {callable_now}")
         try:
             return tool, parse_tool_arguments(tool.name, raw_arguments, tool.validator)
         except ToolError as error:
@@ -220,6 +231,7 @@ class Toolbox:
             plugin=bundle["plugin"],
             side_effect=side_effect_level(self._side_effects.get(entry["name"], entry.get("sideEffect"))),
             title=label,
+            summary=entry.get("summary", ""),
             handler=self._handlers.get(entry["name"]),
             validator=compiled_validator(parameters),
         )
@@ -245,3 +257,25 @@ def _failure(tool: HostTool, error: Exception, token: CancelToken | None) -> dic
 
 def _said(reason: Any) -> str:
     return reason if isinstance(reason, str) else "the person stopped it."
+
+
+def outcome_line(tool: HostTool | None, raw_arguments: Any, envelope: dict[str, Any]) -> str:
+    """What a person reads on a finished call's card: the tool's own summary line, else its
+    command's label and what the result says; a failure is its sentence."""
+    if not envelope.get("ok"):
+        return str(envelope.get("error", {}).get("message") or "It failed.")
+    value = envelope.get("result")
+    if tool is not None and tool.summary:
+        args = raw_arguments
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except ValueError:
+                args = {}
+        line = fill_summary(tool.summary, args, value)
+        if line:
+            return line
+    title = (tool.title or tool.name) if tool is not None else "The tool"
+    said = next((value[key] for key in ("reason", "message", "note", "warning")
+                 if isinstance(value, dict) and isinstance(value.get(key), str) and value[key]), "")
+    return f"{title}: {said}" if said else f"{title}: done."

@@ -212,7 +212,15 @@ class Auth:
                 return JSONResponse({"error": "Nobody is signed in."}, 401)
             return JSONResponse(user.describe(), headers={"cache-control": "no-store"})
 
+        @operation("Who is signed in, if anyone: the page asks at every load, and a signed-out visitor is no error",
+                   responses={200: {"type": "object", "required": ["user"],
+                                    "properties": {"user": {"anyOf": [USER, {"type": "null"}]}}}})
+        async def session(request: Request) -> Response:
+            user = self.user_for(request)
+            return JSONResponse({"user": user.describe() if user else None}, headers={"cache-control": "no-store"})
+
         return [
+            Route("/auth/session", session, methods=["GET"]),
             Route("/auth/sign-in", sign_in, methods=["POST"]),
             Route("/auth/sign-out", sign_out, methods=["POST"]),
             Route("/auth/me", me, methods=["GET"]),

@@ -20,7 +20,9 @@ from pathlib import Path
 log = logging.getLogger("reactor.server")
 
 PYSCRIPT_HOME = "/home/pyodide"  # Pyodide's working directory, where PyScript writes `pyscript/`
-STDLIB_AFTER_BOOT = ("html",)  # imported by PyScript's set-up, not by Pyodide's boot (tests check)
+# Imported after Pyodide's boot (tests check): html by PyScript's set-up, difflib by the first
+# unknown command or tool (its "Did you mean").
+STDLIB_AFTER_BOOT = ("html", "difflib")
 COMPILED_STDLIB = "/lib/compiled-stdlib"
 
 _PYSCRIPT_PACKAGE = "{pyscript:{"  # how PyScript 0.7's core chunk writes the package: {pyscript:{"a.py":"…",…}}
@@ -53,4 +55,4 @@ def stdlib_sources(stdlib_zip: Path, packages: tuple[str, ...] = STDLIB_AFTER_BO
     """Each of `packages`' files from Pyodide's stdlib zip, by its path under COMPILED_STDLIB."""
     with zipfile.ZipFile(stdlib_zip) as archive:
         return {f"{COMPILED_STDLIB}/{name}": archive.read(name) for name in archive.namelist()
-                if name.split("/")[0] in packages and name.endswith(".py")}
+                if name.split("/")[0].removesuffix(".py") in packages and name.endswith(".py")}
