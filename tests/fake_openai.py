@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 
@@ -32,6 +33,10 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.delay = 0.0
         self.disconnected = 0
+        self.stream = False  # answer requests that ask for a stream with chat.completion.chunk events
+        self.hold = threading.Event()  # cleared: a stream's last events wait until it is set
+        self.hold.set()
+        self.last_sent = threading.Event()
 
     def routes(self, context: Any) -> list[Route]:
         async def completions(request: Request) -> Response:
@@ -49,8 +54,32 @@ class FakeOpenAI:
                                                "code": "invalid_api_key"}}, 401)
             message = self.turns.pop(0) if self.turns else text_turn("Done.")
             finish = "tool_calls" if message.get("tool_calls") else "stop"
+            if self.stream and body.get("stream"):
+                return StreamingResponse(self._events(message, finish), media_type="text/event-stream")
             return JSONResponse({"id": "chatcmpl-1", "object": "chat.completion", "model": body["model"],
                                  "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                                  "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
 
         return [Route("/v1/chat/completions", completions, methods=["POST"])]
+
+    async def _events(self, message: dict[str, Any], finish: str) -> Any:
+        """The message as OpenAI streams it: a word per chunk, tool calls in pieces, then [DONE]."""
+        def chunk(delta: dict[str, Any], reason: str | None = None) -> str:
+            return "data: " + json.dumps({"id": "chatcmpl-1", "object": "chat.completion.chunk",
+                                          "choices": [{"index": 0, "delta": delta, "finish_reason": reason}]}) + "\n\n"
+
+        self.last_sent.clear()
+        yield chunk({"role": "assistant", "content": ""})
+        for word in (message.get("content") or "").split(" "):
+            yield chunk({"content": word + " "})
+            await asyncio.sleep(0.02)
+        for index, call in enumerate(message.get("tool_calls") or []):
+            arguments = call["function"]["arguments"]
+            yield chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                         "function": {"name": call["function"]["name"], "arguments": arguments[:5]}}]})
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[5:]}}]})
+        while not self.hold.is_set():
+            await asyncio.sleep(0.05)
+        yield chunk({}, finish)
+        yield "data: [DONE]\n\n"
+        self.last_sent.set()

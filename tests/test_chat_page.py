@@ -216,3 +216,20 @@ def test_stop_reaches_a_running_ai_tool_through_its_signal(page, tmp_path, provi
         assert card(page, "archive_lookup").get_attribute("data-status") == "failed"
     finally:
         stop_server(live)
+
+
+def test_a_streamed_reply_shows_its_text_before_the_provider_has_finished(page, server, provider):
+    open_chat(page, server.url)
+    use_fake_provider(page, server)
+    provider.stream = True
+    provider.hold.clear()  # the provider keeps its last events until the test has looked
+    provider.turns = [text_turn("Streaming **works** here.")]
+    say(page, "say something")
+    streaming = page.locator("reactor-chat .chat-assistant[data-streaming=true]")
+    streaming.get_by_text("Streaming", exact=False).wait_for()
+    assert not provider.last_sent.is_set()  # on screen while the answer is still coming
+    provider.hold.set()
+    idle(page)
+    reply = page.locator("reactor-chat .chat-assistant").last
+    assert reply.locator("strong").inner_text() == "works"  # whole, it is drawn as Markdown
+    assert provider.requests[-1]["stream"] is True

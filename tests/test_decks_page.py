@@ -211,7 +211,7 @@ def test_a_palette_command_with_arguments_opens_a_form_from_its_schema(offline_p
     assert form.locator("label").first.inner_text() == "title *"  # required fields first
     assert form.locator("select#palette-decks-createDeck-theme option").count() >= 2  # an enum is a select
     form.get_by_role("button", name="Run").click()  # nothing filled in: said under the field
-    assert "'title' is a required property" in form.locator('[data-problem="title"]').inner_text()
+    form.locator('[data-problem="title"]', has_text="'title' is a required property").wait_for()
     form.locator("#palette-decks-createDeck-title").fill("Made in the palette")
     form.get_by_role("button", name="Run").click()
     page.locator("#palette-status", has_text="Decks: Create Deck: done.").wait_for()

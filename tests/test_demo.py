@@ -1,26 +1,33 @@
-"""The demo, driven through the chat as a person would, recorded as screenshots.
+"""The demo, driven through the chat as a person would, recorded as screenshots and a video.
 
-`./dev test -m demo` runs just this; the pictures land in demo-output/ (or $REACTOR_DEMO_DIR).
-It runs with the scripted model, clearly labelled in the widget; every step is asserted.
+`./dev test -m demo` runs just this; the pictures and the video (demo.webm from Playwright's
+recorder where its ffmpeg is installed, else demo.mp4 from Chromium's screencast) land in
+demo-output/ (or $REACTOR_DEMO_DIR). It runs with the scripted model, clearly labelled in the
+widget; every step is asserted.
 """
 
 import os
+import time
 from pathlib import Path
 
 import pytest
+from recording import Recorder, duration_s
 
 pytestmark = [pytest.mark.browser, pytest.mark.demo]
 
 OUT = Path(os.environ.get("REACTOR_DEMO_DIR", Path(__file__).resolve().parents[1] / "demo-output"))
 
 
+SHOT_TIMES: list[float] = []
+
+
 @pytest.fixture
 def recorded(browser, live_server):
     OUT.mkdir(parents=True, exist_ok=True)
-    # Screenshots, not video: Playwright's video needs its own ffmpeg download, which closed networks refuse.
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    yield context.new_page()
-    context.close()
+    recorder = Recorder(browser, OUT, viewport={"width": 1400, "height": 900})
+    yield recorder
+    if not recorder.page.is_closed():
+        recorder.stop()
 
 
 def step(page, name, text=None, approve=False):
@@ -33,10 +40,12 @@ def step(page, name, text=None, approve=False):
             pending.get_by_role("button", name="Allow", exact=True).click()
         page.locator("reactor-chat[data-running=false]").wait_for()
     page.screenshot(path=OUT / f"{name}.png")
+    SHOT_TIMES.append(time.monotonic())
 
 
 def test_the_demo_through_the_chat(recorded, live_server):
-    page = recorded
+    page = recorded.page
+    SHOT_TIMES.clear()
     page.goto(live_server.url)
     page.evaluate("window.reactor.ready")
     page.fill("#session input[name=username]", "ada")
@@ -68,3 +77,9 @@ def test_the_demo_through_the_chat(recorded, live_server):
     public.wait_for_load_state()
     assert "Hello from the demo blog" in public.locator("h1").first.inner_text()
     public.screenshot(path=OUT / "08-public-page.png")
+    SHOT_TIMES.append(time.monotonic())
+
+    video = recorded.stop()
+    # A video a person can watch: it decodes, and it lasts as long as the screenshots span.
+    assert video.stat().st_size > 10_000
+    assert duration_s(video) >= SHOT_TIMES[-1] - SHOT_TIMES[0]

@@ -125,23 +125,41 @@ class ReactorChat extends HTMLElement {
   }
 
   onEvent(event) {
-    if (event.type === "message") {
-      const item = el("li", { className: `chat-message chat-${event.role}` });
+    if (event.type === "message.delta") {
+      // A streamed reply: its text as it arrives, drawn as Markdown once it is whole.
+      if (!this.streaming) {
+        this.streaming = el("li", { className: "chat-message chat-assistant", dataset: { role: "assistant", streaming: "true" } });
+        this.log.append(this.streaming);
+      }
+      this.streaming.textContent += event.text;
+    } else if (event.type === "message") {
+      const item = event.role === "assistant" && this.streaming ? this.streaming : el("li", { className: `chat-message chat-${event.role}` });
+      this.streaming = null;
+      delete item.dataset.streaming;
       if (event.role === "assistant") renderMarkdown(item, event.text);
       else item.textContent = event.text;
       item.dataset.role = event.role;
-      this.log.append(item);
+      if (!item.isConnected) this.log.append(item);
     } else if (event.type.startsWith("tool_call.")) {
       this.toolCard(event);
     } else if (event.type === "stopped") {
+      this.endStream();
       this.note(event.reason);
     } else if (event.type === "error") {
+      this.endStream();
       this.note(event.message, "error");
     }
     this.log.lastElementChild?.scrollIntoView({ block: "nearest" });
   }
 
   /** A tool call as a person reads it: what ran, one line of outcome; the JSON behind "Details". */
+  /** A reply cut short (Stop, an error): what came stays, marked as cut; nothing more is added. */
+  endStream() {
+    if (!this.streaming) return;
+    this.streaming.dataset.streaming = "stopped";
+    this.streaming = null;
+  }
+
   toolCard(event) {
     let card = this.cards.get(event.call_id);
     if (!card) {

@@ -155,22 +155,34 @@ async def _run_ai_tool(job: dict[str, Any], signal: JsSignal) -> str:
         return json.dumps({"ok": False, "error": {"type": type(error).__name__, "message": str(error)}})
 
 
-async def browser_send(method: str, url: str, headers: dict[str, str], body: str | None) -> tuple[int, dict[str, str], str]:
-    """The chat host's HTTP: fetch to the provider; cancelling the task aborts the request."""
+async def browser_send(method: str, url: str, headers: dict[str, str], body: str | None,
+                       on_chunk: Any = None) -> tuple[int, dict[str, str], str]:
+    """The chat host's HTTP: fetch to the provider; cancelling the task aborts the request. With
+    `on_chunk`, an event stream's text goes there as it arrives (reactor.host.transport)."""
     controller = js.AbortController.new()
     options = {"method": method, "headers": headers, "signal": controller.signal, "credentials": "omit"}
     if body is not None:
         options["body"] = body
     try:
         response = await js.fetch(url, to_js(options, dict_converter=js.Object.fromEntries))
-        text = await response.text()
+        answer_headers = js.Object.fromEntries(response.headers.entries()).to_py()
+        answer_headers = {k.lower(): v for k, v in answer_headers.items()}
+        streamed = on_chunk is not None and response.ok and "text/event-stream" in answer_headers.get("content-type", "")
+        if not streamed:
+            return response.status, answer_headers, await response.text()
+        reader, decoder = response.body.getReader(), js.TextDecoder.new()
+        keep = to_js({"stream": True}, dict_converter=js.Object.fromEntries)
+        while True:
+            piece = await reader.read()
+            if piece.done:
+                break
+            on_chunk(decoder.decode(piece.value, keep))
+        return response.status, answer_headers, ""
     except asyncio.CancelledError:
         controller.abort(js.DOMException.new("The person pressed stop.", "AbortError"))
         raise
     except JsException as error:
         raise OSError(str(error)) from None
-    answer_headers = js.Object.fromEntries(response.headers.entries()).to_py()
-    return response.status, {k.lower(): v for k, v in answer_headers.items()}, text
 
 
 def _serve_chat(endpoint: WorkerEndpoint, reactor: Any, agent: dict[str, Any]) -> None:

@@ -16,7 +16,8 @@ from ..cancellation import CancelToken
 from .errors import ProviderError
 from .formats import anthropic_result, anthropic_tools
 from .model import END_TURN, MAX_TOKENS, OTHER, REFUSAL, TOOL_USE, ModelRequest, ModelTurn, ToolCall
-from .transport import Send, post_json
+from .streaming import AnthropicStream
+from .transport import Send, post_json, post_stream
 
 _STOPS = {"end_turn": END_TURN, "stop_sequence": END_TURN, "tool_use": TOOL_USE, "max_tokens": MAX_TOKENS,
           "refusal": REFUSAL}
@@ -28,7 +29,7 @@ class AnthropicModel:
     provider = "Anthropic"
 
     def __init__(self, *, model: str, send: Send, api_key: str, base_url: str = "https://api.anthropic.com",
-                 max_tokens: int = 4096, version: str = "2023-06-01", label: str = "") -> None:
+                 max_tokens: int = 4096, version: str = "2023-06-01", label: str = "", stream: bool = False) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.label = label or model
@@ -36,6 +37,7 @@ class AnthropicModel:
         self.version = version
         self._send = send
         self._api_key = api_key
+        self.stream = stream  # ask for server-sent events; an answer in one piece still works
 
     def __repr__(self) -> str:  # never the key
         return f"AnthropicModel(base_url={self.base_url!r}, model={self.model!r})"
@@ -51,9 +53,14 @@ class AnthropicModel:
     async def complete(self, request: ModelRequest, signal: CancelToken) -> ModelTurn:
         headers = {"x-api-key": self._api_key, "anthropic-version": self.version,
                    "anthropic-dangerous-direct-browser-access": "true"}
-        data = await post_json(self._send, f"{self.base_url}/v1/messages", headers, self.request_body(request),
-                               signal=signal, provider=self.provider, secret=self._api_key)
-        return self.parse_response(data)
+        url, body = f"{self.base_url}/v1/messages", self.request_body(request)
+        if not self.stream:
+            data = await post_json(self._send, url, headers, body, signal=signal, provider=self.provider, secret=self._api_key)
+            return self.parse_response(data)
+        stream = AnthropicStream(self.provider, request.on_text or (lambda text: None))
+        whole = await post_stream(self._send, url, headers, {**body, "stream": True}, signal=signal,
+                                  provider=self.provider, secret=self._api_key, on_event=stream.event)
+        return self.parse_response(whole if whole is not None else {"content": stream.content(), "stop_reason": stream.stop_reason})
 
     def parse_response(self, data: dict[str, Any]) -> ModelTurn:
         blocks = data.get("content")

@@ -25,7 +25,7 @@ from .tools import Toolbox, outcome_line
 
 @dataclass(frozen=True)
 class HostEvent:
-    """For a UI. type: message, tool_call.started|approved|denied|finished|failed, stopped, error."""
+    """For a UI. type: message, message.delta (a streamed piece of text), tool_call.started|approved|denied|finished|failed, stopped, error."""
 
     type: str
     data: dict[str, Any] = field(default_factory=dict)
@@ -94,7 +94,8 @@ class ChatLoop:
 
     async def _run(self, token: CancelToken) -> LoopOutcome:
         for step in range(1, self.max_steps + 1):
-            request = ModelRequest(self.instructions, list(self.history), self.toolbox.tools())
+            request = ModelRequest(self.instructions, list(self.history), self.toolbox.tools(),
+                                   on_text=lambda text: token.aborted or self._emit("message.delta", role="assistant", text=text))
             try:
                 turn = await token.race(self.model.complete(request, token))
             except AbortedError:

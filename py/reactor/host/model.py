@@ -14,7 +14,7 @@ model's own words; the host parses it only to run the call.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from ..cancellation import CancelToken
 from .tools import HostTool
@@ -54,6 +54,8 @@ class ModelRequest:
     system: str
     messages: list[dict[str, Any]]
     tools: list[HostTool] = field(default_factory=list)
+    # A model that streams hands each piece of its text here as it arrives (the chat shows it).
+    on_text: Callable[[str], object] | None = field(default=None, compare=False, repr=False)
 
 
 class Model(Protocol):

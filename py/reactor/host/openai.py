@@ -15,7 +15,8 @@ from ..cancellation import CancelToken
 from .errors import ProviderError
 from .formats import openai_chat_result, openai_chat_tools
 from .model import END_TURN, MAX_TOKENS, OTHER, REFUSAL, TOOL_USE, ModelRequest, ModelTurn, ToolCall
-from .transport import Send, post_json
+from .streaming import OpenAIStream
+from .transport import Send, post_json, post_stream
 
 _STOPS = {"stop": END_TURN, "tool_calls": TOOL_USE, "function_call": TOOL_USE, "length": MAX_TOKENS,
           "content_filter": REFUSAL}
@@ -27,7 +28,8 @@ class OpenAIChatModel:
     provider = "OpenAI-compatible server"
 
     def __init__(self, *, base_url: str, model: str, send: Send, api_key: str = "",
-                 max_tokens: int | None = None, temperature: float | None = None, label: str = "") -> None:
+                 max_tokens: int | None = None, temperature: float | None = None, label: str = "",
+                 stream: bool = False) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.label = label or model
@@ -35,6 +37,7 @@ class OpenAIChatModel:
         self._api_key = api_key
         self.max_tokens = max_tokens
         self.temperature = temperature
+        self.stream = stream  # ask for server-sent events; a server that answers whole still works
 
     def __repr__(self) -> str:  # never the key
         return f"OpenAIChatModel(base_url={self.base_url!r}, model={self.model!r})"
@@ -53,9 +56,19 @@ class OpenAIChatModel:
 
     async def complete(self, request: ModelRequest, signal: CancelToken) -> ModelTurn:
         headers = {"authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        data = await post_json(self._send, f"{self.base_url}/chat/completions", headers, self.request_body(request),
-                               signal=signal, provider=self.provider, secret=self._api_key)
-        return self.parse_response(data)
+        url, body = f"{self.base_url}/chat/completions", self.request_body(request)
+        if not self.stream:
+            data = await post_json(self._send, url, headers, body, signal=signal, provider=self.provider, secret=self._api_key)
+            return self.parse_response(data)
+        stream = OpenAIStream(self.provider, request.on_text or _ignore)
+        whole = await post_stream(self._send, url, headers, {**body, "stream": True}, signal=signal,
+                                  provider=self.provider, secret=self._api_key, on_event=stream.event)
+        if whole is not None:
+            return self.parse_response(whole)
+        calls = stream.tool_calls()
+        reason = stream.finish_reason
+        stop = TOOL_USE if calls and reason in ("stop", "") else _STOPS.get(reason, OTHER)
+        return ModelTurn("".join(stream.text), calls, stop, reason)
 
     def parse_response(self, data: dict[str, Any]) -> ModelTurn:
         try:
@@ -72,6 +85,10 @@ class OpenAIChatModel:
         reason = str(choice.get("finish_reason") or "")
         stop = TOOL_USE if calls and reason in ("stop", "") else _STOPS.get(reason, OTHER)
         return ModelTurn(_text(message.get("content")), calls, stop, reason)
+
+
+def _ignore(text: str) -> None:
+    pass
 
 
 def _message(message: dict[str, Any]) -> dict[str, Any]:

@@ -44,12 +44,12 @@ def model_from_settings(settings: dict[str, Any], send: Send) -> Model:
             raise ValueError("Give the base URL of the OpenAI-compatible API, e.g. https://api.openai.com/v1 "
                              "or http://127.0.0.1:11434/v1 for Ollama.")
         where = urlsplit(base_url).netloc
-        return OpenAIChatModel(base_url=base_url, model=model, send=send, api_key=key,
+        return OpenAIChatModel(base_url=base_url, model=model, send=send, api_key=key, stream=True,
                                label=f"{model} · OpenAI-compatible at {where}")
     if provider == "anthropic":
         if not key:
             raise ValueError("Give the Anthropic API key; it stays in this browser tab.")
-        return AnthropicModel(model=model, send=send, api_key=key, label=f"{model} · Anthropic",
+        return AnthropicModel(model=model, send=send, api_key=key, label=f"{model} · Anthropic", stream=True,
                               **({"base_url": base_url} if base_url else {}))
     raise ValueError(f"Unknown provider {provider!r}; use one of {', '.join(PROVIDERS)}.")
 

@@ -1,6 +1,9 @@
 """HTTP for the providers, through an injected `send`, so the page can back it with fetch.
 
-    async send(method, url, headers, body_text) -> (status, headers, body_text)
+    async send(method, url, headers, body_text, on_chunk=None) -> (status, headers, body_text)
+
+Given `on_chunk`, a 2xx `text/event-stream` answer's body goes to `on_chunk(text)` piece by
+piece as it arrives (the returned text is then ""); any other answer comes back whole.
 
 No network library is imported here: in the page `send` wraps the browser's fetch; on
 CPython `urllib_send` does. `post_json` is the one place a provider's answer becomes data or
@@ -11,13 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from typing import Any, Awaitable, Callable
 
 from ..cancellation import CancelToken
 from ..errors import AbortedError
 from .errors import ProviderError
+from .streaming import EventStream
 
-Send = Callable[[str, str, dict[str, str], str | None], Awaitable[tuple[int, dict[str, str], str]]]
+Send = Callable[..., Awaitable[tuple[int, dict[str, str], str]]]
 
 _KINDS = {400: "invalid_request", 401: "authentication", 403: "permission", 404: "not_found",
           413: "request_too_large", 429: "rate_limit", 529: "overloaded"}
@@ -36,15 +41,45 @@ async def post_json(
     signal: CancelToken, provider: str, secret: str = "",
 ) -> dict[str, Any]:
     """POST `body` as JSON and return the decoded answer; raise ProviderError or AbortedError."""
+    status, answer_headers, text = await _post(send, url, headers, body, signal, provider, secret)
+    return _answer(status, answer_headers, text, provider, secret)
+
+
+async def post_stream(
+    send: Send, url: str, headers: dict[str, str], body: dict[str, Any], *,
+    signal: CancelToken, provider: str, secret: str = "", on_event: Callable[[str, str], object],
+) -> dict[str, Any] | None:
+    """POST `body` (which asks for a stream) and hand each server-sent event to
+    `on_event(type, data)` as it arrives; None once the stream ends. A server that answers one
+    JSON document instead (it does not stream) gets that document returned, as post_json would."""
+    events = EventStream()
+
+    def chunk(text: str) -> None:
+        if not signal.aborted:  # after Stop, what still arrives is dropped
+            for kind, data in events.feed(text):
+                on_event(kind, data)
+
+    status, answer_headers, text = await _post(send, url, headers, body, signal, provider, secret, chunk)
+    if 200 <= status < 300 and not text:
+        for kind, data in events.close():
+            on_event(kind, data)
+        return None
+    return _answer(status, answer_headers, text, provider, secret)
+
+
+async def _post(send: Send, url: str, headers: dict[str, str], body: dict[str, Any], signal: CancelToken,
+                provider: str, secret: str, on_chunk: Callable[[str], None] | None = None) -> tuple[int, dict[str, str], str]:
+    extra = {} if on_chunk is None else {"on_chunk": on_chunk}
     try:
-        status, answer_headers, text = await signal.race(
-            send("POST", url, {"content-type": "application/json", **headers}, json.dumps(body))
-        )
-    except AbortedError:
+        return await signal.race(send("POST", url, {"content-type": "application/json", **headers}, json.dumps(body), **extra))
+    except (AbortedError, ProviderError):
         raise
     except Exception as error:  # OSError here; a JsException ("Failed to fetch") in the page
         raise ProviderError(_hide(f"{provider} at {url} could not be reached: {error}.", secret),
                             provider=provider, kind="unreachable") from None
+
+
+def _answer(status: int, answer_headers: dict[str, str], text: str, provider: str, secret: str) -> dict[str, Any]:
     data = _decode(text)
     if 200 <= status < 300:
         if not isinstance(data, dict):
@@ -62,9 +97,58 @@ async def post_json(
                         provider=provider, status=status, kind=kind, retry_after=retry_after)
 
 
-async def urllib_send(method: str, url: str, headers: dict[str, str], body: str | None) -> tuple[int, dict[str, str], str]:
+async def urllib_send(method: str, url: str, headers: dict[str, str], body: str | None,
+                      on_chunk: Callable[[str], None] | None = None) -> tuple[int, dict[str, str], str]:
     """A `send` for CPython (tests, scripts). Error statuses are returned, not raised."""
-    return await asyncio.to_thread(_urllib_exchange, method, url, headers, body)
+    if on_chunk is None:
+        return await asyncio.to_thread(_urllib_exchange, method, url, headers, body)
+    # The read runs in a thread; its pieces come back through a queue, so on_chunk runs (and
+    # raises) here, in the caller's task.
+    loop, pieces, stop = asyncio.get_running_loop(), asyncio.Queue(), threading.Event()
+    reading = asyncio.ensure_future(asyncio.to_thread(
+        _urllib_stream, method, url, headers, body, lambda item: loop.call_soon_threadsafe(pieces.put_nowait, item), stop))
+    try:
+        while True:
+            item = await pieces.get()
+            if item[0] == "chunk":
+                on_chunk(item[1])
+            elif item[0] == "error":
+                raise item[1]
+            else:  # ("end", status, headers, text)
+                return item[1], item[2], item[3]
+    finally:
+        stop.set()
+        reading.cancel()
+
+
+def _urllib_stream(method: str, url: str, headers: dict[str, str], body: str | None,
+                   put: Callable[[tuple[Any, ...]], object], stop: threading.Event) -> None:
+    import codecs
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, data=None if body is None else body.encode("utf-8"), method=method,
+                                     headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            answer_headers = _lower(response.headers.items())
+            if "text/event-stream" not in answer_headers.get("content-type", ""):
+                put(("end", response.status, answer_headers, response.read().decode("utf-8", "replace")))
+                return
+            decoder = codecs.getincrementaldecoder("utf-8")("replace")
+            while not stop.is_set():
+                piece = response.read1(65536)
+                if not piece:
+                    break
+                put(("chunk", decoder.decode(piece)))
+            put(("end", response.status, answer_headers, ""))
+    except urllib.error.HTTPError as error:
+        with error:
+            put(("end", error.code, _lower(error.headers.items()), error.read().decode("utf-8", "replace")))
+    except urllib.error.URLError as error:
+        put(("error", OSError(str(error.reason))))
+    except Exception as error:
+        put(("error", OSError(str(error))))
 
 
 def _urllib_exchange(method: str, url: str, headers: dict[str, str], body: str | None) -> tuple[int, dict[str, str], str]:

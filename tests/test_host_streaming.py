@@ -1,0 +1,233 @@
+"""Streamed replies against real loopback servers that speak each provider's event stream.
+
+The server sends its events one by one and holds the last ones until the test lets it go, so a
+test can see text arrive before the answer is complete, and stop in the middle.
+"""
+
+import asyncio
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from reactor.cancellation import CancelToken
+from reactor.errors import AbortedError
+from reactor.host import AnthropicModel, ModelRequest, OpenAIChatModel, ProviderError, urllib_send
+from reactor.host.streaming import EventStream
+
+
+class StreamingProvider:
+    """Answers every POST with `events` (SSE text blocks), pausing before index `hold` until released."""
+
+    def __init__(self, events, hold=None, content_type="text/event-stream"):
+        self.events, self.hold, self.content_type = events, hold, content_type
+        self.released, self.bodies, self.sent = threading.Event(), [], []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                outer.bodies.append(json.loads(self.rfile.read(int(self.headers.get("content-length", 0)))))
+                self.send_response(200)
+                self.send_header("content-type", outer.content_type)
+                self.end_headers()
+                for index, event in enumerate(outer.events):
+                    if index == outer.hold:
+                        outer.released.wait(10)
+                    try:
+                        self.wfile.write(event.encode())
+                        self.wfile.flush()
+                    except OSError:
+                        return  # the client hung up (Stop)
+                    outer.sent.append(index)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
+
+    def close(self):
+        self.released.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def sse(data, event=None):
+    return (f"event: {event}\n" if event else "") + f"data: {json.dumps(data) if not isinstance(data, str) else data}\n\n"
+
+
+def openai_chunk(delta, finish=None):
+    return sse({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+
+async def until(condition, seconds=5.0):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        await asyncio.sleep(0.01)
+
+
+def test_events_are_cut_where_the_standard_cuts_them_whatever_the_chunks():
+    text = ": a comment\r\nevent: first\r\ndata: one\r\ndata: two\r\n\r\ndata: {\"x\": 1}\n\nretry: 5\ndata: last"
+    for size in (1, 2, 3, 7, len(text)):
+        stream = EventStream()
+        events = [e for start in range(0, len(text), size) for e in stream.feed(text[start:start + size])]
+        assert events + stream.close() == [("first", "one\ntwo"), ("message", '{"x": 1}'), ("message", "last")]
+
+
+def test_openai_text_arrives_as_it_is_streamed_and_tool_calls_are_assembled_by_index():
+    events = [
+        openai_chunk({"role": "assistant", "content": ""}),
+        openai_chunk({"content": "Opening "}),
+        openai_chunk({"content": "it now."}),
+        openai_chunk({"tool_calls": [{"index": 0, "id": "call_a", "type": "function",
+                                      "function": {"name": "decks_open", "arguments": ""}}]}),
+        openai_chunk({"tool_calls": [{"index": 1, "id": "call_b", "function": {"name": "decks_list_decks", "arguments": "{}"}}]}),
+        openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": "{\"id\": "}}]}),
+        openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": "\"q3\"}"}}]}),
+        openai_chunk({}, "tool_calls"),
+        sse("[DONE]"),
+    ]
+    server = StreamingProvider(events, hold=3)
+    pieces = []
+
+    async def scenario():
+        model = OpenAIChatModel(base_url=server.url, model="m", send=urllib_send, stream=True)
+        request = ModelRequest("", [{"role": "user", "content": "open q3"}], on_text=pieces.append)
+        turn = asyncio.ensure_future(model.complete(request, CancelToken()))
+        await until(lambda: "".join(pieces) == "Opening it now.")
+        assert not turn.done() and 3 not in server.sent  # the text came before the rest of the answer
+        server.released.set()
+        return await turn
+
+    try:
+        turn = asyncio.run(scenario())
+    finally:
+        server.close()
+    assert server.bodies[0]["stream"] is True
+    assert turn.text == "Opening it now." and turn.stop_reason == "tool_use"
+    assert [(c.id, c.name, json.loads(c.arguments)) for c in turn.tool_calls] == [
+        ("call_a", "decks_open", {"id": "q3"}), ("call_b", "decks_list_decks", {})]
+
+
+def test_local_servers_variants_a_whole_call_without_an_index_and_arguments_as_an_object():
+    events = [openai_chunk({"content": "Sure."}),
+              openai_chunk({"tool_calls": [{"function": {"name": "decks_open", "arguments": {"id": "q3"}}}]}, "stop"),
+              sse("[DONE]")]
+    server = StreamingProvider(events)
+    try:
+        model = OpenAIChatModel(base_url=server.url, model="llama3.1", send=urllib_send, stream=True)
+        turn = asyncio.run(model.complete(ModelRequest("", [{"role": "user", "content": "x"}]), CancelToken()))
+    finally:
+        server.close()
+    assert turn.stop_reason == "tool_use" and turn.tool_calls[0].name == "decks_open"
+    assert json.loads(turn.tool_calls[0].arguments) == {"id": "q3"} and turn.tool_calls[0].id == "call_0"
+
+
+def test_a_server_that_answers_in_one_piece_still_works_when_asked_to_stream():
+    whole = json.dumps({"choices": [{"message": {"role": "assistant", "content": "Whole."}, "finish_reason": "stop"}]})
+    server = StreamingProvider([whole], content_type="application/json")
+    try:
+        model = OpenAIChatModel(base_url=server.url, model="m", send=urllib_send, stream=True)
+        turn = asyncio.run(model.complete(ModelRequest("", [{"role": "user", "content": "x"}]), CancelToken()))
+    finally:
+        server.close()
+    assert turn.text == "Whole." and turn.stop_reason == "end_turn"
+
+
+def test_anthropic_text_and_tool_input_stream_and_assemble():
+    events = [
+        sse({"type": "message_start", "message": {"id": "msg_1", "role": "assistant", "content": []}}, "message_start"),
+        sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}, "content_block_start"),
+        sse({"type": "ping"}, "ping"),
+        sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Let me "}}, "content_block_delta"),
+        sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "look."}}, "content_block_delta"),
+        sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+        sse({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1",
+                                                                           "name": "decks_open", "input": {}}}, "content_block_start"),
+        sse({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"id\":"}},
+            "content_block_delta"),
+        sse({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": " \"q3\"}"}},
+            "content_block_delta"),
+        sse({"type": "content_block_stop", "index": 1}, "content_block_stop"),
+        sse({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}, "message_delta"),
+        sse({"type": "message_stop"}, "message_stop"),
+    ]
+    server = StreamingProvider(events, hold=5)
+    pieces = []
+
+    async def scenario():
+        model = AnthropicModel(base_url=server.url, model="claude", send=urllib_send, api_key="k", stream=True)
+        turn = asyncio.ensure_future(model.complete(
+            ModelRequest("", [{"role": "user", "content": "open q3"}], on_text=pieces.append), CancelToken()))
+        await until(lambda: "".join(pieces) == "Let me look.")
+        assert not turn.done()
+        server.released.set()
+        return await turn
+
+    try:
+        turn = asyncio.run(scenario())
+    finally:
+        server.close()
+    assert server.bodies[0]["stream"] is True
+    assert turn.text == "Let me look." and turn.stop_reason == "tool_use"
+    assert [(c.id, c.name, c.arguments) for c in turn.tool_calls] == [("toolu_1", "decks_open", {"id": "q3"})]
+
+
+def test_an_error_event_mid_stream_is_a_provider_error_that_names_it():
+    events = [sse({"type": "message_start", "message": {}}, "message_start"),
+              sse({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, "error")]
+    server = StreamingProvider(events)
+    try:
+        model = AnthropicModel(base_url=server.url, model="claude", send=urllib_send, api_key="k", stream=True)
+        with pytest.raises(ProviderError, match=r"stopped mid-answer \(overloaded_error\): Overloaded") as error:
+            asyncio.run(model.complete(ModelRequest("", [{"role": "user", "content": "x"}]), CancelToken()))
+    finally:
+        server.close()
+    assert error.value.kind == "overloaded"
+
+
+def test_stop_mid_stream_ends_the_call_and_drops_what_arrives_after():
+    events = [openai_chunk({"content": "First part. "}), openai_chunk({"content": "Never shown."}), sse("[DONE]")]
+    server = StreamingProvider(events, hold=1)
+    pieces = []
+
+    async def scenario():
+        token = CancelToken()
+        model = OpenAIChatModel(base_url=server.url, model="m", send=urllib_send, stream=True)
+        turn = asyncio.ensure_future(model.complete(
+            ModelRequest("", [{"role": "user", "content": "x"}], on_text=pieces.append), token))
+        await until(lambda: pieces == ["First part. "])
+        token.abort("The person pressed Stop.")
+        with pytest.raises(AbortedError):
+            await turn
+        server.released.set()
+        await asyncio.sleep(0.2)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        server.close()
+    assert pieces == ["First part. "]
+
+
+def test_the_chat_loop_tells_each_streamed_piece_then_the_whole_message():
+    from reactor import Reactor
+    from reactor.host import AgentSpec, ChatLoop, Toolbox
+
+    server = StreamingProvider([openai_chunk({"content": "Hello "}), openai_chunk({"content": "there."}, "stop"), sse("[DONE]")])
+    events = []
+    try:
+        model = OpenAIChatModel(base_url=server.url, model="m", send=urllib_send, stream=True)
+        loop = ChatLoop(model, Toolbox(Reactor(), AgentSpec("a")), on_event=events.append)
+        outcome = asyncio.run(loop.send("hi"))
+    finally:
+        server.close()
+    told = [(e.type, e.data.get("text")) for e in events if e.type.startswith("message")]
+    assert told[-3:] == [("message.delta", "Hello "), ("message.delta", "there."), ("message", "Hello there.")]
+    assert outcome.text == "Hello there."
