@@ -238,3 +238,14 @@ def test_at_390_px_nothing_overflows_and_the_chat_stays_reachable(offline_page, 
     chat = page.locator("reactor-chat textarea")
     chat.scroll_into_view_if_needed()
     assert chat.is_visible() and inside_viewport(page, chat)
+
+
+def test_a_signed_out_visit_logs_no_error_in_the_console(offline_page, live_server):
+    page = offline_page
+    logged = []
+    page.on("console", lambda message: message.type in ("error", "warning") and logged.append(message.text))
+    ready(page, live_server.url)
+    page.get_by_test_id("deck-list").wait_for()
+    page.locator("#cms [data-testid=cms-signed-out]").wait_for()
+    page.wait_for_timeout(300)  # late requests (AI Tools, the chat's set-up) land too
+    assert logged == []
