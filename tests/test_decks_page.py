@@ -202,6 +202,8 @@ def test_the_palette_follows_the_page_state_without_a_reload(offline_page, live_
     next_slide.click()
     page.get_by_text("Slide 2 of 5").wait_for()
     assert "Decks: Next Slide: done." in page.locator("#palette-status").inner_text()
+    page.locator("#palette-filter").fill("zzz")
+    page.locator("#palette", has_text="No command matches “zzz”.").wait_for()
 
 
 def test_a_palette_command_with_arguments_opens_a_form_from_its_schema(offline_page, live_server):

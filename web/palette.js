@@ -24,8 +24,13 @@ async function drawCommands() {
   const commands = await window.reactor.listCommands();
   if (mine !== drawing) return;
   const words = filter.value.trim().toLowerCase();
-  list.replaceChildren(...commands
-    .filter((c) => !words || `${c.id} ${c.label}`.toLowerCase().includes(words))
+  const shown = commands.filter((c) => !words || `${c.id} ${c.label}`.toLowerCase().includes(words));
+  if (!shown.length) {
+    list.replaceChildren(el("li", { class: "palette-empty" },
+      words ? `No command matches “${filter.value.trim()}”.` : "No plugin has registered a command yet."));
+    return;
+  }
+  list.replaceChildren(...shown
     .map((command) => {
       const li = el("li");
       const button = el("button", { type: "button", title: `${command.id}: ${command.description}` }, command.label);
