@@ -19,11 +19,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from reactor.server.app import PYSCRIPT_PLUGINS_OFF, create_app, default_plugins
+from reactor.server.app import create_app, default_plugins
 from reactor.server.assets import REVALIDATE, SourceArchive, serve_file
 from reactor.server.loopback import LoopbackServer
 
 BENCH = Path(__file__).resolve().parent
+# The PyScript baseline page (pages/pyscript.html) loads none of PyScript's optional plugins.
+PYSCRIPT_PLUGINS_OFF = ["!codemirror", "!py-editor", "!py-game", "!py-terminal", "!deprecations-manager", "!donkey"]
 PAGES = BENCH / "pages"
 LUMINO = BENCH / "vendor" / "node_modules"
 

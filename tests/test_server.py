@@ -97,7 +97,7 @@ def test_the_page_is_served_with_revalidation_and_answers_304_when_unchanged(cli
 def test_the_runtime_is_served_compressed_immutable_and_with_wasm_mime(client):
     boot = client.get("/app/boot.json").json()
     assert boot["runtime"]["ready"], boot["runtime"]["error"]
-    interpreter = boot["pyscript"]["interpreter"]
+    interpreter = boot["runtime"]["interpreter"]
     wasm = interpreter.replace("pyodide.mjs", "pyodide.asm.wasm")
     answer = client.get(wasm, headers={"accept-encoding": "gzip"})
     assert answer.headers["content-type"] == "application/wasm"
@@ -107,18 +107,9 @@ def test_the_runtime_is_served_compressed_immutable_and_with_wasm_mime(client):
     assert client.get(interpreter).headers["content-type"].startswith("text/javascript")
 
 
-def test_every_module_the_page_preloads_is_served_as_immutable_javascript(client):
-    preload = client.get("/app/boot.json").json()["runtime"]["preload"]
-    assert any(url.endswith("/pyscript/core.js") for url in preload) and len(preload) >= 4
-    for url in preload:
-        answer = client.get(url)
-        assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/javascript"), url
-        assert "immutable" in answer.headers["cache-control"]
-
-
 def test_the_page_starts_its_worker_from_its_head_with_the_served_runtime(client):
     page = client.get("/")
-    interpreter = client.get("/app/boot.json").json()["pyscript"]["interpreter"]
+    interpreter = client.get("/app/boot.json").json()["runtime"]["interpreter"]
     head = page.text.split("</head>")[0]
     assert f'm.startWorker("{interpreter}")' in head and "reactor:early-boot" not in page.text
     assert head.index("early-worker.js") < head.index("/web/reactor.js")

@@ -33,7 +33,7 @@ async function boot(bootConfig) {
     return answer.arrayBuffer();
   }));
   bundles.catch(() => {});  // reported below, once awaited
-  const python = await startPyodide(bootConfig.pyscript.interpreter);
+  const python = await startPyodide(bootConfig.runtime.interpreter);
   reached("pyodide-ready", "Installing reactor's Python…");
   // What Pyodide imported by itself: the page's start-up check asks which modules came after.
   const atBoot = python.runPython("import sys\n','.join(sys.modules)");

@@ -361,7 +361,7 @@ async function boot() {
   if (!config.runtime.ready) throw new Error(config.runtime.error);
   // Pyodide is the long pole: the worker started it from index.html's head, or starts it now.
   const { startWorker } = await import("./early-worker.js");
-  const worker = startWorker(config.pyscript.interpreter);
+  const worker = startWorker(config.runtime.interpreter);
   worker.addEventListener("error", (event) => fail(`the reactor worker could not start: ${event.message ?? "its script failed to load"}`));
   channel = new WorkerChannel(worker, fromWorker);
   worker.postMessage({ type: "boot", config });
@@ -372,7 +372,7 @@ async function boot() {
   }
   const scripts = Promise.all(config.plugins.flatMap((p) => p.scripts).map((src) => import(src)));
   const tools = import("./ai-tools.js").then(({ AiToolWorkers }) => {
-    aiToolWorkers = new AiToolWorkers({ interpreter: config.pyscript.interpreter, ...config.python, server });
+    aiToolWorkers = new AiToolWorkers({ interpreter: config.runtime.interpreter, ...config.python, server });
   });
   Promise.all([scripts, tools]).then(settleViews.resolve, settleViews.reject);
   await viewsLoaded;
@@ -384,10 +384,6 @@ async function boot() {
  * `<script type="reactor/python">` plugins, and the page's agent if it brings one.
  */
 function embedded(config) {
-  const pyscript = {
-    ...config.pyscript,
-    interpreter: at(config.pyscript.interpreter),
-  };
   let plugins = config.plugins;
   if (Array.isArray(embed.plugins)) {
     const unknown = embed.plugins.filter((name) => !plugins.some((p) => p.name === name));
@@ -403,9 +399,9 @@ function embedded(config) {
     code: script.textContent,
   }));
   return {
-    ...config, server, pyscript, plugins, pagePython,
+    ...config, server, plugins, pagePython,
     python: { ...config.python, bundles: config.python.bundles.map(at) },
-    runtime: { ...config.runtime, pyscript: at(config.runtime.pyscript), preload: config.runtime.preload.map(at) },
+    runtime: { ...config.runtime, interpreter: at(config.runtime.interpreter) },
     agent: embed.agent ?? config.agent,
   };
 }

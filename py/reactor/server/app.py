@@ -35,7 +35,7 @@ from .plugin_records import OPERATORS, PluginRecords
 from .openapi import ANY_FILE, HTML, openapi_document, operation
 from .protection import LOOPBACK_HOSTS, CrossSiteWriteGuard, HostCheck, check_hosts
 from .requests import read_json
-from .runtime_python import COMPILED_STDLIB, pyscript_sources, stdlib_sources
+from .runtime_python import COMPILED_STDLIB, stdlib_sources
 
 ROOT = Path(__file__).resolve().parents[3]
 WEB = ROOT / "web"
@@ -46,8 +46,6 @@ SERVER_ONLY = {"server", "server.py", "backend", "cli.py", "__main__.py"}
 EARLY_BOOT_MARKER = "<!-- reactor:early-boot (the server puts the start of Pyodide's boot here) -->"
 # Pyodide's module the reactor worker imports (web/reactor-worker.js), and the one it imports first.
 PYODIDE_MODULES = ["pyodide/pyodide.mjs", "pyodide/pyodide.asm.mjs"]
-# PyScript's own plugins the page does not use; each would be one more download at boot.
-PYSCRIPT_PLUGINS_OFF = ["!codemirror", "!py-editor", "!py-game", "!py-terminal", "!deprecations-manager", "!donkey"]
 STRINGS = {"type": "array", "items": {"type": "string"}}
 # An AgentTools bundle as GET /plugins/agent-tools lists it (reactor.agent_tools).
 BUNDLE = {
@@ -129,7 +127,7 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
     async def web_file(request: Request) -> Response:
         return serve_file(request, WEB, request.path_params["path"], cache=REVALIDATE)
 
-    @operation("A file of the vendored runtime (Pyodide, PyScript), immutable under its version stamp",
+    @operation("A file of the vendored runtime (Pyodide; PyScript for the bench), immutable under its version stamp",
                responses={200: ANY_FILE})
     async def vendor_file(request: Request) -> Response:
         if request.path_params["stamp"] != runtime["stamp"]:
@@ -153,15 +151,13 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
     agent = AgentSpec.from_dict(json.loads((ROOT / "agent.json").read_text()) if agent_spec is None else agent_spec)
 
     @operation("What the page boots: runtime, Python bundle, plugins, services, the chat's agent",
-               responses={200: {"type": "object", "required": ["runtime", "pyscript", "python", "plugins", "services", "agent"]}})
+               responses={200: {"type": "object", "required": ["runtime", "python", "plugins", "services", "agent"]}})
     async def boot_config(request: Request) -> Response:
         base = f"/vendor/{runtime['stamp']}"
         return JSONResponse(
             {
-                "runtime": {"pyscript": f"{base}/pyscript/core.js", "ready": runtime["ready"],
-                            "error": runtime.get("error", ""), "preload": [f"{base}/{m}" for m in runtime["preload"]],
-                            "pyodide": runtime.get("pyodide", "")},
-                "pyscript": {"interpreter": f"{base}/{PYODIDE_MODULES[0]}", "plugins": PYSCRIPT_PLUGINS_OFF},
+                "runtime": {"interpreter": f"{base}/{PYODIDE_MODULES[0]}", "ready": runtime["ready"],
+                            "error": runtime.get("error", ""), "pyodide": runtime.get("pyodide", "")},
                 "python": {"bundles": [archive.url], "site": f"/lib/python{runtime['python']}/site-packages"},
                 "plugins": [_page_entry(p) for p in platform.enabled_plugins() if hasattr(p, "page_plugin")],
                 "services": {k: v for p in platform.enabled_plugins() for k, v in getattr(p, "page_services", {}).items()},
@@ -326,8 +322,7 @@ def _bytecode_for(runtime: dict[str, Any]) -> dict[str, Any]:
         return {}
     return {"bytecode": partial(compiled, pyodide=VENDOR / "pyodide", cache=VENDOR / "bytecode"),
             "cache_tag": "cpython-" + runtime["python"].replace(".", ""),
-            "extra": stdlib_sources(VENDOR / "pyodide" / "python_stdlib.zip"),
-            "compiled_only": pyscript_sources(VENDOR / "pyscript"), "path": [COMPILED_STDLIB]}
+            "extra": stdlib_sources(VENDOR / "pyodide" / "python_stdlib.zip"), "path": [COMPILED_STDLIB]}
 
 
 def _runtime_manifest() -> dict[str, Any]:
@@ -335,16 +330,6 @@ def _runtime_manifest() -> dict[str, Any]:
     try:
         manifest = json.loads((VENDOR / "manifest.json").read_text())
     except (OSError, ValueError):
-        return {"ready": False, "stamp": "none", "python": "", "preload": [],
+        return {"ready": False, "stamp": "none", "python": "",
                 "error": "The browser runtime is not vendored: run `python web/vendor.py` (the README's set-up does)."}
-    return {"ready": True, **manifest, "preload": _startup_modules()}
-
-
-def _startup_modules() -> list[str]:
-    """The runtime's modules every boot imports, one after another (core.js, its static chunk,
-    the error chunk it imports at start, Pyodide's two): the page preloads them all at once."""
-    pyscript = VENDOR / "pyscript"
-    chunks = re.findall(r'from"\./([\w.-]+\.js)"', (pyscript / "core.js").read_text())
-    errors = sorted(path.name for path in pyscript.glob("error-*.js"))
-    return [*PYODIDE_MODULES, "pyscript/core.js",
-            *(f"pyscript/{name}" for name in [*chunks, *errors])]
+    return {"ready": True, **manifest}

@@ -73,13 +73,12 @@ class SourceArchive:
     each goes beside its source as `__pycache__/<module>.<cache_tag>.pyc`, where Python looks.
 
     Paths are relative to site-packages, except the absolute ones of `extra` (files shipped as
-    they are) and `compiled_only` (sources someone else writes: only their pycs are shipped).
+    they are).
     `path` lists folders the page puts first on `sys.path` (`"path"` in the JSON line)."""
 
     def __init__(self, packages: dict[str, Path], exclude: set[str], *,
                  bytecode: Callable[[dict[str, bytes]], dict[str, bytes]] | None = None,
-                 cache_tag: str = "", extra: dict[str, bytes] | None = None,
-                 compiled_only: dict[str, bytes] | None = None, path: list[str] | None = None) -> None:
+                 cache_tag: str = "", extra: dict[str, bytes] | None = None, path: list[str] | None = None) -> None:
         files: dict[str, bytes] = dict(extra or {})
         for name, folder in sorted(packages.items()):
             for file in sorted(folder.rglob("*")):
@@ -87,7 +86,7 @@ class SourceArchive:
                 if file.suffix in {".py", ".json"} and "__pycache__" not in relative and not _excluded(relative, exclude):
                     files[f"{name}/{relative}"] = file.read_bytes()
         if bytecode is not None:
-            sources = {name: data for name, data in {**files, **(compiled_only or {})}.items() if name.endswith(".py")}
+            sources = {name: data for name, data in files.items() if name.endswith(".py")}
             for name, pyc in bytecode(sources).items():
                 folder, _, module = name.rpartition("/")
                 files[f"{folder}/__pycache__/{module[:-3]}.{cache_tag}.pyc"] = pyc
