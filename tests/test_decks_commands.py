@@ -511,3 +511,25 @@ def test_leaving_full_screen_stops_presenting():
         return page.views["decks"]["presenting"]
 
     assert asyncio.run(scenario()) is False
+
+
+def test_the_page_opens_on_the_deck_list_but_never_over_a_deck_opened_meanwhile():
+    from reactor import MemoryPage, Reactor
+    from reactor_plugins.decks import DECKS_PLUGIN
+
+    async def scenario(open_first):
+        page = MemoryPage()
+        reactor = Reactor(services={"page": page, "decks_api": None})
+        reactor.load_plugins([DECKS_PLUGIN])
+        await reactor.execute_command("decks.createDeck", {"title": "T", "slides": [{"title": "S", "body": "b"}]})
+        await reactor.activate_plugins()  # does not wait for the list: the page is ready at once
+        if open_first:
+            await reactor.execute_command("decks.open", {"id": "t"})
+        for _ in range(5):
+            await asyncio.sleep(0)
+        return page.views["decks"]
+
+    listed = asyncio.run(scenario(open_first=False))
+    assert [d["id"] for d in listed["decks"]] == ["t"] and "deck" not in listed
+    opened = asyncio.run(scenario(open_first=True))
+    assert opened["deck"]["id"] == "t" and "decks" not in opened

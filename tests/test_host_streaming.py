@@ -231,3 +231,42 @@ def test_the_chat_loop_tells_each_streamed_piece_then_the_whole_message():
     told = [(e.type, e.data.get("text")) for e in events if e.type.startswith("message")]
     assert told[-3:] == [("message.delta", "Hello "), ("message.delta", "there."), ("message", "Hello there.")]
     assert outcome.text == "Hello there."
+
+
+def test_a_stream_cut_off_before_its_end_is_an_error_not_half_an_answer():
+    server = StreamingProvider([openai_chunk({"content": "Half an ans"})])  # no finish, no [DONE]
+    try:
+        model = OpenAIChatModel(base_url=server.url, model="m", send=urllib_send, stream=True)
+        with pytest.raises(ProviderError, match="ended its stream before the answer was complete"):
+            asyncio.run(model.complete(ModelRequest("", [{"role": "user", "content": "x"}]), CancelToken()))
+    finally:
+        server.close()
+
+
+def test_whole_calls_without_an_index_in_separate_chunks_stay_separate_calls():
+    events = [openai_chunk({"tool_calls": [{"id": "a", "function": {"name": "decks_open", "arguments": {"id": "q3"}}}]}),
+              openai_chunk({"tool_calls": [{"id": "b", "function": {"name": "decks_list_decks", "arguments": {}}}]}, "stop"),
+              sse("[DONE]")]
+    server = StreamingProvider(events)
+    try:
+        model = OpenAIChatModel(base_url=server.url, model="llama3.1", send=urllib_send, stream=True)
+        turn = asyncio.run(model.complete(ModelRequest("", [{"role": "user", "content": "x"}]), CancelToken()))
+    finally:
+        server.close()
+    assert [(c.id, c.name) for c in turn.tool_calls] == [("a", "decks_open"), ("b", "decks_list_decks")]
+
+
+def test_a_tool_call_cut_by_the_token_limit_comes_back_as_such_for_the_loop_to_handle():
+    events = [
+        sse({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t", "name": "decks_open", "input": {}}}),
+        sse({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"id\": \"q"}}),
+        sse({"type": "message_delta", "delta": {"stop_reason": "max_tokens"}}),
+        sse({"type": "message_stop"}),
+    ]
+    server = StreamingProvider(events)
+    try:
+        model = AnthropicModel(base_url=server.url, model="claude", send=urllib_send, api_key="k", stream=True)
+        turn = asyncio.run(model.complete(ModelRequest("", [{"role": "user", "content": "x"}]), CancelToken()))
+    finally:
+        server.close()
+    assert turn.stop_reason == "max_tokens" and turn.tool_calls[0].arguments == "{\"id\": \"q"

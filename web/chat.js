@@ -141,6 +141,7 @@ class ReactorChat extends HTMLElement {
       item.dataset.role = event.role;
       if (!item.isConnected) this.log.append(item);
     } else if (event.type.startsWith("tool_call.")) {
+      this.endStream();
       this.toolCard(event);
     } else if (event.type === "stopped") {
       this.endStream();
@@ -185,6 +186,8 @@ class ReactorChat extends HTMLElement {
 
   /** Ask the person; the card stays until they answer (or the chat is stopped). */
   askApproval(request) {
+    // The question must be on screen: a view in full screen (a presentation) would hide it.
+    if (document.fullscreenElement && !this.contains(document.fullscreenElement)) document.exitFullscreen().catch(() => {});
     return new Promise((resolve) => {
       const question = el("p", { textContent: `The assistant wants to ${request.sideEffect === "destructive" ? "delete or destroy" : "change"} data with ${request.tool}${keyArguments(request.arguments) ? ` (${keyArguments(request.arguments)})` : ""}. Allow it?` });
       const card = el("li", { className: "chat-approval", dataset: { testid: "approval", tool: request.tool } },

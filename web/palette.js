@@ -30,6 +30,9 @@ async function drawCommands() {
       words ? `No command matches “${filter.value.trim()}”.` : "No plugin has registered a command yet."));
     return;
   }
+  // A redraw moves the open form into the new list: what the person was typing in keeps its focus.
+  const typing = openForm?.contains(document.activeElement) ? document.activeElement : null;
+  const caret = typing && "selectionStart" in typing ? [typing.selectionStart, typing.selectionEnd] : null;
   list.replaceChildren(...shown
     .map((command) => {
       const li = el("li");
@@ -47,6 +50,10 @@ async function drawCommands() {
       if (open === command.id && command.available) li.append(openForm ??= form(command));
       return li;
     }));
+  if (typing?.isConnected) {
+    typing.focus({ preventScroll: true });
+    if (caret) try { typing.setSelectionRange(...caret); } catch { /* not a text field */ }
+  }
 }
 
 function toggle(id) {

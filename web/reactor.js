@@ -97,6 +97,17 @@ function heard(notice) {
   }
 }
 
+/** Call each listener; one that throws is reported and hurts neither the others nor the caller. */
+function tell(listeners, ...args) {
+  for (const listener of listeners) {
+    try {
+      listener(...args);
+    } catch (error) {
+      console.error("a reactor listener failed:", error);
+    }
+  }
+}
+
 /** The answer of a request whose changes come in a notice: {answer, notice} -> answer, once heard. */
 async function noticed(request) {
   const { answer, notice } = await request;
@@ -294,12 +305,12 @@ const fromWorker = {
     for (const bundle of delta.added) bundleMap.set(bundle.id, deepFreeze(bundle));
     toolBundles = Object.freeze([...bundleMap.values()]);
     warmWorkersFor(delta.added);
-    for (const listener of bundleListeners) listener(toolBundles);
     heard(notice);
+    tell(bundleListeners, toolBundles);
   },
   "commands.changed"({ notice }) {
-    for (const listener of commandListeners) listener();
     heard(notice);
+    tell(commandListeners);
   },
   "page.show"({ view, state }) {
     // Views load beside Python's boot; a view shown before its renderer came is drawn when it comes.

@@ -7,10 +7,12 @@ Nothing here imports starlette or `js`; the page's services arrive through the r
 
 from __future__ import annotations
 
+import asyncio
+import weakref
 from pathlib import Path
 from typing import Any
 
-from reactor import AgentTools, CommandError, PluginContext, contribution, define_plugin, load_agent_tools
+from reactor import AgentTools, PluginContext, contribution, define_plugin, load_agent_tools
 
 from .commands import DeckCommands, register_deck_commands
 from .store import DeckStore
@@ -25,16 +27,21 @@ def _register(context: PluginContext) -> None:
     if page is None:
         raise LookupError("The decks plugin needs the page service: Reactor(services={'page': ...}).")
     store = DeckStore(page, services.get("decks_api"))
-    register_deck_commands(context, DeckCommands(store, DeckView(page), page), DECKS_AGENT_TOOLS)
+    commands = DeckCommands(store, DeckView(page), page)
+    register_deck_commands(context, commands, DECKS_AGENT_TOOLS)
+    _loaded[context.reactor] = commands
+    context.on_dispose(lambda: _loaded.pop(context.reactor, None))
+
+
+_loaded: weakref.WeakKeyDictionary[Any, DeckCommands] = weakref.WeakKeyDictionary()
 
 
 async def _show_the_list(context: PluginContext) -> None:
-    # The page opens on the list of decks, each with its Open button, not on an empty card.
-    # Activation runs before the page can send a command, so this never covers a deck it opened.
-    try:
-        await context.reactor.execute_command("decks.list")
-    except CommandError as error:  # the plugin still works; the screen says why there is no list
-        context.reactor.services["page"].show("decks", {"message": f"The decks could not be listed: {error}"})
+    # The page opens on the list of decks, not on an empty card. Not awaited: the page is ready
+    # without waiting for the decks server (show_first_screen never covers a deck opened meanwhile).
+    commands = _loaded.get(context.reactor)
+    if commands is not None:
+        asyncio.ensure_future(commands.show_first_screen())
 
 
 DECKS_PLUGIN = define_plugin(

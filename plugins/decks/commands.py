@@ -39,6 +39,17 @@ class DeckCommands:
 
     # Screen commands -------------------------------------------------------------------
 
+    async def show_first_screen(self) -> None:
+        """The list of decks, unless a deck or the list was shown meanwhile; a failure is said on screen."""
+        try:
+            decks = await self.store.list_decks()
+        except Exception as error:
+            decks, message = [], f"The decks could not be listed: {error}"
+        else:
+            message = self.store.warning or ("" if decks else "There are no decks yet.")
+        if self.view.deck is None and self.view.decks is None:
+            self.view.show_list(decks, message)
+
     async def show_list(self, args: dict[str, Any]) -> dict[str, Any]:
         decks = await self.store.list_decks()
         self.view.show_list(decks, self.store.warning or ("" if decks else "There are no decks yet."))

@@ -172,11 +172,17 @@ async def browser_send(method: str, url: str, headers: dict[str, str], body: str
             return response.status, answer_headers, await response.text()
         reader, decoder = response.body.getReader(), js.TextDecoder.new()
         keep = to_js({"stream": True}, dict_converter=js.Object.fromEntries)
-        while True:
-            piece = await reader.read()
-            if piece.done:
-                break
-            on_chunk(decoder.decode(piece.value, keep))
+        finished = False
+        try:
+            while True:
+                piece = await reader.read()
+                if piece.done:
+                    finished = True
+                    break
+                on_chunk(decoder.decode(piece.value, keep))
+        finally:
+            if not finished:  # stopped, or a piece the host could not read: the provider stops too
+                controller.abort(js.DOMException.new("The host stopped reading.", "AbortError"))
         return response.status, answer_headers, ""
     except asyncio.CancelledError:
         controller.abort(js.DOMException.new("The person pressed stop.", "AbortError"))

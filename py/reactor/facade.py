@@ -138,12 +138,16 @@ def watch_changes(reactor: Reactor, *, bundles: Callable[[str, int], object],
     def flush() -> None:
         kinds = set(notices.due)
         notices.due.clear()
-        notices.posted += 1
-        delta = feed.changes() if "bundles" in kinds else None
-        if delta is not None:
-            bundles(json.dumps(delta), notices.posted)
-        if "commands" in kinds or delta is None:
-            commands(notices.posted)
+        number = notices.posted + 1
+        delta = None
+        try:
+            delta = feed.changes() if "bundles" in kinds else None
+            if delta is not None:
+                bundles(json.dumps(delta), number)
+        finally:  # the number always goes out: a definition waiting for it must not wait forever
+            notices.posted = number
+            if "commands" in kinds or delta is None:
+                commands(number)
 
     def mark(kind: str) -> None:
         if not notices.due:

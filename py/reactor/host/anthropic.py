@@ -60,6 +60,9 @@ class AnthropicModel:
         stream = AnthropicStream(self.provider, request.on_text or (lambda text: None))
         whole = await post_stream(self._send, url, headers, {**body, "stream": True}, signal=signal,
                                   provider=self.provider, secret=self._api_key, on_event=stream.event)
+        if whole is None and not stream.complete:
+            raise ProviderError(f"{self.provider} ended its stream before the answer was complete; try again.",
+                                provider=self.provider, status=200, kind="server")
         return self.parse_response(whole if whole is not None else {"content": stream.content(), "stop_reason": stream.stop_reason})
 
     def parse_response(self, data: dict[str, Any]) -> ModelTurn:

@@ -65,6 +65,9 @@ class OpenAIChatModel:
                                   provider=self.provider, secret=self._api_key, on_event=stream.event)
         if whole is not None:
             return self.parse_response(whole)
+        if not stream.complete:
+            raise ProviderError(f"{self.provider} ended its stream before the answer was complete; try again.",
+                                provider=self.provider, status=200, kind="server")
         calls = stream.tool_calls()
         reason = stream.finish_reason
         stop = TOOL_USE if calls and reason in ("stop", "") else _STOPS.get(reason, OTHER)

@@ -90,8 +90,11 @@ class OpenAIStream:
             if isinstance(content, str) and content:
                 self.text.append(content)
                 self.on_text(content)
-            for position, piece in enumerate(delta.get("tool_calls") or []):
-                index = piece.get("index", position)  # Ollama sends whole calls without an index
+            for piece in delta.get("tool_calls") or []:
+                index = piece.get("index")
+                if index is None:  # Ollama sends whole calls without an index: a new id is a new call
+                    last = max(self.calls, default=-1)
+                    index = last + 1 if last < 0 or piece.get("id") != self.calls[last]["id"] or not piece.get("id") else last
                 call = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
                 call["id"] = piece.get("id") or call["id"]
                 function = piece.get("function") or {}
@@ -100,6 +103,11 @@ class OpenAIStream:
                 call["arguments"] += arguments if isinstance(arguments, str) else json.dumps(arguments) if arguments else ""
             if choice.get("finish_reason"):
                 self.finish_reason = str(choice["finish_reason"])
+
+    @property
+    def complete(self) -> bool:
+        """Whether the answer ended as answers end ([DONE], or at least a finish reason)."""
+        return self.done or bool(self.finish_reason)
 
     def tool_calls(self) -> tuple[ToolCall, ...]:
         return tuple(ToolCall(c["id"] or f"call_{i}", c["name"], c["arguments"] or "{}")
@@ -131,9 +139,9 @@ class AnthropicStream:
         elif kind == "content_block_delta":
             block = self.blocks.setdefault(payload.get("index", 0), {"type": "text", "text": "", "json": ""})
             delta = payload.get("delta") or {}
-            if delta.get("type") == "text_delta":
-                block["text"] += delta.get("text", "")
-                self.on_text(delta.get("text", ""))
+            if delta.get("type") == "text_delta" and delta.get("text"):
+                block["text"] += delta["text"]
+                self.on_text(delta["text"])
             elif delta.get("type") == "input_json_delta":
                 block["json"] += delta.get("partial_json", "")
         elif kind == "message_delta":
@@ -141,13 +149,20 @@ class AnthropicStream:
         elif kind == "message_stop":
             self.done = True
 
+    @property
+    def complete(self) -> bool:
+        return self.done or bool(self.stop_reason)
+
     def content(self) -> list[dict[str, Any]]:
         """The answer's content blocks, as the non-streamed answer would hold them."""
         content = []
         for _, block in sorted(self.blocks.items()):
             if block.get("type") == "tool_use":
                 text = block["json"].strip()
-                arguments = _json(text, self.provider) if text else block.get("input") or {}
+                try:
+                    arguments = json.loads(text) if text else block.get("input") or {}
+                except ValueError:  # cut off by max_tokens: the loop asks the model to call again
+                    arguments = text
                 content.append({"type": "tool_use", "id": block.get("id", ""), "name": block.get("name", ""),
                                 "input": arguments})
             elif block.get("type") == "text":

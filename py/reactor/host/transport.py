@@ -54,15 +54,23 @@ async def post_stream(
     JSON document instead (it does not stream) gets that document returned, as post_json would."""
     events = EventStream()
 
+    def hand_on(pairs: list[tuple[str, str]]) -> None:
+        for kind, data in pairs:
+            try:
+                on_event(kind, data)
+            except ProviderError:
+                raise
+            except Exception as error:  # an event of a shape the provider does not send
+                raise ProviderError(f"{provider} streamed an event this host cannot read ({error!r}): {data[:200]!r}.",
+                                    provider=provider, status=200, kind="bad_response") from None
+
     def chunk(text: str) -> None:
         if not signal.aborted:  # after Stop, what still arrives is dropped
-            for kind, data in events.feed(text):
-                on_event(kind, data)
+            hand_on(events.feed(text))
 
     status, answer_headers, text = await _post(send, url, headers, body, signal, provider, secret, chunk)
     if 200 <= status < 300 and not text:
-        for kind, data in events.close():
-            on_event(kind, data)
+        hand_on(events.close())
         return None
     return _answer(status, answer_headers, text, provider, secret)
 
@@ -107,6 +115,8 @@ async def urllib_send(method: str, url: str, headers: dict[str, str], body: str 
     loop, pieces, stop = asyncio.get_running_loop(), asyncio.Queue(), threading.Event()
     reading = asyncio.ensure_future(asyncio.to_thread(
         _urllib_stream, method, url, headers, body, lambda item: loop.call_soon_threadsafe(pieces.put_nowait, item), stop))
+    # Should the thread end without its last word, the wait below still ends.
+    reading.add_done_callback(lambda done: pieces.put_nowait(("error", OSError("the connection ended unexpectedly"))))
     try:
         while True:
             item = await pieces.get()
@@ -127,9 +137,9 @@ def _urllib_stream(method: str, url: str, headers: dict[str, str], body: str | N
     import urllib.error
     import urllib.request
 
-    request = urllib.request.Request(url, data=None if body is None else body.encode("utf-8"), method=method,
-                                     headers=headers)
     try:
+        request = urllib.request.Request(url, data=None if body is None else body.encode("utf-8"), method=method,
+                                         headers=headers)
         with urllib.request.urlopen(request, timeout=120) as response:
             answer_headers = _lower(response.headers.items())
             if "text/event-stream" not in answer_headers.get("content-type", ""):
