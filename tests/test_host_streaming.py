@@ -72,6 +72,27 @@ async def until(condition, seconds=5.0):
         await asyncio.sleep(0.01)
 
 
+def text_before_the_rest(server, make_model, text):
+    """Complete one turn; `text` must have arrived while the server still held its last events."""
+    pieces = []
+
+    async def scenario():
+        model = make_model(server.url)
+        turn = asyncio.ensure_future(model.complete(
+            ModelRequest("", [{"role": "user", "content": "open q3"}], on_text=pieces.append), CancelToken()))
+        await until(lambda: "".join(pieces) == text)
+        assert not turn.done() and server.hold not in server.sent  # the text came before the rest
+        server.released.set()
+        return await turn
+
+    try:
+        turn = asyncio.run(scenario())
+    finally:
+        server.close()
+    assert server.bodies[0]["stream"] is True
+    return turn
+
+
 def test_events_are_cut_where_the_standard_cuts_them_whatever_the_chunks():
     text = ": a comment\r\nevent: first\r\ndata: one\r\ndata: two\r\n\r\ndata: {\"x\": 1}\n\nretry: 5\ndata: last"
     for size in (1, 2, 3, 7, len(text)):
@@ -94,22 +115,8 @@ def test_openai_text_arrives_as_it_is_streamed_and_tool_calls_are_assembled_by_i
         sse("[DONE]"),
     ]
     server = StreamingProvider(events, hold=3)
-    pieces = []
-
-    async def scenario():
-        model = OpenAIChatModel(base_url=server.url, model="m", send=urllib_send, stream=True)
-        request = ModelRequest("", [{"role": "user", "content": "open q3"}], on_text=pieces.append)
-        turn = asyncio.ensure_future(model.complete(request, CancelToken()))
-        await until(lambda: "".join(pieces) == "Opening it now.")
-        assert not turn.done() and 3 not in server.sent  # the text came before the rest of the answer
-        server.released.set()
-        return await turn
-
-    try:
-        turn = asyncio.run(scenario())
-    finally:
-        server.close()
-    assert server.bodies[0]["stream"] is True
+    turn = text_before_the_rest(server, lambda url: OpenAIChatModel(base_url=url, model="m", send=urllib_send, stream=True),
+                                "Opening it now.")
     assert turn.text == "Opening it now." and turn.stop_reason == "tool_use"
     assert [(c.id, c.name, json.loads(c.arguments)) for c in turn.tool_calls] == [
         ("call_a", "decks_open", {"id": "q3"}), ("call_b", "decks_list_decks", {})]
@@ -159,22 +166,9 @@ def test_anthropic_text_and_tool_input_stream_and_assemble():
         sse({"type": "message_stop"}, "message_stop"),
     ]
     server = StreamingProvider(events, hold=5)
-    pieces = []
-
-    async def scenario():
-        model = AnthropicModel(base_url=server.url, model="claude", send=urllib_send, api_key="k", stream=True)
-        turn = asyncio.ensure_future(model.complete(
-            ModelRequest("", [{"role": "user", "content": "open q3"}], on_text=pieces.append), CancelToken()))
-        await until(lambda: "".join(pieces) == "Let me look.")
-        assert not turn.done()
-        server.released.set()
-        return await turn
-
-    try:
-        turn = asyncio.run(scenario())
-    finally:
-        server.close()
-    assert server.bodies[0]["stream"] is True
+    turn = text_before_the_rest(
+        server, lambda url: AnthropicModel(base_url=url, model="claude", send=urllib_send, api_key="k", stream=True),
+        "Let me look.")
     assert turn.text == "Let me look." and turn.stop_reason == "tool_use"
     assert [(c.id, c.name, c.arguments) for c in turn.tool_calls] == [("toolu_1", "decks_open", {"id": "q3"})]
 
