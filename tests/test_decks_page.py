@@ -29,6 +29,7 @@ def test_opening_a_deck_at_a_slide_shows_that_slide(offline_page, live_server):
     assert stage.get_by_test_id("slide-number").inner_text() == "Slide 2 of 5"
     assert stage.get_by_test_id("slide-title").inner_text() == "Day 1: set up"
     items = stage.get_by_test_id("slide-body").locator("ul > li")
+    items.first.wait_for()
     assert items.count() == 3 and items.first.inner_text() == "Collect your laptop and badge from the front desk"
     # CommonMark: the code span is code, its backticks gone.
     assert items.nth(2).locator("code").inner_text() == "make dev" and "`" not in items.nth(2).inner_text()

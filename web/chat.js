@@ -5,7 +5,14 @@
  * The chat itself runs in Python (reactor.host.ChatSession); this only renders and asks.
  * An assistant's text is Markdown, drawn by the page's CommonMark with raw HTML off.
  */
-import { renderMarkdown } from "./markdown.js";
+
+let markdown = null;  // web/markdown.js, imported with the first reply: not while the page boots (view.js)
+
+/** `text` as Markdown in `element` (plain text until the Markdown module has come, once). */
+function drawMarkdown(element, text) {
+  element.textContent = text;
+  (markdown ??= import("./markdown.js")).then(({ renderMarkdown }) => renderMarkdown(element, text));
+}
 
 const PROVIDERS = [
   ["scripted", "Scripted model (no AI)"],
@@ -136,7 +143,7 @@ class ReactorChat extends HTMLElement {
       const item = event.role === "assistant" && this.streaming ? this.streaming : el("li", { className: `chat-message chat-${event.role}` });
       this.streaming = null;
       delete item.dataset.streaming;
-      if (event.role === "assistant") renderMarkdown(item, event.text);
+      if (event.role === "assistant") drawMarkdown(item, event.text);
       else item.textContent = event.text;
       item.dataset.role = event.role;
       if (!item.isConnected) this.log.append(item);

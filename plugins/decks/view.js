@@ -5,7 +5,10 @@
 // `reactor:command` event ({detail: {command, args}}); on the reactor page, the code at the
 // end of this module runs it through window.reactor.executeCommand.
 
-import { renderMarkdown } from '/web/markdown.js';
+// web/markdown.js: imported once the page is ready and idle (or by the first slide), not while
+// the page boots: evaluating markdown-it then made a long task on the host page's main thread.
+let markdown = null;
+const loadMarkdown = () => (markdown ??= import('/web/markdown.js'));
 
 /**
  * Draw the decks view into `root`, replacing what was there.
@@ -67,7 +70,8 @@ export function renderDecks(root, state) {
       el('h1', { 'data-testid': 'deck-title' }, state.deck.title),
       el('p', { class: 'decks-number', 'data-testid': 'slide-number' }, `Slide ${number} of ${slides.length}`),
     );
-    const body = renderMarkdown(el('div', { class: 'decks-body', 'data-testid': 'slide-body' }), slide.body, 2);
+    const body = el('div', { class: 'decks-body', 'data-testid': 'slide-body' }, slide.body);
+    loadMarkdown().then(({ renderMarkdown }) => renderMarkdown(body, slide.body, 2));
     const article = el('article', { class: 'decks-slide' });
     article.append(el('h2', { 'data-testid': 'slide-title' }, slide.title), body);
     const controls = el('nav', { class: 'decks-controls' });
@@ -110,6 +114,7 @@ const stage = globalThis.document && document.getElementById('decks');
 if (stage && globalThis.window && window.reactor && window.reactor.defineView) {
   // Presenting puts the stage alone in full screen, not the page with its sidebar.
   window.reactor.defineView('decks', (state) => renderDecks(stage, state), { element: stage });
+  window.reactor.ready.then(() => (globalThis.requestIdleCallback ?? setTimeout)(loadMarkdown), () => {});
   // Esc, or the browser's own control, leaves full screen: leave presentation mode with it.
   document.addEventListener('fullscreenchange', () => {
     if (!document.fullscreenElement && stage.classList.contains('decks--presenting')) {
