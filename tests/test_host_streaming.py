@@ -93,6 +93,14 @@ def text_before_the_rest(server, make_model, text):
     return turn
 
 
+def one_turn(server, make_model):
+    """One turn of the model `make_model(url)` makes against `server`, which is closed after."""
+    try:
+        return asyncio.run(make_model(server.url).complete(ModelRequest("", [{"role": "user", "content": "x"}]), CancelToken()))
+    finally:
+        server.close()
+
+
 def test_events_are_cut_where_the_standard_cuts_them_whatever_the_chunks():
     text = ": a comment\r\nevent: first\r\ndata: one\r\ndata: two\r\n\r\ndata: {\"x\": 1}\n\nretry: 5\ndata: last"
     for size in (1, 2, 3, 7, len(text)):
@@ -126,24 +134,14 @@ def test_local_servers_variants_a_whole_call_without_an_index_and_arguments_as_a
     events = [openai_chunk({"content": "Sure."}),
               openai_chunk({"tool_calls": [{"function": {"name": "decks_open", "arguments": {"id": "q3"}}}]}, "stop"),
               sse("[DONE]")]
-    server = StreamingProvider(events)
-    try:
-        model = OpenAIChatModel(base_url=server.url, model="llama3.1", send=urllib_send, stream=True)
-        turn = asyncio.run(model.complete(ModelRequest("", [{"role": "user", "content": "x"}]), CancelToken()))
-    finally:
-        server.close()
+    turn = one_turn(StreamingProvider(events), lambda url: OpenAIChatModel(base_url=url, model="llama3.1", send=urllib_send, stream=True))
     assert turn.stop_reason == "tool_use" and turn.tool_calls[0].name == "decks_open"
     assert json.loads(turn.tool_calls[0].arguments) == {"id": "q3"} and turn.tool_calls[0].id == "call_0"
 
 
 def test_a_server_that_answers_in_one_piece_still_works_when_asked_to_stream():
     whole = json.dumps({"choices": [{"message": {"role": "assistant", "content": "Whole."}, "finish_reason": "stop"}]})
-    server = StreamingProvider([whole], content_type="application/json")
-    try:
-        model = OpenAIChatModel(base_url=server.url, model="m", send=urllib_send, stream=True)
-        turn = asyncio.run(model.complete(ModelRequest("", [{"role": "user", "content": "x"}]), CancelToken()))
-    finally:
-        server.close()
+    turn = one_turn(StreamingProvider([whole], content_type="application/json"), lambda url: OpenAIChatModel(base_url=url, model="m", send=urllib_send, stream=True))
     assert turn.text == "Whole." and turn.stop_reason == "end_turn"
 
 
@@ -241,12 +239,7 @@ def test_whole_calls_without_an_index_in_separate_chunks_stay_separate_calls():
     events = [openai_chunk({"tool_calls": [{"id": "a", "function": {"name": "decks_open", "arguments": {"id": "q3"}}}]}),
               openai_chunk({"tool_calls": [{"id": "b", "function": {"name": "decks_list_decks", "arguments": {}}}]}, "stop"),
               sse("[DONE]")]
-    server = StreamingProvider(events)
-    try:
-        model = OpenAIChatModel(base_url=server.url, model="llama3.1", send=urllib_send, stream=True)
-        turn = asyncio.run(model.complete(ModelRequest("", [{"role": "user", "content": "x"}]), CancelToken()))
-    finally:
-        server.close()
+    turn = one_turn(StreamingProvider(events), lambda url: OpenAIChatModel(base_url=url, model="llama3.1", send=urllib_send, stream=True))
     assert [(c.id, c.name) for c in turn.tool_calls] == [("a", "decks_open"), ("b", "decks_list_decks")]
 
 
@@ -257,10 +250,5 @@ def test_a_tool_call_cut_by_the_token_limit_comes_back_as_such_for_the_loop_to_h
         sse({"type": "message_delta", "delta": {"stop_reason": "max_tokens"}}),
         sse({"type": "message_stop"}),
     ]
-    server = StreamingProvider(events)
-    try:
-        model = AnthropicModel(base_url=server.url, model="claude", send=urllib_send, api_key="k", stream=True)
-        turn = asyncio.run(model.complete(ModelRequest("", [{"role": "user", "content": "x"}]), CancelToken()))
-    finally:
-        server.close()
+    turn = one_turn(StreamingProvider(events), lambda url: AnthropicModel(base_url=url, model="claude", send=urllib_send, api_key="k", stream=True))
     assert turn.stop_reason == "max_tokens" and turn.tool_calls[0].arguments == "{\"id\": \"q"
