@@ -7,7 +7,7 @@ import json
 import pytest
 
 from reactor import AbortedError, CancelToken
-from reactor.errors import PageError
+from reactor.errors import PageError, ProtocolError
 from reactor.protocol import PAGE_REQUESTS, VERSION, WORKER_NOTICES, WORKER_REQUESTS, Raw, WorkerEndpoint
 
 
@@ -142,3 +142,14 @@ def test_a_notice_splices_raw_fields_without_encoding_them_again():
     page = Page()
     page.endpoint.notify("ready", loaded=["decks"], failures=[], bundles=Raw('[{"id": "decks"}]'))
     assert page.sent == [{"v": VERSION, "type": "ready", "loaded": ["decks"], "failures": [], "bundles": [{"id": "decks"}]}]
+
+
+def test_a_field_that_would_overwrite_the_envelope_is_refused_before_anything_is_sent():
+    page = Page()
+    with pytest.raises(ProtocolError, match="cannot carry a field 'id'"):
+        page.endpoint.notify("panel.draw", id="chart", text="x")
+    with pytest.raises(ProtocolError, match="cannot carry a field 'id'"):
+        asyncio.run(page.endpoint.ask("panel.close", id="chart"))
+    with pytest.raises(ProtocolError, match="not a message the worker sends"):
+        page.endpoint.notify("panel.explode")
+    assert page.sent == []

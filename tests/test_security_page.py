@@ -153,6 +153,6 @@ def test_an_allowed_origin_writes_with_json_and_the_cookie_and_anyone_with_a_bea
                 [live.url, token],
             )
             assert status == 200
-            assert [r[0] for r in server_state(live)["records"]] == ["maintenance-backlog", "open-task-count", "slow-lookup"]
+            assert [r[0] for r in server_state(live)["records"]] == ["backlog-chart", "maintenance-backlog", "open-task-count", "slow-lookup"]
         finally:
             stop_server(live)

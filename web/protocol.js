@@ -11,10 +11,15 @@ export const PAGE_REQUESTS = new Set([
   "execute", "callTool", "definePlugin", "unloadPlugin", "commands", "bundles", "diagnostics",
   "chat.configure", "chat.label", "chat.send", "chat.tools", "chat.callTool",
 ]);
-export const PAGE_NOTICES = new Set(["chat.stop"]);
+export const PAGE_NOTICES = new Set(["chat.stop", "panel.event", "panels.unload"]);
 /** What the worker asks the page (each is answered), and what it tells it. */
-export const WORKER_REQUESTS = new Set(["page.openTab", "page.fullscreen", "pageCommand.run", "chat.approve", "aiTool.run"]);
-export const WORKER_NOTICES = new Set(["progress", "fail", "ready", "bundles.changed", "commands.changed", "page.show", "chat.event"]);
+export const WORKER_REQUESTS = new Set([
+  "page.openTab", "page.fullscreen", "pageCommand.run", "chat.approve", "aiTool.run", "panel.open", "panel.close",
+]);
+export const WORKER_NOTICES = new Set([
+  "progress", "fail", "ready", "bundles.changed", "commands.changed", "page.show", "chat.event",
+  "panel.draw", "panel.listen", "panel.unlisten",
+]);
 
 /** A failure the worker answered with: its Python error's class name, sentence, command and problems. */
 export class ReactorError extends Error {

@@ -30,6 +30,7 @@ let nextPluginKey = 0;
 let channel = null;  // to the reactor worker, once boot.json has named it
 let python = false;  // true once the worker's Python is ready
 let aiToolWorkers = null;
+let panels = null;  // web/panels.js's Panels, imported when the first UI plugin panel opens
 let settleViews;
 const viewsLoaded = new Promise((resolve, reject) => { settleViews = { resolve, reject }; });
 viewsLoaded.catch(() => {});  // boot() reports it
@@ -352,9 +353,26 @@ const fromWorker = {
   "aiTool.run"({ job }, signal) {
     return aiToolWorkers.run(job, signal);
   },
+  async "panel.open"({ panel }) {
+    if (!panels) {
+      const { Panels } = await import("./panels.js");
+      panels ??= new Panels(server, (type, fields) => channel.notify(type, fields));
+    }
+    return panels.add(panel);
+  },
+  "panel.close": (message) => panels?.remove(message) ?? { disposed: false },
+  "panel.draw": (message) => panels?.draw(message),
+  "panel.listen": (message) => panels?.listen(message),
+  "panel.unlisten": (message) => panels?.unlisten(message),
 };
 
 window.reactor = reactor;
+addEventListener("pagehide", () => {
+  // UI plugin panels go with the page: JavaScript disposes run here, Python ones in the worker.
+  if (!panels) return;
+  panels.removeAll();
+  if (python) channel.notify("panels.unload");
+});
 addEventListener("error", (event) => { if (!python) fail(event.message); });
 addEventListener("unhandledrejection", (event) => { if (!python) fail(String(event.reason?.message ?? event.reason)); });
 

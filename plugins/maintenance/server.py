@@ -85,6 +85,22 @@ def demo_records() -> list[dict[str, Any]]:
             },
             "visibility": {"users": ["ada"], "groups": []},
         },
+        {
+            # A UI plugin whose file also defines Invoke: PUT it with location "ai-tool" and the
+            # panel goes, the agent gets the tool.
+            "id": "backlog-chart", "name": "backlog_chart", "location": "ui", "language": "javascript",
+            "code": (HERE / "tools" / "backlog_chart.js").read_text(),
+            "settings": {
+                "tool": {
+                    "description": "Counts the open maintenance tasks per building and names the busiest. "
+                                   "Use to say where the backlog is.",
+                    "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
+                    "annotations": {"sideEffect": "none", "timeoutMs": 10000},
+                },
+                "config": {"endpoint": "/api/maintenance/entities"},
+            },
+            "visibility": {"users": [], "groups": ["staff"]},
+        },
     ]
 
 

@@ -33,6 +33,8 @@ class WorkerPage:
     def __init__(self, endpoint: WorkerEndpoint) -> None:
         self._endpoint = endpoint
         self.active_view: str | None = None
+        self._panel_listeners: dict[int, Any] = {}
+        self._next_listener = 0
 
     def show(self, view: str, state: dict[str, Any]) -> None:
         self.active_view = state.get("viewId") or view
@@ -46,6 +48,42 @@ class WorkerPage:
 
     async def fetch_json(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
         return await _fetch_json(url, method=method, body=body, headers=headers or {})
+
+    async def open_panel(self, panel: dict[str, Any]) -> bool:
+        return bool(await self._endpoint.ask("panel.open", panel=panel))
+
+    async def close_panel(self, panel_id: str) -> dict[str, Any]:
+        for key in [k for k, (owner, _) in self._panel_listeners.items() if owner == panel_id]:
+            del self._panel_listeners[key]
+        return dict(await self._endpoint.ask("panel.close", panel=panel_id) or {})
+
+    def draw_panel(self, panel_id: str, *, html: str | None = None, text: str | None = None,
+                   error: str | None = None) -> None:
+        self._endpoint.notify("panel.draw", panel=panel_id, html=html, text=text, error=error)
+
+    def listen_panel(self, panel_id: str, event: str, selector: str | None, handler: Any) -> Disposable:
+        self._next_listener += 1
+        key = self._next_listener
+        self._panel_listeners[key] = (panel_id, handler)
+        self._endpoint.notify("panel.listen", panel=panel_id, listener=key, event=event, selector=selector)
+
+        def stop() -> None:
+            if self._panel_listeners.pop(key, None) is not None:
+                self._endpoint.notify("panel.unlisten", panel=panel_id, listener=key)
+
+        return Disposable(stop)
+
+    def panel_event(self, message: dict[str, Any], signal: CancelToken) -> None:
+        """The page's `panel.event` notice: a person's event for one of the listeners above."""
+        listening = self._panel_listeners.get(message.get("listener"))  # type: ignore[arg-type]
+        if listening is None:
+            return  # the panel closed while the event was on its way
+        try:
+            outcome = listening[1](message.get("event") or {})
+            if inspect.isawaitable(outcome):
+                asyncio.ensure_future(outcome)
+        except Exception:
+            traceback.print_exc()
 
 
 # The reactor server's root URL ("http://127.0.0.1:8000/"): root-relative URLs of plugins mean
@@ -142,12 +180,11 @@ def run_ai_tool(job_json: str, signal: Any) -> Any:
 
 async def _run_ai_tool(job: dict[str, Any], signal: JsSignal) -> str:
     from .ai_tools.context import ToolContext
+    from .ai_tools.runner import load_code
 
     try:
-        namespace: dict[str, Any] = {"__name__": f"ai_tool_{job['id'].replace('-', '_')}"}
-        exec(compile(job["code"], f"<plugin {job['id']}>", "exec"), namespace)
         context = ToolContext(job["config"], job["viewId"], signal, _fetch_json)
-        result = namespace["invoke"](job["args"], context)
+        result = load_code(job["id"], job["code"])["invoke"](job["args"], context)
         if inspect.isawaitable(result):
             result = await result
         return json.dumps({"ok": True, "value": result}, allow_nan=False)
@@ -274,7 +311,8 @@ async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boo
     try:
         use_server(config.get("server", ""))
         endpoint.notify("progress", text="Loading plugins…", phase="plugins", at=js.performance.timeOrigin + js.performance.now())
-        reactor = Reactor(services={"page": WorkerPage(endpoint), "ai_tool_runner": WorkerRunner(endpoint),
+        page = WorkerPage(endpoint)
+        reactor = Reactor(services={"page": page, "ai_tool_runner": WorkerRunner(endpoint),
                                     **config.get("services", {})})
         plugins, failures = [], []
         for entry in config.get("plugins", []):
@@ -320,11 +358,19 @@ async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boo
         endpoint.handle("bundles", lambda message, signal: Raw(bundles_json(reactor)))
         endpoint.handle("commands", lambda message, signal: Raw(commands_json(reactor)))
         endpoint.handle("diagnostics", lambda message, signal: _module_report(modules_at_boot))
+        endpoint.handle("panel.event", page.panel_event)
+        endpoint.handle("panels.unload", lambda message, signal: _unload_panels(reactor))
         _serve_chat(endpoint, reactor, config["agent"])
         endpoint.notify("ready", loaded=reactor.plugins, failures=failures, bundles=Raw(bundles_json(reactor)))
     except Exception as error:
         endpoint.notify("fail", message=f"Python failed to start: {error}", detail=traceback.format_exc())
         raise
+
+
+def _unload_panels(reactor: Any) -> None:
+    tools = reactor.services.get("ai_tools")
+    if tools is not None:
+        tools.panels.unload()
 
 
 def _module_report(modules_at_boot: list[str]) -> dict[str, Any]:

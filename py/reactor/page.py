@@ -8,9 +8,11 @@ every plugin runs its tests on CPython. Both speak real HTTP.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
+from .disposable import Disposable
 from .errors import ToolError
 
 
@@ -49,6 +51,24 @@ class Page(Protocol):
     async def fetch_json(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
         """Send JSON, return the decoded answer; HttpError on a 4xx/5xx, OSError when unreachable."""
 
+    async def open_panel(self, panel: dict[str, Any]) -> bool:
+        """Add a UI plugin's panel {id, name, language, config, viewId} headed by its name; with
+        `code` (JavaScript) the page runs its `Run(params)` itself. False when the page has no
+        panel area (an element marked `data-reactor-panels`)."""
+
+    async def close_panel(self, panel_id: str) -> dict[str, Any]:
+        """Remove a panel, running a JavaScript panel's dispose first: {"disposed": bool, "error"?}."""
+
+    def draw_panel(self, panel_id: str, *, html: str | None = None, text: str | None = None,
+                   error: str | None = None) -> None:
+        """Replace a panel's content with `html` (scripts and event attributes removed) or `text`,
+        or show `error` in it."""
+
+    def listen_panel(self, panel_id: str, event: str, selector: str | None,
+                     handler: Callable[[dict[str, Any]], Any]) -> Disposable:
+        """Call `handler({type, target: {id, tag, value, dataset, text}})` on each `event` in the
+        panel (on an element matching `selector`, when given)."""
+
 
 class MemoryPage:
     """A page without a browser: records what was shown and opened; speaks real HTTP."""
@@ -63,6 +83,10 @@ class MemoryPage:
         self.opened: list[str] = []
         self.fullscreen = False
         self.fullscreen_view: str | None = None  # whose element went full screen (None: the page)
+        self.panels: dict[str, dict[str, Any]] = {}  # id -> {panel, html, text, error}
+        self.closed_panels: list[str] = []
+        self._listeners: dict[int, tuple[str, str, str | None, Callable[[dict[str, Any]], Any]]] = {}
+        self._listener_ids = itertools.count(1)
 
     def show(self, view: str, state: dict[str, Any]) -> None:
         self.views[view] = json.loads(json.dumps(state))
@@ -80,6 +104,39 @@ class MemoryPage:
 
     async def fetch_json(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
         return await asyncio.to_thread(_urllib_json, method, self.base_url + url, body, {**self.headers, **(headers or {})})
+
+    async def open_panel(self, panel: dict[str, Any]) -> bool:
+        self.panels[panel["id"]] = {"panel": json.loads(json.dumps(panel)), "html": None, "text": None, "error": None}
+        return True
+
+    async def close_panel(self, panel_id: str) -> dict[str, Any]:
+        self.panels.pop(panel_id, None)
+        self.closed_panels.append(panel_id)
+        for key in [k for k, (panel, *_) in self._listeners.items() if panel == panel_id]:
+            del self._listeners[key]
+        return {"disposed": False}  # no JavaScript runs here
+
+    def draw_panel(self, panel_id: str, *, html: str | None = None, text: str | None = None,
+                   error: str | None = None) -> None:
+        if panel_id in self.panels:
+            self.panels[panel_id].update(html=html, text=text, error=error)
+
+    def listen_panel(self, panel_id: str, event: str, selector: str | None,
+                     handler: Callable[[dict[str, Any]], Any]) -> Disposable:
+        key = next(self._listener_ids)
+        self._listeners[key] = (panel_id, event, selector, handler)
+        return Disposable(lambda: self._listeners.pop(key, None))
+
+    async def fire(self, panel_id: str, event: str, target: dict[str, Any] | None = None) -> int:
+        """What a person's `event` in a panel would do: call its listeners; how many there were."""
+        called = 0
+        for panel, kind, _selector, handler in list(self._listeners.values()):
+            if panel == panel_id and kind == event:
+                called += 1
+                outcome = handler({"type": event, "target": target or {}})
+                if asyncio.iscoroutine(outcome):
+                    await outcome
+        return called
 
 
 def _urllib_json(method: str, url: str, body: Any, headers: dict[str, str]) -> Any:

@@ -34,11 +34,13 @@ PAGE_REQUESTS = frozenset({
     "chat.configure", "chat.label", "chat.send", "chat.tools", "chat.callTool",
 })
 #: What the page tells the worker without an answer.
-PAGE_NOTICES = frozenset({"chat.stop"})
+PAGE_NOTICES = frozenset({"chat.stop", "panel.event", "panels.unload"})
 #: What the worker asks the page (each is answered).
-WORKER_REQUESTS = frozenset({"page.openTab", "page.fullscreen", "pageCommand.run", "chat.approve", "aiTool.run"})
+WORKER_REQUESTS = frozenset({"page.openTab", "page.fullscreen", "pageCommand.run", "chat.approve", "aiTool.run",
+                             "panel.open", "panel.close"})
 #: What the worker tells the page: boot progress and failure, readiness, changes, views, chat.
-WORKER_NOTICES = frozenset({"progress", "fail", "ready", "bundles.changed", "commands.changed", "page.show", "chat.event"})
+WORKER_NOTICES = frozenset({"progress", "fail", "ready", "bundles.changed", "commands.changed", "page.show", "chat.event",
+                            "panel.draw", "panel.listen", "panel.unlisten"})
 
 
 class Raw(str):
@@ -46,6 +48,8 @@ class Raw(str):
 
 
 Handler = Callable[[dict[str, Any], CancelToken], Any]
+#: The envelope's own keys: a message's fields may not take them.
+ENVELOPE_KEYS = frozenset({"v", "id", "re", "type"})
 
 
 class WorkerEndpoint:
@@ -70,7 +74,7 @@ class WorkerEndpoint:
 
     def notify(self, type: str, **fields: Any) -> None:
         """Tell the page something; no answer comes. Raw fields are spliced in as they are."""
-        assert type in WORKER_NOTICES, type
+        _check_fields(type, WORKER_NOTICES, fields)
         plain = {k: v for k, v in fields.items() if not isinstance(v, Raw)}
         text = json.dumps({"v": VERSION, "type": type, **plain})
         spliced = "".join(f",{json.dumps(k)}:{v}" for k, v in fields.items() if isinstance(v, Raw))
@@ -79,7 +83,7 @@ class WorkerEndpoint:
     async def ask(self, type: str, *, signal: CancelToken | None = None, **fields: Any) -> Any:
         """Ask the page; its answer's value, or PageError. An abort of `signal` tells the page
         to stop and raises AbortedError here at once (a late answer is dropped)."""
-        assert type in WORKER_REQUESTS, type
+        _check_fields(type, WORKER_REQUESTS, fields)
         if signal is not None:
             signal.throw_if_aborted()
         self._next_id += 1
@@ -176,6 +180,14 @@ class WorkerEndpoint:
         else:
             error = message.get("error") or {}
             answer.set_exception(PageError(str(error.get("type", "Error")), str(error.get("message", ""))))
+
+
+def _check_fields(type: str, declared: frozenset[str], fields: dict[str, Any]) -> None:
+    if type not in declared:
+        raise ProtocolError(f"{type!r} is not a message the worker sends; declare it in reactor/protocol.py.")
+    taken = sorted(ENVELOPE_KEYS & fields.keys())
+    if taken:
+        raise ProtocolError(f"A {type!r} message cannot carry a field {taken[0]!r}: the envelope uses it.")
 
 
 def _eager_task(awaitable: Awaitable[Any]) -> asyncio.Future[Any]:

@@ -1,8 +1,9 @@
-"""The page plugin that offers the user's AI Tools to the agent.
+"""The page plugin that offers the user's plugin records: AI Tools to the agent, UI plugins as panels.
 
-It lists the records the signed-in user can see (`GET /plugins?location=ai-tool`), registers one
-command per enabled AI Tool and contributes their one bundle. Calling a tool re-reads its record
-with the user's session first: what the page listed earlier grants nothing.
+It lists the records the signed-in user can see (`GET /plugins`), registers one command per
+enabled AI Tool and contributes their one bundle, and shows a panel per enabled UI plugin
+(panels.py). Calling a tool, or opening a panel, re-reads its record with the user's session
+first: what the page listed earlier grants nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..page import HttpError
 from ..plugins import PluginContext, define_plugin
 from .bundle import AI_TOOLS_BUNDLE_ID, AI_TOOLS_PLUGIN, ai_tool_bundle, ai_tool_command
 from .caller import AiToolCaller
+from .panels import UiPanels
 from .runner import InProcessRunner
 
 RECORDS_API = "/plugins"
@@ -32,6 +34,8 @@ class AiTools:
                                    view_id=lambda: getattr(self.page, "active_view", None))
         self.offered = DisposableSet()
         context.disposables.add(self.offered)
+        self.panels = UiPanels(self.page, self.read_record)
+        context.on_dispose(self.panels.unload)
 
     async def read_record(self, record_id: str) -> dict[str, Any]:
         try:
@@ -47,11 +51,11 @@ class AiTools:
 
     async def refresh(self, args: dict[str, Any] | None = None) -> dict[str, Any]:
         try:
-            records = await self.page.fetch_json("GET", f"{RECORDS_API}?location=ai-tool")
+            records = [r for r in await self.page.fetch_json("GET", RECORDS_API) if "location" in r]
         except HttpError as error:
             if error.status != 401:
                 raise
-            records = []  # nobody signed in: no AI Tools
+            records = []  # nobody signed in: no AI Tools, no panels
         offered = [r for r in records if r.get("location") == "ai-tool" and r.get("enabled")]
         self.offered.clear()  # the tools offered before this refresh go; the set stays the plugin's
         for record in offered:
@@ -61,7 +65,8 @@ class AiTools:
             ))
         if offered:
             self.offered.add(self.context.contribute(AgentTools, ai_tool_bundle(offered), id=AI_TOOLS_BUNDLE_ID))
-        return {"tools": [r["name"] for r in offered]}
+        panels = await self.panels.refresh(records)
+        return {"tools": [r["name"] for r in offered], "panels": panels}
 
     def _handler(self, record_id: str) -> Any:
         async def invoke(args: dict[str, Any]) -> Any:
@@ -74,8 +79,8 @@ def _register(context: PluginContext) -> None:
     tools = AiTools(context)
     context.reactor.services["ai_tools"] = tools
     context.on_dispose(lambda: context.reactor.services.pop("ai_tools", None))
-    context.register_command("aiTools.refresh", tools.refresh, label="Refresh AI Tools",
-                             description="Offer the AI Tools the signed-in user can see now.")
+    context.register_command("aiTools.refresh", tools.refresh, label="Refresh AI Tools and panels",
+                             description="Offer the AI Tools, and show the UI plugin panels, the signed-in user can see now.")
 
 
 async def _activate(context: PluginContext) -> None:

@@ -17,6 +17,13 @@ from ..errors import ToolError
 from .context import ToolContext
 
 
+def load_code(record_id: str, code: str) -> dict[str, Any]:
+    """Run a Python record's code as a module of its own; its top-level names (`invoke`, `run`)."""
+    namespace: dict[str, Any] = {"__name__": f"plugin_{record_id.replace('-', '_')}"}
+    exec(compile(code, f"<plugin {record_id}>", "exec"), namespace)
+    return namespace
+
+
 class InProcessRunner:
     """Executes Python `invoke(args, context)`; `base_url` is where `context.fetch_json` goes."""
 
@@ -28,9 +35,7 @@ class InProcessRunner:
                   signal: CancelToken) -> Any:
         if record["language"] != "python":
             raise ToolError("unavailable", f"{record['name']} is JavaScript; it runs only in the page.")
-        namespace: dict[str, Any] = {"__name__": f"ai_tool_{record['id'].replace('-', '_')}"}
-        exec(compile(record["code"], f"<plugin {record['id']}>", "exec"), namespace)
-        invoke = namespace["invoke"]
+        invoke = load_code(record["id"], record["code"])["invoke"]
         tool_context = ToolContext(context["config"], context["view_id"], signal, self._fetch)
         if inspect.iscoroutinefunction(invoke):
             return await invoke(args, tool_context)

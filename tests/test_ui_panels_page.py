@@ -1,0 +1,156 @@
+"""UI Plugin records in real Chromium: a panel per `ui` record, drawn by its `Run`/`run`, disposed
+when the record is disabled, hidden or moved to the agent's tools, and errors kept in their panel."""
+
+import httpx
+import pytest
+from conftest import bearer, sign_in_on_page
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.browser
+
+LOGGED_PANEL = """
+function Run(params) {
+  window.panelLog = window.panelLog ?? [];
+  window.panelLog.push(`run ${params.config.tag} in ${params.viewId}`);
+  const note = document.createElement("p");
+  note.textContent = `Tagged ${params.config.tag}`;
+  params.container.append(note);
+  return () => window.panelLog.push(`disposed ${params.config.tag}`);
+}
+"""
+PYTHON_PANEL = """
+def run(params):
+    box = params["container"]
+    count = {"n": 0}
+    box.html('<p id="py-count">No clicks yet</p><button id="py-more" onclick="window.pwned = 1">More</button>'
+             '<script>window.pwned = 2</script>')
+
+    def clicked(event):
+        count["n"] += 1
+        box.html(f'<p id="py-count">{count["n"]} clicks on {event["target"]["id"]}</p><button id="py-more">More</button>')
+
+    box.on("click", clicked, "button")
+    return lambda: None
+"""
+
+
+def ui_record(id, code, language="javascript", **extra):
+    return {"id": id, "name": id.replace("-", "_"), "location": "ui", "language": language, "code": code,
+            "settings": {"config": {"tag": id}}, "visibility": {"users": [], "groups": ["staff"]}, "enabled": True, **extra}
+
+
+def operator(server):
+    return httpx.Client(base_url=server.url, headers=bearer(server, "ada"))
+
+
+def refresh(page):
+    return page.evaluate("window.reactor.executeCommand('aiTools.refresh')")
+
+
+def open_as_bob(page, server):
+    page.goto(server.url)
+    page.evaluate("window.reactor.ready")
+    sign_in_on_page(page, "bob")
+
+
+def panel(page, id):
+    return page.locator(f'[data-reactor-panels] [data-panel="{id}"]')
+
+
+def test_the_demo_chart_record_draws_its_panel_after_sign_in_and_goes_at_sign_out(offline_page, live_server):
+    offline_page.goto(live_server.url)
+    offline_page.evaluate("window.reactor.ready")
+    expect(offline_page.locator("[data-reactor-panels]")).to_be_hidden()  # a visitor sees no panel
+    sign_in_on_page(offline_page, "bob")
+    chart = panel(offline_page, "backlog-chart")
+    expect(chart.get_by_role("heading", name="backlog_chart")).to_be_visible()
+    expect(chart.get_by_role("list", name="Open maintenance tasks per building")).to_contain_text("B-101")
+    expect(chart).to_contain_text("open")
+    offline_page.click("#session button:has-text('Sign out')")
+    expect(chart).to_have_count(0)
+    expect(offline_page.locator("[data-reactor-panels]")).to_be_hidden()
+
+
+def test_disabling_a_record_runs_its_dispose_and_removes_its_panel(offline_page, live_server):
+    with operator(live_server) as ada:
+        assert ada.post("/plugins", json=ui_record("logged", LOGGED_PANEL)).status_code == 201
+        open_as_bob(offline_page, live_server)
+        expect(panel(offline_page, "logged")).to_contain_text("Tagged logged")
+        # The active view is the one drawn last: the CMS panel, drawn for the user who signed in.
+        assert offline_page.evaluate("window.panelLog") == ["run logged in cms"]
+        record = ada.get("/plugins/logged").json()
+        assert ada.put("/plugins/logged", json={**record, "enabled": False}).status_code == 200
+    assert "logged" not in refresh(offline_page)["panels"]
+    expect(panel(offline_page, "logged")).to_have_count(0)
+    assert offline_page.evaluate("window.panelLog") == ["run logged in cms", "disposed logged"]
+
+
+def test_a_record_made_invisible_to_the_user_is_disposed_on_the_next_refresh(offline_page, live_server):
+    with operator(live_server) as ada:
+        assert ada.post("/plugins", json=ui_record("logged", LOGGED_PANEL)).status_code == 201
+        open_as_bob(offline_page, live_server)
+        expect(panel(offline_page, "logged")).to_be_visible()
+        record = ada.get("/plugins/logged").json()
+        record["visibility"] = {"users": ["ada"], "groups": []}
+        assert ada.put("/plugins/logged", json=record).status_code == 200
+    refresh(offline_page)
+    expect(panel(offline_page, "logged")).to_have_count(0)
+    assert offline_page.evaluate("window.panelLog").count("disposed logged") == 1
+
+
+def test_one_record_moves_between_the_panel_area_and_the_agents_tools(offline_page, live_server):
+    open_as_bob(offline_page, live_server)
+    chart = panel(offline_page, "backlog-chart")
+    expect(chart).to_contain_text("B-101")
+    call = "window.reactor.callTool('backlog_chart', {})"
+    assert offline_page.evaluate(call)["error"]["code"] == "unknown_tool"
+    with operator(live_server) as ada:
+        record = ada.get("/plugins/backlog-chart").json()
+        assert ada.put("/plugins/backlog-chart", json={**record, "location": "ai-tool"}).status_code == 200
+        assert refresh(offline_page)["panels"] == []
+        expect(chart).to_have_count(0)
+        offline_page.wait_for_function("window.reactor.aiToolWorkerStats().booted >= 1", timeout=60_000)
+        answer = offline_page.evaluate(call)
+        assert answer["ok"] is True, answer
+        assert answer["result"]["openByBuilding"]["B-101"] >= 1 and answer["result"]["busiest"]
+        assert ada.put("/plugins/backlog-chart", json={**record, "location": "ui"}).status_code == 200
+    assert refresh(offline_page)["panels"] == ["backlog-chart"]
+    expect(chart).to_contain_text("B-101")
+    assert offline_page.evaluate(call)["error"]["code"] == "unknown_tool"
+
+
+def test_a_throwing_run_shows_its_error_in_its_panel_and_the_rest_of_the_page_works(offline_page, live_server):
+    broken = "function Run(params) { throw new RangeError('the chart needs a building'); }"
+    no_dispose = "function Run(params) { params.container.textContent = 'drawn'; }"
+    with operator(live_server) as ada:
+        assert ada.post("/plugins", json=ui_record("broken", broken)).status_code == 201
+        assert ada.post("/plugins", json=ui_record("no-dispose", no_dispose)).status_code == 201
+    open_as_bob(offline_page, live_server)
+    expect(panel(offline_page, "broken").get_by_role("alert")).to_have_text(
+        "broken failed to start: RangeError: the chart needs a building")
+    expect(panel(offline_page, "no-dispose").get_by_role("alert")).to_contain_text("returned undefined, not a function")
+    expect(panel(offline_page, "backlog-chart")).to_contain_text("B-101")  # the other panel is drawn
+    offline_page.get_by_role("button", name="Open", exact=True).first.click()  # and the page still works
+    expect(offline_page.locator("#decks")).to_contain_text("Slide 1 of 5")
+    refresh(offline_page)  # a failed panel goes cleanly too
+    with operator(live_server) as ada:
+        assert ada.delete("/plugins/broken").status_code == 200
+    refresh(offline_page)
+    expect(panel(offline_page, "broken")).to_have_count(0)
+
+
+def test_a_python_ui_record_draws_from_the_worker_and_hears_clicks(offline_page, live_server):
+    dom = "def run(params):\n    import js\n    js.document.body.append('x')\n    return lambda: None"
+    with operator(live_server) as ada:
+        assert ada.post("/plugins", json=ui_record("counter", PYTHON_PANEL, language="python")).status_code == 201
+        assert ada.post("/plugins", json=ui_record("needs-dom", dom, language="python")).status_code == 201
+    open_as_bob(offline_page, live_server)
+    counter = panel(offline_page, "counter")
+    expect(counter.locator("#py-count")).to_have_text("No clicks yet")
+    counter.get_by_role("button", name="More").click()
+    expect(counter.locator("#py-count")).to_have_text("1 clicks on py-more")
+    counter.get_by_role("button", name="More").click()
+    expect(counter.locator("#py-count")).to_have_text("2 clicks on py-more")
+    assert offline_page.evaluate("window.pwned") is None  # the markup's script and onclick were dropped
+    expect(panel(offline_page, "needs-dom").get_by_role("alert")).to_contain_text(
+        "cross-origin-isolated page (COOP/COEP headers)")
