@@ -149,6 +149,9 @@ def test_a_javascript_record_is_handed_to_the_page_with_its_code() -> None:
     # In the worker `js` is its global scope, which has no `document` (the browser test meets the real one).
     ("def run(params):\n    import types\n    return types.SimpleNamespace().document", "needs the page's DOM directly"),
     ("def run(params):\n    from pyscript import document", "cross-origin-isolated page (COOP/COEP headers)"),
+    ("def run(params):\n    params['container'].on('click()', print)", "'click()' is not an event name"),
+    ("def run(params):\n    params['container'].on('click', print, '')", "the selector must be CSS text"),
+    ("def run(params):\n    params['container'].on('click', 'alert(1)')", "the handler must be a function, not str"),
 ])
 def test_a_failing_run_shows_its_error_in_its_own_panel_and_hurts_no_other(code: str, shown: str) -> None:
     server = Server(record(code=code), record("other"))

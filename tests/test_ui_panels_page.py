@@ -23,7 +23,7 @@ def run(params):
     box = params["container"]
     count = {"n": 0}
     box.html('<p id="py-count">No clicks yet</p><button id="py-more" onclick="window.pwned = 1">More</button>'
-             '<script>window.pwned = 2</script>')
+             '<script>window.pwned = 2</script><a id="py-link" href="javascript:window.pwned = 3">link</a>')
 
     def clicked(event):
         count["n"] += 1
@@ -141,12 +141,16 @@ def test_a_throwing_run_shows_its_error_in_its_panel_and_the_rest_of_the_page_wo
 
 def test_a_python_ui_record_draws_from_the_worker_and_hears_clicks(offline_page, live_server):
     dom = "def run(params):\n    import js\n    js.document.body.append('x')\n    return lambda: None"
+    bad_selector = "def run(params):\n    params['container'].on('click', print, 'a[')\n    return lambda: None"
     with operator(live_server) as ada:
+        assert ada.post("/plugins", json=ui_record("bad-selector", bad_selector, language="python")).status_code == 201
         assert ada.post("/plugins", json=ui_record("counter", PYTHON_PANEL, language="python")).status_code == 201
         assert ada.post("/plugins", json=ui_record("needs-dom", dom, language="python")).status_code == 201
     open_as_bob(offline_page, live_server)
     counter = panel(offline_page, "counter")
     expect(counter.locator("#py-count")).to_have_text("No clicks yet")
+    expect(counter.locator("#py-link")).to_have_text("link")
+    assert counter.locator("#py-link").get_attribute("href") is None  # a javascript: URL is dropped
     counter.get_by_role("button", name="More").click()
     expect(counter.locator("#py-count")).to_have_text("1 clicks on py-more")
     counter.get_by_role("button", name="More").click()
@@ -154,3 +158,5 @@ def test_a_python_ui_record_draws_from_the_worker_and_hears_clicks(offline_page,
     assert offline_page.evaluate("window.pwned") is None  # the markup's script and onclick were dropped
     expect(panel(offline_page, "needs-dom").get_by_role("alert")).to_contain_text(
         "cross-origin-isolated page (COOP/COEP headers)")
+    expect(panel(offline_page, "bad-selector").get_by_role("alert")).to_have_text(
+        'container.on: "a[" is not a CSS selector this browser reads.')

@@ -130,6 +130,11 @@ export class Panels {
   listen({ panel: id, listener, event, selector }) {
     const entry = this.open.get(id);
     if (!entry) return;
+    try {
+      if (selector) entry.body.querySelector(selector);
+    } catch {
+      return this.fail(entry, `container.on: ${JSON.stringify(selector)} is not a CSS selector this browser reads.`);
+    }
     const handle = (happened) => {
       const target = selector ? happened.target.closest?.(selector) : happened.target;
       if (!target || !entry.body.contains(target)) return;

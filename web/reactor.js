@@ -142,7 +142,7 @@ export const reactor = {
    */
   async executeCommand(id, args = {}) {
     await ready;
-    return decode(await channel.request("execute", { command: id, args: JSON.stringify(args ?? {}) }));
+    return decode(await channel.request("execute", { command: id, args: args ?? {} }));
   },
 
   /**

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, Awaitable, Callable, Iterable
 
+from .awaiting import is_awaitable
 from .disposable import Disposable
 from .errors import (
     CommandError,
@@ -145,14 +145,14 @@ class CommandRegistry:
             result = command.execute(args)
         except Exception as error:
             raise _failed(id, error) from error
-        if inspect.isawaitable(result):
+        if is_awaitable(result):
             return _awaited(id, result)
         return result
 
     async def execute_command(self, id: str, args: dict[str, Any] | None = None) -> Any:
         """Await the command's handler and return its value; every failure is a CommandError."""
         result = self.call_command(id, args)
-        if inspect.isawaitable(result):
+        if is_awaitable(result):
             result = await result
         return result
 

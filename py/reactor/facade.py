@@ -8,12 +8,12 @@ times a sync call, PLATFORM-NOTES); an async one answers with an awaitable of th
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import weakref
 from typing import Any, Callable
 
 from .agent_tools import AgentTools, BundleFeed
+from .awaiting import is_awaitable
 from .cancellation import CancelToken
 from .disposable import DisposableSet
 from .errors import CommandError, InvalidArgumentsError
@@ -21,14 +21,16 @@ from .page_plugins import Run, define_script_plugin
 from .plugins import Reactor
 
 
-def execute_json(reactor: Reactor, command_id: str, args_json: str) -> Any:
-    """Run a command; the answer is `{"ok": true, "value": ...}` or `{"ok": false, "error": {...}}`."""
+def execute_json(reactor: Reactor, command_id: str, args: str | dict[str, Any] | None) -> Any:
+    """Run a command with its arguments (an object, or its JSON text); the answer is
+    `{"ok": true, "value": ...}` or `{"ok": false, "error": {...}}`."""
     try:
-        args = json.loads(args_json) if args_json else {}
+        if isinstance(args, str):
+            args = json.loads(args) if args else {}
         result = reactor.commands.call_command(command_id, args)
     except Exception as error:
         return _failure(command_id, error)
-    if inspect.isawaitable(result):
+    if is_awaitable(result):
         return _settle(command_id, result)
     return _success(command_id, result)
 
@@ -38,7 +40,7 @@ def call_tool_json(reactor: Reactor, name: str, args_json: str, signal: CancelTo
     approval step: the caller is the page's own code); the answer is the tool envelope as JSON,
     at once for a synchronous command, else as an awaitable."""
     answer = page_toolbox(reactor).call(name, args_json, signal=signal)
-    if inspect.isawaitable(answer):
+    if is_awaitable(answer):
         return _dumped(answer)
     return json.dumps(answer)
 
@@ -171,9 +173,15 @@ async def _settle(command_id: str, awaitable: Any) -> str:
     return _success(command_id, result)
 
 
+_STRICT_JSON = json.JSONEncoder(allow_nan=False)  # made once: json.dumps(allow_nan=False) makes one per call
+_NOTHING = '{"ok": true, "value": null}'
+
+
 def _success(command_id: str, value: Any) -> str:
+    if value is None:
+        return _NOTHING
     try:
-        return json.dumps({"ok": True, "value": value}, allow_nan=False)
+        return _STRICT_JSON.encode({"ok": True, "value": value})
     except (TypeError, ValueError) as error:
         return _failure(command_id, TypeError(
             f"The command {command_id!r} answered with a value that is not JSON data: {error}."

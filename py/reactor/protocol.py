@@ -23,6 +23,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .awaiting import is_awaitable
 from .cancellation import CancelToken
 from .errors import PageError, ProtocolError
 
@@ -134,7 +135,7 @@ class WorkerEndpoint:
         except Exception as error:
             self._answer_error(id, error)
             return
-        if inspect.isawaitable(outcome):
+        if is_awaitable(outcome):
             task = _eager_task(outcome)
             if task.done():  # it never had to wait: answered now, not a few event-loop turns later
                 self._finished(id, task)
@@ -157,7 +158,7 @@ class WorkerEndpoint:
         if id is None:
             return  # a notice
         text = value if isinstance(value, Raw) else json.dumps(value)
-        self._post('{"v":%d,"re":%s,"ok":true,"value":%s}' % (VERSION, json.dumps(id), text))
+        self._post('{"v":%d,"re":%s,"ok":true,"value":%s}' % (VERSION, id if type(id) is int else json.dumps(id), text))
 
     def _answer_error(self, id: Any, error: BaseException) -> None:
         detail = {"type": type(error).__name__, "message": str(error)}

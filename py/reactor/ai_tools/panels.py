@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import re
 from typing import Any, Awaitable, Callable
 
 from ..disposable import Disposable, DisposableSet
@@ -25,6 +26,7 @@ from .runner import load_code
 ReadRecord = Callable[[str], Awaitable[dict[str, Any]]]
 # What a Python UI plugin reaching for the DOM meets in a worker: no `document`, no `pyscript`.
 _DOM_WORDS = ("document", "window", "pyscript")
+_EVENT = re.compile(r"[a-z]{1,32}")
 
 
 class PanelContainer:
@@ -47,6 +49,12 @@ class PanelContainer:
         """Call `handler(event)` (sync or async) on each `event` ("click", "change", …) in the panel,
         on an element matching `selector` when given; `event["target"]` holds its id, tag, value,
         dataset and text. Listeners end with the panel."""
+        if not isinstance(event, str) or not _EVENT.fullmatch(event):
+            raise ValueError(f"container.on: {event!r} is not an event name; use one like 'click' or 'change'.")
+        if selector is not None and (not isinstance(selector, str) or not selector.strip() or len(selector) > 200):
+            raise ValueError(f"container.on: the selector must be CSS text of at most 200 characters, not {selector!r}.")
+        if not callable(handler):
+            raise TypeError(f"container.on: the handler must be a function, not {type(handler).__name__}.")
         return self.listeners.add(self._page.listen_panel(self.id, event, selector, handler))
 
 

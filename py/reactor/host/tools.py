@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import inspect
 import json
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable
 
 from ..agent_tools import AgentTools, fill_summary
+from ..awaiting import is_awaitable
 from ..commands import did_you_mean
 from ..cancellation import CancelToken
 from ..errors import AbortedError
@@ -158,7 +158,7 @@ class Toolbox:
             outcome = self.reactor.commands.call_command(tool.command, args)
         except Exception as error:
             return _failure(tool, error, signal)
-        if inspect.isawaitable(outcome):
+        if is_awaitable(outcome):
             return self._settle(tool, outcome, signal)
         return tool_success(outcome)
 
@@ -172,7 +172,7 @@ class Toolbox:
                 outcome = tool.handler(args, token)
             else:
                 outcome = self.reactor.commands.call_command(tool.command, args)
-            result = await token.race(outcome) if inspect.isawaitable(outcome) else outcome
+            result = await token.race(outcome) if is_awaitable(outcome) else outcome
             token.throw_if_aborted()  # a sync handler that returned after the stop is dropped too
             return tool_success(result)
         except Exception as error:
