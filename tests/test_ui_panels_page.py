@@ -160,3 +160,19 @@ def test_a_python_ui_record_draws_from_the_worker_and_hears_clicks(offline_page,
         "cross-origin-isolated page (COOP/COEP headers)")
     expect(panel(offline_page, "bad-selector").get_by_role("alert")).to_have_text(
         'container.on: "a[" is not a CSS selector this browser reads.')
+
+
+def test_leaving_the_page_runs_each_panels_dispose(offline_page, live_server):
+    remembered = """
+function Run(params) {
+  params.container.textContent = "remembering";
+  return () => localStorage.setItem("panel-disposed", `${params.config.tag} at ${location.pathname}`);
+}
+"""
+    with operator(live_server) as ada:
+        assert ada.post("/plugins", json=ui_record("remembered", remembered)).status_code == 201
+    open_as_bob(offline_page, live_server)
+    expect(panel(offline_page, "remembered").locator(".plugin-panel-body")).to_have_text("remembering")
+    assert offline_page.evaluate("localStorage.getItem('panel-disposed')") is None
+    offline_page.goto(f"{live_server.url}/auth/session")  # the same origin, another page
+    assert offline_page.evaluate("localStorage.getItem('panel-disposed')") == "remembered at /"
