@@ -1,6 +1,6 @@
 """The bench's servers: the product app untouched, wrapped with the bench's own pages.
 
-- `product`: `create_app` with its default plugins, exactly what `reactor serve` runs, plus
+- `product`: `create_app` with the installed plugins, exactly what `reactor serve` runs, plus
   /bench/bare.html and /bench/pyscript.html, the baselines, on the same self-hosted files.
 - `lab`: the same app with the bench page plugins (`reactor_bench`): the probe (a no-op tool,
   measurements) and N synthetic plugins. The product ships only `reactor` and
@@ -19,7 +19,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from reactor.server.app import create_app, default_plugins
+from reactor.plugin_spec import PluginSpec, discover_plugins
+from reactor.server.app import create_app
 from reactor.server.assets import REVALIDATE, SourceArchive, serve_file
 from reactor.server.loopback import LoopbackServer
 
@@ -30,26 +31,13 @@ PAGES = BENCH / "pages"
 LUMINO = BENCH / "vendor" / "node_modules"
 
 
-class ProbeServerPlugin:
-    """Lists the bench probe for the page: `reactor_bench:PROBE_PLUGIN`."""
-
-    name = "bench"
-    page_plugin = "reactor_bench:PROBE_PLUGIN"
-
-
-class SyntheticServerPlugin:
-    """Lists one synthetic page plugin of 10 tools, `reactor_bench:SYNTH_NNNN`."""
-
-    def __init__(self, index: int) -> None:
-        self.name = f"synth_{index:04d}"
-        self.page_plugin = f"reactor_bench:SYNTH_{index:04d}"
-
-
 def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette:
-    """The product app under `/`, with the bench pages (and, for `lab`, the bench plugins)."""
-    plugins = default_plugins()
+    """The product app under `/`, with the bench pages (and, for `lab`, the bench plugins: the
+    probe, `reactor_bench:PROBE_PLUGIN`, and synthetic plugins of 10 tools, `reactor_bench:SYNTH_NNNN`)."""
+    plugins = discover_plugins()
     if lab:
-        plugins += [ProbeServerPlugin(), *(SyntheticServerPlugin(i) for i in range(synthetic))]
+        plugins += [PluginSpec(name="bench", page="reactor_bench:PROBE_PLUGIN"),
+                    *(PluginSpec(name=f"synth_{i:04d}", page=f"reactor_bench:SYNTH_{i:04d}") for i in range(synthetic))]
     product = create_app(data, plugins=plugins, seed_demo=True)
     stamp = json.loads((BENCH.parent / "web" / "vendor" / "manifest.json").read_text())["stamp"]
     archive = SourceArchive({"reactor_bench": BENCH / "reactor_bench"}, set())

@@ -8,6 +8,7 @@ import json
 import threading
 from typing import Any
 
+from reactor.plugin_spec import PluginSpec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -37,6 +38,13 @@ class FakeOpenAI:
         self.hold = threading.Event()  # cleared: a stream's last events wait until it is set
         self.hold.set()
         self.last_sent = threading.Event()
+
+    def spec(self) -> PluginSpec:
+        """This server as a plugin of the app under test (its server half is this object)."""
+        return PluginSpec(name=self.name, server=lambda: self)
+
+    def setup(self, context: Any, *, seed: bool) -> None:
+        pass  # no tables
 
     def routes(self, context: Any) -> list[Route]:
         async def completions(request: Request) -> Response:

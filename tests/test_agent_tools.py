@@ -3,6 +3,7 @@ import json
 import pytest
 
 import reactor
+from reactor.plugin_spec import PluginSpec
 from reactor import (
     AgentTools,
     DeclarationError,
@@ -157,23 +158,13 @@ def test_a_bundle_file_with_an_unknown_field_is_refused(tmp_path):
         load_agent_tools(path)
 
 
-class ServerDecks:
-    name = "decks"
-    description = "Slide decks"
-
-    def provide_agent_tools(self):
-        return [bundle()]
+def server_decks(folder):
+    (folder / "agent-tools.json").write_text(json.dumps(bundle()))
+    return PluginSpec(name="decks", description="Slide decks", folder=folder, agent_tools="agent-tools.json")
 
 
-class ServerBroken:
-    name = "broken"
-
-    def provide_agent_tools(self):
-        return [{"id": "broken", "name": "B", "plugin": "broken", "commands": [{**NEXT, "name": "a.b"}]}]
-
-
-def test_the_platform_collects_bundles_of_enabled_plugins_only():
-    platform = PluginPlatform([ServerDecks()])
+def test_the_platform_collects_bundles_of_enabled_plugins_only(tmp_path):
+    platform = PluginPlatform([server_decks(tmp_path)])
     assert platform.collect_agent_tools() == [bundle()]
     platform.disable("decks")
     assert platform.collect_agent_tools() == []
@@ -182,18 +173,24 @@ def test_the_platform_collects_bundles_of_enabled_plugins_only():
     assert platform.is_enabled("decks")
 
 
-def test_the_platform_leaves_out_and_logs_a_refused_bundle(caplog):
-    platform = PluginPlatform([ServerDecks(), ServerBroken()])
-    assert [b["id"] for b in platform.collect_agent_tools()] == ["decks"]
-    assert "'broken' provides a refused AgentTools bundle" in caplog.text
+def test_a_refused_bundle_file_refuses_the_plugin_when_it_is_declared(tmp_path):
+    broken = {"id": "broken", "name": "B", "plugin": "broken", "commands": [{**NEXT, "name": "a.b"}]}
+    (tmp_path / "agent-tools.json").write_text(json.dumps(broken))
+    with pytest.raises(DeclarationError, match="Plugin 'broken': agent_tools is refused: .*'a.b' is not a name a model can call") as refused:
+        PluginSpec(name="broken", folder=tmp_path, agent_tools="agent-tools.json")
+    assert refused.value.field == "agent_tools"
 
 
-def test_the_platform_refuses_unknown_and_duplicate_plugins():
-    platform = PluginPlatform([ServerDecks()])
+def test_the_platform_refuses_unknown_and_duplicate_plugins_and_undeclared_ones(tmp_path):
+    platform = PluginPlatform([server_decks(tmp_path)])
     with pytest.raises(reactor.PluginNotFoundError, match="There is no plugin 'cms'. Plugins: decks."):
         platform.enable("cms")
     with pytest.raises(reactor.PluginError, match="already on the platform"):
-        platform.add_plugin(ServerDecks())
+        platform.add_plugin(server_decks(tmp_path))
+    with pytest.raises(reactor.PluginError, match=r"declared with reactor.PluginSpec\(...\), not object"):
+        platform.add_plugin(object())
+    with pytest.raises(reactor.PluginError, match="'notes' requires 'decks', which is not on the platform"):
+        PluginPlatform([PluginSpec(name="notes", requires=["decks"])])
 
 
 def test_the_public_names_are_exactly_those_exported():

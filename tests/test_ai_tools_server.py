@@ -4,13 +4,13 @@ import httpx
 import pytest
 from test_ai_tools_declaration import RECORD
 
-from reactor.server.app import default_plugins
+from reactor.plugin_spec import discover_plugins
 from conftest import start_server, stop_server
 
 
 @pytest.fixture
 def server(tmp_path):
-    live = start_server(tmp_path, plugins=default_plugins(), seed_demo=True)
+    live = start_server(tmp_path, plugins=discover_plugins(), seed_demo=True)
     yield live
     stop_server(live)
 
@@ -117,7 +117,7 @@ def test_the_page_plugin_calls_the_backlog_tool_against_the_server_and_sees_a_re
 
     from reactor import MemoryPage, Reactor
     from reactor.ai_tools import InProcessRunner
-    from reactor.ai_tools.plugin import AI_TOOLS_PAGE_PLUGIN
+    from reactor_plugins.ai_tools import AI_TOOLS_PAGE_PLUGIN
 
     session = {"authorization": bob.headers["authorization"]}
     reactor = Reactor(services={

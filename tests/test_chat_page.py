@@ -6,7 +6,7 @@ import pytest
 from conftest import sign_in_on_page, start_server, stop_server
 from fake_openai import FakeOpenAI, text_turn, tool_call_turn
 
-from reactor.server.app import default_plugins
+from reactor.plugin_spec import discover_plugins
 
 pytestmark = pytest.mark.browser
 
@@ -18,7 +18,7 @@ def provider():
 
 @pytest.fixture
 def server(tmp_path, provider):
-    live = start_server(tmp_path, plugins=[*default_plugins(), provider], seed_demo=True,
+    live = start_server(tmp_path, plugins=[*discover_plugins(), provider.spec()], seed_demo=True,
                         agent_spec={"name": "Decks helper", "instructions": "Help with decks.", "plugins": ["decks"]})
     yield live
     stop_server(live)
@@ -186,7 +186,7 @@ def test_stop_reaches_a_running_ai_tool_through_its_signal(page, tmp_path, provi
     import httpx
     from test_ai_tools_declaration import RECORD
 
-    live = start_server(tmp_path / "stop", plugins=[*default_plugins(), provider], seed_demo=True,
+    live = start_server(tmp_path / "stop", plugins=[*discover_plugins(), provider.spec()], seed_demo=True,
                         agent_spec={"name": "Helper", "plugins": ["ai-tools"]})
     try:
         token = httpx.post(f"{live.url}/auth/sign-in", json={"username": "ada", "password": "ada-demo"}).json()["token"]
@@ -208,7 +208,7 @@ def test_stop_reaches_a_running_ai_tool_through_its_signal(page, tmp_path, provi
         time.sleep(0.5)
         page.locator("reactor-chat").get_by_role("button", name="Stop").click()
         idle(page)
-        slow = live.app.state.context.platform.get_plugin("maintenance").slow
+        slow = live.app.state.context.platform.server_half("maintenance").slow
         deadline = time.monotonic() + 10
         while slow["cancelled"] == 0 and time.monotonic() < deadline:
             time.sleep(0.05)

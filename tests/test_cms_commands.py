@@ -15,7 +15,8 @@ from conftest import start_server, stop_server
 from reactor import CommandFailedError, InvalidArgumentsError, MemoryPage, Reactor, agent_tool_bundles, load_agent_tools
 from reactor.page import HttpError
 from reactor_plugins.cms import CMS_AGENT_TOOLS, CMS_PLUGIN
-from reactor_plugins.cms.server import HERE, CmsServerPlugin
+from reactor_plugins.cms.server import HERE
+from reactor_plugins.cms.spec import cms_plugin
 
 
 class BrowserLikePage(MemoryPage):
@@ -43,7 +44,7 @@ class BrowserLikePage(MemoryPage):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    live = start_server(tmp_path_factory.mktemp("cms"), plugins=[CmsServerPlugin()], seed_demo=True)
+    live = start_server(tmp_path_factory.mktemp("cms"), plugins=[cms_plugin()], seed_demo=True)
     yield live
     stop_server(live)
 

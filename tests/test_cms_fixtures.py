@@ -20,7 +20,7 @@ from reactor.server.database import Database
 from reactor.server.loopback import LoopbackServer
 from reactor.server.plugin_records import PluginRecords
 from reactor_plugins.cms.backend.demo import demo_source_routes
-from reactor_plugins.cms.server import CmsServerPlugin
+from reactor_plugins.cms.spec import cms_plugin
 
 
 class Client:
@@ -64,9 +64,10 @@ class Client:
 def serve_cms(tmp_path: Any, *, seed: bool = True, **options: Any) -> tuple[Client, Database]:
     """The CMS server plugin alone in a Starlette app, over demo users (and demo sites with `seed`)."""
     database = Database(tmp_path / "cms.sqlite3")
-    plugin = CmsServerPlugin(**options)
+    platform = PluginPlatform([cms_plugin(**options)])
+    plugin = platform.server_half("cms")
     auth = Auth(database, seed=True)
-    context = ServerContext(database, auth, PluginPlatform([plugin]), PluginRecords(database, auth, reserved=set()))
+    context = ServerContext(database, auth, platform, PluginRecords(database, auth, reserved=set()))
     plugin.setup(context, seed=seed)
     return Client(Starlette(routes=plugin.routes(context)), context.auth), database
 

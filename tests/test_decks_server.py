@@ -18,7 +18,8 @@ from reactor.server.context import ServerContext
 from reactor.server.database import Database
 from reactor.server.plugin_records import PluginRecords
 from reactor_plugins.decks import DECKS_AGENT_TOOLS
-from reactor_plugins.decks.server import MAX_BODY_BYTES, DecksServerPlugin
+from reactor_plugins.decks.server import MAX_BODY_BYTES
+from reactor_plugins.decks.spec import PLUGIN as DECKS
 
 SEED_IDS = ["onboarding", "quarterly-review", "reactor-in-5-minutes"]
 
@@ -63,9 +64,10 @@ class Client:
 
 
 def serve(database, *, seed=True):
-    plugin = DecksServerPlugin()
+    platform = PluginPlatform([DECKS])
+    plugin = platform.server_half("decks")
     auth = Auth(database, seed=True)
-    context = ServerContext(database, auth, PluginPlatform([plugin]), PluginRecords(database, auth, reserved=set()))
+    context = ServerContext(database, auth, platform, PluginRecords(database, auth, reserved=set()))
     plugin.setup(context, seed=seed)
     return Client(Starlette(routes=plugin.routes(context)), auth)
 
@@ -100,9 +102,8 @@ def test_setup_twice_neither_duplicates_nor_overwrites_the_decks(database):
 
 
 def test_the_server_provides_the_same_bundle_the_page_contributes():
-    plugin = DecksServerPlugin()
-    assert plugin.provide_agent_tools() == [DECKS_AGENT_TOOLS]
-    assert PluginPlatform([plugin]).collect_agent_tools() == [DECKS_AGENT_TOOLS]
+    assert DECKS.bundles == [DECKS_AGENT_TOOLS]
+    assert PluginPlatform([DECKS]).collect_agent_tools() == [DECKS_AGENT_TOOLS]
 
 
 def test_the_page_plugin_loads_without_starlette_or_the_server_module():

@@ -6,6 +6,8 @@ import pytest
 from playwright.sync_api import expect
 from conftest import start_server, stop_server
 
+from reactor.plugin_spec import PluginSpec, discover_plugins
+
 pytestmark = pytest.mark.browser
 
 
@@ -99,15 +101,11 @@ def test_a_boot_failure_is_shown_on_the_page(page, live_server, failing, status,
     assert shown in rejected and f"answered {status}" in rejected
 
 
-class GhostPlugin:
-    name = "ghost"
-    page_plugin = "reactor_plugins.ghost:PLUGIN"
+GHOST = PluginSpec(name="ghost", page="reactor_plugins.ghost:PLUGIN")
 
 
 def test_a_plugin_that_cannot_load_is_reported_on_the_page_and_the_rest_work(page, tmp_path):
-    from reactor.server.app import default_plugins
-
-    live = start_server(tmp_path, plugins=[*default_plugins(), GhostPlugin()], seed_demo=True)
+    live = start_server(tmp_path, plugins=[*discover_plugins(), GHOST], seed_demo=True)
     try:
         load = open_ready(page, live.url)
         assert "Plugin 'ghost' could not be imported" in load["failures"][0]

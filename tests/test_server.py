@@ -9,6 +9,7 @@ from conftest import bearer, start_server, stop_server
 
 import reactor.commands
 from reactor import define_agent_tools
+from reactor.plugin_spec import PluginSpec
 from reactor.server.assets import read_bundle
 
 BUNDLE = define_agent_tools(
@@ -17,18 +18,16 @@ BUNDLE = define_agent_tools(
 )
 
 
-class NotesPlugin:
-    name = "notes"
-    description = "Notes"
-
-    def provide_agent_tools(self):
-        return [BUNDLE]
+def notes_plugin(folder):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "agent-tools.json").write_text(json.dumps(BUNDLE))
+    return PluginSpec(name="notes", description="Notes", folder=folder, agent_tools="agent-tools.json")
 
 
 @contextmanager
 def serving(data, username="ada"):
     """A client of a server with the notes plugin, signed in as `username` (ada is an operator)."""
-    live = start_server(data, plugins=[NotesPlugin()], seed_demo=True)
+    live = start_server(data, plugins=[notes_plugin(data / "notes")], seed_demo=True)
     try:
         with httpx.Client(base_url=live.url, headers=bearer(live, username) if username else {}) as client:
             yield client

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from reactor.ai_tools.panels import UiPanels
+from reactor_plugins.ai_tools.panels import UiPanels
 from reactor.errors import ToolError
 from reactor.page import MemoryPage
 

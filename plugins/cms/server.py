@@ -21,7 +21,6 @@ from typing import Any, Iterable
 from starlette.requests import Request
 from starlette.routing import Route
 
-from reactor import load_agent_tools
 from reactor.server.context import ServerContext
 
 from .backend.access import Access
@@ -41,12 +40,6 @@ class CmsServerPlugin:
     """Serves the CMS; `crawl_allow` names non-public hosts the crawler may read, `crawl_timeout`
     bounds one fetch (a blog crawl gets three), `crawl_per_user` and `crawl_at_once` bound crawls."""
 
-    name = "cms"
-    description = "A CMS: sites with pages and posts, drafts first, publish on request, public pages."
-    page_plugin = "reactor_plugins.cms:CMS_PLUGIN"
-    page_assets = ("panel.js", "cms.css")
-    page_services = {"cms_api": "/api/cms"}
-
     def __init__(
         self,
         *,
@@ -64,9 +57,6 @@ class CmsServerPlugin:
         self.crawls = CrawlPool(per_user=crawl_per_user, at_once=crawl_at_once, retry_after=retry_after)
         self.demo = False
         self.store: SiteStore | None = None
-
-    def provide_agent_tools(self) -> list[dict[str, Any]]:
-        return [load_agent_tools(HERE / "agent-tools.json")]
 
     def setup(self, context: ServerContext, *, seed: bool) -> None:
         """Create the tables; with `seed`, the demo sites and the demo sources."""

@@ -26,7 +26,6 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from reactor import load_agent_tools
 from reactor.server.auth import User
 from reactor.server.context import ServerContext
 from reactor.server.database import Database
@@ -61,16 +60,6 @@ PRINT_HEADERS = {"content-security-policy": "default-src 'none'; style-src 'unsa
 
 class DecksServerPlugin:
     """Stores decks in the server's SQLite file and serves them to the page."""
-
-    name = "decks"
-    description = "Slide decks: stored on the server, edited from the page, printable."
-    # What the page loads: the Python plugin, its renderer and styles, and where the API is.
-    page_plugin = "reactor_plugins.decks:DECKS_PLUGIN"
-    page_assets = ("view.js", "decks.css")
-    page_services = {"decks_api": "/api/decks"}
-
-    def provide_agent_tools(self) -> list[dict[str, Any]]:
-        return [load_agent_tools(HERE / "agent-tools.json")]
 
     def setup(self, context: ServerContext, *, seed: bool) -> None:
         """Create the table; with `seed`, fill an empty table with the demo decks."""

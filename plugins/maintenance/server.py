@@ -105,8 +105,7 @@ def demo_records() -> list[dict[str, Any]]:
 
 
 class MaintenanceServerPlugin:
-    name = "maintenance"
-    description = "Buildings and their maintenance work; the demo's AI Tools read it."
+    """The buildings and work orders tables, the demo's records, and the endpoints tools read."""
 
     def __init__(self) -> None:
         self.slow = {"completed": 0, "cancelled": 0}  # what the slow endpoint saw: tests read it

@@ -60,11 +60,10 @@ def print_tools(format: str, plugins: list[str]) -> int:
     import json
 
     from . import host
-    from .platform import PluginPlatform
+    from .plugin_spec import discover_plugins
     from .plugins import Reactor
-    from .server.app import default_plugins
 
-    bundles = PluginPlatform(default_plugins()).collect_agent_tools()
+    bundles = [bundle for spec in discover_plugins() for bundle in spec.bundles]
     known = sorted({bundle["plugin"] for bundle in bundles})
     unknown = [name for name in plugins if name not in known]
     if unknown:
@@ -120,9 +119,12 @@ def serve_forever(host: str, port: int, data: Path, *, seed: bool, allow_origins
                   allow_hosts: tuple[str, ...] = ()) -> int:
     import uvicorn
 
+    from .plugin_spec import discover_plugins
     from .server.app import create_app
 
-    app = create_app(data, seed_demo=seed, allow_origins=allow_origins, allow_hosts=allow_hosts)
+    # The composition root: the installed plugins (the reactor.plugins entry points) go in here.
+    app = create_app(data, plugins=discover_plugins(), seed_demo=seed, allow_origins=allow_origins,
+                     allow_hosts=allow_hosts)
     if not _is_loopback(host):
         left = app.state.context.auth.demo_passwords_left()
         if left:

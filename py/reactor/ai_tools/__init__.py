@@ -4,8 +4,8 @@ declaration.py  the save-time rules (the server answers 422 with the field and t
 bundle.py       the one AgentTools bundle that offers the user's AI Tools to the agent
 caller.py       one call: permission re-check, arguments, timeout, result cap, envelope codes
 runner.py       where the code runs: in-process on CPython; the page uses a Web Worker
-panels.py       UI Plugin records (location "ui"): a panel per record, its dispose when it goes
-plugin.py       the page plugin: a command per AI Tool the user can see, and the panels
+
+The page plugin that offers them (and shows UI plugin records as panels) is plugins/ai_tools.
 """
 
 from __future__ import annotations

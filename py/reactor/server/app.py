@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.util
 import json
 import re
-import sys
 from importlib import metadata
 from functools import partial, wraps
 from pathlib import Path
@@ -21,10 +21,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 import reactor
-import reactor_plugins
 
 from ..host.tools import AgentSpec
 from ..platform import PluginPlatform
+from ..plugin_spec import PluginSpec, discover_plugins
 from .assets import IMMUTABLE, REVALIDATE, RenderedPage, SourceArchive, serve_file
 from .auth import Auth
 from .bytecode import compiled
@@ -40,8 +40,9 @@ from .runtime_python import COMPILED_STDLIB, stdlib_sources
 ROOT = Path(__file__).resolve().parents[3]
 WEB = ROOT / "web"
 VENDOR = WEB / "vendor"
-# What the page never imports: the server tier (plugins' `server.py` and `backend/`), the CLI.
-SERVER_ONLY = {"server", "server.py", "backend", "cli.py", "__main__.py"}
+# What the page never imports: the server tier (plugins' `server.py`, `backend/` and declaration
+# `spec.py`; reactor's `server/` and the PluginSpec machinery), the CLI.
+SERVER_ONLY = {"server", "server.py", "backend", "spec.py", "plugin_spec.py", "cli.py", "__main__.py"}
 # Where index.html's head gets the start of Pyodide's boot (_early_boot).
 EARLY_BOOT_MARKER = "<!-- reactor:early-boot (the server puts the start of Pyodide's boot here) -->"
 # Pyodide's module the reactor worker imports (web/reactor-worker.js), and the one it imports first.
@@ -64,26 +65,13 @@ SERVER_PLUGIN = {"type": "object", "required": ["name", "enabled"],
 PLUGIN_STATE = ["CREATE TABLE IF NOT EXISTS plugin_state (name TEXT PRIMARY KEY, enabled INTEGER NOT NULL)"]
 
 
-class AiToolsServerPlugin:
-    """Puts the AI Tools page plugin in the page; the records themselves are `plugin_records`."""
-
-    name = "ai-tools"
-    description = "Functions written for this account, offered to the agent as tools."
-    page_plugin = "reactor.ai_tools.plugin:AI_TOOLS_PAGE_PLUGIN"
-
-
-def default_plugins() -> list[Any]:
-    from reactor_plugins.cms.server import CmsServerPlugin
-    from reactor_plugins.decks.server import DecksServerPlugin
-    from reactor_plugins.maintenance.server import MaintenanceServerPlugin
-
-    return [AiToolsServerPlugin(), DecksServerPlugin(), MaintenanceServerPlugin(), CmsServerPlugin()]
-
-
-def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, seed_demo: bool = True,
+def create_app(data_dir: str | Path, *, plugins: Iterable[PluginSpec] | None = None, seed_demo: bool = True,
                agent_spec: dict[str, Any] | None = None, allow_origins: Iterable[str] = (),
                allow_hosts: Iterable[str] = LOOPBACK_HOSTS) -> Starlette:
     """Build the app over `data_dir/reactor.sqlite3`; plugins set up their tables on start.
+
+    `plugins` are PluginSpecs; by default those installed packages declare in the
+    `reactor.plugins` entry-point group (reactor.plugin_spec.discover_plugins).
 
     `agent_spec` is the page chat's agent (name, instructions, plugins; never tools); by default
     the `agent.json` beside index.html. `allow_origins` are the origins of other pages that may
@@ -95,7 +83,7 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
     hosts = check_hosts(allow_hosts)
     database = Database(Path(data_dir) / "reactor.sqlite3")
     database.migrate("plugin_state", PLUGIN_STATE)
-    platform = PluginPlatform(default_plugins() if plugins is None else plugins)
+    platform = PluginPlatform(discover_plugins() if plugins is None else plugins)
     with database.transaction() as db:
         for row in db.execute("SELECT name, enabled FROM plugin_state"):
             if row["name"] in {p["name"] for p in platform.list_plugins()}:
@@ -104,14 +92,16 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
     records = PluginRecords(database, auth, reserved={p["name"] for p in platform.list_plugins()})
     context = ServerContext(database, auth, platform, records)
     plugin_routes: list[BaseRoute] = []
-    for plugin in _all(platform):
-        if hasattr(plugin, "setup"):
-            plugin.setup(context, seed=seed_demo)
-        for route in getattr(plugin, "routes", lambda context: [])(context):
-            plugin_routes.append(_while_enabled(platform, plugin.name, route))
+    for spec in platform.all_plugins():
+        half = platform.server_half(spec.name)
+        if half is None:
+            continue
+        half.setup(context, seed=seed_demo)
+        for route in half.routes(context):
+            plugin_routes.append(_while_enabled(platform, spec.name, route))
     runtime = _runtime_manifest()
     archive = SourceArchive(
-        {"reactor": Path(reactor.__file__).parent, "reactor_plugins": Path(reactor_plugins.__file__).parent},
+        {"reactor": Path(reactor.__file__).parent, **_page_packages(platform.all_plugins())},
         SERVER_ONLY, **_bytecode_for(runtime),
     )
 
@@ -138,9 +128,9 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
     async def plugin_asset(request: Request) -> Response:
         name = request.path_params["name"]
         plugin = next((p for p in platform.enabled_plugins() if p.name == name), None)
-        if plugin is None or request.path_params["path"] not in getattr(plugin, "page_assets", ()):
+        if plugin is None or request.path_params["path"] not in plugin.assets:
             return JSONResponse({"error": f"Plugin {name!r} serves no such asset."}, 404)
-        return serve_file(request, _folder_of(plugin), request.path_params["path"], cache=REVALIDATE)
+        return serve_file(request, plugin.folder, request.path_params["path"], cache=REVALIDATE)
 
     @operation("The page's Python as one bundle, named by its hash", responses={200: ANY_FILE})
     async def python_archive(request: Request) -> Response:
@@ -159,8 +149,8 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[Any] | None = None, se
                 "runtime": {"interpreter": f"{base}/{PYODIDE_MODULES[0]}", "ready": runtime["ready"],
                             "error": runtime.get("error", ""), "pyodide": runtime.get("pyodide", "")},
                 "python": {"bundles": [archive.url], "site": f"/lib/python{runtime['python']}/site-packages"},
-                "plugins": [_page_entry(p) for p in platform.enabled_plugins() if hasattr(p, "page_plugin")],
-                "services": {k: v for p in platform.enabled_plugins() for k, v in getattr(p, "page_services", {}).items()},
+                "plugins": [_page_entry(p) for p in platform.enabled_plugins() if p.page],
+                "services": {k: v for p in platform.enabled_plugins() for k, v in p.page_services.items()},
                 "agent": {"name": agent.name, "instructions": agent.instructions, "plugins": list(agent.plugins)},
             },
             headers={"cache-control": "no-store"},
@@ -246,10 +236,6 @@ async def _http_error(request: Request, error: Exception) -> Response:
     return JSONResponse({"error": sentence}, error.status_code, headers=error.headers)
 
 
-def _all(platform: PluginPlatform) -> list[Any]:
-    return [platform.get_plugin(p["name"]) for p in platform.list_plugins()]
-
-
 def _while_enabled(platform: PluginPlatform, name: str, route: Route) -> Route:
     """A plugin's route answers 404 while the plugin is disabled, without restarting the server."""
     endpoint = route.endpoint
@@ -263,15 +249,26 @@ def _while_enabled(platform: PluginPlatform, name: str, route: Route) -> Route:
     return Route(route.path, guarded, methods=list(route.methods or ()), name=route.name)
 
 
-def _folder_of(plugin: Any) -> Path:
-    return Path(sys.modules[type(plugin).__module__].__file__).parent  # type: ignore[arg-type]
+def _page_packages(specs: Iterable[PluginSpec]) -> dict[str, Path]:
+    """The top-level packages of the plugins' page halves, by name: the page's Python bundle holds
+    them (their server files left out). A package that cannot be found is left out too: the page
+    then reports that the plugin could not be imported."""
+    packages: dict[str, Path] = {}
+    for spec in specs:
+        top = (spec.page or "").partition(":")[0].split(".")[0]
+        if not top or top == "reactor" or top in packages:
+            continue
+        found = importlib.util.find_spec(top)
+        if found is not None and found.submodule_search_locations:
+            packages[top] = Path(list(found.submodule_search_locations)[0])
+    return packages
 
 
-def _page_entry(plugin: Any) -> dict[str, Any]:
-    assets = [f"/assets/plugins/{plugin.name}/{a}" for a in getattr(plugin, "page_assets", ())]
+def _page_entry(plugin: PluginSpec) -> dict[str, Any]:
+    assets = [f"/assets/plugins/{plugin.name}/{a}" for a in plugin.assets]
     return {
         "name": plugin.name,
-        "plugin": plugin.page_plugin,
+        "plugin": plugin.page,
         "scripts": [a for a in assets if a.endswith(".js")],
         "styles": [a for a in assets if a.endswith(".css")],
     }

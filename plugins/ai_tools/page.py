@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..agent_tools import AgentTools
-from ..disposable import DisposableSet
-from ..errors import ToolError
-from ..page import HttpError
-from ..plugins import PluginContext, define_plugin
-from .bundle import AI_TOOLS_BUNDLE_ID, AI_TOOLS_PLUGIN, ai_tool_bundle, ai_tool_command
-from .caller import AiToolCaller
+from reactor.agent_tools import AgentTools
+from reactor.ai_tools.bundle import AI_TOOLS_BUNDLE_ID, AI_TOOLS_PLUGIN, ai_tool_bundle, ai_tool_command
+from reactor.ai_tools.caller import AiToolCaller
+from reactor.ai_tools.runner import InProcessRunner
+from reactor.disposable import DisposableSet
+from reactor.errors import ToolError
+from reactor.page import HttpError
+from reactor.plugins import PluginContext, define_plugin
+
 from .panels import UiPanels
-from .runner import InProcessRunner
 
 RECORDS_API = "/plugins"
 

@@ -19,9 +19,9 @@ import json
 import re
 from typing import Any, Awaitable, Callable
 
-from ..disposable import Disposable, DisposableSet
-from ..errors import ToolError
-from .runner import load_code
+from reactor.ai_tools.runner import load_code
+from reactor.disposable import Disposable, DisposableSet
+from reactor.errors import ToolError
 
 ReadRecord = Callable[[str], Awaitable[dict[str, Any]]]
 # What a Python UI plugin reaching for the DOM meets in a worker: no `document`, no `pyscript`.
