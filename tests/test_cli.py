@@ -50,6 +50,16 @@ def test_serve_on_port_zero_prints_the_address_it_serves(tmp_path):
             server.terminate()
 
 
+def test_serve_on_a_taken_port_says_so_and_exits(tmp_path):
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        answer = reactor("serve", "--port", str(port), "--data", str(tmp_path))
+    assert answer.returncode == 2
+    assert f"reactor serve: cannot listen on 127.0.0.1:{port}: Address already in use." in answer.stderr
+
+
 def test_serve_refuses_a_public_address_while_demo_passwords_remain_then_passwd_sets_them(tmp_path):
     refused = reactor("serve", "--host", "0.0.0.0", "--port", "0", "--data", str(tmp_path))
     assert refused.returncode == 2

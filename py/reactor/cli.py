@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -132,23 +133,20 @@ def serve_forever(host: str, port: int, data: Path, *, seed: bool, allow_origins
                   "passwords the README publishes. Set new ones with `reactor passwd NAME` (same --data), "
                   "or serve on 127.0.0.1.", file=sys.stderr)
             return 2
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
-    server = uvicorn.Server(config)
-
-    # Print the address actually bound, so `--port 0` is usable.
-    original_startup = server.startup
-
-    async def startup(sockets=None):  # type: ignore[no-untyped-def]
-        await original_startup(sockets)
-        for listener in server.servers:
-            for sock in listener.sockets:
-                address = sock.getsockname()
-                print(f"reactor is serving http://{address[0]}:{address[1]}/ (data in {data.resolve()})", flush=True)
-        if allow_origins:
-            print(f"pages of {', '.join(allow_origins)} may embed it", flush=True)
-
-    server.startup = startup  # type: ignore[method-assign]
-    server.run()
+    # The socket is bound here and handed to uvicorn, so the address printed is the one bound
+    # (`--port 0` picks a free port) and a taken port is one clear sentence.
+    try:
+        listener = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    except OSError as error:
+        print(f"reactor serve: cannot listen on {host}:{port}: {os.strerror(error.errno) if error.errno else error}.",
+              file=sys.stderr)
+        return 2
+    address = listener.getsockname()
+    where = f"[{address[0]}]" if ":" in address[0] else address[0]
+    print(f"reactor is serving http://{where}:{address[1]}/ (data in {data.resolve()})", flush=True)
+    if allow_origins:
+        print(f"pages of {', '.join(allow_origins)} may embed it", flush=True)
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listener])
     return 0
 
 
