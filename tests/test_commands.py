@@ -7,6 +7,7 @@ from reactor import (
     CommandNotFoundError,
     CommandRegistry,
     CommandUnavailableError,
+    DeclarationError,
     DuplicateCommandError,
     InvalidArgumentsError,
 )
@@ -126,9 +127,18 @@ def test_arguments_that_are_not_an_object_are_refused(registry, hostile):
 
 
 def test_a_command_with_a_broken_schema_is_refused_at_registration(registry):
-    with pytest.raises(ValueError, match="top-level \"type\" must be \"object\""):
+    with pytest.raises(DeclarationError, match="top-level \"type\" must be \"object\"") as refused:
         registry.register_command("x.a", lambda a: 1, parameters={"type": "string"})
-    assert not registry.has_command("x.a")
+    assert refused.value.field == "parameters" and not registry.has_command("x.a")
+
+
+@pytest.mark.parametrize(("id", "execute", "field"), [("", lambda a: 1, "id"), ("  ", lambda a: 1, "id"),
+                                                     (None, lambda a: 1, "id"), ("x.a", "not a function", "execute")])
+def test_an_empty_id_or_a_handler_that_is_no_function_is_a_declaration_error(registry, id, execute, field):
+    with pytest.raises(DeclarationError) as refused:
+        registry.register_command(id, execute, plugin="notes")
+    assert refused.value.field == field and refused.value.owner == "notes"
+    assert registry.list_commands() == []
 
 
 def test_subscribers_are_told_when_commands_come_and_go(registry):

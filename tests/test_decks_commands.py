@@ -139,6 +139,13 @@ def test_opening_an_unknown_deck_names_the_decks_there_are(decks):
     assert "decks" not in page.views
 
 
+def test_an_agent_asking_for_an_unknown_deck_gets_not_found_with_the_decks_there_are(decks):
+    reactor, _ = decks
+    answer = json.loads(run(call_tool_json(reactor, "decks_get_deck", '{"id": "nope"}', None)))
+    assert answer["ok"] is False
+    assert answer["error"] == {"code": "not_found", "message": f"There is no deck 'nope'. Decks: {', '.join(IDS)}."}
+
+
 def test_opening_past_the_last_slide_says_which_slides_there_are(decks):
     reactor, _ = decks
     with pytest.raises(CommandFailedError, match=r"^The deck has slides 1 to 5; there is no slide 7\.$"):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reactor import AgentTools, PluginContext, contribution, define_plugin, load_agent_tools
+from reactor import AgentTools, PluginContext, PluginError, contribution, define_plugin, load_agent_tools
 
 from .client import CmsClient
 from .commands import PanelCommands, register_cms_commands
@@ -27,7 +27,7 @@ def _register(context: PluginContext) -> None:
     services = context.reactor.services
     page = services.get("page")
     if page is None:
-        raise LookupError("The CMS plugin needs the page service: Reactor(services={'page': ...}).")
+        raise PluginError("The CMS plugin needs the page service: Reactor(services={'page': ...}).", plugin="cms")
     state = CmsState(api=str(services.get("cms_api") or "/api/cms").rstrip("/"))
     services["cms_state"] = state  # the live state, for the host and for tests
     panel = CmsPanel(page, state)

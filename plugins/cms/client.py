@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from reactor.errors import ToolError
+from reactor.errors import NotFoundError
 from reactor.page import HttpError, Page
 from reactor.urls import on_origin_of, query_string, quote_segment
 
@@ -96,7 +97,7 @@ class CmsClient:
             if refusal is not None:
                 raise refusal from None
             if error.status == 404:
-                raise LookupError(error.detail) from None
+                raise NotFoundError(error.detail) from None
             if error.status in (400, 409, 413, 415, 422):
                 raise ValueError(error.detail) from None
             raise ConnectionError(f"The CMS server failed ({error.status}): {error.detail}") from None

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from reactor import PluginContext
-from reactor.errors import ToolError
+from reactor.errors import NotFoundError, ToolError
 
 from .client import CmsClient
 from .panel import CmsPanel
@@ -69,7 +69,7 @@ class PanelCommands:
             raise ToolError("not_permitted", "Sign in first: nobody is signed in in this page.")
         if site not in {s["id"] for s in self.state.sites}:
             names = ", ".join(s["id"] for s in self.state.sites) or "none"
-            raise LookupError(f"User {self.state.username!r} has no site {site!r}; their sites: {names}.")
+            raise NotFoundError(f"User {self.state.username!r} has no site {site!r}; their sites: {names}.")
         self.state.site, self.state.current = site, ""
         entries = (await self.client.list_entries())["entries"]
         self.panel.show_entries(entries, f"Site {site!r} selected ({self.state.role()}).")

@@ -59,8 +59,8 @@ def create_cms_agent_tools(state: CmsState, client: CmsClient, panel: CmsPanel, 
     async def get_current_site_page(args: dict[str, Any]) -> dict[str, Any]:
         site = state.require_site()
         if not state.current:
-            raise LookupError(
-                f"No entry of site {site!r} is selected in the CMS panel; read one by slug with cms_read_site_page."
+            raise ToolError(
+                "unavailable", f"No entry of site {site!r} is selected in the CMS panel; read one by slug with cms_read_site_page."
             )
         return await read_site_page({"slug": state.current})
 

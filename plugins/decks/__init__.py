@@ -12,7 +12,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from reactor import AgentTools, PluginContext, contribution, define_plugin, load_agent_tools
+from reactor import AgentTools, PluginContext, PluginError, contribution, define_plugin, load_agent_tools
 
 from .commands import DeckCommands, register_deck_commands
 from .store import DeckStore
@@ -25,7 +25,7 @@ def _register(context: PluginContext) -> None:
     services = context.reactor.services
     page = services.get("page")
     if page is None:
-        raise LookupError("The decks plugin needs the page service: Reactor(services={'page': ...}).")
+        raise PluginError("The decks plugin needs the page service: Reactor(services={'page': ...}).", plugin="decks")
     store = DeckStore(page, services.get("decks_api"))
     commands = DeckCommands(store, DeckView(page), page)
     register_deck_commands(context, commands, DECKS_AGENT_TOOLS)

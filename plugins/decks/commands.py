@@ -1,7 +1,7 @@
 """The decks commands: screen commands that change what the person sees, data commands that answer.
 
 Each handler takes one `args` dict, already checked against its schema in agent-tools.json,
-and returns what a model needs next. Bad requests raise ValueError or LookupError with a
+and returns what a model needs next. Bad requests raise ValueError or NotFoundError with a
 sentence naming the fix; the registry turns them into CommandFailedError.
 """
 

@@ -12,6 +12,7 @@ import asyncio
 import copy
 from typing import Any, Callable
 
+from reactor.errors import NotFoundError
 from reactor.page import HttpError, Page
 from reactor.urls import quote_segment
 
@@ -51,18 +52,18 @@ class DeckStore:
         return sorted(summaries, key=lambda s: (s["title"].casefold(), s["id"]))
 
     async def get_deck(self, id: str) -> dict[str, Any]:
-        """A copy of the deck's spec; LookupError naming the decks there are when it is unknown."""
+        """A copy of the deck's spec; NotFoundError naming the decks there are when it is unknown."""
         await self._ensure_index()
         if id in self._decks:
             return copy.deepcopy(self._decks[id])
         if id not in self._remote:
-            raise LookupError(self._unknown(id))
+            raise NotFoundError(self._unknown(id))
         try:
             spec = await self._page.fetch_json("GET", self._url(id))
         except HttpError as error:
             if error.status == 404:
                 self._remote.pop(id, None)
-                raise LookupError(self._unknown(id)) from None
+                raise NotFoundError(self._unknown(id)) from None
             raise ConnectionError(f"The decks server could not give deck {id!r}: {error.detail}") from None
         except OSError as error:
             raise ConnectionError(
@@ -95,7 +96,7 @@ class DeckStore:
         """Remove a deck from the page and the server. Answers the save report."""
         await self._ensure_index()
         if id not in self._decks and id not in self._remote:
-            raise LookupError(self._unknown(id))
+            raise NotFoundError(self._unknown(id))
         held, remote = self._decks.pop(id, None), self._remote.pop(id, None)
 
         def undo() -> None:

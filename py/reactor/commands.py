@@ -11,6 +11,7 @@ from .errors import (
     CommandFailedError,
     CommandNotFoundError,
     CommandUnavailableError,
+    DeclarationError,
     DuplicateCommandError,
     InvalidArgumentsError,
 )
@@ -85,7 +86,8 @@ class CommandRegistry:
     ) -> Disposable:
         """Add a command; the Disposable removes exactly this registration."""
         if not isinstance(id, str) or not id.strip():
-            raise DuplicateCommandError(f"A command id must be a non-empty string, not {id!r}.", command_id=str(id))
+            raise DeclarationError(f"A command id must be a non-empty string, not {id!r}.", owner=plugin or "?",
+                                   field="id", value=id)
         if id in self._commands:
             owner = self._commands[id].plugin
             by = f" by plugin {owner!r}" if owner else ""
@@ -95,9 +97,11 @@ class CommandRegistry:
                 command_id=id,
             )
         if not callable(execute):
-            raise TypeError(f"The handler of command {id!r} must be callable, not {type(execute).__name__}.")
+            raise DeclarationError(f"The handler of command {id!r} must be callable, not {type(execute).__name__}.",
+                                   owner=plugin or id, field="execute")
         if parameters is not None and (problem := schema_problem(parameters)):
-            raise ValueError(f"The parameters of command {id!r} are refused: {problem}.")
+            raise DeclarationError(f"The parameters of command {id!r} are refused: {problem}.", owner=plugin or id,
+                                   field="parameters", value=parameters)
         command = Command(
             id, execute, label, description, is_enabled, disabled_reason, parameters, plugin,
             validator=None if parameters is None else compiled_validator(parameters),

@@ -5,7 +5,7 @@
     failure  {"ok": false, "error": {"code": <CODE>, "message": <a sentence>, ...details}}
 
 Codes (FAILURE_CODES): invalid_arguments (with problems: [{path, message}]), unknown_tool,
-not_admitted, not_permitted, denied, unavailable, failed, aborted, timeout, too_large. The model reads the envelope as
+not_admitted, not_permitted, not_found, denied, unavailable, failed, aborted, timeout, too_large. The model reads the envelope as
 JSON text; the message is written for it to act on. Formats only re-wrap it per provider.
 """
 
@@ -16,8 +16,8 @@ from typing import Any
 
 FAILURE_CODES = frozenset(
     {
-        "invalid_arguments", "unknown_tool", "not_admitted", "not_permitted", "denied", "unavailable",
-        "failed", "aborted", "timeout", "too_large",
+        "invalid_arguments", "unknown_tool", "not_admitted", "not_permitted", "not_found", "denied",
+        "unavailable", "failed", "aborted", "timeout", "too_large",
     }
 )
 RAN_WITHOUT_VALUE = "The command ran; it returns no value."

@@ -12,11 +12,19 @@ ReactorError
 │   ├── PluginLoadError               register() raised; its registrations were rolled back (.cause)
 │   ├── PluginDependencyError         a required plugin is missing, failed, or forms a cycle
 │   └── PluginNotFoundError           no plugin has that name
-├── DeclarationError                  a declaration a model would trip on (.owner, .field, .value)
+├── DeclarationError (ValueError)     a declaration refused where it is made (.owner, .field, .value)
+├── SchemaError (ValueError)          a JSON Schema reactor cannot use (.path; reactor.json_schema)
 ├── AbortedError                      what was running was stopped (.reason)
 ├── ToolError                         a tool's chosen failure (.code, .details): becomes the envelope
+│   └── NotFoundError (LookupError)   what was asked for does not exist: code `not_found`
+├── HttpError                         the server answered 4xx/5xx (.status, .detail)
 ├── ProtocolError                     a message between the page and the worker that is not the protocol's
-└── PageError                         the page answered the worker's request with its error (.name)
+├── PageError                         the page answered the worker's request with its error (.name)
+└── PageScriptError                   a JavaScript command of the page threw (.name)
+
+Plugins raise ToolError with the code that says what happened (`not_permitted`, `not_found`,
+`unavailable`), so the envelope the model reads means what it says; anything else a handler
+raises reaches the model as `failed` with its sentence.
 
 Every message is a sentence naming the offending value, written for whoever must act on it:
 a developer for declarations, a model or a person for commands.
@@ -90,7 +98,7 @@ class PluginNotFoundError(PluginError):
     pass
 
 
-class DeclarationError(ReactorError):
+class DeclarationError(ReactorError, ValueError):
     def __init__(self, message: str, *, owner: str, field: str, value: Any = None) -> None:
         super().__init__(message)
         self.owner = owner
@@ -119,12 +127,46 @@ class ToolError(ReactorError):
         self.details = details
 
 
+class NotFoundError(ToolError, LookupError):
+    """What a tool was asked for does not exist; the message names what does."""
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__("not_found", message, **details)
+
+
+class HttpError(ReactorError):
+    """The server answered with an error status; `.status` and the server's `.detail`."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(f"The server answered {status}: {detail}")
+        self.status = status
+        self.detail = detail
+
+    def refusal(self) -> ToolError | None:
+        """A 401 or 403 as the `not_permitted` answer a tool gives the model (the server's sentence,
+        and for a 401 what the person can do); None for any other status."""
+        if self.status == 401:
+            return ToolError("not_permitted", f"{self.detail} Ask the person to sign in (the form at the top "
+                                              "of the page), then try again.")
+        if self.status == 403:
+            return ToolError("not_permitted", self.detail)
+        return None
+
+
 class ProtocolError(ReactorError):
     """A message between the page and the worker that is not the protocol's (reactor.protocol)."""
 
 
 class PageError(ReactorError):
     """The page's JavaScript answered the worker's request with an error; `.name` is that error's name."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(message)
+        self.name = name
+
+
+class PageScriptError(ReactorError):
+    """A JavaScript command handler threw; the message is the script's own, `.name` its error's name."""
 
     def __init__(self, name: str, message: str) -> None:
         super().__init__(message)

@@ -22,6 +22,7 @@ import re
 from typing import Any, Callable
 
 from .ecma_regex import translate
+from .errors import ReactorError
 
 Problem = tuple[tuple[Any, ...], str]  # (path into the instance, message)
 Check = Callable[[Any], list[Problem]]
@@ -32,7 +33,7 @@ UNSUPPORTED = ("$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnch
 MAX_DEPTH = 64  # schemas nested deeper than this are refused: no tool needs it, recursion would
 
 
-class SchemaError(ValueError):
+class SchemaError(ReactorError, ValueError):
     """A schema reactor cannot use; `path` locates the offending keyword in the schema."""
 
     def __init__(self, message: str, path: tuple[Any, ...] = ()) -> None:

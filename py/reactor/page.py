@@ -13,26 +13,9 @@ import json
 from typing import Any, Callable, Protocol
 
 from .disposable import Disposable
-from .errors import ToolError
+from .errors import HttpError
 
-
-class HttpError(Exception):
-    """The server answered with an error status; `.status` and the server's `.detail`."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(f"The server answered {status}: {detail}")
-        self.status = status
-        self.detail = detail
-
-    def refusal(self) -> ToolError | None:
-        """A 401 or 403 as the `not_permitted` answer a tool gives the model (the server's sentence,
-        and for a 401 what the person can do); None for any other status."""
-        if self.status == 401:
-            return ToolError("not_permitted", f"{self.detail} Ask the person to sign in (the form at the top "
-                                              "of the page), then try again.")
-        if self.status == 403:
-            return ToolError("not_permitted", self.detail)
-        return None
+__all__ = ["HttpError", "MemoryPage", "Page"]
 
 
 class Page(Protocol):

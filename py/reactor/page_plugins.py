@@ -18,7 +18,7 @@ from typing import Any, Awaitable, Callable
 
 from .agent_tools import AgentTools, check_agent_tools
 from .contributions import contribution
-from .errors import DeclarationError, PluginError
+from .errors import DeclarationError, PageScriptError, PluginError
 from .plugins import Plugin, define_plugin
 from .schema import schema_problem
 
@@ -28,14 +28,6 @@ COMMAND_FIELDS = ("id", "label", "description", "parameters", "execute", "isEnab
 FUNCTION = "function"
 
 Run = Callable[[str, dict[str, Any]], Awaitable[Any]]
-
-
-class PageScriptError(Exception):
-    """A JavaScript command handler threw; the message is the script's own, `.name` its error's name."""
-
-    def __init__(self, name: str, message: str) -> None:
-        super().__init__(message)
-        self.name = name
 
 
 def define_script_plugin(declaration: Any, run: Run, is_enabled: Callable[[str], bool]) -> Plugin:
