@@ -16,16 +16,42 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .measure import blocking, calls, define_plugins, execute, lab_page, launch, load_times, median, scale_point, startup, transfer
+from .measure import (
+    blocking,
+    calls,
+    define_plugins,
+    execute,
+    lab_page,
+    launch,
+    load_times,
+    median,
+    scale_point,
+    startup,
+    transfer,
+)
 from .report import machine, summarize, table
 from .server import BENCH, WireCounter, bench_app, serving
 
 ROOT = BENCH.parent
 LUMINO = "@lumino/commands@2.3.4"
-FULL = {"rounds": 19, "warm_rounds": 7, "boots": 5, "batches": 300, "plugins": [1, 100, 300, 1000], "validation_calls": 5000,
-        "defined": [10, 100, 1000]}
-QUICK = {"rounds": 1, "warm_rounds": 1, "boots": 1, "batches": 30, "plugins": [1, 10, 30], "validation_calls": 500,
-         "defined": [10, 100]}
+FULL = {
+    "rounds": 19,
+    "warm_rounds": 7,
+    "boots": 5,
+    "batches": 300,
+    "plugins": [1, 100, 300, 1000],
+    "validation_calls": 5000,
+    "defined": [10, 100, 1000],
+}
+QUICK = {
+    "rounds": 1,
+    "warm_rounds": 1,
+    "boots": 1,
+    "batches": 30,
+    "plugins": [1, 10, 30],
+    "validation_calls": 500,
+    "defined": [10, 100],
+}
 
 
 def say(text: str) -> None:
@@ -41,8 +67,11 @@ def set_up() -> None:
         if shutil.which("npm") is None:
             sys.exit("bench: npm is needed once, to vendor @lumino/commands into bench/vendor/")
         say(f"vendoring {LUMINO} into bench/vendor/")
-        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(BENCH / "vendor"), LUMINO],
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(BENCH / "vendor"), LUMINO],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
 
 
 def run(plan: dict[str, Any]) -> dict[str, Any]:
@@ -56,8 +85,10 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
         results["machine"]["chromium"] = browser.version
         counter = WireCounter(bench_app(Path(tmp) / "product"))
         with serving(counter) as url:
-            say(f"start-up: {plan['rounds']} rounds of bare Pyodide (main thread and worker), PyScript and reactor, cold"
-                f" ({plan['warm_rounds']} of them warm too)")
+            say(
+                f"start-up: {plan['rounds']} rounds of bare Pyodide (main thread and worker), PyScript and reactor, cold"
+                f" ({plan['warm_rounds']} of them warm too)"
+            )
             results["startup"] = startup(browser, url, plan["rounds"], strays, plan["warm_rounds"])
             say("bytes: a first and a repeat visit")
             results["bytes"] = transfer(browser, url, counter, strays)
@@ -95,8 +126,14 @@ def call_figures(page: Any, batches: int) -> dict[str, Any]:
     timed = calls(page, ["lumino", "echo", "noop", "getDeck", "noopTool", "getDeckTool"], batches)
     held = blocking(page, since, page.evaluate("performance.now()"))
     figures: dict[str, Any] = {}
-    for name, key in (("noop", "noop"), ("getDeck", "get_deck"), ("lumino", "lumino"), ("echo", "worker_echo"),
-                      ("noopTool", "noop_tool"), ("getDeckTool", "get_deck_tool")):
+    for name, key in (
+        ("noop", "noop"),
+        ("getDeck", "get_deck"),
+        ("lumino", "lumino"),
+        ("echo", "worker_echo"),
+        ("noopTool", "noop_tool"),
+        ("getDeckTool", "get_deck_tool"),
+    ):
         figures[f"{key}_p50_ms"] = timed[name]["p50_ms"]
         figures[f"{key}_p99_ms"] = timed[name]["p99_ms"]
         figures[f"{key}_batch"] = timed[name]["batch"]
@@ -112,8 +149,12 @@ def call_figures(page: Any, batches: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds and plugins: a smoke test (~1 minute)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="where to write the JSON (default bench/results.json; bench/out/quick.json with --quick)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="where to write the JSON (default bench/results.json; bench/out/quick.json with --quick)",
+    )
     options = parser.parse_args(argv)
     out = options.out or (BENCH / "out" / "quick.json" if options.quick else BENCH / "results.json")
     set_up()

@@ -9,13 +9,20 @@ from __future__ import annotations
 
 import statistics
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run"]
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 READY_TIMEOUT_MS = 600_000
 
 # Marks on the page's clock (ms since navigation start): the product's own performance marks
@@ -127,12 +134,16 @@ def startup(browser: Any, url: str, rounds: int, strays: list[str], warm_rounds:
     warm-up round (the server's and the OS's first-read costs). Ratios are paired: the median over
     rounds of each round's ratio, so a machine that slows down for a while slows both sides alike;
     a single cold boot varies by +-15 % here, hence many rounds for the goal's ratio."""
-    pages = {"bare_pyodide": "/bench/bare.html", "bare_worker": "/bench/worker.html",
-             "pyscript_print": "/bench/pyscript.html", "reactor": "/"}
+    pages = {
+        "bare_pyodide": "/bench/bare.html",
+        "bare_worker": "/bench/worker.html",
+        "pyscript_print": "/bench/pyscript.html",
+        "reactor": "/",
+    }
     runs: dict[str, dict[str, list[Any]]] = {name: {"cold": [], "warm": []} for name in pages}
     for round in range(rounds + 1):
         order = list(pages.items())
-        for name, path in order[round % len(order):] + order[:round % len(order)]:
+        for name, path in order[round % len(order) :] + order[: round % len(order)]:
             with fresh_page(browser, strays) as page:
                 cold = load(page, url + path)
                 warm = load(page, url + path) if round <= (warm_rounds or rounds) else None
@@ -142,13 +153,17 @@ def startup(browser: Any, url: str, rounds: int, strays: list[str], warm_rounds:
                     runs[name]["warm"].append(warm)
     result: dict[str, Any] = {}
     for name, by in runs.items():
-        result[name] = {kind: {"median_ms": median([r["done"] for r in by[kind]]), "runs_ms": [r["done"] for r in by[kind]]}
-                        for kind in ("cold", "warm")}
-        result[name]["cold"]["blocking"] = {key: median([r["blocking"][key] for r in by["cold"]])
-                                            for key in by["cold"][0]["blocking"]}
+        result[name] = {
+            kind: {"median_ms": median([r["done"] for r in by[kind]]), "runs_ms": [r["done"] for r in by[kind]]}
+            for kind in ("cold", "warm")
+        }
+        result[name]["cold"]["blocking"] = {
+            key: median([r["blocking"][key] for r in by["cold"]]) for key in by["cold"][0]["blocking"]
+        }
     for kind in ("cold", "warm"):
         split = [phases(r) for r in runs["reactor"][kind]]
         result["reactor"][kind]["phases_ms"] = {k: median([s[k] for s in split]) for k in split[0]}
+
     def paired(name: str, kind: str) -> float:
         return median([page["done"] / bare["done"] for page, bare in zip(runs[name][kind], runs["bare_pyodide"][kind])])
 
@@ -156,8 +171,9 @@ def startup(browser: Any, url: str, rounds: int, strays: list[str], warm_rounds:
     result["warm_ratio_vs_bare_pyodide"] = paired("reactor", "warm")
     result["pyscript_ratio_vs_bare_pyodide"] = paired("pyscript_print", "cold")
     result["worker_ratio_vs_bare_pyodide"] = paired("bare_worker", "cold")
-    result["ms_over_bare_worker"] = median([page["done"] - bare["done"] for page, bare
-                                            in zip(runs["reactor"]["cold"], runs["bare_worker"]["cold"])])
+    result["ms_over_bare_worker"] = median(
+        [page["done"] - bare["done"] for page, bare in zip(runs["reactor"]["cold"], runs["bare_worker"]["cold"])]
+    )
     result["ratio_of_cold_medians"] = result["reactor"]["cold"]["median_ms"] / result["bare_pyodide"]["cold"]["median_ms"]
     result["rounds"] = rounds
     result["warm_rounds"] = warm_rounds or rounds
@@ -176,13 +192,15 @@ def transfer(browser: Any, url: str, counter: Any, strays: list[str]) -> dict[st
             page.wait_for_timeout(300)  # late requests (the views, the AI Tools) land too
             sent = counter.take()
             paths = {e["path"] for e in sent}
-            loads.append({
-                "bytes": sum(e["bytes"] for e in sent),
-                "requests": len(sent),
-                "from_cache": len(first_paths - paths),
-                "not_modified": sum(e["status"] == 304 for e in sent),
-                "largest": sorted(({"path": e["path"], "bytes": e["bytes"]} for e in sent), key=lambda e: -e["bytes"])[:5],
-            })
+            loads.append(
+                {
+                    "bytes": sum(e["bytes"] for e in sent),
+                    "requests": len(sent),
+                    "from_cache": len(first_paths - paths),
+                    "not_modified": sum(e["status"] == 304 for e in sent),
+                    "largest": sorted(({"path": e["path"], "bytes": e["bytes"]} for e in sent), key=lambda e: -e["bytes"])[:5],
+                }
+            )
             first_paths = first_paths or paths
     first, repeat = loads
     return {"first": first, "repeat": repeat, "repeat_share": repeat["bytes"] / first["bytes"]}
@@ -201,8 +219,10 @@ def execute(page: Any, command: str, args: dict[str, Any] | None = None) -> Any:
 
 def calls(page: Any, names: list[str], batches: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """p50/p99 per call of each subject, timed in batches of >= 2 ms (see bench/pages/lab.js)."""
-    return page.evaluate("([names, options]) => window.bench.calls(names, options)",
-                         [names, {"batches": batches, "minBatchMs": 2, "extra": extra or {}}])
+    return page.evaluate(
+        "([names, options]) => window.bench.calls(names, options)",
+        [names, {"batches": batches, "minBatchMs": 2, "extra": extra or {}}],
+    )
 
 
 def memory(page: Any) -> dict[str, Any]:
@@ -218,8 +238,12 @@ def memory(page: Any) -> dict[str, Any]:
 def load_times(page: Any, boot: dict[str, Any]) -> dict[str, float]:
     """How long this boot of the lab page took to load its plugins (ms)."""
     stats = execute(page, "bench.stats")
-    return {"load_ms": stats["loaded_at"] - stats["imported_at"], "declare_ms": stats["defined_at"] - stats["imported_at"],
-            "register_ms": stats["loaded_at"] - stats["defined_at"], "ready_ms": boot["ready"]}
+    return {
+        "load_ms": stats["loaded_at"] - stats["imported_at"],
+        "declare_ms": stats["defined_at"] - stats["imported_at"],
+        "register_ms": stats["loaded_at"] - stats["defined_at"],
+        "ready_ms": boot["ready"],
+    }
 
 
 def scale_point(page: Any, boot: dict[str, Any], plugins: int, batches: int) -> dict[str, Any]:
@@ -227,8 +251,9 @@ def scale_point(page: Any, boot: dict[str, Any], plugins: int, batches: int) -> 
     listing = page.evaluate("(n) => window.bench.list(n)", 9)
     middle = f"synth_{plugins // 2:04d}.t3"
     args = {"id": "x", "count": 1}
-    timed = calls(page, ["synth", "synthTool"], batches,
-                  {"synth": [middle, args], "synthTool": [f"tool:{middle.replace('.', '_')}", args]})
+    timed = calls(
+        page, ["synth", "synthTool"], batches, {"synth": [middle, args], "synthTool": [f"tool:{middle.replace('.', '_')}", args]}
+    )
     call, tool = timed["synth"], timed["synthTool"]
     return {
         "plugins": plugins,

@@ -14,12 +14,18 @@ LINEAR = 1.25  # per-plugin load time at the largest count may be up to 1.25x th
 
 
 def machine() -> dict[str, Any]:
-    cpu = next((line.split(":", 1)[1].strip() for line in _read("/proc/cpuinfo").splitlines()
-                if line.startswith("model name")), platform.processor())
-    memory_kb = next((int(line.split()[1]) for line in _read("/proc/meminfo").splitlines()
-                      if line.startswith("MemTotal")), 0)
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": round(memory_kb / 2**20, 1),
-            "os": platform.platform(), "python": sys.version.split()[0]}
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in _read("/proc/cpuinfo").splitlines() if line.startswith("model name")),
+        platform.processor(),
+    )
+    memory_kb = next((int(line.split()[1]) for line in _read("/proc/meminfo").splitlines() if line.startswith("MemTotal")), 0)
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": round(memory_kb / 2**20, 1),
+        "os": platform.platform(),
+        "python": sys.version.split()[0],
+    }
 
 
 def _read(path: str) -> str:
@@ -36,8 +42,9 @@ def summarize(results: dict[str, Any]) -> list[dict[str, Any]]:
     base, top = points[0], points[-1]
     hundred = next((p for p in points if p["plugins"] >= 100), points[1] if len(points) > 1 else top)
     # Marginal cost per synthetic plugin: the first point's load is mostly the product's own plugins.
-    per_plugin = {p["plugins"]: (p["load_ms"] - base["load_ms"]) / (p["plugins"] - base["plugins"])
-                  for p in points if p is not base}
+    per_plugin = {
+        p["plugins"]: (p["load_ms"] - base["load_ms"]) / (p["plugins"] - base["plugins"]) for p in points if p is not base
+    }
     scale.update(
         list_ms=top["list_ms"],
         list_after_change_ms=top["list_after_change_ms"],
@@ -71,10 +78,16 @@ def summarize(results: dict[str, Any]) -> list[dict[str, Any]]:
         _goal(f"scale: list {top['tools']} tools", top["list_ms"], 20.0, "ms"),
         _goal(f"scale: call with {n} plugins / with 10 tools", scale["call_ratio_vs_10_tools"], SAME_SPEED, "x"),
         _goal("agent: callTool / executeCommand, decks_get_deck p50", call["tool_vs_command"], 1.5, "x"),
-        _goal(f"agent: callTool p50 with {top['tools']} tools / with {base['tools']}", scale["tool_call_ratio_vs_base"], 1.1, "x"),
+        _goal(
+            f"agent: callTool p50 with {top['tools']} tools / with {base['tools']}", scale["tool_call_ratio_vs_base"], 1.1, "x"
+        ),
         _goal(f"agent: define {most['plugins']} plugins x 10 tools, total", most["total_ms"] / 1000, 5.0, "s"),
-        _goal(f"agent: definePlugin per plugin at {most['plugins']} / at {hundred_defined['plugins']}",
-              results["define_growth"], LINEAR, "x"),
+        _goal(
+            f"agent: definePlugin per plugin at {most['plugins']} / at {hundred_defined['plugins']}",
+            results["define_growth"],
+            LINEAR,
+            "x",
+        ),
         _goal("agent: first listener hears the final list after the last definition", most["heard_after_last_ms"], 50.0, "ms"),
     ]
 
@@ -89,42 +102,79 @@ def table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
     phases = s["reactor"]["cold"]["phases_ms"]
     pages = ("bare_pyodide", "bare_worker", "pyscript_print", "reactor")
     rows = [
-        *((f"main thread, {name} (median)", "long tasks {long_tasks:.0f} | longest {longest_task_ms:.0f} ms | "
-           "TBT {total_blocking_ms:.0f} ms | longest timer gap {longest_timer_gap_ms:.0f} ms".format(**s[name]["cold"]["blocking"]))
-          for name in pages),
-        ("start-up, cold, median (ms)", f"bare Pyodide {s['bare_pyodide']['cold']['median_ms']:.0f} | "
-         f"in a worker {s['bare_worker']['cold']['median_ms']:.0f} | "
-         f"PyScript print {s['pyscript_print']['cold']['median_ms']:.0f} | reactor {s['reactor']['cold']['median_ms']:.0f} "
-         f"(paired ratios: reactor {s['ratio_vs_bare_pyodide']:.3f}x, PyScript {s['pyscript_ratio_vs_bare_pyodide']:.3f}x, "
-         f"worker {s['worker_ratio_vs_bare_pyodide']:.3f}x; reactor {s['ms_over_bare_worker']:+.0f} ms on the worker)"),
-        ("start-up, warm, median (ms)", f"bare Pyodide {s['bare_pyodide']['warm']['median_ms']:.0f} | "
-         f"in a worker {s['bare_worker']['warm']['median_ms']:.0f} | "
-         f"PyScript print {s['pyscript_print']['warm']['median_ms']:.0f} | reactor {s['reactor']['warm']['median_ms']:.0f}"),
+        *(
+            (
+                f"main thread, {name} (median)",
+                "long tasks {long_tasks:.0f} | longest {longest_task_ms:.0f} ms | "
+                "TBT {total_blocking_ms:.0f} ms | longest timer gap {longest_timer_gap_ms:.0f} ms".format(
+                    **s[name]["cold"]["blocking"]
+                ),
+            )
+            for name in pages
+        ),
+        (
+            "start-up, cold, median (ms)",
+            f"bare Pyodide {s['bare_pyodide']['cold']['median_ms']:.0f} | "
+            f"in a worker {s['bare_worker']['cold']['median_ms']:.0f} | "
+            f"PyScript print {s['pyscript_print']['cold']['median_ms']:.0f} | reactor {s['reactor']['cold']['median_ms']:.0f} "
+            f"(paired ratios: reactor {s['ratio_vs_bare_pyodide']:.3f}x, PyScript {s['pyscript_ratio_vs_bare_pyodide']:.3f}x, "
+            f"worker {s['worker_ratio_vs_bare_pyodide']:.3f}x; reactor {s['ms_over_bare_worker']:+.0f} ms on the worker)",
+        ),
+        (
+            "start-up, warm, median (ms)",
+            f"bare Pyodide {s['bare_pyodide']['warm']['median_ms']:.0f} | "
+            f"in a worker {s['bare_worker']['warm']['median_ms']:.0f} | "
+            f"PyScript print {s['pyscript_print']['warm']['median_ms']:.0f} | reactor {s['reactor']['warm']['median_ms']:.0f}",
+        ),
         ("reactor cold phases (ms)", " | ".join(f"{k} {v:.0f}" for k, v in phases.items())),
-        ("bytes first / repeat", f"{b['first']['bytes']:,} B ({b['first']['requests']} requests) / "
-         f"{b['repeat']['bytes']:,} B ({b['repeat']['from_cache']} from cache, {b['repeat']['not_modified']} x 304)"),
-        ("call p50 / p99 (ms)", f"no-op {c['noop_p50_ms']:.4f} / {c['noop_p99_ms']:.4f} (a blank worker's echo "
-         f"{c['worker_echo_p50_ms']:.4f}: reactor adds {c['noop_over_echo_ms']:.4f}) | decks_get_deck "
-         f"{c['get_deck_p50_ms']:.4f} / {c['get_deck_p99_ms']:.4f} | lumino {c['lumino_p50_ms']:.5f} / {c['lumino_p99_ms']:.5f}"),
-        ("callTool p50 / p99 (ms)", f"no-op {c['noop_tool_p50_ms']:.4f} / {c['noop_tool_p99_ms']:.4f} | decks_get_deck "
-         f"{c['get_deck_tool_p50_ms']:.4f} / {c['get_deck_tool_p99_ms']:.4f} ({c['tool_vs_command']:.2f}x the command)"),
-        *((f"definePlugin x {d['plugins']}", f"total {d['total_ms']:.0f} ms | per plugin first tenth "
-           f"{d['first_tenth_ms_per_plugin']:.2f} ms, last tenth {d['last_tenth_ms_per_plugin']:.2f} ms | "
-           f"heard {d['heard_after_last_ms']:.1f} ms after the last") for d in results["define"]),
-        ("validation in Pyodide (calls/s)", f"cached {v['argument_problems_per_s']:,.0f} | compiled each call "
-         f"{v['compiled_each_call_per_s']:,.0f} | registry call {v['registry_call_per_s']:,.0f}"),
+        (
+            "bytes first / repeat",
+            f"{b['first']['bytes']:,} B ({b['first']['requests']} requests) / "
+            f"{b['repeat']['bytes']:,} B ({b['repeat']['from_cache']} from cache, {b['repeat']['not_modified']} x 304)",
+        ),
+        (
+            "call p50 / p99 (ms)",
+            f"no-op {c['noop_p50_ms']:.4f} / {c['noop_p99_ms']:.4f} (a blank worker's echo "
+            f"{c['worker_echo_p50_ms']:.4f}: reactor adds {c['noop_over_echo_ms']:.4f}) | decks_get_deck "
+            f"{c['get_deck_p50_ms']:.4f} / {c['get_deck_p99_ms']:.4f} | lumino {c['lumino_p50_ms']:.5f} / {c['lumino_p99_ms']:.5f}",
+        ),
+        (
+            "callTool p50 / p99 (ms)",
+            f"no-op {c['noop_tool_p50_ms']:.4f} / {c['noop_tool_p99_ms']:.4f} | decks_get_deck "
+            f"{c['get_deck_tool_p50_ms']:.4f} / {c['get_deck_tool_p99_ms']:.4f} ({c['tool_vs_command']:.2f}x the command)",
+        ),
+        *(
+            (
+                f"definePlugin x {d['plugins']}",
+                f"total {d['total_ms']:.0f} ms | per plugin first tenth "
+                f"{d['first_tenth_ms_per_plugin']:.2f} ms, last tenth {d['last_tenth_ms_per_plugin']:.2f} ms | "
+                f"heard {d['heard_after_last_ms']:.1f} ms after the last",
+            )
+            for d in results["define"]
+        ),
+        (
+            "validation in Pyodide (calls/s)",
+            f"cached {v['argument_problems_per_s']:,.0f} | compiled each call "
+            f"{v['compiled_each_call_per_s']:,.0f} | registry call {v['registry_call_per_s']:,.0f}",
+        ),
     ]
     for p in sc["points"]:
-        rows.append((f"scale {p['plugins']} plugins / {p['tools']} tools",
-                     f"load {p['load_ms']:.0f} ms | ready {p['ready_ms']:.0f} ms | list {p['list_ms']:.2f} ms "
-                     f"(after a change {p['list_after_change_ms']:.0f} ms) | "
-                     f"call p50 {p['call_p50_ms']:.4f} ms, callTool {p['call_tool_p50_ms']:.4f} ms (registry {p['registry_call']['ratio']:.2f}x of 10 tools) | wasm {p['memory']['wasm_bytes'] or 0:,} B | "
-                     f"JS heap {p['memory']['js_heap_used']:,} B"))
+        rows.append(
+            (
+                f"scale {p['plugins']} plugins / {p['tools']} tools",
+                f"load {p['load_ms']:.0f} ms | ready {p['ready_ms']:.0f} ms | list {p['list_ms']:.2f} ms "
+                f"(after a change {p['list_after_change_ms']:.0f} ms) | "
+                f"call p50 {p['call_p50_ms']:.4f} ms, callTool {p['call_tool_p50_ms']:.4f} ms (registry {p['registry_call']['ratio']:.2f}x of 10 tools) | wasm {p['memory']['wasm_bytes'] or 0:,} B | "
+                f"JS heap {p['memory']['js_heap_used']:,} B",
+            )
+        )
     width = max(len(r[0]) for r in rows)
     lines = [f"{name.ljust(width)}  {value}" for name, value in rows]
     lines.append("")
     goal_width = max(len(g["goal"]) for g in goals)
     for g in goals:
-        lines.append(f"{'MET ' if g['met'] else 'MISS'}  {g['goal'].ljust(goal_width)}  {g['value']:.4g} {g['unit']}"
-                     f" (goal <= {g['limit']:g})")
+        lines.append(
+            f"{'MET ' if g['met'] else 'MISS'}  {g['goal'].ljust(goal_width)}  {g['value']:.4g} {g['unit']}"
+            f" (goal <= {g['limit']:g})"
+        )
     return "\n".join(lines)

@@ -36,8 +36,10 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
     probe, `reactor_bench:PROBE_PLUGIN`, and synthetic plugins of 10 tools, `reactor_bench:SYNTH_NNNN`)."""
     plugins = discover_plugins()
     if lab:
-        plugins += [PluginSpec(name="bench", page="reactor_bench:PROBE_PLUGIN"),
-                    *(PluginSpec(name=f"synth_{i:04d}", page=f"reactor_bench:SYNTH_{i:04d}") for i in range(synthetic))]
+        plugins += [
+            PluginSpec(name="bench", page="reactor_bench:PROBE_PLUGIN"),
+            *(PluginSpec(name=f"synth_{i:04d}", page=f"reactor_bench:SYNTH_{i:04d}") for i in range(synthetic)),
+        ]
     product = create_app(data, plugins=plugins, seed_demo=True)
     stamp = json.loads((BENCH.parent / "web" / "vendor" / "manifest.json").read_text())["stamp"]
     archive = SourceArchive({"reactor_bench": BENCH / "reactor_bench"}, set())

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -16,8 +17,13 @@ from reactor.server.app import create_app
 from reactor.server.loopback import LoopbackServer
 
 SYSTEM_CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
-QUIET_CHROMIUM = ["--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--no-first-run", "--disable-gpu"]
+QUIET_CHROMIUM = [
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-gpu",
+]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

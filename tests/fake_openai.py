@@ -8,16 +8,19 @@ import json
 import threading
 from typing import Any
 
-from reactor.plugin_spec import PluginSpec
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from reactor.plugin_spec import PluginSpec
+
 
 def tool_call_turn(name: str, arguments: dict[str, Any], call_id: str = "call_1") -> dict[str, Any]:
-    return {"role": "assistant", "content": None,
-            "tool_calls": [{"id": call_id, "type": "function",
-                            "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}],
+    }
 
 
 def text_turn(text: str) -> dict[str, Any]:
@@ -58,23 +61,47 @@ class FakeOpenAI:
                     return Response(status_code=499)
                 await asyncio.sleep(0.05)
             if request.headers.get("authorization") != "Bearer test-key":
-                return JSONResponse({"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error",
-                                               "code": "invalid_api_key"}}, 401)
+                return JSONResponse(
+                    {
+                        "error": {
+                            "message": "Incorrect API key provided.",
+                            "type": "invalid_request_error",
+                            "code": "invalid_api_key",
+                        }
+                    },
+                    401,
+                )
             message = self.turns.pop(0) if self.turns else text_turn("Done.")
             finish = "tool_calls" if message.get("tool_calls") else "stop"
             if self.stream and body.get("stream"):
                 return StreamingResponse(self._events(message, finish), media_type="text/event-stream")
-            return JSONResponse({"id": "chatcmpl-1", "object": "chat.completion", "model": body["model"],
-                                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+            return JSONResponse(
+                {
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion",
+                    "model": body["model"],
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                }
+            )
 
         return [Route("/v1/chat/completions", completions, methods=["POST"])]
 
     async def _events(self, message: dict[str, Any], finish: str) -> Any:
         """The message as OpenAI streams it: a word per chunk, tool calls in pieces, then [DONE]."""
+
         def chunk(delta: dict[str, Any], reason: str | None = None) -> str:
-            return "data: " + json.dumps({"id": "chatcmpl-1", "object": "chat.completion.chunk",
-                                          "choices": [{"index": 0, "delta": delta, "finish_reason": reason}]}) + "\n\n"
+            return (
+                "data: "
+                + json.dumps(
+                    {
+                        "id": "chatcmpl-1",
+                        "object": "chat.completion.chunk",
+                        "choices": [{"index": 0, "delta": delta, "finish_reason": reason}],
+                    }
+                )
+                + "\n\n"
+            )
 
         self.last_sent.clear()
         yield chunk({"role": "assistant", "content": ""})
@@ -83,8 +110,18 @@ class FakeOpenAI:
             await asyncio.sleep(0.02)
         for index, call in enumerate(message.get("tool_calls") or []):
             arguments = call["function"]["arguments"]
-            yield chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
-                                         "function": {"name": call["function"]["name"], "arguments": arguments[:5]}}]})
+            yield chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call["id"],
+                            "type": "function",
+                            "function": {"name": call["function"]["name"], "arguments": arguments[:5]},
+                        }
+                    ]
+                }
+            )
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[5:]}}]})
         while not self.hold.is_set():
             await asyncio.sleep(0.05)

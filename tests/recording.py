@@ -38,8 +38,9 @@ def ffmpeg() -> str:
 
 def duration_s(video: Path) -> float:
     """The video's length, after decoding every frame (a broken file raises)."""
-    run = subprocess.run([ffmpeg(), "-v", "error", "-stats", "-i", str(video), "-f", "null", "-"],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [ffmpeg(), "-v", "error", "-stats", "-i", str(video), "-f", "null", "-"], capture_output=True, text=True, timeout=120
+    )
     errors = [line for line in re.split(r"[\r\n]+", run.stderr) if line.strip() and "time=" not in line]
     if run.returncode != 0 or errors:
         raise RuntimeError(f"{video} does not decode: {' '.join(errors)[-500:] or run.stderr[-500:]}")
@@ -58,8 +59,9 @@ class Recorder:
         self.frames: list[tuple[float, bytes]] = []
         self.own = playwright_ffmpeg() is not None
         if self.own:
-            self.context = browser.new_context(record_video_dir=str(out / "video-parts"),
-                                               record_video_size=context_options.get("viewport"), **context_options)
+            self.context = browser.new_context(
+                record_video_dir=str(out / "video-parts"), record_video_size=context_options.get("viewport"), **context_options
+            )
             self.page = self.context.new_page()
         else:
             self.context = browser.new_context(**context_options)
@@ -109,10 +111,31 @@ class Recorder:
         (frames_dir / "frames.txt").write_text("\n".join(lines) + "\n")
         target = self.out / "demo.mp4"
         run = subprocess.run(
-            [ffmpeg(), "-v", "error", "-y", "-f", "concat", "-safe", "0", "-i", str(frames_dir / "frames.txt"),
-             "-vf", "scale=trunc(iw/2)*2:trunc(ih/2)*2,fps=25", "-c:v", "libx264", "-pix_fmt", "yuv420p",
-             "-movflags", "+faststart", str(target)],
-            capture_output=True, text=True, timeout=600)
+            [
+                ffmpeg(),
+                "-v",
+                "error",
+                "-y",
+                "-f",
+                "concat",
+                "-safe",
+                "0",
+                "-i",
+                str(frames_dir / "frames.txt"),
+                "-vf",
+                "scale=trunc(iw/2)*2:trunc(ih/2)*2,fps=25",
+                "-c:v",
+                "libx264",
+                "-pix_fmt",
+                "yuv420p",
+                "-movflags",
+                "+faststart",
+                str(target),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         shutil.rmtree(frames_dir, ignore_errors=True)
         if run.returncode != 0:
             raise RuntimeError(f"ffmpeg could not encode the screencast: {run.stderr[-500:]}")

@@ -3,7 +3,6 @@ import json
 import pytest
 
 import reactor
-from reactor.plugin_spec import PluginSpec
 from reactor import (
     AgentTools,
     DeclarationError,
@@ -16,6 +15,7 @@ from reactor import (
     load_agent_tools,
     watch_agent_tool_bundles,
 )
+from reactor.plugin_spec import PluginSpec
 
 OPEN = {
     "name": "decks_open",
@@ -176,7 +176,9 @@ def test_the_platform_collects_bundles_of_enabled_plugins_only(tmp_path):
 def test_a_refused_bundle_file_refuses_the_plugin_when_it_is_declared(tmp_path):
     broken = {"id": "broken", "name": "B", "plugin": "broken", "commands": [{**NEXT, "name": "a.b"}]}
     (tmp_path / "agent-tools.json").write_text(json.dumps(broken))
-    with pytest.raises(DeclarationError, match="Plugin 'broken': agent_tools is refused: .*'a.b' is not a name a model can call") as refused:
+    with pytest.raises(
+        DeclarationError, match="Plugin 'broken': agent_tools is refused: .*'a.b' is not a name a model can call"
+    ) as refused:
         PluginSpec(name="broken", folder=tmp_path, agent_tools="agent-tools.json")
     assert refused.value.field == "agent_tools"
 
@@ -206,8 +208,9 @@ def test_a_tool_may_declare_its_side_effect_and_an_unknown_one_is_refused():
         bundle(commands=[{**NEXT, "sideEffect": "harmless"}])
 
 
-@pytest.mark.parametrize("summary", ["", 7, "x" * 201, "Opened {title}", "Opened {result.title", "{os.environ}",
-                                     "Opened {result.}", "{args.id} }"])
+@pytest.mark.parametrize(
+    "summary", ["", 7, "x" * 201, "Opened {title}", "Opened {result.title", "{os.environ}", "Opened {result.}", "{args.id} }"]
+)
 def test_a_summary_line_that_is_not_text_with_args_or_result_fields_is_refused(summary):
     with pytest.raises(DeclarationError, match="summary of tool 'decks_open' must be a line"):
         bundle(commands=[{**OPEN, "summary": summary}])
@@ -226,8 +229,15 @@ def test_a_summary_line_is_filled_from_the_call_and_left_out_when_a_field_is_mis
 def test_a_finished_call_reads_as_its_summary_else_its_label_and_what_the_result_says():
     from reactor.host.tools import HostTool, outcome_line
 
-    tool = HostTool(name="decks_present", description="", parameters={}, command="decks.present", plugin="decks",
-                    title="Decks: Present", summary="Presenting ‘{result.title}’.")
+    tool = HostTool(
+        name="decks_present",
+        description="",
+        parameters={},
+        command="decks.present",
+        plugin="decks",
+        title="Decks: Present",
+        summary="Presenting ‘{result.title}’.",
+    )
     assert outcome_line(tool, "{}", {"ok": True, "result": {"title": "Q3"}}) == "Presenting ‘Q3’."
     refused = {"ok": True, "result": {"presenting": False, "reason": "Full screen needs a click."}}
     assert outcome_line(tool, "{}", refused) == "Decks: Present: Full screen needs a click."

@@ -3,10 +3,10 @@ import copy
 import time
 
 import pytest
-from test_ai_tools_declaration import RECORD
 
 from reactor import CancelToken, ToolError
 from reactor.ai_tools import AiToolCaller, InProcessRunner
+from test_ai_tools_declaration import RECORD
 
 
 def record_with(code, **tool):

@@ -6,6 +6,7 @@ import time
 import httpx
 import pytest
 from conftest import sign_in_on_page
+
 from test_ai_tools_declaration import RECORD
 
 pytestmark = pytest.mark.browser
@@ -61,8 +62,9 @@ def test_a_revoked_permission_takes_effect_on_the_very_next_call(offline_page, l
         assert ada.put("/plugins/maintenance-backlog", json=record).status_code == 200
     answer = call(offline_page, "maintenance_backlog", {"buildingId": "B-102"})
     assert answer["error"]["code"] == "not_permitted"
-    assert any(b["id"] == "ai-tools" for b in offline_page.evaluate("window.reactor.agentToolBundles()")), \
+    assert any(b["id"] == "ai-tools" for b in offline_page.evaluate("window.reactor.agentToolBundles()")), (
         "the page still lists the tool: the refusal came from the server, not the cache"
+    )
 
 
 def test_a_timeout_frees_the_caller_and_code_that_honours_the_signal_stops_its_request(offline_page, live_server):

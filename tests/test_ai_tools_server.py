@@ -2,10 +2,10 @@ import copy
 
 import httpx
 import pytest
-from test_ai_tools_declaration import RECORD
+from conftest import start_server, stop_server
 
 from reactor.plugin_spec import discover_plugins
-from conftest import start_server, stop_server
+from test_ai_tools_declaration import RECORD
 
 
 @pytest.fixture
@@ -120,10 +120,12 @@ def test_the_page_plugin_calls_the_backlog_tool_against_the_server_and_sees_a_re
     from reactor_plugins.ai_tools import AI_TOOLS_PAGE_PLUGIN
 
     session = {"authorization": bob.headers["authorization"]}
-    reactor = Reactor(services={
-        "page": MemoryPage(base_url=server.url, headers=session),
-        "ai_tool_runner": InProcessRunner(base_url=server.url, headers=session),
-    })
+    reactor = Reactor(
+        services={
+            "page": MemoryPage(base_url=server.url, headers=session),
+            "ai_tool_runner": InProcessRunner(base_url=server.url, headers=session),
+        }
+    )
     reactor.load_plugins([AI_TOOLS_PAGE_PLUGIN])
 
     async def scenario():

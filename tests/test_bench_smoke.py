@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import reactor_bench  # noqa: E402
 from bench.server import bench_app  # noqa: E402
+
 from reactor import MemoryPage, Reactor, agent_tool_bundles  # noqa: E402
 
 
@@ -30,6 +31,7 @@ def get(app: Any, *paths: str) -> list[httpx.Response]:
     async def fetch() -> list[httpx.Response]:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
             return [await client.get(path) for path in paths]
+
     return asyncio.run(fetch())
 
 

@@ -37,9 +37,13 @@ def import_in_pyodide(source: bytes, pyc: bytes) -> dict:
     import base64
 
     script = IMPORT_IN_PYODIDE % {"pyodide": PYODIDE.as_posix()}
-    answer = subprocess.run(["node", "--input-type=module", "-e", script,
-                             json.dumps([source.decode(), base64.b64encode(pyc).decode()])],
-                            capture_output=True, text=True, timeout=120, check=True)
+    answer = subprocess.run(
+        ["node", "--input-type=module", "-e", script, json.dumps([source.decode(), base64.b64encode(pyc).decode()])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     return json.loads(answer.stdout)
 
 

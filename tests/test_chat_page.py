@@ -4,8 +4,8 @@ import time
 
 import pytest
 from conftest import sign_in_on_page, start_server, stop_server
-from fake_openai import FakeOpenAI, text_turn, tool_call_turn
 
+from fake_openai import FakeOpenAI, text_turn, tool_call_turn
 from reactor.plugin_spec import discover_plugins
 
 pytestmark = pytest.mark.browser
@@ -18,8 +18,12 @@ def provider():
 
 @pytest.fixture
 def server(tmp_path, provider):
-    live = start_server(tmp_path, plugins=[*discover_plugins(), provider.spec()], seed_demo=True,
-                        agent_spec={"name": "Decks helper", "instructions": "Help with decks.", "plugins": ["decks"]})
+    live = start_server(
+        tmp_path,
+        plugins=[*discover_plugins(), provider.spec()],
+        seed_demo=True,
+        agent_spec={"name": "Decks helper", "instructions": "Help with decks.", "plugins": ["decks"]},
+    )
     yield live
     stop_server(live)
 
@@ -84,8 +88,10 @@ def test_the_scripted_model_lists_opens_at_a_slide_and_presents(offline_page, li
 def test_a_write_waits_for_approval_and_a_denial_reaches_the_model(page, server, provider):
     open_chat(page, server.url)
     use_fake_provider(page, server)
-    provider.turns = [tool_call_turn("decks_update_slide", {"id": "onboarding", "slide": 1, "title": "Renamed"}),
-                      text_turn("Understood, I left the slide as it was.")]
+    provider.turns = [
+        tool_call_turn("decks_update_slide", {"id": "onboarding", "slide": 1, "title": "Renamed"}),
+        text_turn("Understood, I left the slide as it was."),
+    ]
     say(page, "rename the first slide")
     approval = page.get_by_test_id("approval")
     approval.wait_for()
@@ -104,10 +110,12 @@ def test_a_write_waits_for_approval_and_a_denial_reaches_the_model(page, server,
 def test_always_allow_runs_the_next_call_of_that_tool_without_asking(page, server, provider):
     open_chat(page, server.url, "ada")  # the seeded decks are the operators' to change
     use_fake_provider(page, server)
-    provider.turns = [tool_call_turn("decks_update_slide", {"id": "onboarding", "slide": 1, "title": "One"}),
-                      text_turn("Renamed."),
-                      tool_call_turn("decks_update_slide", {"id": "onboarding", "slide": 2, "title": "Two"}, "call_2"),
-                      text_turn("Renamed again.")]
+    provider.turns = [
+        tool_call_turn("decks_update_slide", {"id": "onboarding", "slide": 1, "title": "One"}),
+        text_turn("Renamed."),
+        tool_call_turn("decks_update_slide", {"id": "onboarding", "slide": 2, "title": "Two"}, "call_2"),
+        text_turn("Renamed again."),
+    ]
     say(page, "rename slide 1")
     page.get_by_test_id("approval").get_by_role("button", name="Always allow").click()
     page.locator("reactor-chat .chat-assistant").get_by_text("Renamed.").wait_for()
@@ -139,8 +147,10 @@ def test_a_tool_outside_the_agents_plugins_is_refused_and_model_text_is_shown_as
     open_chat(page, server.url)
     use_fake_provider(page, server)
     hostile = '<img src=x onerror="window.pwned=1">'
-    provider.turns = [tool_call_turn("cms_delete_site_page", {"slug": "home", "confirm": True}),
-                      text_turn(f"**Refused** [here](javascript:window.pwned=2): {hostile}")]
+    provider.turns = [
+        tool_call_turn("cms_delete_site_page", {"slug": "home", "confirm": True}),
+        text_turn(f"**Refused** [here](javascript:window.pwned=2): {hostile}"),
+    ]
     say(page, "delete the home page")
     reply = page.locator("reactor-chat .chat-assistant").last
     reply.get_by_text(hostile).wait_for()
@@ -184,16 +194,24 @@ def test_stop_reaches_a_running_ai_tool_through_its_signal(page, tmp_path, provi
     import copy
 
     import httpx
+
     from test_ai_tools_declaration import RECORD
 
-    live = start_server(tmp_path / "stop", plugins=[*discover_plugins(), provider.spec()], seed_demo=True,
-                        agent_spec={"name": "Helper", "plugins": ["ai-tools"]})
+    live = start_server(
+        tmp_path / "stop",
+        plugins=[*discover_plugins(), provider.spec()],
+        seed_demo=True,
+        agent_spec={"name": "Helper", "plugins": ["ai-tools"]},
+    )
     try:
         token = httpx.post(f"{live.url}/auth/sign-in", json={"username": "ada", "password": "ada-demo"}).json()["token"]
         record = copy.deepcopy(RECORD)
-        record.update(id="archive", name="archive_lookup", visibility={"users": [], "groups": ["staff"]},
-                      code="async def invoke(args, context):\n"
-                           "    return await context.fetch_json('/api/maintenance/slow?ms=30000')\n")
+        record.update(
+            id="archive",
+            name="archive_lookup",
+            visibility={"users": [], "groups": ["staff"]},
+            code="async def invoke(args, context):\n    return await context.fetch_json('/api/maintenance/slow?ms=30000')\n",
+        )
         record["settings"]["tool"]["annotations"] = {"sideEffect": "none", "timeoutMs": 60000}
         assert httpx.post(f"{live.url}/plugins", json=record, headers={"authorization": f"Bearer {token}"}).status_code == 201
         open_chat(page, live.url)

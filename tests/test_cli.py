@@ -12,11 +12,14 @@ def reactor(*args, **options):
     return subprocess.run([sys.executable, "-m", "reactor", *args], capture_output=True, text=True, timeout=60, **options)
 
 
-@pytest.mark.parametrize("format, name_of", [
-    ("openai", lambda t: t["function"]["name"]),
-    ("responses", lambda t: t["name"]),
-    ("anthropic", lambda t: t["name"]),
-])
+@pytest.mark.parametrize(
+    "format, name_of",
+    [
+        ("openai", lambda t: t["function"]["name"]),
+        ("responses", lambda t: t["name"]),
+        ("anthropic", lambda t: t["name"]),
+    ],
+)
 def test_tools_prints_the_decks_tools_in_each_provider_format(format, name_of):
     done = reactor("tools", "--format", format, "--plugin", "decks")
     assert done.returncode == 0, done.stderr

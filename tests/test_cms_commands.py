@@ -103,13 +103,20 @@ def test_before_signing_in_a_tool_says_to_sign_in_and_sends_nothing(server):
 def test_signing_in_keeps_the_user_and_sites_but_not_the_token(server):
     reactor, page = start(server)
     answer = run(reactor, "cms.signIn", {"username": "bob", "password": "bob-demo"})
-    assert answer == {"signedIn": True, "username": "bob", "site": "acme",
-                      "sites": [{"id": "acme", "title": "Acme Corp", "role": "editor"},
-                                {"id": "globex", "title": "Globex", "role": "viewer"}]}
+    assert answer == {
+        "signedIn": True,
+        "username": "bob",
+        "site": "acme",
+        "sites": [{"id": "acme", "title": "Acme Corp", "role": "editor"}, {"id": "globex", "title": "Globex", "role": "viewer"}],
+    }
     assert "token" not in json.dumps(answer) and "token" not in json.dumps(vars(reactor.services["cms_state"]))
     panel = page.views["cms"]
     assert panel["signedIn"] and panel["site"] == "acme" and panel["role"] == "editor"
-    assert {e["slug"]: e["status"] for e in panel["entries"]} == {"about": "published", "welcome": "published", "roadmap": "draft"}
+    assert {e["slug"]: e["status"] for e in panel["entries"]} == {
+        "about": "published",
+        "welcome": "published",
+        "roadmap": "draft",
+    }
 
 
 def test_a_wrong_password_is_refused_and_nobody_is_signed_in(server):

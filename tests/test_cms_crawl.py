@@ -8,7 +8,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from test_cms_fixtures import entry_count, serve_cms, source_server
 
 from reactor.server.database import Database
 from reactor_plugins.cms.backend.crawl import import_items
@@ -16,6 +15,7 @@ from reactor_plugins.cms.backend.fetch import CrawlFailed, FetchPolicy, fetch
 from reactor_plugins.cms.backend.guard import CrawlRefused, check_url, parse_allow_list
 from reactor_plugins.cms.backend.sources import Item, SourceError, feed_items
 from reactor_plugins.cms.backend.store import SiteStore
+from test_cms_fixtures import entry_count, serve_cms, source_server
 
 
 @pytest.fixture(scope="module")
@@ -29,6 +29,7 @@ def allowing(origin, **options):
 
 
 # The guard, before any connection -------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "url, words",
@@ -131,6 +132,7 @@ def test_the_allow_list_is_read_from_the_environment(monkeypatch):
 
 # The fetcher, against a real loopback server --------------------------------------------------
 
+
 def test_loopback_is_refused_unless_the_allow_list_names_it(origin):
     with pytest.raises(CrawlRefused, match="loopback"):
         fetch(origin + "/demo-sources/feed.xml", FetchPolicy())
@@ -174,6 +176,7 @@ def test_a_feed_with_entities_is_refused_unparsed(origin):
 
 # Crawling through the API, into drafts ---------------------------------------------------------
 
+
 @pytest.fixture
 def cms(tmp_path, origin):
     return serve_cms(tmp_path, crawl_allow=origin.removeprefix("http://"), crawl_timeout=2)
@@ -194,8 +197,10 @@ def test_a_blog_is_crawled_into_drafts_with_its_markup_as_text(cms, origin):
     ada = client.as_user("ada")
     first = ada.get("/api/cms/sites/acme/entries/hello-from-the-demo-blog").json()
     assert first["source_url"] == origin + "/demo-sources/blog/posts/hello-from-the-demo-blog.html"
-    assert first["body"] == ("This blog is served by the reactor server itself, under /demo-sources/.\n\n"
-                             "## Why\n\n- No network needed\n- Same answers every time")
+    assert first["body"] == (
+        "This blog is served by the reactor server itself, under /demo-sources/.\n\n"
+        "## Why\n\n- No network needed\n- Same answers every time"
+    )
     assert first["excerpt"] == "The first post of a blog the demo crawls."  # the page's meta description
     hostile = ada.get("/api/cms/sites/acme/entries/markup-b-stays-b-text").json()
     assert hostile["title"] == "Markup <b>stays</b> text"
@@ -255,7 +260,9 @@ def test_a_crawl_that_cannot_read_its_source_says_why_and_imports_nothing(cms, o
 def test_a_blog_of_slow_pages_stops_at_the_crawls_time_budget(tmp_path, origin):
     client, database = serve_cms(tmp_path, crawl_allow=origin.removeprefix("http://"), crawl_timeout=0.3)
     started = time.monotonic()
-    answer = client.as_user("bob").post("/api/cms/sites/acme/crawl", json={"kind": "blog", "url": origin + "/slow-blog/", "limit": 6})
+    answer = client.as_user("bob").post(
+        "/api/cms/sites/acme/crawl", json={"kind": "blog", "url": origin + "/slow-blog/", "limit": 6}
+    )
     assert time.monotonic() - started < 2.5
     reasons = [s["reason"] for s in answer.json()["skipped"]]
     assert answer.json()["imported"] == [] and len(reasons) == 6
@@ -264,7 +271,9 @@ def test_a_blog_of_slow_pages_stops_at_the_crawls_time_budget(tmp_path, origin):
 
 def test_without_the_allow_list_the_loopback_sources_are_refused(tmp_path, origin):
     client, database = serve_cms(tmp_path, seed=True)
-    answer = client.as_user("ada").post("/api/cms/sites/acme/crawl", json={"kind": "feed", "url": origin + "/demo-sources/feed.xml"})
+    answer = client.as_user("ada").post(
+        "/api/cms/sites/acme/crawl", json={"kind": "feed", "url": origin + "/demo-sources/feed.xml"}
+    )
     assert answer.status_code == 422 and "loopback" in answer.json()["error"]
 
 

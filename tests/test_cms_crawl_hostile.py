@@ -8,13 +8,13 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
-from test_cms_fixtures import entry_count, serve_cms
 
 from reactor_plugins.cms.backend.fetch import CrawlFailed, FetchPolicy, fetch
 from reactor_plugins.cms.backend.guard import parse_allow_list
+from test_cms_fixtures import entry_count, serve_cms
 
 DRIP_GAP = 0.25  # seconds between bytes: far inside any per-read timeout
 DRIP_LIMIT = 8  # seconds a dripping answer lasts before the source hangs up
@@ -79,8 +79,9 @@ class HostileSource:
                     connection.sendall(b"HTTP/1.1 200 OK\r\n")
                     self._drip(connection, b"X-Slow: " + b"a" * 100_000)
                 elif route == "/slow-redirect":  # each hop takes a while, and leads to another
-                    self._drip(connection, b"HTTP/1.1 302 Found\r\nLocation: /slow-redirect\r\nContent-Length: 0\r\n\r\n",
-                               gap=0.01)
+                    self._drip(
+                        connection, b"HTTP/1.1 302 Found\r\nLocation: /slow-redirect\r\nContent-Length: 0\r\n\r\n", gap=0.01
+                    )
             except OSError:
                 pass  # the crawler hung up: what these pages are for
 
@@ -107,6 +108,7 @@ def allowing(origin: str, **options: float) -> FetchPolicy:
 
 
 # One deadline over the whole exchange ---------------------------------------------------------
+
 
 @pytest.mark.parametrize("path", ["/drip-status", "/drip-headers", "/slow-redirect"])
 def test_a_source_that_drips_its_status_line_headers_or_redirects_is_cut_off_at_the_deadline(hostile, path):
@@ -140,6 +142,7 @@ def test_a_blog_of_dripping_pages_ends_within_the_crawls_budget(tmp_path, hostil
 
 
 # Addresses that are not URLs ------------------------------------------------------------------
+
 
 def test_a_crawl_url_that_is_not_a_url_is_refused_with_a_sentence(tmp_path):
     client, _ = serve_cms(tmp_path)

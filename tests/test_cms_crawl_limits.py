@@ -8,16 +8,17 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
-from test_cms_crawl_hostile import HostileSource
-from test_cms_fixtures import serve_cms
 
 from reactor.server.loopback import LoopbackServer
 from reactor_plugins.cms.backend.crawl_pool import CrawlPool
+from test_cms_crawl_hostile import HostileSource
+from test_cms_fixtures import serve_cms
 
 TIMEOUT = 2.0  # the crawl timeout: how long each crawl below hangs
 
@@ -32,16 +33,21 @@ def hostile() -> Iterator[HostileSource]:
 @pytest.fixture
 def server(tmp_path, hostile) -> Iterator[tuple[str, dict[str, str]]]:
     """The CMS over real HTTP; yields its URL and a bearer token per demo user."""
-    client, _ = serve_cms(tmp_path, crawl_allow=hostile.url.removeprefix("http://"), crawl_timeout=TIMEOUT,
-                          crawl_per_user=2, crawl_at_once=3)
+    client, _ = serve_cms(
+        tmp_path, crawl_allow=hostile.url.removeprefix("http://"), crawl_timeout=TIMEOUT, crawl_per_user=2, crawl_at_once=3
+    )
     tokens = {name: client.as_user(name).token for name in ("ada", "bob")}
     with LoopbackServer(client.app, start_timeout=10) as url:
         yield url, tokens
 
 
 def crawl(url: str, token: str, source: str) -> httpx.Response:
-    return httpx.post(f"{url}/api/cms/sites/acme/crawl", json={"kind": "feed", "url": source},
-                      headers={"authorization": f"Bearer {token}"}, timeout=30)
+    return httpx.post(
+        f"{url}/api/cms/sites/acme/crawl",
+        json={"kind": "feed", "url": source},
+        headers={"authorization": f"Bearer {token}"},
+        timeout=30,
+    )
 
 
 def start_hanging_crawls(url: str, token: str, source: str, count: int, hostile: HostileSource) -> list[Any]:
@@ -97,8 +103,11 @@ def test_past_the_bounds_a_crawl_is_refused_at_once_and_other_requests_stay_fast
 def test_a_refused_or_invalid_crawl_takes_no_slot(server, hostile):
     url, tokens = server
     for _ in range(3):
-        bad = httpx.post(f"{url}/api/cms/sites/acme/crawl", json={"kind": "feed", "url": "http://[::1/"},
-                         headers={"authorization": f"Bearer {tokens['bob']}"})
+        bad = httpx.post(
+            f"{url}/api/cms/sites/acme/crawl",
+            json={"kind": "feed", "url": "http://[::1/"},
+            headers={"authorization": f"Bearer {tokens['bob']}"},
+        )
         assert bad.status_code == 422
     running = start_hanging_crawls(url, tokens["bob"], hostile.url + "/drip-status", 2, hostile)
     assert [f.result().status_code for f in running] == [502, 502]

@@ -4,8 +4,9 @@ real loopback server of source material for the crawler — fixtures and hostile
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 from starlette.applications import Starlette
@@ -29,7 +30,7 @@ class Client:
     def __init__(self, app: Any, auth: Auth, token: str = "") -> None:
         self.app, self.auth, self.token = app, auth, token
 
-    def as_user(self, username: str) -> "Client":
+    def as_user(self, username: str) -> Client:
         token = self.auth.sign_in(username, f"{username}-demo")
         assert token, f"the demo user {username!r} could not sign in"
         return Client(self.app, self.auth, token)
@@ -111,17 +112,19 @@ def source_app() -> Starlette:
         articles = "".join(f'<article><a href="/slow?{n}">Post {n}</a></article>' for n in range(6))
         return Response(f"<main>{articles}</main>", media_type="text/html")
 
-    return Starlette(routes=[
-        *demo_source_routes(),
-        Route("/slow-blog/", slow_blog),
-        Route("/slow", slow),
-        Route("/huge", huge),
-        Route("/dribble", dribble),
-        Route("/to-private", redirect("http://10.0.0.7/admin")),
-        Route("/to-metadata", redirect("http://169.254.169.254/latest/meta-data/")),
-        Route("/to-blog", redirect("/demo-sources/blog/")),
-        Route("/bomb.xml", doctype_feed),
-    ])
+    return Starlette(
+        routes=[
+            *demo_source_routes(),
+            Route("/slow-blog/", slow_blog),
+            Route("/slow", slow),
+            Route("/huge", huge),
+            Route("/dribble", dribble),
+            Route("/to-private", redirect("http://10.0.0.7/admin")),
+            Route("/to-metadata", redirect("http://169.254.169.254/latest/meta-data/")),
+            Route("/to-blog", redirect("/demo-sources/blog/")),
+            Route("/bomb.xml", doctype_feed),
+        ]
+    )
 
 
 @contextmanager
@@ -129,5 +132,3 @@ def source_server() -> Iterator[str]:
     """Serve `source_app()` on a free loopback port; yields its origin, e.g. http://127.0.0.1:4711."""
     with LoopbackServer(source_app(), start_timeout=10) as url:
         yield url
-
-

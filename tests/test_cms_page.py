@@ -38,10 +38,12 @@ def test_signing_in_at_the_top_shows_the_sites_entries_and_their_status(offline_
     assert page.locator("text=Signed in as bob").count() == 1
     assert panel.get_by_test_id("cms-site").input_value() == "acme"
     page.locator('#cms li[data-slug="roadmap"]').wait_for()
-    statuses = dict(zip(
-        page.locator("#cms li").evaluate_all("items => items.map(li => li.dataset.slug)"),
-        panel.get_by_test_id("cms-status").all_inner_texts(),
-    ))
+    statuses = dict(
+        zip(
+            page.locator("#cms li").evaluate_all("items => items.map(li => li.dataset.slug)"),
+            panel.get_by_test_id("cms-status").all_inner_texts(),
+        )
+    )
     assert statuses == {"about": "published", "welcome": "published", "roadmap": "draft"}
     assert panel.get_by_test_id("cms-publish").count() == 0  # bob is an editor: no Publish buttons
     cookies = page.context.cookies()
@@ -51,7 +53,7 @@ def test_signing_in_at_the_top_shows_the_sites_entries_and_their_status(offline_
 
 def test_crawl_into_drafts_publish_on_request_and_show_the_page(offline_page, live_server):
     page = ready(offline_page, live_server.url)
-    panel = sign_in(page)
+    sign_in(page)
     crawled = execute(page, "cms.crawlBlog", {"url": "/demo-sources/blog/", "limit": 3})
     assert [i["status"] for i in crawled["imported"]] == ["draft"] * 3
     row = page.locator('#cms li[data-slug="markup-b-stays-b-text"]')
@@ -94,10 +96,14 @@ def test_a_draft_cannot_be_shown_and_stays_private(offline_page, live_server):
 
 def test_with_popups_blocked_show_answers_with_the_link(blocking_popups, live_server):
     page = blocking_popups
-    signed, shown = run_without_gesture(page, live_server.url, [
-        ("cms.signIn", {"username": "ada", "password": "ada-demo"}),
-        ("cms.showSitePage", {"slug": "welcome"}),
-    ])
+    signed, shown = run_without_gesture(
+        page,
+        live_server.url,
+        [
+            ("cms.signIn", {"username": "ada", "password": "ada-demo"}),
+            ("cms.showSitePage", {"slug": "welcome"}),
+        ],
+    )
     assert signed["site"] == "acme"
     assert shown["opened"] is False and shown["url"] == "/sites/acme/welcome"
     assert shown["message"].endswith("/sites/acme/welcome")

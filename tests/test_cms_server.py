@@ -8,10 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-from test_cms_fixtures import entry_count, serve_cms
 
 from reactor.server.loopback import LoopbackServer
 from reactor_plugins.cms.backend.store import SiteStore
+from test_cms_fixtures import entry_count, serve_cms
 
 ACME = "/api/cms/sites/acme"
 
@@ -108,8 +108,7 @@ def test_the_refusal_names_the_role_and_what_is_needed(client):
 def test_the_session_lists_the_users_sites_and_roles(client):
     assert client.as_user("bob").get("/api/cms/session").json() == {
         "user": {"username": "bob"},
-        "sites": [{"id": "acme", "title": "Acme Corp", "role": "editor"},
-                  {"id": "globex", "title": "Globex", "role": "viewer"}],
+        "sites": [{"id": "acme", "title": "Acme Corp", "role": "editor"}, {"id": "globex", "title": "Globex", "role": "viewer"}],
     }
     assert client.as_user("eve").get("/api/cms/session").json()["sites"] == []
 
@@ -205,6 +204,7 @@ def test_entries_made_at_once_with_one_title_each_get_their_own_slug(served):
     client, database = served
     count, token = entry_count(database), client.as_user("ada").token
     with LoopbackServer(client.app, start_timeout=10) as url:
+
         def post(body):
             return httpx.post(f"{url}{ACME}/entries", json=body, headers={"authorization": f"Bearer {token}"}, timeout=60)
 
@@ -278,6 +278,6 @@ def test_hostile_text_in_an_entry_is_escaped_on_its_public_page(client):
     assert page.status_code == 200
     assert "<script" not in page.text and "<img" not in page.text and "javascript:" not in page.text.split("[click]")[0]
     assert "&lt;script&gt;window.pwned=1&lt;/script&gt;" in page.text
-    assert '<a href="https://example.com/?a=1&amp;b=2"' in page.text and "href=\"javascript" not in page.text
+    assert '<a href="https://example.com/?a=1&amp;b=2"' in page.text and 'href="javascript' not in page.text
     assert "script-src" not in page.headers["content-security-policy"]
     assert page.headers["content-security-policy"].startswith("default-src 'none'")

@@ -60,16 +60,16 @@ def test_disposing_removes_exactly_that_registration_and_is_idempotent(registry)
 
 def test_an_unknown_id_is_rejected_naming_the_id_and_what_exists(registry):
     registry.register_command("x.a", lambda args: 1)
-    with pytest.raises(CommandNotFoundError, match=r"There is no command 'x\.b'\. Did you mean 'x\.a'\? Registered commands: x\.a") as info:
+    with pytest.raises(
+        CommandNotFoundError, match=r"There is no command 'x\.b'\. Did you mean 'x\.a'\? Registered commands: x\.a"
+    ) as info:
         run(registry.execute_command("x.b"))
     assert info.value.command_id == "x.b"
 
 
 def test_an_unavailable_command_is_listed_but_refused(registry):
     ran = []
-    registry.register_command(
-        "x.next", ran.append, is_enabled=lambda: False, disabled_reason="open a deck first."
-    )
+    registry.register_command("x.next", ran.append, is_enabled=lambda: False, disabled_reason="open a deck first.")
     assert [c.id for c in registry.list_commands()] == ["x.next"]
     assert registry.list_commands()[0].describe()["available"] is False
     with pytest.raises(CommandUnavailableError, match="unavailable right now: open a deck first."):
@@ -127,13 +127,15 @@ def test_arguments_that_are_not_an_object_are_refused(registry, hostile):
 
 
 def test_a_command_with_a_broken_schema_is_refused_at_registration(registry):
-    with pytest.raises(DeclarationError, match="top-level \"type\" must be \"object\"") as refused:
+    with pytest.raises(DeclarationError, match='top-level "type" must be "object"') as refused:
         registry.register_command("x.a", lambda a: 1, parameters={"type": "string"})
     assert refused.value.field == "parameters" and not registry.has_command("x.a")
 
 
-@pytest.mark.parametrize(("id", "execute", "field"), [("", lambda a: 1, "id"), ("  ", lambda a: 1, "id"),
-                                                     (None, lambda a: 1, "id"), ("x.a", "not a function", "execute")])
+@pytest.mark.parametrize(
+    ("id", "execute", "field"),
+    [("", lambda a: 1, "id"), ("  ", lambda a: 1, "id"), (None, lambda a: 1, "id"), ("x.a", "not a function", "execute")],
+)
 def test_an_empty_id_or_a_handler_that_is_no_function_is_a_declaration_error(registry, id, execute, field):
     with pytest.raises(DeclarationError) as refused:
         registry.register_command(id, execute, plugin="notes")

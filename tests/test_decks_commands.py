@@ -116,8 +116,14 @@ def test_an_empty_list_says_there_are_no_decks():
 def test_open_shows_the_first_slide_and_answers_where_the_screen_is(decks):
     reactor, page = decks
     answer = execute(reactor, "decks.open", {"id": "quarterly-review"})
-    assert answer == {"id": "quarterly-review", "title": "Quarterly review — Q3", "slide": 1, "of": 5,
-                      "slideTitle": "Q3 at a glance", "presenting": False}
+    assert answer == {
+        "id": "quarterly-review",
+        "title": "Quarterly review — Q3",
+        "slide": 1,
+        "of": 5,
+        "slideTitle": "Q3 at a glance",
+        "presenting": False,
+    }
     state = view(page)
     assert state["deck"]["id"] == "quarterly-review" and state["slide"] == 1 and "decks" not in state
     assert state["deck"]["theme"] == "light"
@@ -246,11 +252,13 @@ def test_print_without_a_deck_asks_which(decks):
 def test_list_decks_answers_summaries_and_leaves_the_screen_alone(decks):
     reactor, page = decks
     answer = execute(reactor, "decks.listDecks")
-    assert answer == {"decks": [
-        {"id": "onboarding", "title": "Onboarding: your first week", "slides": 5},
-        {"id": "quarterly-review", "title": "Quarterly review — Q3", "slides": 5},
-        {"id": "reactor-in-5-minutes", "title": "Reactor in 5 minutes", "slides": 5},
-    ]}
+    assert answer == {
+        "decks": [
+            {"id": "onboarding", "title": "Onboarding: your first week", "slides": 5},
+            {"id": "quarterly-review", "title": "Quarterly review — Q3", "slides": 5},
+            {"id": "reactor-in-5-minutes", "title": "Reactor in 5 minutes", "slides": 5},
+        ]
+    }
     assert "decks" not in page.views
 
 
@@ -265,8 +273,12 @@ def test_get_deck_answers_the_spec_and_an_outline(decks):
 def test_create_deck_makes_an_id_from_the_title_and_answers_it():
     reactor, _ = start(seed=False)
     answer = execute(reactor, "decks.createDeck", {"title": "Team Offsite 2025"})
-    assert answer == {"id": "team-offsite-2025", "title": "Team Offsite 2025", "slides": 1,
-                      "outline": [{"slide": 1, "title": "Team Offsite 2025"}]}
+    assert answer == {
+        "id": "team-offsite-2025",
+        "title": "Team Offsite 2025",
+        "slides": 1,
+        "outline": [{"slide": 1, "title": "Team Offsite 2025"}],
+    }
     again = execute(reactor, "decks.createDeck", {"title": "Team offsite 2025!"})
     assert again["id"] == "team-offsite-2025-2"
 
@@ -276,7 +288,12 @@ def test_create_deck_with_an_id_slides_and_theme(decks):
     slides = [{"title": "Hi", "body": "- a\n- b", "notes": "smile"}]
     answer = execute(reactor, "decks.createDeck", {"id": "hi", "title": "Hi", "theme": "dark", "slides": slides})
     assert answer["id"] == "hi"
-    assert execute(reactor, "decks.getDeck", {"id": "hi"})["deck"] == {"id": "hi", "title": "Hi", "theme": "dark", "slides": slides}
+    assert execute(reactor, "decks.getDeck", {"id": "hi"})["deck"] == {
+        "id": "hi",
+        "title": "Hi",
+        "theme": "dark",
+        "slides": slides,
+    }
 
 
 def test_create_deck_refuses_a_taken_id(decks):
@@ -483,14 +500,19 @@ def test_the_commands_read_and_write_the_real_server(live_server):
     assert execute(reactor, "decks.print", {"id": "onboarding"})["opened"] is True
 
 
-@pytest.mark.parametrize("user, sentence", [
-    (None, "Sign in to save decks. Ask the person to sign in"),
-    ("bob", "The deck 'onboarding' is not bob's; only its owner or an operator may replace it."),
-])
+@pytest.mark.parametrize(
+    "user, sentence",
+    [
+        (None, "Sign in to save decks. Ask the person to sign in"),
+        ("bob", "The deck 'onboarding' is not bob's; only its owner or an operator may replace it."),
+    ],
+)
 def test_a_write_the_server_refuses_answers_the_model_not_permitted(live_server, user, sentence):
     headers = bearer(live_server, user) if user else {}
     reactor, _ = start(MemoryPage(base_url=live_server.url, headers=headers), api="/api/decks", seed=False)
-    answer = json.loads(run(call_tool_json(reactor, "decks_update_slide", '{"id": "onboarding", "slide": 1, "title": "Hello"}', None)))
+    answer = json.loads(
+        run(call_tool_json(reactor, "decks_update_slide", '{"id": "onboarding", "slide": 1, "title": "Hello"}', None))
+    )
     assert answer["ok"] is False and answer["error"]["code"] == "not_permitted"
     assert answer["error"]["message"].startswith(sentence)
     assert execute(reactor, "decks.getSlide", {"id": "onboarding", "slide": 1})["title"] != "Hello"

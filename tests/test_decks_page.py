@@ -67,8 +67,13 @@ def test_slide_text_that_looks_like_html_is_shown_as_text(offline_page, live_ser
 
 def inside_viewport(page, locator):
     box, view = locator.bounding_box(), page.viewport_size
-    return box is not None and box["x"] >= 0 and box["y"] >= 0 and \
-        box["x"] + box["width"] <= view["width"] + 1 and box["y"] + box["height"] <= view["height"] + 1
+    return (
+        box is not None
+        and box["x"] >= 0
+        and box["y"] >= 0
+        and box["x"] + box["width"] <= view["width"] + 1
+        and box["y"] + box["height"] <= view["height"] + 1
+    )
 
 
 def sidebar_is_covered(page):
@@ -118,10 +123,14 @@ def test_stopping_from_the_palette_or_an_agent_leaves_full_screen(offline_page, 
 
 
 def test_present_without_a_click_is_refused_by_chromium_and_says_to_press_present(page, live_server):
-    decks_open, present = run_without_gesture(page, live_server.url, [
-        ("decks.open", {"id": "onboarding"}),
-        ("decks.present", {}),
-    ])
+    decks_open, present = run_without_gesture(
+        page,
+        live_server.url,
+        [
+            ("decks.open", {"id": "onboarding"}),
+            ("decks.present", {}),
+        ],
+    )
     assert present["presenting"] is False and present["reason"].startswith("Full screen needs a click")
     assert "Permissions check failed" in present["reason"]
     assert page.get_by_test_id("decks-message").inner_text() == present["reason"]
@@ -130,10 +139,14 @@ def test_present_without_a_click_is_refused_by_chromium_and_says_to_press_presen
 
 def test_print_with_popups_blocked_answers_with_the_address(blocking_popups, live_server):
     page = blocking_popups
-    _, printed = run_without_gesture(page, live_server.url, [
-        ("decks.open", {"id": "quarterly-review"}),
-        ("decks.print", {}),
-    ])
+    _, printed = run_without_gesture(
+        page,
+        live_server.url,
+        [
+            ("decks.open", {"id": "quarterly-review"}),
+            ("decks.print", {}),
+        ],
+    )
     assert printed["opened"] is False
     assert printed["url"].endswith("/decks/quarterly-review/print")
     assert len(page.context.pages) == 1

@@ -42,7 +42,7 @@ class Client:
         token = auth.sign_in(username, f"{username}-demo") if username else None
         self.headers = {"authorization": f"Bearer {token}"} if token else {}
 
-    def as_user(self, username: str | None) -> "Client":
+    def as_user(self, username: str | None) -> Client:
         return Client(self.app, self.auth, username)
 
     def request(self, method: str, url: str, **options: Any) -> httpx.Response:
@@ -259,7 +259,11 @@ def test_the_print_page_shows_every_slide_with_print_css(client):
 
 def test_the_print_page_escapes_slide_text_and_allows_no_script(client):
     hostile = '<script>alert("x")</script>'
-    spec = {"id": "xss", "title": hostile, "slides": [{"title": hostile, "body": f"# {hostile}\n\n- {hostile}", "notes": hostile}]}
+    spec = {
+        "id": "xss",
+        "title": hostile,
+        "slides": [{"title": hostile, "body": f"# {hostile}\n\n- {hostile}", "notes": hostile}],
+    }
     assert client.put("/api/decks/xss", json=spec).status_code == 201
     answer = client.get("/decks/xss/print")
     assert "<script>" not in answer.text and "&lt;script&gt;" in answer.text

@@ -54,8 +54,15 @@ def test_a_malformed_deck_is_refused_with_a_sentence_naming_each_problem():
         check_deck(bad)
     sentence = str(refused.value)
     assert sentence.startswith("The deck is not valid: ")
-    for words in ("$.id", "does not match", "$.title", "not of type 'string'", "$.slides[0]", "'body' is a required",
-                  "'colour' was unexpected"):
+    for words in (
+        "$.id",
+        "does not match",
+        "$.title",
+        "not of type 'string'",
+        "$.slides[0]",
+        "'body' is a required",
+        "'colour' was unexpected",
+    ):
         assert words in sentence
 
 
@@ -115,8 +122,14 @@ def test_a_slide_out_of_range_is_refused_with_the_range_there_is():
 
 @pytest.mark.parametrize(
     "title, slug",
-    [("Quarterly review — Q3", "quarterly-review-q3"), ("  Hello, World!  ", "hello-world"), ("!!!", "deck"),
-     ("Ünïcode only", "unicode-only"), ("日本語", "deck"), ("a" * 100, "a" * 48)],
+    [
+        ("Quarterly review — Q3", "quarterly-review-q3"),
+        ("  Hello, World!  ", "hello-world"),
+        ("!!!", "deck"),
+        ("Ünïcode only", "unicode-only"),
+        ("日本語", "deck"),
+        ("a" * 100, "a" * 48),
+    ],
 )
 def test_a_title_becomes_a_valid_id(title, slug):
     assert slugify(title) == slug
@@ -127,12 +140,15 @@ def test_a_slide_body_is_commonmark_under_the_slide_title():
     from reactor_plugins.decks.printable import blocks_html
 
     body = "# Plan\n\nRun `make dev` *now*.\n\n- one\n- two\n\n1. first"
-    assert blocks_html(body) == ("<h3>Plan</h3>\n<p>Run <code>make dev</code> <em>now</em>.</p>\n"
-                                 "<ul>\n<li>one</li>\n<li>two</li>\n</ul>\n<ol>\n<li>first</li>\n</ol>\n")
+    assert blocks_html(body) == (
+        "<h3>Plan</h3>\n<p>Run <code>make dev</code> <em>now</em>.</p>\n"
+        "<ul>\n<li>one</li>\n<li>two</li>\n</ul>\n<ol>\n<li>first</li>\n</ol>\n"
+    )
 
 
-@pytest.mark.parametrize("hostile", ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>",
-                                     "[click](javascript:alert(1))", "<a href='x'>y</a>"])
+@pytest.mark.parametrize(
+    "hostile", ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "[click](javascript:alert(1))", "<a href='x'>y</a>"]
+)
 def test_html_in_a_slide_body_stays_text(hostile):
     from reactor_plugins.decks.printable import blocks_html
 

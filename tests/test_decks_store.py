@@ -7,7 +7,6 @@ import json
 import urllib.request
 
 import pytest
-
 from conftest import bearer
 
 from reactor import HttpError, MemoryPage, ToolError
@@ -212,10 +211,13 @@ def test_a_refused_update_puts_the_previous_deck_back():
     assert run(store.get_deck("demo")) == deck()
 
 
-@pytest.mark.parametrize("status, sentence", [
-    (401, "^Sign in to save decks. Ask the person to sign in"),
-    (403, "^Sign in to save decks.$"),
-])
+@pytest.mark.parametrize(
+    "status, sentence",
+    [
+        (401, "^Sign in to save decks. Ask the person to sign in"),
+        (403, "^Sign in to save decks.$"),
+    ],
+)
 def test_a_refused_permission_is_not_permitted_and_rolled_back(status, sentence):
     page = FakeServerPage()
     store = DeckStore(page, API)

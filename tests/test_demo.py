@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from recording import Recorder, duration_s
 
 pytestmark = [pytest.mark.browser, pytest.mark.demo]

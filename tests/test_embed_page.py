@@ -38,8 +38,12 @@ def embedding(tmp_path, allowed=None, plugins=None):
     """The reactor server and the example page, each on its own loopback port."""
     port = free_port()
     site = f"http://127.0.0.1:{port}"
-    live = start_server(tmp_path / "data", seed_demo=True, allow_origins=[site] if allowed is None else allowed,
-                        **({} if plugins is None else {"plugins": plugins}))
+    live = start_server(
+        tmp_path / "data",
+        seed_demo=True,
+        allow_origins=[site] if allowed is None else allowed,
+        **({} if plugins is None else {"plugins": plugins}),
+    )
     try:
         with example_site(port, live.url) as url:
             yield live, url
@@ -190,8 +194,10 @@ def test_a_javascript_command_s_is_enabled_reads_the_page_s_state_at_the_moment_
     available = "window.reactor.listCommands().then((all) => all.find((c) => c.id === 'door.walk').available)"
     assert page.evaluate(available) is False
     refused = page.evaluate("window.reactor.executeCommand('door.walk').then(() => null, (e) => [e.name, e.message])")
-    assert refused == ["CommandUnavailableError", "The command 'door.walk' is unavailable right now: "
-                                                  "it is disabled in the current state of the page"]
+    assert refused == [
+        "CommandUnavailableError",
+        "The command 'door.walk' is unavailable right now: it is disabled in the current state of the page",
+    ]
     page.evaluate("window.__open = true")
     assert page.evaluate(available) is True
     assert page.evaluate("window.reactor.executeCommand('door.walk')") == "walked"
@@ -241,9 +247,12 @@ def test_ai_tools_run_in_a_worker_started_from_the_embedding_page(page, tmp_path
             set(config) { this.__config = {...config, plugins: ["ai-tools"]}; }, get() { return this.__config; }})""")
         page.goto(site)
         assert page.evaluate("window.reactor.ready")["loaded"] == ["ai-tools", "todo-stats"]
-        signed_in = page.evaluate("""(server) => fetch(server + "/auth/sign-in", {
+        signed_in = page.evaluate(
+            """(server) => fetch(server + "/auth/sign-in", {
             method: "POST", credentials: "include", headers: {"content-type": "application/json"},
-            body: JSON.stringify({username: "bob", password: "bob-demo"})}).then((r) => r.status)""", live.url)
+            body: JSON.stringify({username: "bob", password: "bob-demo"})}).then((r) => r.status)""",
+            live.url,
+        )
         assert signed_in == 200
         page.evaluate("window.reactor.executeCommand('aiTools.refresh')")
         page.wait_for_function("window.reactor.aiToolWorkerStats().booted >= 1", timeout=60_000)

@@ -7,8 +7,9 @@ import json
 import pytest
 
 from reactor import DeclarationError, PluginError, Reactor, agent_tool_bundles
+from reactor.errors import PageScriptError
 from reactor.facade import bundles_json, call_tool_json, define_plugin_json, unload_plugin_json
-from reactor.page_plugins import PageScriptError, define_script_plugin, python_page_plugin
+from reactor.page_plugins import define_script_plugin, python_page_plugin
 
 TODO = {
     "name": "todo",
@@ -16,11 +17,20 @@ TODO = {
         {"id": "todo.add", "label": "Add a to-do", "execute": "function"},
         {"id": "todo.list", "execute": "function", "isEnabled": "function"},
     ],
-    "agentTools": {"id": "todo", "name": "To-do list", "commands": [
-        {"name": "todo_add", "command": "todo.add", "description": "Add a to-do.", "sideEffect": "write",
-         "parameters": {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}},
-        {"name": "todo_list", "command": "todo.list", "description": "List the to-dos.", "sideEffect": "read"},
-    ]},
+    "agentTools": {
+        "id": "todo",
+        "name": "To-do list",
+        "commands": [
+            {
+                "name": "todo_add",
+                "command": "todo.add",
+                "description": "Add a to-do.",
+                "sideEffect": "write",
+                "parameters": {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]},
+            },
+            {"name": "todo_list", "command": "todo.list", "description": "List the to-dos.", "sideEffect": "read"},
+        ],
+    },
 }
 
 
@@ -57,8 +67,10 @@ def with_tools(tools):
 def test_a_javascript_plugin_lands_in_the_one_registry_with_its_bundle():
     reactor = Reactor()
     answer = declare(reactor, TODO)
-    assert answer == {"ok": True, "value": {"name": "todo", "commands": ["todo.add", "todo.list"],
-                                            "tools": ["todo_add", "todo_list"]}}
+    assert answer == {
+        "ok": True,
+        "value": {"name": "todo", "commands": ["todo.add", "todo.list"], "tools": ["todo_add", "todo_list"]},
+    }
     assert reactor.plugins == ["todo"]
     [bundle] = agent_tool_bundles(reactor)
     assert bundle["plugin"] == "todo" and bundle["toolset"] == ["todo_add", "todo_list"]
@@ -73,9 +85,19 @@ def test_the_listed_bundles_follow_every_load_and_unload_and_match_the_bundles()
     declare(reactor, TODO)
     first = bundles_json(reactor)
     assert json.loads(first) == agent_tool_bundles(reactor) and bundles_json(reactor) is first, "kept until a change"
-    declare(reactor, {**TODO, "name": "notes", "agentTools": {**TODO["agentTools"], "id": "notes", "commands": [
-        {"name": "notes_list", "command": "notes.list", "description": "List the notes."}]},
-        "commands": [{"id": "notes.list", "execute": "function"}]})
+    declare(
+        reactor,
+        {
+            **TODO,
+            "name": "notes",
+            "agentTools": {
+                **TODO["agentTools"],
+                "id": "notes",
+                "commands": [{"name": "notes_list", "command": "notes.list", "description": "List the notes."}],
+            },
+            "commands": [{"id": "notes.list", "execute": "function"}],
+        },
+    )
     assert json.loads(bundles_json(reactor)) == agent_tool_bundles(reactor) and len(agent_tool_bundles(reactor)) == 2
     unload_plugin_json(reactor, "todo")
     assert [b["id"] for b in json.loads(bundles_json(reactor))] == ["notes"]
@@ -107,30 +129,53 @@ def test_is_enabled_asks_the_page_each_time():
     assert reactor.commands.get_command("todo.add").is_available, "only commands that declare isEnabled ask"
 
 
-@pytest.mark.parametrize("declaration, error_type, sentence", [
-    (with_tools([{"name": "todo.add", "command": "todo.add", "description": "Add."}]), "DeclarationError",
-     "'todo.add' is not a name a model can call"),
-    (with_tools([{"name": "todo_add", "command": "todo.add", "description": ""}]), "DeclarationError",
-     "of tool 'todo_add' must say, in a sentence, what the tool does"),
-    (with_tools([{"name": "todo_add", "command": "todo.add", "description": "Add.", "sideEffect": "maybe"}]),
-     "DeclarationError", "must be one of none, read, write, destructive, not 'maybe'"),
-    ({**TODO, "commands": [{"id": "todo.add"}]}, "DeclarationError",
-     "Plugin 'todo': commands[0].execute of command 'todo.add' must be a function, not missing."),
-    ({**TODO, "commands": [{"id": "todo.add", "execute": "string"}]}, "DeclarationError",
-     "must be a function, not string."),
-    ({**TODO, "commands": [{"id": "todo.add", "execute": "function", "run": "function"}]}, "DeclarationError",
-     "commands[0].run is not a command field"),
-    ({**TODO, "commands": [{"id": "", "execute": "function"}]}, "DeclarationError", "commands[0].id must be a non-empty"),
-    ({**TODO, "commands": [{"id": "a", "execute": "function"}, {"id": "a", "execute": "function"}]},
-     "DeclarationError", "'a' is declared twice"),
-    ({**TODO, "commands": [{"id": "a", "execute": "function", "parameters": {"type": "objet"}}]},
-     "DeclarationError", "commands[0].parameters of command 'a' are refused"),
-    ({**TODO, "commands": {"id": "a"}}, "DeclarationError", "commands must be a list of commands, not an object."),
-    ({**TODO, "tools": []}, "DeclarationError", "tools is not a plugin field"),
-    ({**TODO, "name": ""}, "PluginError", "A plugin needs a non-empty name, not ''."),
-    ({**TODO, "requires": "decks"}, "DeclarationError", "requires must be a list of plugin names."),
-    ({**TODO, "requires": ["decks"]}, "PluginDependencyError", "Plugin 'todo' needs 'decks' loaded first."),
-])
+@pytest.mark.parametrize(
+    "declaration, error_type, sentence",
+    [
+        (
+            with_tools([{"name": "todo.add", "command": "todo.add", "description": "Add."}]),
+            "DeclarationError",
+            "'todo.add' is not a name a model can call",
+        ),
+        (
+            with_tools([{"name": "todo_add", "command": "todo.add", "description": ""}]),
+            "DeclarationError",
+            "of tool 'todo_add' must say, in a sentence, what the tool does",
+        ),
+        (
+            with_tools([{"name": "todo_add", "command": "todo.add", "description": "Add.", "sideEffect": "maybe"}]),
+            "DeclarationError",
+            "must be one of none, read, write, destructive, not 'maybe'",
+        ),
+        (
+            {**TODO, "commands": [{"id": "todo.add"}]},
+            "DeclarationError",
+            "Plugin 'todo': commands[0].execute of command 'todo.add' must be a function, not missing.",
+        ),
+        ({**TODO, "commands": [{"id": "todo.add", "execute": "string"}]}, "DeclarationError", "must be a function, not string."),
+        (
+            {**TODO, "commands": [{"id": "todo.add", "execute": "function", "run": "function"}]},
+            "DeclarationError",
+            "commands[0].run is not a command field",
+        ),
+        ({**TODO, "commands": [{"id": "", "execute": "function"}]}, "DeclarationError", "commands[0].id must be a non-empty"),
+        (
+            {**TODO, "commands": [{"id": "a", "execute": "function"}, {"id": "a", "execute": "function"}]},
+            "DeclarationError",
+            "'a' is declared twice",
+        ),
+        (
+            {**TODO, "commands": [{"id": "a", "execute": "function", "parameters": {"type": "objet"}}]},
+            "DeclarationError",
+            "commands[0].parameters of command 'a' are refused",
+        ),
+        ({**TODO, "commands": {"id": "a"}}, "DeclarationError", "commands must be a list of commands, not an object."),
+        ({**TODO, "tools": []}, "DeclarationError", "tools is not a plugin field"),
+        ({**TODO, "name": ""}, "PluginError", "A plugin needs a non-empty name, not ''."),
+        ({**TODO, "requires": "decks"}, "DeclarationError", "requires must be a list of plugin names."),
+        ({**TODO, "requires": ["decks"]}, "PluginDependencyError", "Plugin 'todo' needs 'decks' loaded first."),
+    ],
+)
 def test_a_misdeclared_javascript_plugin_is_refused_with_a_sentence_and_nothing_registered(declaration, error_type, sentence):
     reactor = Reactor()
     answer = declare(reactor, declaration)
@@ -142,8 +187,9 @@ def test_a_misdeclared_javascript_plugin_is_refused_with_a_sentence_and_nothing_
 def test_a_taken_command_id_rolls_the_whole_plugin_back():
     reactor = Reactor()
     declare(reactor, TODO)
-    answer = declare(reactor, {"name": "copy", "commands": [{"id": "mine", "execute": "function"},
-                                                            {"id": "todo.add", "execute": "function"}]})
+    answer = declare(
+        reactor, {"name": "copy", "commands": [{"id": "mine", "execute": "function"}, {"id": "todo.add", "execute": "function"}]}
+    )
     assert answer["error"]["type"] == "PluginLoadError"
     assert "'todo.add' is already registered by plugin 'todo'" in answer["error"]["message"]
     assert not reactor.commands.has_command("mine") and reactor.plugins == ["todo"]
@@ -191,14 +237,19 @@ def test_an_inline_python_plugin_is_indented_code_defining_plugin_and_calls_java
     assert json.loads(asyncio.run(call_tool_json(reactor, "stats_count", "{}", None))) == {"ok": True, "result": 2}
 
 
-@pytest.mark.parametrize("code, sentence", [
-    ("x = 1", "The page's Python plugin #p must define PLUGIN = define_plugin(...), not nothing."),
-    ("PLUGIN = 3", "must define PLUGIN = define_plugin(...), not int."),
-    ("PLUGIN = (", "The page's Python plugin #p failed to run: SyntaxError"),
-    ("from reactor import define_agent_tools\ndefine_agent_tools(id='t', name='T', plugin='p', commands=["
-     "{'name': 'a.b', 'command': 'c', 'description': 'd'}])",
-     "failed to run: DeclarationError: AgentTools bundle 't': commands[0].name 'a.b' is not a name a model can call"),
-])
+@pytest.mark.parametrize(
+    "code, sentence",
+    [
+        ("x = 1", "The page's Python plugin #p must define PLUGIN = define_plugin(...), not nothing."),
+        ("PLUGIN = 3", "must define PLUGIN = define_plugin(...), not int."),
+        ("PLUGIN = (", "The page's Python plugin #p failed to run: SyntaxError"),
+        (
+            "from reactor import define_agent_tools\ndefine_agent_tools(id='t', name='T', plugin='p', commands=["
+            "{'name': 'a.b', 'command': 'c', 'description': 'd'}])",
+            "failed to run: DeclarationError: AgentTools bundle 't': commands[0].name 'a.b' is not a name a model can call",
+        ),
+    ],
+)
 def test_a_broken_inline_python_plugin_is_refused_with_a_sentence(code, sentence):
     with pytest.raises(PluginError) as refused:
         python_page_plugin(code, "#p")

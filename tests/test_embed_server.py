@@ -15,8 +15,9 @@ EMBEDDER = "http://127.0.0.1:5500"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    live = start_server(tmp_path_factory.mktemp("data"), plugins=[], seed_demo=False,
-                        allow_origins=[EMBEDDER, "https://shop.example/"])
+    live = start_server(
+        tmp_path_factory.mktemp("data"), plugins=[], seed_demo=False, allow_origins=[EMBEDDER, "https://shop.example/"]
+    )
     with httpx.Client(base_url=live.url) as client:
         yield client
     stop_server(live)
@@ -40,9 +41,14 @@ def test_files_keep_their_own_vary_and_gain_origin(server):
 
 
 def test_a_preflight_from_an_allowed_origin_is_answered(server):
-    answer = server.options("/auth/sign-in", headers={
-        "origin": EMBEDDER, "access-control-request-method": "POST",
-        "access-control-request-headers": "content-type, authorization"})
+    answer = server.options(
+        "/auth/sign-in",
+        headers={
+            "origin": EMBEDDER,
+            "access-control-request-method": "POST",
+            "access-control-request-headers": "content-type, authorization",
+        },
+    )
     assert answer.status_code == 204
     assert answer.headers["access-control-allow-origin"] == EMBEDDER
     assert "POST" in answer.headers["access-control-allow-methods"]
@@ -54,8 +60,9 @@ def test_a_preflight_from_an_allowed_origin_is_answered(server):
 def test_another_origin_gets_no_cors_header_at_all(server):
     answer = server.get("/web/reactor.js", headers={"origin": "http://127.0.0.1:5501"})
     assert answer.status_code == 200 and cors_headers(answer) == {}
-    preflight = server.options("/auth/sign-in", headers={
-        "origin": "http://evil.example", "access-control-request-method": "POST"})
+    preflight = server.options(
+        "/auth/sign-in", headers={"origin": "http://evil.example", "access-control-request-method": "POST"}
+    )
     assert preflight.status_code == 403 and cors_headers(preflight) == {}
     assert "reactor serve --allow-origin http://evil.example" in preflight.text
 
@@ -85,20 +92,22 @@ def test_origins_are_written_as_browsers_send_them():
 
 
 def test_serve_refuses_a_bad_allow_origin_before_starting(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "reactor", "serve", "--data", str(tmp_path), "--allow-origin", "*"],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "reactor", "serve", "--data", str(tmp_path), "--allow-origin", "*"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and "'*' is not an origin to allow" in done.stderr
 
 
 def test_serve_allows_the_origins_of_the_option_and_the_environment(tmp_path):
-    command = [sys.executable, "-m", "reactor", "serve", "--port", "0", "--data", str(tmp_path),
-               "--allow-origin", EMBEDDER]
+    command = [sys.executable, "-m", "reactor", "serve", "--port", "0", "--data", str(tmp_path), "--allow-origin", EMBEDDER]
     env = {**__import__("os").environ, "REACTOR_ALLOW_ORIGINS": "https://a.example, https://b.example"}
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env) as server:
         try:
             url = server.stdout.readline().split()[3]
-            assert server.stdout.readline().strip() == \
-                f"pages of {EMBEDDER}, https://a.example, https://b.example may embed it"
+            assert server.stdout.readline().strip() == f"pages of {EMBEDDER}, https://a.example, https://b.example may embed it"
             for origin in (EMBEDDER, "https://b.example"):
                 answer = httpx.get(f"{url}app/boot.json", headers={"origin": origin})
                 assert answer.headers["access-control-allow-origin"] == origin

@@ -3,14 +3,20 @@
 import pytest
 
 from reactor import DeclarationError, HttpError, NotFoundError, ReactorError, ToolError
+from reactor.errors import PageScriptError
 from reactor.json_schema import SchemaError
-from reactor.page_plugins import PageScriptError
 
 
-@pytest.mark.parametrize("error", [
-    HttpError(404, "gone"), PageScriptError("TypeError", "x is undefined"), SchemaError("bad schema"),
-    NotFoundError("There is no deck 'x'."), DeclarationError("bad", owner="p", field="f"),
-])
+@pytest.mark.parametrize(
+    "error",
+    [
+        HttpError(404, "gone"),
+        PageScriptError("TypeError", "x is undefined"),
+        SchemaError("bad schema"),
+        NotFoundError("There is no deck 'x'."),
+        DeclarationError("bad", owner="p", field="f"),
+    ],
+)
 def test_every_error_belongs_to_the_one_tree(error):
     assert isinstance(error, ReactorError)
 

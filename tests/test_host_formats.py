@@ -38,13 +38,19 @@ RENAME_SCHEMA = {
     "anyOf": [{"required": ["id"]}, {"required": ["slug"]}],
 }
 BUNDLE = define_agent_tools(
-    id="decks", name="Decks", plugin="decks",
+    id="decks",
+    name="Decks",
+    plugin="decks",
     commands=[
         {"name": "decks_list_decks", "command": "decks.listDecks", "description": "List every deck."},
         {"name": "decks_open", "command": "decks.open", "description": "Open a deck by id.", "parameters": OPEN_SCHEMA},
         {"name": "decks_rename", "command": "decks.rename", "description": "Rename a deck.", "parameters": RENAME_SCHEMA},
-        {"name": "decks_delete", "command": "decks.delete", "description": "Delete a deck.",
-         "parameters": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}},
+        {
+            "name": "decks_delete",
+            "command": "decks.delete",
+            "description": "Delete a deck.",
+            "parameters": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+        },
     ],
 )
 LEVELS = {"decks_list_decks": "read", "decks_open": "none", "decks_rename": "write", "decks_delete": "destructive"}
@@ -58,8 +64,9 @@ def toolbox(side_effects=LEVELS):
         context.register_command("decks.delete", lambda args: None)
 
     reactor = Reactor()
-    reactor.load_plugin(define_plugin(name="decks", register=register,
-                                      contributes=[contribution(AgentTools, BUNDLE, id="decks")]))
+    reactor.load_plugin(
+        define_plugin(name="decks", register=register, contributes=[contribution(AgentTools, BUNDLE, id="decks")])
+    )
     return Toolbox(reactor, AgentSpec("presenter", plugins=("decks",)), side_effects=side_effects)
 
 
@@ -75,16 +82,18 @@ def test_openai_chat_completions_tools_are_functions_with_parameters():
     tools = openai_chat_tools(toolbox().tools())
     assert tools[0] == {
         "type": "function",
-        "function": {"name": "decks_list_decks", "description": "List every deck.",
-                     "parameters": {"type": "object", "properties": {}}},
+        "function": {
+            "name": "decks_list_decks",
+            "description": "List every deck.",
+            "parameters": {"type": "object", "properties": {}},
+        },
     }
     assert tools[1]["function"]["parameters"] == OPEN_SCHEMA
 
 
 def test_responses_api_tools_are_flat_functions():
     tools = responses_tools(toolbox().tools())
-    assert tools[1] == {"type": "function", "name": "decks_open", "description": "Open a deck by id.",
-                        "parameters": OPEN_SCHEMA}
+    assert tools[1] == {"type": "function", "name": "decks_open", "description": "Open a deck by id.", "parameters": OPEN_SCHEMA}
     assert tools[0]["parameters"] == {"type": "object", "properties": {}}
 
 
@@ -118,15 +127,22 @@ def test_mcp_tools_list_is_valid_for_the_mcp_package_and_loses_nothing():
     assert "title" not in listed["tools"][1]
 
 
-@pytest.mark.parametrize("level, hints", [
-    ("none", (True, False, True)),
-    ("read", (True, False, True)),
-    ("write", (False, False, False)),
-    ("destructive", (False, True, False)),
-])
+@pytest.mark.parametrize(
+    "level, hints",
+    [
+        ("none", (True, False, True)),
+        ("read", (True, False, True)),
+        ("write", (False, False, False)),
+        ("destructive", (False, True, False)),
+    ],
+)
 def test_mcp_annotations_follow_the_side_effect_level(level, hints):
-    assert tool_annotations(level) == {"readOnlyHint": hints[0], "destructiveHint": hints[1],
-                                       "idempotentHint": hints[2], "openWorldHint": False}
+    assert tool_annotations(level) == {
+        "readOnlyHint": hints[0],
+        "destructiveHint": hints[1],
+        "idempotentHint": hints[2],
+        "openWorldHint": False,
+    }
 
 
 def test_a_tool_with_no_level_given_counts_as_write_and_needs_approval():
@@ -141,12 +157,18 @@ def test_results_render_per_provider_with_the_same_envelope():
     ok = tool_success([{"id": "q", "title": "Q"}])
     assert openai_chat_result("call_1", ok) == {"role": "tool", "tool_call_id": "call_1", "content": json.dumps(ok)}
     assert responses_result("call_1", ok) == {"type": "function_call_output", "call_id": "call_1", "output": json.dumps(ok)}
-    assert anthropic_result("toolu_1", ok) == {"type": "tool_result", "tool_use_id": "toolu_1",
-                                               "content": json.dumps(ok), "is_error": False}
+    assert anthropic_result("toolu_1", ok) == {
+        "type": "tool_result",
+        "tool_use_id": "toolu_1",
+        "content": json.dumps(ok),
+        "is_error": False,
+    }
     failed = tool_failure("denied", "The person declined.")
     assert anthropic_result("toolu_2", failed)["is_error"] is True
     assert json.loads(openai_chat_result("call_2", failed)["content"]) == {
-        "ok": False, "error": {"code": "denied", "message": "The person declined."}}
+        "ok": False,
+        "error": {"code": "denied", "message": "The person declined."},
+    }
 
 
 def test_mcp_call_results_are_valid_and_errors_are_results_not_exceptions():

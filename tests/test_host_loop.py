@@ -5,8 +5,16 @@ import json
 
 import pytest
 
-from reactor import AgentTools, DeclarationError, Reactor, contribution, define_agent_tools, define_plugin
-from reactor import AbortedError, CancelToken
+from reactor import (
+    AbortedError,
+    AgentTools,
+    CancelToken,
+    DeclarationError,
+    Reactor,
+    contribution,
+    define_agent_tools,
+    define_plugin,
+)
 from reactor.host import (
     AgentSpec,
     ChatLoop,
@@ -14,8 +22,8 @@ from reactor.host import (
     ModelTurn,
     ProviderError,
     ScriptedModel,
-    ToolCall,
     Toolbox,
+    ToolCall,
     ToolError,
 )
 
@@ -23,17 +31,27 @@ DECKS = [
     {"id": "quarterly-review", "title": "Quarterly review", "slides": 6},
     {"id": "team-offsite", "title": "Team offsite", "slides": 3},
 ]
-OPEN = {"type": "object", "properties": {"id": {"type": "string"}, "slide": {"type": "integer", "minimum": 1}},
-        "required": ["id"], "additionalProperties": False}
+OPEN = {
+    "type": "object",
+    "properties": {"id": {"type": "string"}, "slide": {"type": "integer", "minimum": 1}},
+    "required": ["id"],
+    "additionalProperties": False,
+}
 DECKS_BUNDLE = define_agent_tools(
-    id="decks", name="Decks", plugin="decks",
+    id="decks",
+    name="Decks",
+    plugin="decks",
     commands=[
         {"name": "decks_list_decks", "command": "decks.listDecks", "description": "List every deck."},
         {"name": "decks_open", "command": "decks.open", "description": "Open a deck.", "parameters": OPEN},
         {"name": "decks_next_slide", "command": "decks.nextSlide", "description": "Advance one slide."},
         {"name": "decks_present", "command": "decks.present", "description": "Present the open deck."},
-        {"name": "decks_delete", "command": "decks.delete", "description": "Delete a deck.",
-         "parameters": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}},
+        {
+            "name": "decks_delete",
+            "command": "decks.delete",
+            "description": "Delete a deck.",
+            "parameters": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+        },
         {"name": "decks_wait", "command": "decks.wait", "description": "Wait for the projector."},
         {"name": "decks_fail", "command": "decks.fail", "description": "Always fails."},
         {"name": "decks_refuse", "command": "decks.refuse", "description": "Refuses with a code."},
@@ -41,20 +59,46 @@ DECKS_BUNDLE = define_agent_tools(
         {"name": "decks_missing", "command": "decks.notRegistered", "description": "Its command is gone."},
         {"name": "decks_hidden", "command": "decks.listDecks", "description": "Not in the toolset."},
     ],
-    toolset=["decks_list_decks", "decks_open", "decks_next_slide", "decks_present", "decks_delete", "decks_wait",
-             "decks_fail", "decks_refuse", "decks_disabled", "decks_missing"],
-)
-CMS_BUNDLE = define_agent_tools(
-    id="cms", name="CMS", plugin="cms",
-    commands=[
-        {"name": "cms_list_pages", "command": "cms.listPages", "description": "List the pages."},
-        {"name": "cms_publish_site_page", "command": "cms.publish", "description": "Publish a page.",
-         "parameters": {"type": "object", "properties": {"page_id": {"type": "string"}}, "required": ["page_id"]}},
+    toolset=[
+        "decks_list_decks",
+        "decks_open",
+        "decks_next_slide",
+        "decks_present",
+        "decks_delete",
+        "decks_wait",
+        "decks_fail",
+        "decks_refuse",
+        "decks_disabled",
+        "decks_missing",
     ],
 )
-LEVELS = {"decks_list_decks": "read", "decks_open": "none", "decks_next_slide": "none", "decks_present": "none",
-          "decks_wait": "none", "decks_fail": "none", "decks_refuse": "none", "decks_disabled": "none",
-          "decks_missing": "none", "decks_delete": "destructive", "cms_list_pages": "read"}
+CMS_BUNDLE = define_agent_tools(
+    id="cms",
+    name="CMS",
+    plugin="cms",
+    commands=[
+        {"name": "cms_list_pages", "command": "cms.listPages", "description": "List the pages."},
+        {
+            "name": "cms_publish_site_page",
+            "command": "cms.publish",
+            "description": "Publish a page.",
+            "parameters": {"type": "object", "properties": {"page_id": {"type": "string"}}, "required": ["page_id"]},
+        },
+    ],
+)
+LEVELS = {
+    "decks_list_decks": "read",
+    "decks_open": "none",
+    "decks_next_slide": "none",
+    "decks_present": "none",
+    "decks_wait": "none",
+    "decks_fail": "none",
+    "decks_refuse": "none",
+    "decks_disabled": "none",
+    "decks_missing": "none",
+    "decks_delete": "destructive",
+    "cms_list_pages": "read",
+}
 
 
 class Page:
@@ -103,19 +147,20 @@ def reactor_with(page, *, cms=True):
         context.register_command("decks.wait", wait)
         context.register_command("decks.fail", lambda args: {}["nope"])
         context.register_command("decks.refuse", refuse)
-        context.register_command("decks.disabled", lambda args: 1, is_enabled=lambda: False,
-                                 disabled_reason="no deck is open.")
+        context.register_command("decks.disabled", lambda args: 1, is_enabled=lambda: False, disabled_reason="no deck is open.")
 
     def cms_register(context):
         context.register_command("cms.listPages", lambda args: [{"id": "p-7", "title": "Pricing", "status": "draft"}])
         context.register_command("cms.publish", lambda args: page.published.append(args["page_id"]))
 
     reactor = Reactor()
-    reactor.load_plugin(define_plugin(name="decks", register=decks,
-                                      contributes=[contribution(AgentTools, DECKS_BUNDLE, id="decks")]))
+    reactor.load_plugin(
+        define_plugin(name="decks", register=decks, contributes=[contribution(AgentTools, DECKS_BUNDLE, id="decks")])
+    )
     if cms:
-        reactor.load_plugin(define_plugin(name="cms", register=cms_register,
-                                          contributes=[contribution(AgentTools, CMS_BUNDLE, id="cms")]))
+        reactor.load_plugin(
+            define_plugin(name="cms", register=cms_register, contributes=[contribution(AgentTools, CMS_BUNDLE, id="cms")])
+        )
     return reactor
 
 
@@ -142,8 +187,9 @@ def calls(*specs):
 
 def chat(model, page=None, *, plugins=("decks",), handlers=None, events=None, **options):
     page = page or Page()
-    toolbox = Toolbox(reactor_with(page), AgentSpec("presenter", "Help with decks.", tuple(plugins)),
-                      handlers=handlers, side_effects=LEVELS)
+    toolbox = Toolbox(
+        reactor_with(page), AgentSpec("presenter", "Help with decks.", tuple(plugins)), handlers=handlers, side_effects=LEVELS
+    )
     return ChatLoop(model, toolbox, on_event=events.append if events is not None else None, **options)
 
 
@@ -169,8 +215,7 @@ def test_only_the_toolset_of_the_specs_plugins_is_offered_to_the_model():
 
 def test_a_tool_outside_the_admitted_set_cannot_be_called_even_when_the_model_names_it():
     page = Page()
-    loop = chat(Script(calls(("cms_publish_site_page", {"page_id": "p-7"}), ("decks_hidden", {}),
-                             ("made_up_tool", {}))), page)
+    loop = chat(Script(calls(("cms_publish_site_page", {"page_id": "p-7"}), ("decks_hidden", {}), ("made_up_tool", {}))), page)
     asyncio.run(loop.send("publish it"))
     assert codes(loop) == ["not_admitted", "not_admitted", "unknown_tool"]
     assert page.published == []
@@ -200,8 +245,9 @@ def test_a_host_handler_replaces_the_command_but_keeps_the_bundles_name_and_desc
 
 def test_a_command_result_and_a_command_returning_nothing_are_answered():
     page = Page()
-    loop = chat(Script(calls(("decks_list_decks", ""), ("decks_open", '{"id": "quarterly-review"}'),
-                             ("decks_present", None))), page)
+    loop = chat(
+        Script(calls(("decks_list_decks", ""), ("decks_open", '{"id": "quarterly-review"}'), ("decks_present", None))), page
+    )
     outcome = asyncio.run(loop.send("go"))
     assert results(loop) == [
         {"ok": True, "result": DECKS},
@@ -212,8 +258,17 @@ def test_a_command_result_and_a_command_returning_nothing_are_answered():
 
 
 def test_failures_of_commands_become_envelopes_with_their_code():
-    loop = chat(Script(calls(("decks_fail", {}), ("decks_refuse", {}), ("decks_disabled", {}), ("decks_missing", {}),
-                             ("decks_open", {"id": "nowhere"}))))
+    loop = chat(
+        Script(
+            calls(
+                ("decks_fail", {}),
+                ("decks_refuse", {}),
+                ("decks_disabled", {}),
+                ("decks_missing", {}),
+                ("decks_open", {"id": "nowhere"}),
+            )
+        )
+    )
     asyncio.run(loop.send("try everything"))
     assert codes(loop) == ["failed", "unavailable", "unavailable", "unavailable", "failed"]
     refused, disabled, missing, nowhere = results(loop)[1:]
@@ -228,8 +283,10 @@ def test_failures_of_commands_become_envelopes_with_their_code():
 
 def test_calls_of_one_turn_run_in_order_each_seeing_the_state_the_previous_left():
     events = []
-    loop = chat(Script(calls(("decks_open", {"id": "quarterly-review", "slide": 2}), ("decks_next_slide", {}),
-                             ("decks_next_slide", {}))), events=events)
+    loop = chat(
+        Script(calls(("decks_open", {"id": "quarterly-review", "slide": 2}), ("decks_next_slide", {}), ("decks_next_slide", {}))),
+        events=events,
+    )
     asyncio.run(loop.send("two slides on"))
     assert [r["result"] for r in results(loop)] == [{"open": "quarterly-review", "slide": 2}, {"slide": 3}, {"slide": 4}]
     assert [e.type for e in events] == ["message"] + ["tool_call.started", "tool_call.finished"] * 3 + ["message"]
@@ -240,8 +297,12 @@ def test_the_model_sees_the_results_of_its_calls_in_the_next_step():
     model = Script(calls(("decks_list_decks", {})))
     asyncio.run(chat(model).send("list"))
     second = model.requests[1].messages
-    assert second[-1] == {"role": "tool", "tool_call_id": "call_0", "name": "decks_list_decks",
-                          "result": {"ok": True, "result": DECKS}}
+    assert second[-1] == {
+        "role": "tool",
+        "tool_call_id": "call_0",
+        "name": "decks_list_decks",
+        "result": {"ok": True, "result": DECKS},
+    }
 
 
 def test_the_step_cap_stops_a_model_that_keeps_calling_and_answers_the_last_calls_unrun():
@@ -260,22 +321,25 @@ def test_the_step_cap_stops_a_model_that_keeps_calling_and_answers_the_last_call
 # Arguments
 
 
-@pytest.mark.parametrize("tool, raw, expected", [
-    ("decks_present", "", "ok"),                                   # "" for a tool with no parameters
-    ("decks_present", None, "ok"),                                 # null
-    ("decks_present", "  ", "ok"),
-    ("decks_open", '{"id": "team-offsite"}', "ok"),                # a JSON string
-    ("decks_open", json.dumps('{"id": "team-offsite"}'), "ok"),    # a JSON string of a JSON string
-    ("decks_open", {"id": "team-offsite", "slide": 2}, "ok"),
-    ("decks_open", '{"id": "team-offsite"', "not valid JSON"),     # cut short
-    ("decks_open", "{id: team-offsite}", "not valid JSON"),
-    ("decks_open", {"id": "team-offsite", "colour": "red"}, "'colour' was unexpected"),
-    ("decks_open", {"id": "team-offsite", "slide": "4"}, "$.slide: '4' is not of type 'integer'"),
-    ("decks_open", {"slide": 0}, "'id' is a required property"),
-    ("decks_open", "", "'id' is a required property"),
-    ("decks_open", ["team-offsite"], "expected a JSON object, got an array"),
-    ("decks_open", "42", "expected a JSON object, got a number"),
-])
+@pytest.mark.parametrize(
+    "tool, raw, expected",
+    [
+        ("decks_present", "", "ok"),  # "" for a tool with no parameters
+        ("decks_present", None, "ok"),  # null
+        ("decks_present", "  ", "ok"),
+        ("decks_open", '{"id": "team-offsite"}', "ok"),  # a JSON string
+        ("decks_open", json.dumps('{"id": "team-offsite"}'), "ok"),  # a JSON string of a JSON string
+        ("decks_open", {"id": "team-offsite", "slide": 2}, "ok"),
+        ("decks_open", '{"id": "team-offsite"', "not valid JSON"),  # cut short
+        ("decks_open", "{id: team-offsite}", "not valid JSON"),
+        ("decks_open", {"id": "team-offsite", "colour": "red"}, "'colour' was unexpected"),
+        ("decks_open", {"id": "team-offsite", "slide": "4"}, "$.slide: '4' is not of type 'integer'"),
+        ("decks_open", {"slide": 0}, "'id' is a required property"),
+        ("decks_open", "", "'id' is a required property"),
+        ("decks_open", ["team-offsite"], "expected a JSON object, got an array"),
+        ("decks_open", "42", "expected a JSON object, got a number"),
+    ],
+)
 def test_model_written_arguments_are_parsed_and_checked_before_the_command_runs(tool, raw, expected):
     page = Page()
     loop = chat(Script(calls((tool, raw))), page)
@@ -336,8 +400,9 @@ def test_a_denied_call_does_not_run_and_the_model_is_told_so():
 def test_always_allows_the_tool_for_the_rest_of_the_session_without_asking_again():
     page = Page()
     approve = approver("always")
-    loop = chat(Script(calls(("decks_delete", {"id": "a"})), ModelTurn("ok"), calls(("decks_delete", {"id": "b"}))),
-                page, approve=approve)
+    loop = chat(
+        Script(calls(("decks_delete", {"id": "a"})), ModelTurn("ok"), calls(("decks_delete", {"id": "b"}))), page, approve=approve
+    )
     asyncio.run(loop.send("delete a"))
     asyncio.run(loop.send("delete b"))
     assert page.deleted == ["a", "b"] and len(approve.asked) == 1
@@ -523,8 +588,12 @@ def test_a_provider_error_ends_the_turn_with_an_error_event():
     events = []
 
     async def failing(request, signal):
-        raise ProviderError("Anthropic answered 401 (authentication_error): invalid x-api-key. Check the API key.",
-                            provider="Anthropic", status=401, kind="authentication")
+        raise ProviderError(
+            "Anthropic answered 401 (authentication_error): invalid x-api-key. Check the API key.",
+            provider="Anthropic",
+            status=401,
+            kind="authentication",
+        )
 
     outcome = asyncio.run(chat(Script(failing), events=events).send("hi"))
     assert outcome.status == "error" and "Check the API key" in outcome.error
@@ -635,8 +704,9 @@ def test_the_scripted_model_drives_the_real_decks_plugin():
         reactor.load_plugin(DECKS_PLUGIN)
         for title in ("Quarterly review", "Team offsite"):
             await reactor.execute_command("decks.createDeck", {"title": title, "slides": [{"title": "S", "body": "x"}] * 5})
-        loop = ChatLoop(ScriptedModel(), Toolbox(reactor, AgentSpec("presenter", plugins=("decks",))),
-                        approve=approver(*["allow"] * 9))
+        loop = ChatLoop(
+            ScriptedModel(), Toolbox(reactor, AgentSpec("presenter", plugins=("decks",))), approve=approver(*["allow"] * 9)
+        )
         listed = await loop.send("list decks")
         await loop.send("open deck team offsite at slide 2")
         moved = await loop.send("next slide then present")
@@ -651,15 +721,24 @@ def test_the_scripted_model_drives_the_real_decks_plugin():
 def test_the_scripted_model_answers_what_it_can_do_when_nothing_matches():
     outcome = asyncio.run(scripted().send("make me a sandwich"))
     # Two sentences: what it cannot do and why, then three things to try with the tools it has.
-    assert outcome.text == ("I cannot “make me a sandwich”: I am a scripted model, not an AI, and only understand "
-                            "short commands for this page's tools. Try “list decks”, “open deck <title> at slide 2” "
-                            "or “next slide”.")
+    assert outcome.text == (
+        "I cannot “make me a sandwich”: I am a scripted model, not an AI, and only understand "
+        "short commands for this page's tools. Try “list decks”, “open deck <title> at slide 2” "
+        "or “next slide”."
+    )
     assert outcome.steps == 1
 
 
 def test_an_unknown_tool_suggests_the_closest_name_and_lists_every_callable_tool():
     page = Page()
-    loop = chat(Script(calls(("decks_opne", {"id": "q3"}),)), page)
+    loop = chat(
+        Script(
+            calls(
+                ("decks_opne", {"id": "q3"}),
+            )
+        ),
+        page,
+    )
     asyncio.run(loop.send("open q3"))
     message = results(loop)[0]["error"]["message"]
     assert "There is no tool named 'decks_opne'; nothing ran. Did you mean 'decks_open'?" in message

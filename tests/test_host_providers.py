@@ -28,10 +28,16 @@ from reactor.host import (
 from reactor.server.loopback import free_port
 
 KEY = "sk-test-5ecret-key"
-OPEN = {"type": "object", "properties": {"id": {"type": "string"}, "slide": {"type": "integer"}},
-        "required": ["id"], "additionalProperties": False}
+OPEN = {
+    "type": "object",
+    "properties": {"id": {"type": "string"}, "slide": {"type": "integer"}},
+    "required": ["id"],
+    "additionalProperties": False,
+}
 BUNDLE = define_agent_tools(
-    id="decks", name="Decks", plugin="decks",
+    id="decks",
+    name="Decks",
+    plugin="decks",
     commands=[
         {"name": "decks_list_decks", "command": "decks.listDecks", "description": "List every deck."},
         {"name": "decks_open", "command": "decks.open", "description": "Open a deck at a slide.", "parameters": OPEN},
@@ -93,19 +99,25 @@ def reactor_and_page():
 
     def register(context):
         context.register_command("decks.listDecks", lambda args: [{"id": "quarterly-review", "title": "Quarterly review"}])
-        context.register_command("decks.open", lambda args: page.update(open=args["id"], slide=args.get("slide", 1))
-                                 or {"open": args["id"], "slide": page["slide"]})
+        context.register_command(
+            "decks.open",
+            lambda args: page.update(open=args["id"], slide=args.get("slide", 1)) or {"open": args["id"], "slide": page["slide"]},
+        )
 
     reactor = Reactor()
-    reactor.load_plugin(define_plugin(name="decks", register=register,
-                                      contributes=[contribution(AgentTools, BUNDLE, id="decks")]))
+    reactor.load_plugin(
+        define_plugin(name="decks", register=register, contributes=[contribution(AgentTools, BUNDLE, id="decks")])
+    )
     return reactor, page
 
 
 def chat_loop(model):
     reactor, page = reactor_and_page()
-    toolbox = Toolbox(reactor, AgentSpec("presenter", "You present decks.", ("decks",)),
-                      side_effects={"decks_list_decks": "read", "decks_open": "none"})
+    toolbox = Toolbox(
+        reactor,
+        AgentSpec("presenter", "You present decks.", ("decks",)),
+        side_effects={"decks_list_decks": "read", "decks_open": "none"},
+    )
     return ChatLoop(model, toolbox), page
 
 
@@ -126,25 +138,42 @@ def openai_checks(path, headers, body):
         return 404, {}, {"error": {"message": f"Invalid URL (POST {path})", "type": "invalid_request_error"}}
     if headers.get("authorization") != f"Bearer {KEY}":
         given = headers.get("authorization", "").removeprefix("Bearer ")
-        return openai_error(401, f"Incorrect API key provided: {given}. You can find your API key at "
-                            "https://platform.openai.com/account/api-keys.", "invalid_request_error", "invalid_api_key")
+        return openai_error(
+            401,
+            f"Incorrect API key provided: {given}. You can find your API key at https://platform.openai.com/account/api-keys.",
+            "invalid_request_error",
+            "invalid_api_key",
+        )
     messages = body["messages"]
     for index, message in enumerate(messages):
         if message["role"] == "assistant" and message.get("tool_calls"):
-            answered = [m.get("tool_call_id") for m in messages[index + 1:index + 1 + len(message["tool_calls"])]]
+            answered = [m.get("tool_call_id") for m in messages[index + 1 : index + 1 + len(message["tool_calls"])]]
             for call in message["tool_calls"]:
                 if not isinstance(call["function"]["arguments"], str) or call["id"] not in answered:
-                    return openai_error(400, "An assistant message with 'tool_calls' must be followed by tool "
-                                        "messages responding to each 'tool_call_id'.", "invalid_request_error")
+                    return openai_error(
+                        400,
+                        "An assistant message with 'tool_calls' must be followed by tool "
+                        "messages responding to each 'tool_call_id'.",
+                        "invalid_request_error",
+                    )
         if message["role"] == "tool" and not isinstance(message["content"], str):
             return openai_error(400, "Invalid type for 'messages[].content'.", "invalid_request_error")
     return None
 
 
 def openai_completion(message, finish_reason):
-    return 200, {}, {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-test",
-                     "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish_reason}],
-                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+    return (
+        200,
+        {},
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "gpt-test",
+            "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish_reason}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        },
+    )
 
 
 def openai_presenter(path, headers, body):
@@ -154,8 +183,11 @@ def openai_presenter(path, headers, body):
         return refused
     last = body["messages"][-1]
     if last["role"] == "user":
-        call = {"id": "call_abc", "type": "function",
-                "function": {"name": "decks_open", "arguments": '{"id": "quarterly-review", "slide": 4}'}}
+        call = {
+            "id": "call_abc",
+            "type": "function",
+            "function": {"name": "decks_open", "arguments": '{"id": "quarterly-review", "slide": 4}'},
+        }
         return openai_completion({"content": None, "tool_calls": [call]}, "tool_calls")
     result = json.loads(last["content"])
     return openai_completion({"content": f"Opened at slide {result['result']['slide']}."}, "stop")
@@ -174,12 +206,17 @@ def test_openai_runs_a_tool_call_and_answers_with_the_result_over_real_http():
     first, second = (r["body"] for r in server.requests)
     assert first["model"] == "gpt-test"
     assert first["messages"][0] == {"role": "system", "content": "You present decks."}
-    assert first["tools"][1] == {"type": "function", "function": {
-        "name": "decks_open", "description": "Open a deck at a slide.", "parameters": OPEN}}
+    assert first["tools"][1] == {
+        "type": "function",
+        "function": {"name": "decks_open", "description": "Open a deck at a slide.", "parameters": OPEN},
+    }
     assert first["tools"][0]["function"]["parameters"] == {"type": "object", "properties": {}}
     assert second["messages"][-2]["tool_calls"][0]["function"]["arguments"] == '{"id": "quarterly-review", "slide": 4}'
-    assert second["messages"][-1] == {"role": "tool", "tool_call_id": "call_abc", "content": json.dumps(
-        {"ok": True, "result": {"open": "quarterly-review", "slide": 4}})}
+    assert second["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": "call_abc",
+        "content": json.dumps({"ok": True, "result": {"open": "quarterly-review", "slide": 4}}),
+    }
 
 
 def test_openai_parses_stop_reasons_and_local_server_quirks():
@@ -187,8 +224,16 @@ def test_openai_parses_stop_reasons_and_local_server_quirks():
     turn = model.parse_response({"choices": [{"message": {"content": "Cut"}, "finish_reason": "length"}]})
     assert (turn.text, turn.stop_reason, turn.provider_stop_reason) == ("Cut", "max_tokens", "length")
     # llama.cpp / Ollama: no id, arguments as an object, finish_reason "stop" beside the calls.
-    turn = model.parse_response({"choices": [{"message": {"content": "", "tool_calls": [
-        {"function": {"name": "decks_open", "arguments": {"id": "q"}}}]}, "finish_reason": "stop"}]})
+    turn = model.parse_response(
+        {
+            "choices": [
+                {
+                    "message": {"content": "", "tool_calls": [{"function": {"name": "decks_open", "arguments": {"id": "q"}}}]},
+                    "finish_reason": "stop",
+                }
+            ]
+        }
+    )
     assert turn.stop_reason == "tool_use" and turn.tool_calls[0].id == "call_0"
     assert turn.tool_calls[0].arguments == {"id": "q"}
     with pytest.raises(ProviderError, match="without choices"):
@@ -206,16 +251,37 @@ def test_openai_through_a_local_server_without_a_key_sends_no_authorization():
     assert turn.text == "Hello from llama.cpp" and "tools" not in server.requests[0]["body"]
 
 
-@pytest.mark.parametrize("answer, status, kind, says", [
-    (None, 401, "authentication", "Check the API key."),
-    (openai_error(429, "Rate limit reached for gpt-test in organization org-x on requests per min.", "requests",
-                  "rate_limit_exceeded", {"retry-after": "2"}), 429, "rate_limit", "Wait 2 seconds and try again."),
-    ((404, {}, {"error": "model 'llama3' not found, try pulling it first"}), 404, "not_found",
-     "model 'llama3' not found"),  # Ollama's shape
-    ((500, {}, {"error": {"code": 500, "message": "failed to parse tools", "type": "server_error"}}), 500, "server",
-     "failed to parse tools"),  # llama.cpp's shape
-    ((502, {}, "<html>Bad gateway</html>"), 502, "server", "<html>Bad gateway</html>"),
-])
+@pytest.mark.parametrize(
+    "answer, status, kind, says",
+    [
+        (None, 401, "authentication", "Check the API key."),
+        (
+            openai_error(
+                429,
+                "Rate limit reached for gpt-test in organization org-x on requests per min.",
+                "requests",
+                "rate_limit_exceeded",
+                {"retry-after": "2"},
+            ),
+            429,
+            "rate_limit",
+            "Wait 2 seconds and try again.",
+        ),
+        (
+            (404, {}, {"error": "model 'llama3' not found, try pulling it first"}),
+            404,
+            "not_found",
+            "model 'llama3' not found",
+        ),  # Ollama's shape
+        (
+            (500, {}, {"error": {"code": 500, "message": "failed to parse tools", "type": "server_error"}}),
+            500,
+            "server",
+            "failed to parse tools",
+        ),  # llama.cpp's shape
+        ((502, {}, "<html>Bad gateway</html>"), 502, "server", "<html>Bad gateway</html>"),
+    ],
+)
 def test_openai_error_bodies_become_clear_provider_errors(answer, status, kind, says):
     with LoopbackProvider(lambda *request: answer or openai_checks(*request)) as server:
         model = openai_model(server, key=KEY if answer else "sk-wrong-key-000")
@@ -229,9 +295,11 @@ def test_openai_error_bodies_become_clear_provider_errors(answer, status, kind, 
 
 
 def test_openai_refuses_a_conversation_with_an_unanswered_tool_call_like_the_real_api():
-    history = [{"role": "user", "content": "go"},
-               {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1", "name": "decks_open", "arguments": "{}"}]},
-               {"role": "user", "content": "again"}]
+    history = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1", "name": "decks_open", "arguments": "{}"}]},
+        {"role": "user", "content": "again"},
+    ]
     with LoopbackProvider(openai_presenter) as server:
         with pytest.raises(ProviderError, match="must be followed by tool messages"):
             asyncio.run(openai_model(server).complete(ModelRequest("", history), CancelToken()))
@@ -290,17 +358,34 @@ def anthropic_checks(path, headers, body):
         uses = [part["id"] for part in content if part["type"] == "tool_use"]
         if uses:
             following = messages[index + 1]["content"] if index + 1 < len(messages) else []
-            results = [p.get("tool_use_id") for p in following if p["type"] == "tool_result"] if isinstance(following, list) else []
-            leading = [p["type"] for p in following[:len(uses)]] if isinstance(following, list) else []
+            results = (
+                [p.get("tool_use_id") for p in following if p["type"] == "tool_result"] if isinstance(following, list) else []
+            )
+            leading = [p["type"] for p in following[: len(uses)]] if isinstance(following, list) else []
             if set(uses) - set(results) or set(leading) != {"tool_result"}:
-                return anthropic_error(400, "invalid_request_error", "messages: `tool_use` ids were found without "
-                                       "`tool_result` blocks immediately after")
+                return anthropic_error(
+                    400,
+                    "invalid_request_error",
+                    "messages: `tool_use` ids were found without `tool_result` blocks immediately after",
+                )
     return None
 
 
 def anthropic_message(content, stop_reason):
-    return 200, {}, {"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-test", "content": content,
-                     "stop_reason": stop_reason, "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+    return (
+        200,
+        {},
+        {
+            "id": "msg_01",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        },
+    )
 
 
 def anthropic_presenter(path, headers, body):
@@ -311,11 +396,14 @@ def anthropic_presenter(path, headers, body):
     last = body["messages"][-1]["content"]
     results = [part for part in last if part["type"] == "tool_result"] if isinstance(last, list) else []
     if not results:
-        return anthropic_message([
-            {"type": "text", "text": "Let me look."},
-            {"type": "tool_use", "id": "toolu_01", "name": "decks_list_decks", "input": {}},
-            {"type": "tool_use", "id": "toolu_02", "name": "decks_open", "input": {"id": "quarterly-review", "slide": 2}},
-        ], "tool_use")
+        return anthropic_message(
+            [
+                {"type": "text", "text": "Let me look."},
+                {"type": "tool_use", "id": "toolu_01", "name": "decks_list_decks", "input": {}},
+                {"type": "tool_use", "id": "toolu_02", "name": "decks_open", "input": {"id": "quarterly-review", "slide": 2}},
+            ],
+            "tool_use",
+        )
     opened = json.loads(results[1]["content"])["result"]
     return anthropic_message([{"type": "text", "text": f"Slide {opened['slide']} is up."}], "end_turn")
 
@@ -338,8 +426,12 @@ def test_anthropic_runs_tool_use_blocks_and_returns_tool_results_over_real_http(
     assert first["body"]["tools"][1] == {"name": "decks_open", "description": "Open a deck at a slide.", "input_schema": OPEN}
     results = second["body"]["messages"][-1]["content"]
     assert [r["tool_use_id"] for r in results] == ["toolu_01", "toolu_02"]
-    assert results[1] == {"type": "tool_result", "tool_use_id": "toolu_02", "is_error": False, "content": json.dumps(
-        {"ok": True, "result": {"open": "quarterly-review", "slide": 2}})}
+    assert results[1] == {
+        "type": "tool_result",
+        "tool_use_id": "toolu_02",
+        "is_error": False,
+        "content": json.dumps({"ok": True, "result": {"open": "quarterly-review", "slide": 2}}),
+    }
 
 
 def test_anthropic_tool_errors_go_back_marked_as_errors():
@@ -360,22 +452,44 @@ def test_anthropic_tool_errors_go_back_marked_as_errors():
 
 def test_anthropic_parses_stop_reasons():
     model = AnthropicModel(model="m", api_key=KEY, send=urllib_send)
-    for reason, stop in (("end_turn", "end_turn"), ("max_tokens", "max_tokens"), ("tool_use", "tool_use"),
-                         ("stop_sequence", "end_turn"), ("refusal", "refusal"), ("pause_turn", "other")):
+    for reason, stop in (
+        ("end_turn", "end_turn"),
+        ("max_tokens", "max_tokens"),
+        ("tool_use", "tool_use"),
+        ("stop_sequence", "end_turn"),
+        ("refusal", "refusal"),
+        ("pause_turn", "other"),
+    ):
         turn = model.parse_response({"content": [{"type": "text", "text": "x"}], "stop_reason": reason})
         assert (turn.stop_reason, turn.provider_stop_reason) == (stop, reason)
     with pytest.raises(ProviderError, match="without a content list"):
         model.parse_response({"type": "message"})
 
 
-@pytest.mark.parametrize("answer, status, kind, says", [
-    (None, 401, "authentication", "Anthropic answered 401 (authentication_error): invalid x-api-key. Check the API key."),
-    (anthropic_error(429, "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit.",
-                     {"retry-after": "30"}), 429, "rate_limit", "Wait 30 seconds and try again."),
-    (anthropic_error(529, "overloaded_error", "Overloaded"), 529, "overloaded", "overloaded_error"),
-    (anthropic_error(400, "invalid_request_error", "model: Input should be a valid model name"), 400,
-     "invalid_request", "model: Input should be a valid model name"),
-])
+@pytest.mark.parametrize(
+    "answer, status, kind, says",
+    [
+        (None, 401, "authentication", "Anthropic answered 401 (authentication_error): invalid x-api-key. Check the API key."),
+        (
+            anthropic_error(
+                429,
+                "rate_limit_error",
+                "Number of request tokens has exceeded your per-minute rate limit.",
+                {"retry-after": "30"},
+            ),
+            429,
+            "rate_limit",
+            "Wait 30 seconds and try again.",
+        ),
+        (anthropic_error(529, "overloaded_error", "Overloaded"), 529, "overloaded", "overloaded_error"),
+        (
+            anthropic_error(400, "invalid_request_error", "model: Input should be a valid model name"),
+            400,
+            "invalid_request",
+            "model: Input should be a valid model name",
+        ),
+    ],
+)
 def test_anthropic_error_bodies_become_clear_provider_errors(answer, status, kind, says):
     with LoopbackProvider(lambda *request: answer or anthropic_checks(*request)) as server:
         model = anthropic_model(server, key=KEY if answer else "sk-ant-wrong")
@@ -397,19 +511,24 @@ def test_anthropic_rendering_merges_adjacent_user_turns_and_skips_empty_text():
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]
     assert messages[1]["content"] == [{"type": "tool_use", "id": "toolu_1", "name": "decks_open", "input": {"id": "q"}}]
     assert [p["type"] for p in messages[2]["content"]] == ["tool_result", "text"]
-    assert anthropic_checks("/v1/messages", {"x-api-key": KEY, "anthropic-version": "1"},
-                            {"max_tokens": 1, "messages": messages}) is None
+    assert (
+        anthropic_checks("/v1/messages", {"x-api-key": KEY, "anthropic-version": "1"}, {"max_tokens": 1, "messages": messages})
+        is None
+    )
 
 
-@pytest.mark.parametrize("settings, reason", [
-    ({"provider": "openai", "model": "gpt", "baseUrl": "not a url"}, "must be an http:// or https:// address"),
-    ({"provider": "openai", "model": "gpt", "baseUrl": "ftp://host/v1"}, "must be an http:// or https:// address"),
-    ({"provider": "openai", "model": "gpt", "baseUrl": "https://"}, "must be an http:// or https:// address"),
-    ({"provider": "openai", "model": "gpt 4", "baseUrl": "https://api.openai.com/v1"}, "is not a model name"),
-    ({"provider": "openai", "model": "", "baseUrl": "https://api.openai.com/v1"}, "Name the model"),
-    ({"provider": "anthropic", "model": "claude", "apiKey": "k", "baseUrl": "javascript:alert(1)"}, "must be an http"),
-    ({"provider": "gemini", "model": "g"}, "Unknown provider 'gemini'"),
-])
+@pytest.mark.parametrize(
+    "settings, reason",
+    [
+        ({"provider": "openai", "model": "gpt", "baseUrl": "not a url"}, "must be an http:// or https:// address"),
+        ({"provider": "openai", "model": "gpt", "baseUrl": "ftp://host/v1"}, "must be an http:// or https:// address"),
+        ({"provider": "openai", "model": "gpt", "baseUrl": "https://"}, "must be an http:// or https:// address"),
+        ({"provider": "openai", "model": "gpt 4", "baseUrl": "https://api.openai.com/v1"}, "is not a model name"),
+        ({"provider": "openai", "model": "", "baseUrl": "https://api.openai.com/v1"}, "Name the model"),
+        ({"provider": "anthropic", "model": "claude", "apiKey": "k", "baseUrl": "javascript:alert(1)"}, "must be an http"),
+        ({"provider": "gemini", "model": "g"}, "Unknown provider 'gemini'"),
+    ],
+)
 def test_model_settings_are_checked_and_the_reason_named(settings, reason):
     from reactor.host.session import model_from_settings
 

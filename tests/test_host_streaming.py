@@ -78,8 +78,9 @@ def text_before_the_rest(server, make_model, text):
 
     async def scenario():
         model = make_model(server.url)
-        turn = asyncio.ensure_future(model.complete(
-            ModelRequest("", [{"role": "user", "content": "open q3"}], on_text=pieces.append), CancelToken()))
+        turn = asyncio.ensure_future(
+            model.complete(ModelRequest("", [{"role": "user", "content": "open q3"}], on_text=pieces.append), CancelToken())
+        )
         await until(lambda: "".join(pieces) == text)
         assert not turn.done() and server.hold not in server.sent  # the text came before the rest
         server.released.set()
@@ -102,10 +103,10 @@ def one_turn(server, make_model):
 
 
 def test_events_are_cut_where_the_standard_cuts_them_whatever_the_chunks():
-    text = ": a comment\r\nevent: first\r\ndata: one\r\ndata: two\r\n\r\ndata: {\"x\": 1}\n\nretry: 5\ndata: last"
+    text = ': a comment\r\nevent: first\r\ndata: one\r\ndata: two\r\n\r\ndata: {"x": 1}\n\nretry: 5\ndata: last'
     for size in (1, 2, 3, 7, len(text)):
         stream = EventStream()
-        events = [e for start in range(0, len(text), size) for e in stream.feed(text[start:start + size])]
+        events = [e for start in range(0, len(text), size) for e in stream.feed(text[start : start + size])]
         assert events + stream.close() == [("first", "one\ntwo"), ("message", '{"x": 1}'), ("message", "last")]
 
 
@@ -114,34 +115,49 @@ def test_openai_text_arrives_as_it_is_streamed_and_tool_calls_are_assembled_by_i
         openai_chunk({"role": "assistant", "content": ""}),
         openai_chunk({"content": "Opening "}),
         openai_chunk({"content": "it now."}),
-        openai_chunk({"tool_calls": [{"index": 0, "id": "call_a", "type": "function",
-                                      "function": {"name": "decks_open", "arguments": ""}}]}),
+        openai_chunk(
+            {
+                "tool_calls": [
+                    {"index": 0, "id": "call_a", "type": "function", "function": {"name": "decks_open", "arguments": ""}}
+                ]
+            }
+        ),
         openai_chunk({"tool_calls": [{"index": 1, "id": "call_b", "function": {"name": "decks_list_decks", "arguments": "{}"}}]}),
-        openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": "{\"id\": "}}]}),
-        openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": "\"q3\"}"}}]}),
+        openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"id": '}}]}),
+        openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"q3"}'}}]}),
         openai_chunk({}, "tool_calls"),
         sse("[DONE]"),
     ]
     server = StreamingProvider(events, hold=3)
-    turn = text_before_the_rest(server, lambda url: OpenAIChatModel(base_url=url, model="m", send=urllib_send, stream=True),
-                                "Opening it now.")
+    turn = text_before_the_rest(
+        server, lambda url: OpenAIChatModel(base_url=url, model="m", send=urllib_send, stream=True), "Opening it now."
+    )
     assert turn.text == "Opening it now." and turn.stop_reason == "tool_use"
     assert [(c.id, c.name, json.loads(c.arguments)) for c in turn.tool_calls] == [
-        ("call_a", "decks_open", {"id": "q3"}), ("call_b", "decks_list_decks", {})]
+        ("call_a", "decks_open", {"id": "q3"}),
+        ("call_b", "decks_list_decks", {}),
+    ]
 
 
 def test_local_servers_variants_a_whole_call_without_an_index_and_arguments_as_an_object():
-    events = [openai_chunk({"content": "Sure."}),
-              openai_chunk({"tool_calls": [{"function": {"name": "decks_open", "arguments": {"id": "q3"}}}]}, "stop"),
-              sse("[DONE]")]
-    turn = one_turn(StreamingProvider(events), lambda url: OpenAIChatModel(base_url=url, model="llama3.1", send=urllib_send, stream=True))
+    events = [
+        openai_chunk({"content": "Sure."}),
+        openai_chunk({"tool_calls": [{"function": {"name": "decks_open", "arguments": {"id": "q3"}}}]}, "stop"),
+        sse("[DONE]"),
+    ]
+    turn = one_turn(
+        StreamingProvider(events), lambda url: OpenAIChatModel(base_url=url, model="llama3.1", send=urllib_send, stream=True)
+    )
     assert turn.stop_reason == "tool_use" and turn.tool_calls[0].name == "decks_open"
     assert json.loads(turn.tool_calls[0].arguments) == {"id": "q3"} and turn.tool_calls[0].id == "call_0"
 
 
 def test_a_server_that_answers_in_one_piece_still_works_when_asked_to_stream():
     whole = json.dumps({"choices": [{"message": {"role": "assistant", "content": "Whole."}, "finish_reason": "stop"}]})
-    turn = one_turn(StreamingProvider([whole], content_type="application/json"), lambda url: OpenAIChatModel(base_url=url, model="m", send=urllib_send, stream=True))
+    turn = one_turn(
+        StreamingProvider([whole], content_type="application/json"),
+        lambda url: OpenAIChatModel(base_url=url, model="m", send=urllib_send, stream=True),
+    )
     assert turn.text == "Whole." and turn.stop_reason == "end_turn"
 
 
@@ -150,30 +166,46 @@ def test_anthropic_text_and_tool_input_stream_and_assemble():
         sse({"type": "message_start", "message": {"id": "msg_1", "role": "assistant", "content": []}}, "message_start"),
         sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}, "content_block_start"),
         sse({"type": "ping"}, "ping"),
-        sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Let me "}}, "content_block_delta"),
+        sse(
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Let me "}}, "content_block_delta"
+        ),
         sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "look."}}, "content_block_delta"),
         sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
-        sse({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1",
-                                                                           "name": "decks_open", "input": {}}}, "content_block_start"),
-        sse({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"id\":"}},
-            "content_block_delta"),
-        sse({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": " \"q3\"}"}},
-            "content_block_delta"),
+        sse(
+            {
+                "type": "content_block_start",
+                "index": 1,
+                "content_block": {"type": "tool_use", "id": "toolu_1", "name": "decks_open", "input": {}},
+            },
+            "content_block_start",
+        ),
+        sse(
+            {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"id":'}},
+            "content_block_delta",
+        ),
+        sse(
+            {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": ' "q3"}'}},
+            "content_block_delta",
+        ),
         sse({"type": "content_block_stop", "index": 1}, "content_block_stop"),
         sse({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}, "message_delta"),
         sse({"type": "message_stop"}, "message_stop"),
     ]
     server = StreamingProvider(events, hold=5)
     turn = text_before_the_rest(
-        server, lambda url: AnthropicModel(base_url=url, model="claude", send=urllib_send, api_key="k", stream=True),
-        "Let me look.")
+        server,
+        lambda url: AnthropicModel(base_url=url, model="claude", send=urllib_send, api_key="k", stream=True),
+        "Let me look.",
+    )
     assert turn.text == "Let me look." and turn.stop_reason == "tool_use"
     assert [(c.id, c.name, c.arguments) for c in turn.tool_calls] == [("toolu_1", "decks_open", {"id": "q3"})]
 
 
 def test_an_error_event_mid_stream_is_a_provider_error_that_names_it():
-    events = [sse({"type": "message_start", "message": {}}, "message_start"),
-              sse({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, "error")]
+    events = [
+        sse({"type": "message_start", "message": {}}, "message_start"),
+        sse({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, "error"),
+    ]
     server = StreamingProvider(events)
     try:
         model = AnthropicModel(base_url=server.url, model="claude", send=urllib_send, api_key="k", stream=True)
@@ -192,8 +224,9 @@ def test_stop_mid_stream_ends_the_call_and_drops_what_arrives_after():
     async def scenario():
         token = CancelToken()
         model = OpenAIChatModel(base_url=server.url, model="m", send=urllib_send, stream=True)
-        turn = asyncio.ensure_future(model.complete(
-            ModelRequest("", [{"role": "user", "content": "x"}], on_text=pieces.append), token))
+        turn = asyncio.ensure_future(
+            model.complete(ModelRequest("", [{"role": "user", "content": "x"}], on_text=pieces.append), token)
+        )
         await until(lambda: pieces == ["First part. "])
         token.abort("The person pressed Stop.")
         with pytest.raises(AbortedError):
@@ -236,19 +269,32 @@ def test_a_stream_cut_off_before_its_end_is_an_error_not_half_an_answer():
 
 
 def test_whole_calls_without_an_index_in_separate_chunks_stay_separate_calls():
-    events = [openai_chunk({"tool_calls": [{"id": "a", "function": {"name": "decks_open", "arguments": {"id": "q3"}}}]}),
-              openai_chunk({"tool_calls": [{"id": "b", "function": {"name": "decks_list_decks", "arguments": {}}}]}, "stop"),
-              sse("[DONE]")]
-    turn = one_turn(StreamingProvider(events), lambda url: OpenAIChatModel(base_url=url, model="llama3.1", send=urllib_send, stream=True))
+    events = [
+        openai_chunk({"tool_calls": [{"id": "a", "function": {"name": "decks_open", "arguments": {"id": "q3"}}}]}),
+        openai_chunk({"tool_calls": [{"id": "b", "function": {"name": "decks_list_decks", "arguments": {}}}]}, "stop"),
+        sse("[DONE]"),
+    ]
+    turn = one_turn(
+        StreamingProvider(events), lambda url: OpenAIChatModel(base_url=url, model="llama3.1", send=urllib_send, stream=True)
+    )
     assert [(c.id, c.name) for c in turn.tool_calls] == [("a", "decks_open"), ("b", "decks_list_decks")]
 
 
 def test_a_tool_call_cut_by_the_token_limit_comes_back_as_such_for_the_loop_to_handle():
     events = [
-        sse({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t", "name": "decks_open", "input": {}}}),
-        sse({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"id\": \"q"}}),
+        sse(
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "tool_use", "id": "t", "name": "decks_open", "input": {}},
+            }
+        ),
+        sse({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"id": "q'}}),
         sse({"type": "message_delta", "delta": {"stop_reason": "max_tokens"}}),
         sse({"type": "message_stop"}),
     ]
-    turn = one_turn(StreamingProvider(events), lambda url: AnthropicModel(base_url=url, model="claude", send=urllib_send, api_key="k", stream=True))
-    assert turn.stop_reason == "max_tokens" and turn.tool_calls[0].arguments == "{\"id\": \"q"
+    turn = one_turn(
+        StreamingProvider(events),
+        lambda url: AnthropicModel(base_url=url, model="claude", send=urllib_send, api_key="k", stream=True),
+    )
+    assert turn.stop_reason == "max_tokens" and turn.tool_calls[0].arguments == '{"id": "q'

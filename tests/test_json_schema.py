@@ -54,8 +54,9 @@ def root_schema(rng: random.Random):
     """A schema whose every `$ref` points to its own `$defs`."""
     declared = schema(rng)
     if isinstance(declared, dict):
-        declared["$defs"] = {"leaf": rng.choice([{"type": rng.choice(TYPES)}, {"minimum": 1}, {"enum": STRINGS[:3]},
-                                                 {"required": ["a"]}, False])}
+        declared["$defs"] = {
+            "leaf": rng.choice([{"type": rng.choice(TYPES)}, {"minimum": 1}, {"enum": STRINGS[:3]}, {"required": ["a"]}, False])
+        }
     return declared
 
 
@@ -146,15 +147,41 @@ def broken(rng: random.Random):
     declared = root_schema(rng)
     if not isinstance(declared, dict):
         declared = {}
-    keyword, wrong = rng.choice([
-        ("type", "strin"), ("type", []), ("type", ["string", "string"]), ("type", 3),
-        ("required", "id"), ("required", [1]), ("required", ["a", "a"]), ("properties", []),
-        ("properties", {"a": 3}), ("items", [{}]), ("items", "x"), ("minLength", -1), ("minLength", 1.5),
-        ("maxItems", "3"), ("multipleOf", 0), ("multipleOf", -2), ("maximum", "1"), ("minimum", True),
-        ("anyOf", []), ("allOf", {}), ("oneOf", [3]), ("not", None), ("enum", 3), ("pattern", 3),
-        ("uniqueItems", "yes"), ("dependentRequired", {"a": "b"}), ("additionalProperties", 1),
-        ("description", 5), ("$defs", {"x": "y"}), ("examples", {}), ("deprecated", 1),
-    ])
+    keyword, wrong = rng.choice(
+        [
+            ("type", "strin"),
+            ("type", []),
+            ("type", ["string", "string"]),
+            ("type", 3),
+            ("required", "id"),
+            ("required", [1]),
+            ("required", ["a", "a"]),
+            ("properties", []),
+            ("properties", {"a": 3}),
+            ("items", [{}]),
+            ("items", "x"),
+            ("minLength", -1),
+            ("minLength", 1.5),
+            ("maxItems", "3"),
+            ("multipleOf", 0),
+            ("multipleOf", -2),
+            ("maximum", "1"),
+            ("minimum", True),
+            ("anyOf", []),
+            ("allOf", {}),
+            ("oneOf", [3]),
+            ("not", None),
+            ("enum", 3),
+            ("pattern", 3),
+            ("uniqueItems", "yes"),
+            ("dependentRequired", {"a": "b"}),
+            ("additionalProperties", 1),
+            ("description", 5),
+            ("$defs", {"x": "y"}),
+            ("examples", {}),
+            ("deprecated", 1),
+        ]
+    )
     return {**declared, keyword: wrong}
 
 
@@ -185,15 +212,19 @@ def refusal(declared) -> str:
 @pytest.mark.parametrize("keyword", ["unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"])
 def test_a_keyword_it_does_not_implement_is_refused_not_ignored(keyword: str) -> None:
     assert refusal({"type": "object", "properties": {"a": {keyword: False}}}) == (
-        f"{keyword!r} is not supported by reactor's validator at ['properties', 'a', {keyword!r}]")
+        f"{keyword!r} is not supported by reactor's validator at ['properties', 'a', {keyword!r}]"
+    )
 
 
-@pytest.mark.parametrize(("reference", "words"), [
-    ("https://example.com/schema.json", "is not a local reference"),
-    ("#anchor", "anchors are not supported"),
-    ("#/$defs/missing", "points to nothing in this schema"),
-    ("#/properties/a/type", "which is not a schema"),
-])
+@pytest.mark.parametrize(
+    ("reference", "words"),
+    [
+        ("https://example.com/schema.json", "is not a local reference"),
+        ("#anchor", "anchors are not supported"),
+        ("#/$defs/missing", "points to nothing in this schema"),
+        ("#/properties/a/type", "which is not a schema"),
+    ],
+)
 def test_a_reference_it_cannot_resolve_is_refused_when_declared(reference: str, words: str) -> None:
     assert words in refusal({"properties": {"a": {"type": "string"}, "b": {"$ref": reference}}})
 
@@ -209,8 +240,9 @@ def test_a_hostile_nesting_is_refused_and_a_deep_value_answers_without_crashing(
         deep = {"properties": {"a": deep}}
     assert "nested more than 64 levels deep" in refusal(deep)
 
-    tree = Validator({"$defs": {"node": {"type": "object", "properties": {"child": {"$ref": "#/$defs/node"}}}},
-                      "$ref": "#/$defs/node"})
+    tree = Validator(
+        {"$defs": {"node": {"type": "object", "properties": {"child": {"$ref": "#/$defs/node"}}}}, "$ref": "#/$defs/node"}
+    )
     value: dict = {}
     for _ in range(5000):
         value = {"child": value}
@@ -219,11 +251,17 @@ def test_a_hostile_nesting_is_refused_and_a_deep_value_answers_without_crashing(
 
 
 def test_references_may_recurse_and_escape_pointer_characters() -> None:
-    validator = Validator({"$defs": {"a/b": {"type": "integer"}, "list": {"type": "array", "items": {"$ref": "#/$defs/list"}}},
-                           "properties": {"n": {"$ref": "#/$defs/a~1b"}, "l": {"$ref": "#/$defs/list"}}})
+    validator = Validator(
+        {
+            "$defs": {"a/b": {"type": "integer"}, "list": {"type": "array", "items": {"$ref": "#/$defs/list"}}},
+            "properties": {"n": {"$ref": "#/$defs/a~1b"}, "l": {"$ref": "#/$defs/list"}},
+        }
+    )
     assert validator.problems({"n": 1, "l": [[], [[]]]}) == []
     assert validator.problems({"n": "1", "l": [[3]]}) == [
-        (("n",), "'1' is not of type 'integer'"), (("l", 0, 0), "3 is not of type 'array'")]
+        (("n",), "'1' is not of type 'integer'"),
+        (("l", 0, 0), "3 is not of type 'array'"),
+    ]
 
 
 def test_unique_items_is_checked_in_one_pass_even_for_a_long_array() -> None:

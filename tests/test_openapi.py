@@ -14,7 +14,6 @@ import tempfile
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
-from schemathesis.config import SchemathesisConfig
 from schemathesis.checks import (
     content_type_conformance,
     negative_data_rejection,
@@ -22,14 +21,20 @@ from schemathesis.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+from schemathesis.config import SchemathesisConfig
 
 from reactor.server.app import create_app
 from reactor.server.auth import Auth
 from reactor.server.openapi import UNDESCRIBED
 
 FUZZ_EXAMPLES = int(os.environ.get("REACTOR_FUZZ_EXAMPLES", "25"))
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
-          negative_data_rejection]
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+    negative_data_rejection,
+]
 
 
 def fuzzed_app():
@@ -42,16 +47,24 @@ def fuzzed_app():
 APP, OPERATOR = fuzzed_app()
 # A request the document calls invalid must be refused: 413 (too large) and 421 (host) refuse too.
 REFUSALS = [400, 401, 403, 404, 405, 406, 409, 413, 415, 421, 422, 428, 429]
-schema = schemathesis.openapi.from_asgi("/openapi.json", APP, config=SchemathesisConfig.from_dict(
-    {"checks": {"negative_data_rejection": {"expected-statuses": REFUSALS}}}))
+schema = schemathesis.openapi.from_asgi(
+    "/openapi.json",
+    APP,
+    config=SchemathesisConfig.from_dict({"checks": {"negative_data_rejection": {"expected-statuses": REFUSALS}}}),
+)
 
 
 def test_every_route_is_in_the_document():
     document = schema.raw_schema  # as GET /openapi.json served it
     assert document["openapi"] == "3.1.0"
     operations = {f"{method.upper()} {path}" for path, item in document["paths"].items() for method in item}
-    assert {"POST /auth/sign-in", "PATCH /plugins/{id}", "PUT /api/decks/{id}", "POST /api/cms/sites/{site}/crawl",
-            "GET /openapi.json"} <= operations
+    assert {
+        "POST /auth/sign-in",
+        "PATCH /plugins/{id}",
+        "PUT /api/decks/{id}",
+        "POST /api/cms/sites/{site}/crawl",
+        "GET /openapi.json",
+    } <= operations
     for path, item in document["paths"].items():
         for method, described in item.items():
             assert described["summary"] != UNDESCRIBED["summary"], f"{method} {path} has no @operation"

@@ -1,10 +1,8 @@
 """The page in real Chromium: boot, the window.reactor facade, and boot errors shown on the page."""
 
-import json
-
 import pytest
-from playwright.sync_api import expect
 from conftest import start_server, stop_server
+from playwright.sync_api import expect
 
 from reactor.plugin_spec import PluginSpec, discover_plugins
 
@@ -87,10 +85,13 @@ def test_executing_before_ready_waits_for_python(offline_page, live_server):
     assert any(c["id"] == "decks.open" for c in commands)
 
 
-@pytest.mark.parametrize("failing, status, shown", [
-    ("**/app/boot.json", 500, "the server answered 500 for /app/boot.json"),
-    ("**/app/python-*.bundle", 503, "the page's Python could not be installed: "),
-])
+@pytest.mark.parametrize(
+    "failing, status, shown",
+    [
+        ("**/app/boot.json", 500, "the server answered 500 for /app/boot.json"),
+        ("**/app/python-*.bundle", 503, "the page's Python could not be installed: "),
+    ],
+)
 def test_a_boot_failure_is_shown_on_the_page(page, live_server, failing, status, shown):
     page.route(failing, lambda route: route.fulfill(status=status, body="{}"))
     page.goto(live_server.url)

@@ -23,22 +23,25 @@ class Half:
         return []
 
 
-@pytest.mark.parametrize(("fields", "field", "sentence"), [
-    ({"name": ""}, "name", "must be 1 to 64 letters"),
-    ({"name": "two words"}, "name", "must be 1 to 64 letters"),
-    ({"name": 7}, "name", "must be 1 to 64 letters"),
-    ({"description": ["x"]}, "description", "must be text"),
-    ({"requires": ["ok", "no way"]}, "requires", "must list plugin names"),
-    ({"page": "reactor_plugins.decks"}, "page", 'must name the page half as "module:ATTRIBUTE"'),
-    ({"page": "x:y; import os"}, "page", 'must name the page half as "module:ATTRIBUTE"'),
-    ({"server": Half()}, "server", "must be a function (or class) that makes the server half"),
-    ({"assets": ["view.js"]}, "assets", "is not a file in the plugin's folder (None)"),
-    ({"folder": "FOLDER", "assets": ["../secret.txt"]}, "assets", "must be file names inside the plugin's folder"),
-    ({"folder": "FOLDER", "assets": ["/etc/passwd"]}, "assets", "must be file names inside the plugin's folder"),
-    ({"folder": "FOLDER", "assets": ["missing.js"]}, "assets", "is not a file in the plugin's folder"),
-    ({"page_services": {"api": 5}}, "page_services", "must map service names to text"),
-    ({"folder": "FOLDER", "agent_tools": "none.json"}, "agent_tools", "is not a file in the plugin's folder"),
-])
+@pytest.mark.parametrize(
+    ("fields", "field", "sentence"),
+    [
+        ({"name": ""}, "name", "must be 1 to 64 letters"),
+        ({"name": "two words"}, "name", "must be 1 to 64 letters"),
+        ({"name": 7}, "name", "must be 1 to 64 letters"),
+        ({"description": ["x"]}, "description", "must be text"),
+        ({"requires": ["ok", "no way"]}, "requires", "must list plugin names"),
+        ({"page": "reactor_plugins.decks"}, "page", 'must name the page half as "module:ATTRIBUTE"'),
+        ({"page": "x:y; import os"}, "page", 'must name the page half as "module:ATTRIBUTE"'),
+        ({"server": Half()}, "server", "must be a function (or class) that makes the server half"),
+        ({"assets": ["view.js"]}, "assets", "is not a file in the plugin's folder (None)"),
+        ({"folder": "FOLDER", "assets": ["../secret.txt"]}, "assets", "must be file names inside the plugin's folder"),
+        ({"folder": "FOLDER", "assets": ["/etc/passwd"]}, "assets", "must be file names inside the plugin's folder"),
+        ({"folder": "FOLDER", "assets": ["missing.js"]}, "assets", "is not a file in the plugin's folder"),
+        ({"page_services": {"api": 5}}, "page_services", "must map service names to text"),
+        ({"folder": "FOLDER", "agent_tools": "none.json"}, "agent_tools", "is not a file in the plugin's folder"),
+    ],
+)
 def test_a_wrong_part_is_refused_when_the_spec_is_made_naming_its_field(tmp_path, fields, field, sentence):
     fields = {k: (tmp_path if v == "FOLDER" else v) for k, v in fields.items()}
     with pytest.raises(DeclarationError) as refused:

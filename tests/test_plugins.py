@@ -21,8 +21,7 @@ def commands_plugin(name, *ids, requires=()):
         for id in ids:
             context.register_command(id, lambda args, id=id: id)
 
-    return define_plugin(name=name, register=register, requires=requires,
-                         contributes=[contribution(Panels, name, id=name)])
+    return define_plugin(name=name, register=register, requires=requires, contributes=[contribution(Panels, name, id=name)])
 
 
 def test_plugins_load_in_dependency_order_whatever_order_they_are_given():
@@ -46,10 +45,12 @@ def test_a_plugin_whose_register_raises_is_rolled_back_and_the_others_keep_worki
     reactor = Reactor()
     failures = []
     reactor.plugin_failed.connect(failures.append)
-    report = reactor.load_plugins([
-        commands_plugin("good", "good.one"),
-        define_plugin(name="bad", register=broken),
-    ])
+    report = reactor.load_plugins(
+        [
+            commands_plugin("good", "good.one"),
+            define_plugin(name="bad", register=broken),
+        ]
+    )
     assert report.loaded == ["good"]
     assert isinstance(report.failed["bad"], PluginLoadError)
     assert "the store could not open" in str(report.failed["bad"])
@@ -144,10 +145,12 @@ def test_activate_runs_once_after_loading_and_a_failing_one_is_unloaded():
         raise ConnectionError("the server is down")
 
     reactor = Reactor()
-    reactor.load_plugins([
-        define_plugin(name="ok", activate=fetch_first),
-        define_plugin(name="bad", activate=broken, register=lambda c: c.register_command("bad.x", lambda a: 1)),
-    ])
+    reactor.load_plugins(
+        [
+            define_plugin(name="ok", activate=fetch_first),
+            define_plugin(name="bad", activate=broken, register=lambda c: c.register_command("bad.x", lambda a: 1)),
+        ]
+    )
     failed = asyncio.run(reactor.activate_plugins())
     asyncio.run(reactor.activate_plugins())
     assert started == ["ok"]
@@ -156,7 +159,7 @@ def test_activate_runs_once_after_loading_and_a_failing_one_is_unloaded():
 
 
 def test_clearing_a_disposable_set_undoes_what_it_holds_and_keeps_it_usable():
-    from reactor import DisposableSet, Disposable
+    from reactor import Disposable, DisposableSet
 
     undone = []
     held = DisposableSet()

@@ -43,15 +43,22 @@ def test_a_failing_handler_answers_with_the_error_class_and_sentence():
 
     page.endpoint.handle("execute", refuse)
     page.ask(id=7, type="execute")
-    assert page.answer_to(7) == {"v": VERSION, "re": 7, "ok": False,
-                                 "error": {"type": "ValueError", "message": "Stopped by the person."}}
+    assert page.answer_to(7) == {
+        "v": VERSION,
+        "re": 7,
+        "ok": False,
+        "error": {"type": "ValueError", "message": "Stopped by the person."},
+    }
 
 
-@pytest.mark.parametrize("message, sentence", [
-    ({"v": 99, "id": 1, "type": "execute"}, "The page speaks protocol version 99; this worker speaks 1."),
-    ({"v": VERSION, "id": 1, "type": "exec"}, "The worker has no message type 'exec'."),
-    ({"v": VERSION, "id": 1}, "The worker has no message type None."),
-])
+@pytest.mark.parametrize(
+    "message, sentence",
+    [
+        ({"v": 99, "id": 1, "type": "execute"}, "The page speaks protocol version 99; this worker speaks 1."),
+        ({"v": VERSION, "id": 1, "type": "exec"}, "The worker has no message type 'exec'."),
+        ({"v": VERSION, "id": 1}, "The worker has no message type None."),
+    ],
+)
 def test_a_message_of_another_version_or_type_is_answered_with_a_protocol_error(message, sentence):
     page = Page()
     page.endpoint.receive(json.dumps(message))
@@ -112,8 +119,16 @@ def test_the_worker_asks_the_page_and_gets_its_answer_or_its_error():
         asked = {m["type"]: m for m in page.sent}
         assert asked["page.openTab"]["url"] == "/decks/a/print"
         page.endpoint.receive(json.dumps({"v": VERSION, "re": asked["page.openTab"]["id"], "ok": True, "value": False}))
-        page.endpoint.receive(json.dumps({"v": VERSION, "re": asked["pageCommand.run"]["id"], "ok": False,
-                                          "error": {"type": "TypeError", "message": "list is not a function"}}))
+        page.endpoint.receive(
+            json.dumps(
+                {
+                    "v": VERSION,
+                    "re": asked["pageCommand.run"]["id"],
+                    "ok": False,
+                    "error": {"type": "TypeError", "message": "list is not a function"},
+                }
+            )
+        )
         assert await opened is False
         with pytest.raises(PageError, match="list is not a function") as raised:
             await run

@@ -15,11 +15,21 @@ VENDOR = Path(__file__).resolve().parents[1] / "web" / "vendor"
 def test_stdlib_packages_are_read_whole_from_the_zip_and_modules_alone(tmp_path) -> None:
     stdlib = tmp_path / "python_stdlib.zip"
     with zipfile.ZipFile(stdlib, "w") as archive:
-        for name in ("html/__init__.py", "html/entities.py", "html/README.txt", "htmlx/a.py", "json/__init__.py",
-                     "difflib.py", "difflibx.py"):
+        for name in (
+            "html/__init__.py",
+            "html/entities.py",
+            "html/README.txt",
+            "htmlx/a.py",
+            "json/__init__.py",
+            "difflib.py",
+            "difflibx.py",
+        ):
             archive.writestr(name, f"# {name}\n")
     assert set(stdlib_sources(stdlib, ("html", "difflib"))) == {
-        f"{COMPILED_STDLIB}/html/__init__.py", f"{COMPILED_STDLIB}/html/entities.py", f"{COMPILED_STDLIB}/difflib.py"}
+        f"{COMPILED_STDLIB}/html/__init__.py",
+        f"{COMPILED_STDLIB}/html/entities.py",
+        f"{COMPILED_STDLIB}/difflib.py",
+    }
 
 
 def test_the_bundle_places_absolute_files_and_pycs_only_where_asked(tmp_path) -> None:
@@ -27,13 +37,18 @@ def test_the_bundle_places_absolute_files_and_pycs_only_where_asked(tmp_path) ->
     package.mkdir()
     (package / "__init__.py").write_text("X = 1\n")
     archive = SourceArchive(
-        {"mine": package}, set(), bytecode=lambda sources: {name: b"pyc:" + name.encode() for name in sources},
-        cache_tag="tag", extra={"/lib/extra/e.py": b"E = 1\n"},
+        {"mine": package},
+        set(),
+        bytecode=lambda sources: {name: b"pyc:" + name.encode() for name in sources},
+        cache_tag="tag",
+        extra={"/lib/extra/e.py": b"E = 1\n"},
         path=["/lib/extra"],
     )
     files = read_bundle(archive.data)
     assert files == {
-        "mine/__init__.py": b"X = 1\n", "mine/__pycache__/__init__.tag.pyc": b"pyc:mine/__init__.py",
-        "/lib/extra/e.py": b"E = 1\n", "/lib/extra/__pycache__/e.tag.pyc": b"pyc:/lib/extra/e.py",
+        "mine/__init__.py": b"X = 1\n",
+        "mine/__pycache__/__init__.tag.pyc": b"pyc:mine/__init__.py",
+        "/lib/extra/e.py": b"E = 1\n",
+        "/lib/extra/__pycache__/e.tag.pyc": b"pyc:/lib/extra/e.py",
     }
     assert json.loads(archive.data.partition(b"\n")[0])["path"] == ["/lib/extra"]

@@ -19,10 +19,14 @@ from reactor.server.loopback import LoopbackServer
 pytestmark = pytest.mark.browser
 
 PLANTED = {
-    "id": "planted", "name": "planted", "location": "ai-tool", "language": "python",
+    "id": "planted",
+    "name": "planted",
+    "location": "ai-tool",
+    "language": "python",
     "code": "def invoke(args, context):\n    return 'planted'\n",
     "settings": {"tool": {"description": "Planted.", "inputSchema": {"type": "object"}}},
-    "visibility": {"users": [], "groups": ["staff"]}, "enabled": True,
+    "visibility": {"users": [], "groups": ["staff"]},
+    "enabled": True,
 }
 DECK = {"id": "onboarding", "title": "Defaced", "slides": [{"title": "Defaced"}]}
 # (method, path, body): every write route a forged request could aim at.
@@ -153,6 +157,11 @@ def test_an_allowed_origin_writes_with_json_and_the_cookie_and_anyone_with_a_bea
                 [live.url, token],
             )
             assert status == 200
-            assert [r[0] for r in server_state(live)["records"]] == ["backlog-chart", "maintenance-backlog", "open-task-count", "slow-lookup"]
+            assert [r[0] for r in server_state(live)["records"]] == [
+                "backlog-chart",
+                "maintenance-backlog",
+                "open-task-count",
+                "slow-lookup",
+            ]
         finally:
             stop_server(live)

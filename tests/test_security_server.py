@@ -19,7 +19,10 @@ from reactor.server.database import Database
 from reactor.server.sign_in_limits import CLIENT_LIMIT, USER_LIMIT
 
 RECORD = {
-    "id": "planted", "name": "planted", "location": "ai-tool", "language": "python",
+    "id": "planted",
+    "name": "planted",
+    "location": "ai-tool",
+    "language": "python",
     "code": "def invoke(args, context):\n    return 'planted'\n",
     "settings": {"tool": {"description": "Planted by another site.", "inputSchema": {"type": "object"}}},
     "visibility": {"users": [], "groups": ["staff"]},
@@ -70,32 +73,43 @@ def test_a_cookie_write_that_is_not_same_origin_json_is_refused_and_nothing_is_s
     assert not record_exists(server)
 
 
-@pytest.mark.parametrize("method, path, body", [
-    ("PATCH", "/plugins/cms", {"enabled": False}),
-    ("PUT", "/api/decks/onboarding", {"id": "onboarding", "title": "x", "slides": [{"title": "x"}]}),
-    ("DELETE", "/api/decks/onboarding", None),
-    ("POST", "/api/cms/sites/acme/entries", {"title": "Planted"}),
-    ("POST", "/auth/sign-out", {}),
-    ("DELETE", "/plugins/maintenance-backlog", None),
-])
+@pytest.mark.parametrize(
+    "method, path, body",
+    [
+        ("PATCH", "/plugins/cms", {"enabled": False}),
+        ("PUT", "/api/decks/onboarding", {"id": "onboarding", "title": "x", "slides": [{"title": "x"}]}),
+        ("DELETE", "/api/decks/onboarding", None),
+        ("POST", "/api/cms/sites/acme/entries", {"title": "Planted"}),
+        ("POST", "/auth/sign-out", {}),
+        ("DELETE", "/plugins/maintenance-backlog", None),
+    ],
+)
 def test_every_write_route_refuses_a_cross_site_cookie(server, method, path, body):
     with cookie_client(server) as ada:
         before = ada.get("/api/decks").json(), ada.get("/plugins").json()
         content = b"" if body is None else json.dumps(body).encode()
-        answer = ada.request(method, path, content=content, headers={"content-type": "text/plain", "origin": "http://evil.example"})
+        answer = ada.request(
+            method, path, content=content, headers={"content-type": "text/plain", "origin": "http://evil.example"}
+        )
         assert answer.status_code == 415
-        answer = ada.request(method, path, content=content, headers={"content-type": "application/json", "origin": "http://evil.example"})
+        answer = ada.request(
+            method, path, content=content, headers={"content-type": "application/json", "origin": "http://evil.example"}
+        )
         assert answer.status_code == 403
         assert (ada.get("/api/decks").json(), ada.get("/plugins").json()) == before
         assert ada.get("/auth/me").status_code == 200  # still signed in: sign-out was refused too
 
 
 def test_sign_in_from_another_site_is_refused(server):
-    answer = httpx.post(f"{server.url}/auth/sign-in", content=b'{"username": "eve", "password": "eve-demo"}',
-                        headers={"content-type": "text/plain"})
+    answer = httpx.post(
+        f"{server.url}/auth/sign-in",
+        content=b'{"username": "eve", "password": "eve-demo"}',
+        headers={"content-type": "text/plain"},
+    )
     assert answer.status_code == 415 and "set-cookie" not in answer.headers
-    answer = httpx.post(f"{server.url}/auth/sign-in", json={"username": "eve", "password": "eve-demo"},
-                        headers={"origin": "http://evil.example"})
+    answer = httpx.post(
+        f"{server.url}/auth/sign-in", json={"username": "eve", "password": "eve-demo"}, headers={"origin": "http://evil.example"}
+    )
     assert answer.status_code == 403 and "set-cookie" not in answer.headers
 
 
@@ -105,7 +119,12 @@ def test_same_origin_and_allowed_origin_json_writes_work(server):
         assert own.status_code == 201
         allowed = ada.put("/plugins/planted", json={**RECORD, "enabled": False}, headers={"origin": "http://127.0.0.1:5500"})
         assert allowed.status_code == 200 and allowed.json()["enabled"] is False
-        assert ada.delete("/plugins/planted", headers={"content-type": "application/json", "sec-fetch-site": "same-origin"}).status_code == 200
+        assert (
+            ada.delete(
+                "/plugins/planted", headers={"content-type": "application/json", "sec-fetch-site": "same-origin"}
+            ).status_code
+            == 200
+        )
 
 
 def test_a_bearer_token_needs_neither_json_nor_an_origin(server):
@@ -116,6 +135,7 @@ def test_a_bearer_token_needs_neither_json_nor_an_origin(server):
 
 
 # Hosts and headers ----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:80", "127.0.0.1.nip.io", ""])
 def test_a_host_the_server_does_not_serve_is_refused(server, host):
@@ -150,6 +170,7 @@ def test_the_demo_sources_run_no_script(server):
 
 # Authorization ----------------------------------------------------------------------------------
 
+
 def test_maintenance_data_is_for_those_who_may_use_a_tool_that_reads_it(server):
     url = "/api/maintenance/entities?building=B-101"
     assert httpx.get(f"{server.url}{url}").status_code == 401
@@ -161,24 +182,40 @@ def test_maintenance_data_is_for_those_who_may_use_a_tool_that_reads_it(server):
 
 # Hostile bodies ---------------------------------------------------------------------------------
 
+
 def deep(depth: int) -> str:
     return "[" * depth + "]" * depth
 
 
-@pytest.mark.parametrize("method, path", [
-    ("POST", "/auth/sign-in"), ("POST", "/plugins"), ("PUT", "/plugins/maintenance-backlog"),
-    ("PATCH", "/plugins/cms"), ("PUT", "/api/decks/x"), ("POST", "/api/cms/sites/acme/entries"),
-    ("PATCH", "/api/cms/sites/acme/entries/welcome"), ("POST", "/api/cms/sites/acme/crawl"),
-])
-@pytest.mark.parametrize("body, status", [
-    (f'{{"a": {deep(2000)}}}', 400),
-    (f'{{"a": {deep(900)}}}', 422),
-    ('{"title": "\\ud800", "username": "\\ud800", "password": "x"}', 422),
-    ('{"\\udfff": 1}', 422),
-])
+@pytest.mark.parametrize(
+    "method, path",
+    [
+        ("POST", "/auth/sign-in"),
+        ("POST", "/plugins"),
+        ("PUT", "/plugins/maintenance-backlog"),
+        ("PATCH", "/plugins/cms"),
+        ("PUT", "/api/decks/x"),
+        ("POST", "/api/cms/sites/acme/entries"),
+        ("PATCH", "/api/cms/sites/acme/entries/welcome"),
+        ("POST", "/api/cms/sites/acme/crawl"),
+    ],
+)
+@pytest.mark.parametrize(
+    "body, status",
+    [
+        (f'{{"a": {deep(2000)}}}', 400),
+        (f'{{"a": {deep(900)}}}', 422),
+        ('{"title": "\\ud800", "username": "\\ud800", "password": "x"}', 422),
+        ('{"\\udfff": 1}', 422),
+    ],
+)
 def test_hostile_json_is_a_4xx_on_every_route(server, method, path, body, status):
-    answer = httpx.request(method, f"{server.url}{path}", content=body.encode(),
-                           headers={**bearer(server, "ada"), "content-type": "application/json"})
+    answer = httpx.request(
+        method,
+        f"{server.url}{path}",
+        content=body.encode(),
+        headers={**bearer(server, "ada"), "content-type": "application/json"},
+    )
     too_large = path == "/plugins/cms" and len(body) > 1024  # that route takes 1 KB: refused by its size first
     assert answer.status_code == (413 if too_large else status), answer.text
     assert answer.json()["error"]
@@ -192,6 +229,7 @@ def test_ai_tool_code_that_exhausts_the_parser_is_refused_naming_the_code(server
 
 
 # Sign-in ----------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def fresh(tmp_path):
@@ -250,8 +288,10 @@ def test_a_legacy_hash_is_upgraded_at_the_next_sign_in(tmp_path):
     auth = Auth(database, seed=False)
     salt = b"0123456789abcdef"
     with database.transaction() as db:
-        db.execute("INSERT INTO users (username, salt, password_hash, hash_scheme) VALUES (?, ?, ?, ?)",
-                   ("old", salt, passwords._derive(passwords.LEGACY, "old-password", salt), passwords.LEGACY))
+        db.execute(
+            "INSERT INTO users (username, salt, password_hash, hash_scheme) VALUES (?, ?, ?, ?)",
+            ("old", salt, passwords._derive(passwords.LEGACY, "old-password", salt), passwords.LEGACY),
+        )
     assert auth.sign_in("old", "old-password")
     with database.transaction() as db:
         assert db.execute("SELECT hash_scheme FROM users WHERE username = 'old'").fetchone()[0] == passwords.CURRENT
@@ -270,15 +310,25 @@ def test_a_database_of_the_previous_schema_is_brought_forward(tmp_path):
             "CREATE TABLE sessions (token TEXT PRIMARY KEY, username TEXT NOT NULL REFERENCES users(username) ON DELETE CASCADE, expires_at REAL NOT NULL);"
             "CREATE TABLE decks (id TEXT PRIMARY KEY, title TEXT NOT NULL, spec TEXT NOT NULL, updated_at TEXT NOT NULL);"
         )
-        db.execute("INSERT INTO users VALUES (?, ?, ?, ?)", ("ada", salt, passwords._derive(passwords.LEGACY, "ada-1234", salt), '["operators"]'))
+        db.execute(
+            "INSERT INTO users VALUES (?, ?, ?, ?)",
+            ("ada", salt, passwords._derive(passwords.LEGACY, "ada-1234", salt), '["operators"]'),
+        )
         db.execute("INSERT INTO sessions VALUES ('raw-token', 'ada', ?)", (time.time() + 3600,))
-        db.execute("INSERT INTO decks VALUES ('old', 'Old', ?, '2026-01-01')", (json.dumps({"id": "old", "title": "Old", "slides": [{"title": "x"}]}),))
+        db.execute(
+            "INSERT INTO decks VALUES ('old', 'Old', ?, '2026-01-01')",
+            (json.dumps({"id": "old", "title": "Old", "slides": [{"title": "x"}]}),),
+        )
     live = start_server(tmp_path, seed_demo=False)
     try:
         assert httpx.get(f"{live.url}/auth/me", headers={"authorization": "Bearer raw-token"}).status_code == 401
         token = sign_in(live, "ada", "ada-1234").json()["token"]
         headers = {"authorization": f"Bearer {token}"}
-        assert httpx.get(f"{live.url}/api/decks").json()[0] == {**httpx.get(f"{live.url}/api/decks").json()[0], "id": "old", "owner": None}
+        assert httpx.get(f"{live.url}/api/decks").json()[0] == {
+            **httpx.get(f"{live.url}/api/decks").json()[0],
+            "id": "old",
+            "owner": None,
+        }
         assert httpx.delete(f"{live.url}/api/decks/old", headers=headers).status_code == 204
     finally:
         stop_server(live)

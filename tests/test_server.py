@@ -13,7 +13,9 @@ from reactor.plugin_spec import PluginSpec
 from reactor.server.assets import read_bundle
 
 BUNDLE = define_agent_tools(
-    id="notes", name="Notes", plugin="notes",
+    id="notes",
+    name="Notes",
+    plugin="notes",
     commands=[{"name": "notes_list", "command": "notes.list", "description": "List the notes."}],
 )
 

@@ -14,10 +14,20 @@ from reactor.host import EVERY_PLUGIN, AgentSpec, Toolbox
 
 
 def plugin(name: str, tools: int = 2, handler=None):
-    bundle = define_agent_tools(id=name, name=name, plugin=name, commands=[
-        {"name": f"{name}_{i}", "command": f"{name}.c{i}", "description": f"Tool {i} of {name}.",
-         "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}}}
-        for i in range(tools)])
+    bundle = define_agent_tools(
+        id=name,
+        name=name,
+        plugin=name,
+        commands=[
+            {
+                "name": f"{name}_{i}",
+                "command": f"{name}.c{i}",
+                "description": f"Tool {i} of {name}.",
+                "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}},
+            }
+            for i in range(tools)
+        ],
+    )
 
     def register(context):
         for i in range(tools):
@@ -86,8 +96,9 @@ def test_a_burst_of_loads_and_unloads_is_one_notification_each_with_what_changed
         reactor.load_plugins([plugin("base")])
         told: list[dict] = []
         commands: list[int] = []
-        notices = watch_changes(reactor, bundles=lambda text, number: told.append(json.loads(text)),
-                                commands=lambda number: commands.append(number))
+        notices = watch_changes(
+            reactor, bundles=lambda text, number: told.append(json.loads(text)), commands=lambda number: commands.append(number)
+        )
         for index in range(100):
             reactor.load_plugin(plugin(f"p{index}"))
         assert notices.covering() == 1  # the notice still to come
@@ -107,9 +118,15 @@ def test_a_burst_of_loads_and_unloads_is_one_notification_each_with_what_changed
 
 def test_defining_a_page_plugin_answers_from_its_own_declaration():
     reactor = Reactor()
-    declaration = {"name": "todo", "commands": [{"id": "todo.list", "execute": "function"}],
-                   "agentTools": {"id": "todo", "name": "To-do", "commands": [
-                       {"name": "todo_list", "command": "todo.list", "description": "List the to-dos."}]}}
+    declaration = {
+        "name": "todo",
+        "commands": [{"id": "todo.list", "execute": "function"}],
+        "agentTools": {
+            "id": "todo",
+            "name": "To-do",
+            "commands": [{"name": "todo_list", "command": "todo.list", "description": "List the to-dos."}],
+        },
+    }
 
     async def run(command_id, args):
         return []

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from reactor_plugins.ai_tools.panels import UiPanels
 from reactor.errors import ToolError
 from reactor.page import MemoryPage
+from reactor_plugins.ai_tools.panels import UiPanels
 
-PYTHON_PANEL = '''
+PYTHON_PANEL = """
 DRAWN = []
 
 def run(params):
@@ -25,13 +25,20 @@ def run(params):
 
     container.on("click", clicked, "button")
     return lambda: DRAWN.append("disposed")
-'''
+"""
 
 
 def record(id: str = "hello", **changes: Any) -> dict[str, Any]:
-    base = {"id": id, "name": id.replace("-", "_"), "location": "ui", "language": "python", "code": PYTHON_PANEL,
-            "settings": {"config": {"greeting": "Hello"}}, "visibility": {"users": [], "groups": ["staff"]},
-            "enabled": True}
+    base = {
+        "id": id,
+        "name": id.replace("-", "_"),
+        "location": "ui",
+        "language": "python",
+        "code": PYTHON_PANEL,
+        "settings": {"config": {"greeting": "Hello"}},
+        "visibility": {"users": [], "groups": ["staff"]},
+        "enabled": True,
+    }
     return {**base, **changes}
 
 
@@ -67,8 +74,13 @@ def test_a_python_ui_record_draws_its_panel_with_its_config_and_the_active_view(
     panels, page = panels_for(server)
     assert asyncio.run(panels.refresh(server.listing())) == ["hello"]
     shown = page.panels["hello"]
-    assert shown["panel"] == {"id": "hello", "name": "hello", "language": "python", "config": {"greeting": "Hello"},
-                              "viewId": "decks"}
+    assert shown["panel"] == {
+        "id": "hello",
+        "name": "hello",
+        "language": "python",
+        "config": {"greeting": "Hello"},
+        "viewId": "decks",
+    }
     assert shown["html"] == "<b>Hello</b> in decks" and shown["error"] is None
 
 
@@ -142,17 +154,20 @@ def test_a_javascript_record_is_handed_to_the_page_with_its_code() -> None:
     assert page.closed_panels == ["chart"]
 
 
-@pytest.mark.parametrize(("code", "shown"), [
-    ("def run(params):\n    raise ValueError('no data today')", "hello failed to start: ValueError: no data today"),
-    ("def run(params):\n    params['container'].text('drawn')", "run(params) returned NoneType, not a function"),
-    ("async def run(params):\n    return 42", "run(params) returned int, not a function"),
-    # In the worker `js` is its global scope, which has no `document` (the browser test meets the real one).
-    ("def run(params):\n    import types\n    return types.SimpleNamespace().document", "needs the page's DOM directly"),
-    ("def run(params):\n    from pyscript import document", "cross-origin-isolated page (COOP/COEP headers)"),
-    ("def run(params):\n    params['container'].on('click()', print)", "'click()' is not an event name"),
-    ("def run(params):\n    params['container'].on('click', print, '')", "the selector must be CSS text"),
-    ("def run(params):\n    params['container'].on('click', 'alert(1)')", "the handler must be a function, not str"),
-])
+@pytest.mark.parametrize(
+    ("code", "shown"),
+    [
+        ("def run(params):\n    raise ValueError('no data today')", "hello failed to start: ValueError: no data today"),
+        ("def run(params):\n    params['container'].text('drawn')", "run(params) returned NoneType, not a function"),
+        ("async def run(params):\n    return 42", "run(params) returned int, not a function"),
+        # In the worker `js` is its global scope, which has no `document` (the browser test meets the real one).
+        ("def run(params):\n    import types\n    return types.SimpleNamespace().document", "needs the page's DOM directly"),
+        ("def run(params):\n    from pyscript import document", "cross-origin-isolated page (COOP/COEP headers)"),
+        ("def run(params):\n    params['container'].on('click()', print)", "'click()' is not an event name"),
+        ("def run(params):\n    params['container'].on('click', print, '')", "the selector must be CSS text"),
+        ("def run(params):\n    params['container'].on('click', 'alert(1)')", "the handler must be a function, not str"),
+    ],
+)
 def test_a_failing_run_shows_its_error_in_its_own_panel_and_hurts_no_other(code: str, shown: str) -> None:
     server = Server(record(code=code), record("other"))
     panels, page = panels_for(server)

@@ -35,8 +35,17 @@ def run(params):
 
 
 def ui_record(id, code, language="javascript", **extra):
-    return {"id": id, "name": id.replace("-", "_"), "location": "ui", "language": language, "code": code,
-            "settings": {"config": {"tag": id}}, "visibility": {"users": [], "groups": ["staff"]}, "enabled": True, **extra}
+    return {
+        "id": id,
+        "name": id.replace("-", "_"),
+        "location": "ui",
+        "language": language,
+        "code": code,
+        "settings": {"config": {"tag": id}},
+        "visibility": {"users": [], "groups": ["staff"]},
+        "enabled": True,
+        **extra,
+    }
 
 
 def operator(server):
@@ -127,7 +136,8 @@ def test_a_throwing_run_shows_its_error_in_its_panel_and_the_rest_of_the_page_wo
         assert ada.post("/plugins", json=ui_record("no-dispose", no_dispose)).status_code == 201
     open_as_bob(offline_page, live_server)
     expect(panel(offline_page, "broken").get_by_role("alert")).to_have_text(
-        "broken failed to start: RangeError: the chart needs a building")
+        "broken failed to start: RangeError: the chart needs a building"
+    )
     expect(panel(offline_page, "no-dispose").get_by_role("alert")).to_contain_text("returned undefined, not a function")
     expect(panel(offline_page, "backlog-chart")).to_contain_text("B-101")  # the other panel is drawn
     offline_page.get_by_role("button", name="Open", exact=True).first.click()  # and the page still works
@@ -157,9 +167,11 @@ def test_a_python_ui_record_draws_from_the_worker_and_hears_clicks(offline_page,
     expect(counter.locator("#py-count")).to_have_text("2 clicks on py-more")
     assert offline_page.evaluate("window.pwned") is None  # the markup's script and onclick were dropped
     expect(panel(offline_page, "needs-dom").get_by_role("alert")).to_contain_text(
-        "cross-origin-isolated page (COOP/COEP headers)")
+        "cross-origin-isolated page (COOP/COEP headers)"
+    )
     expect(panel(offline_page, "bad-selector").get_by_role("alert")).to_have_text(
-        'container.on: "a[" is not a CSS selector this browser reads.')
+        'container.on: "a[" is not a CSS selector this browser reads.'
+    )
 
 
 def test_leaving_the_page_runs_each_panels_dispose(offline_page, live_server):

@@ -17,6 +17,7 @@ whose imports cost about a second of start-up (bench/RESULTS.md).
 A second run with the same versions is a no-op (stamp file). Use --force to
 redo. Stdlib only; shells out to `npm`. Runs on Python 3.11+.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,8 +60,12 @@ def say(message: str) -> None:
 
 
 def wanted_versions() -> dict:
-    return {"pyodide": PYODIDE_VERSION, "pyscript_core": PYSCRIPT_VERSION,
-            "python": PYTHON_VERSION, "markdown_it": MARKDOWN_IT_VERSION}
+    return {
+        "pyodide": PYODIDE_VERSION,
+        "pyscript_core": PYSCRIPT_VERSION,
+        "python": PYTHON_VERSION,
+        "markdown_it": MARKDOWN_IT_VERSION,
+    }
 
 
 def is_up_to_date() -> bool:
@@ -78,18 +83,27 @@ def run_command(argv: list[str], what: str) -> None:
     result = subprocess.run(argv, capture_output=True, text=True)
     if result.returncode != 0:
         tail = (result.stderr or result.stdout).strip().splitlines()[-15:]
-        raise VendorError(f"{what} failed (exit {result.returncode}): "
-                          f"{' '.join(argv)}\n" + "\n".join(tail))
+        raise VendorError(f"{what} failed (exit {result.returncode}): {' '.join(argv)}\n" + "\n".join(tail))
 
 
 def install_npm_packages() -> Path:
     say(f"npm install pyodide@{PYODIDE_VERSION} @pyscript/core@{PYSCRIPT_VERSION}")
     BUILD_NPM.mkdir(exist_ok=True)
-    run_command(["npm", "install", "--no-save", "--no-audit", "--no-fund",
-                 "--prefix", str(BUILD_NPM),
-                 f"pyodide@{PYODIDE_VERSION}", f"@pyscript/core@{PYSCRIPT_VERSION}",
-                 f"markdown-it@{MARKDOWN_IT_VERSION}"],
-                "npm install")
+    run_command(
+        [
+            "npm",
+            "install",
+            "--no-save",
+            "--no-audit",
+            "--no-fund",
+            "--prefix",
+            str(BUILD_NPM),
+            f"pyodide@{PYODIDE_VERSION}",
+            f"@pyscript/core@{PYSCRIPT_VERSION}",
+            f"markdown-it@{MARKDOWN_IT_VERSION}",
+        ],
+        "npm install",
+    )
     return BUILD_NPM / "node_modules"
 
 
@@ -144,8 +158,7 @@ def write_manifest() -> None:
 
 def vendor_all(force: bool) -> None:
     if not force and is_up_to_date():
-        say(f"up to date (pyodide {PYODIDE_VERSION}, "
-            f"@pyscript/core {PYSCRIPT_VERSION}); --force to redo")
+        say(f"up to date (pyodide {PYODIDE_VERSION}, @pyscript/core {PYSCRIPT_VERSION}); --force to redo")
         return
     shutil.rmtree(VENDOR, ignore_errors=True)  # no stale files from old versions
     VENDOR.mkdir()

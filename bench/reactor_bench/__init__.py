@@ -28,8 +28,10 @@ try:  # the page: the clock JavaScript reads, so Python and JS times share one o
     def now() -> float:
         return float(performance.now())
 except ImportError:  # CPython
+
     def now() -> float:
         return time.perf_counter() * 1000
+
 
 TOOLS_PER_PLUGIN = 10
 IMPORTED_AT = now()  # the first plugin spec of this module is being imported
@@ -157,13 +159,25 @@ def listing() -> dict[str, Any]:
     text = json.dumps(values)
     serialised = now()
     bundles_json(_reactor)
-    return {"order_ms": ordered - start, "dumps_ms": serialised - ordered, "cached_ms": now() - serialised,
-            "json_bytes": len(text)}
+    return {
+        "order_ms": ordered - start,
+        "dumps_ms": serialised - ordered,
+        "cached_ms": now() - serialised,
+        "json_bytes": len(text),
+    }
 
 
 # What a plugin load spends its time in: the product's functions the profile is read for.
-PROFILED = ["schema_problem", "check_schema", "define_agent_tools", "check_agent_tools", "register_command",
-            "contribute", "emit", "deepcopy"]
+PROFILED = [
+    "schema_problem",
+    "check_schema",
+    "define_agent_tools",
+    "check_agent_tools",
+    "register_command",
+    "contribute",
+    "emit",
+    "deepcopy",
+]
 
 
 def profile_load(plugins: int = 5) -> dict[str, Any]:
@@ -214,10 +228,24 @@ def _register_probe(context: PluginContext) -> None:
 PROBE_PLUGIN = define_plugin(
     name="bench",
     description="Bench probes: a no-op tool and measurements.",
-    contributes=[contribution(AgentTools, define_agent_tools(
-        id="bench", name="Bench", plugin="bench",
-        commands=[{"name": "bench_noop", "command": "bench.noop", "parameters": NOOP_PARAMETERS,
-                   "description": "Do nothing and answer null; measures the round trip."}],
-    ), id="bench")],
+    contributes=[
+        contribution(
+            AgentTools,
+            define_agent_tools(
+                id="bench",
+                name="Bench",
+                plugin="bench",
+                commands=[
+                    {
+                        "name": "bench_noop",
+                        "command": "bench.noop",
+                        "parameters": NOOP_PARAMETERS,
+                        "description": "Do nothing and answer null; measures the round trip.",
+                    }
+                ],
+            ),
+            id="bench",
+        )
+    ],
     register=_register_probe,
 )

@@ -54,9 +54,12 @@ def main() -> None:
     args = parser.parse_args()
     server = make_server(args.port, args.reactor, args.host)
     host, port = server.server_address[:2]
-    print(f"the to-do page is at http://{host}:{port}/ (reactor from {args.reactor}; start it with "
-          f"`.venv/bin/reactor serve --port {urlsplit(args.reactor).port} --data .data-embed "
-          f"--allow-origin http://{host}:{port}`)", flush=True)
+    print(
+        f"the to-do page is at http://{host}:{port}/ (reactor from {args.reactor}; start it with "
+        f"`.venv/bin/reactor serve --port {urlsplit(args.reactor).port} --data .data-embed "
+        f"--allow-origin http://{host}:{port}`)",
+        flush=True,
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -31,8 +31,11 @@ class AiTools:
         services = context.reactor.services
         self.context = context
         self.page = services["page"]
-        self.caller = AiToolCaller(self.read_record, services.get("ai_tool_runner") or InProcessRunner(),
-                                   view_id=lambda: getattr(self.page, "active_view", None))
+        self.caller = AiToolCaller(
+            self.read_record,
+            services.get("ai_tool_runner") or InProcessRunner(),
+            view_id=lambda: getattr(self.page, "active_view", None),
+        )
         self.offered = DisposableSet()
         context.disposables.add(self.offered)
         self.panels = UiPanels(self.page, self.read_record)
@@ -43,12 +46,16 @@ class AiTools:
             return await self.page.fetch_json("GET", f"{RECORDS_API}/{record_id}")
         except HttpError as error:
             if error.status in (401, 403, 404):
-                raise ToolError("not_permitted", f"You may not use the plugin {record_id!r} now ({error.detail}); "
-                                "nothing ran. Do not call it again unless the person restores access.") from None
+                raise ToolError(
+                    "not_permitted",
+                    f"You may not use the plugin {record_id!r} now ({error.detail}); "
+                    "nothing ran. Do not call it again unless the person restores access.",
+                ) from None
             raise ToolError("unavailable", f"The server could not check the plugin {record_id!r}: {error.detail}") from None
         except OSError as error:
-            raise ToolError("unavailable", f"The server could not be reached to check the plugin {record_id!r}; "
-                            f"nothing ran ({error}).") from None
+            raise ToolError(
+                "unavailable", f"The server could not be reached to check the plugin {record_id!r}; nothing ran ({error})."
+            ) from None
 
     async def refresh(self, args: dict[str, Any] | None = None) -> dict[str, Any]:
         try:
@@ -60,10 +67,14 @@ class AiTools:
         offered = [r for r in records if r.get("location") == "ai-tool" and r.get("enabled")]
         self.offered.clear()  # the tools offered before this refresh go; the set stays the plugin's
         for record in offered:
-            self.offered.add(self.context.register_command(
-                ai_tool_command(record["id"]), self._handler(record["id"]),
-                label=record["name"], description=record["settings"]["tool"]["description"],
-            ))
+            self.offered.add(
+                self.context.register_command(
+                    ai_tool_command(record["id"]),
+                    self._handler(record["id"]),
+                    label=record["name"],
+                    description=record["settings"]["tool"]["description"],
+                )
+            )
         if offered:
             self.offered.add(self.context.contribute(AgentTools, ai_tool_bundle(offered), id=AI_TOOLS_BUNDLE_ID))
         panels = await self.panels.refresh(records)
@@ -80,8 +91,12 @@ def _register(context: PluginContext) -> None:
     tools = AiTools(context)
     context.reactor.services["ai_tools"] = tools
     context.on_dispose(lambda: context.reactor.services.pop("ai_tools", None))
-    context.register_command("aiTools.refresh", tools.refresh, label="Refresh AI Tools and panels",
-                             description="Offer the AI Tools, and show the UI plugin panels, the signed-in user can see now.")
+    context.register_command(
+        "aiTools.refresh",
+        tools.refresh,
+        label="Refresh AI Tools and panels",
+        description="Offer the AI Tools, and show the UI plugin panels, the signed-in user can see now.",
+    )
 
 
 async def _activate(context: PluginContext) -> None:

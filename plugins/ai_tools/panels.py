@@ -17,7 +17,8 @@ import asyncio
 import inspect
 import json
 import re
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from reactor.ai_tools.runner import load_code
 from reactor.disposable import Disposable, DisposableSet
@@ -61,8 +62,9 @@ class PanelContainer:
 class _Mounted:
     __slots__ = ("record", "dispose", "container")
 
-    def __init__(self, record: dict[str, Any], dispose: Callable[[], Any] | None = None,
-                 container: PanelContainer | None = None) -> None:
+    def __init__(
+        self, record: dict[str, Any], dispose: Callable[[], Any] | None = None, container: PanelContainer | None = None
+    ) -> None:
         self.record = record
         self.dispose = dispose
         self.container = container
@@ -109,8 +111,7 @@ class UiPanels:
     async def _open(self, record: dict[str, Any]) -> None:
         view_id = getattr(self.page, "active_view", None)
         config = record["settings"].get("config", {})
-        panel = {"id": record["id"], "name": record["name"], "language": record["language"],
-                 "config": config, "viewId": view_id}
+        panel = {"id": record["id"], "name": record["name"], "language": record["language"], "config": config, "viewId": view_id}
         if record["language"] == "javascript":
             if await self.page.open_panel({**panel, "code": record["code"]}):
                 self.mounted[record["id"]] = _Mounted(record)
@@ -119,8 +120,12 @@ class UiPanels:
             return  # the page has no panel area: nothing to draw into, so nothing runs
         container = PanelContainer(self.page, record["id"])
         mounted = self.mounted[record["id"]] = _Mounted(record, container=container)
-        params = {"container": container, "config": json.loads(json.dumps(config)), "view_id": view_id,
-                  "fetch_json": self._fetch_json}
+        params = {
+            "container": container,
+            "config": json.loads(json.dumps(config)),
+            "view_id": view_id,
+            "fetch_json": self._fetch_json,
+        }
         try:
             dispose = load_code(record["id"], record["code"])["run"](params)
             if inspect.isawaitable(dispose):
@@ -129,9 +134,13 @@ class UiPanels:
             self.page.draw_panel(record["id"], error=_failure(record, error))
             return
         if not callable(dispose):
-            self.page.draw_panel(record["id"], error=(
-                f"{record['name']}: run(params) returned {type(dispose).__name__}, not a function; return the "
-                "function that undoes what run drew (it is called when the panel goes away)."))
+            self.page.draw_panel(
+                record["id"],
+                error=(
+                    f"{record['name']}: run(params) returned {type(dispose).__name__}, not a function; return the "
+                    "function that undoes what run drew (it is called when the panel goes away)."
+                ),
+            )
             return
         mounted.dispose = dispose
 
@@ -141,8 +150,7 @@ class UiPanels:
             await pending
         await self.page.close_panel(record_id)
 
-    async def _fetch_json(self, url: str, *, method: str = "GET", body: Any = None,
-                          headers: dict[str, str] | None = None) -> Any:
+    async def _fetch_json(self, url: str, *, method: str = "GET", body: Any = None, headers: dict[str, str] | None = None) -> Any:
         """JSON from the reactor server with the user's session (root-relative URLs mean it)."""
         return await self.page.fetch_json(method, url, body, headers)
 
@@ -180,8 +188,10 @@ def _report(name: str, error: Exception) -> None:
 def _failure(record: dict[str, Any], error: Exception) -> str:
     text = f"{type(error).__name__}: {error}"
     if any(word in str(error) for word in _DOM_WORDS):
-        return (f"{record['name']} needs the page's DOM directly ({text}). Python UI plugins run in reactor's "
-                "worker, where synchronous `document`/`window` access needs a cross-origin-isolated page "
-                "(COOP/COEP headers), which reactor does not ask of a host page: draw through "
-                "params['container'] (html, text, on) instead.")
+        return (
+            f"{record['name']} needs the page's DOM directly ({text}). Python UI plugins run in reactor's "
+            "worker, where synchronous `document`/`window` access needs a cross-origin-isolated page "
+            "(COOP/COEP headers), which reactor does not ask of a host page: draw through "
+            "params['container'] (html, text, on) instead."
+        )
     return f"{record['name']} failed to start: {text}"

@@ -3,10 +3,10 @@ every refusal of the server comes back as the server's own sentence."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from reactor.errors import ToolError
-from reactor.errors import NotFoundError
+from reactor.errors import NotFoundError, ToolError
 from reactor.page import HttpError, Page
 from reactor.urls import on_origin_of, query_string, quote_segment
 

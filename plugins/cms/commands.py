@@ -4,7 +4,8 @@ tools: a model never handles the person's password or chooses where its calls go
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from reactor import PluginContext
 from reactor.errors import NotFoundError, ToolError
@@ -18,8 +19,10 @@ SLUG = {"type": "string", "minLength": 1, "maxLength": 80, "pattern": "^[a-z0-9]
 PANEL_PARAMETERS: dict[str, dict[str, Any]] = {
     "cms.signIn": {
         "type": "object",
-        "properties": {"username": {"type": "string", "minLength": 1, "maxLength": 200},
-                       "password": {"type": "string", "minLength": 1, "maxLength": 1000}},
+        "properties": {
+            "username": {"type": "string", "minLength": 1, "maxLength": 200},
+            "password": {"type": "string", "minLength": 1, "maxLength": 1000},
+        },
         "required": ["username", "password"],
         "additionalProperties": False,
     },

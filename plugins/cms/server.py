@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
 
 from starlette.requests import Request
 from starlette.routing import Route

@@ -40,6 +40,7 @@ class CmsState:
             )
         if not self.site:
             names = ", ".join(s["id"] for s in self.sites) or "none"
-            raise ToolError("unavailable",
-                            f"No CMS site is selected; the person must pick one in the CMS panel (their sites: {names}).")
+            raise ToolError(
+                "unavailable", f"No CMS site is selected; the person must pick one in the CMS panel (their sites: {names})."
+            )
         return self.site

@@ -8,7 +8,8 @@ model needs next. Drafts are the default everywhere; publishing is a separate, e
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from reactor.errors import ToolError
 from reactor.page import Page
@@ -60,7 +61,8 @@ def create_cms_agent_tools(state: CmsState, client: CmsClient, panel: CmsPanel, 
         site = state.require_site()
         if not state.current:
             raise ToolError(
-                "unavailable", f"No entry of site {site!r} is selected in the CMS panel; read one by slug with cms_read_site_page."
+                "unavailable",
+                f"No entry of site {site!r} is selected in the CMS panel; read one by slug with cms_read_site_page.",
             )
         return await read_site_page({"slug": state.current})
 

@@ -7,7 +7,8 @@ sentence naming the fix; the registry turns them into CommandFailedError.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from reactor import PluginContext
 from reactor.page import Page
@@ -24,8 +25,7 @@ NO_DECK_OPEN = "no deck is open; open one with decks_open, using an id from deck
 NOT_PRESENTING = "no deck is being presented."
 
 FULL_SCREEN_REFUSED = (
-    "Full screen needs a click: press the Present button on the page "
-    "(browsers only allow full screen after a user gesture)."
+    "Full screen needs a click: press the Present button on the page (browsers only allow full screen after a user gesture)."
 )
 
 
@@ -135,7 +135,7 @@ class DeckCommands:
         return {**deck_summary(deck), "outline": deck_outline(deck), **report}
 
     async def update_deck(self, args: dict[str, Any]) -> dict[str, Any]:
-        changes = {key: args[key] for key in ("title", "theme", "slides") if key in args}
+        changes: dict[str, Any] = {key: args[key] for key in ("title", "theme", "slides") if key in args}
         if not changes:
             raise ValueError("Say what to change: pass a new `title`, `theme` or `slides`.")
         deck, report = await self._edit(args["id"], lambda deck: deck.update(changes))
@@ -207,9 +207,7 @@ class DeckCommands:
         self.view.say(message)
         return {**self.view.position(), "message": message}
 
-    async def _edit(
-        self, id: str, change: Callable[[dict[str, Any]], object]
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    async def _edit(self, id: str, change: Callable[[dict[str, Any]], object]) -> tuple[dict[str, Any], dict[str, Any]]:
         """Change a copy of the deck, store it whole (validated there), then redraw."""
         deck = await self.store.get_deck(id)
         change(deck)

@@ -26,15 +26,11 @@ _MAX_MESSAGE = 200
 
 def deck_problems(spec: Any) -> list[dict[str, str]]:
     """Each way `spec` is not a valid deck, as {path, message}; [] when it is one."""
-    problems = [
-        {"path": p["path"], "message": _shorten(p["message"])} for p in argument_problems(DECK_SCHEMA, spec)
-    ]
+    problems = [{"path": p["path"], "message": _shorten(p["message"])} for p in argument_problems(DECK_SCHEMA, spec)]
     if not problems:
         size = len(json.dumps(spec).encode())
         if size > MAX_DECK_BYTES:
-            problems.append(
-                {"path": "$", "message": f"the deck is {size} bytes as JSON; the limit is {MAX_DECK_BYTES}"}
-            )
+            problems.append({"path": "$", "message": f"the deck is {size} bytes as JSON; the limit is {MAX_DECK_BYTES}"})
     return problems
 
 

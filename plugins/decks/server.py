@@ -17,7 +17,7 @@ the operators' to change.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +52,11 @@ STEPS = [
 ]
 
 DECK = json.loads((HERE / "deck.schema.json").read_text(encoding="utf-8"))
-SUMMARY = {"type": "object", "required": ["id", "title", "slides"],
-           "properties": {"id": {"type": "string"}, "title": {"type": "string"}, "slides": {"type": "integer"}}}
+SUMMARY: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "title", "slides"],
+    "properties": {"id": {"type": "string"}, "title": {"type": "string"}, "slides": {"type": "integer"}},
+}
 # The print page runs no script and loads nothing: a slide's text can only ever be text.
 PRINT_HEADERS = {"content-security-policy": "default-src 'none'; style-src 'unsafe-inline'"}
 
@@ -76,9 +79,22 @@ class DecksServerPlugin:
     def routes(self, context: ServerContext) -> list[Route]:
         database, auth = context.database, context.auth
 
-        @operation("Summaries of every deck", responses={200: {"type": "array", "items": {
-            **SUMMARY, "properties": {**SUMMARY["properties"], "updated_at": {"type": "string"},
-                                      "owner": {"type": ["string", "null"]}}}}})
+        @operation(
+            "Summaries of every deck",
+            responses={
+                200: {
+                    "type": "array",
+                    "items": {
+                        **SUMMARY,
+                        "properties": {
+                            **SUMMARY["properties"],
+                            "updated_at": {"type": "string"},
+                            "owner": {"type": ["string", "null"]},
+                        },
+                    },
+                }
+            },
+        )
         async def list_decks(request: Request) -> Response:
             return JSONResponse(await run_in_threadpool(_summaries, database))
 
@@ -89,15 +105,21 @@ class DecksServerPlugin:
                 return _no_deck(request.path_params["id"])
             return JSONResponse(spec)
 
-        @operation("Create a deck (201) or replace one (200): its owner or an operator", body=DECK,
-                   responses={200: SUMMARY, 201: SUMMARY})
+        @operation(
+            "Create a deck (201) or replace one (200): its owner or an operator",
+            body=DECK,
+            responses={200: SUMMARY, 201: SUMMARY},
+        )
         async def put_deck(request: Request) -> Response:
             id = request.path_params["id"]
             user = auth.user_for(request)
             if user is None:
                 return _error(401, "Sign in to save decks.")
-            spec = await read_json(request, limit=MAX_BODY_BYTES,
-                                   too_large=f"The deck is larger than {MAX_BODY_BYTES} bytes; split it into smaller decks.")
+            spec = await read_json(
+                request,
+                limit=MAX_BODY_BYTES,
+                too_large=f"The deck is larger than {MAX_BODY_BYTES} bytes; split it into smaller decks.",
+            )
             if isinstance(spec, Response):
                 return spec
             problems = deck_problems(spec)
@@ -145,8 +167,13 @@ def _summaries(database: Database) -> list[dict[str, Any]]:
     with database.transaction() as db:
         rows = db.execute("SELECT id, title, spec, updated_at, owner FROM decks ORDER BY title COLLATE NOCASE, id").fetchall()
     return [
-        {"id": r["id"], "title": r["title"], "slides": len(json.loads(r["spec"])["slides"]), "updated_at": r["updated_at"],
-         "owner": r["owner"]}
+        {
+            "id": r["id"],
+            "title": r["title"],
+            "slides": len(json.loads(r["spec"])["slides"]),
+            "updated_at": r["updated_at"],
+            "owner": r["owner"],
+        }
         for r in rows
     ]
 
@@ -175,7 +202,7 @@ def _write(db: Any, spec: dict[str, Any], *, owner: str | None) -> None:
     db.execute(
         "INSERT INTO decks (id, title, spec, updated_at, owner) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT(id) DO UPDATE SET title = excluded.title, spec = excluded.spec, updated_at = excluded.updated_at",
-        (spec["id"], spec["title"], json.dumps(spec), datetime.now(timezone.utc).isoformat(), owner),
+        (spec["id"], spec["title"], json.dumps(spec), datetime.now(UTC).isoformat(), owner),
     )
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from reactor.errors import NotFoundError
 from reactor.page import HttpError, Page
@@ -67,8 +68,7 @@ class DeckStore:
             raise ConnectionError(f"The decks server could not give deck {id!r}: {error.detail}") from None
         except OSError as error:
             raise ConnectionError(
-                f"The deck {id!r} is on the decks server, which cannot be reached right now ({error}); "
-                "try again shortly."
+                f"The deck {id!r} is on the decks server, which cannot be reached right now ({error}); try again shortly."
             ) from None
         check_deck(spec)
         self._decks.setdefault(id, spec)
@@ -81,8 +81,7 @@ class DeckStore:
         await self._ensure_index()
         if spec["id"] in self._decks or spec["id"] in self._remote:
             raise ValueError(
-                f"There is already a deck {spec['id']!r}; choose another id, or change that deck "
-                "with decks_update_deck."
+                f"There is already a deck {spec['id']!r}; choose another id, or change that deck with decks_update_deck."
             )
         return await self._replace(spec, before=None)
 

@@ -35,18 +35,25 @@ def demo_records() -> list[dict[str, Any]]:
     """The demo's AI Tool records, with their code read from tools/."""
     return [
         {
-            "id": "maintenance-backlog", "name": "maintenance_backlog", "location": "ai-tool", "language": "python",
+            "id": "maintenance-backlog",
+            "name": "maintenance_backlog",
+            "location": "ai-tool",
+            "language": "python",
             "code": (HERE / "tools" / "maintenance_backlog.py").read_text(),
             "settings": {
                 "tool": {
                     "description": "Returns the maintenance backlog for a building, newest first. "
-                                   "Use when asked what work is outstanding on a building.",
+                    "Use when asked what work is outstanding on a building.",
                     "inputSchema": {
                         "type": "object",
                         "properties": {
                             "buildingId": {"type": "string", "description": "Entity ID of the building, e.g. B-101."},
-                            "limit": {"type": "integer", "minimum": 1, "maximum": 100,
-                                      "description": "Maximum records to return. Defaults to 20."},
+                            "limit": {
+                                "type": "integer",
+                                "minimum": 1,
+                                "maximum": 100,
+                                "description": "Maximum records to return. Defaults to 20.",
+                            },
                         },
                         "required": ["buildingId"],
                         "additionalProperties": False,
@@ -58,14 +65,20 @@ def demo_records() -> list[dict[str, Any]]:
             "visibility": {"users": [], "groups": ["staff"]},
         },
         {
-            "id": "slow-lookup", "name": "slow_lookup", "location": "ai-tool", "language": "python",
+            "id": "slow-lookup",
+            "name": "slow_lookup",
+            "location": "ai-tool",
+            "language": "python",
             "code": (HERE / "tools" / "slow_lookup.py").read_text(),
             "settings": {
                 "tool": {
                     "description": "Looks a value up in the slow archive system (it often takes longer than "
-                                   "the 1.5 s this tool may run). Use only when asked to check the archive.",
-                    "inputSchema": {"type": "object", "properties": {"ms": {"type": "integer", "minimum": 0}},
-                                    "additionalProperties": False},
+                    "the 1.5 s this tool may run). Use only when asked to check the archive.",
+                    "inputSchema": {
+                        "type": "object",
+                        "properties": {"ms": {"type": "integer", "minimum": 0}},
+                        "additionalProperties": False,
+                    },
                     "annotations": {"sideEffect": "read", "timeoutMs": 1500},
                 },
                 "config": {"endpoint": "/api/maintenance/slow"},
@@ -73,7 +86,10 @@ def demo_records() -> list[dict[str, Any]]:
             "visibility": {"users": [], "groups": ["staff"]},
         },
         {
-            "id": "open-task-count", "name": "open_task_count", "location": "ai-tool", "language": "javascript",
+            "id": "open-task-count",
+            "name": "open_task_count",
+            "location": "ai-tool",
+            "language": "javascript",
             "code": (HERE / "tools" / "open_task_count.js").read_text(),
             "settings": {
                 "tool": {
@@ -88,12 +104,15 @@ def demo_records() -> list[dict[str, Any]]:
         {
             # A UI plugin whose file also defines Invoke: PUT it with location "ai-tool" and the
             # panel goes, the agent gets the tool.
-            "id": "backlog-chart", "name": "backlog_chart", "location": "ui", "language": "javascript",
+            "id": "backlog-chart",
+            "name": "backlog_chart",
+            "location": "ui",
+            "language": "javascript",
             "code": (HERE / "tools" / "backlog_chart.js").read_text(),
             "settings": {
                 "tool": {
                     "description": "Counts the open maintenance tasks per building and names the busiest. "
-                                   "Use to say where the backlog is.",
+                    "Use to say where the backlog is.",
                     "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
                     "annotations": {"sideEffect": "none", "timeoutMs": 10000},
                 },
@@ -133,14 +152,24 @@ class MaintenanceServerPlugin:
             if user is None:
                 return JSONResponse({"error": "Sign in to read maintenance data."}, 401)
             if not context.records.grants_endpoint(user, request.url.path):
-                return JSONResponse({"error": f"User {user.username!r} may use no tool that reads {request.url.path}; "
-                                              "ask an operator for access."}, 403)
+                return JSONResponse(
+                    {
+                        "error": f"User {user.username!r} may use no tool that reads {request.url.path}; "
+                        "ask an operator for access."
+                    },
+                    403,
+                )
             return None
 
-        @operation("A building's open maintenance tasks, for those who may use a tool that reads them",
-                   query={"building": {"type": "string"}, "limit": {"type": "integer", "minimum": 1},
-                          "entityType": {"const": "maintenance_task"}},
-                   responses={200: {"type": "object", "required": ["building", "buildings", "total", "tasks", "openByBuilding"]}})
+        @operation(
+            "A building's open maintenance tasks, for those who may use a tool that reads them",
+            query={
+                "building": {"type": "string"},
+                "limit": {"type": "integer", "minimum": 1},
+                "entityType": {"const": "maintenance_task"},
+            },
+            responses={200: {"type": "object", "required": ["building", "buildings", "total", "tasks", "openByBuilding"]}},
+        )
         async def entities(request: Request) -> Response:
             if (refused := refusal(request)) is not None:
                 return refused
@@ -153,9 +182,11 @@ class MaintenanceServerPlugin:
                 return JSONResponse({"error": "limit must be a whole number."}, 400)
             return JSONResponse(_backlog(context, query.get("building"), limit))
 
-        @operation("The demo's slow archive: answers after `ms` (at most 60,000), or notices the caller left",
-                   query={"ms": {"type": "integer", "minimum": 0, "maximum": SLOW_LIMIT_MS}},
-                   responses={200: {"type": "object", "required": ["value", "waitedMs"]}})
+        @operation(
+            "The demo's slow archive: answers after `ms` (at most 60,000), or notices the caller left",
+            query={"ms": {"type": "integer", "minimum": 0, "maximum": SLOW_LIMIT_MS}},
+            responses={200: {"type": "object", "required": ["value", "waitedMs"]}},
+        )
         async def slow(request: Request) -> Response:
             if (refused := refusal(request)) is not None:
                 return refused

@@ -13,8 +13,9 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from .contributions import ContributionPoint
 from .disposable import Disposable
@@ -66,7 +67,8 @@ def define_agent_tools(
         tool_name = tool.get("name")
         if not isinstance(tool_name, str) or not TOOL_NAME.fullmatch(tool_name):
             raise refuse(
-                f"{where}.name", tool_name,
+                f"{where}.name",
+                tool_name,
                 f"{tool_name!r} is not a name a model can call: use 1 to 64 letters, digits, '_' or '-', "
                 "starting with a letter or '_' (no dots or spaces).",
             )
@@ -78,7 +80,8 @@ def define_agent_tools(
         tool_description = tool.get("description")
         if not isinstance(tool_description, str) or not tool_description.strip():
             raise refuse(
-                f"{where}.description", tool_description,
+                f"{where}.description",
+                tool_description,
                 f"of tool {tool_name!r} must say, in a sentence, what the tool does and when to use it.",
             )
         entry: dict[str, Any] = {"name": tool_name, "command": command, "description": tool_description}
@@ -90,16 +93,23 @@ def define_agent_tools(
         if "sideEffect" in tool:
             if tool["sideEffect"] not in SIDE_EFFECTS:
                 raise refuse(
-                    f"{where}.sideEffect", tool["sideEffect"],
+                    f"{where}.sideEffect",
+                    tool["sideEffect"],
                     f"of tool {tool_name!r} must be one of {', '.join(SIDE_EFFECTS)}, not {tool['sideEffect']!r}.",
                 )
             entry["sideEffect"] = tool["sideEffect"]
         if "summary" in tool:
             summary = tool["summary"]
-            if not isinstance(summary, str) or not summary.strip() or len(summary) > MAX_SUMMARY \
-                    or "{" in SUMMARY_FIELD.sub("", summary) or "}" in SUMMARY_FIELD.sub("", summary):
+            if (
+                not isinstance(summary, str)
+                or not summary.strip()
+                or len(summary) > MAX_SUMMARY
+                or "{" in SUMMARY_FIELD.sub("", summary)
+                or "}" in SUMMARY_FIELD.sub("", summary)
+            ):
                 raise refuse(
-                    f"{where}.summary", summary,
+                    f"{where}.summary",
+                    summary,
                     f"of tool {tool_name!r} must be a line of at most {MAX_SUMMARY} characters whose only "
                     "braces are fields such as {args.id} or {result.title}.",
                 )
@@ -116,7 +126,8 @@ def define_agent_tools(
         for tool_name in granted:
             if tool_name not in names:
                 raise refuse(
-                    "toolset", tool_name,
+                    "toolset",
+                    tool_name,
                     f"names {tool_name!r}, which the bundle does not declare; it declares {names}.",
                 )
         if len(set(granted)) != len(granted):
@@ -161,10 +172,15 @@ def check_agent_tools(bundle: Any) -> dict[str, Any]:
         owner = str(bundle.get("id", "?"))
         raise DeclarationError(
             f"AgentTools bundle {owner!r}: {unknown[0]} is not a bundle field; use {sorted(BUNDLE_KEYS)}.",
-            owner=owner, field=unknown[0], value=bundle[unknown[0]],
+            owner=owner,
+            field=unknown[0],
+            value=bundle[unknown[0]],
         )
-    return define_agent_tools(**{k: bundle.get(k) for k in ("id", "name", "plugin", "commands")},
-                              description=bundle.get("description", ""), toolset=bundle.get("toolset"))
+    return define_agent_tools(
+        **{k: bundle.get(k) for k in ("id", "name", "plugin", "commands")},  # type: ignore[arg-type]  # checked inside
+        description=bundle.get("description", ""),
+        toolset=bundle.get("toolset"),
+    )
 
 
 def load_agent_tools(path: str | Path) -> dict[str, Any]:
@@ -175,7 +191,9 @@ def load_agent_tools(path: str | Path) -> dict[str, Any]:
     except json.JSONDecodeError as error:
         raise DeclarationError(
             f"{path.name} is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}.",
-            owner=path.name, field="", value=None,
+            owner=path.name,
+            field="",
+            value=None,
         ) from error
     return check_agent_tools(data)
 

@@ -21,9 +21,8 @@ from pyodide.ffi import JsException, create_once_callable, create_proxy, to_js  
 
 from .cancellation import CancelToken
 from .disposable import Disposable
-from .errors import AbortedError, CommandUnavailableError, PageError, ToolError
+from .errors import AbortedError, CommandUnavailableError, PageError, PageScriptError, ToolError
 from .page import HttpError
-from .page_plugins import PageScriptError
 from .protocol import Raw, WorkerEndpoint, raw
 
 
@@ -57,8 +56,7 @@ class WorkerPage:
             del self._panel_listeners[key]
         return dict(await self._endpoint.ask("panel.close", panel=panel_id) or {})
 
-    def draw_panel(self, panel_id: str, *, html: str | None = None, text: str | None = None,
-                   error: str | None = None) -> None:
+    def draw_panel(self, panel_id: str, *, html: str | None = None, text: str | None = None, error: str | None = None) -> None:
         self._endpoint.notify("panel.draw", panel=panel_id, html=html, text=text, error=error)
 
     def listen_panel(self, panel_id: str, event: str, selector: str | None, handler: Any) -> Disposable:
@@ -102,13 +100,15 @@ def server_url(url: str) -> str:
     return str(js.URL.new(url, _server).href) if _server else url
 
 
-async def _fetch_json(url: str, *, method: str = "GET", body: Any = None, headers: dict[str, str],
-                      signal: Any = None) -> Any:
+async def _fetch_json(url: str, *, method: str = "GET", body: Any = None, headers: dict[str, str], signal: Any = None) -> Any:
     url = server_url(url)
     # The reactor session cookie goes to the reactor server, wherever the page is; to no one else.
     own = bool(_server) and str(js.URL.new(url).origin) == str(js.URL.new(_server).origin)
-    options: dict[str, Any] = {"method": method, "credentials": "include" if own else "same-origin",
-                               "headers": {"content-type": "application/json", **headers}}
+    options: dict[str, Any] = {
+        "method": method,
+        "credentials": "include" if own else "same-origin",
+        "headers": {"content-type": "application/json", **headers},
+    }
     if body is not None:
         options["body"] = json.dumps(body)
     if signal is not None:
@@ -162,10 +162,15 @@ class WorkerRunner:
     def __init__(self, endpoint: WorkerEndpoint) -> None:
         self._endpoint = endpoint
 
-    async def run(self, record: dict[str, Any], args: dict[str, Any], context: dict[str, Any],
-                  signal: CancelToken) -> Any:
-        job = {"id": record["id"], "language": record["language"], "code": record["code"], "args": args,
-               "config": context["config"], "viewId": context["view_id"]}
+    async def run(self, record: dict[str, Any], args: dict[str, Any], context: dict[str, Any], signal: CancelToken) -> Any:
+        job = {
+            "id": record["id"],
+            "language": record["language"],
+            "code": record["code"],
+            "args": args,
+            "config": context["config"],
+            "viewId": context["view_id"],
+        }
         answer = json.loads(await self._endpoint.ask("aiTool.run", signal=signal, job=json.dumps(job)))
         if answer["ok"]:
             return answer["value"]
@@ -192,8 +197,9 @@ async def _run_ai_tool(job: dict[str, Any], signal: JsSignal) -> str:
         return json.dumps({"ok": False, "error": {"type": type(error).__name__, "message": str(error)}})
 
 
-async def browser_send(method: str, url: str, headers: dict[str, str], body: str | None,
-                       on_chunk: Any = None) -> tuple[int, dict[str, str], str]:
+async def browser_send(
+    method: str, url: str, headers: dict[str, str], body: str | None, on_chunk: Any = None
+) -> tuple[int, dict[str, str], str]:
     """The chat host's HTTP: fetch to the provider; cancelling the task aborts the request. With
     `on_chunk`, an event stream's text goes there as it arrives (reactor.host.transport)."""
     controller = js.AbortController.new()
@@ -239,16 +245,25 @@ def _serve_chat(endpoint: WorkerEndpoint, reactor: Any, agent: dict[str, Any]) -
             from .host import AgentSpec, ChatSession, HostEvent
 
             async def approve(request: Any) -> str:
-                return str(await endpoint.ask("chat.approve", request={
-                    "callId": request.call_id, "tool": request.tool, "description": request.description,
-                    "arguments": request.arguments, "sideEffect": request.side_effect,
-                }))
+                return str(
+                    await endpoint.ask(
+                        "chat.approve",
+                        request={
+                            "callId": request.call_id,
+                            "tool": request.tool,
+                            "description": request.description,
+                            "arguments": request.arguments,
+                            "sideEffect": request.side_effect,
+                        },
+                    )
+                )
 
             def on_event(event: HostEvent) -> None:
                 endpoint.notify("chat.event", event={"type": event.type, **event.data})
 
-            sessions.append(ChatSession(reactor, AgentSpec.from_dict(agent), send=browser_send, approve=approve,
-                                        on_event=on_event))
+            sessions.append(
+                ChatSession(reactor, AgentSpec.from_dict(agent), send=browser_send, approve=approve, on_event=on_event)
+            )
         return sessions[0]
 
     def configure(message: dict[str, Any], signal: CancelToken) -> dict[str, Any]:
@@ -261,9 +276,16 @@ def _serve_chat(endpoint: WorkerEndpoint, reactor: Any, agent: dict[str, Any]) -
     def tools(message: dict[str, Any], signal: CancelToken) -> list[dict[str, Any]]:
         from .host import tool_annotations
 
-        return [{"name": t.name, "title": t.title, "description": t.description,
-                 "inputSchema": t.parameters, "annotations": tool_annotations(t.side_effect)}
-                for t in session().toolbox.tools()]
+        return [
+            {
+                "name": t.name,
+                "title": t.title,
+                "description": t.description,
+                "inputSchema": t.parameters,
+                "annotations": tool_annotations(t.side_effect),
+            }
+            for t in session().toolbox.tools()
+        ]
 
     def stop(message: dict[str, Any], signal: CancelToken) -> None:
         if sessions:
@@ -312,8 +334,7 @@ async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boo
         use_server(config.get("server", ""))
         endpoint.notify("progress", text="Loading plugins…", phase="plugins", at=js.performance.timeOrigin + js.performance.now())
         page = WorkerPage(endpoint)
-        reactor = Reactor(services={"page": page, "ai_tool_runner": WorkerRunner(endpoint),
-                                    **config.get("services", {})})
+        reactor = Reactor(services={"page": page, "ai_tool_runner": WorkerRunner(endpoint), **config.get("services", {})})
         plugins, failures = [], []
         for entry in config.get("plugins", []):
             try:
@@ -329,12 +350,15 @@ async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boo
         endpoint.notify("progress", text="Starting plugins…")
         activation = await reactor.activate_plugins()
         failures += [str(error) for error in [*report.failed.values(), *activation.values()]]
-        notices = watch_changes(reactor, bundles=lambda delta, number: endpoint.notify("bundles.changed", delta=Raw(delta), notice=number),
-                                commands=lambda number: endpoint.notify("commands.changed", notice=number))
+        notices = watch_changes(
+            reactor,
+            bundles=lambda delta, number: endpoint.notify("bundles.changed", delta=Raw(delta), notice=number),
+            commands=lambda number: endpoint.notify("commands.changed", notice=number),
+        )
 
         def covered(answer: str) -> Raw:
             # The page resolves the call once it has the notice that carries its changes.
-            return Raw('{"answer":%s,"notice":%d}' % (answer, notices.covering()))
+            return Raw(f'{{"answer":{answer},"notice":{notices.covering()}}}')
 
         def define_plugin(message: dict[str, Any], signal: CancelToken) -> Raw:
             key = message["key"]
@@ -351,8 +375,12 @@ async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boo
             return covered(define_plugin_json(reactor, message["declaration"], run, lambda command_id: True))
 
         endpoint.handle("execute", lambda message, signal: raw(execute_json(reactor, message["command"], message["args"])))
-        endpoint.handle("callTool", lambda message, signal: raw(call_tool_json(
-            reactor, message["name"], message["args"], signal if message.get("cancellable") else None)))
+        endpoint.handle(
+            "callTool",
+            lambda message, signal: raw(
+                call_tool_json(reactor, message["name"], message["args"], signal if message.get("cancellable") else None)
+            ),
+        )
         endpoint.handle("definePlugin", define_plugin)
         endpoint.handle("unloadPlugin", lambda message, signal: covered(unload_plugin_json(reactor, message["name"])))
         endpoint.handle("bundles", lambda message, signal: Raw(bundles_json(reactor)))

@@ -15,25 +15,53 @@ def main(argv: list[str] | None = None) -> int:
     serve = commands.add_parser("serve", help="start the server with the page and the SQLite data")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port; 0 picks a free one (default 8000)")
-    serve.add_argument("--data", type=Path, default=Path(os.environ.get("REACTOR_DATA", ".data")),
-                       help="folder of the SQLite file (default .data, or $REACTOR_DATA)")
+    serve.add_argument(
+        "--data",
+        type=Path,
+        default=Path(os.environ.get("REACTOR_DATA", ".data")),
+        help="folder of the SQLite file (default .data, or $REACTOR_DATA)",
+    )
     serve.add_argument("--no-seed", action="store_true", help="do not add the demo decks to an empty database")
-    serve.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
-                       help="let pages of this origin embed reactor from this server, e.g. http://127.0.0.1:5500 "
-                            "(repeat for more; also $REACTOR_ALLOW_ORIGINS, comma-separated)")
-    serve.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                       help="a host name the server answers to besides loopback and --host, e.g. reactor.example.org "
-                            "(repeat for more; also $REACTOR_ALLOW_HOSTS)")
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let pages of this origin embed reactor from this server, e.g. http://127.0.0.1:5500 "
+        "(repeat for more; also $REACTOR_ALLOW_ORIGINS, comma-separated)",
+    )
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name the server answers to besides loopback and --host, e.g. reactor.example.org "
+        "(repeat for more; also $REACTOR_ALLOW_HOSTS)",
+    )
     password = commands.add_parser("passwd", help="set a user's password (creating the user if needed)")
     password.add_argument("username")
-    password.add_argument("--data", type=Path, default=Path(os.environ.get("REACTOR_DATA", ".data")),
-                          help="folder of the SQLite file (default .data, or $REACTOR_DATA)")
-    password.add_argument("--group", action="append", default=[], metavar="GROUP",
-                          help="for a new user: a group to put them in (operators, staff...; repeat for more)")
+    password.add_argument(
+        "--data",
+        type=Path,
+        default=Path(os.environ.get("REACTOR_DATA", ".data")),
+        help="folder of the SQLite file (default .data, or $REACTOR_DATA)",
+    )
+    password.add_argument(
+        "--group",
+        action="append",
+        default=[],
+        metavar="GROUP",
+        help="for a new user: a group to put them in (operators, staff...; repeat for more)",
+    )
     tools = commands.add_parser("tools", help="print the enabled plugins' tools in a provider's format")
     tools.add_argument("--format", required=True, choices=sorted(FORMATS), help="the wire format to print")
-    tools.add_argument("--plugin", action="append", default=[], metavar="NAME",
-                       help="only this plugin's tools (repeat for more; default: every plugin)")
+    tools.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="only this plugin's tools (repeat for more; default: every plugin)",
+    )
     args = parser.parse_args(argv)
     if args.command == "tools":
         return print_tools(args.format, args.plugin)
@@ -52,8 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     return serve_forever(args.host, args.port, args.data, seed=not args.no_seed, allow_origins=allowed, allow_hosts=served)
 
 
-FORMATS = {"openai": "openai_chat_tools", "responses": "responses_tools", "anthropic": "anthropic_tools",
-           "mcp": "mcp_list_tools"}
+FORMATS = {"openai": "openai_chat_tools", "responses": "responses_tools", "anthropic": "anthropic_tools", "mcp": "mcp_list_tools"}
 
 
 def print_tools(format: str, plugins: list[str]) -> int:
@@ -116,30 +143,35 @@ def _is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
-def serve_forever(host: str, port: int, data: Path, *, seed: bool, allow_origins: tuple[str, ...] = (),
-                  allow_hosts: tuple[str, ...] = ()) -> int:
+def serve_forever(
+    host: str, port: int, data: Path, *, seed: bool, allow_origins: tuple[str, ...] = (), allow_hosts: tuple[str, ...] = ()
+) -> int:
     import uvicorn
 
     from .plugin_spec import discover_plugins
     from .server.app import create_app
 
     # The composition root: the installed plugins (the reactor.plugins entry points) go in here.
-    app = create_app(data, plugins=discover_plugins(), seed_demo=seed, allow_origins=allow_origins,
-                     allow_hosts=allow_hosts)
+    app = create_app(data, plugins=discover_plugins(), seed_demo=seed, allow_origins=allow_origins, allow_hosts=allow_hosts)
     if not _is_loopback(host):
         left = app.state.context.auth.demo_passwords_left()
         if left:
-            print(f"reactor serve: refusing to listen on {host}: the accounts {', '.join(left)} still have the demo "
-                  "passwords the README publishes. Set new ones with `reactor passwd NAME` (same --data), "
-                  "or serve on 127.0.0.1.", file=sys.stderr)
+            print(
+                f"reactor serve: refusing to listen on {host}: the accounts {', '.join(left)} still have the demo "
+                "passwords the README publishes. Set new ones with `reactor passwd NAME` (same --data), "
+                "or serve on 127.0.0.1.",
+                file=sys.stderr,
+            )
             return 2
     # The socket is bound here and handed to uvicorn, so the address printed is the one bound
     # (`--port 0` picks a free port) and a taken port is one clear sentence.
     try:
         listener = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
     except OSError as error:
-        print(f"reactor serve: cannot listen on {host}:{port}: {os.strerror(error.errno) if error.errno else error}.",
-              file=sys.stderr)
+        print(
+            f"reactor serve: cannot listen on {host}:{port}: {os.strerror(error.errno) if error.errno else error}.",
+            file=sys.stderr,
+        )
         return 2
     address = listener.getsockname()
     where = f"[{address[0]}]" if ":" in address[0] else address[0]

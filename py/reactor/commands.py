@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 from .awaiting import is_awaitable
 from .disposable import Disposable
@@ -24,12 +25,20 @@ Handler = Callable[[dict[str, Any]], Any]
 class Command:
     """One registered command. `parameters`, when given, is the JSON Schema its arguments obey."""
 
-    __slots__ = ("id", "execute", "label", "description", "is_enabled", "disabled_reason", "parameters",
-                 "plugin", "validator")
+    __slots__ = ("id", "execute", "label", "description", "is_enabled", "disabled_reason", "parameters", "plugin", "validator")
 
-    def __init__(self, id: str, execute: Handler, label: str = "", description: str = "",
-                 is_enabled: Callable[[], bool] | None = None, disabled_reason: str = "",
-                 parameters: dict[str, Any] | None = None, plugin: str = "", validator: Any = None) -> None:
+    def __init__(
+        self,
+        id: str,
+        execute: Handler,
+        label: str = "",
+        description: str = "",
+        is_enabled: Callable[[], bool] | None = None,
+        disabled_reason: str = "",
+        parameters: dict[str, Any] | None = None,
+        plugin: str = "",
+        validator: Any = None,
+    ) -> None:
         self.id, self.execute, self.label, self.description = id, execute, label, description
         self.is_enabled, self.disabled_reason, self.parameters = is_enabled, disabled_reason, parameters
         self.plugin, self.validator = plugin, validator
@@ -86,24 +95,38 @@ class CommandRegistry:
     ) -> Disposable:
         """Add a command; the Disposable removes exactly this registration."""
         if not isinstance(id, str) or not id.strip():
-            raise DeclarationError(f"A command id must be a non-empty string, not {id!r}.", owner=plugin or "?",
-                                   field="id", value=id)
+            raise DeclarationError(
+                f"A command id must be a non-empty string, not {id!r}.", owner=plugin or "?", field="id", value=id
+            )
         if id in self._commands:
             owner = self._commands[id].plugin
             by = f" by plugin {owner!r}" if owner else ""
             raise DuplicateCommandError(
-                f"The command {id!r} is already registered{by}; dispose that registration first "
-                "or choose another id.",
+                f"The command {id!r} is already registered{by}; dispose that registration first or choose another id.",
                 command_id=id,
             )
         if not callable(execute):
-            raise DeclarationError(f"The handler of command {id!r} must be callable, not {type(execute).__name__}.",
-                                   owner=plugin or id, field="execute")
+            raise DeclarationError(
+                f"The handler of command {id!r} must be callable, not {type(execute).__name__}.",
+                owner=plugin or id,
+                field="execute",
+            )
         if parameters is not None and (problem := schema_problem(parameters)):
-            raise DeclarationError(f"The parameters of command {id!r} are refused: {problem}.", owner=plugin or id,
-                                   field="parameters", value=parameters)
+            raise DeclarationError(
+                f"The parameters of command {id!r} are refused: {problem}.",
+                owner=plugin or id,
+                field="parameters",
+                value=parameters,
+            )
         command = Command(
-            id, execute, label, description, is_enabled, disabled_reason, parameters, plugin,
+            id,
+            execute,
+            label,
+            description,
+            is_enabled,
+            disabled_reason,
+            parameters,
+            plugin,
             validator=None if parameters is None else compiled_validator(parameters),
         )
         self._commands[id] = command
@@ -142,9 +165,7 @@ class CommandRegistry:
         args = self._checked_arguments(command, args)
         if not command.is_available:
             reason = command.disabled_reason or "it is disabled in the current state of the page"
-            raise CommandUnavailableError(
-                f"The command {id!r} is unavailable right now: {reason}", command_id=id, reason=reason
-            )
+            raise CommandUnavailableError(f"The command {id!r} is unavailable right now: {reason}", command_id=id, reason=reason)
         try:
             result = command.execute(args)
         except Exception as error:
@@ -200,7 +221,7 @@ def _failed(id: str, error: Exception) -> CommandError:
 
 
 def did_you_mean(name: Any, known: Iterable[str]) -> str:
-    """" Did you mean 'decks.goToSlide'?" for the closest known name, or ""."""
+    """ " Did you mean 'decks.goToSlide'?" for the closest known name, or ""."""
     if not isinstance(name, str) or not name:
         return ""
     import difflib  # only on this error path: not at the page's start-up

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Generic, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 from .disposable import Disposable
 from .errors import ContributionError
@@ -58,16 +59,12 @@ class ContributionRegistry:
         self._revisions[point] = self._revisions.get(point, 0) + 1
         self.changed.emit(point)
 
-    def contribute(
-        self, point: ContributionPoint[T], value: T, *, id: str, order: int = 0, plugin: str = ""
-    ) -> Disposable:
+    def contribute(self, point: ContributionPoint[T], value: T, *, id: str, order: int = 0, plugin: str = "") -> Disposable:
         """Add `value` to `point` under `id`; a taken id is refused, nothing overwritten."""
         if not isinstance(point, ContributionPoint):
             raise ContributionError(f"{point!r} is not a ContributionPoint.", point_id=str(point), contribution_id=id)
         if not isinstance(id, str) or not id:
-            raise ContributionError(
-                f"A contribution to {point.id!r} needs a non-empty string id, not {id!r}.", point_id=point.id
-            )
+            raise ContributionError(f"A contribution to {point.id!r} needs a non-empty string id, not {id!r}.", point_id=point.id)
         entries = self._by_point.setdefault(point, {})
         if id in entries:
             owner = entries[id][1].plugin

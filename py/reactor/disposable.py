@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 
 class Disposable:
@@ -10,8 +10,8 @@ class Disposable:
 
     __slots__ = ("_undo",)
 
-    def __init__(self, undo: Callable[[], None] | None = None) -> None:
-        self._undo: Callable[[], None] | None = undo or _nothing
+    def __init__(self, undo: Callable[[], object] | None = None) -> None:
+        self._undo: Callable[[], object] | None = undo or _nothing
 
     @property
     def is_disposed(self) -> bool:

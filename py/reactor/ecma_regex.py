@@ -14,8 +14,14 @@ import re
 from typing import Any
 
 _ECMA_SPACE = r"\t\n\v\f\r\x20\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"  # ECMA-262 \s
-_CLASS_ESCAPES = {"d": r"\d", "D": r"\D", "w": r"\w", "W": r"\W",  # ASCII under re.ASCII, as in ECMA-262
-                  "s": f"[{_ECMA_SPACE}]", "S": f"[^{_ECMA_SPACE}]"}
+_CLASS_ESCAPES = {
+    "d": r"\d",
+    "D": r"\D",
+    "w": r"\w",
+    "W": r"\W",  # ASCII under re.ASCII, as in ECMA-262
+    "s": f"[{_ECMA_SPACE}]",
+    "S": f"[^{_ECMA_SPACE}]",
+}
 _ECMA_DOT = r"[^\n\r\u2028\u2029]"  # `.` is anything but ECMA-262's four line terminators
 # \B: Python's re (before 3.14) never finds it in an empty string, where ECMA-262 does.
 _ECMA_NOT_BOUNDARY = r"(?:(?<=\w)(?=\w)|(?<!\w)(?!\w))"
@@ -45,8 +51,10 @@ def _compiled(pattern: str) -> re.Pattern[str] | str:
         return f"{pattern!r} is not supported by reactor's validator: it uses {refused}"
     except re.error as error:
         if "look-behind requires fixed-width" in error.msg:
-            return (f"{pattern!r} is not supported by reactor's validator: it uses a look-behind that "
-                    "matches texts of different lengths, which Python's re cannot do")
+            return (
+                f"{pattern!r} is not supported by reactor's validator: it uses a look-behind that "
+                "matches texts of different lengths, which Python's re cannot do"
+            )
         return f"{pattern!r} is not a valid regular expression: {error.msg}"
     except (OverflowError, RecursionError) as error:
         return f"{pattern!r} is not a valid regular expression: {error}"
@@ -77,12 +85,15 @@ def _translated(pattern: str) -> str:
         quantifier = _quantifier(pattern, i) if c == "{" else None
         if c in "*+?" or quantifier is not None:
             if quantified is not None:
-                twice = pattern[quantified:i + 1]
-                raise _Refused(f"a possessive quantifier ({twice}), which is Python's syntax, not ECMA-262's"
-                               if c == "+" else f"a quantifier right after another ({twice})")
+                twice = pattern[quantified : i + 1]
+                raise _Refused(
+                    f"a possessive quantifier ({twice}), which is Python's syntax, not ECMA-262's"
+                    if c == "+"
+                    else f"a quantifier right after another ({twice})"
+                )
             most, after = (None if c != "?" else 1, i + 1) if quantifier is None else quantifier
             if look is not None:
-                raise _Refused(f"a quantifier on a look-around ({pattern[look:i + 1]}), which ECMA-262 refuses")
+                raise _Refused(f"a quantifier on a look-around ({pattern[look : i + 1]}), which ECMA-262 refuses")
             if anchored:
                 raise re.error("nothing to repeat")  # after ^, $, \b or \B
             if last is not None and (most is None or most > 1):
@@ -105,13 +116,14 @@ def _translated(pattern: str) -> str:
             else:
                 written = f"\\{value}" if isinstance(value, int) else f"\\k<{value}>"
                 if behind:
-                    raise _Refused(f"the back-reference {written} inside a look-behind, which ECMA-262 matches "
-                                   "right to left and Python's re cannot")
+                    raise _Refused(
+                        f"the back-reference {written} inside a look-behind, which ECMA-262 matches "
+                        "right to left and Python's re cannot"
+                    )
                 number = value if isinstance(value, int) else names.get(value, 0)
                 references.append((value, number in closed, written))
                 # A group that took no part matches "" in ECMA-262; in Python's re it fails the match.
-                out.append(f"(?({number})\\{number})" if isinstance(value, int) and number < 100
-                           else f"(?({value})(?P={value}))")
+                out.append(f"(?({number})\\{number})" if isinstance(value, int) and number < 100 else f"(?({value})(?P={value}))")
         elif c == "[":
             text, i = _class(pattern, i)
             out.append(text)
@@ -119,7 +131,7 @@ def _translated(pattern: str) -> str:
             if len(stack) >= _MAX_NESTING:
                 raise _Refused(f"groups nested more than {_MAX_NESTING} deep")
             first, start = groups + 1, i
-            head = pattern[i:i + 4]
+            head = pattern[i : i + 4]
             if not head.startswith("(?"):
                 kind, i = "(", i + 1
                 groups += 1
@@ -134,7 +146,7 @@ def _translated(pattern: str) -> str:
                 close = pattern.find(">", i + 3)
                 if close < 0:
                     raise re.error("missing >, unterminated name")
-                name = pattern[i + 3:close]
+                name = pattern[i + 3 : close]
                 if not name.isidentifier():
                     raise _Refused(f"the group name {name!r}, which Python's re cannot use")
                 if name in names:
@@ -171,22 +183,28 @@ def _translated(pattern: str) -> str:
                 anchor = c == "^"
                 out.append(c)
             elif c == "{" and _python_quantifier(pattern, i):
-                raise _Refused(f"the quantifier {pattern[i:pattern.index('}', i) + 1]}, which is Python's syntax, "
-                               "not ECMA-262's (write {0,n})")
+                raise _Refused(
+                    f"the quantifier {pattern[i : pattern.index('}', i) + 1]}, which is Python's syntax, "
+                    "not ECMA-262's (write {0,n})"
+                )
             else:
                 out.append(_literal(ord(c)))  # ], } and a { that starts no quantifier are literal too
             i += 1
         last, look, anchored, quantified = closing, closed_look, anchor, None
     for value, was_closed, written in references:
-        number = value if isinstance(value, int) else names.get(value)
-        if number is None or number > groups:
+        found = value if isinstance(value, int) else names.get(value)
+        if found is None or found > groups:
             raise _Refused(f"the back-reference {written} to a group the pattern does not have")
+        number = found
         if not was_closed:
-            raise _Refused(f"the back-reference {written} before its group closes, which ECMA-262 matches as "
-                           "empty and Python's re refuses")
+            raise _Refused(
+                f"the back-reference {written} before its group closes, which ECMA-262 matches as empty and Python's re refuses"
+            )
         if number in repeated:
-            raise _Refused(f"the back-reference {written} to a group inside a repeated group, whose capture "
-                           "ECMA-262 forgets on each repetition and Python's re keeps")
+            raise _Refused(
+                f"the back-reference {written} to a group inside a repeated group, whose capture "
+                "ECMA-262 forgets on each repetition and Python's re keeps"
+            )
         if number in negative:
             raise _Refused(f"the back-reference {written} to a group inside a negative look-around")
         if number >= 100 and isinstance(value, int):
@@ -204,7 +222,7 @@ def _quantifier(pattern: str, i: int) -> tuple[int | None, int] | None:
     if j == i + 1 or j >= end:
         return None
     if pattern[j] == "}":
-        return int(pattern[i + 1:j]), j + 1
+        return int(pattern[i + 1 : j]), j + 1
     if pattern[j] != ",":
         return None
     k = j + 1
@@ -212,7 +230,7 @@ def _quantifier(pattern: str, i: int) -> tuple[int | None, int] | None:
         k += 1
     if k >= end or pattern[k] != "}":
         return None
-    return (int(pattern[j + 1:k]) if k > j + 1 else None), k + 1
+    return (int(pattern[j + 1 : k]) if k > j + 1 else None), k + 1
 
 
 def _python_quantifier(pattern: str, i: int) -> bool:
@@ -242,7 +260,7 @@ def _escape(pattern: str, i: int, in_class: bool) -> tuple[str, Any, int]:
             return "char", 8, after  # backspace, in a class
         raise _Refused("\\B inside a character class")
     if c == "c":
-        letter = pattern[after:after + 1]
+        letter = pattern[after : after + 1]
         if letter.isascii() and letter.isalpha():
             return "char", ord(letter) % 32, after + 1
         raise _Refused("\\c without a letter after it (a control escape is \\cA to \\cZ)")
@@ -254,22 +272,24 @@ def _escape(pattern: str, i: int, in_class: bool) -> tuple[str, Any, int]:
             return "char", 0, after
         if c == "0" or in_class:
             raise _Refused(f"the octal escape {pattern[i:digits]}, which ECMA-262 refuses in a Unicode pattern")
-        return "ref", int(pattern[i + 1:digits]), digits
+        return "ref", int(pattern[i + 1 : digits]), digits
     if c == "x":
-        code = _hex(pattern[after:after + 2], 2)
+        code = _hex(pattern[after : after + 2], 2)
         if code is None:
-            raise re.error("incomplete escape \\x" + pattern[after:after + 2])
+            raise re.error("incomplete escape \\x" + pattern[after : after + 2])
         return "char", code, after + 2
     if c == "u":
         if pattern.startswith("{", after):
-            raise _Refused("the code point escape \\u{...}, which means a code point only with ECMA-262's u flag "
-                           "(write \\uHHHH, a pair of them, or the character itself)")
-        code = _hex(pattern[after:after + 4], 4)
+            raise _Refused(
+                "the code point escape \\u{...}, which means a code point only with ECMA-262's u flag "
+                "(write \\uHHHH, a pair of them, or the character itself)"
+            )
+        code = _hex(pattern[after : after + 4], 4)
         if code is None:
-            raise re.error("incomplete escape \\u" + pattern[after:after + 4])
+            raise re.error("incomplete escape \\u" + pattern[after : after + 4])
         after += 4
         if 0xD800 <= code < 0xDC00 and pattern.startswith("\\u", after):  # a surrogate pair: one code point
-            low = _hex(pattern[after + 2:after + 6], 4)
+            low = _hex(pattern[after + 2 : after + 6], 4)
             if low is not None and 0xDC00 <= low < 0xE000:
                 return "char", 0x10000 + (code - 0xD800) * 0x400 + (low - 0xDC00), after + 6
         return "char", code, after
@@ -277,10 +297,10 @@ def _escape(pattern: str, i: int, in_class: bool) -> tuple[str, Any, int]:
         close = pattern.find(">", after)
         if in_class or not pattern.startswith("<", after) or close < 0:
             raise _Refused("\\k without a group name (\\k<name>)" + (" inside a character class" if in_class else ""))
-        return "ref", pattern[after + 1:close], close + 1
+        return "ref", pattern[after + 1 : close], close + 1
     if c in "pP":
         close = pattern.find("}", after) if pattern.startswith("{", after) else -1
-        written = pattern[i:close + 1] if close > 0 else pattern[i:after]
+        written = pattern[i : close + 1] if close > 0 else pattern[i:after]
         raise _Refused(f"the Unicode property escape {written}, which Python's re does not have")
     if c in "AZz":
         raise _Refused(f"the anchor \\{c}, which is Python's syntax, not ECMA-262's (write ^ or $)")
@@ -310,9 +330,11 @@ def _class(pattern: str, i: int) -> tuple[str, int]:
     negate = pattern.startswith("^", j)
     j += negate
     if pattern.startswith("]", j):
-        raise _Refused("the class [^], which matches any character in ECMA-262 and opens a class in Python's re "
-                       "(write [\\s\\S])" if negate else
-                       "the empty class [], which matches nothing in ECMA-262 and opens a class in Python's re")
+        raise _Refused(
+            "the class [^], which matches any character in ECMA-262 and opens a class in Python's re (write [\\s\\S])"
+            if negate
+            else "the empty class [], which matches nothing in ECMA-262 and opens a class in Python's re"
+        )
     members: list[str] = []
     not_space = False  # \S: Python's re cannot name ECMA-262's non-space inside a class
     while True:
@@ -352,7 +374,7 @@ def _class_atom(pattern: str, j: int) -> tuple[str, Any, int]:
 
 def _python_group(pattern: str, i: int) -> str:
     """What the "(?" at pattern[i] opens that ECMA-262 has not."""
-    mark = pattern[i + 2:i + 3]
+    mark = pattern[i + 2 : i + 3]
     if mark == "P":
         return "Python's named-group syntax (?P...) (ECMA-262 writes (?<name>...) and \\k<name>)"
     if mark == "#":
@@ -365,5 +387,5 @@ def _python_group(pattern: str, i: int) -> str:
     while flags < len(pattern) and (pattern[flags].isalpha() or pattern[flags] == "-"):
         flags += 1
     if flags > i + 2:
-        return f"the inline flags {pattern[i:flags + 1]} (JSON Schema's patterns take no flags)"
-    return f"the group syntax {pattern[i:i + 3]}, which ECMA-262 does not have"
+        return f"the inline flags {pattern[i : flags + 1]} (JSON Schema's patterns take no flags)"
+    return f"the group syntax {pattern[i : i + 3]}, which ECMA-262 does not have"

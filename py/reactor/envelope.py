@@ -16,8 +16,17 @@ from typing import Any
 
 FAILURE_CODES = frozenset(
     {
-        "invalid_arguments", "unknown_tool", "not_admitted", "not_permitted", "not_found", "denied",
-        "unavailable", "failed", "aborted", "timeout", "too_large",
+        "invalid_arguments",
+        "unknown_tool",
+        "not_admitted",
+        "not_permitted",
+        "not_found",
+        "denied",
+        "unavailable",
+        "failed",
+        "aborted",
+        "timeout",
+        "too_large",
     }
 )
 RAN_WITHOUT_VALUE = "The command ran; it returns no value."

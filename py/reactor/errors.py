@@ -146,8 +146,9 @@ class HttpError(ReactorError):
         """A 401 or 403 as the `not_permitted` answer a tool gives the model (the server's sentence,
         and for a 401 what the person can do); None for any other status."""
         if self.status == 401:
-            return ToolError("not_permitted", f"{self.detail} Ask the person to sign in (the form at the top "
-                                              "of the page), then try again.")
+            return ToolError(
+                "not_permitted", f"{self.detail} Ask the person to sign in (the form at the top of the page), then try again."
+            )
         if self.status == 403:
             return ToolError("not_permitted", self.detail)
         return None

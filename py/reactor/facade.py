@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .agent_tools import AgentTools, BundleFeed
 from .awaiting import is_awaitable
@@ -126,8 +127,7 @@ class ChangeNotices(DisposableSet):
         return self.posted + 1 if self.due else self.posted
 
 
-def watch_changes(reactor: Reactor, *, bundles: Callable[[str, int], object],
-                  commands: Callable[[int], object]) -> ChangeNotices:
+def watch_changes(reactor: Reactor, *, bundles: Callable[[str, int], object], commands: Callable[[int], object]) -> ChangeNotices:
     """Tell the page once per burst of changes, after it: `bundles(delta_json, number)` with what
     changed in the AgentTools bundles (BundleFeed), `commands(number)` when commands came or went;
     both of one burst carry the same number. Defining a thousand plugins in a loop is then one
@@ -183,9 +183,9 @@ def _success(command_id: str, value: Any) -> str:
     try:
         return _STRICT_JSON.encode({"ok": True, "value": value})
     except (TypeError, ValueError) as error:
-        return _failure(command_id, TypeError(
-            f"The command {command_id!r} answered with a value that is not JSON data: {error}."
-        ))
+        return _failure(
+            command_id, TypeError(f"The command {command_id!r} answered with a value that is not JSON data: {error}.")
+        )
 
 
 def _failure(command_id: str, error: Exception) -> str:

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .ecma_regex import translate
 from .errors import ReactorError
@@ -28,8 +29,15 @@ Problem = tuple[tuple[Any, ...], str]  # (path into the instance, message)
 Check = Callable[[Any], list[Problem]]
 
 TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
-UNSUPPORTED = ("$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor", "$vocabulary",
-               "unevaluatedItems", "unevaluatedProperties")
+UNSUPPORTED = (
+    "$dynamicRef",
+    "$dynamicAnchor",
+    "$recursiveRef",
+    "$recursiveAnchor",
+    "$vocabulary",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+)
 MAX_DEPTH = 64  # schemas nested deeper than this are refused: no tool needs it, recursion would
 
 
@@ -77,6 +85,7 @@ def _is_number(value: Any) -> bool:
 
 
 # --- checking a schema (what the 2020-12 metaschema checks, for the keywords we implement) ---
+
 
 def check_schema(schema: Any) -> None:
     """Raise SchemaError naming the first thing wrong with `schema`."""
@@ -197,28 +206,71 @@ def _reference(value: Any, path: tuple[Any, ...], root: Any, depth: int) -> None
 
 
 _SHAPES: dict[str, Callable[[Any, tuple[Any, ...], Any, int], None]] = {
-    "type": _type, "enum": _array, "multipleOf": _positive_number,
-    "maximum": _number, "exclusiveMaximum": _number, "minimum": _number, "exclusiveMinimum": _number,
-    "maxLength": _count, "minLength": _count, "pattern": _regex,
-    "maxItems": _count, "minItems": _count, "uniqueItems": _boolean, "maxContains": _count, "minContains": _count,
-    "maxProperties": _count, "minProperties": _count, "required": _names, "dependentRequired": _names_map,
-    "allOf": _schema_list, "anyOf": _schema_list, "oneOf": _schema_list, "not": _schema,
-    "if": _schema, "then": _schema, "else": _schema, "dependentSchemas": _schema_map,
-    "prefixItems": _schema_list, "items": _schema, "contains": _schema,
-    "properties": _schema_map, "patternProperties": _pattern_map, "additionalProperties": _schema,
-    "propertyNames": _schema, "$defs": _schema_map, "definitions": _schema_map, "$ref": _reference,
-    "contentSchema": _schema, "examples": _array, "deprecated": _boolean, "readOnly": _boolean,
-    "writeOnly": _boolean, **{k: _string for k in ("$schema", "$id", "$anchor", "$comment", "title",
-                                                     "description", "format", "contentEncoding", "contentMediaType")},
+    "type": _type,
+    "enum": _array,
+    "multipleOf": _positive_number,
+    "maximum": _number,
+    "exclusiveMaximum": _number,
+    "minimum": _number,
+    "exclusiveMinimum": _number,
+    "maxLength": _count,
+    "minLength": _count,
+    "pattern": _regex,
+    "maxItems": _count,
+    "minItems": _count,
+    "uniqueItems": _boolean,
+    "maxContains": _count,
+    "minContains": _count,
+    "maxProperties": _count,
+    "minProperties": _count,
+    "required": _names,
+    "dependentRequired": _names_map,
+    "allOf": _schema_list,
+    "anyOf": _schema_list,
+    "oneOf": _schema_list,
+    "not": _schema,
+    "if": _schema,
+    "then": _schema,
+    "else": _schema,
+    "dependentSchemas": _schema_map,
+    "prefixItems": _schema_list,
+    "items": _schema,
+    "contains": _schema,
+    "properties": _schema_map,
+    "patternProperties": _pattern_map,
+    "additionalProperties": _schema,
+    "propertyNames": _schema,
+    "$defs": _schema_map,
+    "definitions": _schema_map,
+    "$ref": _reference,
+    "contentSchema": _schema,
+    "examples": _array,
+    "deprecated": _boolean,
+    "readOnly": _boolean,
+    "writeOnly": _boolean,
+    **{
+        k: _string
+        for k in (
+            "$schema",
+            "$id",
+            "$anchor",
+            "$comment",
+            "title",
+            "description",
+            "format",
+            "contentEncoding",
+            "contentMediaType",
+        )
+    },
 }
 
 
 def resolve_pointer(root: Any, reference: str) -> Any:
     """The subschema a local `$ref` ("#", "#/$defs/name", …) points to; LookupError otherwise."""
     if not reference.startswith("#"):
-        raise LookupError(f"{reference!r} is not a local reference (\"#/...\"); reactor resolves no other")
+        raise LookupError(f'{reference!r} is not a local reference ("#/..."); reactor resolves no other')
     if reference not in ("#", "#/") and not reference.startswith("#/"):
-        raise LookupError(f"{reference!r}: anchors are not supported; point with \"#/$defs/...\"")
+        raise LookupError(f'{reference!r}: anchors are not supported; point with "#/$defs/..."')
     target = root
     for token in reference[2:].split("/") if len(reference) > 2 else []:
         token = _percent_decoded(token).replace("~1", "/").replace("~0", "~")
@@ -250,6 +302,7 @@ def ecma_regex(pattern: str) -> re.Pattern[str]:
 
 # --- validating an instance ---
 
+
 class Validator:
     """A checked schema compiled once; `problems(instance)` lists what is wrong, [] when valid."""
 
@@ -273,9 +326,8 @@ class Validator:
             return _no_problems
         if schema is False:
             return lambda instance: [((), f"False schema does not allow {instance!r}")]
-        checks = [make(self, schema[keyword], schema) for keyword, make in
-                  ((keyword, _KEYWORDS.get(keyword)) for keyword in schema) if make is not None]
-        checks = [check for check in checks if check is not None]
+        made = (make(self, schema[keyword], schema) for keyword, make in ((k, _KEYWORDS.get(k)) for k in schema) if make)
+        checks: list[Check] = [check for check in made if check is not None]
         if len(checks) == 1:
             return checks[0]
 
@@ -363,8 +415,9 @@ def _multiple_of(v: Validator, divisor: Any, schema: dict[str, Any]) -> Check:
     return run
 
 
-def _sized(kind: str, size: Callable[[Any], int], test: Callable[[int, int], bool],
-           words: str) -> Callable[[Validator, Any, dict[str, Any]], Check]:
+def _sized(
+    kind: str, size: Callable[[Any], int], test: Callable[[int, int], bool], words: str
+) -> Callable[[Validator, Any, dict[str, Any]], Check]:
     def make(v: Validator, limit: Any, schema: dict[str, Any]) -> Check:
         def run(instance: Any) -> list[Problem]:
             if not is_type(instance, kind) or test(size(instance), limit):
@@ -400,8 +453,13 @@ def _dependent_required(v: Validator, value: dict[str, list[str]], schema: dict[
     def run(instance: Any) -> list[Problem]:
         if not isinstance(instance, dict):
             return []
-        return [((), f"{each!r} is a dependency of {name!r}")
-                for name, needed in value.items() if name in instance for each in needed if each not in instance]
+        return [
+            ((), f"{each!r} is a dependency of {name!r}")
+            for name, needed in value.items()
+            if name in instance
+            for each in needed
+            if each not in instance
+        ]
 
     return run
 
@@ -440,8 +498,13 @@ def _pattern_properties(v: Validator, value: dict[str, Any], schema: dict[str, A
     def run(instance: Any) -> list[Problem]:
         if not isinstance(instance, dict):
             return []
-        return [problem for pattern, check in checks for name, item in instance.items()
-                if pattern.search(name) for problem in _under(name, check(item))]
+        return [
+            problem
+            for pattern, check in checks
+            for name, item in instance.items()
+            if pattern.search(name)
+            for problem in _under(name, check(item))
+        ]
 
     return run
 
@@ -487,8 +550,7 @@ def _prefix_items(v: Validator, value: list[Any], schema: dict[str, Any]) -> Che
     def run(instance: Any) -> list[Problem]:
         if not isinstance(instance, list):
             return []
-        return [problem for index, (check, item) in enumerate(zip(checks, instance))
-                for problem in _under(index, check(item))]
+        return [problem for index, (check, item) in enumerate(zip(checks, instance)) for problem in _under(index, check(item))]
 
     return run
 
@@ -604,7 +666,11 @@ def _ref(v: Validator, value: str, schema: dict[str, Any]) -> Check:
 
 
 _KEYWORDS: dict[str, Callable[[Validator, Any, dict[str, Any]], Check | None]] = {
-    "$ref": _ref, "type": _type_check, "enum": _enum, "const": _const, "multipleOf": _multiple_of,
+    "$ref": _ref,
+    "type": _type_check,
+    "enum": _enum,
+    "const": _const,
+    "multipleOf": _multiple_of,
     "maximum": _numeric(lambda value, limit: value <= limit, "is greater than the maximum of"),
     "exclusiveMaximum": _numeric(lambda value, limit: value < limit, "is greater than or equal to the maximum of"),
     "minimum": _numeric(lambda value, limit: value >= limit, "is less than the minimum of"),
@@ -615,9 +681,21 @@ _KEYWORDS: dict[str, Callable[[Validator, Any, dict[str, Any]], Check | None]] =
     "minItems": _sized("array", len, lambda size, limit: size >= limit, "is too short"),
     "maxProperties": _sized("object", len, lambda size, limit: size <= limit, "has too many properties"),
     "minProperties": _sized("object", len, lambda size, limit: size >= limit, "does not have enough properties"),
-    "pattern": _pattern, "required": _required, "dependentRequired": _dependent_required,
-    "dependentSchemas": _dependent_schemas, "properties": _properties, "patternProperties": _pattern_properties,
-    "additionalProperties": _additional_properties, "propertyNames": _property_names,
-    "prefixItems": _prefix_items, "items": _items, "contains": _contains, "uniqueItems": _unique_items,
-    "allOf": _all_of, "anyOf": _any_of, "oneOf": _one_of, "not": _not, "if": _if,
+    "pattern": _pattern,
+    "required": _required,
+    "dependentRequired": _dependent_required,
+    "dependentSchemas": _dependent_schemas,
+    "properties": _properties,
+    "patternProperties": _pattern_properties,
+    "additionalProperties": _additional_properties,
+    "propertyNames": _property_names,
+    "prefixItems": _prefix_items,
+    "items": _items,
+    "contains": _contains,
+    "uniqueItems": _unique_items,
+    "allOf": _all_of,
+    "anyOf": _any_of,
+    "oneOf": _one_of,
+    "not": _not,
+    "if": _if,
 }

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from .disposable import Disposable
 from .errors import HttpError
@@ -42,13 +43,13 @@ class Page(Protocol):
     async def close_panel(self, panel_id: str) -> dict[str, Any]:
         """Remove a panel, running a JavaScript panel's dispose first: {"disposed": bool, "error"?}."""
 
-    def draw_panel(self, panel_id: str, *, html: str | None = None, text: str | None = None,
-                   error: str | None = None) -> None:
+    def draw_panel(self, panel_id: str, *, html: str | None = None, text: str | None = None, error: str | None = None) -> None:
         """Replace a panel's content with `html` (scripts and event attributes removed) or `text`,
         or show `error` in it."""
 
-    def listen_panel(self, panel_id: str, event: str, selector: str | None,
-                     handler: Callable[[dict[str, Any]], Any]) -> Disposable:
+    def listen_panel(
+        self, panel_id: str, event: str, selector: str | None, handler: Callable[[dict[str, Any]], Any]
+    ) -> Disposable:
         """Call `handler({type, target: {id, tag, value, dataset, text}})` on each `event` in the
         panel (on an element matching `selector`, when given)."""
 
@@ -56,8 +57,14 @@ class Page(Protocol):
 class MemoryPage:
     """A page without a browser: records what was shown and opened; speaks real HTTP."""
 
-    def __init__(self, *, allow_fullscreen: bool = False, allow_tabs: bool = True, base_url: str = "",
-                 headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        allow_fullscreen: bool = False,
+        allow_tabs: bool = True,
+        base_url: str = "",
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self.allow_fullscreen = allow_fullscreen
         self.allow_tabs = allow_tabs
         self.base_url = base_url
@@ -99,13 +106,13 @@ class MemoryPage:
             del self._listeners[key]
         return {"disposed": False}  # no JavaScript runs here
 
-    def draw_panel(self, panel_id: str, *, html: str | None = None, text: str | None = None,
-                   error: str | None = None) -> None:
+    def draw_panel(self, panel_id: str, *, html: str | None = None, text: str | None = None, error: str | None = None) -> None:
         if panel_id in self.panels:
             self.panels[panel_id].update(html=html, text=text, error=error)
 
-    def listen_panel(self, panel_id: str, event: str, selector: str | None,
-                     handler: Callable[[dict[str, Any]], Any]) -> Disposable:
+    def listen_panel(
+        self, panel_id: str, event: str, selector: str | None, handler: Callable[[dict[str, Any]], Any]
+    ) -> Disposable:
         key = next(self._listener_ids)
         self._listeners[key] = (panel_id, event, selector, handler)
         return Disposable(lambda: self._listeners.pop(key, None))

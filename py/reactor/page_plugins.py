@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from .agent_tools import AgentTools, check_agent_tools
 from .contributions import contribution
-from .errors import DeclarationError, PageScriptError, PluginError
+from .errors import DeclarationError, PluginError
 from .plugins import Plugin, define_plugin
 from .schema import schema_problem
 
@@ -65,17 +66,22 @@ def define_script_plugin(declaration: Any, run: Run, is_enabled: Callable[[str],
         for command in commands:
             command_id = command["id"]
             enabled = (lambda command_id=command_id: bool(is_enabled(command_id))) if command["isEnabled"] else None
-            context.register_command(command_id, _handler(run, command_id), label=command["label"],
-                                     description=command["description"], is_enabled=enabled,
-                                     parameters=command["parameters"])
+            context.register_command(
+                command_id,
+                _handler(run, command_id),
+                label=command["label"],
+                description=command["description"],
+                is_enabled=enabled,
+                parameters=command["parameters"],
+            )
 
     contributes = [contribution(AgentTools, bundle, id=bundle["id"])] if bundle else []
-    return define_plugin(name=name, description=description, requires=requires, register=register,
-                         contributes=contributes)
+    return define_plugin(name=name, description=description, requires=requires, register=register, contributes=contributes)
 
 
-def _checked_commands(commands: Any, bundle: dict[str, Any] | None,
-                      refuse: Callable[[str, Any, str], DeclarationError]) -> list[dict[str, Any]]:
+def _checked_commands(
+    commands: Any, bundle: dict[str, Any] | None, refuse: Callable[[str, Any, str], DeclarationError]
+) -> list[dict[str, Any]]:
     if not isinstance(commands, list):
         raise refuse("commands", commands, f"must be a list of commands, not {_kind(commands)}.")
     schemas = {tool["command"]: tool.get("parameters") for tool in (bundle or {}).get("commands", [])}
@@ -93,8 +99,11 @@ def _checked_commands(commands: Any, bundle: dict[str, Any] | None,
         if any(c["id"] == command_id for c in checked):
             raise refuse(f"{where}.id", command_id, f"{command_id!r} is declared twice; command ids must be unique.")
         if command.get("execute") != FUNCTION:
-            raise refuse(f"{where}.execute", command.get("execute"),
-                         f"of command {command_id!r} must be a function, not {command.get('execute') or 'missing'}.")
+            raise refuse(
+                f"{where}.execute",
+                command.get("execute"),
+                f"of command {command_id!r} must be a function, not {command.get('execute') or 'missing'}.",
+            )
         if command.get("isEnabled", FUNCTION) != FUNCTION:
             raise refuse(f"{where}.isEnabled", command["isEnabled"], f"of command {command_id!r} must be a function.")
         for field in ("label", "description"):
@@ -103,8 +112,15 @@ def _checked_commands(commands: Any, bundle: dict[str, Any] | None,
         parameters = command.get("parameters", schemas.get(command_id))
         if parameters is not None and (problem := schema_problem(parameters)):
             raise refuse(f"{where}.parameters", parameters, f"of command {command_id!r} are refused: {problem}.")
-        checked.append({"id": command_id, "label": command.get("label", ""), "description": command.get("description", ""),
-                        "parameters": parameters, "isEnabled": "isEnabled" in command})
+        checked.append(
+            {
+                "id": command_id,
+                "label": command.get("label", ""),
+                "description": command.get("description", ""),
+                "parameters": parameters,
+                "isEnabled": "isEnabled" in command,
+            }
+        )
     return checked
 
 
@@ -125,8 +141,9 @@ def python_page_plugin(code: str, source: str) -> Plugin:
     try:
         exec(compile(textwrap.dedent(code), f"<{source}>", "exec"), namespace)
     except Exception as error:
-        raise PluginError(f"The page's Python plugin {source} failed to run: {type(error).__name__}: {error}",
-                          plugin=source) from error
+        raise PluginError(
+            f"The page's Python plugin {source} failed to run: {type(error).__name__}: {error}", plugin=source
+        ) from error
     plugin = namespace.get("PLUGIN")
     if not isinstance(plugin, Plugin):
         raise PluginError(

@@ -5,7 +5,8 @@ per platform, so two apps never share one.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .errors import PluginError, PluginNotFoundError
 
@@ -22,8 +23,9 @@ class PluginPlatform:
         for spec in self._plugins.values():
             missing = [name for name in spec.requires if name not in self._plugins]
             if missing:
-                raise PluginError(f"Plugin {spec.name!r} requires {missing[0]!r}, which is not on the platform.",
-                                  plugin=spec.name)
+                raise PluginError(
+                    f"Plugin {spec.name!r} requires {missing[0]!r}, which is not on the platform.", plugin=spec.name
+                )
         for name in disabled:
             if name in self._plugins:
                 self._enabled[name] = False
@@ -33,8 +35,10 @@ class PluginPlatform:
         from .plugin_spec import PluginSpec  # here: the page imports this module, never this method
 
         if not isinstance(plugin, PluginSpec):
-            raise PluginError(f"A server plugin is declared with reactor.PluginSpec(...), not {type(plugin).__name__} "
-                              f"({plugin!r}).", plugin=str(getattr(plugin, "name", "?")))
+            raise PluginError(
+                f"A server plugin is declared with reactor.PluginSpec(...), not {type(plugin).__name__} ({plugin!r}).",
+                plugin=str(getattr(plugin, "name", "?")),
+            )
         if plugin.name in self._plugins:
             raise PluginError(f"A plugin named {plugin.name!r} is already on the platform.", plugin=plugin.name)
         self._servers[plugin.name] = plugin.make_server()
@@ -44,9 +48,7 @@ class PluginPlatform:
     def get_plugin(self, name: str) -> Any:
         """The PluginSpec named `name`."""
         if name not in self._plugins:
-            raise PluginNotFoundError(
-                f"There is no plugin {name!r}. Plugins: {', '.join(self._plugins) or 'none'}.", plugin=name
-            )
+            raise PluginNotFoundError(f"There is no plugin {name!r}. Plugins: {', '.join(self._plugins) or 'none'}.", plugin=name)
         return self._plugins[name]
 
     def server_half(self, name: str) -> Any:

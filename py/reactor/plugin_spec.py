@@ -15,8 +15,9 @@ The core never imports a plugin by name.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .agent_tools import load_agent_tools
 from .errors import DeclarationError
@@ -40,13 +41,32 @@ class ServerHalf(Protocol):
 class PluginSpec:
     """The declaration of one plugin; DeclarationError (with the field) when a part is wrong."""
 
-    __slots__ = ("name", "description", "requires", "page", "server", "folder", "assets", "page_services",
-                 "agent_tools", "bundles")
+    __slots__ = (
+        "name",
+        "description",
+        "requires",
+        "page",
+        "server",
+        "folder",
+        "assets",
+        "page_services",
+        "agent_tools",
+        "bundles",
+    )
 
-    def __init__(self, *, name: str, description: str = "", requires: Iterable[str] = (), page: str | None = None,
-                 server: Callable[[], ServerHalf] | None = None, folder: str | Path | None = None,
-                 assets: Iterable[str] = (), page_services: Mapping[str, str] | None = None,
-                 agent_tools: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str = "",
+        requires: Iterable[str] = (),
+        page: str | None = None,
+        server: Callable[[], ServerHalf] | None = None,
+        folder: str | Path | None = None,
+        assets: Iterable[str] = (),
+        page_services: Mapping[str, str] | None = None,
+        agent_tools: str | None = None,
+    ) -> None:
         if not isinstance(name, str) or not NAME.fullmatch(name):
             raise _refuse(str(name), "name", name, "must be 1 to 64 letters, digits, '_' or '-', starting with a letter.")
         self.name = name
@@ -106,8 +126,9 @@ def discover_plugins(group: str = ENTRY_POINT_GROUP) -> list[PluginSpec]:
         loaded = entry.load()
         spec = loaded() if callable(loaded) and not isinstance(loaded, PluginSpec) else loaded
         if not isinstance(spec, PluginSpec):
-            raise _refuse(entry.name, "entry point", entry.value,
-                          f"names {type(spec).__name__}, not a PluginSpec (group {group!r}).")
+            raise _refuse(
+                entry.name, "entry point", entry.value, f"names {type(spec).__name__}, not a PluginSpec (group {group!r})."
+            )
         specs.append(spec)
     return specs
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import gc
-from typing import Any, Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any
 
 from .commands import CommandRegistry, Handler
 from .contributions import Contribution, ContributionPoint, ContributionRegistry
@@ -17,9 +18,15 @@ class Plugin:
 
     __slots__ = ("name", "register", "contributes", "requires", "description", "activate")
 
-    def __init__(self, name: str, register: Callable[[PluginContext], object] | None = None,
-                 contributes: tuple[Contribution[Any], ...] = (), requires: tuple[str, ...] = (),
-                 description: str = "", activate: Callable[[PluginContext], Awaitable[object]] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        register: Callable[[PluginContext], object] | None = None,
+        contributes: tuple[Contribution[Any], ...] = (),
+        requires: tuple[str, ...] = (),
+        description: str = "",
+        activate: Callable[[PluginContext], Awaitable[object]] | None = None,
+    ) -> None:
         self.name, self.register, self.contributes, self.requires = name, register, contributes, requires
         self.description, self.activate = description, activate
 
@@ -45,9 +52,7 @@ def define_plugin(
         raise PluginError(f"A plugin needs a non-empty name, not {name!r}.", plugin=str(name))
     for item in contributes:
         if not isinstance(item, Contribution):
-            raise PluginError(
-                f"Plugin {name!r} contributes {item!r}; use contribution(Point, value, id=...).", plugin=name
-            )
+            raise PluginError(f"Plugin {name!r} contributes {item!r}; use contribution(Point, value, id=...).", plugin=name)
     for field, value in (("register", register), ("activate", activate)):
         if value is not None and not callable(value):
             raise PluginError(f"The {field} of plugin {name!r} must be callable.", plugin=name)
@@ -63,16 +68,12 @@ class PluginContext:
         self.reactor, self.plugin, self.disposables = reactor, plugin, DisposableSet()
 
     def register_command(self, id: str, execute: Handler, **options: Any) -> Disposable:
-        return self.disposables.add(
-            self.reactor.commands.register_command(id, execute, plugin=self.plugin, **options)
-        )
+        return self.disposables.add(self.reactor.commands.register_command(id, execute, plugin=self.plugin, **options))
 
     def contribute(self, point: ContributionPoint[Any], value: Any, *, id: str, order: int = 0) -> Disposable:
-        return self.disposables.add(
-            self.reactor.contributions.contribute(point, value, id=id, order=order, plugin=self.plugin)
-        )
+        return self.disposables.add(self.reactor.contributions.contribute(point, value, id=id, order=order, plugin=self.plugin))
 
-    def on_dispose(self, undo: Callable[[], None]) -> Disposable:
+    def on_dispose(self, undo: Callable[[], object]) -> Disposable:
         """Run `undo` when the plugin unloads (close a store, drop a subscription)."""
         return self.disposables.add(Disposable(undo))
 
@@ -126,15 +127,13 @@ class Reactor:
             try:
                 if missing:
                     why = ", ".join(f"{r!r} ({'failed' if r in failed else 'not loaded'})" for r in missing)
-                    raise PluginDependencyError(
-                        f"Plugin {plugin.name!r} needs {why}; load those first.", plugin=plugin.name
-                    )
+                    raise PluginDependencyError(f"Plugin {plugin.name!r} needs {why}; load those first.", plugin=plugin.name)
                 self.load_plugin(plugin)
                 loaded.append(plugin.name)
             except PluginError as error:
                 failed[plugin.name] = error
-        for error in failed.values():
-            self.plugin_failed.emit(error)
+        for refusal in failed.values():
+            self.plugin_failed.emit(refusal)
         return LoadReport(loaded, failed)
 
     def load_plugin(self, plugin: Plugin) -> None:
@@ -175,16 +174,14 @@ class Reactor:
                     f"Plugin {name!r} failed to start and was unloaded: {error}", plugin=name, cause=error
                 )
                 self.unload_plugin(name)
-        for error in failed.values():
-            self.plugin_failed.emit(error)
+        for refusal in failed.values():
+            self.plugin_failed.emit(refusal)
         return failed
 
     def unload_plugin(self, name: str) -> list[str]:
         """Unload a plugin and, first, every loaded plugin that requires it; return who went."""
         if name not in self._loaded:
-            raise PluginNotFoundError(
-                f"No plugin {name!r} is loaded. Loaded: {', '.join(self._loaded) or 'none'}.", plugin=name
-            )
+            raise PluginNotFoundError(f"No plugin {name!r} is loaded. Loaded: {', '.join(self._loaded) or 'none'}.", plugin=name)
         gone: list[str] = []
         for dependent in [n for n, (p, _) in self._loaded.items() if name in p.requires]:
             if dependent in self._loaded:
@@ -204,7 +201,7 @@ def _dependency_order(pending: dict[str, Plugin], failed: dict[str, PluginError]
         if state.get(name) == "done" or name not in pending:
             return
         if state.get(name) == "visiting":
-            cycle = trail[trail.index(name):] + [name]
+            cycle = trail[trail.index(name) :] + [name]
             for member in cycle[:-1]:
                 failed[member] = PluginDependencyError(
                     f"Plugins require each other in a cycle: {' -> '.join(cycle)}.", plugin=member

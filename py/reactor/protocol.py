@@ -30,18 +30,43 @@ from .errors import PageError, ProtocolError
 VERSION = 1
 
 #: What the page asks the worker (each is answered).
-PAGE_REQUESTS = frozenset({
-    "execute", "callTool", "definePlugin", "unloadPlugin", "commands", "bundles", "diagnostics",
-    "chat.configure", "chat.label", "chat.send", "chat.tools", "chat.callTool",
-})
+PAGE_REQUESTS = frozenset(
+    {
+        "execute",
+        "callTool",
+        "definePlugin",
+        "unloadPlugin",
+        "commands",
+        "bundles",
+        "diagnostics",
+        "chat.configure",
+        "chat.label",
+        "chat.send",
+        "chat.tools",
+        "chat.callTool",
+    }
+)
 #: What the page tells the worker without an answer.
 PAGE_NOTICES = frozenset({"chat.stop", "panel.event", "panels.unload"})
 #: What the worker asks the page (each is answered).
-WORKER_REQUESTS = frozenset({"page.openTab", "page.fullscreen", "pageCommand.run", "chat.approve", "aiTool.run",
-                             "panel.open", "panel.close"})
+WORKER_REQUESTS = frozenset(
+    {"page.openTab", "page.fullscreen", "pageCommand.run", "chat.approve", "aiTool.run", "panel.open", "panel.close"}
+)
 #: What the worker tells the page: boot progress and failure, readiness, changes, views, chat.
-WORKER_NOTICES = frozenset({"progress", "fail", "ready", "bundles.changed", "commands.changed", "page.show", "chat.event",
-                            "panel.draw", "panel.listen", "panel.unlisten"})
+WORKER_NOTICES = frozenset(
+    {
+        "progress",
+        "fail",
+        "ready",
+        "bundles.changed",
+        "commands.changed",
+        "page.show",
+        "chat.event",
+        "panel.draw",
+        "panel.listen",
+        "panel.unlisten",
+    }
+)
 
 
 class Raw(str):
@@ -115,7 +140,9 @@ class WorkerEndpoint:
             if not isinstance(message, dict):
                 raise ProtocolError(f"A message must be a JSON object, not {type(message).__name__}.")
         except (ValueError, ProtocolError) as error:
-            self._post(json.dumps({"v": VERSION, "type": "fail", "message": f"The worker got a message that is not JSON: {error}"}))
+            self._post(
+                json.dumps({"v": VERSION, "type": "fail", "message": f"The worker got a message that is not JSON: {error}"})
+            )
             return
         if "re" in message:
             self._settle(message)
@@ -123,8 +150,10 @@ class WorkerEndpoint:
         id = message.get("id")
         try:
             if message.get("v") != VERSION:
-                raise ProtocolError(f"The page speaks protocol version {message.get('v')!r}; this worker speaks {VERSION}. "
-                                    "Reload the page: its scripts and the worker's come from different versions.")
+                raise ProtocolError(
+                    f"The page speaks protocol version {message.get('v')!r}; this worker speaks {VERSION}. "
+                    "Reload the page: its scripts and the worker's come from different versions."
+                )
             handler = self._handlers.get(message.get("type"))  # type: ignore[arg-type]
             if handler is None:
                 raise ProtocolError(f"The worker has no message type {message.get('type')!r}.")
@@ -158,7 +187,7 @@ class WorkerEndpoint:
         if id is None:
             return  # a notice
         text = value if isinstance(value, Raw) else json.dumps(value)
-        self._post('{"v":%d,"re":%s,"ok":true,"value":%s}' % (VERSION, id if type(id) is int else json.dumps(id), text))
+        self._post(f'{{"v":{VERSION},"re":{id if type(id) is int else json.dumps(id)},"ok":true,"value":{text}}}')
 
     def _answer_error(self, id: Any, error: BaseException) -> None:
         detail = {"type": type(error).__name__, "message": str(error)}

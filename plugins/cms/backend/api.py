@@ -16,8 +16,9 @@ and for a crawl, room to run it (429, crawl_pool.py). A database too busy to ans
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -41,9 +42,20 @@ TEXT = {"type": "string"}
 ENTRY = {  # an entry as the API answers it; `body` only when one entry is read
     "type": "object",
     "required": ["site", "slug", "collection", "status", "title", "excerpt", "source_url", "created_at", "updated_at", "url"],
-    "properties": {"site": TEXT, "slug": TEXT, "collection": {"enum": list(COLLECTIONS)}, "status": {"enum": list(STATUSES)},
-                   "title": TEXT, "excerpt": TEXT, "body": TEXT, "source_url": TEXT, "created_at": TEXT,
-                   "updated_at": TEXT, "published_at": {"type": ["string", "null"]}, "url": {"type": ["string", "null"]}},
+    "properties": {
+        "site": TEXT,
+        "slug": TEXT,
+        "collection": {"enum": list(COLLECTIONS)},
+        "status": {"enum": list(STATUSES)},
+        "title": TEXT,
+        "excerpt": TEXT,
+        "body": TEXT,
+        "source_url": TEXT,
+        "created_at": TEXT,
+        "updated_at": TEXT,
+        "published_at": {"type": ["string", "null"]},
+        "url": {"type": ["string", "null"]},
+    },
 }
 FIELDS = {  # what a write may send; entry.py checks each field and names the one refused
     "title": {"type": "string", "maxLength": LIMITS["title"]},
@@ -53,22 +65,49 @@ FIELDS = {  # what a write may send; entry.py checks each field and names the on
     "body": {"type": "string", "maxLength": LIMITS["body"]},
     "source_url": {"type": "string", "maxLength": LIMITS["source_url"], "pattern": "^(https?://|$)"},
 }
-CREATE = {"type": "object", "required": ["title"], "additionalProperties": False,
-          "properties": {**FIELDS, "publish": {"type": "boolean"}}}
-CHANGE = {"type": "object", "additionalProperties": False, "minProperties": 1,
-          "properties": {k: v for k, v in FIELDS.items() if k != "slug"}}
-CRAWL = {"type": "object", "required": ["kind", "url"], "additionalProperties": False,
-         "properties": {"kind": {"enum": list(KINDS)}, "url": {"type": "string", "minLength": 1},
-                        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
-                        "collection": {"enum": list(COLLECTIONS)}, "dry_run": {"type": "boolean"}}}
-CRAWLED = {"type": "object", "required": ["site", "kind", "source", "found", "skipped"],
-           "properties": {"found": {"type": "integer"}, "imported": {"type": "array"}, "items": {"type": "array"},
-                          "skipped": {"type": "array"}}}
-SESSION = {"type": "object", "required": ["user", "sites"],
-           "properties": {"user": {"type": "object", "required": ["username"]}, "sites": {"type": "array", "items": {
-               "type": "object", "required": ["id", "title", "role"]}}}}
-LISTED = {"type": "object", "required": ["site", "role", "entries"],
-          "properties": {"entries": {"type": "array", "items": ENTRY}}}
+CREATE = {
+    "type": "object",
+    "required": ["title"],
+    "additionalProperties": False,
+    "properties": {**FIELDS, "publish": {"type": "boolean"}},
+}
+CHANGE = {
+    "type": "object",
+    "additionalProperties": False,
+    "minProperties": 1,
+    "properties": {k: v for k, v in FIELDS.items() if k != "slug"},
+}
+CRAWL = {
+    "type": "object",
+    "required": ["kind", "url"],
+    "additionalProperties": False,
+    "properties": {
+        "kind": {"enum": list(KINDS)},
+        "url": {"type": "string", "minLength": 1},
+        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+        "collection": {"enum": list(COLLECTIONS)},
+        "dry_run": {"type": "boolean"},
+    },
+}
+CRAWLED = {
+    "type": "object",
+    "required": ["site", "kind", "source", "found", "skipped"],
+    "properties": {
+        "found": {"type": "integer"},
+        "imported": {"type": "array"},
+        "items": {"type": "array"},
+        "skipped": {"type": "array"},
+    },
+}
+SESSION = {
+    "type": "object",
+    "required": ["user", "sites"],
+    "properties": {
+        "user": {"type": "object", "required": ["username"]},
+        "sites": {"type": "array", "items": {"type": "object", "required": ["id", "title", "role"]}},
+    },
+}
+LISTED = {"type": "object", "required": ["site", "role", "entries"], "properties": {"entries": {"type": "array", "items": ENTRY}}}
 BUSY_RETRY_SECONDS = 1
 
 
@@ -87,9 +126,7 @@ class CrawlJob:
 Handler = Callable[[Request, Any], tuple[int, Any] | CrawlJob]
 
 
-def api_routes(
-    store: SiteStore, access: Access, policy_for: Callable[[Request], FetchPolicy], crawls: CrawlPool
-) -> list[Route]:
+def api_routes(store: SiteStore, access: Access, policy_for: Callable[[Request], FetchPolicy], crawls: CrawlPool) -> list[Route]:
     def grant(request: Request, action: str, doing: str) -> Grant:
         return access.grant(request, request.path_params["site"], action, doing)
 
@@ -192,30 +229,94 @@ def api_routes(
     site = "/api/cms/sites/{site}"
     one = site + "/entries/{slug}"
     return [
-        _route("/api/cms/session", "GET", session, access, crawls,
-               "Who is signed in, and their sites and roles", {200: SESSION}),
-        _route(site + "/entries", "GET", list_entries, access, crawls, "A site's entries (viewer)", {200: LISTED},
-               query={"collection": {"enum": list(COLLECTIONS)}, "status": {"enum": list(STATUSES)}}),
-        _route(site + "/entries", "POST", create_entry, access, crawls,
-               "Create a draft (editor); `publish: true` needs a publisher", {201: ENTRY}, body=CREATE),
+        _route("/api/cms/session", "GET", session, access, crawls, "Who is signed in, and their sites and roles", {200: SESSION}),
+        _route(
+            site + "/entries",
+            "GET",
+            list_entries,
+            access,
+            crawls,
+            "A site's entries (viewer)",
+            {200: LISTED},
+            query={"collection": {"enum": list(COLLECTIONS)}, "status": {"enum": list(STATUSES)}},
+        ),
+        _route(
+            site + "/entries",
+            "POST",
+            create_entry,
+            access,
+            crawls,
+            "Create a draft (editor); `publish: true` needs a publisher",
+            {201: ENTRY},
+            body=CREATE,
+        ),
         _route(one, "GET", read_entry, access, crawls, "One entry, with its body (viewer)", {200: ENTRY}),
-        _route(one, "PATCH", update_entry, access, crawls,
-               "Change an entry's fields (editor; a published entry: publisher)", {200: ENTRY}, body=CHANGE),
-        _route(one, "DELETE", delete_entry, access, crawls, "Delete a draft (editor); ?confirm= the exact slug",
-               {200: {"type": "object", "required": ["deleted", "site"]}}, query={"confirm": TEXT}, required=("confirm",)),
-        _route(one + "/publish", "POST", set_status("published", "publishing"), access, crawls,
-               "Publish an entry (publisher)", {200: ENTRY}),
-        _route(one + "/unpublish", "POST", set_status("draft", "unpublishing"), access, crawls,
-               "Take an entry back to draft (publisher)", {200: ENTRY}),
-        _route(site + "/crawl", "POST", crawl_source, access, crawls,
-               "Import a blog, feed or WordPress site as drafts (editor); 429 with Retry-After when the "
-               "user or the server runs as many crawls as it may", {200: CRAWLED}, body=CRAWL),
+        _route(
+            one,
+            "PATCH",
+            update_entry,
+            access,
+            crawls,
+            "Change an entry's fields (editor; a published entry: publisher)",
+            {200: ENTRY},
+            body=CHANGE,
+        ),
+        _route(
+            one,
+            "DELETE",
+            delete_entry,
+            access,
+            crawls,
+            "Delete a draft (editor); ?confirm= the exact slug",
+            {200: {"type": "object", "required": ["deleted", "site"]}},
+            query={"confirm": TEXT},
+            required=("confirm",),
+        ),
+        _route(
+            one + "/publish",
+            "POST",
+            set_status("published", "publishing"),
+            access,
+            crawls,
+            "Publish an entry (publisher)",
+            {200: ENTRY},
+        ),
+        _route(
+            one + "/unpublish",
+            "POST",
+            set_status("draft", "unpublishing"),
+            access,
+            crawls,
+            "Take an entry back to draft (publisher)",
+            {200: ENTRY},
+        ),
+        _route(
+            site + "/crawl",
+            "POST",
+            crawl_source,
+            access,
+            crawls,
+            "Import a blog, feed or WordPress site as drafts (editor); 429 with Retry-After when the "
+            "user or the server runs as many crawls as it may",
+            {200: CRAWLED},
+            body=CRAWL,
+        ),
     ]
 
 
-def _route(path: str, method: str, handler: Handler, access: Access, crawls: CrawlPool, summary: str,
-           responses: dict[int, Any], *, body: dict[str, Any] | None = None, query: dict[str, Any] | None = None,
-           required: tuple[str, ...] = ()) -> Route:
+def _route(
+    path: str,
+    method: str,
+    handler: Handler,
+    access: Access,
+    crawls: CrawlPool,
+    summary: str,
+    responses: dict[int, Any],
+    *,
+    body: dict[str, Any] | None = None,
+    query: dict[str, Any] | None = None,
+    required: tuple[str, ...] = (),
+) -> Route:
     """The route of one API call: `summary`, `responses`, `body` and `query` describe it (OpenAPI)."""
 
     async def respond(request: Request) -> Response:

@@ -4,8 +4,9 @@ was read as drafts. A crawl never publishes: publishing is its own call, by a pu
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from .entry import SLUG
@@ -30,7 +31,9 @@ class Crawl:
 def crawl(kind: str, url: str, limit: int, policy: FetchPolicy) -> Crawl:
     """Read at most `limit` items; CrawlRefused/CrawlFailed/SourceError when the source itself fails."""
     readers: dict[str, Callable[[str, int, FetchPolicy], Crawl]] = {
-        "blog": _blog, "feed": _feed, "wordpress": _wordpress,
+        "blog": _blog,
+        "feed": _feed,
+        "wordpress": _wordpress,
     }
     return readers[kind](url, limit, policy)
 
@@ -45,12 +48,18 @@ def import_items(store: SiteStore, site: str, items: list[Item], collection: str
         if existing:
             skipped.append({"source_url": item.source_url, "reason": f"already imported as {existing!r}"})
             continue
-        fields = {"title": item.title, "collection": collection, "excerpt": item.excerpt,
-                  "body": item.body, "source_url": item.source_url}
+        fields = {
+            "title": item.title,
+            "collection": collection,
+            "excerpt": item.excerpt,
+            "body": item.body,
+            "source_url": item.source_url,
+        }
         suggested = item.slug if SLUG.fullmatch(item.slug or "") else ""
         entry = store.create_entry(site, fields, suggested_slug=suggested)
-        imported.append({"slug": entry["slug"], "title": entry["title"], "status": entry["status"],
-                         "source_url": entry["source_url"]})
+        imported.append(
+            {"slug": entry["slug"], "title": entry["title"], "status": entry["status"], "source_url": entry["source_url"]}
+        )
     return {"imported": imported, "skipped": skipped}
 
 

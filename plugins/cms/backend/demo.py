@@ -18,30 +18,87 @@ from .store import SiteStore
 SITES = [("acme", "Acme Corp"), ("globex", "Globex")]
 ROLES = [("acme", "ada", "publisher"), ("globex", "ada", "publisher"), ("acme", "bob", "editor"), ("globex", "bob", "viewer")]
 ENTRIES = [
-    ("acme", {"slug": "about", "collection": "pages", "title": "About Acme",
-              "excerpt": "Who we are.", "body": "Acme makes **everything**.\n\n- Anvils\n- Rockets"}, True),
-    ("acme", {"slug": "welcome", "collection": "posts", "title": "Welcome to the Acme blog",
-              "excerpt": "Our first post.", "body": "Hello, world. Read [about us](/sites/acme/about)."}, True),
-    ("acme", {"slug": "roadmap", "collection": "posts", "title": "Roadmap (draft)",
-              "excerpt": "Not public yet.", "body": "Next quarter: *more anvils*."}, False),
-    ("globex", {"slug": "about", "collection": "pages", "title": "About Globex",
-                "excerpt": "Globex, worldwide.", "body": "We build the future, quietly."}, True),
-    ("globex", {"slug": "launch-plan", "collection": "posts", "title": "Launch plan",
-                "excerpt": "Internal.", "body": "Draft: launch on Monday."}, False),
+    (
+        "acme",
+        {
+            "slug": "about",
+            "collection": "pages",
+            "title": "About Acme",
+            "excerpt": "Who we are.",
+            "body": "Acme makes **everything**.\n\n- Anvils\n- Rockets",
+        },
+        True,
+    ),
+    (
+        "acme",
+        {
+            "slug": "welcome",
+            "collection": "posts",
+            "title": "Welcome to the Acme blog",
+            "excerpt": "Our first post.",
+            "body": "Hello, world. Read [about us](/sites/acme/about).",
+        },
+        True,
+    ),
+    (
+        "acme",
+        {
+            "slug": "roadmap",
+            "collection": "posts",
+            "title": "Roadmap (draft)",
+            "excerpt": "Not public yet.",
+            "body": "Next quarter: *more anvils*.",
+        },
+        False,
+    ),
+    (
+        "globex",
+        {
+            "slug": "about",
+            "collection": "pages",
+            "title": "About Globex",
+            "excerpt": "Globex, worldwide.",
+            "body": "We build the future, quietly.",
+        },
+        True,
+    ),
+    (
+        "globex",
+        {
+            "slug": "launch-plan",
+            "collection": "posts",
+            "title": "Launch plan",
+            "excerpt": "Internal.",
+            "body": "Draft: launch on Monday.",
+        },
+        False,
+    ),
 ]
 
 POSTS = [
-    ("hello-from-the-demo-blog", "Hello from the demo blog", "2025-01-06T09:00:00",
-     "The first post of a blog the demo crawls.",
-     "<p>This blog is served by the reactor server itself, under <code>/demo-sources/</code>.</p>"
-     "<h2>Why</h2><ul><li>No network needed</li><li>Same answers every time</li></ul>"),
-    ("shipping-the-crawler", "Shipping the crawler", "2025-01-13T09:00:00",
-     "How the crawler stays out of private networks.",
-     "<p>Every address is checked <strong>before</strong> the crawler connects, and again after each redirect.</p>"),
-    ("markup-stays-text", "Markup <b>stays</b> text", "2025-01-20T09:00:00",
-     "A post with hostile markup: <img src=x onerror=alert(1)>",
-     "<p>Before.</p><script>window.pwned = 1</script><img src=x onerror=\"window.pwned=1\">"
-     "<p>Shown as text: &lt;img src=x onerror=\"window.pwned=1\"&gt; and &lt;script&gt;alert(1)&lt;/script&gt;</p>"),
+    (
+        "hello-from-the-demo-blog",
+        "Hello from the demo blog",
+        "2025-01-06T09:00:00",
+        "The first post of a blog the demo crawls.",
+        "<p>This blog is served by the reactor server itself, under <code>/demo-sources/</code>.</p>"
+        "<h2>Why</h2><ul><li>No network needed</li><li>Same answers every time</li></ul>",
+    ),
+    (
+        "shipping-the-crawler",
+        "Shipping the crawler",
+        "2025-01-13T09:00:00",
+        "How the crawler stays out of private networks.",
+        "<p>Every address is checked <strong>before</strong> the crawler connects, and again after each redirect.</p>",
+    ),
+    (
+        "markup-stays-text",
+        "Markup <b>stays</b> text",
+        "2025-01-20T09:00:00",
+        "A post with hostile markup: <img src=x onerror=alert(1)>",
+        '<p>Before.</p><script>window.pwned = 1</script><img src=x onerror="window.pwned=1">'
+        '<p>Shown as text: &lt;img src=x onerror="window.pwned=1"&gt; and &lt;script&gt;alert(1)&lt;/script&gt;</p>',
+    ),
 ]
 
 
@@ -76,8 +133,7 @@ def demo_source_routes() -> list[Route]:
         if post is None:
             return _html("Not found", "<p>No such post.</p>", 404)
         slug, title, date, summary, body = post
-        return _html(title, f"<article><h1>{escape(title)}</h1><time>{date}</time>{body}</article>",
-                     description=summary)
+        return _html(title, f"<article><h1>{escape(title)}</h1><time>{date}</time>{body}</article>", description=summary)
 
     @operation("The demo blog as RSS", responses={200: {"application/rss+xml": {"schema": {"type": "string"}}}})
     async def rss(request: Request) -> Response:
@@ -89,9 +145,11 @@ def demo_source_routes() -> list[Route]:
             f"<content:encoded>{escape(body)}</content:encoded></item>"
             for slug, title, date, summary, body in POSTS
         )
-        document = ('<?xml version="1.0" encoding="utf-8"?><rss version="2.0" '
-                    'xmlns:content="http://purl.org/rss/1.0/modules/content/"><channel>'
-                    f"<title>The demo blog</title><link>{base}/demo-sources/blog/</link>{items}</channel></rss>")
+        document = (
+            '<?xml version="1.0" encoding="utf-8"?><rss version="2.0" '
+            'xmlns:content="http://purl.org/rss/1.0/modules/content/"><channel>'
+            f"<title>The demo blog</title><link>{base}/demo-sources/blog/</link>{items}</channel></rss>"
+        )
         return Response(document, media_type="application/rss+xml")
 
     @operation("The demo blog as Atom", responses={200: {"application/atom+xml": {"schema": {"type": "string"}}}})
@@ -103,12 +161,17 @@ def demo_source_routes() -> list[Route]:
             f'<summary>{escape(summary)}</summary><content type="html">{escape(body)}</content></entry>'
             for slug, title, date, summary, body in POSTS
         )
-        document = ('<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom">'
-                    f"<title>The demo blog</title>{entries}</feed>")
+        document = (
+            '<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom">'
+            f"<title>The demo blog</title>{entries}</feed>"
+        )
         return Response(document, media_type="application/atom+xml")
 
-    @operation("The demo blog as WordPress's REST API answers it", query={"per_page": {"type": "integer", "minimum": 1, "maximum": 100}},
-               responses={200: {"type": "array", "items": {"type": "object"}}})
+    @operation(
+        "The demo blog as WordPress's REST API answers it",
+        query={"per_page": {"type": "integer", "minimum": 1, "maximum": 100}},
+        responses={200: {"type": "array", "items": {"type": "object"}}},
+    )
     async def wordpress(request: Request) -> Response:
         base = str(request.base_url).rstrip("/")
         raw = request.query_params.get("per_page", "10")
@@ -116,10 +179,17 @@ def demo_source_routes() -> list[Route]:
         if not 1 <= per_page <= 100:
             return JSONResponse({"error": f"per_page must be a whole number from 1 to 100, not {raw[:20]!r}."}, 400)
         posts = [
-            {"id": number, "slug": slug, "date_gmt": date, "status": "publish", "type": "post",
-             "link": f"{base}/demo-sources/wp/{slug}/",
-             "title": {"rendered": escape(title)}, "excerpt": {"rendered": f"<p>{escape(summary)}</p>"},
-             "content": {"rendered": body, "protected": False}}
+            {
+                "id": number,
+                "slug": slug,
+                "date_gmt": date,
+                "status": "publish",
+                "type": "post",
+                "link": f"{base}/demo-sources/wp/{slug}/",
+                "title": {"rendered": escape(title)},
+                "excerpt": {"rendered": f"<p>{escape(summary)}</p>"},
+                "content": {"rendered": body, "protected": False},
+            }
             for number, (slug, title, date, summary, body) in enumerate(POSTS, start=1)
         ]
         return Response(json.dumps(posts[:per_page]), media_type="application/json")
@@ -139,5 +209,6 @@ def _html(title: str, body: str, status: int = 200, *, description: str = "") ->
         f'<!doctype html><html><head><meta charset="utf-8"><title>{escape(title)}</title>{meta}</head>'
         f'<body><nav><a href="/demo-sources/blog/">Demo blog</a></nav><main>{body}</main>'
         "<footer>Demo content</footer></body></html>",
-        status, headers=SOURCE_HEADERS,
+        status,
+        headers=SOURCE_HEADERS,
     )

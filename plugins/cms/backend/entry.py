@@ -49,7 +49,9 @@ def check_field(key: str, value: Any) -> Any:
     if key == "title" and not value.strip():
         raise EntryError(key, "The title is empty; give the entry a title.")
     if key == "slug" and not SLUG.fullmatch(value):
-        raise EntryError(key, f"The slug {_short(value)!r} is not valid: use lowercase letters, digits and single hyphens, like 'hello-world'.")
+        raise EntryError(
+            key, f"The slug {_short(value)!r} is not valid: use lowercase letters, digits and single hyphens, like 'hello-world'."
+        )
     if key == "source_url" and value and not value.startswith(("http://", "https://")):
         raise EntryError(key, f"The source URL {_short(value)!r} must start with http:// or https://.")
     return value

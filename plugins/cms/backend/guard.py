@@ -15,8 +15,8 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 from urllib.parse import quote, urlsplit
 
 Resolver = Callable[[str, int], list[str]]

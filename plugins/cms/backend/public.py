@@ -11,18 +11,20 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from reactor.server.markdown import markdown_html
 from reactor.server.openapi import HTML, operation
 
-from reactor.server.markdown import markdown_html
 from .store import SiteStore, public_path
 
 HEADERS = {
     "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'",
     "x-content-type-options": "nosniff",
 }
-STYLE = ("body{font-family:system-ui,sans-serif;max-width:42rem;margin:2rem auto;padding:0 1rem;line-height:1.55;"
-         "color:#1d2330}header a{color:#556;text-decoration:none}pre{background:#f3f4f6;padding:.6rem;overflow:auto}"
-         ".excerpt{color:#556;font-size:1.1rem}")
+STYLE = (
+    "body{font-family:system-ui,sans-serif;max-width:42rem;margin:2rem auto;padding:0 1rem;line-height:1.55;"
+    "color:#1d2330}header a{color:#556;text-decoration:none}pre{background:#f3f4f6;padding:.6rem;overflow:auto}"
+    ".excerpt{color:#556;font-size:1.1rem}"
+)
 
 
 def public_routes(store: SiteStore) -> list[Route]:
@@ -35,7 +37,7 @@ def public_routes(store: SiteStore) -> list[Route]:
         entries = await run_in_threadpool(lambda: store.list_entries(site, status="published"))
         items = "".join(
             f'<li><a href="{escape(public_path(site, e["slug"]))}">{escape(e["title"])}</a>'
-            f' <small>{escape(e["collection"])}</small></li>'
+            f" <small>{escape(e['collection'])}</small></li>"
             for e in entries
         )
         return _page(title, f"<h1>{escape(title)}</h1><ul>{items}</ul>", site, title)
@@ -48,8 +50,10 @@ def public_routes(store: SiteStore) -> list[Route]:
             return _not_found()
         site_title = await run_in_threadpool(store.site_title, site) or site
         excerpt = f'<p class="excerpt">{escape(entry["excerpt"])}</p>' if entry["excerpt"] else ""
-        body = (f'<article data-collection="{escape(entry["collection"])}"><h1>{escape(entry["title"])}</h1>'
-                f"{excerpt}{markdown_html(entry['body'])}</article>")
+        body = (
+            f'<article data-collection="{escape(entry["collection"])}"><h1>{escape(entry["title"])}</h1>'
+            f"{excerpt}{markdown_html(entry['body'])}</article>"
+        )
         return _page(f"{entry['title']} — {site_title}", body, site, site_title)
 
     return [
@@ -60,8 +64,10 @@ def public_routes(store: SiteStore) -> list[Route]:
 
 def _page(title: str, body: str, site: str, site_title: str) -> HTMLResponse:
     header = f'<header><a href="{escape(f"/sites/{site}/")}">{escape(site_title)}</a></header>'
-    document = (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
-                f"<style>{STYLE}</style></head><body>{header}<main>{body}</main></body></html>")
+    document = (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+        f"<style>{STYLE}</style></head><body>{header}<main>{body}</main></body></html>"
+    )
     return HTMLResponse(document, headers=HEADERS)
 
 

@@ -76,14 +76,16 @@ def wordpress_items(raw: bytes, url: str) -> list[Item]:
         if not isinstance(post, dict):
             continue
         title = page_text(_rendered(post.get("title")))
-        items.append(_item(
-            title or "Untitled",
-            html_to_markdown(_rendered(post.get("content"))),
-            page_text(_rendered(post.get("excerpt"))),
-            _text(post.get("link")) or url,
-            slug=_text(post.get("slug")),
-            published=_text(post.get("date_gmt") or post.get("date")),
-        ))
+        items.append(
+            _item(
+                title or "Untitled",
+                html_to_markdown(_rendered(post.get("content"))),
+                page_text(_rendered(post.get("excerpt"))),
+                _text(post.get("link")) or url,
+                slug=_text(post.get("slug")),
+                published=_text(post.get("date_gmt") or post.get("date")),
+            )
+        )
     return items
 
 
@@ -99,7 +101,7 @@ def _rss_item(node: Any, url: str) -> Item:
 
 
 def _atom_item(node: Any, url: str) -> Item:
-    link = next((l.get("href") for l in node.findall(f"{ATOM}link") if l.get("rel", "alternate") == "alternate"), None)
+    link = next((link.get("href") for link in node.findall(f"{ATOM}link") if link.get("rel", "alternate") == "alternate"), None)
     content = node.findtext(f"{ATOM}content") or node.findtext(f"{ATOM}summary") or ""
     return _item(
         page_text(node.findtext(f"{ATOM}title") or "") or "Untitled",

@@ -4,7 +4,7 @@ decides who may call; this module only reads and writes, each call one transacti
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from reactor.server.database import Database
@@ -124,9 +124,17 @@ class SiteStore:
         chosen = fields.get("slug")
         base = chosen or suggested_slug or slugify(fields["title"])
         now = _now()
-        row = (fields.get("collection", "posts"), "published" if published else "draft", fields["title"],
-               fields.get("excerpt", ""), fields.get("body", ""), fields.get("source_url", ""),
-               now, now, now if published else None)
+        row = (
+            fields.get("collection", "posts"),
+            "published" if published else "draft",
+            fields["title"],
+            fields.get("excerpt", ""),
+            fields.get("body", ""),
+            fields.get("source_url", ""),
+            now,
+            now,
+            now if published else None,
+        )
         for _ in range(MAX_SLUG_TRIES):
             slug = chosen or self._free_slug(site, base)
             try:
@@ -190,4 +198,4 @@ def _entry(row: Any) -> dict[str, Any]:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")

@@ -17,7 +17,6 @@ async def invoke(args, context):
         "building": answer["building"],
         "outstanding": answer["total"],
         "tasks": [
-            {"id": t["id"], "title": t["title"], "priority": t["priority"], "opened": t["opened"]}
-            for t in answer["tasks"]
+            {"id": t["id"], "title": t["title"], "priority": t["priority"], "opened": t["opened"]} for t in answer["tasks"]
         ],
     }

@@ -3,7 +3,8 @@ host needs nothing special: the page contributes it, the server lists it, both f
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ..agent_tools import define_agent_tools
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Awaitable, Callable, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
+from ..arguments import parse_tool_arguments
 from ..cancellation import CancelToken
 from ..errors import AbortedError, DeclarationError, ToolError
-from ..arguments import parse_tool_arguments
 from .declaration import check_ai_tool_record
 
 _TIMEOUT = "timeout"
@@ -24,16 +25,14 @@ RecordReader = Callable[[str], Awaitable[dict[str, Any]]]
 class Runner(Protocol):
     """Runs a record's code: `invoke(args, context)`; returns its value, raises what it raised."""
 
-    async def run(self, record: dict[str, Any], args: dict[str, Any], context: dict[str, Any],
-                  signal: CancelToken) -> Any: ...
+    async def run(self, record: dict[str, Any], args: dict[str, Any], context: dict[str, Any], signal: CancelToken) -> Any: ...
 
 
 class AiToolCaller:
     """Calls AI Tools by record id; `read_record` must raise ToolError("not_permitted") when the
     user's session may not see the record, and must not answer from a cache."""
 
-    def __init__(self, read_record: RecordReader, runner: Runner, *,
-                 view_id: Callable[[], str | None] = lambda: None) -> None:
+    def __init__(self, read_record: RecordReader, runner: Runner, *, view_id: Callable[[], str | None] = lambda: None) -> None:
         self.read_record = read_record
         self.runner = runner
         self.view_id = view_id
@@ -84,6 +83,7 @@ def capped(name: str, result: Any, cap: int) -> Any:
             "too_large",
             f"{name} returned {size} bytes, over its cap of {cap} bytes, so nothing was returned. "
             "Ask for less (a smaller limit or a narrower question).",
-            size=size, cap=cap,
+            size=size,
+            cap=cap,
         )
     return result

@@ -7,7 +7,8 @@ the page it wraps a real JS AbortSignal, reachable as `signal.js` to hand to `fe
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 Fetch = Callable[..., Awaitable[Any]]
 
@@ -21,8 +22,7 @@ class ToolContext:
         self.signal = signal
         self._fetch = fetch
 
-    async def fetch_json(self, url: str, *, method: str = "GET", body: Any = None,
-                         headers: dict[str, str] | None = None) -> Any:
+    async def fetch_json(self, url: str, *, method: str = "GET", body: Any = None, headers: dict[str, str] | None = None) -> Any:
         """Fetch JSON with this call's signal, so a timeout or a stop aborts the request."""
         if self._fetch is None:
             raise RuntimeError("This context cannot fetch: no HTTP client was given to the runner.")

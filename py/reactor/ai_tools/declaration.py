@@ -32,28 +32,39 @@ RECORD_ID = re.compile(r"[a-z][a-z0-9-]{0,63}")
 RESERVED_IDS = {"agent-tools"}
 RECORD_KEYS = {"id", "name", "location", "language", "code", "settings", "visibility", "enabled"}
 # Entry points by location and language: only the one the location calls for is used.
-ENTRY_POINTS = {("ai-tool", "python"): "invoke", ("ai-tool", "javascript"): "Invoke",
-                ("ui", "python"): "run", ("ui", "javascript"): "Run"}
+ENTRY_POINTS = {
+    ("ai-tool", "python"): "invoke",
+    ("ai-tool", "javascript"): "Invoke",
+    ("ui", "python"): "run",
+    ("ui", "javascript"): "Run",
+}
 
 
 def check_ai_tool_record(record: Any) -> dict[str, Any]:
     """Return the record with defaults filled, or raise DeclarationError naming field and rule."""
     if not isinstance(record, dict):
         raise _refuse("?", "", record, f"a plugin record must be a JSON object, not {type(record).__name__}.")
-    owner = record.get("id") if isinstance(record.get("id"), str) else "?"
+    owner: str = record["id"] if isinstance(record.get("id"), str) else "?"
     unknown = sorted(set(record) - RECORD_KEYS)
     if unknown:
         raise _refuse(owner, unknown[0], record[unknown[0]], f"is not a record field; use {sorted(RECORD_KEYS)}.")
     if not isinstance(record.get("id"), str) or not RECORD_ID.fullmatch(record["id"]) or record["id"] in RESERVED_IDS:
-        raise _refuse(owner, "id", record.get("id"),
-                      "must be 1 to 64 lowercase letters, digits or '-', starting with a letter (and not 'agent-tools').")
+        raise _refuse(
+            owner,
+            "id",
+            record.get("id"),
+            "must be 1 to 64 lowercase letters, digits or '-', starting with a letter (and not 'agent-tools').",
+        )
     location = _one_of(owner, record, "location", LOCATIONS)
     language = _one_of(owner, record, "language", LANGUAGES, default="python")
     name = record.get("name")
     if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
-        raise _refuse(owner, "name", name,
-                      f"{name!r} is not a name a model can call: use 1 to 64 letters, digits, '_' or '-', "
-                      "starting with a letter or '_'.")
+        raise _refuse(
+            owner,
+            "name",
+            name,
+            f"{name!r} is not a name a model can call: use 1 to 64 letters, digits, '_' or '-', starting with a letter or '_'.",
+        )
     code = record.get("code")
     if not isinstance(code, str) or not code.strip():
         raise _refuse(owner, "code", code, "must be the plugin's source code, as text.")
@@ -76,8 +87,9 @@ def check_ai_tool_record(record: Any) -> dict[str, Any]:
     tool = settings.get("tool")
     if location == "ai-tool":
         if tool is None:
-            raise _refuse(owner, "settings.tool", None,
-                          "is required for an AI Tool: the agent sees only the declaration, never the code.")
+            raise _refuse(
+                owner, "settings.tool", None, "is required for an AI Tool: the agent sees only the declaration, never the code."
+            )
         tool = _checked_tool(owner, tool)
     elif tool is not None:
         tool = _checked_tool(owner, tool)
@@ -96,7 +108,11 @@ def check_ai_tool_record(record: Any) -> dict[str, Any]:
     if tool is not None:
         checked_settings["tool"] = tool
     return {
-        "id": record["id"], "name": name, "location": location, "language": language, "code": code,
+        "id": record["id"],
+        "name": name,
+        "location": location,
+        "language": language,
+        "code": code,
         "settings": checked_settings,
         "visibility": {"users": list(visibility.get("users", [])), "groups": list(visibility.get("groups", []))},
         "enabled": enabled,
@@ -111,8 +127,9 @@ def _checked_tool(owner: str, tool: Any) -> dict[str, Any]:
         raise _refuse(owner, f"settings.tool.{unknown[0]}", tool[unknown[0]], "is not a tool field.")
     description = tool.get("description")
     if not isinstance(description, str) or not description.strip():
-        raise _refuse(owner, "settings.tool.description", description,
-                      "must not be empty: say what the tool returns and when to use it.")
+        raise _refuse(
+            owner, "settings.tool.description", description, "must not be empty: say what the tool returns and when to use it."
+        )
     if len(description) > DESCRIPTION_LIMIT:
         raise _refuse(owner, "settings.tool.description", None, f"is longer than {DESCRIPTION_LIMIT} characters.")
     schema = tool.get("inputSchema")
@@ -124,13 +141,21 @@ def _checked_tool(owner: str, tool: Any) -> dict[str, Any]:
         raise _refuse(owner, "settings.tool.annotations", annotations, "may hold only sideEffect and timeoutMs.")
     side_effect = annotations.get("sideEffect", "write")
     if side_effect not in SIDE_EFFECTS:
-        raise _refuse(owner, "settings.tool.annotations.sideEffect", side_effect,
-                      f"{side_effect!r} is not a side effect; use one of {', '.join(SIDE_EFFECTS)}.")
+        raise _refuse(
+            owner,
+            "settings.tool.annotations.sideEffect",
+            side_effect,
+            f"{side_effect!r} is not a side effect; use one of {', '.join(SIDE_EFFECTS)}.",
+        )
     timeout = annotations.get("timeoutMs", TIMEOUT_MS_DEFAULT)
     low, high = TIMEOUT_MS_RANGE
     if isinstance(timeout, bool) or not isinstance(timeout, int) or not low <= timeout <= high:
-        raise _refuse(owner, "settings.tool.annotations.timeoutMs", timeout,
-                      f"must be a whole number of milliseconds from {low} to {high}, not {timeout!r}.")
+        raise _refuse(
+            owner,
+            "settings.tool.annotations.timeoutMs",
+            timeout,
+            f"must be a whole number of milliseconds from {low} to {high}, not {timeout!r}.",
+        )
     cap = tool.get("maxResultBytes", RESULT_CAP_DEFAULT)
     low, high = RESULT_CAP_RANGE
     if isinstance(cap, bool) or not isinstance(cap, int) or not low <= cap <= high:
@@ -153,9 +178,7 @@ def _check_entry_point(owner: str, code: str, language: str, entry: str) -> None
         except (RecursionError, MemoryError):
             # Deeply nested expressions (`x+x+…`, `-----1`) exhaust the parser before any syntax error.
             raise _refuse(owner, "code", None, "nests too deeply for Python to parse; split long expressions.") from None
-        defined = any(
-            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry for node in tree.body
-        )
+        defined = any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry for node in tree.body)
     else:
         defined = re.search(rf"(?:function\s+{entry}\s*\(|\b(?:const|let|var)\s+{entry}\s*=)", code) is not None
     if not defined:

@@ -31,8 +31,7 @@ class InProcessRunner:
         self.base_url = base_url
         self.headers = dict(headers or {})
 
-    async def run(self, record: dict[str, Any], args: dict[str, Any], context: dict[str, Any],
-                  signal: CancelToken) -> Any:
+    async def run(self, record: dict[str, Any], args: dict[str, Any], context: dict[str, Any], signal: CancelToken) -> Any:
         if record["language"] != "python":
             raise ToolError("unavailable", f"{record['name']} is JavaScript; it runs only in the page.")
         invoke = load_code(record["id"], record["code"])["invoke"]
@@ -45,8 +44,9 @@ class InProcessRunner:
         import urllib.request  # here, not at the top: the page imports this module but never calls this
 
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.base_url + url, data=data, method=method,
-                                         headers={"content-type": "application/json", **self.headers, **headers})
+        request = urllib.request.Request(
+            self.base_url + url, data=data, method=method, headers={"content-type": "application/json", **self.headers, **headers}
+        )
 
         def read() -> Any:
             with urllib.request.urlopen(request, timeout=30) as response:

@@ -20,10 +20,10 @@ Pure Python: runs on CPython and in Pyodide; HTTP goes through the `send` the ca
 
 from __future__ import annotations
 
-from .anthropic import AnthropicModel
-from .approval import ApprovalGate, ApprovalRequest, needs_approval, side_effect_level, tool_annotations
 from ..envelope import FAILURE_CODES, envelope_text, is_failure, tool_failure, tool_success
 from ..errors import ToolError
+from .anthropic import AnthropicModel
+from .approval import ApprovalGate, ApprovalRequest, needs_approval, side_effect_level, tool_annotations
 from .errors import HostError, ProviderError
 from .formats import (
     anthropic_result,

@@ -19,8 +19,7 @@ from .model import END_TURN, MAX_TOKENS, OTHER, REFUSAL, TOOL_USE, ModelRequest,
 from .streaming import AnthropicStream
 from .transport import Send, post_json, post_stream
 
-_STOPS = {"end_turn": END_TURN, "stop_sequence": END_TURN, "tool_use": TOOL_USE, "max_tokens": MAX_TOKENS,
-          "refusal": REFUSAL}
+_STOPS = {"end_turn": END_TURN, "stop_sequence": END_TURN, "tool_use": TOOL_USE, "max_tokens": MAX_TOKENS, "refusal": REFUSAL}
 
 
 class AnthropicModel:
@@ -28,8 +27,18 @@ class AnthropicModel:
 
     provider = "Anthropic"
 
-    def __init__(self, *, model: str, send: Send, api_key: str, base_url: str = "https://api.anthropic.com",
-                 max_tokens: int = 4096, version: str = "2023-06-01", label: str = "", stream: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        model: str,
+        send: Send,
+        api_key: str,
+        base_url: str = "https://api.anthropic.com",
+        max_tokens: int = 4096,
+        version: str = "2023-06-01",
+        label: str = "",
+        stream: bool = False,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.label = label or model
@@ -51,25 +60,46 @@ class AnthropicModel:
         return body
 
     async def complete(self, request: ModelRequest, signal: CancelToken) -> ModelTurn:
-        headers = {"x-api-key": self._api_key, "anthropic-version": self.version,
-                   "anthropic-dangerous-direct-browser-access": "true"}
+        headers = {
+            "x-api-key": self._api_key,
+            "anthropic-version": self.version,
+            "anthropic-dangerous-direct-browser-access": "true",
+        }
         url, body = f"{self.base_url}/v1/messages", self.request_body(request)
         if not self.stream:
             data = await post_json(self._send, url, headers, body, signal=signal, provider=self.provider, secret=self._api_key)
             return self.parse_response(data)
         stream = AnthropicStream(self.provider, request.on_text or (lambda text: None))
-        whole = await post_stream(self._send, url, headers, {**body, "stream": True}, signal=signal,
-                                  provider=self.provider, secret=self._api_key, on_event=stream.event)
+        whole = await post_stream(
+            self._send,
+            url,
+            headers,
+            {**body, "stream": True},
+            signal=signal,
+            provider=self.provider,
+            secret=self._api_key,
+            on_event=stream.event,
+        )
         if whole is None and not stream.complete:
-            raise ProviderError(f"{self.provider} ended its stream before the answer was complete; try again.",
-                                provider=self.provider, status=200, kind="server")
-        return self.parse_response(whole if whole is not None else {"content": stream.content(), "stop_reason": stream.stop_reason})
+            raise ProviderError(
+                f"{self.provider} ended its stream before the answer was complete; try again.",
+                provider=self.provider,
+                status=200,
+                kind="server",
+            )
+        return self.parse_response(
+            whole if whole is not None else {"content": stream.content(), "stop_reason": stream.stop_reason}
+        )
 
     def parse_response(self, data: dict[str, Any]) -> ModelTurn:
         blocks = data.get("content")
         if not isinstance(blocks, list):
-            raise ProviderError(f"Anthropic answered without a content list: {json.dumps(data)[:200]}.",
-                                provider=self.provider, status=200, kind="bad_response")
+            raise ProviderError(
+                f"Anthropic answered without a content list: {json.dumps(data)[:200]}.",
+                provider=self.provider,
+                status=200,
+                kind="bad_response",
+            )
         text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
         calls = tuple(ToolCall(b["id"], b["name"], b.get("input")) for b in blocks if b.get("type") == "tool_use")
         reason = str(data.get("stop_reason") or "")

@@ -10,12 +10,13 @@ on the model calling the tool again").
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
-
-from ..cancellation import CancelToken
+from typing import Any
 
 from ..agent_tools import SIDE_EFFECTS
+from ..cancellation import CancelToken
+
 DECISIONS = ("allow", "always", "deny")
 log = logging.getLogger("reactor")
 

@@ -9,8 +9,6 @@ ToolError and AbortedError live in reactor.errors: tools and AI Tool plugins rai
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..errors import ReactorError
 
 

@@ -13,10 +13,11 @@ arguments against the full one before anything runs (arguments.py).
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
-from .approval import tool_annotations
 from ..envelope import envelope_text, is_failure
+from .approval import tool_annotations
 from .tools import HostTool
 
 # OpenAI and Anthropic refuse these at the top of a function's schema; both want an object

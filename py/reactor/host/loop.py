@@ -10,14 +10,15 @@ aborted.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..cancellation import CancelToken
+from ..envelope import is_failure, tool_failure
 from ..errors import AbortedError
 from ..events import Emitter
-from .approval import Approve, ApprovalGate, ApprovalRequest
-from ..envelope import is_failure, tool_failure
+from .approval import ApprovalGate, ApprovalRequest, Approve
 from .errors import HostError
 from .model import MAX_TOKENS, Model, ModelRequest, ModelTurn, ToolCall
 from .tools import Toolbox, outcome_line
@@ -94,8 +95,12 @@ class ChatLoop:
 
     async def _run(self, token: CancelToken) -> LoopOutcome:
         for step in range(1, self.max_steps + 1):
-            request = ModelRequest(self.instructions, list(self.history), self.toolbox.tools(),
-                                   on_text=lambda text: token.aborted or self._emit("message.delta", role="assistant", text=text))
+            request = ModelRequest(
+                self.instructions,
+                list(self.history),
+                self.toolbox.tools(),
+                on_text=lambda text: token.aborted or self._emit("message.delta", role="assistant", text=text),
+            )
             try:
                 turn = await token.race(self.model.complete(request, token))
             except AbortedError:
@@ -122,25 +127,41 @@ class ChatLoop:
         if token.aborted:
             return tool_failure("aborted", f"{call.name} did not run: the person stopped the chat.")
         if last:
-            return tool_failure("aborted", f"{call.name} did not run: the step limit of {self.max_steps} model "
-                                "requests was reached. Tell the person what is left to do.")
+            return tool_failure(
+                "aborted",
+                f"{call.name} did not run: the step limit of {self.max_steps} model "
+                "requests was reached. Tell the person what is left to do.",
+            )
         tool = self.toolbox.tool(call.name)
-        self._emit("tool_call.started", call_id=call.id, name=call.name, arguments=call.arguments,
-                   title=tool.title if tool is not None else "")
+        self._emit(
+            "tool_call.started",
+            call_id=call.id,
+            name=call.name,
+            arguments=call.arguments,
+            title=tool.title if tool is not None else "",
+        )
         result = await self._run_call(call, turn, token)
         summary = outcome_line(tool, call.arguments, result)
         if result.get("error", {}).get("code") == "denied":
             self._emit("tool_call.denied", call_id=call.id, name=call.name, result=result, summary=summary)
         else:
-            self._emit("tool_call.failed" if is_failure(result) else "tool_call.finished",
-                       call_id=call.id, name=call.name, result=result, summary=summary)
+            self._emit(
+                "tool_call.failed" if is_failure(result) else "tool_call.finished",
+                call_id=call.id,
+                name=call.name,
+                result=result,
+                summary=summary,
+            )
         return result
 
     async def _run_call(self, call: ToolCall, turn: ModelTurn, token: CancelToken) -> dict[str, Any]:
         if turn.stop_reason == MAX_TOKENS:
-            return tool_failure("invalid_arguments", f"The answer was cut off by the token limit, so the arguments "
-                                f"of {call.name} may be incomplete; it did not run. Call it again.",
-                                problems=[{"path": "$", "message": "cut off by the token limit"}])
+            return tool_failure(
+                "invalid_arguments",
+                f"The answer was cut off by the token limit, so the arguments "
+                f"of {call.name} may be incomplete; it did not run. Call it again.",
+                problems=[{"path": "$", "message": "cut off by the token limit"}],
+            )
         prepared = self.toolbox.prepare(call.name, call.arguments)
         if isinstance(prepared, dict):
             return prepared
@@ -151,11 +172,16 @@ class ChatLoop:
         except AbortedError:
             return tool_failure("aborted", f"{tool.name} did not run: the chat was stopped while asking to approve it.")
         if decision == "deny":
-            return tool_failure("denied", f"The person declined to run {tool.name}; it did not run. Do not call it "
-                                "again unless they ask; say what you meant to do instead.")
+            return tool_failure(
+                "denied",
+                f"The person declined to run {tool.name}; it did not run. Do not call it "
+                "again unless they ask; say what you meant to do instead.",
+            )
         if decision == "unasked":
-            return tool_failure("denied", f"{tool.name} changes things and needs the person's approval, which this "
-                                "host could not ask for; it did not run.")
+            return tool_failure(
+                "denied",
+                f"{tool.name} changes things and needs the person's approval, which this host could not ask for; it did not run.",
+            )
         if decision in ("allow", "always"):
             self._emit("tool_call.approved", call_id=call.id, name=tool.name, decision=decision)
         return await self.toolbox.run(tool, args, signal=token, timeout=self.tool_timeout)

@@ -13,8 +13,9 @@ model's own words; the host parses it only to run the call.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from ..cancellation import CancelToken
 from .tools import HostTool

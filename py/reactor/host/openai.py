@@ -18,8 +18,7 @@ from .model import END_TURN, MAX_TOKENS, OTHER, REFUSAL, TOOL_USE, ModelRequest,
 from .streaming import OpenAIStream
 from .transport import Send, post_json, post_stream
 
-_STOPS = {"stop": END_TURN, "tool_calls": TOOL_USE, "function_call": TOOL_USE, "length": MAX_TOKENS,
-          "content_filter": REFUSAL}
+_STOPS = {"stop": END_TURN, "tool_calls": TOOL_USE, "function_call": TOOL_USE, "length": MAX_TOKENS, "content_filter": REFUSAL}
 
 
 class OpenAIChatModel:
@@ -27,9 +26,18 @@ class OpenAIChatModel:
 
     provider = "OpenAI-compatible server"
 
-    def __init__(self, *, base_url: str, model: str, send: Send, api_key: str = "",
-                 max_tokens: int | None = None, temperature: float | None = None, label: str = "",
-                 stream: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        send: Send,
+        api_key: str = "",
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        label: str = "",
+        stream: bool = False,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.label = label or model
@@ -61,13 +69,25 @@ class OpenAIChatModel:
             data = await post_json(self._send, url, headers, body, signal=signal, provider=self.provider, secret=self._api_key)
             return self.parse_response(data)
         stream = OpenAIStream(self.provider, request.on_text or _ignore)
-        whole = await post_stream(self._send, url, headers, {**body, "stream": True}, signal=signal,
-                                  provider=self.provider, secret=self._api_key, on_event=stream.event)
+        whole = await post_stream(
+            self._send,
+            url,
+            headers,
+            {**body, "stream": True},
+            signal=signal,
+            provider=self.provider,
+            secret=self._api_key,
+            on_event=stream.event,
+        )
         if whole is not None:
             return self.parse_response(whole)
         if not stream.complete:
-            raise ProviderError(f"{self.provider} ended its stream before the answer was complete; try again.",
-                                provider=self.provider, status=200, kind="server")
+            raise ProviderError(
+                f"{self.provider} ended its stream before the answer was complete; try again.",
+                provider=self.provider,
+                status=200,
+                kind="server",
+            )
         calls = stream.tool_calls()
         reason = stream.finish_reason
         stop = TOOL_USE if calls and reason in ("stop", "") else _STOPS.get(reason, OTHER)
@@ -78,11 +98,18 @@ class OpenAIChatModel:
             choice = data["choices"][0]
             message = choice["message"]
         except (KeyError, IndexError, TypeError):
-            raise ProviderError(f"{self.provider} answered without choices[0].message: {json.dumps(data)[:200]}.",
-                                provider=self.provider, status=200, kind="bad_response") from None
+            raise ProviderError(
+                f"{self.provider} answered without choices[0].message: {json.dumps(data)[:200]}.",
+                provider=self.provider,
+                status=200,
+                kind="bad_response",
+            ) from None
         calls = tuple(
-            ToolCall(call.get("id") or f"call_{index}", call.get("function", {}).get("name", ""),
-                     call.get("function", {}).get("arguments"))
+            ToolCall(
+                call.get("id") or f"call_{index}",
+                call.get("function", {}).get("name", ""),
+                call.get("function", {}).get("arguments"),
+            )
             for index, call in enumerate(message.get("tool_calls") or [])
         )
         reason = str(choice.get("finish_reason") or "")

@@ -12,8 +12,9 @@ the conversation, so it behaves the same after a reload.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from ..cancellation import CancelToken
 from .model import END_TURN, TOOL_USE, ModelRequest, ModelTurn, ToolCall
@@ -22,18 +23,33 @@ from .tools import HostTool, outcome_line
 LABEL = "Scripted model (no AI)"
 _VERBS = ("list", "show", "open", "next", "previous", "prev", "back", "go", "present", "publish", "import")
 _INTENTS = [
-    ("import", re.compile(r"^import\s+(?:the\s+)?(?:(?P<limit>\d+)\s+posts?\s+from\s+(?:the\s+)?)?"
-                          r"(?P<noun>blog|feed|wordpress)(?:\s+site)?\s+(?:at|from)\s+(?P<url>\S+)$")),
+    (
+        "import",
+        re.compile(
+            r"^import\s+(?:the\s+)?(?:(?P<limit>\d+)\s+posts?\s+from\s+(?:the\s+)?)?"
+            r"(?P<noun>blog|feed|wordpress)(?:\s+site)?\s+(?:at|from)\s+(?P<url>\S+)$"
+        ),
+    ),
     ("show", re.compile(r"^show\s+(?:the\s+)?(?P<noun>page|post)\s+(?:about|called|titled|named)\s+(?P<what>.+)$")),
     ("list", re.compile(r"^(?:list|show)(?:\s+(?:all|the|my))*\s+(?P<noun>[a-z]+?)s?$")),
-    ("open", re.compile(r"^open\s+(?:the\s+)?(?:(?P<noun>deck|page|post)\s+)?(?P<what>.+?)"
-                        r"(?:\s+(?:at|on|to)\s+slide\s+(?P<slide>\d+))?$")),
+    (
+        "open",
+        re.compile(
+            r"^open\s+(?:the\s+)?(?:(?P<noun>deck|page|post)\s+)?(?P<what>.+?)"
+            r"(?:\s+(?:at|on|to)\s+slide\s+(?P<slide>\d+))?$"
+        ),
+    ),
     ("next_slide", re.compile(r"^(?:go\s+to\s+)?(?:the\s+)?next(?:\s+slide)?$")),
     ("previous_slide", re.compile(r"^(?:go\s+)?(?:to\s+)?(?:the\s+)?(?:previous|prev|back)(?:\s+slide)?$")),
     ("go_to_slide", re.compile(r"^go\s+to\s+slide\s+(?P<slide>\d+)$")),
     ("present", re.compile(r"^present(?:\s+it|\s+the\s+deck)?$")),
-    ("publish", re.compile(r"^publish\s+(?:the\s+)?(?:(?P<noun>page|post|article)\s+)?"
-                           r"(?:(?:about|called|titled|named)\s+)?(?P<what>.+)$")),
+    (
+        "publish",
+        re.compile(
+            r"^publish\s+(?:the\s+)?(?:(?P<noun>page|post|article)\s+)?"
+            r"(?:(?:about|called|titled|named)\s+)?(?P<what>.+)$"
+        ),
+    ),
 ]
 
 
@@ -98,8 +114,13 @@ class ScriptedModel:
 
 def _calls_since(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     results = {m["tool_call_id"]: m["result"] for m in messages if m["role"] == "tool"}
-    return [(c["name"], results[c["id"]]) for m in messages if m["role"] == "assistant"
-            for c in m.get("tool_calls") or [] if c["id"] in results]
+    return [
+        (c["name"], results[c["id"]])
+        for m in messages
+        if m["role"] == "assistant"
+        for c in m.get("tool_calls") or []
+        if c["id"] in results
+    ]
 
 
 def _clauses(text: str) -> list[str]:
@@ -161,7 +182,7 @@ def _find(tools: dict[str, HostTool], verb: str, noun: str, prefix: str = "") ->
         if verb not in words or (prefix and words[0] != prefix):
             continue
         at = words.index(verb)
-        points = 1 + any(w.startswith(noun) for w in words) + any(w.startswith(noun) for w in words[at + 1:at + 2])
+        points = 1 + any(w.startswith(noun) for w in words) + any(w.startswith(noun) for w in words[at + 1 : at + 2])
         if points > score:
             best, score = name, points
     return best
@@ -170,9 +191,11 @@ def _find(tools: dict[str, HostTool], verb: str, noun: str, prefix: str = "") ->
 def _match(results: list[Any], what: str) -> dict[str, Any] | None:
     """The item, newest results first, whose id is `what` or whose title holds it."""
     items = [item for result in reversed(results) for item in _items(result.get("result"))]
-    for test in (lambda i: what in (str(i.get("id", "")).lower(), str(i.get("slug", "")).lower()),
-                 lambda i: _title(i) == what,
-                 lambda i: what in _title(i) or (_title(i) and _title(i) in what)):
+    for test in (
+        lambda i: what in (str(i.get("id", "")).lower(), str(i.get("slug", "")).lower()),
+        lambda i: _title(i) == what,
+        lambda i: what in _title(i) or (_title(i) and _title(i) in what),
+    ):
         for item in items:
             if test(item):
                 return item
@@ -232,7 +255,7 @@ def examples(tools: Iterable[HostTool]) -> list[str]:
         if "crawl" in words and "blog" in words:
             example = "import 1 post from the blog at https://…"
         elif "list" in words:
-            after = words[words.index("list") + 1:]
+            after = words[words.index("list") + 1 :]
             noun = after[-1] if after else words[0]
             example = f"list {noun if noun.endswith('s') else noun + 's'}"
         elif tool.name.endswith("_go_to_slide"):
@@ -253,7 +276,9 @@ def _help(tools: dict[str, HostTool], cannot: str = "") -> str:
     first = f"{cannot[:-1]}: I" if cannot else "I"
     tries = examples(tools.values())
     if not tries:
-        return f"{first} am a scripted model, not an AI, and this page gives me no tools I understand. " \
-               "Choose a model in Model settings to ask anything."
+        return (
+            f"{first} am a scripted model, not an AI, and this page gives me no tools I understand. "
+            "Choose a model in Model settings to ask anything."
+        )
     quoted = ", ".join(f"“{t}”" for t in tries[:-1]) + (f" or “{tries[-1]}”" if len(tries) > 1 else f"“{tries[0]}”")
     return f"{first} am a scripted model, not an AI, and only understand short commands for this page's tools. Try {quoted}."

@@ -7,13 +7,14 @@ given to the model adapter, which sends it only to the provider's own URL.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..cancellation import CancelToken
 from ..envelope import tool_failure
 from .anthropic import AnthropicModel
-from .approval import Approve, ApprovalRequest
+from .approval import ApprovalRequest, Approve
 from .loop import ChatLoop, HostEvent
 from .model import Model
 from .openai import OpenAIChatModel
@@ -37,28 +38,47 @@ def model_from_settings(settings: dict[str, Any], send: Send) -> Model:
     if base_url:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"The base URL must be an http:// or https:// address, such as https://api.openai.com/v1; "
-                             f"{base_url[:80]!r} is not.")
+            raise ValueError(
+                f"The base URL must be an http:// or https:// address, such as https://api.openai.com/v1; "
+                f"{base_url[:80]!r} is not."
+            )
     if provider == "openai":
         if not base_url:
-            raise ValueError("Give the base URL of the OpenAI-compatible API, e.g. https://api.openai.com/v1 "
-                             "or http://127.0.0.1:11434/v1 for Ollama.")
+            raise ValueError(
+                "Give the base URL of the OpenAI-compatible API, e.g. https://api.openai.com/v1 "
+                "or http://127.0.0.1:11434/v1 for Ollama."
+            )
         where = urlsplit(base_url).netloc
-        return OpenAIChatModel(base_url=base_url, model=model, send=send, api_key=key, stream=True,
-                               label=f"{model} · OpenAI-compatible at {where}")
+        return OpenAIChatModel(
+            base_url=base_url, model=model, send=send, api_key=key, stream=True, label=f"{model} · OpenAI-compatible at {where}"
+        )
     if provider == "anthropic":
         if not key:
             raise ValueError("Give the Anthropic API key; it stays in this browser tab.")
-        return AnthropicModel(model=model, send=send, api_key=key, label=f"{model} · Anthropic", stream=True,
-                              **({"base_url": base_url} if base_url else {}))
+        return AnthropicModel(
+            model=model,
+            send=send,
+            api_key=key,
+            label=f"{model} · Anthropic",
+            stream=True,
+            **({"base_url": base_url} if base_url else {}),  # type: ignore[arg-type]  # a str, as base_url is
+        )
     raise ValueError(f"Unknown provider {provider!r}; use one of {', '.join(PROVIDERS)}.")
 
 
 class ChatSession:
     """The chat of one page: its agent spec, its settings, one history kept across settings."""
 
-    def __init__(self, reactor: Any, spec: AgentSpec, *, send: Send, approve: Approve,
-                 on_event: Callable[[HostEvent], object], max_steps: int = 8) -> None:
+    def __init__(
+        self,
+        reactor: Any,
+        spec: AgentSpec,
+        *,
+        send: Send,
+        approve: Approve,
+        on_event: Callable[[HostEvent], object],
+        max_steps: int = 8,
+    ) -> None:
         self.toolbox = Toolbox(reactor, spec)
         self.send_http = send
         self.approve = approve
@@ -105,5 +125,6 @@ class ChatSession:
         return await self.toolbox.run(tool, checked, signal=signal)
 
     def _loop(self, model: Model, *, history: list[dict[str, Any]]) -> ChatLoop:
-        return ChatLoop(model, self.toolbox, approve=self.approve, max_steps=self.max_steps,
-                        on_event=self.on_event, history=history)
+        return ChatLoop(
+            model, self.toolbox, approve=self.approve, max_steps=self.max_steps, on_event=self.on_event, history=history
+        )

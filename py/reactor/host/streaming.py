@@ -12,7 +12,8 @@ arguments as an object) are read too.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .errors import ProviderError
 from .model import ToolCall
@@ -37,7 +38,7 @@ class EventStream:
             if self._buffer[cut] == "\r" and cut + 1 == len(self._buffer):
                 return events  # a "\r" may be the first half of "\r\n": wait for the next chunk
             line = self._buffer[:cut]
-            self._buffer = self._buffer[cut + (2 if self._buffer.startswith("\r\n", cut) else 1):]
+            self._buffer = self._buffer[cut + (2 if self._buffer.startswith("\r\n", cut) else 1) :]
             if not line:
                 if self._data:
                     events.append((self._event or "message", "\n".join(self._data)))
@@ -60,8 +61,9 @@ def _json(data: str, provider: str) -> Any:
     try:
         return json.loads(data)
     except ValueError:
-        raise ProviderError(f"{provider} streamed an event that is not JSON: {data[:200]!r}.",
-                            provider=provider, status=200, kind="bad_response") from None
+        raise ProviderError(
+            f"{provider} streamed an event that is not JSON: {data[:200]!r}.", provider=provider, status=200, kind="bad_response"
+        ) from None
 
 
 class OpenAIStream:
@@ -82,8 +84,9 @@ class OpenAIStream:
         if isinstance(chunk, dict) and chunk.get("error"):
             error = chunk["error"]
             message = error.get("message", error) if isinstance(error, dict) else error
-            raise ProviderError(f"{self.provider} stopped mid-answer: {message}", provider=self.provider,
-                                status=200, kind="server")
+            raise ProviderError(
+                f"{self.provider} stopped mid-answer: {message}", provider=self.provider, status=200, kind="server"
+            )
         for choice in (chunk.get("choices") or []) if isinstance(chunk, dict) else []:
             delta = choice.get("delta") or choice.get("message") or {}
             content = delta.get("content")
@@ -110,8 +113,7 @@ class OpenAIStream:
         return self.done or bool(self.finish_reason)
 
     def tool_calls(self) -> tuple[ToolCall, ...]:
-        return tuple(ToolCall(c["id"] or f"call_{i}", c["name"], c["arguments"] or "{}")
-                     for i, c in sorted(self.calls.items()))
+        return tuple(ToolCall(c["id"] or f"call_{i}", c["name"], c["arguments"] or "{}") for i, c in sorted(self.calls.items()))
 
 
 class AnthropicStream:
@@ -128,9 +130,12 @@ class AnthropicStream:
         kind = payload.get("type", kind) if isinstance(payload, dict) else kind
         if kind == "error":
             error = payload.get("error") or {}
-            raise ProviderError(f"{self.provider} stopped mid-answer ({error.get('type', 'error')}): "
-                                f"{error.get('message', '')}", provider=self.provider, status=200,
-                                kind="overloaded" if error.get("type") == "overloaded_error" else "server")
+            raise ProviderError(
+                f"{self.provider} stopped mid-answer ({error.get('type', 'error')}): {error.get('message', '')}",
+                provider=self.provider,
+                status=200,
+                kind="overloaded" if error.get("type") == "overloaded_error" else "server",
+            )
         if kind == "content_block_start":
             block = dict(payload.get("content_block") or {})
             block.setdefault("text", "")
@@ -163,8 +168,7 @@ class AnthropicStream:
                     arguments = json.loads(text) if text else block.get("input") or {}
                 except ValueError:  # cut off by max_tokens: the loop asks the model to call again
                     arguments = text
-                content.append({"type": "tool_use", "id": block.get("id", ""), "name": block.get("name", ""),
-                                "input": arguments})
+                content.append({"type": "tool_use", "id": block.get("id", ""), "name": block.get("name", ""), "input": arguments})
             elif block.get("type") == "text":
                 content.append({"type": "text", "text": block["text"]})
         return content

@@ -14,26 +14,27 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any
 
 from ..agent_tools import AgentTools, fill_summary
+from ..arguments import NO_PARAMETERS, parse_tool_arguments
 from ..awaiting import is_awaitable
-from ..commands import did_you_mean
 from ..cancellation import CancelToken
-from ..errors import AbortedError
+from ..commands import did_you_mean
+from ..envelope import tool_failure, tool_success
 from ..errors import (
+    AbortedError,
     CommandFailedError,
     CommandNotFoundError,
     CommandUnavailableError,
     DeclarationError,
     InvalidArgumentsError,
+    ToolError,
 )
-from .approval import side_effect_level
-from ..arguments import NO_PARAMETERS, parse_tool_arguments
-from ..envelope import tool_failure, tool_success
-from ..errors import ToolError
 from ..schema import compiled_validator
+from .approval import side_effect_level
 
 HostHandler = Callable[[dict[str, Any], CancelToken], Any]
 _TIMEOUT = object()
@@ -61,18 +62,25 @@ class AgentSpec:
             raise DeclarationError(
                 f"Agent spec {name!r} lists tools; a spec names plugins, and their AgentTools bundles "
                 "bring the tools. Remove `tools` and add the plugins to `plugins`.",
-                owner=str(name), field="tools", value=data["tools"],
+                owner=str(name),
+                field="tools",
+                value=data["tools"],
             )
         unknown = sorted(set(data) - {"name", "instructions", "plugins"})
         if unknown:
-            raise DeclarationError(f"Agent spec {name!r}: {unknown[0]} is not a spec field.",
-                                   owner=str(name), field=unknown[0], value=data[unknown[0]])
+            raise DeclarationError(
+                f"Agent spec {name!r}: {unknown[0]} is not a spec field.",
+                owner=str(name),
+                field=unknown[0],
+                value=data[unknown[0]],
+            )
         plugins = data.get("plugins", [])
         if not isinstance(name, str) or not name.strip():
             raise DeclarationError(f"An agent spec needs a name, not {name!r}.", owner="?", field="name", value=name)
         if isinstance(plugins, str) or not all(isinstance(p, str) for p in plugins):
-            raise DeclarationError(f"Agent spec {name!r}: plugins must be a list of plugin names.",
-                                   owner=name, field="plugins", value=plugins)
+            raise DeclarationError(
+                f"Agent spec {name!r}: plugins must be a list of plugin names.", owner=name, field="plugins", value=plugins
+            )
         return cls(name, data.get("instructions", ""), tuple(plugins))
 
 
@@ -132,16 +140,20 @@ class Toolbox:
                 callable_now = f"You can call {len(admitted)} tools; they are listed in this request's tools."
             if any(name == e["name"] for b in self._read_bundles() for e in b["commands"]):
                 return tool_failure(
-                    "not_admitted", f"The tool {name} is not granted to this agent, so it did not run. {callable_now}",
+                    "not_admitted",
+                    f"The tool {name} is not granted to this agent, so it did not run. {callable_now}",
                 )
-            return tool_failure("unknown_tool", f"There is no tool named {name!r}; nothing ran."
-                                f"{did_you_mean(name, admitted)} {callable_now}")
+            return tool_failure(
+                "unknown_tool", f"There is no tool named {name!r}; nothing ran.{did_you_mean(name, admitted)} {callable_now}"
+            )
         try:
             return tool, parse_tool_arguments(tool.name, raw_arguments, tool.validator)
         except ToolError as error:
             return tool_failure(error.code, str(error), **error.details)
 
-    def call(self, name: Any, raw_arguments: Any, *, signal: CancelToken | None = None) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+    def call(
+        self, name: Any, raw_arguments: Any, *, signal: CancelToken | None = None
+    ) -> dict[str, Any] | Awaitable[dict[str, Any]]:
         """Prepare and run a call as the page's own code does (no approval step): the envelope at
         once when the command's handler is synchronous (an await through the browser's event
         loop costs ten times a sync call), else an awaitable of it. Without a signal nothing can
@@ -162,7 +174,9 @@ class Toolbox:
             return self._settle(tool, outcome, signal)
         return tool_success(outcome)
 
-    async def run(self, tool: HostTool, args: dict[str, Any], *, signal: CancelToken, timeout: float | None = None) -> dict[str, Any]:
+    async def run(
+        self, tool: HostTool, args: dict[str, Any], *, signal: CancelToken, timeout: float | None = None
+    ) -> dict[str, Any]:
         """Run a prepared call; every outcome, stop and timeout included, is an envelope."""
         token = signal.child()
         timer = asyncio.get_running_loop().call_later(timeout, token.abort, _TIMEOUT) if timeout else None
@@ -276,6 +290,12 @@ def outcome_line(tool: HostTool | None, raw_arguments: Any, envelope: dict[str, 
         if line:
             return line
     title = (tool.title or tool.name) if tool is not None else "The tool"
-    said = next((value[key] for key in ("reason", "message", "note", "warning")
-                 if isinstance(value, dict) and isinstance(value.get(key), str) and value[key]), "")
+    said = next(
+        (
+            value[key]
+            for key in ("reason", "message", "note", "warning")
+            if isinstance(value, dict) and isinstance(value.get(key), str) and value[key]
+        ),
+        "",
+    )
     return f"{title}: {said}" if said else f"{title}: done."

@@ -15,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from ..cancellation import CancelToken
 from ..errors import AbortedError
@@ -24,8 +25,15 @@ from .streaming import EventStream
 
 Send = Callable[..., Awaitable[tuple[int, dict[str, str], str]]]
 
-_KINDS = {400: "invalid_request", 401: "authentication", 403: "permission", 404: "not_found",
-          413: "request_too_large", 429: "rate_limit", 529: "overloaded"}
+_KINDS = {
+    400: "invalid_request",
+    401: "authentication",
+    403: "permission",
+    404: "not_found",
+    413: "request_too_large",
+    429: "rate_limit",
+    529: "overloaded",
+}
 _ADVICE = {
     "authentication": "Check the API key.",
     "permission": "The key may not use this model or endpoint.",
@@ -37,8 +45,14 @@ _ADVICE = {
 
 
 async def post_json(
-    send: Send, url: str, headers: dict[str, str], body: dict[str, Any], *,
-    signal: CancelToken, provider: str, secret: str = "",
+    send: Send,
+    url: str,
+    headers: dict[str, str],
+    body: dict[str, Any],
+    *,
+    signal: CancelToken,
+    provider: str,
+    secret: str = "",
 ) -> dict[str, Any]:
     """POST `body` as JSON and return the decoded answer; raise ProviderError or AbortedError."""
     status, answer_headers, text = await _post(send, url, headers, body, signal, provider, secret)
@@ -46,8 +60,15 @@ async def post_json(
 
 
 async def post_stream(
-    send: Send, url: str, headers: dict[str, str], body: dict[str, Any], *,
-    signal: CancelToken, provider: str, secret: str = "", on_event: Callable[[str, str], object],
+    send: Send,
+    url: str,
+    headers: dict[str, str],
+    body: dict[str, Any],
+    *,
+    signal: CancelToken,
+    provider: str,
+    secret: str = "",
+    on_event: Callable[[str, str], object],
 ) -> dict[str, Any] | None:
     """POST `body` (which asks for a stream) and hand each server-sent event to
     `on_event(type, data)` as it arrives; None once the stream ends. A server that answers one
@@ -61,8 +82,12 @@ async def post_stream(
             except ProviderError:
                 raise
             except Exception as error:  # an event of a shape the provider does not send
-                raise ProviderError(f"{provider} streamed an event this host cannot read ({error!r}): {data[:200]!r}.",
-                                    provider=provider, status=200, kind="bad_response") from None
+                raise ProviderError(
+                    f"{provider} streamed an event this host cannot read ({error!r}): {data[:200]!r}.",
+                    provider=provider,
+                    status=200,
+                    kind="bad_response",
+                ) from None
 
     def chunk(text: str) -> None:
         if not signal.aborted:  # after Stop, what still arrives is dropped
@@ -75,24 +100,37 @@ async def post_stream(
     return _answer(status, answer_headers, text, provider, secret)
 
 
-async def _post(send: Send, url: str, headers: dict[str, str], body: dict[str, Any], signal: CancelToken,
-                provider: str, secret: str, on_chunk: Callable[[str], None] | None = None) -> tuple[int, dict[str, str], str]:
+async def _post(
+    send: Send,
+    url: str,
+    headers: dict[str, str],
+    body: dict[str, Any],
+    signal: CancelToken,
+    provider: str,
+    secret: str,
+    on_chunk: Callable[[str], None] | None = None,
+) -> tuple[int, dict[str, str], str]:
     extra = {} if on_chunk is None else {"on_chunk": on_chunk}
     try:
         return await signal.race(send("POST", url, {"content-type": "application/json", **headers}, json.dumps(body), **extra))
     except (AbortedError, ProviderError):
         raise
     except Exception as error:  # OSError here; a JsException ("Failed to fetch") in the page
-        raise ProviderError(_hide(f"{provider} at {url} could not be reached: {error}.", secret),
-                            provider=provider, kind="unreachable") from None
+        raise ProviderError(
+            _hide(f"{provider} at {url} could not be reached: {error}.", secret), provider=provider, kind="unreachable"
+        ) from None
 
 
 def _answer(status: int, answer_headers: dict[str, str], text: str, provider: str, secret: str) -> dict[str, Any]:
     data = _decode(text)
     if 200 <= status < 300:
         if not isinstance(data, dict):
-            raise ProviderError(f"{provider} answered {status} with something that is not a JSON object: "
-                                f"{text[:200]!r}.", provider=provider, status=status, kind="bad_response")
+            raise ProviderError(
+                f"{provider} answered {status} with something that is not a JSON object: {text[:200]!r}.",
+                provider=provider,
+                status=status,
+                kind="bad_response",
+            )
         return data
     kind = _KINDS.get(status, "server" if status >= 500 else "error")
     message, provider_kind = _error_detail(data, text)
@@ -101,20 +139,30 @@ def _answer(status: int, answer_headers: dict[str, str], text: str, provider: st
     if retry_after is not None and kind in ("rate_limit", "overloaded"):
         advice = f"Wait {retry_after:g} seconds and try again."
     said = f"{provider} answered {status} ({provider_kind or kind}): {message}"
-    raise ProviderError(_hide(f"{said.rstrip('.')}. {advice}".strip(), secret),
-                        provider=provider, status=status, kind=kind, retry_after=retry_after)
+    raise ProviderError(
+        _hide(f"{said.rstrip('.')}. {advice}".strip(), secret),
+        provider=provider,
+        status=status,
+        kind=kind,
+        retry_after=retry_after,
+    )
 
 
-async def urllib_send(method: str, url: str, headers: dict[str, str], body: str | None,
-                      on_chunk: Callable[[str], None] | None = None) -> tuple[int, dict[str, str], str]:
+async def urllib_send(
+    method: str, url: str, headers: dict[str, str], body: str | None, on_chunk: Callable[[str], None] | None = None
+) -> tuple[int, dict[str, str], str]:
     """A `send` for CPython (tests, scripts). Error statuses are returned, not raised."""
     if on_chunk is None:
         return await asyncio.to_thread(_urllib_exchange, method, url, headers, body)
     # The read runs in a thread; its pieces come back through a queue, so on_chunk runs (and
     # raises) here, in the caller's task.
-    loop, pieces, stop = asyncio.get_running_loop(), asyncio.Queue(), threading.Event()
-    reading = asyncio.ensure_future(asyncio.to_thread(
-        _urllib_stream, method, url, headers, body, lambda item: loop.call_soon_threadsafe(pieces.put_nowait, item), stop))
+    loop, stop = asyncio.get_running_loop(), threading.Event()
+    pieces: asyncio.Queue[Any] = asyncio.Queue()
+    reading = asyncio.ensure_future(
+        asyncio.to_thread(
+            _urllib_stream, method, url, headers, body, lambda item: loop.call_soon_threadsafe(pieces.put_nowait, item), stop
+        )
+    )
     # Should the thread end without its last word, the wait below still ends.
     reading.add_done_callback(lambda done: pieces.put_nowait(("error", OSError("the connection ended unexpectedly"))))
     try:
@@ -131,15 +179,20 @@ async def urllib_send(method: str, url: str, headers: dict[str, str], body: str 
         reading.cancel()
 
 
-def _urllib_stream(method: str, url: str, headers: dict[str, str], body: str | None,
-                   put: Callable[[tuple[Any, ...]], object], stop: threading.Event) -> None:
+def _urllib_stream(
+    method: str,
+    url: str,
+    headers: dict[str, str],
+    body: str | None,
+    put: Callable[[tuple[Any, ...]], object],
+    stop: threading.Event,
+) -> None:
     import codecs
     import urllib.error
     import urllib.request
 
     try:
-        request = urllib.request.Request(url, data=None if body is None else body.encode("utf-8"), method=method,
-                                         headers=headers)
+        request = urllib.request.Request(url, data=None if body is None else body.encode("utf-8"), method=method, headers=headers)
         with urllib.request.urlopen(request, timeout=120) as response:
             answer_headers = _lower(response.headers.items())
             if "text/event-stream" not in answer_headers.get("content-type", ""):

@@ -7,10 +7,11 @@ import hashlib
 import importlib.util
 import json
 import re
-from importlib import metadata
+from collections.abc import Iterable
 from functools import partial, wraps
+from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -31,8 +32,8 @@ from .bytecode import compiled
 from .context import ServerContext
 from .cors import CrossOrigin, check_origins
 from .database import Database
-from .plugin_records import OPERATORS, PluginRecords
 from .openapi import ANY_FILE, HTML, openapi_document, operation
+from .plugin_records import OPERATORS, PluginRecords
 from .protection import LOOPBACK_HOSTS, CrossSiteWriteGuard, HostCheck, check_hosts
 from .requests import read_json
 from .runtime_python import COMPILED_STDLIB, stdlib_sources
@@ -50,24 +51,46 @@ PYODIDE_MODULES = ["pyodide/pyodide.mjs", "pyodide/pyodide.asm.mjs"]
 STRINGS = {"type": "array", "items": {"type": "string"}}
 # An AgentTools bundle as GET /plugins/agent-tools lists it (reactor.agent_tools).
 BUNDLE = {
-    "type": "object", "required": ["id", "name", "plugin", "commands", "toolset"],
+    "type": "object",
+    "required": ["id", "name", "plugin", "commands", "toolset"],
     "properties": {
-        "id": {"type": "string"}, "name": {"type": "string"}, "description": {"type": "string"},
-        "plugin": {"type": "string"}, "toolset": STRINGS,
-        "commands": {"type": "array", "items": {
-            "type": "object", "required": ["name", "command", "description"],
-            "properties": {"name": {"type": "string"}, "command": {"type": "string"}, "description": {"type": "string"},
-                           "parameters": {"type": "object"}}}},
+        "id": {"type": "string"},
+        "name": {"type": "string"},
+        "description": {"type": "string"},
+        "plugin": {"type": "string"},
+        "toolset": STRINGS,
+        "commands": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "command", "description"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "command": {"type": "string"},
+                    "description": {"type": "string"},
+                    "parameters": {"type": "object"},
+                },
+            },
+        },
     },
 }
-SERVER_PLUGIN = {"type": "object", "required": ["name", "enabled"],
-                 "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "enabled": {"type": "boolean"}}}
+SERVER_PLUGIN = {
+    "type": "object",
+    "required": ["name", "enabled"],
+    "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "enabled": {"type": "boolean"}},
+}
 PLUGIN_STATE = ["CREATE TABLE IF NOT EXISTS plugin_state (name TEXT PRIMARY KEY, enabled INTEGER NOT NULL)"]
 
 
-def create_app(data_dir: str | Path, *, plugins: Iterable[PluginSpec] | None = None, seed_demo: bool = True,
-               agent_spec: dict[str, Any] | None = None, allow_origins: Iterable[str] = (),
-               allow_hosts: Iterable[str] = LOOPBACK_HOSTS) -> Starlette:
+def create_app(
+    data_dir: str | Path,
+    *,
+    plugins: Iterable[PluginSpec] | None = None,
+    seed_demo: bool = True,
+    agent_spec: dict[str, Any] | None = None,
+    allow_origins: Iterable[str] = (),
+    allow_hosts: Iterable[str] = LOOPBACK_HOSTS,
+) -> Starlette:
     """Build the app over `data_dir/reactor.sqlite3`; plugins set up their tables on start.
 
     `plugins` are PluginSpecs; by default those installed packages declare in the
@@ -102,12 +125,14 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[PluginSpec] | None = N
     runtime = _runtime_manifest()
     archive = SourceArchive(
         {"reactor": Path(reactor.__file__).parent, **_page_packages(platform.all_plugins())},
-        SERVER_ONLY, **_bytecode_for(runtime),
+        SERVER_ONLY,
+        **_bytecode_for(runtime),
     )
 
     early_boot = _early_boot(runtime)
-    index_page = RenderedPage((ROOT / "index.html").read_text().replace(EARLY_BOOT_MARKER, early_boot),
-                              headers=_page_headers(early_boot, origins))
+    index_page = RenderedPage(
+        (ROOT / "index.html").read_text().replace(EARLY_BOOT_MARKER, early_boot), headers=_page_headers(early_boot, origins)
+    )
 
     @operation("The demo page", responses={200: HTML, 304: None})
     async def index(request: Request) -> Response:
@@ -117,8 +142,10 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[PluginSpec] | None = N
     async def web_file(request: Request) -> Response:
         return serve_file(request, WEB, request.path_params["path"], cache=REVALIDATE)
 
-    @operation("A file of the vendored runtime (Pyodide; PyScript for the bench), immutable under its version stamp",
-               responses={200: ANY_FILE})
+    @operation(
+        "A file of the vendored runtime (Pyodide; PyScript for the bench), immutable under its version stamp",
+        responses={200: ANY_FILE},
+    )
     async def vendor_file(request: Request) -> Response:
         if request.path_params["stamp"] != runtime["stamp"]:
             return JSONResponse({"error": "That runtime version is not served here; reload the page."}, 404)
@@ -140,14 +167,20 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[PluginSpec] | None = N
 
     agent = AgentSpec.from_dict(json.loads((ROOT / "agent.json").read_text()) if agent_spec is None else agent_spec)
 
-    @operation("What the page boots: runtime, Python bundle, plugins, services, the chat's agent",
-               responses={200: {"type": "object", "required": ["runtime", "python", "plugins", "services", "agent"]}})
+    @operation(
+        "What the page boots: runtime, Python bundle, plugins, services, the chat's agent",
+        responses={200: {"type": "object", "required": ["runtime", "python", "plugins", "services", "agent"]}},
+    )
     async def boot_config(request: Request) -> Response:
         base = f"/vendor/{runtime['stamp']}"
         return JSONResponse(
             {
-                "runtime": {"interpreter": f"{base}/{PYODIDE_MODULES[0]}", "ready": runtime["ready"],
-                            "error": runtime.get("error", ""), "pyodide": runtime.get("pyodide", "")},
+                "runtime": {
+                    "interpreter": f"{base}/{PYODIDE_MODULES[0]}",
+                    "ready": runtime["ready"],
+                    "error": runtime.get("error", ""),
+                    "pyodide": runtime.get("pyodide", ""),
+                },
                 "python": {"bundles": [archive.url], "site": f"/lib/python{runtime['python']}/site-packages"},
                 "plugins": [_page_entry(p) for p in platform.enabled_plugins() if p.page],
                 "services": {k: v for p in platform.enabled_plugins() for k, v in p.page_services.items()},
@@ -156,9 +189,11 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[PluginSpec] | None = N
             headers={"cache-control": "no-store"},
         )
 
-    @operation("The server's plugins, then the plugin records the user can see (without their code)",
-               query={"location": {"enum": ["ai-tool", "ui"]}},
-               responses={200: {"type": "array", "items": {"type": "object", "required": ["name"]}}})
+    @operation(
+        "The server's plugins, then the plugin records the user can see (without their code)",
+        query={"location": {"enum": ["ai-tool", "ui"]}},
+        responses={200: {"type": "array", "items": {"type": "object", "required": ["name"]}}},
+    )
     async def list_plugins(request: Request) -> Response:
         """Server plugins, then the records the user can see (without their code)."""
         visible = [{k: v for k, v in r.items() if k != "code"} for r in records.visible(auth.user_for(request))]
@@ -169,20 +204,30 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[PluginSpec] | None = N
             return JSONResponse([r for r in visible if r["location"] == location], headers={"cache-control": "no-store"})
         return JSONResponse(platform.list_plugins() + visible, headers={"cache-control": "no-store"})
 
-    @operation("The AgentTools bundles of every enabled plugin, and the AI Tools the user can see",
-               responses={200: {"type": "array", "items": BUNDLE}})
+    @operation(
+        "The AgentTools bundles of every enabled plugin, and the AI Tools the user can see",
+        responses={200: {"type": "array", "items": BUNDLE}},
+    )
     async def list_agent_tools(request: Request) -> Response:
         bundles = platform.collect_agent_tools() + records.agent_tools(auth.user_for(request))
         return JSONResponse(bundles, headers={"cache-control": "no-store"})
 
-    @operation("Enable or disable a server plugin (operators)", responses={200: SERVER_PLUGIN},
-               body={"type": "object", "required": ["enabled"], "properties": {"enabled": {"type": "boolean"}},
-                     "additionalProperties": False})
+    @operation(
+        "Enable or disable a server plugin (operators)",
+        responses={200: SERVER_PLUGIN},
+        body={
+            "type": "object",
+            "required": ["enabled"],
+            "properties": {"enabled": {"type": "boolean"}},
+            "additionalProperties": False,
+        },
+    )
     async def set_plugin_enabled(request: Request) -> Response:
         user = auth.user_for(request)
         if user is None or OPERATORS not in user.groups:
-            return JSONResponse({"error": "Only operators may enable or disable plugins; sign in as one."},
-                                401 if user is None else 403)
+            return JSONResponse(
+                {"error": "Only operators may enable or disable plugins; sign in as one."}, 401 if user is None else 403
+            )
         name = request.path_params["id"]
         if name not in {p["name"] for p in platform.list_plugins()}:
             return JSONResponse({"error": f"There is no plugin {name!r}."}, 404)
@@ -212,15 +257,20 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[PluginSpec] | None = N
         *plugin_routes,
     ]
 
-    @operation("This document: every route, what it takes and what it answers (OpenAPI 3.1)",
-               responses={200: {"type": "object", "required": ["openapi", "paths"]}})
+    @operation(
+        "This document: every route, what it takes and what it answers (OpenAPI 3.1)",
+        responses={200: {"type": "object", "required": ["openapi", "paths"]}},
+    )
     async def openapi(request: Request) -> Response:
         return JSONResponse(document)
 
     routes.append(Route("/openapi.json", openapi, methods=["GET"]))
     document = openapi_document(routes, title="reactor", version=metadata.version("reactor"))
-    middleware = [Middleware(HostCheck, hosts=hosts), Middleware(CrossSiteWriteGuard, origins=origins),
-                  Middleware(GZipMiddleware, minimum_size=1024)]
+    middleware = [
+        Middleware(HostCheck, hosts=hosts),
+        Middleware(CrossSiteWriteGuard, origins=origins),
+        Middleware(GZipMiddleware, minimum_size=1024),
+    ]
     if origins:
         middleware.insert(1, Middleware(CrossOrigin, origins=origins))
     app = Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: _http_error})
@@ -231,8 +281,10 @@ def create_app(data_dir: str | Path, *, plugins: Iterable[PluginSpec] | None = N
 async def _http_error(request: Request, error: Exception) -> Response:
     """The router's own refusals (no such route, method not allowed) as sentences, like every other."""
     assert isinstance(error, HTTPException)
-    sentence = {404: f"There is nothing at {request.url.path[:100]!r} on this server.",
-                405: f"{request.method} is not allowed on {request.url.path[:100]!r}."}.get(error.status_code, error.detail)
+    sentence = {
+        404: f"There is nothing at {request.url.path[:100]!r} on this server.",
+        405: f"{request.method} is not allowed on {request.url.path[:100]!r}.",
+    }.get(error.status_code, error.detail)
     return JSONResponse({"error": sentence}, error.status_code, headers=error.headers)
 
 
@@ -281,11 +333,13 @@ def _early_boot(runtime: dict[str, Any]) -> str:
     if not runtime["ready"]:
         return ""  # reactor.js reports what is missing
     interpreter = f"/vendor/{runtime['stamp']}/{PYODIDE_MODULES[0]}"
-    return "\n  ".join([
-        '<link rel="modulepreload" href="/web/early-worker.js">',
-        # A failed start is reported by reactor.js, whose boot talks to the same worker.
-        f'<script>import("/web/early-worker.js").then((m) => m.startWorker({json.dumps(interpreter)})).catch(() => {{}});</script>',
-    ])
+    return "\n  ".join(
+        [
+            '<link rel="modulepreload" href="/web/early-worker.js">',
+            # A failed start is reported by reactor.js, whose boot talks to the same worker.
+            f'<script>import("/web/early-worker.js").then((m) => m.startWorker({json.dumps(interpreter)})).catch(() => {{}});</script>',
+        ]
+    )
 
 
 def _page_headers(early_boot: str, origins: tuple[str, ...]) -> dict[str, str]:
@@ -308,8 +362,10 @@ def _page_headers(early_boot: str, origins: tuple[str, ...]) -> dict[str, str]:
         "form-action": ["'self'"],
         "frame-ancestors": ["'self'", *origins],
     }
-    return {"content-security-policy": "; ".join(f"{k} {' '.join(v)}" for k, v in policy.items()),
-            "referrer-policy": "same-origin"}
+    return {
+        "content-security-policy": "; ".join(f"{k} {' '.join(v)}" for k, v in policy.items()),
+        "referrer-policy": "same-origin",
+    }
 
 
 def _bytecode_for(runtime: dict[str, Any]) -> dict[str, Any]:
@@ -317,9 +373,12 @@ def _bytecode_for(runtime: dict[str, Any]) -> dict[str, Any]:
     ours, and the runtime's Python the page imports after Pyodide's boot (server/runtime_python.py)."""
     if not runtime["ready"]:
         return {}
-    return {"bytecode": partial(compiled, pyodide=VENDOR / "pyodide", cache=VENDOR / "bytecode"),
-            "cache_tag": "cpython-" + runtime["python"].replace(".", ""),
-            "extra": stdlib_sources(VENDOR / "pyodide" / "python_stdlib.zip"), "path": [COMPILED_STDLIB]}
+    return {
+        "bytecode": partial(compiled, pyodide=VENDOR / "pyodide", cache=VENDOR / "bytecode"),
+        "cache_tag": "cpython-" + runtime["python"].replace(".", ""),
+        "extra": stdlib_sources(VENDOR / "pyodide" / "python_stdlib.zip"),
+        "path": [COMPILED_STDLIB],
+    }
 
 
 def _runtime_manifest() -> dict[str, Any]:
@@ -327,6 +386,10 @@ def _runtime_manifest() -> dict[str, Any]:
     try:
         manifest = json.loads((VENDOR / "manifest.json").read_text())
     except (OSError, ValueError):
-        return {"ready": False, "stamp": "none", "python": "",
-                "error": "The browser runtime is not vendored: run `python web/vendor.py` (the README's set-up does)."}
+        return {
+            "ready": False,
+            "stamp": "none",
+            "python": "",
+            "error": "The browser runtime is not vendored: run `python web/vendor.py` (the README's set-up does).",
+        }
     return {"ready": True, **manifest}

@@ -13,8 +13,8 @@ import gzip
 import hashlib
 import json
 import mimetypes
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
@@ -76,9 +76,16 @@ class SourceArchive:
     they are).
     `path` lists folders the page puts first on `sys.path` (`"path"` in the JSON line)."""
 
-    def __init__(self, packages: dict[str, Path], exclude: set[str], *,
-                 bytecode: Callable[[dict[str, bytes]], dict[str, bytes]] | None = None,
-                 cache_tag: str = "", extra: dict[str, bytes] | None = None, path: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        packages: dict[str, Path],
+        exclude: set[str],
+        *,
+        bytecode: Callable[[dict[str, bytes]], dict[str, bytes]] | None = None,
+        cache_tag: str = "",
+        extra: dict[str, bytes] | None = None,
+        path: list[str] | None = None,
+    ) -> None:
         files: dict[str, bytes] = dict(extra or {})
         for name, folder in sorted(packages.items()):
             for file in sorted(folder.rglob("*")):
@@ -88,11 +95,10 @@ class SourceArchive:
         if bytecode is not None:
             sources = {name: data for name, data in files.items() if name.endswith(".py")}
             for name, pyc in bytecode(sources).items():
-                folder, _, module = name.rpartition("/")
-                files[f"{folder}/__pycache__/{module[:-3]}.{cache_tag}.pyc"] = pyc
+                where, _, module = name.rpartition("/")
+                files[f"{where}/__pycache__/{module[:-3]}.{cache_tag}.pyc"] = pyc
         names = sorted(files)
-        index = json.dumps({"files": [[name, len(files[name])] for name in names], "path": path or []},
-                           separators=(",", ":"))
+        index = json.dumps({"files": [[name, len(files[name])] for name in names], "path": path or []}, separators=(",", ":"))
         self.data = b"".join([index.encode(), b"\n", *(files[name] for name in names)])
         self.gzipped = gzip.compress(self.data, 6, mtime=0)
         self.digest = hashlib.sha256(self.data).hexdigest()[:16]
@@ -101,8 +107,7 @@ class SourceArchive:
     def response(self, request: Request) -> Response:
         headers = {"cache-control": IMMUTABLE, "vary": "Accept-Encoding"}
         if "gzip" in request.headers.get("accept-encoding", ""):
-            return Response(self.gzipped, media_type="application/octet-stream",
-                            headers={**headers, "content-encoding": "gzip"})
+            return Response(self.gzipped, media_type="application/octet-stream", headers={**headers, "content-encoding": "gzip"})
         return Response(self.data, media_type="application/octet-stream", headers=headers)
 
 
@@ -111,7 +116,7 @@ def read_bundle(data: bytes) -> dict[str, bytes]:
     head, _, body = data.partition(b"\n")
     files, offset = {}, 0
     for name, size in json.loads(head)["files"]:
-        files[name] = body[offset:offset + size]
+        files[name] = body[offset : offset + size]
         offset += size
     return files
 

@@ -15,9 +15,9 @@ import json
 import math
 import secrets
 import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Iterable
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -56,8 +56,11 @@ STEPS = [
     ALTER TABLE sessions ADD COLUMN last_seen REAL NOT NULL DEFAULT 0;
     """,
 ]
-USER = {"type": "object", "required": ["username", "groups"],
-        "properties": {"username": {"type": "string"}, "groups": {"type": "array", "items": {"type": "string"}}}}
+USER = {
+    "type": "object",
+    "required": ["username", "groups"],
+    "properties": {"username": {"type": "string"}, "groups": {"type": "array", "items": {"type": "string"}}},
+}
 # Demo accounts, created only with the demo seed; their passwords are in the README.
 DEMO_USERS = [("ada", "ada-demo", ["operators", "staff"]), ("bob", "bob-demo", ["staff"]), ("eve", "eve-demo", [])]
 # Password checks take ~55 ms of CPU each: a pool of their own keeps them from holding the event
@@ -92,8 +95,10 @@ class Auth:
         if not username or not password:
             raise ValueError("A user needs a name and a password.")
         with self.database.transaction() as db:
-            db.execute("INSERT INTO users (username, salt, password_hash, hash_scheme, groups) VALUES (?, ?, ?, ?, ?)",
-                       (username, *_stored(password), json.dumps(sorted(set(groups)))))
+            db.execute(
+                "INSERT INTO users (username, salt, password_hash, hash_scheme, groups) VALUES (?, ?, ?, ?, ?)",
+                (username, *_stored(password), json.dumps(sorted(set(groups)))),
+            )
         return User(username, tuple(sorted(set(groups))))
 
     def set_password(self, username: str, password: str) -> None:
@@ -101,8 +106,9 @@ class Auth:
         if not password:
             raise ValueError("A password cannot be empty.")
         with self.database.transaction() as db:
-            if not db.execute("UPDATE users SET salt = ?, password_hash = ?, hash_scheme = ? WHERE username = ?",
-                              (*_stored(password), username)).rowcount:
+            if not db.execute(
+                "UPDATE users SET salt = ?, password_hash = ?, hash_scheme = ? WHERE username = ?", (*_stored(password), username)
+            ).rowcount:
                 raise KeyError(username)
             db.execute("DELETE FROM sessions WHERE username = ?", (username,))
 
@@ -132,11 +138,15 @@ class Auth:
         token, now = secrets.token_urlsafe(32), time.time()
         with self.database.transaction() as db:
             if not is_current(row["hash_scheme"]):
-                db.execute("UPDATE users SET salt = ?, password_hash = ?, hash_scheme = ? WHERE username = ?",
-                           (*_stored(password), username))
+                db.execute(
+                    "UPDATE users SET salt = ?, password_hash = ?, hash_scheme = ? WHERE username = ?",
+                    (*_stored(password), username),
+                )
             db.execute("DELETE FROM sessions WHERE expires_at < ? OR last_seen < ?", (now, now - IDLE_SECONDS))
-            db.execute("INSERT INTO sessions (token, username, expires_at, last_seen) VALUES (?, ?, ?, ?)",
-                       (_digest(token), username, now + SESSION_SECONDS, now))
+            db.execute(
+                "INSERT INTO sessions (token, username, expires_at, last_seen) VALUES (?, ?, ?, ?)",
+                (_digest(token), username, now + SESSION_SECONDS, now),
+            )
         return token
 
     def sign_out(self, token: str) -> None:
@@ -162,14 +172,22 @@ class Auth:
         return None if row is None else User(row["username"], tuple(json.loads(row["groups"])))
 
     def routes(self) -> list[Route]:
-        @operation("Sign in: a session as an HttpOnly cookie, and the same token for `Authorization: Bearer`",
-                   description="401 for a wrong name or password (the same for both); 429 with Retry-After after "
-                               "too many failures for the user or from the client.",
-                   body={"type": "object", "required": ["username", "password"],
-                         "properties": {"username": {"type": "string", "maxLength": MAX_NAME},
-                                        "password": {"type": "string", "maxLength": MAX_PASSWORD}}},
-                   responses={200: {"type": "object", "required": ["token", "user"],
-                                    "properties": {"token": {"type": "string"}, "user": USER}}})
+        @operation(
+            "Sign in: a session as an HttpOnly cookie, and the same token for `Authorization: Bearer`",
+            description="401 for a wrong name or password (the same for both); 429 with Retry-After after "
+            "too many failures for the user or from the client.",
+            body={
+                "type": "object",
+                "required": ["username", "password"],
+                "properties": {
+                    "username": {"type": "string", "maxLength": MAX_NAME},
+                    "password": {"type": "string", "maxLength": MAX_PASSWORD},
+                },
+            },
+            responses={
+                200: {"type": "object", "required": ["token", "user"], "properties": {"token": {"type": "string"}, "user": USER}}
+            },
+        )
         async def sign_in(request: Request) -> Response:
             body = await read_json(request, limit=4096)
             if isinstance(body, Response):
@@ -178,25 +196,32 @@ class Auth:
             if not isinstance(username, str) or not isinstance(password, str):
                 return JSONResponse({"error": 'Send {"username": "...", "password": "..."}.'}, 422)
             if len(username) > MAX_NAME or len(password) > MAX_PASSWORD:
-                return JSONResponse({"error": f"A user name has at most {MAX_NAME} characters and a password "
-                                              f"at most {MAX_PASSWORD}."}, 422)
+                return JSONResponse(
+                    {"error": f"A user name has at most {MAX_NAME} characters and a password at most {MAX_PASSWORD}."}, 422
+                )
             client = request.client.host if request.client else ""
             wait, ticket = self.limits.admit(username, client)
             if wait:
-                return JSONResponse({"error": f"Too many failed sign-ins; try again in {_duration(wait)}."}, 429,
-                                    headers={"retry-after": str(wait)})
+                return JSONResponse(
+                    {"error": f"Too many failed sign-ins; try again in {_duration(wait)}."},
+                    429,
+                    headers={"retry-after": str(wait)},
+                )
             token = await asyncio.get_running_loop().run_in_executor(HASHING, self.sign_in, username, password)
             if token is None:
                 return JSONResponse({"error": "Wrong user name or password."}, 401)
             self.limits.succeeded(username, client, ticket)
             user = self.user_for_token(token)
             response = JSONResponse({"token": token, "user": user.describe() if user else None})
-            response.set_cookie(COOKIE, token, max_age=SESSION_SECONDS, httponly=True, samesite="lax",
-                                secure=request.url.scheme == "https")
+            response.set_cookie(
+                COOKIE, token, max_age=SESSION_SECONDS, httponly=True, samesite="lax", secure=request.url.scheme == "https"
+            )
             return response
 
-        @operation("End this session (cookie or bearer token)",
-                   responses={200: {"type": "object", "required": ["signedOut"], "properties": {"signedOut": {"const": True}}}})
+        @operation(
+            "End this session (cookie or bearer token)",
+            responses={200: {"type": "object", "required": ["signedOut"], "properties": {"signedOut": {"const": True}}}},
+        )
         async def sign_out(request: Request) -> Response:
             token = _token(request)
             if token:
@@ -212,9 +237,12 @@ class Auth:
                 return JSONResponse({"error": "Nobody is signed in."}, 401)
             return JSONResponse(user.describe(), headers={"cache-control": "no-store"})
 
-        @operation("Who is signed in, if anyone: the page asks at every load, and a signed-out visitor is no error",
-                   responses={200: {"type": "object", "required": ["user"],
-                                    "properties": {"user": {"anyOf": [USER, {"type": "null"}]}}}})
+        @operation(
+            "Who is signed in, if anyone: the page asks at every load, and a signed-out visitor is no error",
+            responses={
+                200: {"type": "object", "required": ["user"], "properties": {"user": {"anyOf": [USER, {"type": "null"}]}}}
+            },
+        )
         async def session(request: Request) -> Response:
             user = self.user_for(request)
             return JSONResponse({"user": user.describe() if user else None}, headers={"cache-control": "no-store"})

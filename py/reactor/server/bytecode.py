@@ -49,13 +49,13 @@ def _compile(sources: dict[str, bytes], pyodide: Path, node: str) -> dict[str, b
         return {}
     try:
         text = json.dumps({name: data.decode() for name, data in sources.items()})
-        result = subprocess.run([node, str(COMPILER), str(pyodide)], input=text, capture_output=True,
-                                text=True, timeout=180, check=True)
+        result = subprocess.run(
+            [node, str(COMPILER), str(pyodide)], input=text, capture_output=True, text=True, timeout=180, check=True
+        )
         return {name: base64.b64decode(pyc) for name, pyc in json.loads(result.stdout).items()}
     except (subprocess.SubprocessError, OSError, ValueError) as error:
         detail = getattr(error, "stderr", "") or ""
-        log.warning("Compiling the page's Python with Pyodide failed; it will compile it itself: %s %s",
-                    error, detail[-500:])
+        log.warning("Compiling the page's Python with Pyodide failed; it will compile it itself: %s %s", error, detail[-500:])
         return {}
 
 

@@ -9,7 +9,7 @@ page's calls), and its preflight `OPTIONS` is answered here. Any other origin ge
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers, MutableHeaders
@@ -25,8 +25,15 @@ def check_origins(origins: Iterable[str]) -> tuple[str, ...]:
     checked: list[str] = []
     for origin in origins:
         parts = urlsplit(origin.strip().rstrip("/")) if isinstance(origin, str) else None
-        if (parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.path
-                or parts.query or parts.fragment or parts.username):
+        if (
+            parts is None
+            or parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or parts.path
+            or parts.query
+            or parts.fragment
+            or parts.username
+        ):
             raise ValueError(
                 f"{origin!r} is not an origin to allow: write scheme, host and port only, "
                 "like http://127.0.0.1:5500 (no path, no '*')."
@@ -71,7 +78,8 @@ class CrossOrigin:
             return PlainTextResponse(
                 f"The origin {origin} may not call this server; its operator can allow it with "
                 f"`reactor serve --allow-origin {origin}`.",
-                status_code=403, headers={"vary": "Origin"},
+                status_code=403,
+                headers={"vary": "Origin"},
             )
         headers = {
             "access-control-allow-origin": origin,

@@ -37,9 +37,14 @@ RECORD = {
         "language": {"enum": ["python", "javascript"]},
         "code": {"type": "string"},
         "settings": {"type": "object", "properties": {"tool": {"type": "object"}, "config": {"type": "object"}}},
-        "visibility": {"type": "object", "required": ["users", "groups"],
-                       "properties": {"users": {"type": "array", "items": {"type": "string"}},
-                                      "groups": {"type": "array", "items": {"type": "string"}}}},
+        "visibility": {
+            "type": "object",
+            "required": ["users", "groups"],
+            "properties": {
+                "users": {"type": "array", "items": {"type": "string"}},
+                "groups": {"type": "array", "items": {"type": "string"}},
+            },
+        },
         "enabled": {"type": "boolean"},
     },
 }
@@ -60,9 +65,7 @@ def can_see(record: dict[str, Any], user: User | None) -> bool:
     if user is None:
         return False
     visibility = record["visibility"]
-    return OPERATORS in user.groups or user.username in visibility["users"] or bool(
-        set(user.groups) & set(visibility["groups"])
-    )
+    return OPERATORS in user.groups or user.username in visibility["users"] or bool(set(user.groups) & set(visibility["groups"]))
 
 
 class PluginRecords:
@@ -78,16 +81,18 @@ class PluginRecords:
         """Check and store a record; DeclarationError when refused, KeyError/ValueError on id clashes."""
         record = check_ai_tool_record(record)
         if record["id"] in self.reserved:
-            raise DeclarationError(f"Plugin {record['id']!r}: id is taken by a server plugin.",
-                                   owner=record["id"], field="id", value=record["id"])
+            raise DeclarationError(
+                f"Plugin {record['id']!r}: id is taken by a server plugin.", owner=record["id"], field="id", value=record["id"]
+            )
         with self.database.transaction() as db:
             exists = db.execute("SELECT 1 FROM plugin_records WHERE id = ?", (record["id"],)).fetchone()
             if create and exists:
                 raise ValueError(f"A plugin {record['id']!r} already exists; update it with PUT /plugins/{record['id']}.")
             if not create and not exists:
                 raise KeyError(record["id"])
-            db.execute("INSERT OR REPLACE INTO plugin_records VALUES (?, ?, ?, ?)",
-                       (record["id"], json.dumps(record), time.time(), by))
+            db.execute(
+                "INSERT OR REPLACE INTO plugin_records VALUES (?, ?, ?, ?)", (record["id"], json.dumps(record), time.time(), by)
+            )
         return record
 
     def get(self, record_id: str) -> dict[str, Any] | None:
@@ -124,8 +129,9 @@ class PluginRecords:
                 return _error(404, f"There is no plugin {request.path_params['id']!r} that you can see.")
             return JSONResponse(record, headers={"cache-control": "no-store"})
 
-        @operation("Save a new plugin record (operators); 422 names the field a declaration breaks",
-                   body=RECORD, responses={201: RECORD})
+        @operation(
+            "Save a new plugin record (operators); 422 names the field a declaration breaks", body=RECORD, responses={201: RECORD}
+        )
         async def create_record(request: Request) -> Response:
             return await self._write(request, create=True)
 
@@ -133,8 +139,10 @@ class PluginRecords:
         async def update_record(request: Request) -> Response:
             return await self._write(request, create=False)
 
-        @operation("Delete a plugin record (operators)",
-                   responses={200: {"type": "object", "required": ["deleted"], "properties": {"deleted": {"type": "string"}}}})
+        @operation(
+            "Delete a plugin record (operators)",
+            responses={200: {"type": "object", "required": ["deleted"], "properties": {"deleted": {"type": "string"}}}},
+        )
         async def delete_record(request: Request) -> Response:
             user = self.auth.user_for(request)
             if user is None or OPERATORS not in user.groups:

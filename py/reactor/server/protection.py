@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers, MutableHeaders
@@ -29,8 +29,10 @@ def check_hosts(hosts: Iterable[str]) -> tuple[str, ...]:
     for host in hosts:
         name = host.strip().lower().removeprefix("[").removesuffix("]") if isinstance(host, str) else ""
         if not name or any(c in name for c in "/@?#* \t") or (name.count(":") == 1):
-            raise ValueError(f"{host!r} is not a host name to serve: write a name or an address, "
-                             "like reactor.example.org or 192.0.2.10 (no scheme, no port, no '*').")
+            raise ValueError(
+                f"{host!r} is not a host name to serve: write a name or an address, "
+                "like reactor.example.org or 192.0.2.10 (no scheme, no port, no '*')."
+            )
         if name not in checked:
             checked.append(name)
     return tuple(checked)
@@ -59,9 +61,12 @@ class HostCheck:
         if host_name(host) not in self.hosts:
             shown = host[:80] or "(none)"
             await JSONResponse(
-                {"error": f"This server does not serve the host {shown!r}; its operator can add it with "
-                          "`reactor serve --allow-host NAME`."},
-                421, headers={"x-content-type-options": "nosniff"},
+                {
+                    "error": f"This server does not serve the host {shown!r}; its operator can add it with "
+                    "`reactor serve --allow-host NAME`."
+                },
+                421,
+                headers={"x-content-type-options": "nosniff"},
             )(scope, receive, send)
             return
 
@@ -94,14 +99,21 @@ class CrossSiteWriteGuard:
             return None
         media_type = headers.get("content-type", "").split(";")[0].strip().lower()
         if media_type != "application/json":
-            return JSONResponse({"error": "Send writes as JSON, with content-type: application/json "
-                                          "(or authenticate them with a bearer token)."}, 415)
+            return JSONResponse(
+                {"error": "Send writes as JSON, with content-type: application/json (or authenticate them with a bearer token)."},
+                415,
+            )
         origin = headers.get("origin")
         if origin is not None:
             if origin in self.origins or _same_origin(origin, headers.get("host", "")):
                 return None
-            return JSONResponse({"error": f"A page of {origin[:100]} may not write to this server; only its own "
-                                          "pages and the origins its operator allows (--allow-origin) may."}, 403)
+            return JSONResponse(
+                {
+                    "error": f"A page of {origin[:100]} may not write to this server; only its own "
+                    "pages and the origins its operator allows (--allow-origin) may."
+                },
+                403,
+            )
         if headers.get("sec-fetch-site", "same-origin") in ("same-origin", "none"):
             return None  # no Origin and no cross-site fetch metadata: not a browser's cross-site request
         return JSONResponse({"error": "A cross-site request may not write to this server."}, 403)

@@ -20,5 +20,8 @@ COMPILED_STDLIB = "/lib/compiled-stdlib"
 def stdlib_sources(stdlib_zip: Path, packages: tuple[str, ...] = STDLIB_AFTER_BOOT) -> dict[str, bytes]:
     """Each of `packages`' files from Pyodide's stdlib zip, by its path under COMPILED_STDLIB."""
     with zipfile.ZipFile(stdlib_zip) as archive:
-        return {f"{COMPILED_STDLIB}/{name}": archive.read(name) for name in archive.namelist()
-                if name.split("/")[0].removesuffix(".py") in packages and name.endswith(".py")}
+        return {
+            f"{COMPILED_STDLIB}/{name}": archive.read(name)
+            for name in archive.namelist()
+            if name.split("/")[0].removesuffix(".py") in packages and name.endswith(".py")
+        }
