@@ -1,4 +1,5 @@
-"""The page's calls into Python, as JSON strings in and out, so JS never holds a Python proxy.
+"""The page's calls into Python, as JSON in and out: JS holds no Python object but the worker's
+one `receive` function (reactor.browser).
 
 Pure Python: `reactor.browser` wires these functions to `window.reactor`; tests call them here.
 A sync handler answers synchronously (an await through the browser's event loop costs ten
