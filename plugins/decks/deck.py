@@ -7,11 +7,10 @@ server accepts. It is pure Python: no starlette, no `js`.
 from __future__ import annotations
 
 import json
-import re
-import unicodedata
 from pathlib import Path
 from typing import Any
 
+from reactor import urls
 from reactor.schema import argument_problems
 
 DECK_SCHEMA: dict[str, Any] = json.loads(Path(__file__).with_name("deck.schema.json").read_text(encoding="utf-8"))
@@ -70,9 +69,7 @@ def slide_index(spec: dict[str, Any], number: int, *, insert: bool = False) -> i
 
 def slugify(title: str) -> str:
     """A deck id made from a title: 'Q3 Révision!' -> 'q3-revision'."""
-    ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
-    slug = re.sub(r"[^a-z0-9]+", "-", ascii_title.lower()).strip("-")[:48].strip("-")
-    return slug or "deck"
+    return urls.slugify(title, limit=48, fallback="deck")
 
 
 def _shorten(message: str) -> str:

@@ -31,7 +31,7 @@ from reactor.server.context import ServerContext
 from reactor.server.database import Database
 from reactor.server.openapi import HTML, NO_CONTENT, operation
 from reactor.server.plugin_records import OPERATORS
-from reactor.server.requests import read_json
+from reactor.server.requests import error_response, read_json
 
 from .deck import deck_problems, problems_sentence
 from .printable import printable_html
@@ -114,7 +114,7 @@ class DecksServerPlugin:
             id = request.path_params["id"]
             user = auth.user_for(request)
             if user is None:
-                return _error(401, "Sign in to save decks.")
+                return error_response(401, "Sign in to save decks.")
             spec = await read_json(
                 request,
                 limit=MAX_BODY_BYTES,
@@ -139,7 +139,7 @@ class DecksServerPlugin:
             id = request.path_params["id"]
             user = auth.user_for(request)
             if user is None:
-                return _error(401, "Sign in to delete decks.")
+                return error_response(401, "Sign in to delete decks.")
             deleted = await run_in_threadpool(_delete, database, id, user)
             if deleted is None:
                 return _not_yours(user, id, "delete")
@@ -219,12 +219,8 @@ def _delete(database: Database, id: str, user: User) -> bool | None:
 
 
 def _not_yours(user: User, id: str, doing: str) -> Response:
-    return _error(403, f"The deck {id[:80]!r} is not {user.username}'s; only its owner or an operator may {doing} it.")
+    return error_response(403, f"The deck {id[:80]!r} is not {user.username}'s; only its owner or an operator may {doing} it.")
 
 
 def _no_deck(id: str) -> Response:
-    return _error(404, f"There is no deck {id[:80]!r}.")
-
-
-def _error(status: int, sentence: str) -> Response:
-    return JSONResponse({"error": sentence}, status_code=status)
+    return error_response(404, f"There is no deck {id[:80]!r}.")

@@ -19,7 +19,7 @@ from typing import Any
 
 from .contributions import ContributionPoint
 from .disposable import Disposable
-from .errors import DeclarationError
+from .errors import DeclarationError, refusal
 from .schema import schema_problem
 
 # The names OpenAI, Anthropic and Gemini all accept (PLATFORM-NOTES "Tool names").
@@ -46,7 +46,7 @@ def define_agent_tools(
     owner = id if isinstance(id, str) and id else "?"
 
     def refuse(field: str, value: Any, rule: str) -> DeclarationError:
-        return DeclarationError(f"AgentTools bundle {owner!r}: {field} {rule}", owner=owner, field=field, value=value)
+        return refusal("AgentTools bundle", owner, field, value, rule)
 
     for field, value in (("id", id), ("name", name), ("plugin", plugin)):
         if not isinstance(value, str) or not value.strip():

@@ -106,6 +106,12 @@ class DeclarationError(ReactorError, ValueError):
         self.value = value
 
 
+def refusal(subject: str, owner: str, field: str, value: Any, rule: str) -> DeclarationError:
+    """The DeclarationError of one broken rule: "Plugin 'notes': assets must be file names …"."""
+    where = f" {field}" if field else ""
+    return DeclarationError(f"{subject} {owner!r}:{where} {rule}", owner=owner, field=field, value=value)
+
+
 class AbortedError(ReactorError):
     """What was running was stopped; `.reason` says why (the argument given to `abort`)."""
 

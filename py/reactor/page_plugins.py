@@ -19,7 +19,7 @@ from typing import Any
 
 from .agent_tools import AgentTools, check_agent_tools
 from .contributions import contribution
-from .errors import DeclarationError, PluginError
+from .errors import DeclarationError, PluginError, refusal
 from .plugins import Plugin, define_plugin
 from .schema import schema_problem
 
@@ -45,7 +45,7 @@ def define_script_plugin(declaration: Any, run: Run, is_enabled: Callable[[str],
         raise PluginError(f"A plugin needs a non-empty name, not {name!r}.", plugin=str(name))
 
     def refuse(field: str, value: Any, rule: str) -> DeclarationError:
-        return DeclarationError(f"Plugin {name!r}: {field} {rule}", owner=name, field=field, value=value)
+        return refusal("Plugin", name, field, value, rule)
 
     unknown = sorted(set(declaration) - set(PLUGIN_FIELDS))
     if unknown:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .agent_tools import load_agent_tools
-from .errors import DeclarationError
+from .errors import DeclarationError, refusal
 
 ENTRY_POINT_GROUP = "reactor.plugins"
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
@@ -134,4 +134,4 @@ def discover_plugins(group: str = ENTRY_POINT_GROUP) -> list[PluginSpec]:
 
 
 def _refuse(owner: str, field: str, value: Any, rule: str) -> DeclarationError:
-    return DeclarationError(f"Plugin {owner!r}: {field} {rule}", owner=owner, field=field, value=value)
+    return refusal("Plugin", owner, field, value, rule)

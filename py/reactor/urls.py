@@ -11,6 +11,16 @@ from typing import Any
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 
+def slugify(text: str, *, limit: int, fallback: str) -> str:
+    """A URL-safe id from a title: 'Q3 Révision!' -> 'q3-revision' (at most `limit` characters;
+    `fallback` when nothing is left)."""
+    import re
+    import unicodedata
+
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")[:limit].strip("-") or fallback
+
+
 def quote_segment(text: str) -> str:
     """`text` as one path segment or query value: every byte but the unreserved ones %-encoded."""
     return "".join(chr(byte) if byte in _UNRESERVED else f"%{byte:02X}" for byte in text.encode())

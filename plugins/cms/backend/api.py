@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from reactor.server.openapi import operation
-from reactor.server.requests import read_json
+from reactor.server.requests import error_response, read_json
 
 from .access import Access, AccessDenied, Grant
 from .crawl import KINDS, MAX_LIMIT, crawl, import_items
@@ -337,24 +337,24 @@ def _route(
         try:
             return await respond(request)
         except AccessDenied as error:
-            return _error(error.status, str(error))
+            return error_response(error.status, str(error))
         except EntryError as error:
             return JSONResponse({"error": str(error), "field": error.field}, 422)
         except LookupError as error:
-            return _error(404, str(error))
+            return error_response(404, str(error))
         except (Conflict, SlugTaken) as error:
-            return _error(409, str(error))
+            return error_response(409, str(error))
         except CrawlsBusy as error:
-            return _error(429, str(error), retry_after=error.retry_after)
+            return error_response(429, str(error), retry_after=error.retry_after)
         except (CrawlRefused, SourceError) as error:
-            return _error(422, str(error))
+            return error_response(422, str(error))
         except CrawlFailed as error:
-            return _error(502, str(error))
+            return error_response(502, str(error))
         except sqlite3.OperationalError as error:
             if "locked" not in str(error) and "busy" not in str(error):
                 raise
             sentence = "The database is busy with other changes; try again in a moment."
-            return _error(503, sentence, retry_after=BUSY_RETRY_SECONDS)
+            return error_response(503, sentence, retry_after=BUSY_RETRY_SECONDS)
 
     return Route(path, endpoint, methods=[method])
 
@@ -366,8 +366,3 @@ def _own(request: Request, url: str) -> str:
     host, port = request.scope.get("server") or ("127.0.0.1", None)
     host = f"[{host}]" if ":" in str(host) else host
     return f"http://{host}{f':{port}' if port else ''}{url}"
-
-
-def _error(status: int, sentence: str, *, retry_after: int | None = None) -> Response:
-    headers = {} if retry_after is None else {"retry-after": str(retry_after)}
-    return JSONResponse({"error": sentence}, status, headers=headers)

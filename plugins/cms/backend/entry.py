@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Any
+
+from reactor import urls
 
 COLLECTIONS = ("pages", "posts")
 STATUSES = ("draft", "published")
@@ -59,9 +60,7 @@ def check_field(key: str, value: Any) -> Any:
 
 def slugify(title: str) -> str:
     """A slug from a title: 'Hello, World!' -> 'hello-world'; 'entry' when nothing is left."""
-    ascii_text = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
-    slug = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
-    return slug[:60].rstrip("-") or "entry"
+    return urls.slugify(title, limit=60, fallback="entry")
 
 
 def free_slug(base: str, taken: set[str]) -> str:

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from ..agent_tools import SIDE_EFFECTS, TOOL_NAME
-from ..errors import DeclarationError
+from ..errors import DeclarationError, refusal
 from ..schema import schema_problem
 
 LOCATIONS = ("ai-tool", "ui")
@@ -194,5 +194,4 @@ def _one_of(owner: str, record: dict[str, Any], field: str, allowed: tuple[str, 
 
 
 def _refuse(owner: str, field: str, value: Any, rule: str) -> DeclarationError:
-    where = f" {field}" if field else ""
-    return DeclarationError(f"Plugin {owner!r}:{where} {rule}", owner=owner, field=field, value=value)
+    return refusal("Plugin", owner, field, value, rule)

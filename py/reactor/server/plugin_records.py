@@ -23,7 +23,7 @@ from ..errors import DeclarationError
 from .auth import Auth, User
 from .database import Database
 from .openapi import operation
-from .requests import read_json
+from .requests import error_response, read_json
 
 OPERATORS = "operators"
 # A plugin record as sent and stored; reactor.ai_tools.declaration checks it in full.
@@ -123,10 +123,10 @@ class PluginRecords:
         async def get_record(request: Request) -> Response:
             user = self.auth.user_for(request)
             if user is None:
-                return _error(401, "Sign in to read plugins.")
+                return error_response(401, "Sign in to read plugins.")
             record = self.get(request.path_params["id"])
             if record is None or not can_see(record, user):
-                return _error(404, f"There is no plugin {request.path_params['id']!r} that you can see.")
+                return error_response(404, f"There is no plugin {request.path_params['id']!r} that you can see.")
             return JSONResponse(record, headers={"cache-control": "no-store"})
 
         @operation(
@@ -146,11 +146,11 @@ class PluginRecords:
         async def delete_record(request: Request) -> Response:
             user = self.auth.user_for(request)
             if user is None or OPERATORS not in user.groups:
-                return _error(401 if user is None else 403, "Only operators may delete plugins.")
+                return error_response(401 if user is None else 403, "Only operators may delete plugins.")
             with self.database.transaction() as db:
                 gone = db.execute("DELETE FROM plugin_records WHERE id = ?", (request.path_params["id"],)).rowcount
             if not gone:
-                return _error(404, f"There is no plugin {request.path_params['id']!r}.")
+                return error_response(404, f"There is no plugin {request.path_params['id']!r}.")
             return JSONResponse({"deleted": request.path_params["id"]})
 
         return [
@@ -163,26 +163,22 @@ class PluginRecords:
     async def _write(self, request: Request, *, create: bool) -> Response:
         user = self.auth.user_for(request)
         if user is None:
-            return _error(401, "Sign in as an operator to save plugins.")
+            return error_response(401, "Sign in as an operator to save plugins.")
         if OPERATORS not in user.groups:
-            return _error(403, "Only operators may save plugins.")
+            return error_response(403, "Only operators may save plugins.")
         body = await read_json(request, limit=BODY_LIMIT)
         if isinstance(body, Response):
             return body
         if not create:
             path_id = request.path_params["id"]
             if body.setdefault("id", path_id) != path_id:
-                return _error(422, f"The body's id {body['id']!r} is not the id in the address, {path_id!r}.", field="id")
+                return error_response(422, f"The body's id {body['id']!r} is not the id in the address, {path_id!r}.", field="id")
         try:
             record = self.save(body, by=user.username, create=create)
         except DeclarationError as error:
-            return _error(422, str(error), field=error.field)
+            return error_response(422, str(error), field=error.field)
         except ValueError as error:
-            return _error(409, str(error))
+            return error_response(409, str(error))
         except KeyError:
-            return _error(404, f"There is no plugin {body['id']!r}; create it with POST /plugins.")
+            return error_response(404, f"There is no plugin {body['id']!r}; create it with POST /plugins.")
         return JSONResponse(record, status_code=201 if create else 200)
-
-
-def _error(status: int, message: str, **extra: Any) -> Response:
-    return JSONResponse({"error": message, **extra}, status_code=status)

@@ -16,6 +16,12 @@ from starlette.responses import JSONResponse, Response
 MAX_DEPTH = 64
 
 
+def error_response(status: int, sentence: str, *, retry_after: int | None = None, **fields: Any) -> Response:
+    """The one shape of every refusal: `{"error": sentence, ...fields}`, with `Retry-After` when given."""
+    headers = {} if retry_after is None else {"retry-after": str(retry_after)}
+    return JSONResponse({"error": sentence, **fields}, status, headers=headers)
+
+
 async def read_json(request: Request, *, limit: int, too_large: str = "") -> Any | Response:
     """The decoded JSON object of the body, or the error Response to send back (413, 400, 422)."""
     body = await read_body(request, limit=limit)
