@@ -57,6 +57,16 @@ def test_a_preflight_from_an_allowed_origin_is_answered(server):
     assert "Origin" in answer.headers["vary"]
 
 
+def test_a_preflight_for_a_private_network_or_an_unlisted_method_is_answered_as_such(server):
+    private = server.options(
+        "/auth/sign-in",
+        headers={"origin": EMBEDDER, "access-control-request-method": "GET", "access-control-request-private-network": "true"},
+    )
+    assert private.status_code == 204 and private.headers["access-control-allow-private-network"] == "true"
+    trace = server.options("/auth/sign-in", headers={"origin": EMBEDDER, "access-control-request-method": "TRACE"})
+    assert trace.status_code == 400 and trace.text == "Disallowed CORS method"
+
+
 def test_another_origin_gets_no_cors_header_at_all(server):
     answer = server.get("/web/reactor.js", headers={"origin": "http://127.0.0.1:5501"})
     assert answer.status_code == 200 and cors_headers(answer) == {}

@@ -1,4 +1,5 @@
-"""Cross-origin access for pages that embed reactor: only the origins the server was told to allow.
+"""Cross-origin access for pages that embed reactor: only the origins the server was told to allow
+(Starlette's CORSMiddleware, with what it lacks for that).
 
 An allowed origin's requests are answered with `Access-Control-Allow-Origin: <that origin>` and
 `Access-Control-Allow-Credentials: true` (the reactor session cookie travels with the embedded
@@ -12,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from starlette.datastructures import Headers, MutableHeaders
+from starlette.datastructures import Headers
+from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import PlainTextResponse, Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Send
 
-ALLOWED_METHODS = "GET, HEAD, POST, PUT, PATCH, DELETE"
-PREFLIGHT_MAX_AGE = "600"
+ALLOWED_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+PREFLIGHT_MAX_AGE = 600
 
 
 def check_origins(origins: Iterable[str]) -> tuple[str, ...]:
@@ -44,52 +46,41 @@ def check_origins(origins: Iterable[str]) -> tuple[str, ...]:
     return tuple(checked)
 
 
-class CrossOrigin:
-    """ASGI middleware: CORS answers for `origins`, and for no one else."""
+class CrossOrigin(CORSMiddleware):
+    """Starlette's CORSMiddleware for `origins` with credentials, and for no one else: what it
+    lacks is added here. An origin it does not allow gets no `Access-Control-*` header at all
+    (Starlette would still send its credentials header) and a 403 preflight with a sentence
+    saying how to allow it; an allowed preflight is answered 204."""
 
     def __init__(self, app: ASGIApp, *, origins: Iterable[str]) -> None:
-        self.app = app
-        self.origins = frozenset(check_origins(origins))
+        super().__init__(
+            app,
+            allow_origins=check_origins(origins),
+            allow_methods=ALLOWED_METHODS,
+            allow_headers=["*"],
+            allow_credentials=True,
+            allow_private_network=True,
+            max_age=PREFLIGHT_MAX_AGE,
+        )
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = Headers(scope=scope)
-        origin = headers.get("origin")
-        allowed = origin in self.origins
-        if scope["method"] == "OPTIONS" and origin and "access-control-request-method" in headers:
-            await self.preflight(origin, allowed, headers)(scope, receive, send)
-            return
-
-        async def send_with_cors(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                answer = MutableHeaders(scope=message)
-                answer.add_vary_header("Origin")
-                if allowed:
-                    answer["access-control-allow-origin"] = origin  # type: ignore[assignment]
-                    answer["access-control-allow-credentials"] = "true"
-            await send(message)
-
-        await self.app(scope, receive, send_with_cors)
-
-    def preflight(self, origin: str, allowed: bool, request: Headers) -> Response:
-        if not allowed:
+    def preflight_response(self, request_headers: Headers) -> Response:
+        origin = request_headers["origin"]
+        if not self.is_allowed_origin(origin):
             return PlainTextResponse(
                 f"The origin {origin} may not call this server; its operator can allow it with "
                 f"`reactor serve --allow-origin {origin}`.",
                 status_code=403,
                 headers={"vary": "Origin"},
             )
-        headers = {
-            "access-control-allow-origin": origin,
-            "access-control-allow-credentials": "true",
-            "access-control-allow-methods": ALLOWED_METHODS,
-            "access-control-max-age": PREFLIGHT_MAX_AGE,
-            "vary": "Origin, Access-Control-Request-Method, Access-Control-Request-Headers",
-        }
-        if "access-control-request-headers" in request:
-            headers["access-control-allow-headers"] = request["access-control-request-headers"]
-        if "access-control-request-private-network" in request:
-            headers["access-control-allow-private-network"] = "true"
+        answer = super().preflight_response(request_headers)
+        if answer.status_code != 200:
+            return answer
+        headers = {k: v for k, v in answer.headers.items() if k not in ("content-length", "content-type")}
         return Response(status_code=204, headers=headers)
+
+    async def send(self, message: Message, send: Send, request_headers: Headers) -> None:
+        origin = request_headers.get("origin")
+        if origin is not None and not self.is_allowed_origin(origin):
+            # Answered as if no Origin came: no CORS header, only `Vary: Origin`.
+            request_headers = Headers(raw=[(k, v) for k, v in request_headers.raw if k != b"origin"])
+        await super().send(message, send, request_headers)
