@@ -49,7 +49,9 @@ def ui_record(id, code, language="javascript", **extra):
 
 
 def operator(server):
-    return httpx.Client(base_url=server.url, headers=bearer(server, "ada"))
+    # No kept-alive connections: the client waits while the page boots, longer than the server
+    # keeps an idle connection, and reusing one it is closing is reset (a flaky test, not a bug).
+    return httpx.Client(base_url=server.url, headers=bearer(server, "ada"), limits=httpx.Limits(max_keepalive_connections=0))
 
 
 def refresh(page):
