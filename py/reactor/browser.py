@@ -52,8 +52,6 @@ class WorkerPage:
         return bool(await self._endpoint.ask("panel.open", panel=panel))
 
     async def close_panel(self, panel_id: str) -> dict[str, Any]:
-        for key in [k for k, (owner, _) in self._panel_listeners.items() if owner == panel_id]:
-            del self._panel_listeners[key]
         return dict(await self._endpoint.ask("panel.close", panel=panel_id) or {})
 
     def draw_panel(self, panel_id: str, *, html: str | None = None, text: str | None = None, error: str | None = None) -> None:
@@ -62,7 +60,7 @@ class WorkerPage:
     def listen_panel(self, panel_id: str, event: str, selector: str | None, handler: Any) -> Disposable:
         self._next_listener += 1
         key = self._next_listener
-        self._panel_listeners[key] = (panel_id, handler)
+        self._panel_listeners[key] = handler
         self._endpoint.notify("panel.listen", panel=panel_id, listener=key, event=event, selector=selector)
 
         def stop() -> None:
@@ -73,11 +71,11 @@ class WorkerPage:
 
     def panel_event(self, message: dict[str, Any], signal: CancelToken) -> None:
         """The page's `panel.event` notice: a person's event for one of the listeners above."""
-        listening = self._panel_listeners.get(message.get("listener"))  # type: ignore[arg-type]
-        if listening is None:
+        handler = self._panel_listeners.get(message.get("listener"))  # type: ignore[arg-type]
+        if handler is None:
             return  # the panel closed while the event was on its way
         try:
-            outcome = listening[1](message.get("event") or {})
+            outcome = handler(message.get("event") or {})
             if inspect.isawaitable(outcome):
                 asyncio.ensure_future(outcome)
         except Exception:

@@ -102,8 +102,6 @@ class MemoryPage:
     async def close_panel(self, panel_id: str) -> dict[str, Any]:
         self.panels.pop(panel_id, None)
         self.closed_panels.append(panel_id)
-        for key in [k for k, (panel, *_) in self._listeners.items() if panel == panel_id]:
-            del self._listeners[key]
         return {"disposed": False}  # no JavaScript runs here
 
     def draw_panel(self, panel_id: str, *, html: str | None = None, text: str | None = None, error: str | None = None) -> None:

@@ -124,7 +124,7 @@ def discover_plugins(group: str = ENTRY_POINT_GROUP) -> list[PluginSpec]:
     specs = []
     for entry in entry_points(group=group):
         loaded = entry.load()
-        spec = loaded() if callable(loaded) and not isinstance(loaded, PluginSpec) else loaded
+        spec = loaded() if callable(loaded) else loaded  # a PluginSpec, or a function making one
         if not isinstance(spec, PluginSpec):
             raise _refuse(
                 entry.name, "entry point", entry.value, f"names {type(spec).__name__}, not a PluginSpec (group {group!r})."
