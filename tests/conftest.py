@@ -78,6 +78,22 @@ def sign_in_on_page(page: Any, username: str) -> None:
     page.get_by_test_id("signed-in-as").wait_for()
 
 
+def wait_for_bundle(page: Any, bundle_id: str, timeout_ms: int = 30_000) -> None:
+    """Wait until the page's AgentTools bundles include `bundle_id`, by the page's own listener
+    (Playwright's wait_for_function takes a Promise for a truthy answer and would not wait)."""
+    page.evaluate(
+        """async ([id, timeout]) => {
+          const has = (bundles) => bundles.some((bundle) => bundle.id === id);
+          let stop;
+          const heard = new Promise((resolve) => { stop = window.reactor.onAgentToolBundles((b) => has(b) && resolve()); });
+          const now = window.reactor.agentToolBundles().then((b) => has(b) || heard);
+          const late = new Promise((_, reject) => setTimeout(() => reject(new Error(`no bundle ${id} after ${timeout} ms`)), timeout));
+          try { await Promise.race([now, late]); } finally { stop(); }
+        }""",
+        [bundle_id, timeout_ms],
+    )
+
+
 def run_without_gesture(page: Any, url: str, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
     """Run commands as the page's own code would, after load, with no user gesture: Playwright's
     evaluate counts as a click, and browsers grant full screen and popups only after one."""

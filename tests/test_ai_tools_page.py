@@ -5,7 +5,7 @@ import time
 
 import httpx
 import pytest
-from conftest import sign_in_on_page
+from conftest import sign_in_on_page, wait_for_bundle
 
 from test_ai_tools_declaration import RECORD
 
@@ -16,7 +16,7 @@ def sign_in(page, url, username):
     page.goto(url)
     page.evaluate("window.reactor.ready")
     sign_in_on_page(page, username)
-    page.wait_for_function("window.reactor.agentToolBundles().then(b => b.some(x => x.id === 'ai-tools'))")
+    wait_for_bundle(page, "ai-tools")
     page.wait_for_function("window.reactor.aiToolWorkerStats().booted >= 1", timeout=60_000)
 
 

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from conftest import start_server, stop_server
+from conftest import start_server, stop_server, wait_for_bundle
 
 from reactor.server.loopback import free_port
 
@@ -75,7 +75,7 @@ def embedded(page, tmp_path):
         strays, errors = guard_two_origins(page, live.url, site)
         page.goto(site)
         page.evaluate("window.reactor.ready")
-        page.wait_for_function("window.reactor.agentToolBundles().then(b => b.some(x => x.id === 'todo'))")
+        wait_for_bundle(page, "todo")
         yield page
         assert strays == [], f"the page asked for something outside its two origins: {strays}"
         assert errors == [], f"the page raised: {errors}"
