@@ -5,6 +5,7 @@
  * The chat itself runs in Python (reactor.host.ChatSession); this only renders and asks.
  * An assistant's text is Markdown, drawn by the page's CommonMark with raw HTML off.
  */
+import { el } from "./dom.js";
 
 let markdown = null;  // web/markdown.js, imported with the first reply: not while the page boots (view.js)
 
@@ -20,13 +21,6 @@ const PROVIDERS = [
   ["anthropic", "Anthropic"],
 ];
 const SETTINGS_KEY = "reactor.chat.settings";  // sessionStorage: the key never leaves this tab but for its provider
-
-function el(tag, { dataset = {}, ...props } = {}, ...children) {
-  const node = Object.assign(document.createElement(tag), props);
-  Object.assign(node.dataset, dataset);
-  node.append(...children);
-  return node;
-}
 
 function pretty(value) {
   return JSON.stringify(value, null, 2);
@@ -49,19 +43,19 @@ function keyArguments(args) {
 class ReactorChat extends HTMLElement {
   connectedCallback() {
     this.cards = new Map();
-    this.log = el("ol", { className: "chat-log", ariaLive: "polite" });
-    this.input = el("textarea", { rows: 2, placeholder: "Message", ariaLabel: "Message" });
-    this.sendButton = el("button", { type: "submit", textContent: "Send" });
-    this.stopButton = el("button", { type: "button", textContent: "Stop", disabled: true });
+    this.log = el("ol", { class: "chat-log", "aria-live": "polite" });
+    this.input = el("textarea", { rows: 2, placeholder: "Message", "aria-label": "Message" });
+    this.sendButton = el("button", { type: "submit" }, "Send");
+    this.stopButton = el("button", { type: "button", disabled: true }, "Stop");
     this.stopButton.addEventListener("click", () => window.reactor.chat.stop());
-    const form = el("form", { className: "chat-input" }, this.input, this.sendButton, this.stopButton);
+    const form = el("form", { class: "chat-input" }, this.input, this.sendButton, this.stopButton);
     form.addEventListener("submit", (event) => { event.preventDefault(); this.send(); });
     this.input.addEventListener("keydown", (event) => {
       if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); this.send(); }
     });
-    this.modelLabel = el("span", { className: "chat-model", dataset: { testid: "chat-model" } });
+    this.modelLabel = el("span", { class: "chat-model", "data-testid": "chat-model" });
     this.replaceChildren(
-      el("header", { className: "chat-head" }, el("h2", { textContent: "Assistant" }), this.modelLabel),
+      el("header", { class: "chat-head" }, el("h2", {}, "Assistant"), this.modelLabel),
       this.settingsForm(), this.log, form,
     );
     window.addEventListener("reactor:chat", (event) => this.onEvent(event.detail));
@@ -78,15 +72,15 @@ class ReactorChat extends HTMLElement {
 
   settingsForm() {
     const saved = this.savedSettings();
-    const provider = el("select", { name: "provider", ariaLabel: "Provider" },
-      ...PROVIDERS.map(([value, text]) => el("option", { value, textContent: text, selected: value === saved.provider })));
+    const provider = el("select", { name: "provider", "aria-label": "Provider" },
+      ...PROVIDERS.map(([value, text]) => el("option", { value, selected: value === saved.provider }, text)));
     const field = (name, label, type = "text") =>
       el("label", {}, label, el("input", { name, type, value: saved[name] ?? "", autocomplete: "off" }));
-    const error = el("p", { className: "chat-error", role: "alert" });
-    const form = el("form", { className: "chat-settings" },
-      el("details", {}, el("summary", { textContent: "Model settings" }),
+    const error = el("p", { class: "chat-error", role: "alert" });
+    const form = el("form", { class: "chat-settings" },
+      el("details", {}, el("summary", {}, "Model settings"),
         el("label", {}, "Provider ", provider), field("baseUrl", "Base URL "), field("model", "Model "),
-        field("apiKey", "API key ", "password"), el("button", { type: "submit", textContent: "Use this model" }), error));
+        field("apiKey", "API key ", "password"), el("button", { type: "submit" }, "Use this model"), error));
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       const settings = Object.fromEntries(new FormData(form));
@@ -128,19 +122,19 @@ class ReactorChat extends HTMLElement {
   }
 
   note(text, kind = "note") {
-    this.log.append(el("li", { className: `chat-${kind}`, textContent: text }));
+    this.log.append(el("li", { class: `chat-${kind}` }, text));
   }
 
   onEvent(event) {
     if (event.type === "message.delta") {
       // A streamed reply: its text as it arrives, drawn as Markdown once it is whole.
       if (!this.streaming) {
-        this.streaming = el("li", { className: "chat-message chat-assistant", dataset: { role: "assistant", streaming: "true" } });
+        this.streaming = el("li", { class: "chat-message chat-assistant", "data-role": "assistant", "data-streaming": "true" });
         this.log.append(this.streaming);
       }
       this.streaming.textContent += event.text;
     } else if (event.type === "message") {
-      const item = event.role === "assistant" && this.streaming ? this.streaming : el("li", { className: `chat-message chat-${event.role}` });
+      const item = event.role === "assistant" && this.streaming ? this.streaming : el("li", { class: `chat-message chat-${event.role}` });
       this.streaming = null;
       delete item.dataset.streaming;
       if (event.role === "assistant") drawMarkdown(item, event.text);
@@ -171,15 +165,15 @@ class ReactorChat extends HTMLElement {
   toolCard(event) {
     let card = this.cards.get(event.call_id);
     if (!card) {
-      card = el("li", { className: "chat-tool", dataset: { testid: "tool-card", tool: event.name } },
-        el("div", { className: "chat-tool-head" },
-          el("strong", { textContent: event.title || event.name }),
-          el("span", { className: "chat-tool-status", dataset: { testid: "tool-status" } })),
-        el("p", { className: "chat-tool-summary", dataset: { testid: "tool-summary" }, textContent: keyArguments(event.arguments) }),
-        el("details", {}, el("summary", { textContent: "Details" }),
-          el("p", { className: "chat-tool-name", textContent: `Tool ${event.name}` }),
-          el("pre", { className: "chat-tool-args", textContent: pretty(parsed(event.arguments)) }),
-          el("pre", { className: "chat-tool-result" })));
+      card = el("li", { class: "chat-tool", "data-testid": "tool-card", "data-tool": event.name },
+        el("div", { class: "chat-tool-head" },
+          el("strong", {}, event.title || event.name),
+          el("span", { class: "chat-tool-status", "data-testid": "tool-status" })),
+        el("p", { class: "chat-tool-summary", "data-testid": "tool-summary" }, keyArguments(event.arguments)),
+        el("details", {}, el("summary", {}, "Details"),
+          el("p", { class: "chat-tool-name" }, `Tool ${event.name}`),
+          el("pre", { class: "chat-tool-args" }, pretty(parsed(event.arguments))),
+          el("pre", { class: "chat-tool-result" })));
       this.cards.set(event.call_id, card);
       this.log.append(card);
     }
@@ -196,20 +190,19 @@ class ReactorChat extends HTMLElement {
     // The question must be on screen: a view in full screen (a presentation) would hide it.
     if (document.fullscreenElement && !this.contains(document.fullscreenElement)) document.exitFullscreen().catch(() => {});
     return new Promise((resolve) => {
-      const question = el("p", { textContent: `The assistant wants to ${request.sideEffect === "destructive" ? "delete or destroy" : "change"} data with ${request.tool}${keyArguments(request.arguments) ? ` (${keyArguments(request.arguments)})` : ""}. Allow it?` });
-      const card = el("li", { className: "chat-approval", dataset: { testid: "approval", tool: request.tool } },
-        question, el("details", {}, el("summary", { textContent: "Details" }), el("pre", { textContent: pretty(request.arguments) })));
+      const question = el("p", {}, `The assistant wants to ${request.sideEffect === "destructive" ? "delete or destroy" : "change"} data with ${request.tool}${keyArguments(request.arguments) ? ` (${keyArguments(request.arguments)})` : ""}. Allow it?`);
+      const card = el("li", { class: "chat-approval", "data-testid": "approval", "data-tool": request.tool },
+        question, el("details", {}, el("summary", {}, "Details"), el("pre", {}, pretty(request.arguments))));
       const answer = (decision) => () => {
         card.dataset.decision = decision;
         // The card keeps what was chosen, in words; the buttons go.
         card.querySelectorAll("button").forEach((b) => b.remove());
         question.textContent = `${request.tool}${keyArguments(request.arguments) ? ` (${keyArguments(request.arguments)})` : ""}: `;
-        question.append(el("strong", { dataset: { testid: "approval-choice" }, textContent:
-          { allow: "Allowed.", always: "Always allowed in this chat.", deny: "Denied; it did not run." }[decision] }));
+        question.append(el("strong", { "data-testid": "approval-choice" }, { allow: "Allowed.", always: "Always allowed in this chat.", deny: "Denied; it did not run." }[decision]));
         resolve(decision);
       };
       for (const [decision, text] of [["allow", "Allow"], ["always", "Always allow"], ["deny", "Deny"]]) {
-        const button = el("button", { type: "button", textContent: text });
+        const button = el("button", { type: "button" }, text);
         button.addEventListener("click", answer(decision));
         card.append(button);
       }

@@ -4,6 +4,8 @@
  * view changes (opening a deck enables Next Slide); a command that takes arguments opens a
  * small form drawn from its JSON Schema, and every outcome is shown, never only logged.
  */
+import { el } from "./dom.js";
+
 const list = document.getElementById("palette");
 const filter = document.getElementById("palette-filter");
 const tools = document.getElementById("agent-tools");
@@ -11,13 +13,6 @@ const status = document.getElementById("palette-status");
 let drawing = 0;  // only the latest drawing lands: listCommands answers may cross
 let open = null;  // the id of the command whose form is open, and that form (kept across redraws: what was typed stays)
 let openForm = null;
-
-function el(tag, attributes = {}, text = undefined) {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
-  if (text !== undefined) node.textContent = String(text);
-  return node;
-}
 
 async function drawCommands() {
   const mine = ++drawing;

@@ -2,6 +2,8 @@
 // person's clicks into commands (cms.signIn, cms.selectSite, cms.publishSitePage…). All logic
 // lives in Python; every piece of data is set as text (textContent), never as HTML.
 
+import { el } from '/web/dom.js';
+
 /**
  * Draw the CMS panel into `root`, replacing what was there.
  *
@@ -14,13 +16,6 @@
  * @param {(command: string, args?: object) => Promise<unknown>} run runs a command, reporting failures
  */
 export function renderCmsPanel(root, state, run) {
-  const doc = root.ownerDocument;
-  const el = (tag, attributes = {}, text = undefined) => {
-    const node = doc.createElement(tag);
-    for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
-    if (text !== undefined) node.textContent = String(text);
-    return node;
-  };
   const button = (label, testid, onClick) => {
     const node = el('button', { type: 'button', 'data-testid': testid }, label);
     node.addEventListener('click', onClick);

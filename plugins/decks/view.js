@@ -5,6 +5,8 @@
 // `reactor:command` event ({detail: {command, args}}); on the reactor page, the code at the
 // end of this module runs it through window.reactor.executeCommand.
 
+import { el } from '/web/dom.js';
+
 // web/markdown.js: imported once the page is ready and idle (or by the first slide), not while
 // the page boots: evaluating markdown-it then made a long task on the host page's main thread.
 let markdown = null;
@@ -23,13 +25,6 @@ const loadMarkdown = () => (markdown ??= import('/web/markdown.js'));
  * }} state plain data from the decks plugin; a slide's body is Markdown, drawn as CommonMark
  */
 export function renderDecks(root, state) {
-  const doc = root.ownerDocument;
-  const el = (tag, attributes = {}, text = undefined) => {
-    const node = doc.createElement(tag);
-    for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
-    if (text !== undefined) node.textContent = String(text);
-    return node;
-  };
   const run = (command, args = {}) =>
     root.dispatchEvent(
       new CustomEvent('reactor:command', { bubbles: true, composed: true, detail: { command, args } }),
@@ -98,10 +93,10 @@ export function renderDecks(root, state) {
       event.preventDefault();
     };
     // The keys reach the slide while it is presented, without a click on it first.
-    if (state.presenting && doc.activeElement !== root) root.focus({ preventScroll: true });
+    if (state.presenting && document.activeElement !== root) root.focus({ preventScroll: true });
   }
   // Presentation ended from the palette or by an agent: leave full screen with it.
-  if (!state.presenting && doc.fullscreenElement === root) doc.exitFullscreen().catch(() => {});
+  if (!state.presenting && document.fullscreenElement === root) document.exitFullscreen().catch(() => {});
 
   if (state.message) {
     root.append(el('p', { class: 'decks-message', role: 'status', 'data-testid': 'decks-message' }, state.message));

@@ -1,0 +1,15 @@
+/**
+ * The one element builder of the page's widgets and plugin views: `el("button", {type: "button",
+ * "data-testid": "next"}, "Next")`. Attributes are set as attributes (true: present, false or
+ * null: absent, anything else as its string); children are nodes or strings, a string always as
+ * text, never as HTML.
+ */
+export function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === true) node.setAttribute(name, "");
+    else if (value !== false && value !== null && value !== undefined) node.setAttribute(name, String(value));
+  }
+  node.append(...children.filter((child) => child !== null && child !== undefined));
+  return node;
+}
