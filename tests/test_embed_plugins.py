@@ -169,10 +169,10 @@ def test_is_enabled_asks_the_page_each_time():
             "DeclarationError",
             "commands[0].parameters of command 'a' are refused",
         ),
-        ({**TODO, "commands": {"id": "a"}}, "DeclarationError", "commands must be a list of commands, not an object."),
+        ({**TODO, "commands": {"id": "a"}}, "DeclarationError", "commands must be an array of commands, not an object."),
         ({**TODO, "tools": []}, "DeclarationError", "tools is not a plugin field"),
         ({**TODO, "name": ""}, "PluginError", "A plugin needs a non-empty name, not ''."),
-        ({**TODO, "requires": "decks"}, "DeclarationError", "requires must be a list of plugin names."),
+        ({**TODO, "requires": "decks"}, "DeclarationError", "requires must be an array of plugin names."),
         ({**TODO, "requires": ["decks"]}, "PluginDependencyError", "Plugin 'todo' needs 'decks' loaded first."),
     ],
 )
@@ -209,7 +209,7 @@ def test_unloading_takes_commands_and_bundle_and_names_who_went():
 
 
 def test_the_declaration_itself_must_be_an_object():
-    with pytest.raises(DeclarationError, match="A plugin must be an object, not a list."):
+    with pytest.raises(DeclarationError, match="A plugin must be an object, not an array."):
         define_script_plugin([], FakeScript().run, FakeScript().is_enabled)
 
 

@@ -7,14 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from reactor import PluginContext
+from reactor import NO_ARGUMENTS, PluginContext
 from reactor.errors import NotFoundError, ToolError
 
 from .client import CmsClient
 from .panel import CmsPanel
 from .state import CmsState
 
-NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 SLUG = {"type": "string", "minLength": 1, "maxLength": 80, "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$"}
 PANEL_PARAMETERS: dict[str, dict[str, Any]] = {
     "cms.signIn": {

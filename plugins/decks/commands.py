@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from reactor import PluginContext
+from reactor import NO_ARGUMENTS, PluginContext
 from reactor.page import Page
 from reactor.urls import quote_segment
 
@@ -19,7 +19,6 @@ from .store import DeckStore
 from .view import DeckView
 
 # Arguments of a tool declared without parameters: none, so a made-up key is refused.
-NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 
 NO_DECK_OPEN = "no deck is open; open one with decks_open, using an id from decks_list_decks."
 NOT_PRESENTING = "no deck is being presented."

@@ -40,6 +40,7 @@ from .events import Emitter
 from .page import HttpError, MemoryPage, Page
 from .platform import PluginPlatform
 from .plugins import LoadReport, Plugin, PluginContext, Reactor, define_plugin
+from .schema import NO_ARGUMENTS
 
 __all__ = [
     "AbortedError",
@@ -65,6 +66,7 @@ __all__ = [
     "InvalidArgumentsError",
     "LoadReport",
     "MemoryPage",
+    "NO_ARGUMENTS",
     "NotFoundError",
     "Page",
     "Plugin",

@@ -36,7 +36,7 @@ def parse_tool_arguments(tool: str, raw: Any, schema: dict[str, Any] | Validator
     if value is None:
         value = {}
     if not isinstance(value, dict):
-        raise _invalid(tool, [{"path": "$", "message": f"expected a JSON object, got {_kind(value)}"}])
+        raise _invalid(tool, [{"path": "$", "message": f"expected a JSON object, got {json_kind(value)}"}])
     problems = argument_problems(schema or NO_PARAMETERS, value)
     if problems:
         raise _invalid(tool, problems)
@@ -52,7 +52,8 @@ def _invalid(tool: str, problems: list[dict[str, str]]) -> ToolError:
     )
 
 
-def _kind(value: Any) -> str:
-    return {list: "an array", bool: "a boolean", int: "a number", float: "a number", str: "a string"}.get(
-        type(value), type(value).__name__
-    )
+def json_kind(value: Any) -> str:
+    """What a decoded JSON value is, in JSON's words: "an object", "an array", "a string"…; for
+    the sentences that refuse a value of the wrong kind."""
+    kinds = {dict: "an object", list: "an array", bool: "a boolean", int: "a number", float: "a number", str: "a string"}
+    return "null" if value is None else kinds.get(type(value), type(value).__name__)

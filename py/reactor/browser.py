@@ -22,7 +22,7 @@ from pyodide.ffi import JsException, create_once_callable, create_proxy, to_js  
 from .cancellation import CancelToken
 from .disposable import Disposable
 from .errors import AbortedError, CommandUnavailableError, PageError, PageScriptError, ToolError
-from .page import HttpError
+from .http import answer_json
 from .protocol import Raw, WorkerEndpoint, raw
 
 
@@ -118,13 +118,7 @@ async def _fetch_json(url: str, *, method: str = "GET", body: Any = None, header
         if signal is not None and signal.aborted:
             raise AbortedError(signal.reason) from None
         raise ConnectionError(f"The server at {url} could not be reached: {error}") from None
-    if response.status >= 400:
-        try:
-            detail = json.loads(text).get("error", text)
-        except (ValueError, AttributeError):
-            detail = text[:200]
-        raise HttpError(response.status, str(detail))
-    return json.loads(text) if text else None
+    return answer_json(response.status, text)
 
 
 class JsSignal:

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from .disposable import Disposable
 from .errors import HttpError
+from .http import Send, fetch_json, urllib_send
 
 __all__ = ["HttpError", "MemoryPage", "Page"]
 
@@ -55,7 +56,8 @@ class Page(Protocol):
 
 
 class MemoryPage:
-    """A page without a browser: records what was shown and opened; speaks real HTTP."""
+    """A page without a browser: records what was shown and opened; speaks real HTTP (through
+    `send`: urllib by default, or one that calls the server's app in process)."""
 
     def __init__(
         self,
@@ -64,11 +66,13 @@ class MemoryPage:
         allow_tabs: bool = True,
         base_url: str = "",
         headers: dict[str, str] | None = None,
+        send: Send = urllib_send,
     ) -> None:
         self.allow_fullscreen = allow_fullscreen
         self.allow_tabs = allow_tabs
         self.base_url = base_url
         self.headers = dict(headers or {})  # what a browser's cookies would carry: the session
+        self.send = send
         self.views: dict[str, dict[str, Any]] = {}
         self.opened: list[str] = []
         self.fullscreen = False
@@ -93,7 +97,7 @@ class MemoryPage:
         return ""
 
     async def fetch_json(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
-        return await asyncio.to_thread(_urllib_json, method, self.base_url + url, body, {**self.headers, **(headers or {})})
+        return await fetch_json(self.send, method, self.base_url + url, body, {**self.headers, **(headers or {})})
 
     async def open_panel(self, panel: dict[str, Any]) -> bool:
         self.panels[panel["id"]] = {"panel": json.loads(json.dumps(panel)), "html": None, "text": None, "error": None}
@@ -125,26 +129,3 @@ class MemoryPage:
                 if asyncio.iscoroutine(outcome):
                     await outcome
         return called
-
-
-def _urllib_json(method: str, url: str, body: Any, headers: dict[str, str]) -> Any:
-    # Imported here: urllib.request (with http.client and email) costs ~0.4 s of the page's start-up.
-    import urllib.error
-    import urllib.request
-
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method=method, headers={"content-type": "application/json", **headers})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            raw = response.read()
-    except urllib.error.HTTPError as error:
-        raise HttpError(error.code, _detail(error.read())) from None
-    return json.loads(raw) if raw else None
-
-
-def _detail(raw: bytes) -> str:
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        return raw.decode(errors="replace")[:200]
-    return str(data.get("error", data)) if isinstance(data, dict) else str(data)

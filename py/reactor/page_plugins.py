@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .agent_tools import AgentTools, check_agent_tools
+from .arguments import json_kind
 from .contributions import contribution
 from .errors import DeclarationError, PluginError, refusal
 from .plugins import Plugin, define_plugin
@@ -39,7 +40,7 @@ def define_script_plugin(declaration: Any, run: Run, is_enabled: Callable[[str],
     `parameters` default to those of the bundle's tool for that command.
     """
     if not isinstance(declaration, dict):
-        raise DeclarationError(f"A plugin must be an object, not {_kind(declaration)}.", owner="?", field="")
+        raise DeclarationError(f"A plugin must be an object, not {json_kind(declaration)}.", owner="?", field="")
     name = declaration.get("name")
     if not isinstance(name, str) or not name.strip():
         raise PluginError(f"A plugin needs a non-empty name, not {name!r}.", plugin=str(name))
@@ -55,7 +56,7 @@ def define_script_plugin(declaration: Any, run: Run, is_enabled: Callable[[str],
         raise refuse("description", description, "must be a string.")
     requires = declaration.get("requires", [])
     if not isinstance(requires, list) or not all(isinstance(r, str) and r for r in requires):
-        raise refuse("requires", requires, "must be a list of plugin names.")
+        raise refuse("requires", requires, "must be an array of plugin names.")
     bundle = None
     if declaration.get("agentTools") is not None:
         tools = declaration["agentTools"]
@@ -83,13 +84,13 @@ def _checked_commands(
     commands: Any, bundle: dict[str, Any] | None, refuse: Callable[[str, Any, str], DeclarationError]
 ) -> list[dict[str, Any]]:
     if not isinstance(commands, list):
-        raise refuse("commands", commands, f"must be a list of commands, not {_kind(commands)}.")
+        raise refuse("commands", commands, f"must be an array of commands, not {json_kind(commands)}.")
     schemas = {tool["command"]: tool.get("parameters") for tool in (bundle or {}).get("commands", [])}
     checked: list[dict[str, Any]] = []
     for index, command in enumerate(commands):
         where = f"commands[{index}]"
         if not isinstance(command, dict):
-            raise refuse(where, command, f"must be an object, not {_kind(command)}.")
+            raise refuse(where, command, f"must be an object, not {json_kind(command)}.")
         unknown = sorted(set(command) - set(COMMAND_FIELDS))
         if unknown:
             raise refuse(f"{where}.{unknown[0]}", command[unknown[0]], f"is not a command field; use {list(COMMAND_FIELDS)}.")
@@ -148,11 +149,7 @@ def python_page_plugin(code: str, source: str) -> Plugin:
     if not isinstance(plugin, Plugin):
         raise PluginError(
             f"The page's Python plugin {source} must define PLUGIN = define_plugin(...), "
-            f"not {'nothing' if plugin is None else _kind(plugin)}.",
+            f"not {'nothing' if plugin is None else type(plugin).__name__}.",
             plugin=source,
         )
     return plugin
-
-
-def _kind(value: Any) -> str:
-    return {list: "a list", dict: "an object", str: "a string", type(None): "null"}.get(type(value), type(value).__name__)

@@ -14,6 +14,9 @@ from typing import Any
 
 from .json_schema import SchemaError, Validator, check_schema
 
+# The parameters of a command that takes nothing: an empty object, and nothing else in it.
+NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
+
 
 def schema_problem(schema: Any) -> str:
     """Return why `schema` cannot describe a tool's arguments, or "" when it can."""

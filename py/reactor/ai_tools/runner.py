@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 from typing import Any
 
 from ..cancellation import CancelToken
 from ..errors import ToolError
+from ..http import Send, fetch_json, urllib_send
 from .context import ToolContext
 
 
@@ -25,11 +25,13 @@ def load_code(record_id: str, code: str) -> dict[str, Any]:
 
 
 class InProcessRunner:
-    """Executes Python `invoke(args, context)`; `base_url` is where `context.fetch_json` goes."""
+    """Executes Python `invoke(args, context)`; `base_url` is where `context.fetch_json` goes,
+    through `send` (reactor.http)."""
 
-    def __init__(self, base_url: str = "", headers: dict[str, str] | None = None) -> None:
+    def __init__(self, base_url: str = "", headers: dict[str, str] | None = None, send: Send = urllib_send) -> None:
         self.base_url = base_url
         self.headers = dict(headers or {})
+        self.send = send
 
     async def run(self, record: dict[str, Any], args: dict[str, Any], context: dict[str, Any], signal: CancelToken) -> Any:
         if record["language"] != "python":
@@ -41,15 +43,4 @@ class InProcessRunner:
         return await asyncio.to_thread(invoke, args, tool_context)
 
     async def _fetch(self, url: str, *, method: str, body: Any, headers: dict[str, str], signal: CancelToken) -> Any:
-        import urllib.request  # here, not at the top: the page imports this module but never calls this
-
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(
-            self.base_url + url, data=data, method=method, headers={"content-type": "application/json", **self.headers, **headers}
-        )
-
-        def read() -> Any:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                return json.loads(response.read() or b"null")
-
-        return await signal.race(asyncio.to_thread(read))
+        return await signal.race(fetch_json(self.send, method, self.base_url + url, body, {**self.headers, **headers}))

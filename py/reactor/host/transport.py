@@ -1,29 +1,21 @@
-"""HTTP for the providers, through an injected `send`, so the page can back it with fetch.
-
-    async send(method, url, headers, body_text, on_chunk=None) -> (status, headers, body_text)
-
-Given `on_chunk`, a 2xx `text/event-stream` answer's body goes to `on_chunk(text)` piece by
-piece as it arrives (the returned text is then ""); any other answer comes back whole.
-
-No network library is imported here: in the page `send` wraps the browser's fetch; on
-CPython `urllib_send` does. `post_json` is the one place a provider's answer becomes data or
-a ProviderError whose message says what to do — and never holds the API key.
+"""HTTP for the providers, through an injected `send` (reactor.http), so the page can back
+it with fetch. `post_json` is the one place a provider's answer becomes data or a ProviderError
+whose message says what to do — and never holds the API key.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from ..cancellation import CancelToken
 from ..errors import AbortedError
+from ..http import Send, urllib_send
 from .errors import ProviderError
 from .streaming import EventStream
 
-Send = Callable[..., Awaitable[tuple[int, dict[str, str], str]]]
+__all__ = ["Send", "post_json", "post_stream", "urllib_send"]
 
 _KINDS = {
     400: "invalid_request",
@@ -146,92 +138,6 @@ def _answer(status: int, answer_headers: dict[str, str], text: str, provider: st
         kind=kind,
         retry_after=retry_after,
     )
-
-
-async def urllib_send(
-    method: str, url: str, headers: dict[str, str], body: str | None, on_chunk: Callable[[str], None] | None = None
-) -> tuple[int, dict[str, str], str]:
-    """A `send` for CPython (tests, scripts). Error statuses are returned, not raised."""
-    if on_chunk is None:
-        return await asyncio.to_thread(_urllib_exchange, method, url, headers, body)
-    # The read runs in a thread; its pieces come back through a queue, so on_chunk runs (and
-    # raises) here, in the caller's task.
-    loop, stop = asyncio.get_running_loop(), threading.Event()
-    pieces: asyncio.Queue[Any] = asyncio.Queue()
-    reading = asyncio.ensure_future(
-        asyncio.to_thread(
-            _urllib_stream, method, url, headers, body, lambda item: loop.call_soon_threadsafe(pieces.put_nowait, item), stop
-        )
-    )
-    # Should the thread end without its last word, the wait below still ends.
-    reading.add_done_callback(lambda done: pieces.put_nowait(("error", OSError("the connection ended unexpectedly"))))
-    try:
-        while True:
-            item = await pieces.get()
-            if item[0] == "chunk":
-                on_chunk(item[1])
-            elif item[0] == "error":
-                raise item[1]
-            else:  # ("end", status, headers, text)
-                return item[1], item[2], item[3]
-    finally:
-        stop.set()
-        reading.cancel()
-
-
-def _urllib_stream(
-    method: str,
-    url: str,
-    headers: dict[str, str],
-    body: str | None,
-    put: Callable[[tuple[Any, ...]], object],
-    stop: threading.Event,
-) -> None:
-    import codecs
-    import urllib.error
-    import urllib.request
-
-    try:
-        request = urllib.request.Request(url, data=None if body is None else body.encode("utf-8"), method=method, headers=headers)
-        with urllib.request.urlopen(request, timeout=120) as response:
-            answer_headers = _lower(response.headers.items())
-            if "text/event-stream" not in answer_headers.get("content-type", ""):
-                put(("end", response.status, answer_headers, response.read().decode("utf-8", "replace")))
-                return
-            decoder = codecs.getincrementaldecoder("utf-8")("replace")
-            while not stop.is_set():
-                piece = response.read1(65536)
-                if not piece:
-                    break
-                put(("chunk", decoder.decode(piece)))
-            put(("end", response.status, answer_headers, ""))
-    except urllib.error.HTTPError as error:
-        with error:
-            put(("end", error.code, _lower(error.headers.items()), error.read().decode("utf-8", "replace")))
-    except urllib.error.URLError as error:
-        put(("error", OSError(str(error.reason))))
-    except Exception as error:
-        put(("error", OSError(str(error))))
-
-
-def _urllib_exchange(method: str, url: str, headers: dict[str, str], body: str | None) -> tuple[int, dict[str, str], str]:
-    import urllib.error
-    import urllib.request
-
-    data = None if body is None else body.encode("utf-8")
-    request = urllib.request.Request(url, data=data, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=120) as response:
-            return response.status, _lower(response.headers.items()), response.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as error:
-        with error:
-            return error.code, _lower(error.headers.items()), error.read().decode("utf-8", "replace")
-    except urllib.error.URLError as error:
-        raise OSError(str(error.reason)) from None
-
-
-def _lower(items: Any) -> dict[str, str]:
-    return {k.lower(): v for k, v in items}
 
 
 def _decode(text: str) -> Any:

@@ -13,6 +13,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from ..arguments import json_kind
+
 MAX_DEPTH = 64
 
 
@@ -34,7 +36,7 @@ async def read_json(request: Request, *, limit: int, too_large: str = "") -> Any
     except (ValueError, UnicodeDecodeError) as error:
         return JSONResponse({"error": f"The body is not valid JSON: {error}."}, 400)
     if not isinstance(data, dict):
-        return JSONResponse({"error": f"The body must be a JSON object, not {_json_kind(data)}."}, 400)
+        return JSONResponse({"error": f"The body must be a JSON object, not {json_kind(data)}."}, 400)
     problem = json_problem(data)
     if problem is not None:
         field, sentence = problem
@@ -85,7 +87,3 @@ def _is_utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _json_kind(value: Any) -> str:
-    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
