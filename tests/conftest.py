@@ -1,21 +1,26 @@
-"""Shared fixtures: a real server on loopback over a temp SQLite file, and Chromium that may
-only talk to it."""
+"""Shared fixtures: the reactor app over a temp SQLite file, called in process where no browser
+is involved (`app_server`) or served on loopback (`live_server`) for Chromium, which may only
+talk to it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 
 from reactor.server.app import create_app
 from reactor.server.loopback import LoopbackServer
 
+IN_PROCESS_URL = "http://127.0.0.1"  # a host the app serves: its Host check holds in process too
 SYSTEM_CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
 QUIET_CHROMIUM = [
     "--disable-background-networking",
@@ -54,11 +59,93 @@ def stop_server(live: LiveServer) -> None:
     live.loopback.stop()
 
 
-def bearer(live: LiveServer, username: str) -> dict[str, str]:
-    """The headers of a client signed in as a demo user (password `<name>-demo`) with a bearer token."""
-    import httpx
+class AppClient:
+    """Requests to an ASGI app in this process, as httpx.Client makes them to a server: one event
+    loop per request (Starlette's TestClient would share one, but warns on this httpx), a cookie
+    jar kept from answer to answer as a browser's is, and the app's own exceptions raised here."""
 
-    answer = httpx.post(f"{live.url}/auth/sign-in", json={"username": username, "password": f"{username}-demo"})
+    def __init__(self, app: Any, base_url: str = IN_PROCESS_URL, headers: dict[str, str] | None = None) -> None:
+        self.app, self.base_url, self.headers = app, base_url, dict(headers or {})
+        self.cookies = httpx.Cookies()
+
+    def request(self, method: str, url: str, **options: Any) -> httpx.Response:
+        async def send() -> httpx.Response:
+            async with httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=self.app), base_url=self.base_url, headers=self.headers, cookies=self.cookies
+            ) as client:
+                answer = await client.request(method, url, **options)
+                self.cookies = client.cookies
+                return answer
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(send())
+        # Called from async code, as a blocking httpx.Client would be: the request runs beside it.
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, send()).result()
+
+    def get(self, url: str, **options: Any) -> httpx.Response:
+        return self.request("GET", url, **options)
+
+    def post(self, url: str, **options: Any) -> httpx.Response:
+        return self.request("POST", url, **options)
+
+    def put(self, url: str, **options: Any) -> httpx.Response:
+        return self.request("PUT", url, **options)
+
+    def patch(self, url: str, **options: Any) -> httpx.Response:
+        return self.request("PATCH", url, **options)
+
+    def delete(self, url: str, **options: Any) -> httpx.Response:
+        return self.request("DELETE", url, **options)
+
+    def options(self, url: str, **options: Any) -> httpx.Response:
+        return self.request("OPTIONS", url, **options)
+
+    def __enter__(self) -> AppClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+@dataclass
+class AppServer:
+    """The reactor app called in this process, no socket and no thread of its own: `client()` for
+    the requests a test makes, `send` (reactor.http) for MemoryPage and the AI Tool runner."""
+
+    url: str
+    app: Any
+    data: Path
+
+    def client(self, headers: dict[str, str] | None = None) -> AppClient:
+        return AppClient(self.app, self.url, headers)
+
+    async def send(
+        self, method: str, url: str, headers: dict[str, str], body: str | None, on_chunk: Any = None
+    ) -> tuple[int, dict[str, str], str]:
+        # A client per request, as urllib is: no cookie carries over from one call to the next.
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app)) as client:
+            answer = await client.request(method, url, headers=headers, content=body)
+        return answer.status_code, dict(answer.headers), answer.text
+
+
+def app_server_over(data: Path, **options: Any) -> AppServer:
+    return AppServer(IN_PROCESS_URL, create_app(data, **options), data)
+
+
+@pytest.fixture
+def app_server(tmp_path: Path) -> AppServer:
+    """The demo's app (plugins, seeded data) over a fresh SQLite file, called in process."""
+    return app_server_over(tmp_path / "data", seed_demo=True)
+
+
+def bearer(server: LiveServer | AppServer, username: str) -> dict[str, str]:
+    """The headers of a client signed in as a demo user (password `<name>-demo`) with a bearer token."""
+    client = server.client() if isinstance(server, AppServer) else httpx.Client()
+    with client:
+        answer = client.post(f"{server.url}/auth/sign-in", json={"username": username, "password": f"{username}-demo"})
     answer.raise_for_status()
     return {"authorization": f"Bearer {answer.json()['token']}"}
 

@@ -1,8 +1,7 @@
 import copy
 
-import httpx
 import pytest
-from conftest import start_server, stop_server
+from conftest import app_server_over
 
 from reactor.plugin_spec import discover_plugins
 from test_ai_tools_declaration import RECORD
@@ -10,14 +9,12 @@ from test_ai_tools_declaration import RECORD
 
 @pytest.fixture
 def server(tmp_path):
-    live = start_server(tmp_path, plugins=discover_plugins(), seed_demo=True)
-    yield live
-    stop_server(live)
+    return app_server_over(tmp_path, plugins=discover_plugins(), seed_demo=True)
 
 
 def signed_in(server, username):
-    token = httpx.post(f"{server.url}/auth/sign-in", json={"username": username, "password": f"{username}-demo"}).json()["token"]
-    return httpx.Client(base_url=server.url, headers={"authorization": f"Bearer {token}"})
+    token = server.client().post("/auth/sign-in", json={"username": username, "password": f"{username}-demo"}).json()["token"]
+    return server.client({"authorization": f"Bearer {token}"})
 
 
 @pytest.fixture
@@ -60,9 +57,9 @@ def test_malformed_saves_are_refused(ada, body, status):
 
 
 def test_only_operators_save_and_only_signed_in_users_read(server, bob):
-    assert httpx.post(f"{server.url}/plugins", json=RECORD).status_code == 401
+    assert server.client().post("/plugins", json=RECORD).status_code == 401
     assert bob.post("/plugins", json=RECORD).status_code == 403
-    assert httpx.get(f"{server.url}/plugins/maintenance-backlog").status_code == 401
+    assert server.client().get("/plugins/maintenance-backlog").status_code == 401
 
 
 def test_an_operator_creates_updates_and_deletes_a_record(ada):
@@ -93,7 +90,7 @@ def test_the_agent_tools_listing_offers_the_users_ai_tools_as_one_bundle(server,
     assert bundle["toolset"] == ["maintenance_backlog", "slow_lookup"]
     assert bundle["commands"][0]["command"] == "aiTools.invoke.maintenance-backlog"
     assert bundle["commands"][0]["sideEffect"] == "none"
-    anonymous = httpx.get(f"{server.url}/plugins/agent-tools").json()
+    anonymous = server.client().get("/plugins/agent-tools").json()
     assert "ai-tools" not in [b["id"] for b in anonymous]
 
 
@@ -108,7 +105,7 @@ def test_the_maintenance_data_lists_a_buildings_open_work_newest_first(server, b
     answer = bob.get("/api/maintenance/entities", params={"building": "B-101", "limit": 2}).json()
     assert [t["id"] for t in answer["tasks"]] == ["T-3", "T-1"]
     assert answer["total"] == 3 and answer["building"]["name"] == "North Hall"
-    assert httpx.get(f"{server.url}/api/maintenance/entities").status_code == 401
+    assert server.client().get("/api/maintenance/entities").status_code == 401
     assert bob.get("/api/maintenance/entities", params={"limit": "ten"}).status_code == 400
 
 
@@ -122,8 +119,8 @@ def test_the_page_plugin_calls_the_backlog_tool_against_the_server_and_sees_a_re
     session = {"authorization": bob.headers["authorization"]}
     reactor = Reactor(
         services={
-            "page": MemoryPage(base_url=server.url, headers=session),
-            "ai_tool_runner": InProcessRunner(base_url=server.url, headers=session),
+            "page": MemoryPage(base_url=server.url, headers=session, send=server.send),
+            "ai_tool_runner": InProcessRunner(base_url=server.url, headers=session, send=server.send),
         }
     )
     reactor.load_plugins([AI_TOOLS_PAGE_PLUGIN])

@@ -1,17 +1,14 @@
-import httpx
 import pytest
-from conftest import start_server, stop_server
+from conftest import app_server_over
 
 
 @pytest.fixture
 def server(tmp_path):
-    live = start_server(tmp_path, plugins=[], seed_demo=True)
-    yield live
-    stop_server(live)
+    return app_server_over(tmp_path, plugins=[], seed_demo=True)
 
 
 def test_signing_in_gives_a_cookie_and_a_token_that_both_identify_the_user(server):
-    with httpx.Client(base_url=server.url) as browser:
+    with server.client() as browser:
         signed_out = browser.get("/auth/session")
         assert (signed_out.status_code, signed_out.json()) == (200, {"user": None})  # no error for a visitor
         answer = browser.post("/auth/sign-in", json={"username": "bob", "password": "bob-demo"})
@@ -20,13 +17,13 @@ def test_signing_in_gives_a_cookie_and_a_token_that_both_identify_the_user(serve
         assert browser.get("/auth/me").json()["username"] == "bob"
         assert browser.get("/auth/session").json() == {"user": {"username": "bob", "groups": ["staff"]}}
         token = answer.json()["token"]
-    with httpx.Client(base_url=server.url, headers={"authorization": f"Bearer {token}"}) as client:
+    with server.client({"authorization": f"Bearer {token}"}) as client:
         assert client.get("/auth/me").json()["username"] == "bob"
 
 
 @pytest.mark.parametrize("username, password", [("bob", "wrong"), ("nobody", "bob-demo"), ("bob", "")])
 def test_a_wrong_name_or_password_is_refused_with_the_same_sentence(server, username, password):
-    answer = httpx.post(f"{server.url}/auth/sign-in", json={"username": username, "password": password})
+    answer = server.client().post("/auth/sign-in", json={"username": username, "password": password})
     assert answer.status_code == 401 and answer.json() == {"error": "Wrong user name or password."}
     assert "set-cookie" not in answer.headers
 
@@ -36,20 +33,20 @@ def test_a_wrong_name_or_password_is_refused_with_the_same_sentence(server, user
     [(b"{", 400), (b'{"username": 1, "password": []}', 422), (b'{"username": "bob"}', 422), (b"x" * 10_000, 413)],
 )
 def test_malformed_sign_ins_are_refused(server, body, status):
-    answer = httpx.post(f"{server.url}/auth/sign-in", content=body, headers={"content-type": "application/json"})
+    answer = server.client().post("/auth/sign-in", content=body, headers={"content-type": "application/json"})
     assert answer.status_code == status and answer.json()["error"]
 
 
 def test_signing_out_ends_the_session_everywhere(server):
-    token = httpx.post(f"{server.url}/auth/sign-in", json={"username": "ada", "password": "ada-demo"}).json()["token"]
+    token = server.client().post("/auth/sign-in", json={"username": "ada", "password": "ada-demo"}).json()["token"]
     headers = {"authorization": f"Bearer {token}"}
-    assert httpx.post(f"{server.url}/auth/sign-out", headers=headers).json() == {"signedOut": True}
-    assert httpx.get(f"{server.url}/auth/me", headers=headers).status_code == 401
+    assert server.client().post("/auth/sign-out", headers=headers).json() == {"signedOut": True}
+    assert server.client().get("/auth/me", headers=headers).status_code == 401
 
 
 @pytest.mark.parametrize("header", ["Bearer", "Bearer forged-token", "Basic YWRhOmFkYS1kZW1v"])
 def test_no_or_forged_credentials_are_nobody(server, header):
-    assert httpx.get(f"{server.url}/auth/me", headers={"authorization": header}).status_code == 401
+    assert server.client().get("/auth/me", headers={"authorization": header}).status_code == 401
 
 
 def test_passwords_are_stored_salted_and_hashed(server):

@@ -44,6 +44,7 @@ class BrowserLikePage(MemoryPage):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
+    # On loopback, not in process: the crawl tools fetch the server's demo blog over the network.
     live = start_server(tmp_path_factory.mktemp("cms"), plugins=[cms_plugin()], seed_demo=True)
     yield live
     stop_server(live)

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import httpx
+from conftest import AppClient
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
@@ -24,11 +25,13 @@ from reactor_plugins.cms.backend.demo import demo_source_routes
 from reactor_plugins.cms.spec import cms_plugin
 
 
-class Client:
-    """Requests to an inline ASGI app, as one user (a bearer token) or as nobody."""
+class Client(AppClient):
+    """Requests to an inline ASGI app, as one user (a bearer token) or as nobody; a write's body
+    is JSON unless it says otherwise."""
 
     def __init__(self, app: Any, auth: Auth, token: str = "") -> None:
-        self.app, self.auth, self.token = app, auth, token
+        super().__init__(app, "http://cms.test", {"authorization": f"Bearer {token}"} if token else {})
+        self.auth, self.token = auth, token
 
     def as_user(self, username: str) -> Client:
         token = self.auth.sign_in(username, f"{username}-demo")
@@ -36,30 +39,9 @@ class Client:
         return Client(self.app, self.auth, token)
 
     def request(self, method: str, url: str, **options: Any) -> httpx.Response:
-        headers = {**options.pop("headers", {})}
         if method != "GET" and "content" not in options:
-            headers.setdefault("content-type", "application/json")
-        if self.token:
-            headers["authorization"] = f"Bearer {self.token}"
-
-        async def send() -> httpx.Response:
-            transport = httpx.ASGITransport(app=self.app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://cms.test") as client:
-                return await client.request(method, url, headers=headers, **options)
-
-        return asyncio.run(send())
-
-    def get(self, url: str, **options: Any) -> httpx.Response:
-        return self.request("GET", url, **options)
-
-    def post(self, url: str, **options: Any) -> httpx.Response:
-        return self.request("POST", url, **options)
-
-    def patch(self, url: str, **options: Any) -> httpx.Response:
-        return self.request("PATCH", url, **options)
-
-    def delete(self, url: str, **options: Any) -> httpx.Response:
-        return self.request("DELETE", url, **options)
+            options["headers"] = {"content-type": "application/json", **options.get("headers", {})}
+        return super().request(method, url, **options)
 
 
 def serve_cms(tmp_path: Any, *, seed: bool = True, **options: Any) -> tuple[Client, Database]:

@@ -470,7 +470,7 @@ def test_markup_in_a_slide_reaches_the_view_unchanged_as_data(decks):
     assert state["deck"]["title"] == hostile and state["deck"]["slides"][0]["body"] == hostile
 
 
-# With a server ----------------------------------------------------------------------------
+# With the server ----------------------------------------------------------------------------
 
 
 def test_when_the_server_is_down_the_change_is_kept_and_the_answer_and_screen_say_so():
@@ -487,14 +487,16 @@ def test_when_the_server_is_down_the_change_is_kept_and_the_answer_and_screen_sa
     assert execute(reactor, "decks.getSlide", {"id": "offline-notes", "slide": 1})["body"] == "Still here"
 
 
-def test_the_commands_read_and_write_the_real_server(live_server):
-    reactor, page = start(MemoryPage(base_url=live_server.url, headers=bearer(live_server, "ada")), api="/api/decks", seed=False)
+def test_the_commands_read_and_write_the_real_server(app_server):
+    reactor, page = start(
+        MemoryPage(base_url=app_server.url, headers=bearer(app_server, "ada"), send=app_server.send), api="/api/decks", seed=False
+    )
     assert [d["id"] for d in execute(reactor, "decks.listDecks")["decks"]] == IDS
     answer = execute(reactor, "decks.updateSlide", {"id": "onboarding", "slide": 1, "title": "Hello"})
     assert answer["saved"] is True
     created = execute(reactor, "decks.createDeck", {"title": "From the agent"})
     assert created["saved"] is True
-    other, _ = start(MemoryPage(base_url=live_server.url), api="/api/decks", seed=False)
+    other, _ = start(MemoryPage(base_url=app_server.url, send=app_server.send), api="/api/decks", seed=False)
     assert execute(other, "decks.getSlide", {"id": "onboarding", "slide": 1})["title"] == "Hello"
     assert execute(other, "decks.getDeck", {"id": "from-the-agent"})["deck"]["title"] == "From the agent"
     assert execute(reactor, "decks.print", {"id": "onboarding"})["opened"] is True
@@ -507,9 +509,9 @@ def test_the_commands_read_and_write_the_real_server(live_server):
         ("bob", "The deck 'onboarding' is not bob's; only its owner or an operator may replace it."),
     ],
 )
-def test_a_write_the_server_refuses_answers_the_model_not_permitted(live_server, user, sentence):
-    headers = bearer(live_server, user) if user else {}
-    reactor, _ = start(MemoryPage(base_url=live_server.url, headers=headers), api="/api/decks", seed=False)
+def test_a_write_the_server_refuses_answers_the_model_not_permitted(app_server, user, sentence):
+    headers = bearer(app_server, user) if user else {}
+    reactor, _ = start(MemoryPage(base_url=app_server.url, headers=headers, send=app_server.send), api="/api/decks", seed=False)
     answer = json.loads(
         run(call_tool_json(reactor, "decks_update_slide", '{"id": "onboarding", "slide": 1, "title": "Hello"}', None))
     )

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
 from typing import Any
 
-import httpx
 import pytest
+from conftest import AppClient
 from starlette.applications import Starlette
 
 from reactor import PluginPlatform
@@ -33,34 +32,17 @@ def database(tmp_path):
     return Database(tmp_path / "decks.sqlite3")
 
 
-class Client:
-    """Requests to an inline ASGI app, one event loop each (starlette's TestClient warns here),
-    signed in as a demo user (ada, an operator, unless `as_user` says otherwise)."""
+class Client(AppClient):
+    """Requests to an inline ASGI app, signed in as a demo user (ada, an operator, unless
+    `as_user` says otherwise)."""
 
     def __init__(self, app: Any, auth: Auth, username: str | None = "ada") -> None:
-        self.app, self.auth = app, auth
         token = auth.sign_in(username, f"{username}-demo") if username else None
-        self.headers = {"authorization": f"Bearer {token}"} if token else {}
+        super().__init__(app, "http://decks.test", {"authorization": f"Bearer {token}"} if token else {})
+        self.auth = auth
 
     def as_user(self, username: str | None) -> Client:
         return Client(self.app, self.auth, username)
-
-    def request(self, method: str, url: str, **options: Any) -> httpx.Response:
-        async def send() -> httpx.Response:
-            transport = httpx.ASGITransport(app=self.app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://decks.test", headers=self.headers) as client:
-                return await client.request(method, url, **options)
-
-        return asyncio.run(send())
-
-    def get(self, url: str, **options: Any) -> httpx.Response:
-        return self.request("GET", url, **options)
-
-    def put(self, url: str, **options: Any) -> httpx.Response:
-        return self.request("PUT", url, **options)
-
-    def delete(self, url: str, **options: Any) -> httpx.Response:
-        return self.request("DELETE", url, **options)
 
 
 def serve(database, *, seed=True):
@@ -277,16 +259,12 @@ def test_printing_an_unknown_deck_is_a_404(client):
 # Mounted in the app -----------------------------------------------------------------------
 
 
-def test_the_app_serves_the_decks_api_and_tells_the_page_where_it_is(live_server):
-    import urllib.request
-
-    with urllib.request.urlopen(f"{live_server.url}/api/decks") as answer:
-        assert [d["id"] for d in json.loads(answer.read())] == SEED_IDS
-    with urllib.request.urlopen(f"{live_server.url}/app/boot.json") as answer:
-        boot = json.loads(answer.read())
+def test_the_app_serves_the_decks_api_and_tells_the_page_where_it_is(app_server):
+    client = app_server.client()
+    assert [d["id"] for d in client.get("/api/decks").json()] == SEED_IDS
+    boot = client.get("/app/boot.json").json()
     entry = next(p for p in boot["plugins"] if p["name"] == "decks")
     assert entry["plugin"] == "reactor_plugins.decks:DECKS_PLUGIN"
     assert entry["scripts"] == ["/assets/plugins/decks/view.js"] and entry["styles"] == ["/assets/plugins/decks/decks.css"]
     assert boot["services"]["decks_api"] == "/api/decks"
-    with urllib.request.urlopen(f"{live_server.url}/assets/plugins/decks/view.js") as answer:
-        assert b"export function renderDecks" in answer.read()
+    assert b"export function renderDecks" in client.get("/assets/plugins/decks/view.js").content

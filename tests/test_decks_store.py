@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import urllib.request
 
 import pytest
 from conftest import bearer
@@ -280,20 +279,20 @@ def test_a_deck_on_an_unreachable_server_cannot_be_read_and_says_to_try_again():
         run(store.get_deck("a"))
 
 
-# Against the real server ------------------------------------------------------------------
+# Against the server (its app, called in process) ------------------------------------------------------------------
 
 
-def test_the_store_reads_and_writes_the_real_server(live_server):
-    store = DeckStore(MemoryPage(base_url=live_server.url, headers=bearer(live_server, "ada")), API)
+def test_the_store_reads_and_writes_the_real_server(app_server):
+    store = DeckStore(MemoryPage(base_url=app_server.url, headers=bearer(app_server, "ada"), send=app_server.send), API)
     ids = [d["id"] for d in run(store.list_decks())]
     assert sorted(ids) == ["onboarding", "quarterly-review", "reactor-in-5-minutes"]
     spec = run(store.get_deck("onboarding"))
     spec["title"] = "Onboarding, revised"
     assert run(store.update_deck(spec)) == {"saved": True}
-    with urllib.request.urlopen(f"{live_server.url}{API}/onboarding") as answer:
-        assert json.loads(answer.read())["title"] == "Onboarding, revised"
+    with app_server.client() as client:
+        assert client.get(f"{API}/onboarding").json()["title"] == "Onboarding, revised"
     assert run(store.delete_deck("quarterly-review")) == {"saved": True}
-    fresh = DeckStore(MemoryPage(base_url=live_server.url), API)
+    fresh = DeckStore(MemoryPage(base_url=app_server.url, send=app_server.send), API)
     assert sorted(d["id"] for d in run(fresh.list_decks())) == ["onboarding", "reactor-in-5-minutes"]
 
 

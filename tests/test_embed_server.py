@@ -5,7 +5,7 @@ import sys
 
 import httpx
 import pytest
-from conftest import start_server, stop_server
+from conftest import app_server_over
 
 from reactor.server.app import create_app
 from reactor.server.cors import check_origins
@@ -15,12 +15,9 @@ EMBEDDER = "http://127.0.0.1:5500"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    live = start_server(
+    return app_server_over(
         tmp_path_factory.mktemp("data"), plugins=[], seed_demo=False, allow_origins=[EMBEDDER, "https://shop.example/"]
-    )
-    with httpx.Client(base_url=live.url) as client:
-        yield client
-    stop_server(live)
+    ).client()
 
 
 def cors_headers(response):
@@ -83,12 +80,8 @@ def test_a_same_origin_request_gets_no_cors_header(server):
 
 
 def test_without_allowed_origins_the_server_sends_no_cors_header(tmp_path):
-    live = start_server(tmp_path, plugins=[], seed_demo=False)
-    try:
-        answer = httpx.get(f"{live.url}/app/boot.json", headers={"origin": EMBEDDER})
-        assert cors_headers(answer) == {}
-    finally:
-        stop_server(live)
+    answer = app_server_over(tmp_path, plugins=[], seed_demo=False).client().get("/app/boot.json", headers={"origin": EMBEDDER})
+    assert cors_headers(answer) == {}
 
 
 @pytest.mark.parametrize("origin", ["*", "http://127.0.0.1:5500/app", "127.0.0.1:5500", "ftp://x.example", ""])

@@ -9,9 +9,8 @@ import threading
 import time
 from contextlib import contextmanager
 
-import httpx
 import pytest
-from conftest import bearer, start_server, stop_server
+from conftest import app_server_over, bearer
 
 from reactor.server import passwords
 from reactor.server.auth import IDLE_SECONDS, Auth
@@ -31,15 +30,13 @@ RECORD = {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    live = start_server(tmp_path_factory.mktemp("data"), seed_demo=True, allow_origins=["http://127.0.0.1:5500"])
-    yield live
-    stop_server(live)
+    return app_server_over(tmp_path_factory.mktemp("data"), seed_demo=True, allow_origins=["http://127.0.0.1:5500"])
 
 
 @contextmanager
 def cookie_client(live, username="ada"):
     """A client that, like a browser, holds the session as a cookie (and sends no bearer token)."""
-    with httpx.Client(base_url=live.url) as client:
+    with live.client() as client:
         answer = client.post("/auth/sign-in", json={"username": username, "password": f"{username}-demo"})
         assert answer.status_code == 200, answer.text
         yield client
@@ -101,14 +98,14 @@ def test_every_write_route_refuses_a_cross_site_cookie(server, method, path, bod
 
 
 def test_sign_in_from_another_site_is_refused(server):
-    answer = httpx.post(
-        f"{server.url}/auth/sign-in",
+    answer = server.client().post(
+        "/auth/sign-in",
         content=b'{"username": "eve", "password": "eve-demo"}',
         headers={"content-type": "text/plain"},
     )
     assert answer.status_code == 415 and "set-cookie" not in answer.headers
-    answer = httpx.post(
-        f"{server.url}/auth/sign-in", json={"username": "eve", "password": "eve-demo"}, headers={"origin": "http://evil.example"}
+    answer = server.client().post(
+        "/auth/sign-in", json={"username": "eve", "password": "eve-demo"}, headers={"origin": "http://evil.example"}
     )
     assert answer.status_code == 403 and "set-cookie" not in answer.headers
 
@@ -129,9 +126,9 @@ def test_same_origin_and_allowed_origin_json_writes_work(server):
 
 def test_a_bearer_token_needs_neither_json_nor_an_origin(server):
     headers = {**bearer(server, "ada"), "content-type": "text/plain", "origin": "http://evil.example"}
-    answer = httpx.post(f"{server.url}/plugins", content=json.dumps(RECORD).encode(), headers=headers)
+    answer = server.client().post("/plugins", content=json.dumps(RECORD).encode(), headers=headers)
     assert answer.status_code == 201
-    assert httpx.delete(f"{server.url}/plugins/planted", headers=headers).status_code == 200
+    assert server.client().delete("/plugins/planted", headers=headers).status_code == 200
 
 
 # Hosts and headers ----------------------------------------------------------------------------
@@ -139,32 +136,32 @@ def test_a_bearer_token_needs_neither_json_nor_an_origin(server):
 
 @pytest.mark.parametrize("host", ["evil.example", "evil.example:80", "127.0.0.1.nip.io", ""])
 def test_a_host_the_server_does_not_serve_is_refused(server, host):
-    answer = httpx.get(f"{server.url}/api/decks", headers={"host": host})
+    answer = server.client().get("/api/decks", headers={"host": host})
     assert answer.status_code == 421 and "does not serve the host" in answer.json()["error"]
 
 
 @pytest.mark.parametrize("host", ["localhost", "[::1]:8000", "127.0.0.1:1234"])
 def test_loopback_names_are_served(server, host):
-    assert httpx.get(f"{server.url}/api/decks", headers={"host": host}).status_code == 200
+    assert server.client().get("/api/decks", headers={"host": host}).status_code == 200
 
 
 def test_the_app_page_has_a_content_security_policy_and_nosniff(server):
-    answer = httpx.get(server.url)
+    answer = server.client().get("/")
     policy = dict(part.strip().split(" ", 1) for part in answer.headers["content-security-policy"].split(";"))
     assert policy["default-src"] == "'self'" and policy["object-src"] == "'none'"
     assert "'wasm-unsafe-eval'" in policy["script-src"] and "'unsafe-inline'" not in policy["script-src"]
     assert policy["frame-ancestors"] == "'self' http://127.0.0.1:5500"
     assert answer.headers["x-content-type-options"] == "nosniff"
-    assert httpx.get(f"{server.url}/api/decks").headers["x-content-type-options"] == "nosniff"
+    assert server.client().get("/api/decks").headers["x-content-type-options"] == "nosniff"
 
 
 @pytest.mark.parametrize("path", ["/web/%00", "/web/a%00b.js", "/web/%0a", "/vendor/x/%00", "/assets/plugins/decks/%00"])
 def test_a_path_with_a_control_character_is_a_404_not_a_crash(server, path):
-    assert httpx.get(f"{server.url}{path}").status_code == 404
+    assert server.client().get(f"{path}").status_code == 404
 
 
 def test_the_demo_sources_run_no_script(server):
-    answer = httpx.get(f"{server.url}/demo-sources/blog/")
+    answer = server.client().get("/demo-sources/blog/")
     assert answer.status_code == 200 and answer.headers["content-security-policy"].startswith("default-src 'none'")
 
 
@@ -173,11 +170,11 @@ def test_the_demo_sources_run_no_script(server):
 
 def test_maintenance_data_is_for_those_who_may_use_a_tool_that_reads_it(server):
     url = "/api/maintenance/entities?building=B-101"
-    assert httpx.get(f"{server.url}{url}").status_code == 401
-    refused = httpx.get(f"{server.url}{url}", headers=bearer(server, "eve"))
+    assert server.client().get(f"{url}").status_code == 401
+    refused = server.client().get(f"{url}", headers=bearer(server, "eve"))
     assert refused.status_code == 403 and "may use no tool that reads /api/maintenance/entities" in refused.json()["error"]
-    assert httpx.get(f"{server.url}{url}", headers=bearer(server, "bob")).json()["building"]["id"] == "B-101"
-    assert httpx.get(f"{server.url}/api/maintenance/slow?ms=0", headers=bearer(server, "eve")).status_code == 403
+    assert server.client().get(f"{url}", headers=bearer(server, "bob")).json()["building"]["id"] == "B-101"
+    assert server.client().get("/api/maintenance/slow?ms=0", headers=bearer(server, "eve")).status_code == 403
 
 
 # Hostile bodies ---------------------------------------------------------------------------------
@@ -210,9 +207,9 @@ def deep(depth: int) -> str:
     ],
 )
 def test_hostile_json_is_a_4xx_on_every_route(server, method, path, body, status):
-    answer = httpx.request(
+    answer = server.client().request(
         method,
-        f"{server.url}{path}",
+        path,
         content=body.encode(),
         headers={**bearer(server, "ada"), "content-type": "application/json"},
     )
@@ -223,7 +220,7 @@ def test_hostile_json_is_a_4xx_on_every_route(server, method, path, body, status
 
 @pytest.mark.parametrize("code", ["x = " + "x+" * 40_000 + "x", "x = " + "-" * 90_000 + "1", "x = " + "(" * 5000 + ")" * 5000])
 def test_ai_tool_code_that_exhausts_the_parser_is_refused_naming_the_code(server, code):
-    answer = httpx.post(f"{server.url}/plugins", json={**RECORD, "id": "deep-code", "code": code}, headers=bearer(server, "ada"))
+    answer = server.client().post("/plugins", json={**RECORD, "id": "deep-code", "code": code}, headers=bearer(server, "ada"))
     assert answer.status_code == 422 and answer.json()["field"] == "code"
     assert not record_exists(server, "deep-code")
 
@@ -233,13 +230,11 @@ def test_ai_tool_code_that_exhausts_the_parser_is_refused_naming_the_code(server
 
 @pytest.fixture
 def fresh(tmp_path):
-    live = start_server(tmp_path, plugins=[], seed_demo=True)
-    yield live
-    stop_server(live)
+    return app_server_over(tmp_path, plugins=[], seed_demo=True)
 
 
 def sign_in(live, username, password, **options):
-    return httpx.post(f"{live.url}/auth/sign-in", json={"username": username, "password": password}, **options)
+    return live.client().post("/auth/sign-in", json={"username": username, "password": password}, **options)
 
 
 def test_failed_sign_ins_are_limited_per_user_even_with_the_right_password_after(fresh):
@@ -319,25 +314,22 @@ def test_a_database_of_the_previous_schema_is_brought_forward(tmp_path):
             "INSERT INTO decks VALUES ('old', 'Old', ?, '2026-01-01')",
             (json.dumps({"id": "old", "title": "Old", "slides": [{"title": "x"}]}),),
         )
-    live = start_server(tmp_path, seed_demo=False)
-    try:
-        assert httpx.get(f"{live.url}/auth/me", headers={"authorization": "Bearer raw-token"}).status_code == 401
-        token = sign_in(live, "ada", "ada-1234").json()["token"]
-        headers = {"authorization": f"Bearer {token}"}
-        assert httpx.get(f"{live.url}/api/decks").json()[0] == {
-            **httpx.get(f"{live.url}/api/decks").json()[0],
-            "id": "old",
-            "owner": None,
-        }
-        assert httpx.delete(f"{live.url}/api/decks/old", headers=headers).status_code == 204
-    finally:
-        stop_server(live)
+    live = app_server_over(tmp_path, seed_demo=False)
+    assert live.client().get("/auth/me", headers={"authorization": "Bearer raw-token"}).status_code == 401
+    token = sign_in(live, "ada", "ada-1234").json()["token"]
+    headers = {"authorization": f"Bearer {token}"}
+    assert live.client().get("/api/decks").json()[0] == {
+        **live.client().get("/api/decks").json()[0],
+        "id": "old",
+        "owner": None,
+    }
+    assert live.client().delete("/api/decks/old", headers=headers).status_code == 204
     assert Database(path).version("auth") == 2 and Database(path).version("decks") == 2
 
 
 def test_sessions_end_when_idle(fresh):
     token = sign_in(fresh, "bob", "bob-demo").json()["token"]
-    me = lambda: httpx.get(f"{fresh.url}/auth/me", headers={"authorization": f"Bearer {token}"})  # noqa: E731
+    me = lambda: fresh.client().get("/auth/me", headers={"authorization": f"Bearer {token}"})  # noqa: E731
     assert me().status_code == 200
     with fresh.app.state.context.database.transaction() as db:
         db.execute("UPDATE sessions SET last_seen = ?", (time.time() - IDLE_SECONDS - 1,))
