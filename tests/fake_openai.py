@@ -37,6 +37,8 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.delay = 0.0
         self.disconnected = 0
+        self.asked = threading.Event()  # set at the first request: a test waits on it, not a clock
+        self.hung_up = threading.Event()  # set when a caller left before the answer
         self.stream = False  # answer requests that ask for a stream with chat.completion.chunk events
         self.hold = threading.Event()  # cleared: a stream's last events wait until it is set
         self.hold.set()
@@ -53,11 +55,13 @@ class FakeOpenAI:
         async def completions(request: Request) -> Response:
             body = await request.json()
             self.requests.append(body)
+            self.asked.set()
             loop = asyncio.get_running_loop()
             deadline = loop.time() + self.delay
             while loop.time() < deadline:
                 if await request.is_disconnected():
                     self.disconnected += 1
+                    self.hung_up.set()
                     return Response(status_code=499)
                 await asyncio.sleep(0.05)
             if request.headers.get("authorization") != "Bearer test-key":

@@ -72,11 +72,8 @@ def test_a_timeout_frees_the_caller_and_code_that_honours_the_signal_stops_its_r
     started = time.monotonic()
     answer = call(offline_page, "slow_lookup", {"ms": 20_000})
     assert answer["error"]["code"] == "timeout" and time.monotonic() - started < 5
-    slow = live_server.app.state.context.platform.server_half("maintenance").slow
-    deadline = time.monotonic() + 5
-    while slow["cancelled"] == 0 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert slow == {"completed": 0, "cancelled": 1}, "the aborted signal stopped the request"
+    slow = live_server.app.state.context.platform.server_half("maintenance").wait_slow("cancelled")
+    assert slow == {"started": 1, "completed": 0, "cancelled": 1}, "the aborted signal stopped the request"
     assert offline_page.evaluate("window.reactor.aiToolWorkerStats()")["terminated"] == 0
 
 

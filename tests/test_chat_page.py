@@ -95,7 +95,7 @@ def test_a_write_waits_for_approval_and_a_denial_reaches_the_model(page, server,
     say(page, "rename the first slide")
     approval = page.get_by_test_id("approval")
     approval.wait_for()
-    time.sleep(1)
+    time.sleep(1)  # not an ordering: a second in which nothing may happen without the person
     assert approval.is_visible(), "the approval stays until the person answers"
     approval.get_by_role("button", name="Deny").click()
     page.locator("reactor-chat .chat-assistant").get_by_text("I left the slide as it was").wait_for()
@@ -131,16 +131,11 @@ def test_stop_aborts_the_model_request(page, server, provider):
     use_fake_provider(page, server)
     provider.delay = 20
     say(page, "take your time")
-    deadline = time.monotonic() + 10
-    while not provider.requests and time.monotonic() < deadline:
-        time.sleep(0.05)
+    assert provider.asked.wait(10), "the model was asked"
     page.locator("reactor-chat").get_by_role("button", name="Stop").click()
     idle(page)
     assert page.locator("reactor-chat .chat-note").last.inner_text() == "The person pressed stop."
-    deadline = time.monotonic() + 5
-    while not provider.disconnected and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert provider.disconnected == 1, "the fetch to the provider was aborted, not left running"
+    assert provider.hung_up.wait(5) and provider.disconnected == 1, "the fetch to the provider was aborted, not left running"
 
 
 def test_a_tool_outside_the_agents_plugins_is_refused_and_model_text_is_shown_as_text(page, server, provider):
@@ -223,14 +218,12 @@ def test_stop_reaches_a_running_ai_tool_through_its_signal(page, tmp_path, provi
         provider.turns = [tool_call_turn("archive_lookup", {})]
         say(page, "check the archive")
         card(page, "archive_lookup").wait_for()
-        time.sleep(0.5)
+        archive = live.app.state.context.platform.server_half("maintenance")
+        assert archive.wait_slow("started", timeout=30)["started"] == 1, "the tool's request reached the archive"
         page.locator("reactor-chat").get_by_role("button", name="Stop").click()
         idle(page)
-        slow = live.app.state.context.platform.server_half("maintenance").slow
-        deadline = time.monotonic() + 10
-        while slow["cancelled"] == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert slow == {"completed": 0, "cancelled": 1}, "Stop aborted the tool's own request, long before its timeout"
+        slow = archive.wait_slow("cancelled")
+        assert slow == {"started": 1, "completed": 0, "cancelled": 1}, "Stop aborted the tool's own request, long before its timeout"
         assert card(page, "archive_lookup").get_attribute("data-status") == "failed"
     finally:
         stop_server(live)

@@ -111,6 +111,7 @@ class Page:
         self.deleted = []
         self.published = []
         self.release = None  # an asyncio.Event decks.wait waits for
+        self.waiting = None  # an asyncio.Event decks.wait sets as it starts waiting
         self.cancelled = False
 
 
@@ -129,6 +130,8 @@ def reactor_with(page, *, cms=True):
             return {"slide": page.slide}
 
         async def wait(args):
+            if page.waiting is not None:
+                page.waiting.set()
             try:
                 await page.release.wait()
             except asyncio.CancelledError:
@@ -460,7 +463,7 @@ def test_stop_during_the_model_request_ends_the_turn_and_drops_its_answer():
     started = asyncio.Event
 
     async def scenario():
-        entered = started()
+        entered, answered = started(), started()
 
         async def slow(request, signal):
             entered.set()
@@ -468,6 +471,7 @@ def test_stop_during_the_model_request_ends_the_turn_and_drops_its_answer():
                 await asyncio.sleep(30)
             except asyncio.CancelledError:
                 await asyncio.sleep(0)  # a model that answers anyway, after the stop
+                answered.set()
                 return calls(("decks_delete", {"id": "a"}))
 
         page = Page()
@@ -476,7 +480,7 @@ def test_stop_during_the_model_request_ends_the_turn_and_drops_its_answer():
         await entered.wait()
         loop.stop("The person pressed stop.")
         outcome = await running
-        await asyncio.sleep(0.01)
+        await answered.wait()
         return loop, outcome, page
 
     loop, outcome, page = asyncio.run(scenario())
@@ -490,12 +494,10 @@ def test_stop_during_a_tool_cancels_it_and_answers_the_remaining_calls_as_aborte
     page = Page()
 
     async def scenario():
-        page.release = asyncio.Event()
+        page.release, page.waiting = asyncio.Event(), asyncio.Event()
         loop = chat(Script(calls(("decks_wait", {}), ("decks_present", {}))), page)
         running = asyncio.ensure_future(loop.send("wait then present"))
-        while not loop.history or loop.history[-1]["role"] != "assistant":
-            await asyncio.sleep(0.001)
-        await asyncio.sleep(0.01)
+        await page.waiting.wait()
         loop.stop()
         return loop, await running
 
@@ -506,13 +508,17 @@ def test_stop_during_a_tool_cancels_it_and_answers_the_remaining_calls_as_aborte
 
 
 def test_a_tool_result_that_arrives_after_stop_is_dropped():
+    running_now, returned = asyncio.Event(), asyncio.Event()
+
     async def stubborn(args, signal):
         # Ignores the cancellation and answers anyway, late.
+        running_now.set()
         for _ in range(100):
             try:
                 await asyncio.sleep(0.005)
             except asyncio.CancelledError:
                 continue
+        returned.set()
         return "late value"
 
     def stops_the_chat_then_answers(args, signal):
@@ -521,10 +527,10 @@ def test_a_tool_result_that_arrives_after_stop_is_dropped():
 
     async def scenario():
         running = asyncio.ensure_future(loop.send("go"))
-        await asyncio.sleep(0.02)
+        await running_now.wait()
         loop.stop()
         outcome = await running
-        await asyncio.sleep(0.6)  # long enough for the stubborn handler to return
+        await returned.wait()  # the stubborn handler has answered, late
         return outcome
 
     loop = chat(Script(calls(("decks_wait", {}))), handlers={"decks_wait": stubborn})
@@ -537,16 +543,17 @@ def test_a_tool_result_that_arrives_after_stop_is_dropped():
 
 
 def test_the_stop_reaches_a_host_handler_through_its_signal():
-    heard = []
+    heard, listening_now = [], asyncio.Event()
 
     async def listening(args, signal):
         signal.add_listener(heard.append)
+        listening_now.set()
         await signal.wait()
         return "never used"
 
     async def scenario():
         running = asyncio.ensure_future(loop.send("go"))
-        await asyncio.sleep(0.02)
+        await listening_now.wait()
         loop.stop("enough")
         return await running
 
@@ -569,12 +576,15 @@ def test_a_tool_that_takes_too_long_answers_timeout():
 
 def test_a_second_message_while_answering_is_refused_and_a_new_one_works_after_stop():
     async def scenario():
+        asked = asyncio.Event()
+
         async def slow(request, signal):
+            asked.set()
             await asyncio.sleep(30)
 
         loop = chat(Script(slow, ModelTurn("Back again.")))
         running = asyncio.ensure_future(loop.send("one"))
-        await asyncio.sleep(0.01)
+        await asked.wait()
         with pytest.raises(HostError, match="still answering"):
             await loop.send("two")
         loop.stop()

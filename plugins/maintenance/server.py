@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +128,19 @@ class MaintenanceServerPlugin:
     """The buildings and work orders tables, the demo's records, and the endpoints tools read."""
 
     def __init__(self) -> None:
-        self.slow = {"completed": 0, "cancelled": 0}  # what the slow endpoint saw: tests read it
+        self.slow = {"started": 0, "completed": 0, "cancelled": 0}  # what the slow endpoint saw
+        self.slow_seen = threading.Condition()  # notified at each count: a test waits on it, not a clock
+
+    def count_slow(self, what: str) -> None:
+        with self.slow_seen:
+            self.slow[what] += 1
+            self.slow_seen.notify_all()
+
+    def wait_slow(self, what: str, at_least: int = 1, timeout: float = 10) -> dict[str, int]:
+        """The counts once `what` reached `at_least` (or `timeout` seconds passed)."""
+        with self.slow_seen:
+            self.slow_seen.wait_for(lambda: self.slow[what] >= at_least, timeout)
+            return dict(self.slow)
 
     def setup(self, context: ServerContext, *, seed: bool) -> None:
         context.database.migrate("maintenance", STEPS)
@@ -194,14 +207,15 @@ class MaintenanceServerPlugin:
                 ms = max(0, min(int(request.query_params.get("ms", "10000")), SLOW_LIMIT_MS))
             except ValueError:
                 return JSONResponse({"error": "ms must be a whole number."}, 400)
+            self.count_slow("started")
             loop = asyncio.get_running_loop()
             deadline = loop.time() + ms / 1000
             while loop.time() < deadline:
                 if await request.is_disconnected():
-                    self.slow["cancelled"] += 1
+                    self.count_slow("cancelled")
                     return Response(status_code=499)
                 await asyncio.sleep(0.05)
-            self.slow["completed"] += 1
+            self.count_slow("completed")
             return JSONResponse({"value": 42, "waitedMs": ms})
 
         return [
