@@ -223,7 +223,9 @@ def test_stop_reaches_a_running_ai_tool_through_its_signal(page, tmp_path, provi
         page.locator("reactor-chat").get_by_role("button", name="Stop").click()
         idle(page)
         slow = archive.wait_slow("cancelled")
-        assert slow == {"started": 1, "completed": 0, "cancelled": 1}, "Stop aborted the tool's own request, long before its timeout"
+        assert slow == {"started": 1, "completed": 0, "cancelled": 1}, (
+            "Stop aborted the tool's own request, long before its timeout"
+        )
         assert card(page, "archive_lookup").get_attribute("data-status") == "failed"
     finally:
         stop_server(live)
