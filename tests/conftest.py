@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from postgres import SKIP_REASON, Cluster, postgres_bin
 from reactor.server.app import create_app
 from reactor.server.loopback import LoopbackServer
 
@@ -135,10 +136,43 @@ def app_server_over(data: Path, **options: Any) -> AppServer:
     return AppServer(IN_PROCESS_URL, create_app(data, **options), data)
 
 
+BACKENDS = ["sqlite", "postgresql"]
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[Cluster]:
+    """One throwaway PostgreSQL server for the whole run (tests/postgres.py)."""
+    bin_dir = postgres_bin()
+    if bin_dir is None:
+        pytest.skip(SKIP_REASON)
+    cluster = Cluster(bin_dir)
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """The database a store or server test runs on: each such test runs on both."""
+    return str(request.param)
+
+
+def new_database(request: pytest.FixtureRequest, backend: str, folder: Path) -> str:
+    """A fresh database: a SQLite file in `folder`, or a new database on the throwaway cluster."""
+    if backend == "sqlite":
+        return str(folder / "reactor.sqlite3")
+    return str(request.getfixturevalue("postgres_cluster").database())
+
+
 @pytest.fixture
-def app_server(tmp_path: Path) -> AppServer:
-    """The demo's app (plugins, seeded data) over a fresh SQLite file, called in process."""
-    return app_server_over(tmp_path / "data", seed_demo=True)
+def database_target(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> str:
+    return new_database(request, backend, tmp_path / "data")
+
+
+@pytest.fixture
+def app_server(tmp_path: Path, database_target: str) -> AppServer:
+    """The demo's app (plugins, seeded data) over a fresh database of each backend, in process."""
+    return app_server_over(tmp_path / "data", seed_demo=True, database=database_target)
 
 
 def bearer(server: LiveServer | AppServer, username: str) -> dict[str, str]:

@@ -8,8 +8,8 @@ from test_ai_tools_declaration import RECORD
 
 
 @pytest.fixture
-def server(tmp_path):
-    return app_server_over(tmp_path, plugins=discover_plugins(), seed_demo=True)
+def server(tmp_path, database_target):
+    return app_server_over(tmp_path, plugins=discover_plugins(), seed_demo=True, database=database_target)
 
 
 def signed_in(server, username):

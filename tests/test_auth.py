@@ -3,8 +3,8 @@ from conftest import app_server_over
 
 
 @pytest.fixture
-def server(tmp_path):
-    return app_server_over(tmp_path, plugins=[], seed_demo=True)
+def server(tmp_path, database_target):
+    return app_server_over(tmp_path, plugins=[], seed_demo=True, database=database_target)
 
 
 def test_signing_in_gives_a_cookie_and_a_token_that_both_identify_the_user(server):

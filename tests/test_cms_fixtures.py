@@ -44,9 +44,9 @@ class Client(AppClient):
         return super().request(method, url, **options)
 
 
-def serve_cms(tmp_path: Any, *, seed: bool = True, **options: Any) -> tuple[Client, Database]:
+def serve_cms(tmp_path: Any, *, seed: bool = True, target: str = "", **options: Any) -> tuple[Client, Database]:
     """The CMS server plugin alone in a Starlette app, over demo users (and demo sites with `seed`)."""
-    database = Database(tmp_path / "cms.sqlite3")
+    database = Database(target or tmp_path / "cms.sqlite3")
     platform = PluginPlatform([cms_plugin(**options)])
     plugin = platform.server_half("cms")
     auth = Auth(database, seed=True)

@@ -3,12 +3,12 @@ are never public; bad input is refused with a sentence naming it; public pages e
 
 from __future__ import annotations
 
-import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
+from reactor.errors import DatabaseBusy
 from reactor.server.loopback import LoopbackServer
 from reactor_plugins.cms.backend.store import SiteStore
 from test_cms_fixtures import entry_count, serve_cms
@@ -17,8 +17,8 @@ ACME = "/api/cms/sites/acme"
 
 
 @pytest.fixture
-def served(tmp_path):
-    return serve_cms(tmp_path)
+def served(tmp_path, database_target):
+    return serve_cms(tmp_path, target=database_target)
 
 
 @pytest.fixture
@@ -224,7 +224,7 @@ def test_a_database_too_busy_to_answer_is_503_not_500(served, monkeypatch):
     client, _ = served
 
     def locked(*args, **kwargs):
-        raise sqlite3.OperationalError("database is locked")
+        raise DatabaseBusy("database is locked")  # what the database layer raises (tests/test_database.py)
 
     monkeypatch.setattr(SiteStore, "list_entries", locked)
     answer = client.as_user("ada").get(f"{ACME}/entries")

@@ -28,8 +28,8 @@ def deck(id="demo", title="Demo"):
 
 
 @pytest.fixture
-def database(tmp_path):
-    return Database(tmp_path / "decks.sqlite3")
+def database(database_target):
+    return Database(database_target)
 
 
 class Client(AppClient):

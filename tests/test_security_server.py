@@ -10,7 +10,7 @@ import time
 from contextlib import contextmanager
 
 import pytest
-from conftest import app_server_over, bearer
+from conftest import app_server_over, bearer, new_database
 
 from reactor.server import passwords
 from reactor.server.auth import IDLE_SECONDS, Auth
@@ -29,8 +29,10 @@ RECORD = {
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    return app_server_over(tmp_path_factory.mktemp("data"), seed_demo=True, allow_origins=["http://127.0.0.1:5500"])
+def server(request, tmp_path_factory, backend):
+    folder = tmp_path_factory.mktemp("data")
+    database = new_database(request, backend, folder)
+    return app_server_over(folder, seed_demo=True, allow_origins=["http://127.0.0.1:5500"], database=database)
 
 
 @contextmanager
@@ -229,8 +231,8 @@ def test_ai_tool_code_that_exhausts_the_parser_is_refused_naming_the_code(server
 
 
 @pytest.fixture
-def fresh(tmp_path):
-    return app_server_over(tmp_path, plugins=[], seed_demo=True)
+def fresh(tmp_path, database_target):
+    return app_server_over(tmp_path, plugins=[], seed_demo=True, database=database_target)
 
 
 def sign_in(live, username, password, **options):

@@ -165,7 +165,7 @@ class DecksServerPlugin:
 
 def _summaries(database: Database) -> list[dict[str, Any]]:
     with database.transaction() as db:
-        rows = db.execute("SELECT id, title, spec, updated_at, owner FROM decks ORDER BY title COLLATE NOCASE, id").fetchall()
+        rows = db.execute("SELECT id, title, spec, updated_at, owner FROM decks ORDER BY lower(title), id").fetchall()
     return [
         {
             "id": r["id"],

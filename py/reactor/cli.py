@@ -21,6 +21,13 @@ def main(argv: list[str] | None = None) -> int:
         default=Path(os.environ.get("REACTOR_DATA", ".data")),
         help="folder of the SQLite file (default .data, or $REACTOR_DATA)",
     )
+    serve.add_argument(
+        "--database",
+        default=os.environ.get("REACTOR_DATABASE_URL", ""),
+        metavar="URL",
+        help="a postgresql://user:password@host/name database instead of the SQLite file, for several "
+        "server processes (also $REACTOR_DATABASE_URL)",
+    )
     serve.add_argument("--no-seed", action="store_true", help="do not add the demo decks to an empty database")
     serve.add_argument(
         "--allow-origin",
@@ -47,6 +54,13 @@ def main(argv: list[str] | None = None) -> int:
         help="folder of the SQLite file (default .data, or $REACTOR_DATA)",
     )
     password.add_argument(
+        "--database",
+        default=os.environ.get("REACTOR_DATABASE_URL", ""),
+        metavar="URL",
+        help="a postgresql://user:password@host/name database instead of the SQLite file, for several "
+        "server processes (also $REACTOR_DATABASE_URL)",
+    )
+    password.add_argument(
         "--group",
         action="append",
         default=[],
@@ -66,9 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "tools":
         return print_tools(args.format, args.plugin)
     if args.command == "passwd":
-        return set_password(args.data, args.username, args.group)
+        return set_password(args.data, args.username, args.group, args.database)
     origins = [*args.allow_origin, *os.environ.get("REACTOR_ALLOW_ORIGINS", "").replace(",", " ").split()]
     hosts = [*args.allow_host, *os.environ.get("REACTOR_ALLOW_HOSTS", "").replace(",", " ").split()]
+    if args.database and not args.database.startswith(("postgresql://", "postgres://")):
+        parser.error(f"--database takes a postgresql:// URL, not {args.database[:40]!r}; the SQLite file is --data.")
     try:
         from .server.cors import check_origins
         from .server.protection import LOOPBACK_HOSTS, check_hosts
@@ -77,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         served = check_hosts([*LOOPBACK_HOSTS, *([] if _is_wildcard(args.host) else [args.host]), *hosts])
     except ValueError as error:
         parser.error(str(error))
-    return serve_forever(args.host, args.port, args.data, seed=not args.no_seed, allow_origins=allowed, allow_hosts=served)
+    return serve_forever(
+        args.host, args.port, args.data, seed=not args.no_seed, allow_origins=allowed, allow_hosts=served, database=args.database
+    )
 
 
 FORMATS = {"openai": "openai_chat_tools", "responses": "responses_tools", "anthropic": "anthropic_tools", "mcp": "mcp_list_tools"}
@@ -103,7 +121,7 @@ def print_tools(format: str, plugins: list[str]) -> int:
     return 0
 
 
-def set_password(data: Path, username: str, groups: list[str]) -> int:
+def set_password(data: Path, username: str, groups: list[str], database: str = "") -> int:
     """Read a new password (twice at a terminal, once from a pipe) and store it."""
     import getpass
 
@@ -120,7 +138,7 @@ def set_password(data: Path, username: str, groups: list[str]) -> int:
     if len(password) < 8:
         print("reactor passwd: a password needs at least 8 characters; nothing changed.", file=sys.stderr)
         return 1
-    auth = Auth(Database(data / "reactor.sqlite3"), seed=False)
+    auth = Auth(Database(database or data / "reactor.sqlite3"), seed=False)
     try:
         auth.set_password(username, password)
         print(f"reactor passwd: {username}'s password is set; their sessions have ended.")
@@ -144,15 +162,34 @@ def _is_loopback(host: str) -> bool:
 
 
 def serve_forever(
-    host: str, port: int, data: Path, *, seed: bool, allow_origins: tuple[str, ...] = (), allow_hosts: tuple[str, ...] = ()
+    host: str,
+    port: int,
+    data: Path,
+    *,
+    seed: bool,
+    allow_origins: tuple[str, ...] = (),
+    allow_hosts: tuple[str, ...] = (),
+    database: str = "",
 ) -> int:
     import uvicorn
 
+    from .errors import DatabaseError
     from .plugin_spec import discover_plugins
     from .server.app import create_app
 
     # The composition root: the installed plugins (the reactor.plugins entry points) go in here.
-    app = create_app(data, plugins=discover_plugins(), seed_demo=seed, allow_origins=allow_origins, allow_hosts=allow_hosts)
+    try:
+        app = create_app(
+            data,
+            plugins=discover_plugins(),
+            seed_demo=seed,
+            allow_origins=allow_origins,
+            allow_hosts=allow_hosts,
+            database=database,
+        )
+    except DatabaseError as error:
+        print(f"reactor serve: {error}", file=sys.stderr)
+        return 2
     if not _is_loopback(host):
         left = app.state.context.auth.demo_passwords_left()
         if left:
@@ -175,7 +212,8 @@ def serve_forever(
         return 2
     address = listener.getsockname()
     where = f"[{address[0]}]" if ":" in address[0] else address[0]
-    print(f"reactor is serving http://{where}:{address[1]}/ (data in {data.resolve()})", flush=True)
+    stored = app.state.context.database.backend.shown if database else data.resolve()
+    print(f"reactor is serving http://{where}:{address[1]}/ (data in {stored})", flush=True)
     if allow_origins:
         print(f"pages of {', '.join(allow_origins)} may embed it", flush=True)
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listener])

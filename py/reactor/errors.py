@@ -20,7 +20,10 @@ ReactorError
 ├── HttpError                         the server answered 4xx/5xx (.status, .detail)
 ├── ProtocolError                     a message between the page and the worker that is not the protocol's
 ├── PageError                         the page answered the worker's request with its error (.name)
-└── PageScriptError                   a JavaScript command of the page threw (.name)
+├── PageScriptError                   a JavaScript command of the page threw (.name)
+└── DatabaseError                     the server's database refused a statement (SQLite or PostgreSQL)
+    ├── UniqueViolation               a write would repeat a unique key (a taken slug, a taken id)
+    └── DatabaseBusy                  too busy to answer now (locked, a serialization failure): retry
 
 Plugins raise ToolError with the code that says what happened (`not_permitted`, `not_found`,
 `unavailable`), so the envelope the model reads means what it says; anything else a handler
@@ -178,3 +181,15 @@ class PageScriptError(ReactorError):
     def __init__(self, name: str, message: str) -> None:
         super().__init__(message)
         self.name = name
+
+
+class DatabaseError(ReactorError):
+    """The database refused a statement; the driver's own error is the cause."""
+
+
+class UniqueViolation(DatabaseError):
+    """A write would repeat a unique key: the database, not a lock in one process, said so."""
+
+
+class DatabaseBusy(DatabaseError):
+    """The database could not answer now (SQLite locked, PostgreSQL serialization or deadlock)."""

@@ -15,7 +15,6 @@ and for a crawl, room to run it (429, crawl_pool.py). A database too busy to ans
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from reactor.errors import DatabaseBusy
 from reactor.server.openapi import operation
 from reactor.server.requests import error_response, read_json
 
@@ -350,9 +350,7 @@ def _route(
             return error_response(422, str(error))
         except CrawlFailed as error:
             return error_response(502, str(error))
-        except sqlite3.OperationalError as error:
-            if "locked" not in str(error) and "busy" not in str(error):
-                raise
+        except DatabaseBusy:
             sentence = "The database is busy with other changes; try again in a moment."
             return error_response(503, sentence, retry_after=BUSY_RETRY_SECONDS)
 

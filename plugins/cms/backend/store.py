@@ -3,10 +3,10 @@ decides who may call; this module only reads and writes, each call one transacti
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime
 from typing import Any
 
+from reactor.errors import DatabaseBusy, UniqueViolation
 from reactor.server.database import Database
 
 from .entry import free_slug, slugify
@@ -56,7 +56,7 @@ class SiteStore:
 
     def add_site(self, id: str, title: str) -> None:
         with self.database.transaction() as db:
-            db.execute("INSERT OR IGNORE INTO cms_sites (id, title) VALUES (?, ?)", (id, title))
+            db.execute("INSERT INTO cms_sites (id, title) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", (id, title))
 
     def set_role(self, site: str, username: str, role: str | None) -> None:
         """Give `username` a role on `site`; None takes every role away."""
@@ -144,9 +144,7 @@ class SiteStore:
                         "created_at, updated_at, published_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (site, slug, *row),
                     )
-            except sqlite3.IntegrityError as error:
-                if "UNIQUE" not in str(error):
-                    raise
+            except UniqueViolation:
                 if chosen:
                     raise SlugTaken(
                         f"The slug {slug!r} is already used on site {site!r}; choose another or update that entry."
@@ -154,7 +152,7 @@ class SiteStore:
                 continue  # another call took this slug since we looked: look again
             return self.get_entry(site, slug)  # type: ignore[return-value]
         # Answered as a busy database (503): so many calls made this slug at once that this one never got a turn.
-        raise sqlite3.OperationalError(f"database is busy: {MAX_SLUG_TRIES} tries at a slug like {base!r} all lost")
+        raise DatabaseBusy(f"database is busy: {MAX_SLUG_TRIES} tries at a slug like {base!r} all lost")
 
     def _free_slug(self, site: str, base: str) -> str:
         with self.database.transaction() as db:

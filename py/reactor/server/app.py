@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
@@ -90,8 +91,10 @@ def create_app(
     agent_spec: dict[str, Any] | None = None,
     allow_origins: Iterable[str] = (),
     allow_hosts: Iterable[str] = LOOPBACK_HOSTS,
+    database: str = "",
 ) -> Starlette:
-    """Build the app over `data_dir/reactor.sqlite3`; plugins set up their tables on start.
+    """Build the app over `data_dir/reactor.sqlite3`, or over `database` (a `postgresql://` URL:
+    several server processes then share one truth); plugins set up their tables on start.
 
     `plugins` are PluginSpecs; by default those installed packages declare in the
     `reactor.plugins` entry-point group (reactor.plugin_spec.discover_plugins).
@@ -104,16 +107,13 @@ def create_app(
     """
     origins = check_origins(allow_origins)
     hosts = check_hosts(allow_hosts)
-    database = Database(Path(data_dir) / "reactor.sqlite3")
-    database.migrate("plugin_state", PLUGIN_STATE)
+    store = Database(database or Path(data_dir) / "reactor.sqlite3")
+    store.migrate("plugin_state", PLUGIN_STATE)
     platform = PluginPlatform(discover_plugins() if plugins is None else plugins)
-    with database.transaction() as db:
-        for row in db.execute("SELECT name, enabled FROM plugin_state"):
-            if row["name"] in {p["name"] for p in platform.list_plugins()}:
-                platform.set_enabled(row["name"], bool(row["enabled"]))
-    auth = Auth(database, seed=seed_demo)
-    records = PluginRecords(database, auth, reserved={p["name"] for p in platform.list_plugins()})
-    context = ServerContext(database, auth, platform, records)
+    _read_plugin_state(store, platform)
+    auth = Auth(store, seed=seed_demo)
+    records = PluginRecords(store, auth, reserved={p["name"] for p in platform.list_plugins()})
+    context = ServerContext(store, auth, platform, records)
     plugin_routes: list[BaseRoute] = []
     for spec in platform.all_plugins():
         half = platform.server_half(spec.name)
@@ -236,8 +236,11 @@ def create_app(
             return body
         if set(body) != {"enabled"} or not isinstance(body["enabled"], bool):
             return JSONResponse({"error": 'Send exactly {"enabled": true} or {"enabled": false}.'}, 422)
-        with database.transaction() as db:
-            db.execute("INSERT OR REPLACE INTO plugin_state (name, enabled) VALUES (?, ?)", (name, body["enabled"]))
+        with store.transaction() as db:
+            db.execute(
+                "INSERT INTO plugin_state (name, enabled) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET enabled = excluded.enabled",
+                (name, body["enabled"]),
+            )
         platform.set_enabled(name, body["enabled"])
         return JSONResponse(next(p for p in platform.list_plugins() if p["name"] == name))
 
@@ -273,9 +276,33 @@ def create_app(
     ]
     if origins:
         middleware.insert(1, Middleware(CrossOrigin, origins=origins))
+    if store.kind == "postgresql":  # other processes may switch a plugin: each request reads the switches
+        middleware.insert(0, Middleware(PluginStateSync, read=lambda: _read_plugin_state(store, platform)))
     app = Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: _http_error})
     app.state.context = context
     return app
+
+
+def _read_plugin_state(store: Database, platform: PluginPlatform) -> None:
+    """Which plugins are switched off or on, as the database says (the PATCH /plugins/{name} writes)."""
+    known = {p["name"] for p in platform.list_plugins()}
+    with store.transaction() as db:
+        for row in db.execute("SELECT name, enabled FROM plugin_state"):
+            if row["name"] in known:
+                platform.set_enabled(row["name"], bool(row["enabled"]))
+
+
+class PluginStateSync:
+    """ASGI middleware: before each request, the plugin switches as the shared database holds
+    them, so a plugin one server process disabled is disabled in all of them at the next request."""
+
+    def __init__(self, app: Any, *, read: Any) -> None:
+        self.app, self.read = app, read
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            await run_in_threadpool(self.read)
+        await self.app(scope, receive, send)
 
 
 async def _http_error(request: Request, error: Exception) -> Response:

@@ -1,61 +1,317 @@
-"""The server's SQLite file: one connection per call, WAL so readers never wait on a writer.
+"""The server's database, one layer over two backends: the embedded SQLite file (the default) or
+a PostgreSQL server (`reactor serve --database postgresql://…`), for several server processes.
+
+Every store writes its SQL once, in SQLite's spelling that PostgreSQL also reads: `?` or `:name`
+parameters, `INSERT … ON CONFLICT`, rows read by column name or position. This module is the one
+place that knows the difference: it rewrites parameters for psycopg, maps the few column types
+that differ (BLOB, REAL, INTEGER) when a migration step runs on PostgreSQL, and turns each
+driver's errors into `UniqueViolation` and `DatabaseBusy`.
 
 Each owner of tables (auth, plugin records, each server plugin) keeps an ordered list of schema
-steps; `migrate` runs the steps a file has not had yet, each in its own transaction, and records
-how far it got in `schema_versions`. A step is never edited once shipped: a change is a new step,
-so a database made by an older version is brought forward instead of breaking.
+steps; `migrate` runs the steps a database has not had yet, each in its own transaction, and
+records how far it got in `schema_versions` (one row per owner: plugins migrate independently,
+which one `PRAGMA user_version` per file could not say). A step is never edited once shipped.
+
+Why psycopg with this thin layer rather than SQLAlchemy Core: the stores' SQL is ~70 plain
+statements that both databases already read; what differs is four spellings and two error kinds,
+which fit here, while a query builder would have rewritten every statement for no behaviour.
 """
 
 from __future__ import annotations
 
+import queue
+import re
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
+from typing import Any
+
+from ..errors import DatabaseBusy, DatabaseError, UniqueViolation
 
 VERSIONS = "CREATE TABLE IF NOT EXISTS schema_versions (owner TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+WRITE_LOCK = 7_355_608  # the advisory lock an `immediate` PostgreSQL transaction takes, as SQLite's writer lock
+IDLE_CONNECTIONS = 8  # PostgreSQL connections kept open between transactions, per process
 
 
 class Database:
-    """A SQLite file; `transaction()` commits on success and rolls back on any error."""
+    """`Database(path)` is a SQLite file; `Database("postgresql://…")` a PostgreSQL database.
+    `transaction()` commits on success and rolls back on any error, on both."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.transaction() as db:
-            db.execute("PRAGMA journal_mode=WAL")
+    def __init__(self, target: str | Path) -> None:
+        self.target = str(target)
+        self.backend: _Backend = _Postgres(self.target) if is_postgres_url(self.target) else _SQLite(Path(target))
+        with self.transaction(immediate=True) as db:
             db.execute(VERSIONS)
 
+    @property
+    def kind(self) -> str:
+        return self.backend.kind
+
+    def __repr__(self) -> str:
+        return f"Database({self.backend.shown!r})"
+
     @contextmanager
-    def transaction(self, *, immediate: bool = False) -> Iterator[sqlite3.Connection]:
+    def transaction(self, *, immediate: bool = False) -> Iterator[Transaction]:
         """A connection in one transaction. `immediate` takes the write lock at the start, for a
-        read-then-write that must not race another writer (SQLite would refuse one of them)."""
-        connection = sqlite3.connect(self.path, timeout=10)
-        connection.row_factory = sqlite3.Row
-        connection.execute("PRAGMA foreign_keys=ON")
-        try:
-            with connection:
-                if immediate:
-                    connection.execute("BEGIN IMMEDIATE")
-                yield connection
-        finally:
-            connection.close()
+        read-then-write that must not race another writer, in this process or any other."""
+        with self.backend.transaction(immediate) as connection:
+            yield Transaction(connection, self.backend)
 
     def migrate(self, owner: str, steps: Sequence[str]) -> None:
-        """Run the steps of `owner` this file has not had, in order, one transaction each."""
+        """Run the steps of `owner` this database has not had, in order, one transaction each."""
         for number, step in enumerate(steps, start=1):
             with self.transaction(immediate=True) as db:
                 row = db.execute("SELECT version FROM schema_versions WHERE owner = ?", (owner,)).fetchone()
                 if row is not None and row["version"] >= number:
                     continue
                 for statement in _statements(step):
-                    db.execute(statement)
-                db.execute("INSERT OR REPLACE INTO schema_versions (owner, version) VALUES (?, ?)", (owner, number))
+                    db.execute(self.backend.schema(statement))
+                db.execute(
+                    "INSERT INTO schema_versions (owner, version) VALUES (?, ?) "
+                    "ON CONFLICT (owner) DO UPDATE SET version = excluded.version",
+                    (owner, number),
+                )
 
     def version(self, owner: str) -> int:
         with self.transaction() as db:
             row = db.execute("SELECT version FROM schema_versions WHERE owner = ?", (owner,)).fetchone()
         return 0 if row is None else row["version"]
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+def is_postgres_url(target: str) -> bool:
+    return target.startswith(POSTGRES_SCHEMES)
+
+
+class Transaction:
+    """What a store writes through: `execute` and `executemany`, with the driver's errors as ours."""
+
+    __slots__ = ("_backend", "_connection")
+
+    def __init__(self, connection: Any, backend: _Backend) -> None:
+        self._connection, self._backend = connection, backend
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        with self._backend.errors():
+            return self._backend.execute(self._connection, sql, params)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any] | dict[str, Any]]) -> Any:
+        with self._backend.errors():
+            return self._backend.executemany(self._connection, sql, rows)
+
+
+class _Backend:
+    kind = ""
+    shown = ""
+
+    def transaction(self, immediate: bool) -> Any:
+        raise NotImplementedError
+
+    def execute(self, connection: Any, sql: str, params: Any) -> Any:
+        return connection.execute(sql, params)
+
+    def executemany(self, connection: Any, sql: str, rows: Any) -> Any:
+        return connection.executemany(sql, rows)
+
+    def schema(self, statement: str) -> str:
+        return statement
+
+    def errors(self) -> Any:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class _SQLite(_Backend):
+    """One connection per transaction, WAL so readers never wait on a writer."""
+
+    kind = "sqlite"
+    busy_timeout = 10.0  # seconds a statement waits for another writer before DatabaseBusy
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.shown = path, str(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self.transaction(False) as db:
+            db.execute("PRAGMA journal_mode=WAL")
+
+    @contextmanager
+    def transaction(self, immediate: bool) -> Iterator[sqlite3.Connection]:
+        with self.errors():
+            connection = sqlite3.connect(self.path, timeout=self.busy_timeout)
+            connection.row_factory = sqlite3.Row
+            connection.execute("PRAGMA foreign_keys=ON")
+            try:
+                with connection:
+                    if immediate:
+                        connection.execute("BEGIN IMMEDIATE")
+                    yield connection
+            finally:
+                connection.close()
+
+    @contextmanager
+    def errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.IntegrityError as error:
+            if "UNIQUE" in str(error) or "PRIMARY KEY" in str(error):
+                raise UniqueViolation(str(error)) from error
+            raise DatabaseError(str(error)) from error
+        except sqlite3.OperationalError as error:
+            if "locked" in str(error) or "busy" in str(error):
+                raise DatabaseBusy(str(error)) from error
+            raise
+
+
+class _Postgres(_Backend):
+    """A few pooled psycopg connections; SQL rewritten from SQLite's spelling once per statement."""
+
+    kind = "postgresql"
+
+    def __init__(self, url: str) -> None:
+        try:
+            import psycopg  # here: only a server given a PostgreSQL URL needs the driver
+        except ImportError:
+            raise DatabaseError("A PostgreSQL database needs the psycopg driver: pip install 'reactor[postgres]'.") from None
+        self.psycopg, self.url = psycopg, url
+        self.shown = re.sub(r"//([^:@/]*):[^@/]*@", r"//\1:***@", url)  # never the password
+        self.idle: queue.LifoQueue[Any] = queue.LifoQueue(IDLE_CONNECTIONS)
+
+    def _connect(self) -> Any:
+        try:
+            return self.idle.get_nowait()
+        except queue.Empty:
+            pass
+        try:
+            return self.psycopg.connect(self.url, row_factory=_row_factory, connect_timeout=10)
+        except self.psycopg.OperationalError as error:
+            raise DatabaseBusy(f"The database at {self.shown} could not be reached: {error}".strip()) from error
+
+    @contextmanager
+    def transaction(self, immediate: bool) -> Iterator[Any]:
+        connection = self._connect()
+        try:
+            with self.errors():
+                if immediate:
+                    connection.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                yield connection
+                connection.commit()
+        except BaseException:
+            if not connection.closed:
+                try:
+                    connection.rollback()
+                except self.psycopg.Error:
+                    connection.close()
+            raise
+        finally:
+            self._give_back(connection)
+
+    def _give_back(self, connection: Any) -> None:
+        if connection.closed or connection.info.transaction_status != self.psycopg.pq.TransactionStatus.IDLE:
+            connection.close()
+            return
+        try:
+            self.idle.put_nowait(connection)
+        except queue.Full:
+            connection.close()
+
+    def execute(self, connection: Any, sql: str, params: Any) -> Any:
+        return connection.execute(_postgres_sql(sql), _postgres_params(params))
+
+    def executemany(self, connection: Any, sql: str, rows: Any) -> Any:
+        cursor = connection.cursor()
+        cursor.executemany(_postgres_sql(sql), [_postgres_params(row) for row in rows])
+        return cursor
+
+    def schema(self, statement: str) -> str:
+        return _postgres_schema(statement)
+
+    @contextmanager
+    def errors(self) -> Iterator[None]:
+        errors = self.psycopg.errors
+        try:
+            yield
+        except errors.UniqueViolation as error:
+            raise UniqueViolation(str(error).strip()) from error
+        except (errors.SerializationFailure, errors.DeadlockDetected, errors.LockNotAvailable) as error:
+            raise DatabaseBusy(str(error).strip()) from error
+        except self.psycopg.OperationalError as error:
+            raise DatabaseBusy(f"The database at {self.shown} failed: {error}".strip()) from error
+        except errors.IntegrityError as error:
+            raise DatabaseError(str(error).strip()) from error
+
+    def __del__(self) -> None:  # an app that ends without close() still closes its connections
+        self.close()
+
+    def close(self) -> None:
+        while True:
+            try:
+                self.idle.get_nowait().close()
+            except queue.Empty:
+                return
+
+
+class Row(tuple):  # type: ignore[type-arg]
+    """A PostgreSQL row read as sqlite3.Row is: by position, by column name, and as a mapping."""
+
+    __slots__ = ()
+    names: dict[str, int]
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self.names[key])
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        return list(self.names)
+
+
+def _row_factory(cursor: Any) -> Any:
+    if cursor.description is None:
+        return tuple
+    row_type = type("Row", (Row,), {"__slots__": (), "names": {c.name: i for i, c in enumerate(cursor.description)}})
+    return row_type
+
+
+# Outside quotes: ? and :name parameters, and % (psycopg's own placeholder sign) as a literal.
+_TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\?|(?<!:):([A-Za-z_]\w*)|%")
+
+
+@lru_cache(maxsize=1024)
+def _postgres_sql(sql: str) -> str:
+    def replace(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token == "?":
+            return "%s"
+        if token == "%":
+            return "%%"
+        if match.group(1):
+            return f"%({match.group(1)})s"
+        return token.replace("%", "%%")  # a quoted literal: only its percent signs change
+
+    return _TOKENS.sub(replace, sql)
+
+
+def _postgres_params(params: Any) -> Any:
+    # SQLite stores a bool as 0/1 in an INTEGER column; PostgreSQL refuses a boolean there.
+    if isinstance(params, dict):
+        return {k: int(v) if isinstance(v, bool) else v for k, v in params.items()}
+    return [int(v) if isinstance(v, bool) else v for v in params]
+
+
+_SCHEMA_TYPES = {"BLOB": "BYTEA", "REAL": "DOUBLE PRECISION", "INTEGER": "BIGINT"}
+_SCHEMA_WORDS = re.compile(r"'(?:[^']|'')*'|\b(BLOB|REAL|INTEGER)\b")
+
+
+def _postgres_schema(statement: str) -> str:
+    """A migration step's column types in PostgreSQL's words: bytes, 8-byte floats (a timestamp in
+    PostgreSQL's REAL would lose its seconds) and 8-byte integers, as SQLite stores them."""
+    return _SCHEMA_WORDS.sub(lambda m: _SCHEMA_TYPES[m.group(1)] if m.group(1) else m.group(0), statement)
 
 
 def _statements(script: str) -> list[str]:

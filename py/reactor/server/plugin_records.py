@@ -91,7 +91,9 @@ class PluginRecords:
             if not create and not exists:
                 raise KeyError(record["id"])
             db.execute(
-                "INSERT OR REPLACE INTO plugin_records VALUES (?, ?, ?, ?)", (record["id"], json.dumps(record), time.time(), by)
+                "INSERT INTO plugin_records VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                "record = excluded.record, updated_at = excluded.updated_at, updated_by = excluded.updated_by",
+                (record["id"], json.dumps(record), time.time(), by),
             )
         return record
 

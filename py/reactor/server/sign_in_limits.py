@@ -51,8 +51,5 @@ class SignInLimits:
         (the client's earlier failures stay: one account is no key to the others)."""
         with self.database.transaction() as db:
             db.execute("DELETE FROM sign_in_attempts WHERE key = ?", (f"user:{username}",))
-            db.execute(
-                "DELETE FROM sign_in_attempts WHERE rowid IN (SELECT rowid FROM sign_in_attempts "
-                "WHERE key = ? AND at = ? LIMIT 1)",
-                (f"client:{client}", ticket),
-            )
+            # The ticket is the attempt's own time (to the microsecond): it names that one row.
+            db.execute("DELETE FROM sign_in_attempts WHERE key = ? AND at = ?", (f"client:{client}", ticket))
