@@ -108,20 +108,22 @@ def create_app(
     origins = check_origins(allow_origins)
     hosts = check_hosts(allow_hosts)
     store = Database(database or Path(data_dir) / "reactor.sqlite3")
-    store.migrate("plugin_state", PLUGIN_STATE)
     platform = PluginPlatform(discover_plugins() if plugins is None else plugins)
-    _read_plugin_state(store, platform)
-    auth = Auth(store, seed=seed_demo)
-    records = PluginRecords(store, auth, reserved={p["name"] for p in platform.list_plugins()})
-    context = ServerContext(store, auth, platform, records)
     plugin_routes: list[BaseRoute] = []
-    for spec in platform.all_plugins():
-        half = platform.server_half(spec.name)
-        if half is None:
-            continue
-        half.setup(context, seed=seed_demo)
-        for route in half.routes(context):
-            plugin_routes.append(_while_enabled(platform, spec.name, route))
+    # Several processes may start at once on one database: their migrations and seeds take turns.
+    with store.setup_lock():
+        store.migrate("plugin_state", PLUGIN_STATE)
+        _read_plugin_state(store, platform)
+        auth = Auth(store, seed=seed_demo)
+        records = PluginRecords(store, auth, reserved={p["name"] for p in platform.list_plugins()})
+        context = ServerContext(store, auth, platform, records)
+        for spec in platform.all_plugins():
+            half = platform.server_half(spec.name)
+            if half is None:
+                continue
+            half.setup(context, seed=seed_demo)
+            for route in half.routes(context):
+                plugin_routes.append(_while_enabled(platform, spec.name, route))
     runtime = _runtime_manifest()
     archive = SourceArchive(
         {"reactor": Path(reactor.__file__).parent, **_page_packages(platform.all_plugins())},

@@ -23,7 +23,7 @@ import queue
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from ..errors import DatabaseBusy, DatabaseError, UniqueViolation
 VERSIONS = "CREATE TABLE IF NOT EXISTS schema_versions (owner TEXT PRIMARY KEY, version INTEGER NOT NULL)"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 WRITE_LOCK = 7_355_608  # the advisory lock an `immediate` PostgreSQL transaction takes, as SQLite's writer lock
+SETUP_LOCK = 7_355_609  # held by a server process while it migrates and seeds
 IDLE_CONNECTIONS = 8  # PostgreSQL connections kept open between transactions, per process
 
 
@@ -59,6 +60,12 @@ class Database:
         read-then-write that must not race another writer, in this process or any other."""
         with self.backend.transaction(immediate) as connection:
             yield Transaction(connection, self.backend)
+
+    def setup_lock(self) -> Any:
+        """Held while a server process migrates and seeds, so processes starting together on one
+        PostgreSQL take turns (each seed checks what the one before it wrote). SQLite's file has
+        one server process: nothing to wait for."""
+        return self.backend.setup_lock()
 
     def migrate(self, owner: str, steps: Sequence[str]) -> None:
         """Run the steps of `owner` this database has not had, in order, one transaction each."""
@@ -123,6 +130,9 @@ class _Backend:
 
     def errors(self) -> Any:
         raise NotImplementedError
+
+    def setup_lock(self) -> Any:
+        return nullcontext()
 
     def close(self) -> None:
         pass
@@ -219,6 +229,15 @@ class _Postgres(_Backend):
             self.idle.put_nowait(connection)
         except queue.Full:
             connection.close()
+
+    @contextmanager
+    def setup_lock(self) -> Iterator[None]:
+        with self.psycopg.connect(self.url, autocommit=True, connect_timeout=10) as holder:
+            holder.execute("SELECT pg_advisory_lock(%s)", (SETUP_LOCK,))
+            try:
+                yield
+            finally:
+                holder.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
 
     def execute(self, connection: Any, sql: str, params: Any) -> Any:
         return connection.execute(_postgres_sql(sql), _postgres_params(params))
