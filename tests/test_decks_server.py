@@ -103,7 +103,7 @@ def test_the_page_plugin_loads_without_starlette_or_the_server_module():
 
 def test_the_list_is_summaries_by_title(client):
     first = client.get("/api/decks").json()[0]
-    assert set(first) == {"id", "title", "slides", "updated_at", "owner"}
+    assert set(first) == {"id", "title", "slides", "updated_at", "owner", "version"}
     assert first["id"] == "onboarding" and first["slides"] == 5
 
 
@@ -120,12 +120,55 @@ def test_an_unknown_deck_is_a_404_with_a_sentence(client):
 # Writing ----------------------------------------------------------------------------------
 
 
-def test_put_creates_then_replaces_a_deck(client):
+def test_put_creates_then_replaces_a_deck_and_each_save_is_a_version(client):
     created = client.put("/api/decks/demo", json=deck())
-    assert created.status_code == 201 and created.json() == {"id": "demo", "title": "Demo", "slides": 2}
-    replaced = client.put("/api/decks/demo", json=deck(title="Again"))
-    assert replaced.status_code == 200
-    assert client.get("/api/decks/demo").json() == deck(title="Again")
+    assert created.status_code == 201 and created.json() == {"id": "demo", "title": "Demo", "slides": 2, "version": 1}
+    replaced = client.put("/api/decks/demo", json=deck(title="Again"), headers={"if-match": '"1"'})
+    assert replaced.status_code == 200 and replaced.json()["version"] == 2 and replaced.headers["etag"] == '"2"'
+    read = client.get("/api/decks/demo")
+    assert read.json() == deck(title="Again") and read.headers["etag"] == '"2"'
+
+
+def test_a_write_that_names_an_old_version_is_a_409_with_the_current_deck_and_changes_nothing(client):
+    client.put("/api/decks/demo", json=deck())
+    assert client.put("/api/decks/demo", json=deck(title="First"), headers={"if-match": '"1"'}).status_code == 200
+    late = client.put("/api/decks/demo", json=deck(title="Second"), headers={"if-match": '"1"'})
+    assert late.status_code == 409 and late.json()["version"] == 2 and late.json()["current"]["title"] == "First"
+    assert "is now version 2. Read it again" in late.json()["error"]
+    gone = client.delete("/api/decks/demo", headers={"if-match": '"1"'})
+    assert gone.status_code == 409 and client.get("/api/decks/demo").json()["title"] == "First"
+    assert client.delete("/api/decks/demo", headers={"if-match": '"2"'}).status_code == 204
+    deleted = client.put("/api/decks/demo", json=deck(title="Third"), headers={"if-match": '"2"'})
+    assert deleted.status_code == 409 and deleted.json()["current"] is None and "was deleted" in deleted.json()["error"]
+
+
+@pytest.mark.parametrize("header", ["3a", '"-1"', "*", '"' + "9" * 30 + '"', ""])
+def test_an_if_match_that_is_not_a_version_is_a_400(client, header):
+    answer = client.put("/api/decks/demo", json=deck(), headers={"if-match": header})
+    assert answer.status_code == 400 and "If-Match must name a deck version" in answer.json()["error"]
+
+
+def test_of_many_writes_naming_one_version_exactly_one_wins(database):
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    from reactor.server.loopback import LoopbackServer
+
+    client = serve(database)
+    client.put("/api/decks/demo", json=deck())
+    token = client.headers["authorization"]
+    with LoopbackServer(client.app, start_timeout=10) as url:
+
+        def put(number):
+            body = deck(title=f"Writer {number}")
+            return httpx.put(f"{url}/api/decks/demo", json=body, headers={"authorization": token, "if-match": '"1"'}, timeout=60)
+
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(put, range(16)))
+    assert sorted(a.status_code for a in answers) == [200] + [409] * 15
+    winner = next(a for a in answers if a.status_code == 200).json()
+    assert winner["version"] == 2 and client.get("/api/decks/demo").json()["title"] == winner["title"]
 
 
 def test_put_refuses_a_body_whose_id_is_not_the_address(client, database):

@@ -296,6 +296,31 @@ def test_the_store_reads_and_writes_the_real_server(app_server):
     assert sorted(d["id"] for d in run(fresh.list_decks())) == ["onboarding", "reactor-in-5-minutes"]
 
 
+def test_two_pages_changing_one_deck_never_lose_a_change_silently(app_server):
+    def page_of(user):
+        return DeckStore(MemoryPage(base_url=app_server.url, headers=bearer(app_server, user), send=app_server.send), API)
+
+    first, second = page_of("ada"), page_of("ada")  # two tabs, or two people, on one deck
+    mine, theirs = run(first.get_deck("onboarding")), run(second.get_deck("onboarding"))
+    mine["title"], theirs["title"] = "First tab's title", "Second tab's title"
+    assert run(first.update_deck(mine)) == {"saved": True}
+    with pytest.raises(ToolError) as refused:
+        run(second.update_deck(theirs))
+    assert refused.value.code == "conflict" and "it is now version 2" in str(refused.value)
+    assert run(second.get_deck("onboarding"))["title"] == "First tab's title"  # the page re-read it
+    again = run(second.get_deck("onboarding"))
+    again["slides"][0]["title"] = "Changed on the current deck"
+    assert run(second.update_deck(again)) == {"saved": True}
+    with app_server.client() as client:
+        stored = client.get(f"{API}/onboarding").json()
+    assert stored["title"] == "First tab's title" and stored["slides"][0]["title"] == "Changed on the current deck"
+    new = {"id": "both", "title": "Made twice", "slides": [{"title": "x", "body": ""}]}
+    assert run(first.create_deck(new)) == {"saved": True}
+    with pytest.raises(ToolError, match="since this page read it"):
+        run(second.create_deck({**new, "title": "Made again"}))  # its index predates the first's deck
+    assert run(second.get_deck("both"))["title"] == "Made twice"
+
+
 def test_a_closed_port_keeps_the_change_in_the_page_and_reports_it():
     store = DeckStore(MemoryPage(base_url=f"http://127.0.0.1:{free_port()}"), API)
     report = run(store.create_deck(deck()))

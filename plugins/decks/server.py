@@ -3,11 +3,16 @@
 The page plugin never imports this module (it needs starlette). It serves the same
 agent-tools.json the page contributes, and checks every deck against the same deck.schema.json.
 
-    GET    /api/decks              summaries [{id, title, slides, updated_at, owner}]
-    GET    /api/decks/{id}         the spec
-    PUT    /api/decks/{id}         create or replace (201 / 200); 400, 401, 403, 413, 422 when refused
-    DELETE /api/decks/{id}         204; 401, 403, 404 when refused
+    GET    /api/decks              summaries [{id, title, slides, updated_at, owner, version}]
+    GET    /api/decks/{id}         the spec; its version in the ETag header
+    PUT    /api/decks/{id}         create or replace (201 / 200); 400, 401, 403, 409, 413, 422 when refused
+    DELETE /api/decks/{id}         204; 401, 403, 404, 409 when refused
     GET    /decks/{id}/print       every slide as printable HTML
+
+Every save adds one to the deck's version. A write that says which version it replaces
+(`If-Match: "3"`, or `"0"` for a deck that must be new, as the page's store always does) is
+refused with 409, the current version and the current deck, when another save came first: no
+write is lost without its writer knowing.
 
 Anyone may read decks. Writing needs a session: a new deck belongs to whoever created it, and
 only its owner or an operator may replace or delete it; the demo's seeded decks (no owner) are
@@ -49,13 +54,24 @@ STEPS = [
     );
     """,
     "ALTER TABLE decks ADD COLUMN owner TEXT",  # NULL: a seeded deck, the operators' to change
+    "ALTER TABLE decks ADD COLUMN version INTEGER NOT NULL DEFAULT 1",
 ]
 
 DECK = json.loads((HERE / "deck.schema.json").read_text(encoding="utf-8"))
 SUMMARY: dict[str, Any] = {
     "type": "object",
     "required": ["id", "title", "slides"],
-    "properties": {"id": {"type": "string"}, "title": {"type": "string"}, "slides": {"type": "integer"}},
+    "properties": {
+        "id": {"type": "string"},
+        "title": {"type": "string"},
+        "slides": {"type": "integer"},
+        "version": {"type": "integer"},
+    },
+}
+STALE = {
+    "type": "object",
+    "required": ["error", "version", "current"],
+    "properties": {"error": {"type": "string"}, "version": {"type": "integer"}, "current": {"type": ["object", "null"]}},
 }
 # The print page runs no script and loads nothing: a slide's text can only ever be text.
 PRINT_HEADERS = {"content-security-policy": "default-src 'none'; style-src 'unsafe-inline'"}
@@ -90,6 +106,7 @@ class DecksServerPlugin:
                             **SUMMARY["properties"],
                             "updated_at": {"type": "string"},
                             "owner": {"type": ["string", "null"]},
+                            "version": {"type": "integer"},
                         },
                     },
                 }
@@ -98,23 +115,27 @@ class DecksServerPlugin:
         async def list_decks(request: Request) -> Response:
             return JSONResponse(await run_in_threadpool(_summaries, database))
 
-        @operation("A deck's spec", responses={200: DECK})
+        @operation("A deck's spec (its version in the ETag header)", responses={200: DECK})
         async def get_deck(request: Request) -> Response:
-            spec = await run_in_threadpool(_read, database, request.path_params["id"])
-            if spec is None:
+            found = await run_in_threadpool(_read, database, request.path_params["id"])
+            if found is None:
                 return _no_deck(request.path_params["id"])
-            return JSONResponse(spec)
+            spec, version = found
+            return JSONResponse(spec, headers={"etag": f'"{version}"'})
 
         @operation(
             "Create a deck (201) or replace one (200): its owner or an operator",
             body=DECK,
-            responses={200: SUMMARY, 201: SUMMARY},
+            responses={200: SUMMARY, 201: SUMMARY, 409: STALE},
         )
         async def put_deck(request: Request) -> Response:
             id = request.path_params["id"]
             user = auth.user_for(request)
             if user is None:
                 return error_response(401, "Sign in to save decks.")
+            expected = _if_match(request)
+            if isinstance(expected, Response):
+                return expected
             spec = await read_json(
                 request,
                 limit=MAX_BODY_BYTES,
@@ -128,31 +149,39 @@ class DecksServerPlugin:
                 problems.insert(0, {"path": "$.id", "message": f"the deck's id {given!r} is not the address's {id!r}"[:200]})
             if problems:
                 return JSONResponse({"error": problems_sentence(problems), "problems": problems}, status_code=422)
-            created = await run_in_threadpool(_save, database, spec, user)
-            if created is None:
+            saved = await run_in_threadpool(_save, database, spec, user, expected)
+            if saved is None:
                 return _not_yours(user, id, "replace")
-            summary = {"id": id, "title": spec["title"], "slides": len(spec["slides"])}
-            return JSONResponse(summary, status_code=201 if created else 200)
+            if isinstance(saved, Stale):
+                return _stale(id, saved)
+            created, version = saved
+            summary = {"id": id, "title": spec["title"], "slides": len(spec["slides"]), "version": version}
+            return JSONResponse(summary, status_code=201 if created else 200, headers={"etag": f'"{version}"'})
 
-        @operation("Delete a deck: its owner or an operator", responses={204: NO_CONTENT})
+        @operation("Delete a deck: its owner or an operator", responses={204: NO_CONTENT, 409: STALE})
         async def delete_deck(request: Request) -> Response:
             id = request.path_params["id"]
             user = auth.user_for(request)
             if user is None:
                 return error_response(401, "Sign in to delete decks.")
-            deleted = await run_in_threadpool(_delete, database, id, user)
+            expected = _if_match(request)
+            if isinstance(expected, Response):
+                return expected
+            deleted = await run_in_threadpool(_delete, database, id, user, expected)
             if deleted is None:
                 return _not_yours(user, id, "delete")
+            if isinstance(deleted, Stale):
+                return _stale(id, deleted)
             if not deleted:
                 return _no_deck(id)
             return Response(status_code=204)
 
         @operation("Every slide of a deck as one printable page", responses={200: HTML})
         async def print_deck(request: Request) -> Response:
-            spec = await run_in_threadpool(_read, database, request.path_params["id"])
-            if spec is None:
+            found = await run_in_threadpool(_read, database, request.path_params["id"])
+            if found is None:
                 return _no_deck(request.path_params["id"])
-            return HTMLResponse(printable_html(spec), headers=PRINT_HEADERS)
+            return HTMLResponse(printable_html(found[0]), headers=PRINT_HEADERS)
 
         return [
             Route("/api/decks", list_decks, methods=["GET"]),
@@ -165,7 +194,7 @@ class DecksServerPlugin:
 
 def _summaries(database: Database) -> list[dict[str, Any]]:
     with database.transaction() as db:
-        rows = db.execute("SELECT id, title, spec, updated_at, owner FROM decks ORDER BY lower(title), id").fetchall()
+        rows = db.execute("SELECT id, title, spec, updated_at, owner, version FROM decks ORDER BY lower(title), id").fetchall()
     return [
         {
             "id": r["id"],
@@ -173,47 +202,84 @@ def _summaries(database: Database) -> list[dict[str, Any]]:
             "slides": len(json.loads(r["spec"])["slides"]),
             "updated_at": r["updated_at"],
             "owner": r["owner"],
+            "version": r["version"],
         }
         for r in rows
     ]
 
 
-def _read(database: Database, id: str) -> dict[str, Any] | None:
+def _read(database: Database, id: str) -> tuple[dict[str, Any], int] | None:
     with database.transaction() as db:
-        row = db.execute("SELECT spec FROM decks WHERE id = ?", (id,)).fetchone()
-    return None if row is None else json.loads(row["spec"])
+        row = db.execute("SELECT spec, version FROM decks WHERE id = ?", (id,)).fetchone()
+    return None if row is None else (json.loads(row["spec"]), row["version"])
+
+
+class Stale:
+    """A write that named a version the deck no longer has: the version and deck there are now."""
+
+    def __init__(self, version: int, current: dict[str, Any] | None) -> None:
+        self.version, self.current = version, current
+
+
+def _if_match(request: Request) -> int | None | Response:
+    """The version a write replaces (`If-Match: "3"`), None when it names none (it overwrites)."""
+    header = request.headers.get("if-match")
+    if header is None:
+        return None
+    text = header.strip().removeprefix("W/").strip('"')
+    if not text.isdigit() or len(text) > 18:
+        return error_response(400, f'If-Match must name a deck version, like "3", not {header[:40]!r}.')
+    return int(text)
+
+
+def _stale(id: str, stale: Stale) -> Response:
+    sentence = (
+        f"The deck {id[:80]!r} was changed by someone else since this version was read; it is now version "
+        f"{stale.version}. Read it again and make the change on the current deck."
+        if stale.current is not None
+        else f"The deck {id[:80]!r} was deleted by someone else since it was read."
+    )
+    return JSONResponse({"error": sentence, "version": stale.version, "current": stale.current}, 409)
 
 
 def _may_change(user: User, owner: str | None) -> bool:
     return OPERATORS in user.groups or (owner is not None and owner == user.username)
 
 
-def _save(database: Database, spec: dict[str, Any], user: User) -> bool | None:
-    """Insert or replace in one transaction: True when the deck is new, None when `user` may not replace it."""
+def _save(database: Database, spec: dict[str, Any], user: User, expected: int | None = None) -> tuple[bool, int] | Stale | None:
+    """Insert or replace in one transaction: (new?, version), a Stale when `expected` is not the
+    version there is, None when `user` may not replace it."""
     with database.transaction(immediate=True) as db:
-        row = db.execute("SELECT owner FROM decks WHERE id = ?", (spec["id"],)).fetchone()
+        row = db.execute("SELECT owner, version, spec FROM decks WHERE id = ?", (spec["id"],)).fetchone()
         if row is not None and not _may_change(user, row["owner"]):
             return None
-        _write(db, spec, owner=user.username if row is None else row["owner"])
-    return row is None
+        if expected is not None and (0 if row is None else row["version"]) != expected:  # 0: "must be new"
+            return Stale(0, None) if row is None else Stale(row["version"], json.loads(row["spec"]))
+        version = 1 if row is None else row["version"] + 1
+        _write(db, spec, owner=user.username if row is None else row["owner"], version=version)
+    return row is None, version
 
 
-def _write(db: Any, spec: dict[str, Any], *, owner: str | None) -> None:
+def _write(db: Any, spec: dict[str, Any], *, owner: str | None, version: int = 1) -> None:
     db.execute(
-        "INSERT INTO decks (id, title, spec, updated_at, owner) VALUES (?, ?, ?, ?, ?) "
-        "ON CONFLICT(id) DO UPDATE SET title = excluded.title, spec = excluded.spec, updated_at = excluded.updated_at",
-        (spec["id"], spec["title"], json.dumps(spec), datetime.now(UTC).isoformat(), owner),
+        "INSERT INTO decks (id, title, spec, updated_at, owner, version) VALUES (?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT(id) DO UPDATE SET title = excluded.title, spec = excluded.spec, "
+        "updated_at = excluded.updated_at, version = excluded.version",
+        (spec["id"], spec["title"], json.dumps(spec), datetime.now(UTC).isoformat(), owner, version),
     )
 
 
-def _delete(database: Database, id: str, user: User) -> bool | None:
-    """True when deleted, False when there is no such deck, None when `user` may not delete it."""
+def _delete(database: Database, id: str, user: User, expected: int | None = None) -> bool | Stale | None:
+    """True when deleted, False when there is no such deck, a Stale when `expected` is not its
+    version, None when `user` may not delete it."""
     with database.transaction(immediate=True) as db:
-        row = db.execute("SELECT owner FROM decks WHERE id = ?", (id,)).fetchone()
+        row = db.execute("SELECT owner, version, spec FROM decks WHERE id = ?", (id,)).fetchone()
         if row is None:
             return False
         if not _may_change(user, row["owner"]):
             return None
+        if expected is not None and row["version"] != expected:
+            return Stale(row["version"], json.loads(row["spec"]))
         db.execute("DELETE FROM decks WHERE id = ?", (id,))
     return True
 

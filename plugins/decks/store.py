@@ -1,9 +1,11 @@
 """The page's decks: held in memory, loaded lazily from the decks server and saved back to it.
 
 Every change is validated whole before anything is touched. Then the page copy changes and
-the whole deck is sent to the server. When the server cannot be reached the change is kept in
-the page and the answer says it was not saved; when the server refuses the change (a 4xx),
-the page copy is rolled back and its sentence is raised.
+the whole deck is sent to the server, naming the version it replaces. When the server cannot be
+reached the change is kept in the page and the answer says it was not saved; when the server
+refuses the change (a 4xx), the page copy is rolled back and its sentence is raised. When someone
+else saved the deck first (409), the page takes the server's current deck and the caller is told
+to read it and make the change again (`conflict`): no write is lost without anyone knowing.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from reactor.errors import NotFoundError
+from reactor.errors import NotFoundError, ToolError
 from reactor.page import HttpError, Page
 from reactor.urls import quote_segment
 
@@ -29,6 +31,7 @@ class DeckStore:
         self._decks: dict[str, dict[str, Any]] = {}  # full specs the page holds
         self._remote: dict[str, dict[str, Any]] = {}  # summaries of server decks not fetched yet
         self._unsaved: dict[str, str] = {}  # id -> "PUT" | "DELETE" the server has not had yet
+        self._versions: dict[str, int] = {}  # id -> the server's version the page's copy is based on
         self._indexed = self._api is None
         self._index_lock = asyncio.Lock()
         self.warning = ""  # why the list may be incomplete, while the server is down
@@ -128,6 +131,8 @@ class DeckStore:
         try:
             await self._request(id, method)
         except HttpError as error:
+            if error.status == 409 and "version" in error.body:  # a save came first: its deck is in the answer
+                raise self._conflict(id, error) from None
             if error.status < 500:
                 undo()
                 refusal = error.refusal()
@@ -142,11 +147,32 @@ class DeckStore:
         return {"saved": True}
 
     async def _request(self, id: str, method: str) -> None:
+        headers = {"if-match": f'"{self._versions.get(id, 0)}"'}  # 0: a deck the server must not have yet
         try:
-            await self._page.fetch_json(method, self._url(id), self._decks[id] if method == "PUT" else None)
+            answer = await self._page.fetch_json(method, self._url(id), self._decks[id] if method == "PUT" else None, headers)
         except HttpError as error:
             if not (method == "DELETE" and error.status == 404):  # never reached the server: already gone
                 raise
+            answer = None
+        if method == "PUT" and isinstance(answer, dict) and isinstance(answer.get("version"), int):
+            self._versions[id] = answer["version"]
+        elif method == "DELETE":
+            self._versions.pop(id, None)
+
+    def _conflict(self, id: str, error: HttpError) -> ToolError:
+        """Someone else saved the deck first: the page takes the deck the server holds now."""
+        self._unsaved.pop(id, None)
+        current, version = error.body.get("current"), error.body.get("version")
+        if isinstance(current, dict) and isinstance(version, int):
+            self._decks[id], self._versions[id] = current, version
+            return ToolError(
+                "conflict",
+                f"Someone else changed deck {id!r} since this page read it (it is now version {version}); "
+                "the page now holds their version. Read the deck again and make the change on it.",
+            )
+        self._decks.pop(id, None)
+        self._versions.pop(id, None)
+        return ToolError("conflict", f"Someone else deleted deck {id!r} since this page read it; nothing was saved.")
 
     def _kept(self, id: str, method: str, why: str) -> dict[str, Any]:
         self._unsaved[id] = method
@@ -189,6 +215,8 @@ class DeckStore:
                 id = summary["id"]
                 if id not in self._decks and id not in self._unsaved:
                     self._remote[id] = {"id": id, "title": summary["title"], "slides": summary["slides"]}
+                    if isinstance(summary.get("version"), int):
+                        self._versions[id] = summary["version"]
             self._indexed = True
             self.warning = ""
 

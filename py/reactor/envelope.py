@@ -5,7 +5,8 @@
     failure  {"ok": false, "error": {"code": <CODE>, "message": <a sentence>, ...details}}
 
 Codes (FAILURE_CODES): invalid_arguments (with problems: [{path, message}]), unknown_tool,
-not_admitted, not_permitted, not_found, denied, unavailable, failed, aborted, timeout, too_large. The model reads the envelope as
+not_admitted, not_permitted, not_found, conflict (what the call changes was changed by someone
+else since it was read: read it again), denied, unavailable, failed, aborted, timeout, too_large. The model reads the envelope as
 JSON text; the message is written for it to act on. Formats only re-wrap it per provider.
 """
 
@@ -21,6 +22,7 @@ FAILURE_CODES = frozenset(
         "not_admitted",
         "not_permitted",
         "not_found",
+        "conflict",
         "denied",
         "unavailable",
         "failed",

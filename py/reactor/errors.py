@@ -17,7 +17,7 @@ ReactorError
 ├── AbortedError                      what was running was stopped (.reason)
 ├── ToolError                         a tool's chosen failure (.code, .details): becomes the envelope
 │   └── NotFoundError (LookupError)   what was asked for does not exist: code `not_found`
-├── HttpError                         the server answered 4xx/5xx (.status, .detail)
+├── HttpError                         the server answered 4xx/5xx (.status, .detail, .body)
 ├── ProtocolError                     a message between the page and the worker that is not the protocol's
 ├── PageError                         the page answered the worker's request with its error (.name)
 ├── PageScriptError                   a JavaScript command of the page threw (.name)
@@ -146,10 +146,11 @@ class NotFoundError(ToolError, LookupError):
 class HttpError(ReactorError):
     """The server answered with an error status; `.status` and the server's `.detail`."""
 
-    def __init__(self, status: int, detail: str) -> None:
+    def __init__(self, status: int, detail: str, body: dict[str, Any] | None = None) -> None:
         super().__init__(f"The server answered {status}: {detail}")
         self.status = status
         self.detail = detail
+        self.body = body or {}  # the answer's JSON object, for what it says beside the sentence
 
     def refusal(self) -> ToolError | None:
         """A 401 or 403 as the `not_permitted` answer a tool gives the model (the server's sentence,

@@ -38,10 +38,10 @@ def answer_json(status: int, text: str) -> Any:
     if status >= 400:
         try:
             data = json.loads(text)
-            detail = data.get("error", text) if isinstance(data, dict) else text
         except ValueError:
-            detail = text[:200]
-        raise HttpError(status, str(detail))
+            raise HttpError(status, text[:200]) from None
+        body = data if isinstance(data, dict) else {}
+        raise HttpError(status, str(body.get("error", text)), body)
     return json.loads(text) if text else None
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import queue
 import re
 import sqlite3
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from functools import lru_cache
@@ -191,6 +192,7 @@ class _Postgres(_Backend):
         self.psycopg, self.url = psycopg, url
         self.shown = re.sub(r"//([^:@/]*):[^@/]*@", r"//\1:***@", url)  # never the password
         self.idle: queue.LifoQueue[Any] = queue.LifoQueue(IDLE_CONNECTIONS)
+        weakref.finalize(self, _close_idle, self.idle)  # an app dropped without close() still closes them
 
     def _connect(self) -> Any:
         try:
@@ -264,15 +266,16 @@ class _Postgres(_Backend):
         except errors.IntegrityError as error:
             raise DatabaseError(str(error).strip()) from error
 
-    def __del__(self) -> None:  # an app that ends without close() still closes its connections
-        self.close()
-
     def close(self) -> None:
-        while True:
-            try:
-                self.idle.get_nowait().close()
-            except queue.Empty:
-                return
+        _close_idle(self.idle)
+
+
+def _close_idle(idle: queue.LifoQueue[Any]) -> None:
+    while True:
+        try:
+            idle.get_nowait().close()
+        except queue.Empty:
+            return
 
 
 class Row(tuple):  # type: ignore[type-arg]
