@@ -13,7 +13,7 @@ import pytest
 from conftest import start_server, stop_server
 
 from reactor import CommandFailedError, InvalidArgumentsError, MemoryPage, Reactor, agent_tool_bundles, load_agent_tools
-from reactor.page import HttpError
+from reactor.http import answer_json
 from reactor_plugins.cms import CMS_AGENT_TOOLS, CMS_PLUGIN
 from reactor_plugins.cms.server import HERE
 from reactor_plugins.cms.spec import cms_plugin
@@ -38,8 +38,9 @@ class BrowserLikePage(MemoryPage):
             with self.opener.open(request, timeout=10) as response:
                 raw = response.read()
         except urllib.error.HTTPError as error:
-            raise HttpError(error.code, json.loads(error.read()).get("error", "")) from None
-        return json.loads(raw) if raw else None
+            with error:
+                return answer_json(error.code, error.read().decode())
+        return answer_json(200, raw.decode())
 
 
 @pytest.fixture(scope="module")
@@ -271,3 +272,18 @@ def test_bad_arguments_are_refused_before_any_request(server, command, args):
     with pytest.raises(InvalidArgumentsError):
         run(reactor, command, args)
     assert page.requests == []
+
+
+def test_two_pages_changing_one_entry_never_lose_a_change_silently(server):
+    first, _ = signed_in(server)
+    second, second_page = signed_in(server)
+    for reactor in (first, second):
+        run(reactor, "cms.selectSite", {"site": "acme"})
+    assert run(first, "cms.updateSitePage", {"slug": "roadmap", "excerpt": "From the first page"})["excerpt"]
+    with pytest.raises(CommandFailedError) as refused:
+        run(second, "cms.updateSitePage", {"slug": "roadmap", "excerpt": "From the second page"})
+    assert refused.value.cause.code == "conflict" and "Read it again" in str(refused.value)
+    shown = second_page.views["cms"]
+    assert "Read it again" in shown["message"]  # the panel redrew with the entry as it is now
+    again = run(second, "cms.updateSitePage", {"slug": "roadmap", "body": "On the current entry"})
+    assert again["excerpt"] == "From the first page" and again["body"] == "On the current entry"

@@ -241,6 +241,20 @@ def test_an_update_must_change_something_and_cannot_rename(client):
     assert missing.status_code == 404 and "'nothing-here'" in missing.json()["error"]
 
 
+def test_a_change_naming_an_old_version_is_a_409_with_the_entry_as_it_is_now(client):
+    ada = client.as_user("ada")
+    read = ada.get(f"{ACME}/entries/roadmap").json()
+    first = ada.patch(f"{ACME}/entries/roadmap", json={"title": "First", "version": read["version"]})
+    assert first.status_code == 200 and first.json()["version"] == read["version"] + 1
+    late = ada.patch(f"{ACME}/entries/roadmap", json={"title": "Second", "version": read["version"]})
+    assert late.status_code == 409 and late.json()["current"]["title"] == "First"
+    assert late.json()["version"] == first.json()["version"] and "Read it again" in late.json()["error"]
+    assert ada.get(f"{ACME}/entries/roadmap").json()["title"] == "First"
+    for bad in (0, "2", 1.5, True):
+        refused = ada.patch(f"{ACME}/entries/roadmap", json={"title": "x", "version": bad})
+        assert refused.status_code == 422 and refused.json()["field"] == "version"
+
+
 def test_listing_filters_are_checked(client):
     ada = client.as_user("ada")
     assert [e["slug"] for e in ada.get(f"{ACME}/entries?status=draft").json()["entries"]] == ["roadmap"]

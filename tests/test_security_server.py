@@ -324,9 +324,10 @@ def test_a_database_of_the_previous_schema_is_brought_forward(tmp_path):
         **live.client().get("/api/decks").json()[0],
         "id": "old",
         "owner": None,
+        "version": 1,  # the column the third step added, with its default
     }
     assert live.client().delete("/api/decks/old", headers=headers).status_code == 204
-    assert Database(path).version("auth") == 2 and Database(path).version("decks") == 2
+    assert Database(path).version("auth") == 2 and Database(path).version("decks") == 3
 
 
 def test_sessions_end_when_idle(fresh):

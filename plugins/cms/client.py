@@ -61,7 +61,10 @@ class CmsClient:
         return await self._call("POST", self._site("/entries"), fields)
 
     async def update_entry(self, slug: str, changes: dict[str, Any]) -> dict[str, Any]:
-        return await self._call("PATCH", self._entry(slug), changes)
+        """Change fields, naming the version this page saw: someone else's change in between is a
+        `conflict` (the server's 409), never overwritten."""
+        version = self.state.versions.get(slug)
+        return await self._call("PATCH", self._entry(slug), changes if version is None else {**changes, "version": version})
 
     async def set_published(self, slug: str, published: bool) -> dict[str, Any]:
         return await self._call("POST", self._entry(slug) + ("/publish" if published else "/unpublish"), {})
@@ -87,7 +90,7 @@ class CmsClient:
 
     async def _call(self, method: str, url: str, body: Any = None) -> Any:
         try:
-            return await self.page.fetch_json(method, url, body)
+            answer = await self.page.fetch_json(method, url, body)
         except HttpError as error:
             if error.status == 401:
                 self.state.sign_out()
@@ -98,8 +101,15 @@ class CmsClient:
                 raise refusal from None
             if error.status == 404:
                 raise NotFoundError(error.detail) from None
+            if error.status == 409 and isinstance(error.body.get("current"), dict):
+                self.state.saw(error.body["current"])
+                raise ToolError("conflict", error.detail) from None
             if error.status in (400, 409, 413, 415, 422):
                 raise ValueError(error.detail) from None
             raise ConnectionError(f"The CMS server failed ({error.status}): {error.detail}") from None
         except OSError as error:
             raise ConnectionError(f"The CMS server at {url} cannot be reached right now: {error}") from None
+        if isinstance(answer, dict):  # the versions of what it names, for the next change of it
+            entries = answer.get("entries")
+            self.state.saw(*(entries if isinstance(entries, list) else [answer]))
+        return answer

@@ -21,6 +21,13 @@ class CmsState:
         self.sites: list[dict[str, Any]] = []  # [{id, title, role}] of the signed-in user
         self.site = ""
         self.current = ""  # the slug selected in the panel, or last created, read or shown
+        self.versions: dict[str, int] = {}  # slug -> the version of it this page last saw
+
+    def saw(self, *entries: dict[str, Any]) -> None:
+        """Remember the versions of entries the server answered with (a change names its own)."""
+        for entry in entries:
+            if isinstance(entry, dict) and isinstance(entry.get("slug"), str) and isinstance(entry.get("version"), int):
+                self.versions[entry["slug"]] = entry["version"]
 
     @property
     def signed_in(self) -> bool:
@@ -31,6 +38,7 @@ class CmsState:
 
     def sign_out(self) -> None:
         self.username, self.sites, self.site, self.current = "", [], "", ""
+        self.versions = {}
 
     def require_site(self) -> str:
         """The selected site; a sentence telling the person what to do when there is none."""

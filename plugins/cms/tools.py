@@ -80,7 +80,12 @@ def create_cms_agent_tools(state: CmsState, client: CmsClient, panel: CmsPanel, 
         changes = {key: value for key, value in args.items() if key != "slug"}
         if not changes:
             raise ValueError("Say what to change: pass a new title, excerpt, body, collection or source_url.")
-        entry = await client.update_entry(args["slug"], changes)
+        try:
+            entry = await client.update_entry(args["slug"], changes)
+        except ToolError as error:
+            if error.code == "conflict":  # someone else's change came first: show the entry as it is now
+                await refresh(str(error))
+            raise
         state.current = entry["slug"]
         await refresh(f"Updated {entry['slug']!r}.")
         return entry

@@ -35,7 +35,7 @@ from .entry import COLLECTIONS, LIMITS, SLUG, STATUSES, WRITABLE, EntryError, ch
 from .fetch import CrawlFailed, FetchPolicy
 from .guard import CrawlRefused
 from .sources import SourceError
-from .store import SiteStore, SlugTaken
+from .store import SiteStore, SlugTaken, StaleEntry
 
 MAX_BODY_BYTES = 512 * 1024
 TEXT = {"type": "string"}
@@ -55,8 +55,10 @@ ENTRY = {  # an entry as the API answers it; `body` only when one entry is read
         "updated_at": TEXT,
         "published_at": {"type": ["string", "null"]},
         "url": {"type": ["string", "null"]},
+        "version": {"type": "integer"},
     },
 }
+STALE = {"type": "object", "required": ["error", "version", "current"], "properties": {"current": {"type": "object"}}}
 FIELDS = {  # what a write may send; entry.py checks each field and names the one refused
     "title": {"type": "string", "maxLength": LIMITS["title"]},
     "slug": {"type": "string", "maxLength": LIMITS["slug"], "pattern": f"^{SLUG.pattern}$"},
@@ -75,7 +77,10 @@ CHANGE = {
     "type": "object",
     "additionalProperties": False,
     "minProperties": 1,
-    "properties": {k: v for k, v in FIELDS.items() if k != "slug"},
+    "properties": {
+        **{k: v for k, v in FIELDS.items() if k != "slug"},
+        "version": {"type": "integer", "minimum": 1, "description": "the version the change is based on"},
+    },
 }
 CRAWL = {
     "type": "object",
@@ -167,13 +172,17 @@ def api_routes(store: SiteStore, access: Access, policy_for: Callable[[Request],
 
     def update_entry(request: Request, body: dict[str, Any]) -> tuple[int, Any]:
         who = grant(request, "write", "changing an entry")
+        body = dict(body)
+        version = body.pop("version", None)
+        if version is not None and (type(version) is not int or version < 1):
+            raise EntryError("version", "version must be the entry's version you read, a whole number from 1.")
         changes = checked_fields(body, allowed=tuple(k for k in WRITABLE if k != "slug"))
         if not changes:
             raise EntryError("", "Say what to change: send title, excerpt, body, collection or source_url.")
         entry = entry_of(request)
         if entry["status"] == "published":
             who.require("publish", "changing a published entry (it changes the public page)")
-        return 200, store.update_entry(entry["site"], entry["slug"], changes)
+        return 200, store.update_entry(entry["site"], entry["slug"], changes, version=version)
 
     def set_status(status: str, doing: str) -> Handler:
         def change(request: Request, _: Any) -> tuple[int, Any]:
@@ -257,8 +266,8 @@ def api_routes(store: SiteStore, access: Access, policy_for: Callable[[Request],
             update_entry,
             access,
             crawls,
-            "Change an entry's fields (editor; a published entry: publisher)",
-            {200: ENTRY},
+            "Change an entry's fields (editor; a published entry: publisher); 409 when `version` is not the current",
+            {200: ENTRY, 409: STALE},
             body=CHANGE,
         ),
         _route(
@@ -342,6 +351,8 @@ def _route(
             return JSONResponse({"error": str(error), "field": error.field}, 422)
         except LookupError as error:
             return error_response(404, str(error))
+        except StaleEntry as error:
+            return JSONResponse({"error": str(error), "version": error.current["version"], "current": error.current}, 409)
         except (Conflict, SlugTaken) as error:
             return error_response(409, str(error))
         except CrawlsBusy as error:

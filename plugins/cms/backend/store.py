@@ -38,11 +38,25 @@ CREATE TABLE IF NOT EXISTS cms_entries (
 );
 """
 MAX_SLUG_TRIES = 200  # each failed try means another call made an entry of this title meanwhile
-SUMMARY = "site, slug, collection, status, title, excerpt, source_url, created_at, updated_at, published_at"
+SUMMARY = "site, slug, collection, status, title, excerpt, source_url, created_at, updated_at, published_at, version"
+# Every change adds one to an entry's version; a change that names the version it read is refused
+# (StaleEntry, 409) when another came first.
+VERSIONED = "ALTER TABLE cms_entries ADD COLUMN version INTEGER NOT NULL DEFAULT 1"
 
 
 class SlugTaken(ValueError):
     """The slug the caller chose is used on the site already (409)."""
+
+
+class StaleEntry(Exception):
+    """A change named a version the entry no longer has (409); `current` is the entry now."""
+
+    def __init__(self, current: dict[str, Any]) -> None:
+        super().__init__(
+            f"The entry {current['slug']!r} was changed by someone else since the version you read; it is now version "
+            f"{current['version']}. Read it again and make the change on the current entry."
+        )
+        self.current = current
 
 
 class SiteStore:
@@ -50,7 +64,7 @@ class SiteStore:
 
     def __init__(self, database: Database) -> None:
         self.database = database
-        database.migrate("cms", [SCHEMA])
+        database.migrate("cms", [SCHEMA, VERSIONED])
 
     # Sites and roles ---------------------------------------------------------------------
 
@@ -161,11 +175,17 @@ class SiteStore:
             )
             return free_slug(base, {r["slug"] for r in rows})
 
-    def update_entry(self, site: str, slug: str, changes: dict[str, Any]) -> dict[str, Any]:
+    def update_entry(self, site: str, slug: str, changes: dict[str, Any], *, version: int | None = None) -> dict[str, Any]:
+        """Change fields; with `version` (the one the caller read), StaleEntry when it is not the current."""
         columns = [key for key in ("collection", "title", "excerpt", "body", "source_url") if key in changes]
-        with self.database.transaction() as db:
+        with self.database.transaction(immediate=True) as db:
+            if version is not None:
+                row = db.execute("SELECT * FROM cms_entries WHERE site = ? AND slug = ?", (site, slug)).fetchone()
+                if row is not None and row["version"] != version:
+                    raise StaleEntry(_entry(row))
             db.execute(
-                f"UPDATE cms_entries SET {', '.join(f'{c} = ?' for c in columns + ['updated_at'])} WHERE site = ? AND slug = ?",
+                f"UPDATE cms_entries SET {', '.join(f'{c} = ?' for c in columns + ['updated_at'])}, version = version + 1 "
+                "WHERE site = ? AND slug = ?",
                 (*[changes[c] for c in columns], _now(), site, slug),
             )
         return self.get_entry(site, slug)  # type: ignore[return-value]
@@ -174,7 +194,8 @@ class SiteStore:
         now = _now()
         with self.database.transaction() as db:
             db.execute(
-                "UPDATE cms_entries SET status = ?, updated_at = ?, published_at = ? WHERE site = ? AND slug = ?",
+                "UPDATE cms_entries SET status = ?, updated_at = ?, published_at = ?, version = version + 1 "
+                "WHERE site = ? AND slug = ?",
                 (status, now, now if status == "published" else None, site, slug),
             )
         return self.get_entry(site, slug)  # type: ignore[return-value]
