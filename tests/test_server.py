@@ -27,9 +27,9 @@ def notes_plugin(folder):
 
 
 @contextmanager
-def serving(data, username="ada"):
+def serving(data, username="ada", database=""):
     """A client of a server with the notes plugin, signed in as `username` (ada is an operator)."""
-    live = start_server(data, plugins=[notes_plugin(data / "notes")], seed_demo=True)
+    live = start_server(data, plugins=[notes_plugin(data / "notes")], seed_demo=True, database=database)
     try:
         with httpx.Client(base_url=live.url, headers=bearer(live, username) if username else {}) as client:
             yield client
@@ -38,8 +38,8 @@ def serving(data, username="ada"):
 
 
 @pytest.fixture
-def client(tmp_path):
-    with serving(tmp_path) as client:
+def client(tmp_path, database_target):
+    with serving(tmp_path, database=database_target) as client:
         yield client
 
 
@@ -47,11 +47,11 @@ def test_the_agent_tools_listing_has_the_seed_shape(client):
     assert client.get("/plugins/agent-tools").json() == [BUNDLE]
 
 
-def test_disabling_a_plugin_removes_its_tools_and_survives_a_restart(client, tmp_path):
+def test_disabling_a_plugin_removes_its_tools_and_survives_a_restart(client, tmp_path, database_target):
     answer = client.patch("/plugins/notes", json={"enabled": False})
     assert answer.json() == {"name": "notes", "description": "Notes", "enabled": False}
     assert client.get("/plugins/agent-tools").json() == []
-    with serving(tmp_path) as again:
+    with serving(tmp_path, database=database_target) as again:
         assert again.get("/plugins").json()[0]["enabled"] is False
         again.patch("/plugins/notes", json={"enabled": True})
         assert again.get("/plugins/agent-tools").json() == [BUNDLE]
