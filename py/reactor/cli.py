@@ -15,19 +15,7 @@ def main(argv: list[str] | None = None) -> int:
     serve = commands.add_parser("serve", help="start the server with the page and the SQLite data")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port; 0 picks a free one (default 8000)")
-    serve.add_argument(
-        "--data",
-        type=Path,
-        default=Path(os.environ.get("REACTOR_DATA", ".data")),
-        help="folder of the SQLite file (default .data, or $REACTOR_DATA)",
-    )
-    serve.add_argument(
-        "--database",
-        default=os.environ.get("REACTOR_DATABASE_URL", ""),
-        metavar="URL",
-        help="a postgresql://user:password@host/name database instead of the SQLite file, for several "
-        "server processes (also $REACTOR_DATABASE_URL)",
-    )
+    _storage_arguments(serve)
     serve.add_argument("--no-seed", action="store_true", help="do not add the demo decks to an empty database")
     serve.add_argument(
         "--allow-origin",
@@ -47,19 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     password = commands.add_parser("passwd", help="set a user's password (creating the user if needed)")
     password.add_argument("username")
-    password.add_argument(
-        "--data",
-        type=Path,
-        default=Path(os.environ.get("REACTOR_DATA", ".data")),
-        help="folder of the SQLite file (default .data, or $REACTOR_DATA)",
-    )
-    password.add_argument(
-        "--database",
-        default=os.environ.get("REACTOR_DATABASE_URL", ""),
-        metavar="URL",
-        help="a postgresql://user:password@host/name database instead of the SQLite file, for several "
-        "server processes (also $REACTOR_DATABASE_URL)",
-    )
+    _storage_arguments(password)
     password.add_argument(
         "--group",
         action="append",
@@ -95,6 +71,23 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     return serve_forever(
         args.host, args.port, args.data, seed=not args.no_seed, allow_origins=allowed, allow_hosts=served, database=args.database
+    )
+
+
+def _storage_arguments(command: argparse.ArgumentParser) -> None:
+    """Where the data is: the SQLite folder, or a PostgreSQL database that replaces it."""
+    command.add_argument(
+        "--data",
+        type=Path,
+        default=Path(os.environ.get("REACTOR_DATA", ".data")),
+        help="folder of the SQLite file (default .data, or $REACTOR_DATA)",
+    )
+    command.add_argument(
+        "--database",
+        default=os.environ.get("REACTOR_DATABASE_URL", ""),
+        metavar="URL",
+        help="a postgresql://user:password@host/name database instead of the SQLite file, for several "
+        "server processes (also $REACTOR_DATABASE_URL)",
     )
 
 

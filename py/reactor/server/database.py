@@ -296,8 +296,13 @@ class Row(tuple):  # type: ignore[type-arg]
 def _row_factory(cursor: Any) -> Any:
     if cursor.description is None:
         return tuple
-    row_type = type("Row", (Row,), {"__slots__": (), "names": {c.name: i for i, c in enumerate(cursor.description)}})
-    return row_type
+    return _row_type(tuple(c.name for c in cursor.description))
+
+
+@lru_cache(maxsize=256)
+def _row_type(names: tuple[str, ...]) -> type[Row]:
+    """One Row class per column list, made once: a statement's rows all share it."""
+    return type("Row", (Row,), {"__slots__": (), "names": {name: i for i, name in enumerate(names)}})
 
 
 # Outside quotes: ? and :name parameters, and % (psycopg's own placeholder sign) as a literal.
