@@ -35,6 +35,25 @@ def test_a_request_is_answered_with_its_value_and_raw_text_is_sent_as_is():
     assert page.answer_to(2)["value"] == {"ran": "decks.open"}
 
 
+def test_take_hands_back_an_answer_ready_at_once_and_posts_one_that_must_wait():
+    page = Page()
+    page.endpoint.handle("execute", lambda message, signal: {"ran": message["command"]})
+    reply = page.endpoint.take(json.dumps({"v": VERSION, "id": 4, "type": "execute", "command": "decks.open"}))
+    assert json.loads(reply) == {"v": VERSION, "re": 4, "ok": True, "value": {"ran": "decks.open"}}
+    assert page.sent == []  # the worker's JavaScript posts it
+
+    async def later():
+        gate = asyncio.get_running_loop().create_future()
+        page.endpoint.handle("commands", lambda message, signal: gate)
+        assert page.endpoint.take(json.dumps({"v": VERSION, "id": 5, "type": "commands"})) is None
+        gate.set_result(["a"])
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+
+    asyncio.run(later())
+    assert page.answer_to(5)["value"] == ["a"]
+
+
 def test_a_failing_handler_answers_with_the_error_class_and_sentence():
     page = Page()
 
@@ -66,7 +85,7 @@ def test_a_message_of_another_version_or_type_is_answered_with_a_protocol_error(
     assert error["type"] == "ProtocolError" and error["message"].startswith(sentence)
 
 
-@pytest.mark.parametrize("text", ["not json", "[1, 2]", '"a string"', "{" * 5000])
+@pytest.mark.parametrize("text", ["not json", "[1, 2]", '"a string"', "{" * 5000, "[" * 100_000])
 def test_a_message_that_is_not_a_json_object_is_reported_not_raised(text):
     page = Page()
     page.endpoint.receive(text)

@@ -11,6 +11,7 @@ from reactor import AgentTools, Reactor, contribution, define_agent_tools, defin
 from reactor.cancellation import CancelToken
 from reactor.facade import call_tool_json, define_plugin_json, page_toolbox, watch_changes
 from reactor.host import EVERY_PLUGIN, AgentSpec, Toolbox
+from reactor.schema import argument_problems
 
 
 def plugin(name: str, tools: int = 2, handler=None):
@@ -133,3 +134,39 @@ def test_defining_a_page_plugin_answers_from_its_own_declaration():
 
     answer = json.loads(define_plugin_json(reactor, json.dumps(declaration), run, lambda command_id: True))
     assert answer == {"ok": True, "value": {"name": "todo", "commands": ["todo.list"], "tools": ["todo_list"]}}
+
+
+def test_a_tool_checks_its_arguments_once_yet_a_command_stricter_than_its_tool_still_refuses(monkeypatch):
+    import reactor.arguments
+    import reactor.commands
+
+    checked = []
+
+    def counted(validator, args):
+        checked.append(args)
+        return argument_problems(validator, args)
+
+    monkeypatch.setattr(reactor.arguments, "argument_problems", counted)
+    monkeypatch.setattr(reactor.commands, "argument_problems", counted)
+    integer_n = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    bundle = define_agent_tools(
+        id="s",
+        name="s",
+        plugin="s",
+        commands=[
+            {"name": "same", "command": "s.same", "description": "Its command's schema.", "parameters": integer_n},
+            {"name": "loose", "command": "s.strict", "description": "Looser than its command.", "parameters": {"type": "object"}},
+        ],
+    )
+
+    def register(context):
+        context.register_command("s.same", lambda args: args, parameters=integer_n)
+        context.register_command("s.strict", lambda args: args, parameters={"type": "object", "required": ["n"]})
+
+    page = Reactor()
+    page.load_plugin(define_plugin(name="s", register=register, contributes=[contribution(AgentTools, bundle, id="s")]))
+    toolbox = Toolbox(page, AgentSpec("t", plugins=("s",)))
+    assert call(toolbox, "same", {"n": 2}) == {"ok": True, "result": {"n": 2}}
+    assert checked == [{"n": 2}]
+    refused = call(toolbox, "loose", {})
+    assert refused["ok"] is False and "'n' is a required property" in refused["error"]["message"]

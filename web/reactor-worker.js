@@ -13,7 +13,7 @@ import { installPythonBundles } from "./python-bundle.js";
 
 const VERSION = 1;  // reactor/protocol.py's VERSION
 const waiting = [];  // messages that came before Python could take them
-let receive = null;
+let take = null;  // Python's WorkerEndpoint.take
 let pyodide = null;
 let config = null;
 
@@ -44,12 +44,18 @@ async function boot(bootConfig) {
   }
   reached("python-installed", "Importing reactor…");
   const start = python.pyimport("reactor.browser").start;
-  receive = start(JSON.stringify(bootConfig), atBoot);
-  for (const text of waiting.splice(0)) receive(text);
+  take = start(JSON.stringify(bootConfig), atBoot);
+  for (const text of waiting.splice(0)) deliver(text);
+}
+
+/** A message to Python; an answer it has at once comes back as text, posted from here. */
+function deliver(text) {
+  const reply = take(text);
+  if (reply !== undefined) postMessage(reply);
 }
 
 onmessage = ({ data }) => {
-  if (receive) return receive(data);
+  if (take) return deliver(data);
   const message = typeof data === "string" ? JSON.parse(data) : data;
   if (message.type === "start") {
     startPyodide(message.interpreter).catch(() => {});  // reported by boot(), which awaits the same

@@ -8,11 +8,11 @@ problems the model can fix and call again.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from .errors import ToolError
 from .json_schema import Validator
+from .json_text import loads
 from .schema import argument_problems
 
 NO_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
@@ -30,8 +30,8 @@ def parse_tool_arguments(tool: str, raw: Any, schema: dict[str, Any] | Validator
             value = None
             break
         try:
-            value = json.loads(text)
-        except ValueError as error:
+            value = loads(text)
+        except (ValueError, RecursionError) as error:
             raise _invalid(tool, [{"path": "$", "message": f"not valid JSON ({error}); send one JSON object"}]) from None
     if value is None:
         value = {}

@@ -306,7 +306,7 @@ def start(config_json: str, modules_at_boot: str) -> Any:
     page it is ready. Plugins the page writes in JS arrive later, by message."""
     endpoint = WorkerEndpoint(js.postMessage)
     asyncio.ensure_future(_boot(endpoint, json.loads(config_json), modules_at_boot.split(",")))
-    return create_proxy(endpoint.receive)
+    return create_proxy(endpoint.take)
 
 
 async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boot: list[str]) -> None:

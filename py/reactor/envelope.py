@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .json_text import dumps
+
 FAILURE_CODES = frozenset(
     {
         "invalid_arguments",
@@ -36,12 +38,13 @@ RAN_WITHOUT_VALUE = "The command ran; it returns no value."
 
 def tool_success(result: Any) -> dict[str, Any]:
     """Wrap a value; a value that is not JSON data becomes a `failed` answer, never a crash."""
-    try:
-        json.dumps(result, allow_nan=False)
-    except (TypeError, ValueError) as error:
-        return tool_failure("failed", f"The tool answered with a value that is not JSON data: {error}.")
     if result is None:
         return {"ok": True, "result": None, "note": RAN_WITHOUT_VALUE}
+    if type(result) not in (str, int, bool):  # those are JSON data whatever they hold
+        try:
+            dumps(result, allow_nan=False)
+        except (TypeError, ValueError) as error:
+            return tool_failure("failed", f"The tool answered with a value that is not JSON data: {error}.")
     return {"ok": True, "result": result}
 
 

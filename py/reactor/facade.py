@@ -19,6 +19,7 @@ from .awaiting import is_awaitable
 from .cancellation import CancelToken
 from .disposable import DisposableSet
 from .errors import CommandError, InvalidArgumentsError
+from .json_text import dumps, loads
 from .page_plugins import Run, define_script_plugin
 from .plugins import Reactor
 
@@ -28,7 +29,7 @@ def execute_json(reactor: Reactor, command_id: str, args: str | dict[str, Any] |
     `{"ok": true, "value": ...}` or `{"ok": false, "error": {...}}`."""
     try:
         if isinstance(args, str):
-            args = json.loads(args) if args else {}
+            args = loads(args) if args else {}
         result = reactor.commands.call_command(command_id, args)
     except Exception as error:
         return _failure(command_id, error)
@@ -44,7 +45,7 @@ def call_tool_json(reactor: Reactor, name: str, args_json: str, signal: CancelTo
     answer = page_toolbox(reactor).call(name, args_json, signal=signal)
     if is_awaitable(answer):
         return _dumped(answer)
-    return json.dumps(answer)
+    return dumps(answer)
 
 
 def page_toolbox(reactor: Reactor) -> Any:
@@ -62,7 +63,7 @@ _toolboxes: weakref.WeakKeyDictionary[Reactor, Any] = weakref.WeakKeyDictionary(
 
 
 async def _dumped(answer: Any) -> str:
-    return json.dumps(await answer)
+    return dumps(await answer)
 
 
 def define_plugin_json(reactor: Reactor, declaration_json: str, run: Run, is_enabled: Callable[[str], bool]) -> str:
@@ -174,7 +175,6 @@ async def _settle(command_id: str, awaitable: Any) -> str:
     return _success(command_id, result)
 
 
-_STRICT_JSON = json.JSONEncoder(allow_nan=False)  # made once: json.dumps(allow_nan=False) makes one per call
 _NOTHING = '{"ok": true, "value": null}'
 
 
@@ -182,7 +182,7 @@ def _success(command_id: str, value: Any) -> str:
     if value is None:
         return _NOTHING
     try:
-        return _STRICT_JSON.encode({"ok": True, "value": value})
+        return dumps({"ok": True, "value": value}, allow_nan=False)
     except (TypeError, ValueError) as error:
         return _failure(
             command_id, TypeError(f"The command {command_id!r} answered with a value that is not JSON data: {error}.")

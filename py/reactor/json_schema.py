@@ -360,11 +360,25 @@ def _under(key: Any, problems: list[Problem]) -> list[Problem]:
     return [((key, *path), message) for path, message in problems]
 
 
+# A one-type check by the value's exact type first: the test every call of a tool makes.
+_EXACT_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "object": (dict,),
+    "array": (list,),
+    "boolean": (bool,),
+    "integer": (int,),
+    "number": (int, float),
+}
+
+
 def _type_check(v: Validator, value: Any, schema: dict[str, Any]) -> Check:
     names = value if isinstance(value, list) else [value]
     wanted = ", ".join(repr(name) for name in names)
+    exact = _EXACT_TYPES.get(names[0]) if len(names) == 1 else None
 
     def run(instance: Any) -> list[Problem]:
+        if exact is not None and type(instance) in exact:
+            return []
         for name in names:
             if is_type(instance, name):
                 return []
@@ -515,7 +529,7 @@ def _additional_properties(v: Validator, value: Any, schema: dict[str, Any]) -> 
     check = v._compile(value)
 
     def run(instance: Any) -> list[Problem]:
-        if not isinstance(instance, dict):
+        if not isinstance(instance, dict) or instance.keys() <= known:
             return []
         extras = [name for name in instance if name not in known and not any(p.search(name) for p in patterns)]
         if not extras:

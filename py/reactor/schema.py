@@ -39,7 +39,10 @@ def compiled_validator(schema: dict[str, Any]) -> Validator:
 def argument_problems(schema: dict[str, Any] | Validator, args: Any) -> list[dict[str, str]]:
     """List each way `args` breaks `schema` as {path, message}, shallowest first."""
     validator = schema if isinstance(schema, Validator) else compiled_validator(schema)
-    problems = sorted(validator.problems(args), key=lambda p: (len(p[0]), list(map(str, p[0]))))
+    found = validator.problems(args)
+    if not found:
+        return []
+    problems = sorted(found, key=lambda p: (len(p[0]), list(map(str, p[0]))))
     return [{"path": json_path(path), "message": _shortened(message)} for path, message in problems]
 
 

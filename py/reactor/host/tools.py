@@ -167,7 +167,7 @@ class Toolbox:
         try:
             if signal is not None:
                 signal.throw_if_aborted()
-            outcome = self.reactor.commands.call_command(tool.command, args)
+            outcome = self.reactor.commands.call_command(tool.command, args, checked=tool.validator)
         except Exception as error:
             return _failure(tool, error, signal)
         if is_awaitable(outcome):
@@ -185,7 +185,7 @@ class Toolbox:
             if tool.handler is not None:
                 outcome = tool.handler(args, token)
             else:
-                outcome = self.reactor.commands.call_command(tool.command, args)
+                outcome = self.reactor.commands.call_command(tool.command, args, checked=tool.validator)
             result = await token.race(outcome) if is_awaitable(outcome) else outcome
             token.throw_if_aborted()  # a sync handler that returned after the stop is dropped too
             return tool_success(result)
