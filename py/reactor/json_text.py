@@ -13,15 +13,17 @@ import json
 from json import decoder, encoder
 from typing import Any
 
-_scan = decoder.JSONDecoder().scan_once
+# json's C parts are not in its stubs, hence getattr.
+_scan = getattr(decoder.JSONDecoder(), "scan_once")
+_make_encoder = getattr(encoder, "c_make_encoder", None)
 
 
 def _c_encoder(allow_nan: bool) -> Any:
     # No cycle check (`markers=None`): a cycle ends in RecursionError, and json.dumps then says so.
-    if encoder.c_make_encoder is None:
+    if _make_encoder is None:
         return None
     default = json.JSONEncoder().default
-    return encoder.c_make_encoder(None, default, encoder.encode_basestring_ascii, None, ": ", ", ", False, False, allow_nan)
+    return _make_encoder(None, default, encoder.encode_basestring_ascii, None, ": ", ", ", False, False, allow_nan)
 
 
 _ENCODERS = {True: _c_encoder(True), False: _c_encoder(False)}
