@@ -13,8 +13,8 @@ import json
 from json import decoder, encoder
 from typing import Any
 
-# json's C parts are not in its stubs, hence getattr.
-_scan = getattr(decoder.JSONDecoder(), "scan_once")
+# json's C parts are not in its stubs.
+_scan = decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _make_encoder = getattr(encoder, "c_make_encoder", None)
 
 
