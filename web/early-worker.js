@@ -18,11 +18,17 @@ export function workerUrl(script) {
   return URL.createObjectURL(new Blob([module], { type: "text/javascript" }));
 }
 
-/** The page's reactor worker, started once, with Pyodide's boot from `interpreter` (its pyodide.mjs) under way. */
+/**
+ * The page's reactor worker, started once, with Pyodide's boot from `interpreter` (its pyodide.mjs)
+ * under way. The worker starts from a module that imports Pyodide's loader beside the worker
+ * script, so both download at once instead of one after the other.
+ */
 export function startWorker(interpreter) {
   if (worker) return worker;
   performance.mark("reactor:pyodide-start");
-  worker = new Worker(workerUrl(WORKER_SCRIPT), { type: "module", name: "reactor" });
-  worker.postMessage({ type: "start", interpreter: new URL(interpreter, import.meta.url).href });
+  const loader = new URL(interpreter, import.meta.url).href;
+  const module = `import ${JSON.stringify(loader)};\nimport ${JSON.stringify(WORKER_SCRIPT.href)};`;
+  worker = new Worker(URL.createObjectURL(new Blob([module], { type: "text/javascript" })), { type: "module", name: "reactor" });
+  worker.postMessage({ type: "start", interpreter: loader });
   return worker;
 }

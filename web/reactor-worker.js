@@ -9,8 +9,6 @@
  * protocol's `progress` and `fail` notices.
  */
 
-import { installPythonBundles } from "./python-bundle.js";
-
 const VERSION = 1;  // reactor/protocol.py's VERSION
 const waiting = [];  // messages that came before Python could take them
 let take = null;  // Python's WorkerEndpoint.take
@@ -33,11 +31,14 @@ async function boot(bootConfig) {
     return answer.arrayBuffer();
   }));
   bundles.catch(() => {});  // reported below, once awaited
+  const installer = import("./python-bundle.js");  // not on the way to Pyodide's first download
+  installer.catch(() => {});
   const python = await startPyodide(bootConfig.runtime.interpreter);
   reached("pyodide-ready", "Installing reactor's Python…");
   // What Pyodide imported by itself: the page's start-up check asks which modules came after.
   const atBoot = python.runPython("import sys\n','.join(sys.modules)");
   try {
+    const { installPythonBundles } = await installer;
     installPythonBundles(python, await bundles, bootConfig.python.site);
   } catch (error) {
     throw new Error(`the page's Python could not be installed: ${error.message}`);
