@@ -17,10 +17,15 @@ import pytest
 
 from reactor.server.loopback import LoopbackServer
 from reactor_plugins.cms.backend.crawl_pool import CrawlPool
-from test_cms_crawl_hostile import HostileSource
+from test_cms_crawl_hostile import DRIP_LIMIT, HostileSource
 from test_cms_fixtures import serve_cms
 
-TIMEOUT = 2.0  # the crawl timeout: how long each crawl below hangs
+# The crawl timeout: how long each crawl below hangs. Long enough that the first hanging crawls
+# still run while a slow machine sends the later requests (at 2 s, one was cut off during the
+# burst and its freed slot let a burst request in); under the source's own DRIP_LIMIT.
+TIMEOUT = 5.0
+assert TIMEOUT < DRIP_LIMIT
+RETRY_AFTER = "5"  # the crawl timeout, whole seconds: when a slot is sure to be free
 
 
 @pytest.fixture
@@ -77,14 +82,14 @@ def test_past_the_bounds_a_crawl_is_refused_at_once_and_other_requests_stay_fast
     started = time.monotonic()
     third = crawl(url, tokens["bob"], source)
     assert time.monotonic() - started < 1
-    assert third.status_code == 429 and third.headers["retry-after"] == "2"
+    assert third.status_code == 429 and third.headers["retry-after"] == RETRY_AFTER
     assert third.json() == {"error": "You already have 2 crawls running; wait for one to finish."}
 
     running += start_hanging_crawls(url, tokens["ada"], source, 1, hostile)
     another = crawl(url, tokens["ada"], source)  # ada has one, but the server runs three in all
-    assert another.status_code == 429 and another.headers["retry-after"] == "2"
+    assert another.status_code == 429 and another.headers["retry-after"] == RETRY_AFTER
     assert another.json()["error"] == (
-        "The server is already running 3 crawls, as many as it runs at once; try again in 2 seconds."
+        f"The server is already running 3 crawls, as many as it runs at once; try again in {RETRY_AFTER} seconds."
     )
 
     # A burst of forty more, as one editor once sent: all refused, none queued.
@@ -96,7 +101,7 @@ def test_past_the_bounds_a_crawl_is_refused_at_once_and_other_requests_stay_fast
         assert status == 200 and seconds < 0.5, f"GET {path} took {seconds:.2f} s with crawls hanging"
 
     assert [f.result().status_code for f in running] == [502, 502, 502]  # each cut off at its deadline
-    assert "did not answer within 2 seconds" in running[0].result().json()["error"]
+    assert f"did not answer within {TIMEOUT:g} seconds" in running[0].result().json()["error"]
     assert crawl(url, tokens["bob"], hostile.url + "/post").status_code != 429  # the slots are free again
 
 
