@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -20,6 +22,12 @@ import pytest
 from postgres import SKIP_REASON, Cluster, postgres_bin
 from reactor.server.app import create_app
 from reactor.server.loopback import LoopbackServer
+
+
+def run_reactor(*args: str, **options: Any) -> subprocess.CompletedProcess[str]:
+    """The `reactor` command line as a person runs it: its exit code, output and errors as text."""
+    return subprocess.run([sys.executable, "-m", "reactor", *args], capture_output=True, text=True, timeout=60, **options)
+
 
 IN_PROCESS_URL = "http://127.0.0.1"  # a host the app serves: its Host check holds in process too
 SYSTEM_CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser")

@@ -4,12 +4,9 @@ import sys
 import urllib.request
 
 import pytest
+from conftest import run_reactor
 
 from reactor_plugins.decks import DECKS_AGENT_TOOLS
-
-
-def reactor(*args, **options):
-    return subprocess.run([sys.executable, "-m", "reactor", *args], capture_output=True, text=True, timeout=60, **options)
 
 
 @pytest.mark.parametrize(
@@ -21,7 +18,7 @@ def reactor(*args, **options):
     ],
 )
 def test_tools_prints_the_decks_tools_in_each_provider_format(format, name_of):
-    done = reactor("tools", "--format", format, "--plugin", "decks")
+    done = run_reactor("tools", "--format", format, "--plugin", "decks")
     assert done.returncode == 0, done.stderr
     assert [name_of(t) for t in json.loads(done.stdout)] == DECKS_AGENT_TOOLS["toolset"]
 
@@ -29,14 +26,14 @@ def test_tools_prints_the_decks_tools_in_each_provider_format(format, name_of):
 def test_tools_in_mcp_format_is_a_valid_tools_list_result():
     import mcp_types
 
-    done = reactor("tools", "--format", "mcp")
+    done = run_reactor("tools", "--format", "mcp")
     listed = mcp_types.ListToolsResult.model_validate(json.loads(done.stdout))
     names = {tool.name for tool in listed.tools}
     assert "decks_open" in names and "cms_publish_site_page" in names
 
 
 def test_tools_refuses_an_unknown_plugin_naming_those_there_are():
-    done = reactor("tools", "--format", "openai", "--plugin", "weather")
+    done = run_reactor("tools", "--format", "openai", "--plugin", "weather")
     assert done.returncode == 2 and "no plugin 'weather' provides tools; plugins: cms, decks." in done.stderr
 
 
@@ -58,19 +55,19 @@ def test_serve_on_a_taken_port_says_so_and_exits(tmp_path):
 
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
-        answer = reactor("serve", "--port", str(port), "--data", str(tmp_path))
+        answer = run_reactor("serve", "--port", str(port), "--data", str(tmp_path))
     assert answer.returncode == 2
     assert f"reactor serve: cannot listen on 127.0.0.1:{port}: Address already in use." in answer.stderr
 
 
 def test_serve_refuses_a_public_address_while_demo_passwords_remain_then_passwd_sets_them(tmp_path):
-    refused = reactor("serve", "--host", "0.0.0.0", "--port", "0", "--data", str(tmp_path))
+    refused = run_reactor("serve", "--host", "0.0.0.0", "--port", "0", "--data", str(tmp_path))
     assert refused.returncode == 2
     assert "ada, bob, eve still have the demo passwords" in refused.stderr and "reactor passwd NAME" in refused.stderr
     for name in ("ada", "bob", "eve"):
-        done = reactor("passwd", name, "--data", str(tmp_path), input=f"a-new-{name}-password\n")
+        done = run_reactor("passwd", name, "--data", str(tmp_path), input=f"a-new-{name}-password\n")
         assert done.returncode == 0 and f"{name}'s password is set" in done.stdout
-    short = reactor("passwd", "ada", "--data", str(tmp_path), input="short\n")
+    short = run_reactor("passwd", "ada", "--data", str(tmp_path), input="short\n")
     assert short.returncode == 1 and "at least 8 characters" in short.stderr
     command = [sys.executable, "-m", "reactor", "serve", "--host", "0.0.0.0", "--port", "0", "--data", str(tmp_path)]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as server:
@@ -81,7 +78,7 @@ def test_serve_refuses_a_public_address_while_demo_passwords_remain_then_passwd_
 
 
 def test_passwd_creates_a_user_in_the_groups_named(tmp_path):
-    done = reactor("passwd", "olga", "--group", "operators", "--data", str(tmp_path), input="olga-password-1\n")
+    done = run_reactor("passwd", "olga", "--group", "operators", "--data", str(tmp_path), input="olga-password-1\n")
     assert done.returncode == 0 and "created olga in operators" in done.stdout
     from reactor.server.auth import Auth
     from reactor.server.database import Database
@@ -91,5 +88,5 @@ def test_passwd_creates_a_user_in_the_groups_named(tmp_path):
 
 
 def test_serve_refuses_a_host_name_that_is_not_one(tmp_path):
-    done = reactor("serve", "--allow-host", "http://x.example/", "--data", str(tmp_path))
+    done = run_reactor("serve", "--allow-host", "http://x.example/", "--data", str(tmp_path))
     assert done.returncode == 2 and "is not a host name to serve" in done.stderr

@@ -2,11 +2,10 @@
 on the SQLite file and on a real PostgreSQL (a throwaway cluster, tests/postgres.py)."""
 
 import sqlite3
-import subprocess
-import sys
 import time
 
 import pytest
+from conftest import run_reactor
 
 from reactor.errors import DatabaseBusy, DatabaseError, UniqueViolation
 from reactor.server.database import Database
@@ -101,10 +100,5 @@ def test_an_unreachable_postgresql_says_where_without_the_password():
 
 
 def test_serve_refuses_a_database_that_is_not_a_postgresql_url(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "reactor", "serve", "--data", str(tmp_path), "--database", "mysql://x/y"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_reactor("serve", "--data", str(tmp_path), "--database", "mysql://x/y")
     assert done.returncode == 2 and "--database takes a postgresql:// URL, not 'mysql://x/y'" in done.stderr

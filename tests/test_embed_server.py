@@ -5,7 +5,7 @@ import sys
 
 import httpx
 import pytest
-from conftest import app_server_over
+from conftest import app_server_over, run_reactor
 
 from reactor.server.app import create_app
 from reactor.server.cors import check_origins
@@ -95,12 +95,7 @@ def test_origins_are_written_as_browsers_send_them():
 
 
 def test_serve_refuses_a_bad_allow_origin_before_starting(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "reactor", "serve", "--data", str(tmp_path), "--allow-origin", "*"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_reactor("serve", "--data", str(tmp_path), "--allow-origin", "*")
     assert done.returncode == 2 and "'*' is not an origin to allow" in done.stderr
 
 
