@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from reactor.json_text import dumps, loads
+from reactor.json_text import copied, dumps, loads
 
 VALUES = [
     None,
@@ -26,6 +26,7 @@ VALUES = [
 @pytest.mark.parametrize("value", VALUES)
 def test_dumps_and_loads_agree_with_json(value):
     assert dumps(value) == json.dumps(value)
+    assert dumps(value, sort_keys=True, allow_nan=False) == json.dumps(value, sort_keys=True, allow_nan=False)
     assert loads(json.dumps(value)) == json.loads(json.dumps(value))
 
 
@@ -61,3 +62,20 @@ def test_a_cycle_gets_json_s_own_sentence():
     cycle.append(cycle)
     with pytest.raises(ValueError, match="Circular reference detected"):
         dumps(cycle)
+
+
+def test_sorted_keys_refuse_what_json_refuses():
+    with pytest.raises(TypeError) as expected:
+        json.dumps({"a": 1, 2: 3}, sort_keys=True)
+    with pytest.raises(TypeError) as got:
+        dumps({"a": 1, 2: 3}, sort_keys=True)
+    assert str(got.value) == str(expected.value)
+
+
+def test_a_copy_shares_nothing_with_its_original():
+    original = {"properties": {"id": {"type": "string", "enum": ["a", "b"]}}, "required": ["id"]}
+    copy = copied(original)
+    assert copy == original and list(copy) == list(original)  # the same keys, in the same order
+    copy["properties"]["id"]["enum"].append("c")
+    copy["required"].clear()
+    assert original == {"properties": {"id": {"type": "string", "enum": ["a", "b"]}}, "required": ["id"]}

@@ -41,6 +41,57 @@ def test_no_module_imported_after_pyodides_boot_is_compiled_in_the_worker(offlin
     assert found["stale"] == []
 
 
+# A page's own Python plugin that tells what Python drew and which time zone it knows.
+DRAWN = """<script type="reactor/python" id="drawn">
+import random, time
+from reactor import define_plugin
+
+def register(context):
+    context.register_command("probe.drawn", lambda args: {
+        "random": random.random(), "timezone": time.timezone, "offset": time.localtime().tm_gmtoff})
+
+PLUGIN = define_plugin(name="drawn", register=register)
+</script>"""
+
+
+def with_drawn_plugin(route):
+    page = route.fetch()
+    route.fulfill(response=page, body=page.text().replace("</body>", DRAWN + "</body>"))
+
+
+def test_python_is_restored_from_the_servers_snapshot_with_its_own_draws_and_time_zone(browser, live_server):
+    context = browser.new_context(timezone_id="Asia/Tokyo")  # the snapshot was made in UTC
+    drawn = []
+    try:
+        for _ in range(2):
+            page = context.new_page()
+            page.route(live_server.url + "/", with_drawn_plugin)
+            open_ready(page, live_server.url)
+            assert page.evaluate("window.reactor.diagnostics()")["snapshot"] is True
+            drawn.append(page.evaluate("window.reactor.executeCommand('probe.drawn')"))
+            page.close()
+    finally:
+        context.close()
+    assert drawn[0]["random"] != drawn[1]["random"], "each page reseeds random"
+    assert [d["offset"] for d in drawn] == [9 * 3600] * 2
+    assert [d["timezone"] for d in drawn] == [-9 * 3600] * 2
+
+
+def test_without_its_snapshot_the_page_boots_pyodide_from_its_files(offline_page, live_server):
+    refused = []
+
+    def gone(route):
+        refused.append(route.request.url)
+        route.fulfill(status=404, body="gone")
+
+    offline_page.route("**/snapshot/*", gone)
+    load = open_ready(offline_page, live_server.url)
+    assert refused and load["failures"] == []
+    assert offline_page.evaluate("window.reactor.diagnostics()")["snapshot"] is False
+    expect(offline_page.locator("[data-reactor-progress]")).to_have_attribute("data-state", "ready")
+    assert offline_page.evaluate("window.reactor.executeCommand('decks.listDecks', {})")
+
+
 HOST_BUTTON = """addEventListener("DOMContentLoaded", () => {
   const button = Object.assign(document.createElement("button"), {id: "host-button", textContent: "Clicked 0 times"});
   window.__clicks = [];

@@ -106,13 +106,18 @@ def test_the_runtime_is_served_compressed_immutable_and_with_wasm_mime(client):
     assert "immutable" in answer.headers["cache-control"]
     assert answer.content[:4] == b"\0asm"  # httpx decoded the gzip body
     assert client.get(interpreter).headers["content-type"].startswith("text/javascript")
+    snapshot = client.get(boot["runtime"]["snapshot"], headers={"accept-encoding": "gzip"})
+    assert snapshot.status_code == 200 and snapshot.headers["content-encoding"] == "gzip"
+    assert "immutable" in snapshot.headers["cache-control"] and len(snapshot.content) > 1_000_000
 
 
 def test_the_page_starts_its_worker_from_its_head_with_the_served_runtime(client):
     page = client.get("/")
-    interpreter = client.get("/app/boot.json").json()["runtime"]["interpreter"]
+    runtime = client.get("/app/boot.json").json()["runtime"]
     head = page.text.split("</head>")[0]
-    assert f'm.startWorker("{interpreter}")' in head and "reactor:early-boot" not in page.text
+    assert runtime["snapshot"].startswith(runtime["interpreter"].split("/pyodide/")[0] + "/snapshot/")
+    assert f'm.startWorker("{runtime["interpreter"]}", "{runtime["snapshot"]}")' in head
+    assert "reactor:early-boot" not in page.text
     assert head.index("early-worker.js") < head.index("/web/reactor.js")
     for href in re.findall(r'rel="modulepreload" href="([^"]+)"', head):
         assert client.get(href).status_code == 200, href

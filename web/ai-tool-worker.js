@@ -7,17 +7,19 @@
  * Every answer is JSON text: {ok: true, value} or {ok: false, error: {type, message}}.
  */
 
+import { bootPyodide } from "./pyodide-boot.js";
 import { fetchPythonBundle, installPythonBundles } from "./python-bundle.js";
 
 const controllers = new Map();
 let python = null;
 
-async function boot({ interpreter, bundles, site, server }) {
+async function boot({ interpreter, snapshot, bundles, site, server }) {
   const fetched = Promise.all(bundles.map(fetchPythonBundle));
   const { loadPyodide } = await import(interpreter);
-  const pyodide = await loadPyodide();
+  const { pyodide, restored } = await bootPyodide(loadPyodide, new URL(".", interpreter).href, snapshot);
   installPythonBundles(pyodide, await fetched, site);
   const bridge = pyodide.pyimport("reactor.browser");
+  if (restored) bridge.restored();
   bridge.use_server(server);  // tool code's root-relative URLs mean the reactor server
   return bridge;
 }

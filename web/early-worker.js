@@ -4,7 +4,7 @@
  * page that embeds reactor.js) the moment boot.json named the runtime. Marks `reactor:pyodide-start`.
  */
 
-const WORKER_SCRIPT = new URL("./reactor-worker.js", import.meta.url);
+const WORKER_SCRIPTS = ["./pyodide-boot.js", "./reactor-worker.js"].map((script) => new URL(script, import.meta.url).href);
 let worker = null;
 
 /**
@@ -20,15 +20,16 @@ export function workerUrl(script) {
 
 /**
  * The page's reactor worker, started once, with Pyodide's boot from `interpreter` (its pyodide.mjs)
- * under way. The worker starts from a module that imports Pyodide's loader beside the worker
- * script, so both download at once instead of one after the other.
+ * under way, restored from `snapshot` when the server made one (web/pyodide-boot.js). The worker
+ * starts from a module that imports Pyodide's loader beside the worker's scripts, so they all
+ * download at once instead of one after the other.
  */
-export function startWorker(interpreter) {
+export function startWorker(interpreter, snapshot = "") {
   if (worker) return worker;
   performance.mark("reactor:pyodide-start");
   const loader = new URL(interpreter, import.meta.url).href;
-  const module = `import ${JSON.stringify(loader)};\nimport ${JSON.stringify(WORKER_SCRIPT.href)};`;
+  const module = [loader, ...WORKER_SCRIPTS].map((url) => `import ${JSON.stringify(url)};`).join("\n");
   worker = new Worker(URL.createObjectURL(new Blob([module], { type: "text/javascript" })), { type: "module", name: "reactor" });
-  worker.postMessage({ type: "start", interpreter: loader });
+  worker.postMessage({ type: "start", interpreter: loader, snapshot: snapshot && new URL(snapshot, import.meta.url).href });
   return worker;
 }

@@ -9,6 +9,8 @@
  * protocol's `progress` and `fail` notices.
  */
 
+import { bootPyodide } from "./pyodide-boot.js";
+
 const VERSION = 1;  // reactor/protocol.py's VERSION
 const waiting = [];  // messages that came before Python could take them
 let take = null;  // Python's WorkerEndpoint.take
@@ -19,8 +21,8 @@ const notice = (type, fields) => postMessage(JSON.stringify({ v: VERSION, type, 
 /** A boot step done: the page marks it as `reactor:<phase>` on its own clock. */
 const reached = (phase, text) => notice("progress", { text, phase, at: performance.timeOrigin + performance.now() });
 
-function startPyodide(interpreter) {
-  pyodide ??= import(interpreter).then(({ loadPyodide }) => loadPyodide({ indexURL: new URL(".", interpreter).href }));
+function startPyodide(interpreter, snapshot) {
+  pyodide ??= import(interpreter).then(({ loadPyodide }) => bootPyodide(loadPyodide, new URL(".", interpreter).href, snapshot));
   return pyodide;
 }
 
@@ -33,7 +35,7 @@ async function boot(bootConfig) {
   bundles.catch(() => {});  // reported below, once awaited
   const installer = import("./python-bundle.js");  // not on the way to Pyodide's first download
   installer.catch(() => {});
-  const python = await startPyodide(bootConfig.runtime.interpreter);
+  const { pyodide: python, restored } = await startPyodide(bootConfig.runtime.interpreter, bootConfig.runtime.snapshot);
   reached("pyodide-ready", "Installing reactor's Python…");
   // What Pyodide imported by itself: the page's start-up check asks which modules came after.
   const atBoot = python.runPython("import sys\n','.join(sys.modules)");
@@ -45,7 +47,7 @@ async function boot(bootConfig) {
   }
   reached("python-installed", "Importing reactor…");
   const start = python.pyimport("reactor.browser").start;
-  take = start(JSON.stringify(bootConfig), atBoot);
+  take = start(JSON.stringify(bootConfig), atBoot, restored);
   for (const text of waiting.splice(0)) deliver(text);
 }
 
@@ -59,7 +61,7 @@ onmessage = ({ data }) => {
   if (take) return deliver(data);
   const message = typeof data === "string" ? JSON.parse(data) : data;
   if (message.type === "start") {
-    startPyodide(message.interpreter).catch(() => {});  // reported by boot(), which awaits the same
+    startPyodide(message.interpreter, message.snapshot).catch(() => {});  // reported by boot(), which awaits the same
   } else if (message.type === "boot" && !config) {
     config = message.config;
     boot(config).catch((error) => notice("fail", { message: error.message, detail: error.stack ?? "" }));

@@ -390,7 +390,7 @@ async function boot() {
   if (!config.runtime.ready) throw new Error(config.runtime.error);
   // Pyodide is the long pole: the worker started it from index.html's head, or starts it now.
   const { startWorker } = await import("./early-worker.js");
-  const worker = startWorker(config.runtime.interpreter);
+  const worker = startWorker(config.runtime.interpreter, config.runtime.snapshot);
   worker.addEventListener("error", (event) => fail(`the reactor worker could not start: ${event.message ?? "its script failed to load"}`));
   channel = new WorkerChannel(worker, fromWorker);
   worker.postMessage({ type: "boot", config });
@@ -401,7 +401,7 @@ async function boot() {
   }
   const scripts = Promise.all(config.plugins.flatMap((p) => p.scripts).map((src) => import(src)));
   const tools = import("./ai-tools.js").then(({ AiToolWorkers }) => {
-    aiToolWorkers = new AiToolWorkers({ interpreter: config.runtime.interpreter, ...config.python, server });
+    aiToolWorkers = new AiToolWorkers({ ...config.python, interpreter: config.runtime.interpreter, snapshot: config.runtime.snapshot, server });
   });
   Promise.all([scripts, tools]).then(settleViews.resolve, settleViews.reject);
   await viewsLoaded;
@@ -430,7 +430,7 @@ function embedded(config) {
   return {
     ...config, server, plugins, pagePython,
     python: { ...config.python, bundles: config.python.bundles.map(at) },
-    runtime: { ...config.runtime, interpreter: at(config.runtime.interpreter) },
+    runtime: { ...config.runtime, interpreter: at(config.runtime.interpreter), snapshot: config.runtime.snapshot && at(config.runtime.snapshot) },
     agent: embed.agent ?? config.agent,
   };
 }

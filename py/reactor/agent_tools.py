@@ -10,7 +10,6 @@ provider would refuse at request time.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections.abc import Callable, Iterable
@@ -20,6 +19,7 @@ from typing import Any
 from .contributions import ContributionPoint
 from .disposable import Disposable
 from .errors import DeclarationError, refusal
+from .json_text import copied
 from .schema import schema_problem
 
 # The names OpenAI, Anthropic and Gemini all accept (PLATFORM-NOTES "Tool names").
@@ -89,7 +89,7 @@ def define_agent_tools(
             problem = schema_problem(tool["parameters"])
             if problem:
                 raise refuse(f"{where}.parameters", tool["parameters"], f"of tool {tool_name!r} are refused: {problem}.")
-            entry["parameters"] = copy.deepcopy(tool["parameters"])
+            entry["parameters"] = copied(tool["parameters"])
         if "sideEffect" in tool:
             if tool["sideEffect"] not in SIDE_EFFECTS:
                 raise refuse(
@@ -207,7 +207,7 @@ AgentTools: ContributionPoint[dict[str, Any]] = ContributionPoint(
 
 def agent_tool_bundles(reactor: Any) -> list[dict[str, Any]]:
     """Every contributed bundle, as plain data a host can keep or serialise."""
-    return copy.deepcopy(reactor.contributions.values(AgentTools))
+    return copied(reactor.contributions.values(AgentTools))
 
 
 def watch_agent_tool_bundles(reactor: Any, listener: Callable[[list[dict[str, Any]]], object]) -> Disposable:

@@ -300,16 +300,34 @@ def _reason(signal: Any) -> str:
     return getattr(signal.reason, "message", None) or str(signal.reason)
 
 
-def start(config_json: str, modules_at_boot: str) -> Any:
+def restored() -> None:
+    """After Pyodide came from the server's memory snapshot (web/pyodide-boot.js): what Python
+    drew or read at its start was drawn where the snapshot was made. `random` is reseeded, so
+    pages do not share its numbers, and `time`'s zone names are this browser's."""
+    import random
+    import time
+
+    random.seed()
+    year = time.localtime().tm_year
+    january, july = (time.localtime(time.mktime((year, month, 1, 12, 0, 0, 0, 0, -1))) for month in (1, 7))
+    standard, summer = (january, july) if january.tm_gmtoff <= july.tm_gmtoff else (july, january)
+    time.timezone, time.altzone = -standard.tm_gmtoff, -summer.tm_gmtoff  # type: ignore[misc]
+    time.daylight = int(standard.tm_gmtoff != summer.tm_gmtoff)  # type: ignore[misc]
+    time.tzname = (standard.tm_zone, summer.tm_zone)  # type: ignore[misc]
+
+
+def start(config_json: str, modules_at_boot: str, from_snapshot: bool = False) -> Any:
     """Inside the reactor worker: answer the page's messages (the returned function takes each
     one), load the plugins the server listed and the page's own Python plugins, then tell the
     page it is ready. Plugins the page writes in JS arrive later, by message."""
+    if from_snapshot:
+        restored()
     endpoint = WorkerEndpoint(js.postMessage)
-    asyncio.ensure_future(_boot(endpoint, json.loads(config_json), modules_at_boot.split(",")))
+    asyncio.ensure_future(_boot(endpoint, json.loads(config_json), modules_at_boot.split(","), from_snapshot))
     return create_proxy(endpoint.take)
 
 
-async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boot: list[str]) -> None:
+async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boot: list[str], from_snapshot: bool) -> None:
     from .facade import (
         bundles_json,
         call_tool_json,
@@ -377,7 +395,7 @@ async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boo
         endpoint.handle("unloadPlugin", lambda message, signal: covered(unload_plugin_json(reactor, message["name"])))
         endpoint.handle("bundles", lambda message, signal: Raw(bundles_json(reactor)))
         endpoint.handle("commands", lambda message, signal: Raw(commands_json(reactor)))
-        endpoint.handle("diagnostics", lambda message, signal: _module_report(modules_at_boot))
+        endpoint.handle("diagnostics", lambda message, signal: _module_report(modules_at_boot, from_snapshot))
         endpoint.handle("panel.event", page.panel_event)
         endpoint.handle("panels.unload", lambda message, signal: _unload_panels(reactor))
         _serve_chat(endpoint, reactor, config["agent"])
@@ -393,9 +411,10 @@ def _unload_panels(reactor: Any) -> None:
         tools.panels.unload()
 
 
-def _module_report(modules_at_boot: list[str]) -> dict[str, Any]:
-    """Which modules this worker imported after Pyodide's boot, and which of them Python had to
-    compile here (the server ships them compiled, runtime_python): the page's start-up check."""
+def _module_report(modules_at_boot: list[str], from_snapshot: bool) -> dict[str, Any]:
+    """Whether Pyodide came from the memory snapshot, which modules this worker imported after
+    Pyodide's boot, and which of them Python had to compile here (the server ships them
+    compiled, runtime_python): the page's start-up check."""
     import importlib.util
     import sys
 
@@ -414,4 +433,4 @@ def _module_report(modules_at_boot: list[str]) -> dict[str, Any]:
                         stale.append(name)
             except (OSError, TypeError):
                 stale.append(name)
-    return {"stdlibFromZip": from_zip, "checked": checked, "stale": stale}
+    return {"snapshot": from_snapshot, "stdlibFromZip": from_zip, "checked": checked, "stale": stale}

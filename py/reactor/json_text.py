@@ -18,15 +18,15 @@ _scan = decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _make_encoder = getattr(encoder, "c_make_encoder", None)
 
 
-def _c_encoder(allow_nan: bool) -> Any:
+def _c_encoder(allow_nan: bool, sort_keys: bool) -> Any:
     # No cycle check (`markers=None`): a cycle ends in RecursionError, and json.dumps then says so.
     if _make_encoder is None:
         return None
     default = json.JSONEncoder().default
-    return _make_encoder(None, default, encoder.encode_basestring_ascii, None, ": ", ", ", False, False, allow_nan)
+    return _make_encoder(None, default, encoder.encode_basestring_ascii, None, ": ", ", ", sort_keys, False, allow_nan)
 
 
-_ENCODERS = {True: _c_encoder(True), False: _c_encoder(False)}
+_ENCODERS = {(nan, keys): _c_encoder(nan, keys) for nan in (True, False) for keys in (True, False)}
 
 
 def loads(text: str) -> Any:
@@ -38,12 +38,18 @@ def loads(text: str) -> Any:
     return value if end == len(text) else json.loads(text)
 
 
-def dumps(value: Any, *, allow_nan: bool = True) -> str:
-    """json.dumps(value, allow_nan=allow_nan)."""
-    encode = _ENCODERS[allow_nan]
+def dumps(value: Any, *, allow_nan: bool = True, sort_keys: bool = False) -> str:
+    """json.dumps(value, allow_nan=allow_nan, sort_keys=sort_keys)."""
+    encode = _ENCODERS[allow_nan, sort_keys]
     if encode is not None:
         try:
             return "".join(encode(value, 0))
         except RecursionError:
             pass
-    return json.dumps(value, allow_nan=allow_nan)
+    return json.dumps(value, allow_nan=allow_nan, sort_keys=sort_keys)
+
+
+def copied(value: Any) -> Any:
+    """A deep copy of plain JSON data, made by json's C parts: a bundle's schemas are copied at
+    each check, and copy.deepcopy's Python-level walk was a tenth of the plugins' load in the page."""
+    return loads(dumps(value))

@@ -8,11 +8,11 @@ validator itself is `reactor.json_schema` (why not the jsonschema package: see t
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from typing import Any
 
 from .json_schema import SchemaError, Validator, check_schema
+from .json_text import dumps, loads
 
 # The parameters of a command that takes nothing: an empty object, and nothing else in it.
 NO_ARGUMENTS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
@@ -25,7 +25,7 @@ def schema_problem(schema: Any) -> str:
     if schema.get("type") != "object":
         return f'its top-level "type" must be "object", not {schema.get("type")!r}'
     try:
-        canonical = json.dumps(schema, sort_keys=True, allow_nan=False)
+        canonical = dumps(schema, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as error:
         return f"it is not plain JSON data: {error}"
     return _structure_problem(canonical)
@@ -33,7 +33,7 @@ def schema_problem(schema: Any) -> str:
 
 def compiled_validator(schema: dict[str, Any]) -> Validator:
     """The validator of a checked schema, compiled once per distinct schema."""
-    return _validator(json.dumps(schema, sort_keys=True))
+    return _validator(dumps(schema, sort_keys=True))
 
 
 def argument_problems(schema: dict[str, Any] | Validator, args: Any) -> list[dict[str, str]]:
@@ -65,7 +65,7 @@ def json_path(parts: Any) -> str:
 @lru_cache(maxsize=4096)
 def _structure_problem(schema_json: str) -> str:
     try:
-        check_schema(json.loads(schema_json))
+        check_schema(loads(schema_json))
     except SchemaError as error:
         return f"it is not a valid JSON Schema: {_shortened(error.message)} (at {json_path(error.path)})"
     return ""
@@ -73,4 +73,4 @@ def _structure_problem(schema_json: str) -> str:
 
 @lru_cache(maxsize=4096)
 def _validator(schema_json: str) -> Validator:
-    return Validator(json.loads(schema_json))
+    return Validator(loads(schema_json))

@@ -12,11 +12,11 @@ arguments against the full one before anything runs (arguments.py).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable
 from typing import Any
 
 from ..envelope import envelope_text, is_failure
+from ..json_text import copied
 from .approval import tool_annotations
 from .tools import HostTool
 
@@ -27,7 +27,7 @@ _TOP_LEVEL_REFUSED = ("$schema", "$id", "oneOf", "anyOf", "allOf", "not", "enum"
 
 def model_schema(parameters: dict[str, Any]) -> dict[str, Any]:
     """The schema OpenAI and Anthropic accept: a plain top-level object with `properties`."""
-    schema = {k: copy.deepcopy(v) for k, v in parameters.items() if k not in _TOP_LEVEL_REFUSED}
+    schema = {k: copied(v) for k, v in parameters.items() if k not in _TOP_LEVEL_REFUSED}
     schema["type"] = "object"
     schema.setdefault("properties", {})
     return schema
@@ -60,7 +60,7 @@ def mcp_list_tools(tools: Iterable[HostTool]) -> dict[str, Any]:
             entry["title"] = t.title
         entry.update(
             description=t.description,
-            inputSchema=copy.deepcopy(t.parameters),
+            inputSchema=copied(t.parameters),
             annotations=tool_annotations(t.side_effect),
         )
         listed.append(entry)

@@ -12,7 +12,6 @@ so a model naming a tool it was not given gets an error it can read, and nothing
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from ..errors import (
     InvalidArgumentsError,
     ToolError,
 )
+from ..json_text import copied
 from ..schema import compiled_validator
 from .approval import side_effect_level
 
@@ -236,7 +236,7 @@ class Toolbox:
     def _host_tool(self, bundle: dict[str, Any], entry: dict[str, Any]) -> HostTool:
         commands = self.reactor.commands
         label = commands.get_command(entry["command"]).label if commands.has_command(entry["command"]) else ""
-        parameters = copy.deepcopy(entry.get("parameters")) or dict(NO_PARAMETERS)
+        parameters = copied(entry.get("parameters")) or dict(NO_PARAMETERS)
         return HostTool(
             name=entry["name"],
             description=entry["description"],

@@ -37,7 +37,8 @@ from .openapi import ANY_FILE, HTML, openapi_document, operation
 from .plugin_records import OPERATORS, PluginRecords
 from .protection import LOOPBACK_HOSTS, CrossSiteWriteGuard, HostCheck, check_hosts
 from .requests import read_json
-from .runtime_python import COMPILED_STDLIB, stdlib_sources
+from .runtime_python import COMPILED_STDLIB, STDLIB_AFTER_BOOT, stdlib_sources
+from .snapshot import memory_snapshot
 
 ROOT = Path(__file__).resolve().parents[3]
 WEB = ROOT / "web"
@@ -131,6 +132,7 @@ def create_app(
         **_bytecode_for(runtime),
     )
 
+    runtime["snapshot"] = _snapshot_url(runtime)
     early_boot = _early_boot(runtime)
     index_page = RenderedPage(
         (ROOT / "index.html").read_text().replace(EARLY_BOOT_MARKER, early_boot), headers=_page_headers(early_boot, origins)
@@ -182,6 +184,7 @@ def create_app(
                     "ready": runtime["ready"],
                     "error": runtime.get("error", ""),
                     "pyodide": runtime.get("pyodide", ""),
+                    "snapshot": runtime["snapshot"],
                 },
                 "python": {"bundles": [archive.url], "site": f"/lib/python{runtime['python']}/site-packages"},
                 "plugins": [_page_entry(p) for p in platform.enabled_plugins() if p.page],
@@ -362,11 +365,12 @@ def _early_boot(runtime: dict[str, Any]) -> str:
     if not runtime["ready"]:
         return ""  # reactor.js reports what is missing
     interpreter = f"/vendor/{runtime['stamp']}/{PYODIDE_MODULES[0]}"
+    start = ", ".join(json.dumps(url) for url in (interpreter, runtime["snapshot"]))
     return "\n  ".join(
         [
             '<link rel="modulepreload" href="/web/early-worker.js">',
             # A failed start is reported by reactor.js, whose boot talks to the same worker.
-            f'<script>import("/web/early-worker.js").then((m) => m.startWorker({json.dumps(interpreter)})).catch(() => {{}});</script>',
+            f'<script>import("/web/early-worker.js").then((m) => m.startWorker({start})).catch(() => {{}});</script>',
         ]
     )
 
@@ -408,6 +412,14 @@ def _bytecode_for(runtime: dict[str, Any]) -> dict[str, Any]:
         "extra": stdlib_sources(VENDOR / "pyodide" / "python_stdlib.zip"),
         "path": [COMPILED_STDLIB],
     }
+
+
+def _snapshot_url(runtime: dict[str, Any]) -> str:
+    """Where the page gets Pyodide's memory snapshot (server/snapshot.py); "" for none."""
+    if not runtime["ready"]:
+        return ""
+    name = memory_snapshot(VENDOR / "pyodide", VENDOR / "snapshot", runtime["stamp"], STDLIB_AFTER_BOOT)
+    return f"/vendor/{runtime['stamp']}/snapshot/{name}" if name else ""
 
 
 def _runtime_manifest() -> dict[str, Any]:

@@ -11,14 +11,17 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-# The stdlib modules the page imports after Pyodide's boot, shipped compiled (tests check):
-# difflib, by the first unknown command or tool (its "Did you mean").
-STDLIB_AFTER_BOOT = ("difflib",)
+# The stdlib modules the page imports after Pyodide's boot, shipped compiled (tests check) and
+# imported in its memory snapshot (server/snapshot.py): difflib, by the first unknown command or
+# tool (its "Did you mean"); urllib.parse and ipaddress, by the chat's host.
+STDLIB_AFTER_BOOT = ("difflib", "ipaddress", "urllib.parse")
 COMPILED_STDLIB = "/lib/compiled-stdlib"
 
 
-def stdlib_sources(stdlib_zip: Path, packages: tuple[str, ...] = STDLIB_AFTER_BOOT) -> dict[str, bytes]:
-    """Each of `packages`' files from Pyodide's stdlib zip, by its path under COMPILED_STDLIB."""
+def stdlib_sources(stdlib_zip: Path, modules: tuple[str, ...] = STDLIB_AFTER_BOOT) -> dict[str, bytes]:
+    """Each file of `modules`' top-level modules or packages from Pyodide's stdlib zip, by its
+    path under COMPILED_STDLIB."""
+    packages = {name.split(".")[0] for name in modules}
     with zipfile.ZipFile(stdlib_zip) as archive:
         return {
             f"{COMPILED_STDLIB}/{name}": archive.read(name)
