@@ -142,6 +142,7 @@ def startup(browser: Any, url: str, rounds: int, strays: list[str], warm_rounds:
     pages = {
         "bare_pyodide": "/bench/bare.html",
         "bare_worker": "/bench/worker.html",
+        "bare_snapshot": "/bench/snapshot.html",
         "pyscript_print": "/bench/pyscript.html",
         "reactor": "/",
     }
@@ -178,6 +179,9 @@ def startup(browser: Any, url: str, rounds: int, strays: list[str], warm_rounds:
     result["worker_ratio_vs_bare_pyodide"] = paired("bare_worker", "cold")
     result["ms_over_bare_worker"] = median(
         [page["done"] - bare["done"] for page, bare in zip(runs["reactor"]["cold"], runs["bare_worker"]["cold"])]
+    )
+    result["ms_over_bare_snapshot"] = median(
+        [page["done"] - bare["done"] for page, bare in zip(runs["reactor"]["cold"], runs["bare_snapshot"]["cold"])]
     )
     result["ratio_of_cold_medians"] = result["reactor"]["cold"]["median_ms"] / result["bare_pyodide"]["cold"]["median_ms"]
     result["rounds"] = rounds

@@ -100,7 +100,7 @@ def table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
     """The run as text: the headline figures, then the goals."""
     s, b, c, v, sc = (results[k] for k in ("startup", "bytes", "call", "validation", "scale"))
     phases = s["reactor"]["cold"]["phases_ms"]
-    pages = ("bare_pyodide", "bare_worker", "pyscript_print", "reactor")
+    pages = ("bare_pyodide", "bare_worker", "bare_snapshot", "pyscript_print", "reactor")
     rows = [
         *(
             (
@@ -116,14 +116,17 @@ def table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
             "start-up, cold, median (ms)",
             f"bare Pyodide {s['bare_pyodide']['cold']['median_ms']:.0f} | "
             f"in a worker {s['bare_worker']['cold']['median_ms']:.0f} | "
+            f"worker from the snapshot {s['bare_snapshot']['cold']['median_ms']:.0f} | "
             f"PyScript print {s['pyscript_print']['cold']['median_ms']:.0f} | reactor {s['reactor']['cold']['median_ms']:.0f} "
             f"(paired ratios: reactor {s['ratio_vs_bare_pyodide']:.3f}x, PyScript {s['pyscript_ratio_vs_bare_pyodide']:.3f}x, "
-            f"worker {s['worker_ratio_vs_bare_pyodide']:.3f}x; reactor {s['ms_over_bare_worker']:+.0f} ms on the worker)",
+            f"worker {s['worker_ratio_vs_bare_pyodide']:.3f}x; reactor {s['ms_over_bare_worker']:+.0f} ms on the worker, "
+            f"{s['ms_over_bare_snapshot']:+.0f} ms on the worker from the snapshot)",
         ),
         (
             "start-up, warm, median (ms)",
             f"bare Pyodide {s['bare_pyodide']['warm']['median_ms']:.0f} | "
             f"in a worker {s['bare_worker']['warm']['median_ms']:.0f} | "
+            f"worker from the snapshot {s['bare_snapshot']['warm']['median_ms']:.0f} | "
             f"PyScript print {s['pyscript_print']['warm']['median_ms']:.0f} | reactor {s['reactor']['warm']['median_ms']:.0f}",
         ),
         ("reactor cold phases (ms)", " | ".join(f"{k} {v:.0f}" for k, v in phases.items())),

@@ -1,7 +1,8 @@
 """The bench's servers: the product app untouched, wrapped with the bench's own pages.
 
 - `product`: `create_app` with the installed plugins, exactly what `reactor serve` runs, plus
-  /bench/bare.html and /bench/pyscript.html, the baselines, on the same self-hosted files.
+  /bench/bare.html, worker.html, snapshot.html and pyscript.html, the baselines, on the same
+  self-hosted files.
 - `lab`: the same app with the bench page plugins (`reactor_bench`): the probe (a no-op tool,
   measurements) and N synthetic plugins. The product ships only `reactor` and
   `reactor_plugins` into the page, so /app/boot.json is wrapped to add the bench's own Python
@@ -20,7 +21,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from reactor.plugin_spec import PluginSpec, discover_plugins
-from reactor.server.app import create_app
+from reactor.server.app import create_app, runtime_manifest, snapshot_url
 from reactor.server.assets import REVALIDATE, SourceArchive, serve_file
 from reactor.server.loopback import LoopbackServer
 
@@ -42,6 +43,7 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
         ]
     product = create_app(data, plugins=plugins, seed_demo=True)
     stamp = json.loads((BENCH.parent / "web" / "vendor" / "manifest.json").read_text())["stamp"]
+    snapshot = snapshot_url(runtime_manifest())  # made (or found) by create_app above
     archive = SourceArchive({"reactor_bench": BENCH / "reactor_bench"}, set())
 
     async def page(request: Request) -> Response:
@@ -49,7 +51,7 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
         path = PAGES / f"{name}.html"
         if not path.is_file() or (name == "lab") != lab:
             return JSONResponse({"error": f"No bench page {name!r} on this server."}, 404)
-        text = path.read_text().replace("{{stamp}}", stamp)
+        text = path.read_text().replace("{{stamp}}", stamp).replace("{{snapshot}}", snapshot)
         text = text.replace("{{pyscript_plugins}}", json.dumps({"plugins": PYSCRIPT_PLUGINS_OFF}))
         text = text.replace("{{pyscript_plugins_list}}", json.dumps(PYSCRIPT_PLUGINS_OFF))
         return HTMLResponse(text, headers={"cache-control": REVALIDATE})

@@ -125,14 +125,14 @@ def create_app(
             half.setup(context, seed=seed_demo)
             for route in half.routes(context):
                 plugin_routes.append(_while_enabled(platform, spec.name, route))
-    runtime = _runtime_manifest()
+    runtime = runtime_manifest()
     archive = SourceArchive(
         {"reactor": Path(reactor.__file__).parent, **_page_packages(platform.all_plugins())},
         SERVER_ONLY,
         **_bytecode_for(runtime),
     )
 
-    runtime["snapshot"] = _snapshot_url(runtime)
+    runtime["snapshot"] = snapshot_url(runtime)
     early_boot = _early_boot(runtime)
     index_page = RenderedPage(
         (ROOT / "index.html").read_text().replace(EARLY_BOOT_MARKER, early_boot), headers=_page_headers(early_boot, origins)
@@ -414,7 +414,7 @@ def _bytecode_for(runtime: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _snapshot_url(runtime: dict[str, Any]) -> str:
+def snapshot_url(runtime: dict[str, Any]) -> str:
     """Where the page gets Pyodide's memory snapshot (server/snapshot.py); "" for none."""
     if not runtime["ready"]:
         return ""
@@ -422,7 +422,7 @@ def _snapshot_url(runtime: dict[str, Any]) -> str:
     return f"/vendor/{runtime['stamp']}/snapshot/{name}" if name else ""
 
 
-def _runtime_manifest() -> dict[str, Any]:
+def runtime_manifest() -> dict[str, Any]:
     """What `web/vendor.py` put in place; the page explains how to fix it when it is missing."""
     try:
         manifest = json.loads((VENDOR / "manifest.json").read_text())
