@@ -93,6 +93,7 @@ def test_the_example_on_another_origin_boots_reactor_with_its_python_and_javascr
     page = embedded
     assert page.evaluate("window.reactor.ready") == {"loaded": ["todo-stats"], "failures": []}
     assert page.locator("[data-reactor-progress]").get_attribute("data-state") == "ready"
+    assert page.evaluate("window.reactor.diagnostics()")["snapshot"] is True, "restored from the server's snapshot"
     assert tool_names(page) == TODO_TOOLS | {"todo_stats"}
     commands = {c["id"]: c for c in page.evaluate("window.reactor.listCommands()")}
     assert {"todo.add", "todo.list", "todo.complete", "todo.select", "todoStats.count"} <= set(commands)
