@@ -43,6 +43,16 @@ function keyArguments(args) {
 class ReactorChat extends HTMLElement {
   connectedCallback() {
     this.cards = new Map();
+    window.addEventListener("reactor:chat", (event) => this.onEvent(event.detail));
+    window.reactor.chat.setApprover((request) => this.askApproval(request));
+    // Drawn once the page is idle, in a task of its own, not in the page's first busy tasks; the
+    // chat then sets itself up once the tools are ready, so it never delays them.
+    const drawn = whenIdle().then(() => this.draw());
+    this.configured = Promise.all([window.reactor.ready, drawn]).then(whenIdle).then(() => this.applySettings(this.savedSettings()));
+    this.configured.catch(() => {});
+  }
+
+  draw() {
     this.log = el("ol", { class: "chat-log", "aria-live": "polite" });
     this.input = el("textarea", { rows: 2, placeholder: "Message", "aria-label": "Message" });
     this.sendButton = el("button", { type: "submit" }, "Send");
@@ -58,11 +68,6 @@ class ReactorChat extends HTMLElement {
       el("header", { class: "chat-head" }, el("h2", {}, "Assistant"), this.modelLabel),
       this.settingsForm(), this.log, form,
     );
-    window.addEventListener("reactor:chat", (event) => this.onEvent(event.detail));
-    window.reactor.chat.setApprover((request) => this.askApproval(request));
-    // The chat sets itself up once the page is idle, so it never delays the tools being ready.
-    this.configured = window.reactor.ready.then(whenIdle).then(() => this.applySettings(this.savedSettings()));
-    this.configured.catch(() => {});
   }
 
   savedSettings() {
