@@ -43,12 +43,13 @@ def test_no_module_imported_after_pyodides_boot_is_compiled_in_the_worker(offlin
 
 # A page's own Python plugin that tells what Python drew and which time zone it knows.
 DRAWN = """<script type="reactor/python" id="drawn">
-import random, time
+import os, random, time
 from reactor import define_plugin
 
 def register(context):
     context.register_command("probe.drawn", lambda args: {
-        "random": random.random(), "timezone": time.timezone, "offset": time.localtime().tm_gmtoff})
+        "random": random.random(), "timezone": time.timezone, "offset": time.localtime().tm_gmtoff,
+        "environ": dict(os.environ)})
 
 PLUGIN = define_plugin(name="drawn", register=register)
 </script>"""
@@ -75,6 +76,9 @@ def test_python_is_restored_from_the_servers_snapshot_with_its_own_draws_and_tim
     assert drawn[0]["random"] != drawn[1]["random"], "each page reseeds random"
     assert [d["offset"] for d in drawn] == [9 * 3600] * 2
     assert [d["timezone"] for d in drawn] == [-9 * 3600] * 2
+    # The snapshot was made on the server: nothing of its environment (paths, variables) came along.
+    environ = drawn[0]["environ"]
+    assert environ.get("_") == "./this.program" and environ["HOME"] == "/home/pyodide", environ
 
 
 def test_without_its_snapshot_the_page_boots_pyodide_from_its_files(offline_page, live_server):

@@ -1,7 +1,7 @@
 """Pyodide's memory snapshot for the page: its Python initialised once, here, not at every visit.
 
 Why: initialising Python in WebAssembly is most of a page's boot (about 4 of 5.5 s on this
-machine); restoring memory that holds an initialised Python takes about 1 s (bench/RESULTS.md).
+machine); restoring memory that holds an initialised Python takes about 1.5 s (bench/RESULTS.md).
 Pyodide makes it (`web/snapshot.mjs`, under the Node the set-up already needs) with the stdlib
 modules the page imports after its boot already imported. One per vendored runtime and module
 list, cached and served beside the runtime; without Node, or when making it fails, the page
