@@ -42,8 +42,8 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
             *(PluginSpec(name=f"synth_{i:04d}", page=f"reactor_bench:SYNTH_{i:04d}") for i in range(synthetic)),
         ]
     product = create_app(data, plugins=plugins, seed_demo=True)
-    stamp = json.loads((BENCH.parent / "web" / "vendor" / "manifest.json").read_text())["stamp"]
-    snapshot = snapshot_url(runtime_manifest())  # made (or found) by create_app above
+    runtime = runtime_manifest()
+    stamp, snapshot = runtime["stamp"], snapshot_url(runtime)  # the snapshot made (or found) by create_app above
     archive = SourceArchive({"reactor_bench": BENCH / "reactor_bench"}, set())
 
     async def page(request: Request) -> Response:

@@ -200,8 +200,9 @@ class CommandRegistry:
                 command_id=command.id,
                 problems=[{"path": "$", "message": f"expected an object, got {type(args).__name__}"}],
             )
-        if command.validator is not None and command.validator is not checked:
-            problems = argument_problems(command.validator, args)
+        validator = command.validator
+        if validator is not None and validator is not checked:
+            problems = argument_problems(validator, args)
             if problems:
                 listed = "; ".join(f"{p['path']}: {p['message']}" for p in problems)
                 raise InvalidArgumentsError(
