@@ -39,6 +39,7 @@ FULL = {
     "warm_rounds": 7,
     "boots": 5,
     "batches": 300,
+    "call_warmup_ms": 5000,
     "plugins": [1, 100, 300, 1000],
     "validation_calls": 5000,
     "defined": [10, 100, 1000],
@@ -48,6 +49,7 @@ QUICK = {
     "warm_rounds": 1,
     "boots": 1,
     "batches": 30,
+    "call_warmup_ms": 500,
     "plugins": [1, 10, 30],
     "validation_calls": 500,
     "defined": [10, 100],
@@ -101,7 +103,7 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
                     point = scale_point(page, boot, count, plan["batches"])
                     if count == plan["plugins"][0]:
                         say("calls: no-op, decks_get_deck and Lumino, as commands and as tools, interleaved; validation")
-                        results["call"] = call_figures(page, plan["batches"])
+                        results["call"] = call_figures(page, plan["batches"], plan["call_warmup_ms"])
                         results["validation"] = execute(page, "bench.validation", {"calls": plan["validation_calls"]})
                         results["scale"]["load_profile"] = execute(page, "bench.profileLoad", {"plugins": 5})
                 for _ in range(plan["boots"] - 1):  # load times are medians of several fresh boots
@@ -121,9 +123,9 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
     return results
 
 
-def call_figures(page: Any, batches: int) -> dict[str, Any]:
+def call_figures(page: Any, batches: int, warmup_ms: int) -> dict[str, Any]:
     since = page.evaluate("performance.now()")
-    timed = calls(page, ["lumino", "echo", "noop", "getDeck", "noopTool", "getDeckTool"], batches)
+    timed = calls(page, ["lumino", "echo", "noop", "getDeck", "noopTool", "getDeckTool"], batches, warmup_ms=warmup_ms)
     held = blocking(page, since, page.evaluate("performance.now()"))
     figures: dict[str, Any] = {}
     for name, key in (
@@ -137,7 +139,9 @@ def call_figures(page: Any, batches: int) -> dict[str, Any]:
         figures[f"{key}_p50_ms"] = timed[name]["p50_ms"]
         figures[f"{key}_p99_ms"] = timed[name]["p99_ms"]
         figures[f"{key}_batch"] = timed[name]["batch"]
+        figures[f"{key}_cold_ms"] = timed[name]["cold_ms"]
     figures["batches"] = batches
+    figures["warmup_ms"] = warmup_ms
     figures["blocking_during_calls"] = held
     figures["noop_over_echo_ms"] = figures["noop_p50_ms"] - figures["worker_echo_p50_ms"]
     figures["noop_vs_lumino"] = figures["noop_p50_ms"] / figures["lumino_p50_ms"]

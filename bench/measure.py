@@ -226,11 +226,12 @@ def execute(page: Any, command: str, args: dict[str, Any] | None = None) -> Any:
     return page.evaluate("([c, a]) => window.reactor.executeCommand(c, a)", [command, args or {}])
 
 
-def calls(page: Any, names: list[str], batches: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """p50/p99 per call of each subject, timed in batches of >= 2 ms (see bench/pages/lab.js)."""
+def calls(page: Any, names: list[str], batches: int, extra: dict[str, Any] | None = None, warmup_ms: int = 0) -> dict[str, Any]:
+    """p50/p99 per call of each subject, timed in batches of >= 2 ms after `warmup_ms` of untimed
+    calls, and the mean of each one's first calls (see bench/pages/lab.js)."""
     return page.evaluate(
         "([names, options]) => window.bench.calls(names, options)",
-        [names, {"batches": batches, "minBatchMs": 2, "extra": extra or {}}],
+        [names, {"batches": batches, "minBatchMs": 2, "warmupMs": warmup_ms, "extra": extra or {}}],
     )
 
 

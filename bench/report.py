@@ -146,6 +146,11 @@ def table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
             f"no-op {c['noop_tool_p50_ms']:.4f} / {c['noop_tool_p99_ms']:.4f} | decks_get_deck "
             f"{c['get_deck_tool_p50_ms']:.4f} / {c['get_deck_tool_p99_ms']:.4f} ({c['tool_vs_command']:.2f}x the command)",
         ),
+        (
+            "first 16 calls after ready, mean (ms)",
+            f"no-op {c['noop_cold_ms']:.4f} | callTool no-op {c['noop_tool_cold_ms']:.4f} | echo {c['worker_echo_cold_ms']:.4f}"
+            f" (then {c['warmup_ms']} ms of calls, untimed, before the p50s above)",
+        ),
         *(
             (
                 f"definePlugin x {d['plugins']}",

@@ -2,7 +2,13 @@
  * The lab page's timers: window.bench.{calls, list}. performance.now() is coarsened to 0.1 ms
  * in Chromium, so calls are timed in batches long enough (>= minBatchMs) for that not to matter;
  * p50/p99 are of the per-call mean within each batch.
+ *
+ * Pyodide's WebAssembly starts in V8's baseline tier and is optimised function by function as it
+ * runs hot, so the first calls after the boot cost 2-3x the later ones: `calls` reports the
+ * per-call mean of the first COLD_CALLS of each subject apart (`cold_ms`), then calls for
+ * `warmupMs` untimed before the timed batches (the steady state a page in use is in).
  */
+const COLD_CALLS = 16;
 import { CommandRegistry } from "@lumino/commands";
 
 const lumino = new CommandRegistry();
@@ -36,14 +42,22 @@ async function batchSize(call, minBatchMs) {
 }
 
 /** Time `batches` rounds; each round runs one batch of every subject, in turn, so they share the noise. */
-async function calls(names, { batches = 100, minBatchMs = 2, extra = {} } = {}) {
+async function calls(names, { batches = 100, minBatchMs = 2, warmupMs = 0, extra = {} } = {}) {
   // extra: {name: ["command id" | "tool:tool_name", args]}
   const subject = ([target, args]) => target.startsWith("tool:")
     ? () => window.reactor.callTool(target.slice(5), args)
     : () => window.reactor.executeCommand(target, args);
   const all = { ...subjects, ...Object.fromEntries(Object.entries(extra).map(([k, spec]) => [k, subject(spec)])) };
   const runs = names.map((name) => ({ name, call: all[name], means: [] }));
-  for (const run of runs) { await run.call(); run.size = await batchSize(run.call, minBatchMs); }
+  for (const run of runs) {
+    const start = performance.now();
+    for (let i = 0; i < COLD_CALLS; i++) await run.call();
+    run.cold = (performance.now() - start) / COLD_CALLS;
+  }
+  for (const run of runs) run.size = await batchSize(run.call, minBatchMs);
+  for (const warmed = performance.now() + warmupMs; performance.now() < warmed;) {
+    for (const run of runs) for (let i = 0; i < run.size; i++) await run.call();
+  }
   for (let b = 0; b < batches; b++) {
     for (const run of runs) {
       const start = performance.now();
@@ -51,9 +65,9 @@ async function calls(names, { batches = 100, minBatchMs = 2, extra = {} } = {}) 
       run.means.push((performance.now() - start) / run.size);
     }
   }
-  return Object.fromEntries(runs.map(({ name, size, means }) => {
+  return Object.fromEntries(runs.map(({ name, size, means, cold }) => {
     means.sort((a, b) => a - b);
-    return [name, { p50_ms: quantile(means, 0.5), p99_ms: quantile(means, 0.99), batch: size, batches }];
+    return [name, { p50_ms: quantile(means, 0.5), p99_ms: quantile(means, 0.99), cold_ms: cold, batch: size, batches, warmupMs }];
   }));
 }
 
