@@ -18,12 +18,15 @@ needs_pyodide = pytest.mark.skipif(not (PYODIDE / "pyodide.mjs").is_file(), reas
 
 @needs_pyodide
 def test_a_snapshot_is_made_once_and_served_with_its_gzip_twin(tmp_path) -> None:
+    stale = [tmp_path / "snapshot-0123456789abcdef.bin", tmp_path / "snapshot-0123456789abcdef.bin.gz"]
+    for path in stale:
+        path.write_bytes(b"an older runtime's")
     name = memory_snapshot(PYODIDE, tmp_path, "stamp-1", STDLIB_AFTER_BOOT)
     assert name is not None and name.startswith("snapshot-")
     data = (tmp_path / name).read_bytes()
     assert len(data) > 1_000_000, "a memory snapshot holds Python's whole heap"
     assert gzip.decompress((tmp_path / f"{name}.gz").read_bytes()) == data
-    assert sorted(p.name for p in tmp_path.iterdir()) == [name, f"{name}.gz"], "no work files left"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name, f"{name}.gz"], "no work files, no stale snapshot left"
     # Made before: found without Node.
     assert memory_snapshot(PYODIDE, tmp_path, "stamp-1", STDLIB_AFTER_BOOT, node="no-such-node") == name
     # Another runtime or module list is another snapshot.
@@ -41,5 +44,5 @@ def test_without_node_there_is_no_snapshot_and_the_log_says_why(tmp_path, caplog
 def test_a_failing_maker_leaves_nothing_half_written(tmp_path, caplog) -> None:
     with caplog.at_level(logging.WARNING, logger="reactor.server"):
         assert memory_snapshot(PYODIDE, tmp_path, "stamp", ("no_such_module_here",)) is None
-    assert "could not be made" in caplog.text and "no_such_module_here" in caplog.text
+    assert "memory snapshot failed" in caplog.text and "no_such_module_here" in caplog.text
     assert list(tmp_path.iterdir()) == []

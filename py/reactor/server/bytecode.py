@@ -14,11 +14,9 @@ import base64
 import hashlib
 import json
 import logging
-import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
+
+from .node import run_node, store
 
 log = logging.getLogger("reactor.server")
 COMPILER = Path(__file__).resolve().parents[3] / "web" / "compile.mjs"
@@ -38,31 +36,25 @@ def compiled(sources: dict[str, bytes], *, pyodide: Path, cache: Path, node: str
             missing[name] = sources[name]
     if missing:
         for name, pyc in _compile(missing, pyodide, node).items():
-            _store(cache / f"{keys[name]}.pyc", pyc)
+            store(cache / f"{keys[name]}.pyc", pyc)
             found[name] = pyc
     return found
 
 
 def _compile(sources: dict[str, bytes], pyodide: Path, node: str) -> dict[str, bytes]:
-    if shutil.which(node) is None:
-        log.warning("Node is not on PATH: the page will compile its Python itself (slower start-up).")
+    printed = run_node(
+        COMPILER,
+        str(pyodide),
+        input=json.dumps({name: data.decode() for name, data in sources.items()}),
+        timeout=180,
+        node=node,
+        task="compiling the page's Python with Pyodide",
+        fallback="the page compiles its Python itself (slower start-up)",
+    )
+    if printed is None:
         return {}
     try:
-        text = json.dumps({name: data.decode() for name, data in sources.items()})
-        result = subprocess.run(
-            [node, str(COMPILER), str(pyodide)], input=text, capture_output=True, text=True, timeout=180, check=True
-        )
-        return {name: base64.b64decode(pyc) for name, pyc in json.loads(result.stdout).items()}
-    except (subprocess.SubprocessError, OSError, ValueError) as error:
-        detail = getattr(error, "stderr", "") or ""
-        log.warning("Compiling the page's Python with Pyodide failed; it will compile it itself: %s %s", error, detail[-500:])
+        return {name: base64.b64decode(pyc) for name, pyc in json.loads(printed).items()}
+    except ValueError as error:
+        log.warning("Compiling the page's Python with Pyodide gave no answer it could read: %s", error)
         return {}
-
-
-def _store(path: Path, data: bytes) -> None:
-    # Atomic: two servers starting at once must never read half a file.
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(handle, "wb") as file:
-        file.write(data)
-    os.replace(temporary, path)

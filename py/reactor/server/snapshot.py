@@ -16,11 +16,10 @@ from __future__ import annotations
 import gzip
 import hashlib
 import logging
-import os
-import shutil
-import subprocess
 import tempfile
 from pathlib import Path
+
+from .node import run_node, store
 
 log = logging.getLogger("reactor.server")
 MAKER = Path(__file__).resolve().parents[3] / "web" / "snapshot.mjs"
@@ -28,28 +27,36 @@ MAKER = Path(__file__).resolve().parents[3] / "web" / "snapshot.mjs"
 
 def memory_snapshot(pyodide: Path, folder: Path, stamp: str, modules: tuple[str, ...], *, node: str = "node") -> str | None:
     """The name, in `folder`, of the snapshot of the Pyodide in `pyodide` (runtime `stamp`) with
-    `modules` imported: made now unless made before. None when it cannot be made."""
+    `modules` imported: made now unless made before (the snapshots of other runtimes are removed
+    then). None when it cannot be made."""
     key = hashlib.sha256("\n".join([stamp, *modules, MAKER.read_text()]).encode()).hexdigest()[:16]
     name = f"snapshot-{key}.bin"
     if (folder / name).is_file() and (folder / f"{name}.gz").is_file():
         return name
-    if shutil.which(node) is None:
-        log.warning("Node is not on PATH: the page will boot Pyodide without a memory snapshot (slower start-up).")
-        return None
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder) as work:
+    with tempfile.TemporaryDirectory() as work:
         made = Path(work) / name
-        try:
-            subprocess.run(
-                [node, str(MAKER), str(pyodide), str(made), *modules], capture_output=True, text=True, timeout=300, check=True
-            )
-            data = made.read_bytes()
-        except (subprocess.SubprocessError, OSError) as error:
-            detail = getattr(error, "stderr", "") or ""
-            log.warning("Pyodide's memory snapshot could not be made; the page boots without it: %s %s", error, detail[-500:])
+        printed = run_node(
+            MAKER,
+            str(pyodide),
+            str(made),
+            *modules,
+            timeout=300,
+            node=node,
+            task="making Pyodide's memory snapshot",
+            fallback="the page boots Pyodide from its files (slower start-up)",
+        )
+        if printed is None:
             return None
-        # The twin first: a snapshot is served only once both are whole (two servers may start at once).
-        (Path(work) / f"{name}.gz").write_bytes(gzip.compress(data, 6, mtime=0))
-        os.replace(Path(work) / f"{name}.gz", folder / f"{name}.gz")
-        os.replace(made, folder / name)
+        if not made.is_file():
+            log.warning(
+                "Making Pyodide's memory snapshot wrote no file; the page boots Pyodide from its files. %s", printed[-500:]
+            )
+            return None
+        data = made.read_bytes()
+    # The twin first: a snapshot is served only once both are whole (two servers may start at once).
+    store(folder / f"{name}.gz", gzip.compress(data, 6, mtime=0))
+    store(folder / name, data)
+    for old in folder.glob("snapshot-*.bin*"):
+        if not old.name.startswith(name):
+            old.unlink(missing_ok=True)  # another runtime's, or one made for other modules
     return name
