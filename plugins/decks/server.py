@@ -36,7 +36,7 @@ from reactor.server.context import ServerContext
 from reactor.server.database import Database
 from reactor.server.openapi import HTML, NO_CONTENT, operation
 from reactor.server.plugin_records import OPERATORS
-from reactor.server.requests import error_response, read_json
+from reactor.server.requests import STALE_SCHEMA, StaleVersion, error_response, read_json, stale_response
 
 from .deck import deck_problems, problems_sentence
 from .printable import printable_html
@@ -67,11 +67,6 @@ SUMMARY: dict[str, Any] = {
         "slides": {"type": "integer"},
         "version": {"type": "integer"},
     },
-}
-STALE = {
-    "type": "object",
-    "required": ["error", "version", "current"],
-    "properties": {"error": {"type": "string"}, "version": {"type": "integer"}, "current": {"type": ["object", "null"]}},
 }
 # The print page runs no script and loads nothing: a slide's text can only ever be text.
 PRINT_HEADERS = {"content-security-policy": "default-src 'none'; style-src 'unsafe-inline'"}
@@ -126,7 +121,7 @@ class DecksServerPlugin:
         @operation(
             "Create a deck (201) or replace one (200): its owner or an operator",
             body=DECK,
-            responses={200: SUMMARY, 201: SUMMARY, 409: STALE},
+            responses={200: SUMMARY, 201: SUMMARY, 409: STALE_SCHEMA},
         )
         async def put_deck(request: Request) -> Response:
             id = request.path_params["id"]
@@ -149,16 +144,17 @@ class DecksServerPlugin:
                 problems.insert(0, {"path": "$.id", "message": f"the deck's id {given!r} is not the address's {id!r}"[:200]})
             if problems:
                 return JSONResponse({"error": problems_sentence(problems), "problems": problems}, status_code=422)
-            saved = await run_in_threadpool(_save, database, spec, user, expected)
+            try:
+                saved = await run_in_threadpool(_save, database, spec, user, expected)
+            except StaleVersion as stale:
+                return stale_response(stale)
             if saved is None:
                 return _not_yours(user, id, "replace")
-            if isinstance(saved, Stale):
-                return _stale(id, saved)
             created, version = saved
             summary = {"id": id, "title": spec["title"], "slides": len(spec["slides"]), "version": version}
             return JSONResponse(summary, status_code=201 if created else 200, headers={"etag": f'"{version}"'})
 
-        @operation("Delete a deck: its owner or an operator", responses={204: NO_CONTENT, 409: STALE})
+        @operation("Delete a deck: its owner or an operator", responses={204: NO_CONTENT, 409: STALE_SCHEMA})
         async def delete_deck(request: Request) -> Response:
             id = request.path_params["id"]
             user = auth.user_for(request)
@@ -167,11 +163,12 @@ class DecksServerPlugin:
             expected = _if_match(request)
             if isinstance(expected, Response):
                 return expected
-            deleted = await run_in_threadpool(_delete, database, id, user, expected)
+            try:
+                deleted = await run_in_threadpool(_delete, database, id, user, expected)
+            except StaleVersion as stale:
+                return stale_response(stale)
             if deleted is None:
                 return _not_yours(user, id, "delete")
-            if isinstance(deleted, Stale):
-                return _stale(id, deleted)
             if not deleted:
                 return _no_deck(id)
             return Response(status_code=204)
@@ -214,13 +211,6 @@ def _read(database: Database, id: str) -> tuple[dict[str, Any], int] | None:
     return None if row is None else (json.loads(row["spec"]), row["version"])
 
 
-class Stale:
-    """A write that named a version the deck no longer has: the version and deck there are now."""
-
-    def __init__(self, version: int, current: dict[str, Any] | None) -> None:
-        self.version, self.current = version, current
-
-
 def _if_match(request: Request) -> int | None | Response:
     """The version a write replaces (`If-Match: "3"`), None when it names none (it overwrites)."""
     header = request.headers.get("if-match")
@@ -232,29 +222,29 @@ def _if_match(request: Request) -> int | None | Response:
     return int(text)
 
 
-def _stale(id: str, stale: Stale) -> Response:
+def _stale(id: str, version: int, current: dict[str, Any] | None) -> StaleVersion:
     sentence = (
         f"The deck {id[:80]!r} was changed by someone else since this version was read; it is now version "
-        f"{stale.version}. Read it again and make the change on the current deck."
-        if stale.current is not None
+        f"{version}. Read it again and make the change on the current deck."
+        if current is not None
         else f"The deck {id[:80]!r} was deleted by someone else since it was read."
     )
-    return JSONResponse({"error": sentence, "version": stale.version, "current": stale.current}, 409)
+    return StaleVersion(sentence, version, current)
 
 
 def _may_change(user: User, owner: str | None) -> bool:
     return OPERATORS in user.groups or (owner is not None and owner == user.username)
 
 
-def _save(database: Database, spec: dict[str, Any], user: User, expected: int | None = None) -> tuple[bool, int] | Stale | None:
-    """Insert or replace in one transaction: (new?, version), a Stale when `expected` is not the
-    version there is, None when `user` may not replace it."""
+def _save(database: Database, spec: dict[str, Any], user: User, expected: int | None = None) -> tuple[bool, int] | None:
+    """Insert or replace in one transaction: (new?, version), None when `user` may not replace it;
+    StaleVersion when `expected` is not the version there is."""
     with database.transaction(immediate=True) as db:
         row = db.execute("SELECT owner, version, spec FROM decks WHERE id = ?", (spec["id"],)).fetchone()
         if row is not None and not _may_change(user, row["owner"]):
             return None
         if expected is not None and (0 if row is None else row["version"]) != expected:  # 0: "must be new"
-            return Stale(0, None) if row is None else Stale(row["version"], json.loads(row["spec"]))
+            raise _stale(spec["id"], 0, None) if row is None else _stale(spec["id"], row["version"], json.loads(row["spec"]))
         version = 1 if row is None else row["version"] + 1
         _write(db, spec, owner=user.username if row is None else row["owner"], version=version)
     return row is None, version
@@ -269,9 +259,9 @@ def _write(db: Any, spec: dict[str, Any], *, owner: str | None, version: int = 1
     )
 
 
-def _delete(database: Database, id: str, user: User, expected: int | None = None) -> bool | Stale | None:
-    """True when deleted, False when there is no such deck, a Stale when `expected` is not its
-    version, None when `user` may not delete it."""
+def _delete(database: Database, id: str, user: User, expected: int | None = None) -> bool | None:
+    """True when deleted, False when there is no such deck, None when `user` may not delete it;
+    StaleVersion when `expected` is not its version."""
     with database.transaction(immediate=True) as db:
         row = db.execute("SELECT owner, version, spec FROM decks WHERE id = ?", (id,)).fetchone()
         if row is None:
@@ -279,7 +269,7 @@ def _delete(database: Database, id: str, user: User, expected: int | None = None
         if not _may_change(user, row["owner"]):
             return None
         if expected is not None and row["version"] != expected:
-            return Stale(row["version"], json.loads(row["spec"]))
+            raise _stale(id, row["version"], json.loads(row["spec"]))
         db.execute("DELETE FROM decks WHERE id = ?", (id,))
     return True
 

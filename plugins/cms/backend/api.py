@@ -26,7 +26,7 @@ from starlette.routing import Route
 
 from reactor.errors import DatabaseBusy
 from reactor.server.openapi import operation
-from reactor.server.requests import error_response, read_json
+from reactor.server.requests import STALE_SCHEMA, StaleVersion, error_response, read_json, stale_response
 
 from .access import Access, AccessDenied, Grant
 from .crawl import KINDS, MAX_LIMIT, crawl, import_items
@@ -35,7 +35,7 @@ from .entry import COLLECTIONS, LIMITS, SLUG, STATUSES, WRITABLE, EntryError, ch
 from .fetch import CrawlFailed, FetchPolicy
 from .guard import CrawlRefused
 from .sources import SourceError
-from .store import SiteStore, SlugTaken, StaleEntry
+from .store import SiteStore, SlugTaken
 
 MAX_BODY_BYTES = 512 * 1024
 TEXT = {"type": "string"}
@@ -58,7 +58,6 @@ ENTRY = {  # an entry as the API answers it; `body` only when one entry is read
         "version": {"type": "integer"},
     },
 }
-STALE = {"type": "object", "required": ["error", "version", "current"], "properties": {"current": {"type": "object"}}}
 FIELDS = {  # what a write may send; entry.py checks each field and names the one refused
     "title": {"type": "string", "maxLength": LIMITS["title"]},
     "slug": {"type": "string", "maxLength": LIMITS["slug"], "pattern": f"^{SLUG.pattern}$"},
@@ -267,7 +266,7 @@ def api_routes(store: SiteStore, access: Access, policy_for: Callable[[Request],
             access,
             crawls,
             "Change an entry's fields (editor; a published entry: publisher); 409 when `version` is not the current",
-            {200: ENTRY, 409: STALE},
+            {200: ENTRY, 409: STALE_SCHEMA},
             body=CHANGE,
         ),
         _route(
@@ -351,8 +350,8 @@ def _route(
             return JSONResponse({"error": str(error), "field": error.field}, 422)
         except LookupError as error:
             return error_response(404, str(error))
-        except StaleEntry as error:
-            return JSONResponse({"error": str(error), "version": error.current["version"], "current": error.current}, 409)
+        except StaleVersion as error:
+            return stale_response(error)
         except (Conflict, SlugTaken) as error:
             return error_response(409, str(error))
         except CrawlsBusy as error:

@@ -8,6 +8,7 @@ from typing import Any
 
 from reactor.errors import DatabaseBusy, UniqueViolation
 from reactor.server.database import Database
+from reactor.server.requests import StaleVersion
 
 from .entry import free_slug, slugify
 
@@ -48,15 +49,16 @@ class SlugTaken(ValueError):
     """The slug the caller chose is used on the site already (409)."""
 
 
-class StaleEntry(Exception):
+class StaleEntry(StaleVersion):
     """A change named a version the entry no longer has (409); `current` is the entry now."""
 
     def __init__(self, current: dict[str, Any]) -> None:
         super().__init__(
             f"The entry {current['slug']!r} was changed by someone else since the version you read; it is now version "
-            f"{current['version']}. Read it again and make the change on the current entry."
+            f"{current['version']}. Read it again and make the change on the current entry.",
+            current["version"],
+            current,
         )
-        self.current = current
 
 
 class SiteStore:

@@ -24,6 +24,28 @@ def error_response(status: int, sentence: str, *, retry_after: int | None = None
     return JSONResponse({"error": sentence, **fields}, status, headers=headers)
 
 
+class StaleVersion(Exception):
+    """A write named a version the record no longer has (409): `version` and `current` are the
+    record there is now (`current` None once it was deleted), so the caller can read and redo."""
+
+    def __init__(self, sentence: str, version: int, current: dict[str, Any] | None) -> None:
+        super().__init__(sentence)
+        self.version, self.current = version, current
+
+
+#: The body of a StaleVersion's 409, for the OpenAPI description.
+STALE_SCHEMA = {
+    "type": "object",
+    "required": ["error", "version", "current"],
+    "properties": {"error": {"type": "string"}, "version": {"type": "integer"}, "current": {"type": ["object", "null"]}},
+}
+
+
+def stale_response(stale: StaleVersion) -> Response:
+    """The one 409 of every versioned write: `{"error", "version", "current"}`."""
+    return error_response(409, str(stale), version=stale.version, current=stale.current)
+
+
 async def read_json(request: Request, *, limit: int, too_large: str = "") -> Any | Response:
     """The decoded JSON object of the body, or the error Response to send back (413, 400, 422)."""
     body = await read_body(request, limit=limit)
