@@ -143,6 +143,7 @@ def startup(browser: Any, url: str, rounds: int, strays: list[str], warm_rounds:
         "bare_pyodide": "/bench/bare.html",
         "bare_worker": "/bench/worker.html",
         "bare_snapshot": "/bench/snapshot.html",
+        "host_snapshot": "/bench/host.html",
         "pyscript_print": "/bench/pyscript.html",
         "reactor": "/",
     }
@@ -182,6 +183,12 @@ def startup(browser: Any, url: str, rounds: int, strays: list[str], warm_rounds:
     )
     result["ms_over_bare_snapshot"] = median(
         [page["done"] - bare["done"] for page, bare in zip(runs["reactor"]["cold"], runs["bare_snapshot"]["cold"])]
+    )
+    result["gap_over_host_ms"] = median(
+        [
+            page["blocking"]["longest_timer_gap_ms"] - host["blocking"]["longest_timer_gap_ms"]
+            for page, host in zip(runs["reactor"]["cold"], runs["host_snapshot"]["cold"])
+        ]
     )
     result["ratio_of_cold_medians"] = result["reactor"]["cold"]["median_ms"] / result["bare_pyodide"]["cold"]["median_ms"]
     result["rounds"] = rounds

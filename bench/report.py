@@ -100,7 +100,7 @@ def table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
     """The run as text: the headline figures, then the goals."""
     s, b, c, v, sc = (results[k] for k in ("startup", "bytes", "call", "validation", "scale"))
     phases = s["reactor"]["cold"]["phases_ms"]
-    pages = ("bare_pyodide", "bare_worker", "bare_snapshot", "pyscript_print", "reactor")
+    pages = ("bare_pyodide", "bare_worker", "bare_snapshot", "host_snapshot", "pyscript_print", "reactor")
     rows = [
         *(
             (
@@ -111,6 +111,10 @@ def table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
                 ),
             )
             for name in pages
+        ),
+        (
+            "timer gap: reactor - the demo's markup with the bare snapshot worker, paired",
+            f"{s['gap_over_host_ms']:+.0f} ms (what reactor's own work adds to the longest gap)",
         ),
         (
             "start-up, cold, median (ms)",

@@ -1,8 +1,8 @@
 """The bench's servers: the product app untouched, wrapped with the bench's own pages.
 
 - `product`: `create_app` with the installed plugins, exactly what `reactor serve` runs, plus
-  /bench/bare.html, worker.html, snapshot.html and pyscript.html, the baselines, on the same
-  self-hosted files.
+  /bench/bare.html, worker.html, snapshot.html, pyscript.html and host.html (the demo page's
+  markup with snapshot.html's worker), the baselines, on the same self-hosted files.
 - `lab`: the same app with the bench page plugins (`reactor_bench`): the probe (a no-op tool,
   measurements) and N synthetic plugins. The product ships only `reactor` and
   `reactor_plugins` into the page, so /app/boot.json is wrapped to add the bench's own Python
@@ -26,6 +26,7 @@ from reactor.server.assets import REVALIDATE, SourceArchive, serve_file
 from reactor.server.loopback import LoopbackServer
 
 BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
 # The PyScript baseline page (pages/pyscript.html) loads none of PyScript's optional plugins.
 PYSCRIPT_PLUGINS_OFF = ["!codemirror", "!py-editor", "!py-game", "!py-terminal", "!deprecations-manager", "!donkey"]
 PAGES = BENCH / "pages"
@@ -49,6 +50,8 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
     async def page(request: Request) -> Response:
         name = request.path_params["name"]
         path = PAGES / f"{name}.html"
+        if name == "host" and not lab:
+            return HTMLResponse(host_page(stamp, snapshot), headers={"cache-control": REVALIDATE})
         if not path.is_file() or (name == "lab") != lab:
             return JSONResponse({"error": f"No bench page {name!r} on this server."}, 404)
         text = path.read_text().replace("{{stamp}}", stamp).replace("{{snapshot}}", snapshot)
@@ -80,6 +83,18 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
         archive.url = f"/bench/python-{archive.digest}.bundle"
         routes += [Route(archive.url, bench_archive), Route("/app/boot.json", boot_with_bench)]
     return Starlette(routes=[*routes, Mount("/", app=product)])
+
+
+def host_page(stamp: str, snapshot: str) -> str:
+    """Baseline (e): the demo page's own markup and styles (index.html) without reactor's scripts,
+    and the bare worker of snapshot.html restoring the same snapshot: what the host page and
+    Pyodide cost the main thread before reactor adds anything."""
+    worker = (PAGES / "snapshot.html").read_text()
+    worker = worker[worker.index('<script type="module">') : worker.index("</script>") + len("</script>")]
+    lines = (ROOT / "index.html").read_text().splitlines()
+    kept = [line for line in lines if "<script" not in line and "reactor:early-boot" not in line]
+    text = "\n".join(kept).replace("</head>", f"{worker}\n</head>")
+    return text.replace("{{stamp}}", stamp).replace("{{snapshot}}", snapshot)
 
 
 def _product_boot(product: Starlette) -> Any:

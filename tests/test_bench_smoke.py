@@ -48,3 +48,10 @@ def test_the_product_server_serves_the_baseline_pages_and_the_product_boot(tmp_p
     bare, lab, boot = get(bench_app(tmp_path), "/bench/bare.html", "/bench/lab.html", "/app/boot.json")
     assert "loadPyodide" in bare.text and lab.status_code == 404
     assert not any(url.startswith("/bench/") for url in boot.json()["python"]["bundles"])
+
+
+def test_the_host_baseline_is_the_demo_markup_with_a_bare_worker_and_none_of_reactors_scripts(tmp_path: Path) -> None:
+    host, demo = get(bench_app(tmp_path), "/bench/host.html", "/")
+    assert host.status_code == 200 and '<reactor-chat id="chat"' in host.text and "/web/reactor.css" in host.text
+    assert "_loadSnapshot" in host.text and "{{" not in host.text
+    assert "/web/reactor.js" in demo.text and "/web/reactor.js" not in host.text and "early-worker" not in host.text
