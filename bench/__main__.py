@@ -100,7 +100,7 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
             app = bench_app(Path(tmp) / f"lab-{count}", lab=True, synthetic=count)
             with serving(app) as url:
                 with lab_page(browser, url, strays) as (page, boot):
-                    point = scale_point(page, boot, count, plan["batches"])
+                    point = scale_point(page, boot, count, plan["batches"], plan["call_warmup_ms"])
                     if count == plan["plugins"][0]:
                         say("calls: no-op, decks_get_deck and Lumino, as commands and as tools, interleaved; validation")
                         results["call"] = call_figures(page, plan["batches"], plan["call_warmup_ms"])

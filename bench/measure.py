@@ -263,14 +263,14 @@ def load_times(page: Any, boot: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def scale_point(page: Any, boot: dict[str, Any], plugins: int, batches: int) -> dict[str, Any]:
-    """One page with `plugins` synthetic plugins of 10 tools: load, list, call, memory."""
+def scale_point(page: Any, boot: dict[str, Any], plugins: int, batches: int, warmup_ms: int) -> dict[str, Any]:
+    """One page with `plugins` synthetic plugins of 10 tools: load, list, call (after `warmup_ms`
+    of untimed calls, as the call figures: each point is a fresh page), memory."""
     listing = page.evaluate("(n) => window.bench.list(n)", 9)
     middle = f"synth_{plugins // 2:04d}.t3"
     args = {"id": "x", "count": 1}
-    timed = calls(
-        page, ["synth", "synthTool"], batches, {"synth": [middle, args], "synthTool": [f"tool:{middle.replace('.', '_')}", args]}
-    )
+    subjects = {"synth": [middle, args], "synthTool": [f"tool:{middle.replace('.', '_')}", args]}
+    timed = calls(page, ["synth", "synthTool"], batches, subjects, warmup_ms=warmup_ms)
     call, tool = timed["synth"], timed["synthTool"]
     return {
         "plugins": plugins,

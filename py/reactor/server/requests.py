@@ -1,4 +1,5 @@
-"""Reading request bodies defensively: a size cap, JSON only, a sentence for every refusal.
+"""Reading request bodies defensively (a size cap, JSON only), and the shapes of refusals: a
+sentence for every one, and one 409 for a write that named a stale version.
 
 Every JSON body the server accepts passes here, so the hostile shapes are refused at the door,
 before any handler sees them: nesting deeper than MAX_DEPTH (deep JSON makes later code recurse)
