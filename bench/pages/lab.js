@@ -41,7 +41,11 @@ async function batchSize(call, minBatchMs) {
   }
 }
 
-/** Time `batches` rounds; each round runs one batch of every subject, in turn, so they share the noise. */
+/**
+ * Time `batches` rounds; each round runs one batch of every subject, in turn, so they share the
+ * noise, starting one subject further on each round: the first batch after another worker's
+ * turn finds the reactor worker's thread asleep, and no subject should always be that one.
+ */
 async function calls(names, { batches = 100, minBatchMs = 2, warmupMs = 0, extra = {} } = {}) {
   // extra: {name: ["command id" | "tool:tool_name", args]}
   const subject = ([target, args]) => target.startsWith("tool:")
@@ -59,7 +63,7 @@ async function calls(names, { batches = 100, minBatchMs = 2, warmupMs = 0, extra
     for (const run of runs) for (let i = 0; i < run.size; i++) await run.call();
   }
   for (let b = 0; b < batches; b++) {
-    for (const run of runs) {
+    for (const run of [...runs.slice(b % runs.length), ...runs.slice(0, b % runs.length)]) {
       const start = performance.now();
       for (let i = 0; i < run.size; i++) await run.call();
       run.means.push((performance.now() - start) / run.size);
