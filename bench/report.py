@@ -53,8 +53,9 @@ def summarize(results: dict[str, Any]) -> list[dict[str, Any]]:
         load_growth=per_plugin[top["plugins"]] / per_plugin[hundred["plugins"]],
         # Same page, same moment: the registry with every plugin against a fresh one of 10 tools.
         call_ratio_vs_10_tools=top["registry_call"]["ratio"],
+        tool_path_ratio_vs_10_tools=top["registry_call"]["tool_ratio"],
         round_trip_ratio_vs_10_tools=top["call_p50_ms"] / base["call_p50_ms"],
-        # The agent's path, page to page: callTool with every plugin against the first point.
+        # Page to page (each its own noise, +-15 % here): callTool with every plugin against the first point.
         tool_call_ratio_vs_base=top["call_tool_p50_ms"] / base["call_tool_p50_ms"],
         memory_before=base["memory"],
         memory_after=top["memory"],
@@ -79,7 +80,10 @@ def summarize(results: dict[str, Any]) -> list[dict[str, Any]]:
         _goal(f"scale: call with {n} plugins / with 10 tools", scale["call_ratio_vs_10_tools"], SAME_SPEED, "x"),
         _goal("agent: callTool / executeCommand, decks_get_deck p50", call["tool_vs_command"], 1.5, "x"),
         _goal(
-            f"agent: callTool p50 with {top['tools']} tools / with {base['tools']}", scale["tool_call_ratio_vs_base"], 1.1, "x"
+            f"agent: callTool's path with {top['tools']} tools / with 10 (one page, interleaved)",
+            scale["tool_path_ratio_vs_10_tools"],
+            1.1,
+            "x",
         ),
         _goal(f"agent: define {most['plugins']} plugins x 10 tools, total", most["total_ms"] / 1000, 5.0, "s"),
         _goal(
@@ -176,7 +180,7 @@ def table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
                 f"scale {p['plugins']} plugins / {p['tools']} tools",
                 f"load {p['load_ms']:.0f} ms | ready {p['ready_ms']:.0f} ms | list {p['list_ms']:.2f} ms "
                 f"(after a change {p['list_after_change_ms']:.0f} ms) | "
-                f"call p50 {p['call_p50_ms']:.4f} ms, callTool {p['call_tool_p50_ms']:.4f} ms (registry {p['registry_call']['ratio']:.2f}x of 10 tools) | wasm {p['memory']['wasm_bytes'] or 0:,} B | "
+                f"call p50 {p['call_p50_ms']:.4f} ms, callTool {p['call_tool_p50_ms']:.4f} ms (registry {p['registry_call']['ratio']:.2f}x of 10 tools, tool path {p['registry_call']['tool_ratio']:.2f}x) | wasm {p['memory']['wasm_bytes'] or 0:,} B | "
                 f"JS heap {p['memory']['js_heap_used']:,} B",
             )
         )

@@ -25,6 +25,8 @@ def test_synthetic_plugins_load_with_ten_validated_tools_each() -> None:
     assert reactor.commands.call_command("synth_0001.t9", {"id": "x", "count": 2}) == {"id": "x", "count": 2}
     assert reactor.commands.call_command("bench.noop", {"n": 1}) is None
     assert reactor_bench.validation(calls=20)["cache_misses"] == 0
+    scaling = reactor_bench.call_scaling("synth_0001.t3", rounds=2, calls=5)
+    assert scaling["ratio"] > 0 and scaling["tool_ratio"] > 0
 
 
 def get(app: Any, *paths: str) -> list[httpx.Response]:

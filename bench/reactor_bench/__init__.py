@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from reactor import AgentTools, PluginContext, Reactor, contribution, define_agent_tools, define_plugin
-from reactor.facade import bundles_json
+from reactor.facade import bundles_json, call_tool_json
 from reactor.json_schema import Validator
 from reactor.schema import _validator, argument_problems
 
@@ -198,20 +198,38 @@ def profile_load(plugins: int = 5) -> dict[str, Any]:
 
 def call_scaling(command: str, rounds: int = 40, calls: int = 200) -> dict[str, Any]:
     """Per-call ms of `command` in this page's registry and of the same kind of tool in a fresh
-    registry of 10 tools, interleaved in one page: pages differ by more than what is measured."""
+    registry of 10 tools, interleaved in one page (pages differ by more than what is measured):
+    as a registry call, and on the agent's path (`call_tool_json`: the toolbox's lookup by tool
+    name, argument parsing, validation, the envelope), which the page's callTool runs in the worker."""
     small = Reactor()
     small.load_plugins([synthetic_plugin(0)])
     args = {"id": "x", "count": 1}
-    subjects = {"page": (_reactor, command), "ten_tools": (small, "synth_0000.t3")}
+    args_json = json.dumps(args)
+    subjects = {
+        "page": lambda: _reactor.commands.call_command(command, args),  # type: ignore[union-attr]
+        "ten_tools": lambda: small.commands.call_command("synth_0000.t3", args),
+        "tool_page": lambda: call_tool_json(_reactor, command.replace(".", "_"), args_json, None),  # type: ignore[arg-type]
+        "tool_ten_tools": lambda: call_tool_json(small, "synth_0000_t3", args_json, None),
+    }
     times: dict[str, list[float]] = {name: [] for name in subjects}
     for _ in range(rounds):
-        for name, (reactor, id) in subjects.items():
+        for name, call in subjects.items():
             start = time.perf_counter()
             for _ in range(calls):
-                reactor.commands.call_command(id, args)  # type: ignore[union-attr]
+                call()
             times[name].append((time.perf_counter() - start) * 1000 / calls)
-    page, ten = statistics.median(times["page"]), statistics.median(times["ten_tools"])
-    return {"page_ms": page, "ten_tools_ms": ten, "ratio": page / ten, "rounds": rounds, "calls": calls}
+    ms = {name: statistics.median(each) for name, each in times.items()}
+    assert '"ok": true' in call_tool_json(small, "synth_0000_t3", args_json, None)  # timed a call, not a refusal
+    return {
+        "page_ms": ms["page"],
+        "ten_tools_ms": ms["ten_tools"],
+        "ratio": ms["page"] / ms["ten_tools"],
+        "tool_page_ms": ms["tool_page"],
+        "tool_ten_tools_ms": ms["tool_ten_tools"],
+        "tool_ratio": ms["tool_page"] / ms["tool_ten_tools"],
+        "rounds": rounds,
+        "calls": calls,
+    }
 
 
 def _register_probe(context: PluginContext) -> None:
