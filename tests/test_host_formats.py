@@ -199,3 +199,36 @@ def test_a_failure_code_outside_the_contract_is_refused():
 def test_non_ascii_results_stay_readable_for_the_model():
     content = openai_chat_result("c", tool_success("Présentation — été"))["content"]
     assert "Présentation — été" in content
+
+
+def test_a_tool_call_validates_its_arguments_once_even_past_the_schema_cache() -> None:
+    # A page with more distinct schemas than the compiled-schema cache holds compiled a tool's
+    # validator and its command's apart, so every call checked its arguments twice.
+    from reactor import schema
+    from reactor.host import EVERY_PLUGIN, AgentSpec, Toolbox
+
+    parameters = {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}
+    bundle = define_agent_tools(
+        id="one",
+        name="One",
+        plugin="one",
+        commands=[{"name": "one_get", "command": "one.get", "description": "Get.", "parameters": parameters}],
+    )
+    plugin = define_plugin(
+        name="one",
+        contributes=[contribution(AgentTools, bundle, id="one")],
+        register=lambda context: context.register_command("one.get", lambda args: args, parameters=parameters),
+    )
+    reactor = Reactor()
+    reactor.load_plugins([plugin])
+    toolbox = Toolbox(reactor, AgentSpec("all", plugins=(EVERY_PLUGIN,)))
+    tool = toolbox.tool("one_get")
+    schema._validator.cache_clear()  # evicted, as thousands of other schemas would
+    checks = []
+    validator = reactor.commands.get_command("one.get").validator
+    original = validator.problems
+    validator.problems = lambda args: checks.append(args) or original(args)  # type: ignore[method-assign]
+    assert tool is not None and tool.validator is validator
+    assert toolbox.call("one_get", '{"id": "a"}') == {"ok": True, "result": {"id": "a"}}
+    assert checks == [{"id": "a"}], "checked once, by the tool's (the command's) validator"
+    assert toolbox.call("one_get", '{"id": 3}')["error"]["code"] == "invalid_arguments"

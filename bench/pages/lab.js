@@ -33,12 +33,21 @@ function quantile(sorted, q) {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 }
 
+/**
+ * The smallest power of two of calls that lasts `minBatchMs`, from the median of five probes of
+ * COLD_CALLS calls: one hiccup in a single probe made a batch of one call, timed to 0.1 ms.
+ */
 async function batchSize(call, minBatchMs) {
-  for (let size = 1; ; size *= 2) {
+  const probes = [];
+  for (let p = 0; p < 5; p++) {
     const start = performance.now();
-    for (let i = 0; i < size; i++) await call();
-    if (performance.now() - start >= minBatchMs) return size;
+    for (let i = 0; i < COLD_CALLS; i++) await call();
+    probes.push((performance.now() - start) / COLD_CALLS);
   }
+  probes.sort((a, b) => a - b);
+  let size = 1;
+  while (size * probes[2] < minBatchMs) size *= 2;
+  return size;
 }
 
 /**
@@ -58,10 +67,10 @@ async function calls(names, { batches = 100, minBatchMs = 2, warmupMs = 0, extra
     for (let i = 0; i < COLD_CALLS; i++) await run.call();
     run.cold = (performance.now() - start) / COLD_CALLS;
   }
-  for (const run of runs) run.size = await batchSize(run.call, minBatchMs);
   for (const warmed = performance.now() + warmupMs; performance.now() < warmed;) {
-    for (const run of runs) for (let i = 0; i < run.size; i++) await run.call();
+    for (const run of runs) for (let i = 0; i < COLD_CALLS; i++) await run.call();
   }
+  for (const run of runs) run.size = await batchSize(run.call, minBatchMs);
   for (let b = 0; b < batches; b++) {
     for (const run of [...runs.slice(b % runs.length), ...runs.slice(0, b % runs.length)]) {
       const start = performance.now();

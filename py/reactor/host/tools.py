@@ -235,8 +235,12 @@ class Toolbox:
 
     def _host_tool(self, bundle: dict[str, Any], entry: dict[str, Any]) -> HostTool:
         commands = self.reactor.commands
-        label = commands.get_command(entry["command"]).label if commands.has_command(entry["command"]) else ""
+        command = commands.get_command(entry["command"]) if commands.has_command(entry["command"]) else None
         parameters = copied(entry.get("parameters")) or dict(NO_PARAMETERS)
+        # The command's own validator where the contract is the command's: call_command then skips
+        # its check (`checked=`). The shared cache of compiled schemas is no guarantee of that: past
+        # its size (a page with thousands of tools) the two were compiled apart, and a call validated twice.
+        own = command.validator if command is not None and command.parameters == parameters else None
         return HostTool(
             name=entry["name"],
             description=entry["description"],
@@ -244,10 +248,10 @@ class Toolbox:
             command=entry["command"],
             plugin=bundle["plugin"],
             side_effect=side_effect_level(self._side_effects.get(entry["name"], entry.get("sideEffect"))),
-            title=label,
+            title=command.label if command is not None else "",
             summary=entry.get("summary", ""),
             handler=self._handlers.get(entry["name"]),
-            validator=compiled_validator(parameters),
+            validator=own or compiled_validator(parameters),
         )
 
 
