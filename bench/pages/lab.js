@@ -34,20 +34,19 @@ function quantile(sorted, q) {
 }
 
 /**
- * The smallest power of two of calls that lasts `minBatchMs`, from the median of five probes of
- * COLD_CALLS calls: one hiccup in a single probe made a batch of one call, timed to 0.1 ms.
+ * The smallest power of two of calls that lasts `minBatchMs`, the median of three tries: one
+ * hiccup in a single try made a batch of one call, timed to 0.1 ms.
  */
 async function batchSize(call, minBatchMs) {
-  const probes = [];
-  for (let p = 0; p < 5; p++) {
-    const start = performance.now();
-    for (let i = 0; i < COLD_CALLS; i++) await call();
-    probes.push((performance.now() - start) / COLD_CALLS);
+  const sizes = [];
+  for (let attempt = 0; attempt < 3; attempt++) {
+    for (let size = 1; ; size *= 2) {
+      const start = performance.now();
+      for (let i = 0; i < size; i++) await call();
+      if (performance.now() - start >= minBatchMs) { sizes.push(size); break; }
+    }
   }
-  probes.sort((a, b) => a - b);
-  let size = 1;
-  while (size * probes[2] < minBatchMs) size *= 2;
-  return size;
+  return sizes.sort((a, b) => a - b)[1];
 }
 
 /**
