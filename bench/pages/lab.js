@@ -8,8 +8,9 @@
  * per-call mean of the first COLD_CALLS of each subject apart (`cold_ms`), then calls for
  * `warmupMs` untimed before the timed batches (the steady state a page in use is in).
  */
-const COLD_CALLS = 16;
 import { CommandRegistry } from "@lumino/commands";
+
+const COLD_CALLS = 16;
 
 const lumino = new CommandRegistry();
 lumino.addCommand("noop", { execute: () => null });
