@@ -51,10 +51,12 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
         name = request.path_params["name"]
         path = PAGES / f"{name}.html"
         if name == "host" and not lab:
-            return HTMLResponse(host_page(stamp, snapshot), headers={"cache-control": REVALIDATE})
-        if not path.is_file() or (name == "lab") != lab:
+            text = host_page()
+        elif not path.is_file() or (name == "lab") != lab:
             return JSONResponse({"error": f"No bench page {name!r} on this server."}, 404)
-        text = path.read_text().replace("{{stamp}}", stamp).replace("{{snapshot}}", snapshot)
+        else:
+            text = path.read_text()
+        text = text.replace("{{stamp}}", stamp).replace("{{snapshot}}", snapshot)
         text = text.replace("{{pyscript_plugins}}", json.dumps({"plugins": PYSCRIPT_PLUGINS_OFF}))
         text = text.replace("{{pyscript_plugins_list}}", json.dumps(PYSCRIPT_PLUGINS_OFF))
         return HTMLResponse(text, headers={"cache-control": REVALIDATE})
@@ -85,16 +87,16 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
     return Starlette(routes=[*routes, Mount("/", app=product)])
 
 
-def host_page(stamp: str, snapshot: str) -> str:
+def host_page() -> str:
     """Baseline (e): the demo page's own markup and styles (index.html) without reactor's scripts,
     and the bare worker of snapshot.html restoring the same snapshot: what the host page and
-    Pyodide cost the main thread before reactor adds anything."""
+    Pyodide cost the main thread before reactor adds anything. Its placeholders are filled in as
+    every bench page's are."""
     worker = (PAGES / "snapshot.html").read_text()
     worker = worker[worker.index('<script type="module">') : worker.index("</script>") + len("</script>")]
     lines = (ROOT / "index.html").read_text().splitlines()
     kept = [line for line in lines if "<script" not in line and "reactor:early-boot" not in line]
-    text = "\n".join(kept).replace("</head>", f"{worker}\n</head>")
-    return text.replace("{{stamp}}", stamp).replace("{{snapshot}}", snapshot)
+    return "\n".join(kept).replace("</head>", f"{worker}\n</head>")
 
 
 def _product_boot(product: Starlette) -> Any:
