@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .measure import (
+    PAGE_MARKS,
     blocking,
     calls,
     define_plugins,
@@ -30,7 +31,8 @@ from .measure import (
     transfer,
 )
 from .report import machine, summarize, table
-from .server import BENCH, WireCounter, bench_app, serving
+from .server import BENCH, WireCounter, WithMarks, bench_app, serving
+from .unattached import MARKS_QUERY
 
 ROOT = BENCH.parent
 LUMINO = "@lumino/commands@2.3.4"
@@ -85,7 +87,7 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
         browser = launch(playwright)
         results["machine"]["chromium"] = browser.version
-        counter = WireCounter(bench_app(Path(tmp) / "product"))
+        counter = WireCounter(WithMarks(bench_app(Path(tmp) / "product"), PAGE_MARKS, MARKS_QUERY))
         with serving(counter) as url:
             say(
                 f"start-up: {plan['rounds']} rounds of bare Pyodide (main thread and worker), PyScript and reactor, cold"

@@ -1,8 +1,9 @@
 """The measurements, each in real headless Chromium (Debian's, as the tests use).
 
-Every page runs in a fresh browser context, so its HTTP cache starts empty as on a first visit;
-nothing is routed through Playwright (routing turns the HTTP cache off). Requests are watched,
-and any that leaves loopback is reported as a failure of the run.
+Start-up loads run each in its own browser with no debugger attached (bench/unattached.py), as a
+person's page does; the other pages run in a fresh Playwright context, so their HTTP cache starts
+empty as on a first visit. Nothing is routed through Playwright (routing turns the HTTP cache
+off). Requests are watched, and any that leaves loopback is reported as a failure of the run.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
+
+from .unattached import Offline, reporter, switches, visit
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
@@ -33,7 +36,7 @@ DONE = "bench: done"
 # a 10 ms timer are watched from navigation on (window.__blocking), as a person would feel them.
 MARKS = """
 let benchDone;  // a page says it is done by setting window.__benchDone; the bench hears it on the console
-Object.defineProperty(window, "__benchDone", { get: () => benchDone, set: (value) => { benchDone = value; console.debug(DONE); } });
+Object.defineProperty(window, "__benchDone", { get: () => benchDone, set: (value) => { benchDone = value; console.debug(DONE); window.__benchReport?.(); } });
 const blocking = window.__blocking = { tasks: [], gaps: [], last: performance.now() };
 new PerformanceObserver((list) => {
   for (const entry of list.getEntries()) blocking.tasks.push({ start: entry.startTime, duration: entry.duration });
@@ -73,6 +76,8 @@ BLOCKING = """([from, until]) => {
 }"""
 RESOURCES = """performance.getEntriesByType("resource").map((e) => ({
   path: new URL(e.name).pathname, start: e.startTime, end: e.responseEnd, transfer: e.transferSize}))"""
+# What the bench server writes into the start-up pages, for browsers no debugger is attached to.
+PAGE_MARKS = reporter(MARKS, BLOCKING, RESOURCES)
 
 
 def launch(playwright: Any) -> Any:
@@ -134,11 +139,13 @@ def phases(run: dict[str, Any]) -> dict[str, float]:
 
 
 def startup(browser: Any, url: str, rounds: int, strays: list[str], warm_rounds: int | None = None) -> dict[str, Any]:
-    """Cold (first visit) boots in `rounds` rounds, warm (second visit, same context) ones in the
+    """Cold (first visit) boots in `rounds` rounds, warm (second visit, same profile) ones in the
     first `warm_rounds`; pages interleaved per round, in an order that rotates, after one discarded
-    warm-up round (the server's and the OS's first-read costs). Ratios are paired: the median over
-    rounds of each round's ratio, so a machine that slows down for a while slows both sides alike;
-    a single cold boot varies by +-15 % here, hence many rounds for the goal's ratio."""
+    warm-up round (the server's and the OS's first-read costs). Each load runs in its own browser
+    with no debugger attached (bench/unattached.py), `url` being served through `WithMarks`.
+    Ratios are paired: the median over rounds of each round's ratio, so a machine that slows down
+    for a while slows both sides alike; a single cold boot varies by +-15 % here, hence many rounds
+    for the goal's ratio."""
     pages = {
         "bare_pyodide": "/bench/bare.html",
         "bare_worker": "/bench/worker.html",
@@ -147,17 +154,22 @@ def startup(browser: Any, url: str, rounds: int, strays: list[str], warm_rounds:
         "pyscript_print": "/bench/pyscript.html",
         "reactor": "/",
     }
+    command = switches(browser)
+    offline = Offline()
     runs: dict[str, dict[str, list[Any]]] = {name: {"cold": [], "warm": []} for name in pages}
-    for round in range(rounds + 1):
-        order = list(pages.items())
-        for name, path in order[round % len(order) :] + order[: round % len(order)]:
-            with fresh_page(browser, strays) as page:
-                cold = load(page, url + path)
-                warm = load(page, url + path) if round <= (warm_rounds or rounds) else None
-            if round:
-                runs[name]["cold"].append(cold)
-                if warm:
-                    runs[name]["warm"].append(warm)
+    try:
+        for round in range(rounds + 1):
+            order = list(pages.items())
+            for name, path in order[round % len(order) :] + order[: round % len(order)]:
+                warm = round <= (warm_rounds or rounds)
+                reports = visit(command, offline, url + path, warm=warm, timeout_s=READY_TIMEOUT_MS / 1000)
+                strays.extend(url for report in reports for url in report["offsite"])
+                if round:
+                    runs[name]["cold"].append(reports[0])
+                    if warm:
+                        runs[name]["warm"].append(reports[1])
+    finally:
+        offline.close()
     result: dict[str, Any] = {}
     for name, by in runs.items():
         result[name] = {

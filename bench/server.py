@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -132,6 +134,47 @@ class WireCounter:
         """What was sent since the last take."""
         sent, self.sent = self.sent, []
         return sent
+
+
+class WithMarks:
+    """ASGI wrapper that writes `script` at the top of the <head> of a page asked for with
+    `bench-marks` in its query, and lets it run under the page's Content Security Policy by its
+    hash: what Playwright's init script does, for a browser no debugger is attached to
+    (bench/unattached.py). Every other request passes untouched."""
+
+    def __init__(self, app: Any, script: str, query: str) -> None:
+        self.app, self.script, self.query = app, script.encode(), query
+        digest = base64.b64encode(hashlib.sha256(self.script).digest()).decode()
+        self.source = f"'sha256-{digest}'".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or self.query not in scope.get("query_string", b"").decode("latin-1"):
+            await self.app(scope, receive, send)
+            return
+        scope = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"accept-encoding"]}
+        start: dict[str, Any] = {}
+        body: list[bytes] = []
+
+        async def marked(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                start.update(message)
+                return
+            body.append(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            page = b"".join(body)
+            if start["status"] == 200 and page.lstrip().lower().startswith(b"<!doctype html"):
+                page = page.replace(b"<head>", b"<head><script>" + self.script + b"</script>", 1)
+            headers = [(k, self._allow(k, v)) for k, v in start["headers"] if k != b"content-length"]
+            await send({**start, "headers": [*headers, (b"content-length", str(len(page)).encode())]})
+            await send({"type": "http.response.body", "body": page})
+
+        await self.app(scope, receive, marked)
+
+    def _allow(self, name: bytes, value: bytes) -> bytes:
+        return (
+            value.replace(b"script-src ", b"script-src " + self.source + b" ", 1) if name == b"content-security-policy" else value
+        )
 
 
 def serving(app: Any) -> LoopbackServer:

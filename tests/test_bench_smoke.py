@@ -4,6 +4,8 @@ The measurements themselves run with `python -m bench --quick` (real Chromium, a
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,8 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import reactor_bench  # noqa: E402
-from bench.server import bench_app  # noqa: E402
+from bench.server import WithMarks, bench_app  # noqa: E402
+from bench.unattached import MARKS_QUERY  # noqa: E402
 
 from reactor import MemoryPage, Reactor, agent_tool_bundles  # noqa: E402
 
@@ -57,3 +60,17 @@ def test_the_host_baseline_is_the_demo_markup_with_a_bare_worker_and_none_of_rea
     assert host.status_code == 200 and '<reactor-chat id="chat"' in host.text and "/web/reactor.css" in host.text
     assert "_loadSnapshot" in host.text and "{{" not in host.text
     assert "/web/reactor.js" in demo.text and "/web/reactor.js" not in host.text and "early-worker" not in host.text
+
+
+def test_a_start_up_page_asked_for_with_marks_gets_them_under_its_content_security_policy(tmp_path: Path) -> None:
+    script = "window.__marked = true;"
+    app = WithMarks(bench_app(tmp_path), script, MARKS_QUERY)
+    marked, plain, host, boot = get(
+        app, f"/?{MARKS_QUERY}", "/", f"/bench/host.html?{MARKS_QUERY}", f"/app/boot.json?{MARKS_QUERY}"
+    )
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    assert marked.text.index("<head>") + len("<head>") == marked.text.index(f"<script>{script}</script>")  # before all else
+    assert f"script-src 'sha256-{digest}' 'self'" in marked.headers["content-security-policy"]
+    assert int(marked.headers["content-length"]) == len(marked.content)
+    assert script not in plain.text and digest not in plain.headers["content-security-policy"]
+    assert host.text.count(script) == 1 and boot.json()["runtime"]["ready"]  # JSON passes unmarked
