@@ -18,8 +18,6 @@ from typing import Any
 
 from .measure import (
     PAGE_MARKS,
-    blocking,
-    calls,
     define_plugins,
     execute,
     lab_page,
@@ -32,7 +30,7 @@ from .measure import (
 )
 from .report import machine, summarize, table
 from .server import BENCH, WireCounter, WithMarks, bench_app, serving
-from .unattached import MARKS_QUERY
+from .unattached import MARKS_QUERY, Offline, switches, visit
 
 ROOT = BENCH.parent
 LUMINO = "@lumino/commands@2.3.4"
@@ -87,25 +85,28 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
         browser = launch(playwright)
         results["machine"]["chromium"] = browser.version
+        command, offline = switches(browser), Offline()
         counter = WireCounter(WithMarks(bench_app(Path(tmp) / "product"), PAGE_MARKS, MARKS_QUERY))
         with serving(counter) as url:
             say(
                 f"start-up: {plan['rounds']} rounds of bare Pyodide (main thread and worker), PyScript and reactor, cold"
                 f" ({plan['warm_rounds']} of them warm too)"
             )
-            results["startup"] = startup(browser, url, plan["rounds"], strays, plan["warm_rounds"])
+            results["startup"] = startup(command, offline, url, plan["rounds"], strays, plan["warm_rounds"])
             say("bytes: a first and a repeat visit")
             results["bytes"] = transfer(browser, url, counter, strays)
         results["scale"] = {"points": []}
         for count in plan["plugins"]:
             say(f"scale: {count} synthetic plugins of 10 tools")
-            app = bench_app(Path(tmp) / f"lab-{count}", lab=True, synthetic=count)
+            app = WithMarks(bench_app(Path(tmp) / f"lab-{count}", lab=True, synthetic=count), PAGE_MARKS, MARKS_QUERY)
             with serving(app) as url:
+                if count == plan["plugins"][0]:
+                    say("calls: no-op, decks_get_deck and Lumino, as commands and as tools, interleaved")
+                    results["call"] = call_figures(command, offline, url, plan["batches"], plan["call_warmup_ms"])
                 with lab_page(browser, url, strays) as (page, boot):
                     point = scale_point(page, boot, count, plan["batches"], plan["call_warmup_ms"])
                     if count == plan["plugins"][0]:
-                        say("calls: no-op, decks_get_deck and Lumino, as commands and as tools, interleaved; validation")
-                        results["call"] = call_figures(page, plan["batches"], plan["call_warmup_ms"])
+                        say("validation, and where a plugin's load goes")
                         results["validation"] = execute(page, "bench.validation", {"calls": plan["validation_calls"]})
                         results["scale"]["load_profile"] = execute(page, "bench.profileLoad", {"plugins": 5})
                 for _ in range(plan["boots"] - 1):  # load times are medians of several fresh boots
@@ -120,15 +121,21 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
                             results["define"].append(define_plugins(page, defined))
             results["scale"]["points"].append(point)
         browser.close()
+        offline.close()
     results["machine"]["load_average_after"] = os.getloadavg()
     results["external_requests"] = strays
     return results
 
 
-def call_figures(page: Any, batches: int, warmup_ms: int) -> dict[str, Any]:
-    since = page.evaluate("performance.now()")
-    timed = calls(page, ["lumino", "echo", "noop", "getDeck", "noopTool", "getDeckTool"], batches, warmup_ms=warmup_ms)
-    held = blocking(page, since, page.evaluate("performance.now()"))
+def call_figures(command: list[str], offline: Offline, url: str, batches: int, warmup_ms: int) -> dict[str, Any]:
+    """The lab page's call timings, in a browser no debugger is attached to (bench/unattached.py):
+    attached, the worker's half of a no-op call cost ~20 us more here."""
+    names = ["lumino", "echo", "noop", "getDeck", "noopTool", "getDeckTool"]
+    options = {"batches": batches, "minBatchMs": 2, "warmupMs": warmup_ms, "extra": {}}
+    (report,) = visit(
+        command, offline, url + "/bench/lab.html", warm=False, timeout_s=600, calls={"names": names, "options": options}
+    )
+    timed, held = report["calls"], report["calls_blocking"]
     figures: dict[str, Any] = {}
     for name, key in (
         ("noop", "noop"),

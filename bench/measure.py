@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
-from .unattached import Offline, reporter, switches, visit
+from .unattached import Offline, reporter, visit
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
@@ -138,11 +138,13 @@ def phases(run: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def startup(browser: Any, url: str, rounds: int, strays: list[str], warm_rounds: int | None = None) -> dict[str, Any]:
+def startup(
+    command: list[str], offline: Offline, url: str, rounds: int, strays: list[str], warm_rounds: int | None = None
+) -> dict[str, Any]:
     """Cold (first visit) boots in `rounds` rounds, warm (second visit, same profile) ones in the
     first `warm_rounds`; pages interleaved per round, in an order that rotates, after one discarded
     warm-up round (the server's and the OS's first-read costs). Each load runs in its own browser
-    with no debugger attached (bench/unattached.py), `url` being served through `WithMarks`.
+    (`command`) with no debugger attached (bench/unattached.py), `url` being served through `WithMarks`.
     Ratios are paired: the median over rounds of each round's ratio, so a machine that slows down
     for a while slows both sides alike; a single cold boot varies by +-15 % here, hence many rounds
     for the goal's ratio."""
@@ -154,22 +156,17 @@ def startup(browser: Any, url: str, rounds: int, strays: list[str], warm_rounds:
         "pyscript_print": "/bench/pyscript.html",
         "reactor": "/",
     }
-    command = switches(browser)
-    offline = Offline()
     runs: dict[str, dict[str, list[Any]]] = {name: {"cold": [], "warm": []} for name in pages}
-    try:
-        for round in range(rounds + 1):
-            order = list(pages.items())
-            for name, path in order[round % len(order) :] + order[: round % len(order)]:
-                warm = round <= (warm_rounds or rounds)
-                reports = visit(command, offline, url + path, warm=warm, timeout_s=READY_TIMEOUT_MS / 1000)
-                strays.extend(url for report in reports for url in report["offsite"])
-                if round:
-                    runs[name]["cold"].append(reports[0])
-                    if warm:
-                        runs[name]["warm"].append(reports[1])
-    finally:
-        offline.close()
+    for round in range(rounds + 1):
+        order = list(pages.items())
+        for name, path in order[round % len(order) :] + order[: round % len(order)]:
+            warm = round <= (warm_rounds or rounds)
+            reports = visit(command, offline, url + path, warm=warm, timeout_s=READY_TIMEOUT_MS / 1000)
+            strays.extend(url for report in reports for url in report["offsite"])
+            if round:
+                runs[name]["cold"].append(reports[0])
+                if warm:
+                    runs[name]["warm"].append(reports[1])
     result: dict[str, Any] = {}
     for name, by in runs.items():
         result[name] = {

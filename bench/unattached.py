@@ -33,17 +33,29 @@ SESSION_SWITCHES = ("--remote-debugging-pipe", "--no-startup-window", "--user-da
 
 def reporter(marks: str, blocking: str, resources: str) -> str:
     """The script written into the page: the bench's marks, and a report on the console once the
-    page is done. With `bench-warm` in its query the page then visits itself a second time."""
+    page is done. With `bench-calls` (JSON {names, options}) in its query the report also has the
+    lab page's call timings (window.bench.calls) and what held the main thread meanwhile; with
+    `bench-warm` the page then visits itself a second time."""
     return (
         marks
         + """
-window.__benchReport = () => {
+window.__benchReport = async () => {
   const done = window.__benchDone;
   const offsite = performance.getEntriesByType("resource").map((e) => e.name)
     .filter((name) => /^(https?|wss?):/.test(name) && !["127.0.0.1", "localhost"].includes(new URL(name).hostname));
   const report = { ...(window.__bench ?? {}), done, blocking: (BLOCKING)([0, done]), resources: RESOURCES, offsite };
-  console.log(REPORT + JSON.stringify(report));
   const query = new URLSearchParams(location.search);
+  if (query.has("bench-calls") && !report.error) {
+    const { names, options } = JSON.parse(query.get("bench-calls"));
+    const since = performance.now();
+    try {
+      report.calls = await window.bench.calls(names, options);
+    } catch (error) {
+      report.error = `the timed calls failed: ${error?.message ?? error}`;
+    }
+    report.calls_blocking = (BLOCKING)([since, performance.now()]);
+  }
+  console.log(REPORT + JSON.stringify(report));
   if (query.has("bench-warm") && !query.has("bench-second")) setTimeout(() => location.assign(`${location.href}&bench-second`));
 };
 """.replace("BLOCKING", blocking)
@@ -77,9 +89,12 @@ class Offline:
         self.socket.close()
 
 
-def visit(command: list[str], offline: Offline, url: str, *, warm: bool, timeout_s: float) -> list[dict[str, Any]]:
-    """The reports of a first visit to `url` in a new browser and, with `warm`, of a second one."""
-    query = MARKS_QUERY + ("&bench-warm" if warm else "")
+def visit(
+    command: list[str], offline: Offline, url: str, *, warm: bool, timeout_s: float, calls: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The reports of a first visit to `url` in a new browser and, with `warm`, of a second one;
+    `calls` ({names, options} of lab.js's calls) has the lab page time calls before it reports."""
+    query = MARKS_QUERY + ("&bench-warm" if warm else "") + (f"&bench-calls={quote(json.dumps(calls))}" if calls else "")
     target = url + ("&" if "?" in url else "?") + query
     launcher = "data:text/html," + quote(f"<script>setTimeout(() => location.assign({json.dumps(target)}), {SETTLE_MS})</script>")
     wanted = 2 if warm else 1
