@@ -1,8 +1,8 @@
 """Page loads in a Chromium that no debugger is attached to, as a person's browser is.
 
-Playwright drives Chromium over the DevTools protocol. It stops each new worker until it has
-attached to it, and it hears every request and console message. In run 11 (bench/RESULTS.md)
-that made the demo page's start-up about 50 % longer and its timer gaps longer too. So the
+Playwright drives Chromium over the DevTools protocol: it holds each new worker until it has
+attached to it, and it hears every request and console message. Attached, the demo page's
+start-up took 50-70 % longer here and its timer gaps were longer (bench/RESULTS.md run 11). So the
 start-up loads run in a Chromium started for each load, with a fresh profile (an empty HTTP
 cache, as on a first visit) and the switches of Playwright's own browser, minus the debugging
 pipe. The bench server writes the marks script into the page (bench/server.py `WithMarks`), the
