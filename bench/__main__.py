@@ -18,6 +18,7 @@ from typing import Any
 
 from .measure import (
     PAGE_MARKS,
+    READY_TIMEOUT_MS,
     define_plugins,
     execute,
     lab_page,
@@ -133,7 +134,12 @@ def call_figures(command: list[str], offline: Offline, url: str, batches: int, w
     names = ["lumino", "echo", "noop", "getDeck", "noopTool", "getDeckTool"]
     options = {"batches": batches, "minBatchMs": 2, "warmupMs": warmup_ms, "extra": {}}
     (report,) = visit(
-        command, offline, url + "/bench/lab.html", warm=False, timeout_s=600, calls={"names": names, "options": options}
+        command,
+        offline,
+        url + "/bench/lab.html",
+        warm=False,
+        timeout_s=READY_TIMEOUT_MS / 1000,
+        calls={"names": names, "options": options},
     )
     timed, held = report["calls"], report["calls_blocking"]
     figures: dict[str, Any] = {}

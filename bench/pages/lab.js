@@ -36,8 +36,8 @@ function quantile(sorted, q) {
 
 /**
  * The smallest power of two of calls that lasts `minBatchMs`, the largest of three tries: a
- * hiccup only ever makes a try smaller (one made a batch of one call, timed to 0.1 ms), and on a
- * page with no debugger attached two tries of three met one (bench/RESULTS.md run 11).
+ * hiccup only ever makes a try smaller (one made a batch of one call, timed to 0.1 ms), and the
+ * median of three still gave a batch of two in run 11b (bench/RESULTS.md).
  */
 async function batchSize(call, minBatchMs) {
   const sizes = [];
