@@ -5,7 +5,10 @@ attached to it, and it hears every request and console message. Attached, the de
 start-up took 50-70 % longer here and its timer gaps were longer (bench/RESULTS.md run 11). So the
 start-up loads run in a Chromium started for each load, with a fresh profile (an empty HTTP
 cache, as on a first visit) and the switches of Playwright's own browser, minus the debugging
-pipe. The bench server writes the marks script into the page (bench/server.py `WithMarks`), the
+pipe. Before the page, the browser shows one page of another origin: a new Chromium sets up its
+omnibox popup's renderer on its first page (~0.2 s of CPU on the other core of two; the page's
+ready 1,545 -> 962 ms, its timer gap 46 -> 40 ms, once that was over first); a person's browser
+did that long before. The bench server writes the marks script into the page (bench/server.py `WithMarks`), the
 page reports on its console, and Chromium's log brings the report here. Requests that leave
 loopback fail at a proxy nothing answers at (`Offline`); the page reports any it made itself.
 """
@@ -27,6 +30,9 @@ from urllib.parse import quote
 REPORT = "bench: report "
 MARKS_QUERY = "bench-marks"  # a page asked for with it gets the marks script (WithMarks)
 SETTLE_MS = 1500  # the new browser's own start-up work is over before the page is asked for
+# ...and its first page's: bench/pages/launch.html, on another origin (`localhost`) so the page
+# timed still meets an empty HTTP cache and no open connection.
+IN_USE_MS = 1500
 # Switches of Playwright's command line that belong to its session, not to the browser's behaviour.
 SESSION_SWITCHES = ("--remote-debugging-pipe", "--no-startup-window", "--user-data-dir=")
 
@@ -89,6 +95,14 @@ class Offline:
         self.socket.close()
 
 
+def launcher(target: str) -> str:
+    """The new browser's start page: after SETTLE_MS it goes to bench/pages/launch.html on
+    `localhost`, which goes to `target` (on 127.0.0.1) after IN_USE_MS."""
+    origin = "/".join(target.replace("//127.0.0.1:", "//localhost:", 1).split("/", 3)[:3])
+    first = f"{origin}/bench/launch.html?wait={IN_USE_MS}#{quote(target, safe='')}"
+    return "data:text/html," + quote(f"<script>setTimeout(() => location.assign({json.dumps(first)}), {SETTLE_MS})</script>")
+
+
 def visit(
     command: list[str], offline: Offline, url: str, *, warm: bool, timeout_s: float, calls: dict[str, Any] | None = None
 ) -> list[dict[str, Any]]:
@@ -96,7 +110,6 @@ def visit(
     `calls` ({names, options} of lab.js's calls) has the lab page time calls before it reports."""
     query = MARKS_QUERY + ("&bench-warm" if warm else "") + (f"&bench-calls={quote(json.dumps(calls))}" if calls else "")
     target = url + ("&" if "?" in url else "?") + query
-    launcher = "data:text/html," + quote(f"<script>setTimeout(() => location.assign({json.dumps(target)}), {SETTLE_MS})</script>")
     wanted = 2 if warm else 1
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         browser = subprocess.Popen(
@@ -106,7 +119,7 @@ def visit(
                 offline.switch,
                 "--enable-logging=stderr",
                 "--v=0",
-                launcher,
+                launcher(target),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import re
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import httpx
 
@@ -16,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import reactor_bench  # noqa: E402
 from bench.server import WithMarks, bench_app  # noqa: E402
-from bench.unattached import MARKS_QUERY  # noqa: E402
+from bench.unattached import MARKS_QUERY, launcher  # noqa: E402
 
 from reactor import MemoryPage, Reactor, agent_tool_bundles  # noqa: E402
 
@@ -74,3 +76,14 @@ def test_a_start_up_page_asked_for_with_marks_gets_them_under_its_content_securi
     assert int(marked.headers["content-length"]) == len(marked.content)
     assert script not in plain.text and digest not in plain.headers["content-security-policy"]
     assert host.text.count(script) == 1 and boot.json()["runtime"]["ready"]  # JSON passes unmarked
+
+
+def test_a_new_browser_shows_a_page_of_another_origin_before_the_page_timed(tmp_path: Path) -> None:
+    target = f"http://127.0.0.1:8123/?{MARKS_QUERY}&bench-calls=%7B%22names%22%3A%5B%5D%7D"
+    (first,) = re.findall(r'location.assign\("([^"]+)"\)', unquote(launcher(target)))
+    parts = urlsplit(first)
+    assert (parts.hostname, parts.port, parts.path) == ("localhost", 8123, "/bench/launch.html")
+    assert unquote(parts.fragment) == target  # launch.html goes on to it, and only to it
+    for app in bench_app(tmp_path / "product"), bench_app(tmp_path / "lab", lab=True):
+        (page,) = get(app, "/bench/launch.html")
+        assert page.status_code == 200 and 'target.hostname === "127.0.0.1"' in page.text
