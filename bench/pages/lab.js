@@ -35,9 +35,10 @@ function quantile(sorted, q) {
 }
 
 /**
- * The smallest power of two of calls that lasts `minBatchMs`, the largest of three tries: a
- * hiccup only ever makes a try smaller (one made a batch of one call, timed to 0.1 ms), and the
- * median of three still gave a batch of two in run 11b (bench/RESULTS.md).
+ * The smallest power of two of calls that lasts `minBatchMs`, the largest of three tries: how
+ * many calls a batch makes between two looks at the clock. A hiccup makes a try smaller (one
+ * made a size of one call, another of two, in run 11b), so a batch does not trust the size for
+ * its length: it goes on, `size` calls at a time, until it has lasted `minBatchMs` (timed).
  */
 async function batchSize(call, minBatchMs) {
   const sizes = [];
@@ -75,8 +76,14 @@ async function calls(names, { batches = 100, minBatchMs = 2, warmupMs = 0, extra
   for (let b = 0; b < batches; b++) {
     for (const run of [...runs.slice(b % runs.length), ...runs.slice(0, b % runs.length)]) {
       const start = performance.now();
-      for (let i = 0; i < run.size; i++) await run.call();
-      run.means.push((performance.now() - start) / run.size);
+      let count = 0;
+      let elapsed = 0;
+      do {
+        for (let i = 0; i < run.size; i++) await run.call();
+        count += run.size;
+        elapsed = performance.now() - start;
+      } while (elapsed < minBatchMs);
+      run.means.push(elapsed / count);
     }
   }
   return Object.fromEntries(runs.map(({ name, size, means, cold }) => {
