@@ -54,7 +54,7 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
         path = PAGES / f"{name}.html"
         if name == "host" and not lab:
             text = host_page()
-        elif not path.is_file() or (name == "lab") != lab and name != "launch":  # launch: bench/unattached.py
+        elif not path.is_file() or ((name == "lab") != lab and name != "launch"):  # launch: bench/unattached.py
             return JSONResponse({"error": f"No bench page {name!r} on this server."}, 404)
         else:
             text = path.read_text()

@@ -8,9 +8,10 @@ cache, as on a first visit) and the switches of Playwright's own browser, minus 
 pipe. Before the page, the browser shows one page of another origin: a new Chromium sets up its
 omnibox popup's renderer on its first page (~0.2 s of CPU on the other core of two; the page's
 ready 1,545 -> 962 ms, its timer gap 46 -> 40 ms, once that was over first); a person's browser
-did that long before. The bench server writes the marks script into the page (bench/server.py `WithMarks`), the
-page reports on its console, and Chromium's log brings the report here. Requests that leave
-loopback fail at a proxy nothing answers at (`Offline`); the page reports any it made itself.
+did that long before. The bench server writes the marks script into the page (bench/server.py
+`WithMarks`), the page reports on its console, and Chromium's log brings the report here.
+Requests that leave loopback fail at a proxy nothing answers at (`Offline`); the page reports
+any it made itself.
 """
 
 from __future__ import annotations
