@@ -36,9 +36,9 @@ function quantile(sorted, q) {
 
 /**
  * The smallest power of two of calls that lasts `minBatchMs`, the largest of three tries: how
- * many calls a batch makes between two looks at the clock. A hiccup makes a try smaller (one
- * made a size of one call, another of two, in run 11b), so a batch does not trust the size for
- * its length: it goes on, `size` calls at a time, until it has lasted `minBatchMs` (timed).
+ * many calls a batch makes between two looks at the clock. A hiccup makes a try smaller (sizes
+ * of one and two calls in runs 10e and 11b and in run 12's probe), so a batch does not trust the
+ * size for its length: it goes on, `size` calls at a time, until it has lasted `minBatchMs`.
  */
 async function batchSize(call, minBatchMs) {
   const sizes = [];
