@@ -142,6 +142,43 @@ def test_every_verdict_and_message_matches_the_reference(seed: int) -> None:
     assert invalid > compared * 0.2 and invalid < compared * 0.9  # the corpus tests both outcomes
 
 
+def tool_arguments(rng: random.Random, depth: int = 0) -> dict:
+    """A schema of the shape most tools' arguments have (Validator checks it in one call when valid)."""
+    properties = {}
+    for name in rng.sample(NAMES, rng.randint(0, 4)):
+        roll = rng.random()
+        if depth < 2 and roll < 0.15:
+            properties[name] = tool_arguments(rng, depth + 1)
+        elif roll < 0.6:
+            properties[name] = {"type": rng.choice(TYPES), "description": "words"}
+        else:
+            properties[name] = schema(rng, depth + 1)
+    declared = {"type": "object", "properties": properties, "title": "Arguments", "$defs": {"leaf": {"minimum": 1}}}
+    if rng.random() < 0.6:
+        declared["required"] = rng.sample(sorted(properties) or NAMES, rng.randint(0, len(properties) or 1))
+    if rng.random() < 0.6:
+        declared["additionalProperties"] = False
+    return declared
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_tool_arguments_shape_gets_the_references_verdicts_and_messages(seed: int) -> None:
+    rng = random.Random(seed)
+    compared = invalid = 0
+    for _ in range(300):
+        declared = tool_arguments(rng)
+        ours, reference = Validator(declared), Draft202012Validator(declared)
+        for _ in range(8):
+            instance = value(rng) if rng.random() < 0.2 else {n: value(rng, 1) for n in rng.sample(NAMES, rng.randint(0, 4))}
+            if rng.random() < 0.5:  # the values it asks for, as a model mostly sends
+                instance = {n: rng.choice([None, True, 1, 2.0, "a", [], {}]) for n in declared["properties"]}
+            expected = reference_problems(reference, instance)
+            assert sorted(ours.problems(instance)) == expected, (declared, instance)
+            compared += 1
+            invalid += bool(expected)
+    assert invalid > compared * 0.2 and invalid < compared * 0.9
+
+
 def broken(rng: random.Random):
     """A schema with one keyword given a value of the wrong shape."""
     declared = root_schema(rng)

@@ -25,9 +25,9 @@ class Page:
         return next(m for m in self.sent if m.get("re") == id)
 
 
-def test_a_request_is_answered_with_its_value_and_raw_text_is_sent_as_is():
+def test_a_request_is_answered_with_its_value_and_json_text_is_sent_as_is():
     page = Page()
-    page.endpoint.handle("commands", lambda message, signal: Raw('[{"id": "a"}]'))
+    page.endpoint.handle("commands", lambda message, signal: '[{"id": "a"}]', json_text=True)
     page.endpoint.handle("execute", lambda message, signal: {"ran": message["command"]})
     page.ask(id=1, type="commands")
     page.ask(id=2, type="execute", command="decks.open")
@@ -68,6 +68,30 @@ def test_a_failing_handler_answers_with_the_error_class_and_sentence():
         "ok": False,
         "error": {"type": "ValueError", "message": "Stopped by the person."},
     }
+
+
+def test_json_text_that_is_not_text_is_answered_with_an_error_not_sent_broken():
+    page = Page()
+
+    async def later(message, signal):
+        await asyncio.sleep(0)
+        return '{"late": true}'
+
+    page.endpoint.handle("bundles", lambda message, signal: {"id": "a"}, json_text=True)
+    page.ask(id=8, type="bundles")
+    assert page.answer_to(8)["error"] == {
+        "type": "TypeError",
+        "message": "The worker's answer should have been JSON text, not dict.",
+    }
+
+    async def ask_later():
+        page.endpoint.handle("commands", later, json_text=True)
+        page.ask(id=9, type="commands")
+        for _ in range(3):
+            await asyncio.sleep(0)
+
+    asyncio.run(ask_later())
+    assert page.answer_to(9)["value"] == {"late": True}
 
 
 @pytest.mark.parametrize(

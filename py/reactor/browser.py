@@ -23,7 +23,7 @@ from .cancellation import CancelToken
 from .disposable import Disposable
 from .errors import AbortedError, CommandUnavailableError, PageError, PageScriptError, ToolError
 from .http import answer_json
-from .protocol import Raw, WorkerEndpoint, raw
+from .protocol import Raw, WorkerEndpoint
 
 
 class WorkerPage:
@@ -366,11 +366,11 @@ async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boo
             commands=lambda number: endpoint.notify("commands.changed", notice=number),
         )
 
-        def covered(answer: str) -> Raw:
+        def covered(answer: str) -> str:
             # The page resolves the call once it has the notice that carries its changes.
-            return Raw(f'{{"answer":{answer},"notice":{notices.covering()}}}')
+            return f'{{"answer":{answer},"notice":{notices.covering()}}}'
 
-        def define_plugin(message: dict[str, Any], signal: CancelToken) -> Raw:
+        def define_plugin(message: dict[str, Any], signal: CancelToken) -> str:
             key = message["key"]
 
             async def run(command_id: str, args: dict[str, Any]) -> Any:
@@ -384,17 +384,23 @@ async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boo
 
             return covered(define_plugin_json(reactor, message["declaration"], run, lambda command_id: True))
 
-        endpoint.handle("execute", lambda message, signal: raw(execute_json(reactor, message["command"], message["args"])))
+        # These answer in JSON text, which is sent as it is.
+        endpoint.handle(
+            "execute", lambda message, signal: execute_json(reactor, message["command"], message["args"]), json_text=True
+        )
         endpoint.handle(
             "callTool",
-            lambda message, signal: raw(
-                call_tool_json(reactor, message["name"], message["args"], signal if message.get("cancellable") else None)
+            lambda message, signal: call_tool_json(
+                reactor, message["name"], message["args"], signal if message.get("cancellable") else None
             ),
+            json_text=True,
         )
-        endpoint.handle("definePlugin", define_plugin)
-        endpoint.handle("unloadPlugin", lambda message, signal: covered(unload_plugin_json(reactor, message["name"])))
-        endpoint.handle("bundles", lambda message, signal: Raw(bundles_json(reactor)))
-        endpoint.handle("commands", lambda message, signal: Raw(commands_json(reactor)))
+        endpoint.handle("definePlugin", define_plugin, json_text=True)
+        endpoint.handle(
+            "unloadPlugin", lambda message, signal: covered(unload_plugin_json(reactor, message["name"])), json_text=True
+        )
+        endpoint.handle("bundles", lambda message, signal: bundles_json(reactor), json_text=True)
+        endpoint.handle("commands", lambda message, signal: commands_json(reactor), json_text=True)
         endpoint.handle("diagnostics", lambda message, signal: _module_report(modules_at_boot, from_snapshot))
         endpoint.handle("panel.event", page.panel_event)
         endpoint.handle("panels.unload", lambda message, signal: _unload_panels(reactor))

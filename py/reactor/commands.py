@@ -171,9 +171,12 @@ class CommandRegistry:
         Validator the arguments already passed (a tool's): when it is the command's own, the
         arguments are not checked twice.
         """
-        command = self.get_command(id)
+        try:  # get_command's lookup, without its call: this is every page call's path
+            command = self._commands[id]
+        except (KeyError, TypeError):
+            command = self.get_command(id)
         args = self._checked_arguments(command, args, checked)
-        if not command.is_available:
+        if command.is_enabled is not None and not command.is_enabled():
             reason = command.disabled_reason or "it is disabled in the current state of the page"
             raise CommandUnavailableError(f"The command {id!r} is unavailable right now: {reason}", command_id=id, reason=reason)
         try:
@@ -201,7 +204,8 @@ class CommandRegistry:
                 problems=[{"path": "$", "message": f"expected an object, got {type(args).__name__}"}],
             )
         validator = command.validator
-        if validator is not None and validator is not checked:
+        # Valid arguments take the validator's one call; invalid ones are checked again, to be described.
+        if validator is not None and validator is not checked and validator.problems(args):
             problems = argument_problems(validator, args)
             if problems:
                 listed = "; ".join(f"{p['path']}: {p['message']}" for p in problems)

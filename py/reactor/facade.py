@@ -35,7 +35,7 @@ def execute_json(reactor: Reactor, command_id: str, args: str | dict[str, Any] |
         return _failure(command_id, error)
     if is_awaitable(result):
         return _settle(command_id, result)
-    return _success(command_id, result)
+    return _NOTHING if result is None else _success(command_id, result)
 
 
 def call_tool_json(reactor: Reactor, name: str, args_json: str, signal: CancelToken | None) -> Any:

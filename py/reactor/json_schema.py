@@ -326,6 +326,15 @@ class Validator:
             return _no_problems
         if schema is False:
             return lambda instance: [((), f"False schema does not allow {instance!r}")]
+        if (
+            schema.get("type") == "object"
+            and schema.keys() <= _OBJECT_SHAPE
+            and schema.get("additionalProperties", False) is False
+        ):
+            return self._object_shape(schema)
+        return self._keywords(schema)
+
+    def _keywords(self, schema: dict[str, Any]) -> Check:
         made = (make(self, schema[keyword], schema) for keyword, make in ((k, _KEYWORDS.get(k)) for k in schema) if make)
         checks: list[Check] = [check for check in made if check is not None]
         if len(checks) == 1:
@@ -338,6 +347,34 @@ class Validator:
                 if problems:
                     found += problems
             return found
+
+        return run
+
+    def _object_shape(self, schema: dict[str, Any]) -> Check:
+        """The shape of nearly every tool's arguments: an object with properties, some required,
+        maybe no others. A valid one is checked in one call (the three keywords' checks took
+        three, and every tool call makes it); any other is left to those checks, for their words."""
+        # A property whose schema is one type alone is checked here, by its value's exact type.
+        properties = [(name, _exact_type(sub), self._compile(sub)) for name, sub in schema.get("properties", {}).items()]
+        known = frozenset(schema.get("properties", {})) if schema.get("additionalProperties") is False else None
+        required = tuple(schema.get("required", ()))
+        keywords: Check | None = None
+
+        def run(instance: Any) -> list[Problem]:
+            nonlocal keywords
+            if type(instance) is dict and (known is None or instance.keys() <= known):
+                for name in required:
+                    if name not in instance:
+                        break
+                else:
+                    for name, exact, check in properties:
+                        if name in instance and type(instance[name]) not in exact and check(instance[name]):
+                            break
+                    else:
+                        return []
+            if keywords is None:
+                keywords = self._keywords(schema)
+            return keywords(instance)
 
         return run
 
@@ -360,6 +397,10 @@ def _under(key: Any, problems: list[Problem]) -> list[Problem]:
     return [((key, *path), message) for path, message in problems]
 
 
+# The keywords that check nothing, and those Validator._object_shape checks in one call.
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comment"})
+_OBJECT_SHAPE = _ANNOTATIONS | {"type", "properties", "required", "additionalProperties", "$defs"}
+
 # A one-type check by the value's exact type first: the test every call of a tool makes.
 _EXACT_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -369,6 +410,13 @@ _EXACT_TYPES: dict[str, tuple[type, ...]] = {
     "integer": (int,),
     "number": (int, float),
 }
+
+
+def _exact_type(schema: Any) -> tuple[type, ...]:
+    """The Python types that surely pass `schema` when it checks one type and nothing else; () if not so simple."""
+    if isinstance(schema, dict) and schema.keys() <= _ANNOTATIONS | {"type"} and isinstance(schema.get("type"), str):
+        return _EXACT_TYPES.get(schema["type"], ())
+    return ()
 
 
 def _type_check(v: Validator, value: Any, schema: dict[str, Any]) -> Check:
