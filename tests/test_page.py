@@ -133,6 +133,34 @@ def test_an_unknown_command_rejects_with_the_sentence(offline_page, live_server)
     assert error["message"].startswith("There is no command 'decks.fly'.")
 
 
+def test_every_shape_of_arguments_crosses_to_python_as_it_did_whole(offline_page, live_server):
+    """The worker's JavaScript reads a call's envelope and hands Python its arguments' text
+    (web/reactor-worker.js); what a page passes must mean what it meant when Python read it all."""
+    open_ready(offline_page, live_server.url)
+    outcomes = offline_page.evaluate(
+        """async () => {
+            const run = (id, args) => window.reactor.executeCommand(id, args).then(
+                (value) => ({ value }), (e) => ({ name: e.name, message: e.message }));
+            return [
+                await run("decks.getDeck", { id: "onboarding" }),
+                await run("decks.getDeck", '{"id": "onboarding"}'),
+                await run("decks.listDecks", null),
+                await run("decks.getDeck", [1]),
+                await run("decks.getDeck", "not json"),
+                await run("decks.getDeck", { id: 7 }),
+                await run(5, {}),
+            ];
+        }"""
+    )
+    by_object, by_text, listed, array, not_json, wrong, numbered = outcomes
+    assert by_object["value"]["deck"]["id"] == "onboarding" and by_text == by_object
+    assert any(deck["id"] == "onboarding" for deck in listed["value"]["decks"])
+    assert array == {"name": "InvalidArgumentsError", "message": "The arguments of 'decks.getDeck' must be an object, not list."}
+    assert not_json["name"] == "InvalidArgumentsError" and "not valid JSON" in not_json["message"]
+    assert wrong["name"] == "InvalidArgumentsError" and "$.id: 7 is not of type 'string'" in wrong["message"]
+    assert numbered["name"] == "CommandNotFoundError" and numbered["message"].startswith("There is no command 5.")
+
+
 def test_executing_before_ready_waits_for_python(offline_page, live_server):
     offline_page.goto(live_server.url, wait_until="domcontentloaded")
     assert offline_page.locator("[data-reactor-progress]").get_attribute("data-state") == "loading"

@@ -8,7 +8,7 @@ import pytest
 
 from reactor import AbortedError, CancelToken
 from reactor.errors import PageError, ProtocolError
-from reactor.protocol import PAGE_REQUESTS, VERSION, WORKER_NOTICES, WORKER_REQUESTS, Raw, WorkerEndpoint
+from reactor.protocol import CALLS, PAGE_REQUESTS, VERSION, WORKER_NOTICES, WORKER_REQUESTS, Raw, WorkerEndpoint
 
 
 class Page:
@@ -68,6 +68,51 @@ def test_a_failing_handler_answers_with_the_error_class_and_sentence():
         "ok": False,
         "error": {"type": "ValueError", "message": "Stopped by the person."},
     }
+
+
+def test_a_call_taken_by_its_fields_is_answered_as_the_whole_message_would_be():
+    page = Page()
+    seen = []
+
+    def run(name, args, signal):
+        seen.append((name, args, signal))
+        if name == "boom":
+            raise ValueError("No such deck.")
+        return '{"ok": true, "value": ' + args + "}"
+
+    page.endpoint.handle_call("execute", run)
+    whole = page.endpoint.take(json.dumps({"v": VERSION, "id": 3, "type": "execute", "command": "decks.open", "args": "[1]"}))
+    by_fields = page.endpoint.take_call("execute", 3, "decks.open", "[1]")
+    assert by_fields == whole and json.loads(by_fields)["value"] == {"ok": True, "value": [1]}
+    assert seen[0][2] is not None and seen[1][2] is None  # only the whole message may carry a signal
+    assert json.loads(page.endpoint.take_call("execute", 4, "boom", "{}"))["error"] == {
+        "type": "ValueError",
+        "message": "No such deck.",
+    }
+    unknown = json.loads(page.endpoint.take_call("callTool", 5, "decks_open", "{}"))
+    assert unknown["error"]["type"] == "ProtocolError" and unknown["re"] == 5
+
+
+def test_a_call_that_must_wait_is_posted_when_it_is_done():
+    page = Page()
+
+    async def later():
+        gate = asyncio.get_running_loop().create_future()
+        page.endpoint.handle_call("callTool", lambda name, args, signal: gate)
+        assert page.endpoint.take_call("callTool", 6, "decks_open", "{}") is None
+        gate.set_result('{"ok": true}')
+        for _ in range(3):
+            await asyncio.sleep(0)
+
+    asyncio.run(later())
+    assert page.answer_to(6) == {"v": VERSION, "re": 6, "ok": True, "value": {"ok": True}}
+
+
+def test_only_the_declared_calls_can_be_handled_as_calls():
+    page = Page()
+    with pytest.raises(ValueError, match="'commands' is not one of the calls"):
+        page.endpoint.handle_call("commands", lambda name, args, signal: "[]")
+    assert CALLS.keys() <= PAGE_REQUESTS
 
 
 def test_json_text_that_is_not_text_is_answered_with_an_error_not_sent_broken():

@@ -5,7 +5,7 @@
  * This file only boots: the page's first message {type: "start", interpreter} starts Pyodide,
  * the second {type: "boot", config} brings the rest of /app/boot.json; then the Python bundle is
  * written in, `reactor.browser.start` takes over, and every later message goes to Python
- * (reactor/protocol.py). Until then, progress and the first failure go to the page as the
+ * (reactor/protocol.py): a call (its CALLS) with its envelope read here, anything else as it came. Until then, progress and the first failure go to the page as the
  * protocol's `progress` and `fail` notices.
  */
 
@@ -14,6 +14,8 @@ import { bootPyodide } from "./pyodide-boot.js";
 const VERSION = 1;  // reactor/protocol.py's VERSION
 const waiting = [];  // messages that came before Python could take them
 let take = null;  // Python's WorkerEndpoint.take
+let takeCall = null;  // and its take_call, for the CALLS: {type: the field that names what to run}
+let calls = {};
 let pyodide = null;
 let config = null;
 
@@ -47,14 +49,34 @@ async function boot(bootConfig) {
   }
   reached("python-installed", "Importing reactor…");
   const start = python.pyimport("reactor.browser").start;
-  take = start(JSON.stringify(bootConfig), atBoot, restored);
+  ({ take, takeCall, calls } = start(JSON.stringify(bootConfig), atBoot, restored));
   for (const text of waiting.splice(0)) deliver(text);
 }
 
 /** A message to Python; an answer it has at once comes back as text, posted from here. */
 function deliver(text) {
-  const reply = take(text);
+  const call = asCall(text);
+  const reply = call ? takeCall(...call) : take(text);
   if (reply !== undefined) postMessage(reply);
+}
+
+/**
+ * [type, id, name, arguments' text] of a call without a signal, whose envelope is in order; for
+ * anything else null, and Python reads the message whole (and answers what is wrong with it).
+ */
+function asCall(text) {
+  let message;
+  try {
+    message = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  const field = message && Object.hasOwn(calls, message.type) ? calls[message.type] : null;
+  if (!field || message.v !== VERSION || !Number.isSafeInteger(message.id) || "cancelled" in message || message.cancellable) return null;
+  const name = message[field];
+  const args = message.args;
+  if (typeof name !== "string" || args === undefined) return null;
+  return [message.type, message.id, name, typeof args === "string" ? args : JSON.stringify(args)];
 }
 
 onmessage = ({ data }) => {

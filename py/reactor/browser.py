@@ -23,7 +23,7 @@ from .cancellation import CancelToken
 from .disposable import Disposable
 from .errors import AbortedError, CommandUnavailableError, PageError, PageScriptError, ToolError
 from .http import answer_json
-from .protocol import Raw, WorkerEndpoint
+from .protocol import CALLS, Raw, WorkerEndpoint
 
 
 class WorkerPage:
@@ -317,14 +317,16 @@ def restored() -> None:
 
 
 def start(config_json: str, modules_at_boot: str, from_snapshot: bool = False) -> Any:
-    """Inside the reactor worker: answer the page's messages (the returned function takes each
-    one), load the plugins the server listed and the page's own Python plugins, then tell the
+    """Inside the reactor worker: answer the page's messages (the returned `take` and `takeCall`
+    take them), load the plugins the server listed and the page's own Python plugins, then tell the
     page it is ready. Plugins the page writes in JS arrive later, by message."""
     if from_snapshot:
         restored()
     endpoint = WorkerEndpoint(js.postMessage)
     asyncio.ensure_future(_boot(endpoint, json.loads(config_json), modules_at_boot.split(","), from_snapshot))
-    return create_proxy(endpoint.take)
+    # The worker's JavaScript takes every message with `take`, a CALLS request with `takeCall`.
+    taking = {"take": create_proxy(endpoint.take), "takeCall": create_proxy(endpoint.take_call), "calls": CALLS}
+    return to_js(taking, dict_converter=js.Object.fromEntries)
 
 
 async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boot: list[str], from_snapshot: bool) -> None:
@@ -385,16 +387,8 @@ async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boo
             return covered(define_plugin_json(reactor, message["declaration"], run, lambda command_id: True))
 
         # These answer in JSON text, which is sent as it is.
-        endpoint.handle(
-            "execute", lambda message, signal: execute_json(reactor, message["command"], message["args"]), json_text=True
-        )
-        endpoint.handle(
-            "callTool",
-            lambda message, signal: call_tool_json(
-                reactor, message["name"], message["args"], signal if message.get("cancellable") else None
-            ),
-            json_text=True,
-        )
+        endpoint.handle_call("execute", lambda command, args, signal: execute_json(reactor, command, args))
+        endpoint.handle_call("callTool", lambda name, args, signal: call_tool_json(reactor, name, args, signal))
         endpoint.handle("definePlugin", define_plugin, json_text=True)
         endpoint.handle(
             "unloadPlugin", lambda message, signal: covered(unload_plugin_json(reactor, message["name"])), json_text=True
