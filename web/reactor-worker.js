@@ -5,8 +5,9 @@
  * This file only boots: the page's first message {type: "start", interpreter} starts Pyodide,
  * the second {type: "boot", config} brings the rest of /app/boot.json; then the Python bundle is
  * written in, `reactor.browser.start` takes over, and every later message goes to Python
- * (reactor/protocol.py): a call (its CALLS) with its envelope read here, anything else as it came. Until then, progress and the first failure go to the page as the
- * protocol's `progress` and `fail` notices.
+ * (reactor/protocol.py): a call (its CALLS) with its envelope read here, anything else as it
+ * came. Until then, progress and the first failure go to the page as the protocol's `progress`
+ * and `fail` notices.
  */
 
 import { bootPyodide } from "./pyodide-boot.js";
