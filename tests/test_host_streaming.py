@@ -201,7 +201,7 @@ def test_anthropic_text_and_tool_input_stream_and_assemble():
     assert [(c.id, c.name, c.arguments) for c in turn.tool_calls] == [("toolu_1", "decks_open", {"id": "q3"})]
 
 
-def test_an_error_event_mid_stream_is_a_provider_error_that_names_it():
+def test_an_overloaded_event_mid_stream_says_what_happened_and_what_to_do():
     events = [
         sse({"type": "message_start", "message": {}}, "message_start"),
         sse({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, "error"),
@@ -209,11 +209,12 @@ def test_an_error_event_mid_stream_is_a_provider_error_that_names_it():
     server = StreamingProvider(events)
     try:
         model = AnthropicModel(base_url=server.url, model="claude", send=urllib_send, api_key="k", stream=True)
-        with pytest.raises(ProviderError, match=r"stopped mid-answer \(overloaded_error\): Overloaded") as error:
+        with pytest.raises(ProviderError) as error:
             asyncio.run(model.complete(ModelRequest("", [{"role": "user", "content": "x"}]), CancelToken()))
     finally:
         server.close()
-    assert error.value.kind == "overloaded"
+    assert str(error.value) == "Anthropic is overloaded and stopped mid-answer; send your message again in a minute."
+    assert error.value.kind == "overloaded" and error.value.detail == "Overloaded"
 
 
 def test_stop_mid_stream_ends_the_call_and_drops_what_arrives_after():
@@ -262,10 +263,11 @@ def test_a_stream_cut_off_before_its_end_is_an_error_not_half_an_answer():
     server = StreamingProvider([openai_chunk({"content": "Half an ans"})])  # no finish, no [DONE]
     try:
         model = OpenAIChatModel(base_url=server.url, model="m", send=urllib_send, stream=True)
-        with pytest.raises(ProviderError, match="ended its stream before the answer was complete"):
+        with pytest.raises(ProviderError, match="The answer was cut off: .* ended its stream before it finished") as error:
             asyncio.run(model.complete(ModelRequest("", [{"role": "user", "content": "x"}]), CancelToken()))
     finally:
         server.close()
+    assert error.value.kind == "cut_off"
 
 
 def test_whole_calls_without_an_index_in_separate_chunks_stay_separate_calls():

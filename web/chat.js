@@ -15,11 +15,7 @@ function drawMarkdown(element, text) {
   (markdown ??= import("./markdown.js")).then(({ renderMarkdown }) => renderMarkdown(element, text));
 }
 
-const PROVIDERS = [
-  ["scripted", "Scripted model (no AI)"],
-  ["openai", "OpenAI-compatible (OpenAI, llama.cpp, Ollama…)"],
-  ["anthropic", "Anthropic"],
-];
+const KEYED = new Set(["openai", "anthropic"]);  // the providers whose base URL, model and key a person types
 const SETTINGS_KEY = "reactor.chat.settings";  // sessionStorage: the key never leaves this tab but for its provider
 
 function pretty(value) {
@@ -48,7 +44,7 @@ class ReactorChat extends HTMLElement {
     // Drawn once the page is idle, in a task of its own, not in the page's first busy tasks; the
     // chat then sets itself up once the tools are ready, so it never delays them.
     const drawn = whenIdle().then(() => this.draw());
-    this.configured = Promise.all([window.reactor.ready, drawn]).then(whenIdle).then(() => this.applySettings(this.savedSettings()));
+    this.configured = Promise.all([window.reactor.ready, drawn]).then(whenIdle).then(() => this.applySettings(this.savedSettings(), { saved: true }));
     this.configured.catch(() => {});
   }
 
@@ -70,52 +66,71 @@ class ReactorChat extends HTMLElement {
     );
   }
 
+  /** What the person chose in this tab; {} for the page's default (the site's model, if it has one). */
   savedSettings() {
-    try { return JSON.parse(sessionStorage.getItem(SETTINGS_KEY)) ?? { provider: "scripted" }; }
-    catch { return { provider: "scripted" }; }
+    try { return JSON.parse(sessionStorage.getItem(SETTINGS_KEY)) ?? {}; }
+    catch { return {}; }
   }
 
   settingsForm() {
     const saved = this.savedSettings();
-    const provider = el("select", { name: "provider", "aria-label": "Provider" },
-      ...PROVIDERS.map(([value, text]) => el("option", { value, selected: value === saved.provider }, text)));
+    this.provider = el("select", { name: "provider", "aria-label": "Provider" });
     const field = (name, label, type = "text") =>
-      el("label", {}, label, el("input", { name, type, value: saved[name] ?? "", autocomplete: "off" }));
+      el("label", { class: "chat-keyed" }, label,
+        el("input", { name, type, value: saved[name] ?? "", autocomplete: type === "password" ? "new-password" : "off" }));
     const error = el("p", { class: "chat-error", role: "alert" });
     const form = el("form", { class: "chat-settings" },
       el("details", {}, el("summary", {}, "Model settings"),
-        el("label", {}, "Provider ", provider), field("baseUrl", "Base URL "), field("model", "Model "),
+        el("label", {}, "Provider ", this.provider), field("baseUrl", "Base URL "), field("model", "Model "),
         field("apiKey", "API key ", "password"), el("button", { type: "submit" }, "Use this model"), error));
+    this.provider.addEventListener("change", () => this.showKeyedFields());
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       const settings = Object.fromEntries(new FormData(form));
       error.textContent = (await this.applySettings(settings)) ?? "";
     });
+    this.settings = form;
     return form;
   }
 
-  async applySettings(settings) {
-    const answer = await window.reactor.chat.configure(settings);
+  /** Base URL, model and key are asked only of a provider whose key the person types. */
+  showKeyedFields() {
+    for (const label of this.settings.querySelectorAll(".chat-keyed")) label.hidden = !KEYED.has(this.provider.value);
+  }
+
+  async applySettings(settings, { saved = false } = {}) {
+    let answer = await window.reactor.chat.configure(settings);
+    // A choice saved in this tab that the server no longer offers: the page's default instead.
+    if (!answer.ok && saved && Object.keys(settings).length) {
+      answer = await window.reactor.chat.configure({});
+      settings = {};
+    }
     if (!answer.ok) return answer.error;
     sessionStorage.setItem(SETTINGS_KEY, JSON.stringify(settings));
-    this.modelLabel.textContent = answer.label;
+    this.provider.replaceChildren(...answer.providers.map(([value, text]) =>
+      el("option", { value, selected: value === answer.provider }, text)));
+    this.showKeyedFields();
+    this.showModel(answer.label);
     // The scripted model says what it understands with this page's tools; an AI takes anything.
     this.input.placeholder = answer.examples?.length ? `Try “${answer.examples[0]}”` : "Ask anything about this page";
     return null;
+  }
+
+  showModel(label) {
+    this.modelLabel.textContent = label;
   }
 
   async send() {
     const text = this.input.value.trim();
     if (!text || this.sendButton.disabled) return;
     this.input.value = "";
-    this.running(true);
+    this.running(true);  // at once; the chat's own `running` events follow
     try {
       await this.configured;
       const outcome = await window.reactor.chat.send(text);
       if (outcome.status === "step_limit") this.note("Stopped at the step limit for one message.");
     } catch (error) {
       this.note(error.message, "error");
-    } finally {
       this.running(false);
     }
   }
@@ -131,6 +146,17 @@ class ReactorChat extends HTMLElement {
   }
 
   onEvent(event) {
+    if (!this.log) return;  // not drawn yet: nothing has been said
+    if (event.type === "running") {
+      this.running(event.running);  // any reply, however started (the widget, or reactor.chat.send)
+      return;
+    }
+    if (event.type === "model") {
+      this.showModel(event.label);  // also when reactor.chat.configure was called from code
+      if (this.provider.querySelector(`option[value="${event.provider}"]`)) this.provider.value = event.provider;
+      this.showKeyedFields();
+      return;
+    }
     if (event.type === "message.delta") {
       // A streamed reply: its text as it arrives, drawn as Markdown once it is whole.
       if (!this.streaming) {

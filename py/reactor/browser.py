@@ -190,12 +190,12 @@ async def _run_ai_tool(job: dict[str, Any], signal: JsSignal) -> str:
 
 
 async def browser_send(
-    method: str, url: str, headers: dict[str, str], body: str | None, on_chunk: Any = None
+    method: str, url: str, headers: dict[str, str], body: str | None, on_chunk: Any = None, *, credentials: str = "omit"
 ) -> tuple[int, dict[str, str], str]:
     """The chat host's HTTP: fetch to the provider; cancelling the task aborts the request. With
     `on_chunk`, an event stream's text goes there as it arrives (reactor.host.transport)."""
     controller = js.AbortController.new()
-    options = {"method": method, "headers": headers, "signal": controller.signal, "credentials": "omit"}
+    options = {"method": method, "headers": headers, "signal": controller.signal, "credentials": credentials}
     if body is not None:
         options["body"] = body
     try:
@@ -226,7 +226,17 @@ async def browser_send(
         raise OSError(str(error)) from None
 
 
-def _serve_chat(endpoint: WorkerEndpoint, reactor: Any, agent: dict[str, Any]) -> None:
+async def server_send(
+    method: str, url: str, headers: dict[str, str], body: str | None, on_chunk: Any = None
+) -> tuple[int, dict[str, str], str]:
+    """browser_send to the reactor server (the site's model behind it): root-relative URLs mean
+    that server, and its session cookie goes along, as with the plugins' requests."""
+    url = server_url(url)
+    own = not _server or str(js.URL.new(url).origin) == str(js.URL.new(_server).origin)
+    return await browser_send(method, url, headers, body, on_chunk, credentials="include" if own else "omit")
+
+
+def _serve_chat(endpoint: WorkerEndpoint, reactor: Any, agent: dict[str, Any], assistant: dict[str, Any]) -> None:
     """The chat widget's requests: a ChatSession whose events and approvals cross as messages.
 
     The host is imported and the session made on first use, not at boot: tools are ready sooner."""
@@ -254,14 +264,24 @@ def _serve_chat(endpoint: WorkerEndpoint, reactor: Any, agent: dict[str, Any]) -
                 endpoint.notify("chat.event", event={"type": event.type, **event.data})
 
             sessions.append(
-                ChatSession(reactor, AgentSpec.from_dict(agent), send=browser_send, approve=approve, on_event=on_event)
+                ChatSession(
+                    reactor,
+                    AgentSpec.from_dict(agent),
+                    send=browser_send,
+                    approve=approve,
+                    on_event=on_event,
+                    site=assistant.get("site"),
+                    site_send=server_send,
+                    keys=assistant.get("browserKeys", True),
+                )
             )
         return sessions[0]
 
     def configure(message: dict[str, Any], signal: CancelToken) -> dict[str, Any]:
         try:
             label = session().configure(message["settings"])
-            return {"ok": True, "label": label, "examples": session().examples}
+            chat = session()
+            return {"ok": True, "label": label, "examples": chat.examples, "provider": chat.provider, "providers": chat.providers}
         except ValueError as error:
             return {"ok": False, "error": str(error)}
 
@@ -398,7 +418,7 @@ async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boo
         endpoint.handle("diagnostics", lambda message, signal: _module_report(modules_at_boot, from_snapshot))
         endpoint.handle("panel.event", page.panel_event)
         endpoint.handle("panels.unload", lambda message, signal: _unload_panels(reactor))
-        _serve_chat(endpoint, reactor, config["agent"])
+        _serve_chat(endpoint, reactor, config["agent"], config.get("assistant") or {})
         endpoint.notify("ready", loaded=reactor.plugins, failures=failures, bundles=Raw(bundles_json(reactor)))
     except Exception as error:
         endpoint.notify("fail", message=f"Python failed to start: {error}", detail=traceback.format_exc())

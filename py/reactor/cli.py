@@ -7,6 +7,7 @@ import os
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         help="a host name the server answers to besides loopback and --host, e.g. reactor.example.org "
         "(repeat for more; also $REACTOR_ALLOW_HOSTS)",
     )
+    _assistant_arguments(serve)
     password = commands.add_parser("passwd", help="set a user's password (creating the user if needed)")
     password.add_argument("username")
     _storage_arguments(password)
@@ -61,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     hosts = [*args.allow_host, *os.environ.get("REACTOR_ALLOW_HOSTS", "").replace(",", " ").split()]
     if args.database and not args.database.startswith(("postgresql://", "postgres://")):
         parser.error(f"--database takes a postgresql:// URL, not {args.database[:40]!r}; the SQLite file is --data.")
+    assistant, problem = assistant_config(args)
+    if problem:
+        print(f"reactor serve: {problem}", file=sys.stderr)
+        return 2
     try:
         from .server.cors import check_origins
         from .server.protection import LOOPBACK_HOSTS, check_hosts
@@ -70,7 +76,15 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         parser.error(str(error))
     return serve_forever(
-        args.host, args.port, args.data, seed=not args.no_seed, allow_origins=allowed, allow_hosts=served, database=args.database
+        args.host,
+        args.port,
+        args.data,
+        seed=not args.no_seed,
+        allow_origins=allowed,
+        allow_hosts=served,
+        database=args.database,
+        assistant=assistant,
+        browser_keys=args.model_browser_keys,
     )
 
 
@@ -89,6 +103,69 @@ def _storage_arguments(command: argparse.ArgumentParser) -> None:
         help="a postgresql://user:password@host/name database instead of the SQLite file, for several "
         "server processes (also $REACTOR_DATABASE_URL)",
     )
+
+
+def _assistant_arguments(serve: argparse.ArgumentParser) -> None:
+    """The site's model (reactor/server/gateway.py); its key only from the environment."""
+    env = os.environ.get
+    group = serve.add_argument_group(
+        "the site's model",
+        "the page's chat reaches it through this server; the key comes from $REACTOR_MODEL_API_KEY "
+        "(or $OPENAI_API_KEY / $ANTHROPIC_API_KEY), never from the command line",
+    )
+    group.add_argument(
+        "--model-provider",
+        default=env("REACTOR_MODEL_PROVIDER", ""),
+        metavar="openai|anthropic",
+        help="the provider's wire format (also $REACTOR_MODEL_PROVIDER)",
+    )
+    group.add_argument("--model", default=env("REACTOR_MODEL", ""), metavar="NAME", help="the model (also $REACTOR_MODEL)")
+    group.add_argument(
+        "--model-base-url",
+        default=env("REACTOR_MODEL_BASE_URL", ""),
+        metavar="URL",
+        help="an OpenAI-compatible server of your own, e.g. http://127.0.0.1:11434/v1 for Ollama (also $REACTOR_MODEL_BASE_URL)",
+    )
+    group.add_argument("--model-anonymous", action="store_true", help="let signed-out pages use it too")
+    group.add_argument("--model-limit-rpm", type=int, default=20, metavar="N", help="requests per minute per user (20)")
+    group.add_argument(
+        "--model-limit-tokens",
+        type=int,
+        default=200_000,
+        metavar="N",
+        help="tokens per user per UTC day, as the provider reports them (200000)",
+    )
+    group.add_argument("--model-max-tokens", type=int, default=4096, metavar="N", help="the cap on max_tokens (4096)")
+    group.add_argument(
+        "--model-browser-keys",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="let a person type a provider's key into the chat's settings (default: only when no site model is configured)",
+    )
+
+
+def assistant_config(args: argparse.Namespace) -> tuple[Any, str]:
+    """The site's model from the options and the environment, and "" — or None and what to set."""
+    if not args.model_provider and not args.model:
+        return None, ""
+    from .errors import DeclarationError
+    from .server.gateway import KEY_VARIABLES, AssistantConfig, check_reachable
+
+    key = os.environ.get("REACTOR_MODEL_API_KEY") or os.environ.get(KEY_VARIABLES.get(args.model_provider, ""), "")
+    try:
+        config = AssistantConfig(
+            provider=args.model_provider,
+            model=args.model,
+            api_key=key,
+            base_url=args.model_base_url,
+            anonymous=args.model_anonymous,
+            limit_rpm=args.model_limit_rpm,
+            limit_tokens=args.model_limit_tokens,
+            max_tokens=args.model_max_tokens,
+        )
+    except DeclarationError as error:
+        return None, str(error)
+    return config, check_reachable(config)
 
 
 FORMATS = {"openai": "openai_chat_tools", "responses": "responses_tools", "anthropic": "anthropic_tools", "mcp": "mcp_list_tools"}
@@ -163,6 +240,8 @@ def serve_forever(
     allow_origins: tuple[str, ...] = (),
     allow_hosts: tuple[str, ...] = (),
     database: str = "",
+    assistant: Any = None,
+    browser_keys: bool | None = None,
 ) -> int:
     import uvicorn
 
@@ -179,6 +258,8 @@ def serve_forever(
             allow_origins=allow_origins,
             allow_hosts=allow_hosts,
             database=database,
+            assistant=assistant,
+            browser_keys=browser_keys,
         )
     except DatabaseError as error:
         print(f"reactor serve: {error}", file=sys.stderr)
@@ -209,6 +290,8 @@ def serve_forever(
     print(f"reactor is serving http://{where}:{address[1]}/ (data in {stored})", flush=True)
     if allow_origins:
         print(f"pages of {', '.join(allow_origins)} may embed it", flush=True)
+    if assistant is not None:
+        print(f"the page's chat uses {assistant.model} at {assistant.url} through this server", flush=True)
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listener])
     return 0
 

@@ -60,11 +60,9 @@ class AnthropicModel:
         return body
 
     async def complete(self, request: ModelRequest, signal: CancelToken) -> ModelTurn:
-        headers = {
-            "x-api-key": self._api_key,
-            "anthropic-version": self.version,
-            "anthropic-dangerous-direct-browser-access": "true",
-        }
+        headers = {"anthropic-version": self.version}
+        if self._api_key:  # a key typed in the page goes straight to Anthropic, which asks this header of browsers
+            headers |= {"x-api-key": self._api_key, "anthropic-dangerous-direct-browser-access": "true"}
         url, body = f"{self.base_url}/v1/messages", self.request_body(request)
         if not self.stream:
             data = await post_json(self._send, url, headers, body, signal=signal, provider=self.provider, secret=self._api_key)
@@ -82,10 +80,10 @@ class AnthropicModel:
         )
         if whole is None and not stream.complete:
             raise ProviderError(
-                f"{self.provider} ended its stream before the answer was complete; try again.",
+                f"The answer was cut off: {self.provider} ended its stream before it finished. Send your message again to retry.",
                 provider=self.provider,
                 status=200,
-                kind="server",
+                kind="cut_off",
             )
         return self.parse_response(
             whole if whole is not None else {"content": stream.content(), "stop_reason": stream.stop_reason}

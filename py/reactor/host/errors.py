@@ -3,7 +3,8 @@
 ReactorError
 └── HostError                 the host was used in a way it cannot serve (e.g. two sends at once)
     └── ProviderError         the model provider refused or failed: .provider, .status, .kind,
-                              .retry_after — the message says what to do, and never holds the key
+                              .retry_after, .detail (the provider's own words) — the message is
+                              for the person: what happened and what to do; never the key
 ToolError and AbortedError live in reactor.errors: tools and AI Tool plugins raise them too.
 """
 
@@ -19,9 +20,19 @@ class HostError(ReactorError):
 class ProviderError(HostError):
     """The provider answered with an error, or not at all (`status` 0) or not in its format."""
 
-    def __init__(self, message: str, *, provider: str, status: int = 0, kind: str = "", retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str,
+        status: int = 0,
+        kind: str = "",
+        retry_after: float | None = None,
+        detail: str = "",
+    ) -> None:
         super().__init__(message)
         self.provider = provider
         self.status = status
         self.kind = kind
         self.retry_after = retry_after
+        self.detail = detail

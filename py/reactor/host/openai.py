@@ -83,10 +83,10 @@ class OpenAIChatModel:
             return self.parse_response(whole)
         if not stream.complete:
             raise ProviderError(
-                f"{self.provider} ended its stream before the answer was complete; try again.",
+                f"The answer was cut off: {self.provider} ended its stream before it finished. Send your message again to retry.",
                 provider=self.provider,
                 status=200,
-                kind="server",
+                kind="cut_off",
             )
         calls = stream.tool_calls()
         reason = stream.finish_reason

@@ -1,8 +1,10 @@
 """The page's chat: one conversation whose model the person picks in the widget's settings.
 
 The widget never talks to a provider itself: it hands settings and messages here, and hears
-back events (messages, tool cards, approvals). The provider's key stays in the browser: it is
-given to the model adapter, which sends it only to the provider's own URL.
+back events (messages, tool cards, approvals). The models on offer: the site's own, behind the
+reactor server (host/site.py), when the server has one; the scripted model; and, where the
+server lets a person type a key, any OpenAI-compatible or Anthropic model — that key stays in
+the browser, given to the model adapter, which sends it only to the provider's own URL.
 """
 
 from __future__ import annotations
@@ -15,21 +17,33 @@ from ..cancellation import CancelToken
 from ..envelope import tool_failure
 from .anthropic import AnthropicModel
 from .approval import ApprovalRequest, Approve
+from .errors import HostError
 from .loop import ChatLoop, HostEvent
 from .model import Model
 from .openai import OpenAIChatModel
 from .scripted import ScriptedModel, examples
+from .site import SiteModel
 from .tools import AgentSpec, Toolbox
 from .transport import Send
 
-PROVIDERS = ("scripted", "openai", "anthropic")
+PROVIDERS = ("site", "scripted", "openai", "anthropic")
+TYPED_KEYS = ("openai", "anthropic")
 
 
-def model_from_settings(settings: dict[str, Any], send: Send) -> Model:
-    """The model the settings name; a missing field is a ValueError naming it."""
-    provider = settings.get("provider", "scripted")
+def model_from_settings(
+    settings: dict[str, Any], send: Send, *, site: dict[str, Any] | None = None, site_send: Send | None = None, keys: bool = True
+) -> Model:
+    """The model the settings name (by default the site's, else the scripted one); a setting
+    that cannot be used is a ValueError saying what to do."""
+    provider = settings.get("provider") or ("site" if site else "scripted")
+    if provider == "site":
+        if not site:
+            raise ValueError("This site has no assistant of its own; pick another model.")
+        return SiteModel(site, site_send or send)
     if provider == "scripted":
         return ScriptedModel()
+    if provider in TYPED_KEYS and not keys:
+        raise ValueError("This site does not let keys be typed here; use this site's assistant.")
     model, base_url, key = (str(settings.get(k) or "").strip() for k in ("model", "baseUrl", "apiKey"))
     if not model:
         raise ValueError("Name the model to use (for example gpt-4o-mini, claude-sonnet-4-5 or llama3.1).")
@@ -78,13 +92,17 @@ class ChatSession:
         approve: Approve,
         on_event: Callable[[HostEvent], object],
         max_steps: int = 8,
+        site: dict[str, Any] | None = None,
+        site_send: Send | None = None,
+        keys: bool = True,
     ) -> None:
         self.toolbox = Toolbox(reactor, spec)
         self.send_http = send
         self.approve = approve
         self.on_event = on_event
         self.max_steps = max_steps
-        self.loop = self._loop(ScriptedModel(), history=[])
+        self.site, self.site_send, self.keys = site, site_send, keys
+        self.loop = self._loop(self._model({}), history=[])
 
     @property
     def examples(self) -> list[str]:
@@ -95,17 +113,47 @@ class ChatSession:
     def label(self) -> str:
         return getattr(self.loop.model, "label", "") or type(self.loop.model).__name__
 
+    @property
+    def provider(self) -> str:
+        """Which of `providers` is in use."""
+        model = self.loop.model
+        if isinstance(model, SiteModel):
+            return "site"
+        if isinstance(model, ScriptedModel):
+            return "scripted"
+        return "anthropic" if isinstance(model, AnthropicModel) else "openai"
+
+    @property
+    def providers(self) -> list[list[str]]:
+        """The models a person may pick here, as [value, what the picker shows]."""
+        offered = [["site", f"This site's assistant ({self.site['model']})"]] if self.site else []
+        offered.append(["scripted", "Scripted model (no AI)"])
+        if self.keys:
+            offered += [["openai", "OpenAI-compatible (OpenAI, llama.cpp, Ollama…)"], ["anthropic", "Anthropic"]]
+        return offered
+
     def configure(self, settings: dict[str, Any]) -> str:
         """Switch the model; the conversation and the "always allow" choices carry over."""
         if self.loop.running:
             raise ValueError("Stop the chat before changing its model.")
         always = self.loop.approvals.always
-        self.loop = self._loop(model_from_settings(settings, self.send_http), history=self.loop.history)
+        self.loop = self._loop(self._model(settings), history=self.loop.history)
         self.loop.approvals.always |= always
+        self.on_event(HostEvent("model", {"label": self.label, "provider": self.provider}))
         return self.label
 
+    def _model(self, settings: dict[str, Any]) -> Model:
+        return model_from_settings(settings, self.send_http, site=self.site, site_send=self.site_send, keys=self.keys)
+
     async def send(self, text: str) -> dict[str, Any]:
-        outcome = await self.loop.send(text)
+        """Answer `text`; the widget hears `running` before and after, however the send was started."""
+        if self.loop.running:
+            raise HostError("The chat is still answering the last message; stop it or wait for it.")
+        self.on_event(HostEvent("running", {"running": True}))
+        try:
+            outcome = await self.loop.send(text)
+        finally:
+            self.on_event(HostEvent("running", {"running": False}))
         return {"status": outcome.status, "text": outcome.text, "steps": outcome.steps, "error": outcome.error}
 
     def stop(self) -> None:

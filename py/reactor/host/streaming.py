@@ -85,7 +85,11 @@ class OpenAIStream:
             error = chunk["error"]
             message = error.get("message", error) if isinstance(error, dict) else error
             raise ProviderError(
-                f"{self.provider} stopped mid-answer: {message}", provider=self.provider, status=200, kind="server"
+                f"{self.provider} stopped mid-answer ({str(message).rstrip('.')}); send your message again to retry.",
+                provider=self.provider,
+                status=200,
+                kind="server",
+                detail=str(message),
             )
         for choice in (chunk.get("choices") or []) if isinstance(chunk, dict) else []:
             delta = choice.get("delta") or choice.get("message") or {}
@@ -130,11 +134,16 @@ class AnthropicStream:
         kind = payload.get("type", kind) if isinstance(payload, dict) else kind
         if kind == "error":
             error = payload.get("error") or {}
+            overloaded = error.get("type") == "overloaded_error"
+            said = str(error.get("message") or error.get("type") or "an error").rstrip(".")
             raise ProviderError(
-                f"{self.provider} stopped mid-answer ({error.get('type', 'error')}): {error.get('message', '')}",
+                f"{self.provider} is overloaded and stopped mid-answer; send your message again in a minute."
+                if overloaded
+                else f"{self.provider} stopped mid-answer ({said}); send your message again to retry.",
                 provider=self.provider,
                 status=200,
-                kind="overloaded" if error.get("type") == "overloaded_error" else "server",
+                kind="overloaded" if overloaded else "server",
+                detail=str(error.get("message") or ""),
             )
         if kind == "content_block_start":
             block = dict(payload.get("content_block") or {})

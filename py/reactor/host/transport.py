@@ -81,11 +81,25 @@ async def post_stream(
                     kind="bad_response",
                 ) from None
 
+    arrived = False
+
     def chunk(text: str) -> None:
+        nonlocal arrived
+        arrived = True
         if not signal.aborted:  # after Stop, what still arrives is dropped
             hand_on(events.feed(text))
 
-    status, answer_headers, text = await _post(send, url, headers, body, signal, provider, secret, chunk)
+    try:
+        status, answer_headers, text = await _post(send, url, headers, body, signal, provider, secret, chunk)
+    except ProviderError as error:
+        if error.kind != "unreachable" or not arrived:
+            raise
+        raise ProviderError(
+            f"The answer was cut off: the connection to {provider} dropped before it finished. Send your message again to retry.",
+            provider=provider,
+            kind="cut_off",
+            detail=error.detail,
+        ) from None
     if 200 <= status < 300 and not text:
         hand_on(events.close())
         return None
@@ -109,7 +123,10 @@ async def _post(
         raise
     except Exception as error:  # OSError here; a JsException ("Failed to fetch") in the page
         raise ProviderError(
-            _hide(f"{provider} at {url} could not be reached: {error}.", secret), provider=provider, kind="unreachable"
+            _hide(f"{provider} at {url} could not be reached; check the address and your connection, then try again.", secret),
+            provider=provider,
+            kind="unreachable",
+            detail=_hide(str(error), secret),
         ) from None
 
 
@@ -137,6 +154,7 @@ def _answer(status: int, answer_headers: dict[str, str], text: str, provider: st
         status=status,
         kind=kind,
         retry_after=retry_after,
+        detail=_hide(message, secret),
     )
 
 

@@ -33,6 +33,7 @@ from .bytecode import compiled
 from .context import ServerContext
 from .cors import CrossOrigin, check_origins
 from .database import Database
+from .gateway import AssistantConfig, Gateway
 from .openapi import ANY_FILE, HTML, openapi_document, operation
 from .plugin_records import OPERATORS, PluginRecords
 from .protection import LOOPBACK_HOSTS, CrossSiteWriteGuard, HostCheck, check_hosts
@@ -93,6 +94,8 @@ def create_app(
     allow_origins: Iterable[str] = (),
     allow_hosts: Iterable[str] = LOOPBACK_HOSTS,
     database: str = "",
+    assistant: AssistantConfig | None = None,
+    browser_keys: bool | None = None,
 ) -> Starlette:
     """Build the app over `data_dir/reactor.sqlite3`, or over `database` (a `postgresql://` URL:
     several server processes then share one truth); plugins set up their tables on start.
@@ -105,6 +108,10 @@ def create_app(
     embed reactor from this server (`http://127.0.0.1:5500`); only they get CORS headers, may
     write with the session cookie, and may frame the page. `allow_hosts` are the host names the
     server answers to (by default loopback only).
+
+    `assistant` is the site's model (reactor.server.gateway): the page's chat reaches it through
+    this server, which holds the key. `browser_keys` lets a person type a provider's key into the
+    chat's settings instead (by default only when there is no `assistant`).
     """
     origins = check_origins(allow_origins)
     hosts = check_hosts(allow_hosts)
@@ -118,6 +125,7 @@ def create_app(
         auth = Auth(store, seed=seed_demo)
         records = PluginRecords(store, auth, reserved={p["name"] for p in platform.list_plugins()})
         context = ServerContext(store, auth, platform, records)
+        gateway = None if assistant is None else Gateway(assistant, store, auth)
         for spec in platform.all_plugins():
             half = platform.server_half(spec.name)
             if half is None:
@@ -125,6 +133,7 @@ def create_app(
             half.setup(context, seed=seed_demo)
             for route in half.routes(context):
                 plugin_routes.append(_while_enabled(platform, spec.name, route))
+    keys_typed = assistant is None if browser_keys is None else browser_keys
     runtime = runtime_manifest()
     archive = SourceArchive(
         {"reactor": Path(reactor.__file__).parent, **_page_packages(platform.all_plugins())},
@@ -135,7 +144,8 @@ def create_app(
     runtime["snapshot"] = snapshot_url(runtime)
     early_boot = _early_boot(runtime)
     index_page = RenderedPage(
-        (ROOT / "index.html").read_text().replace(EARLY_BOOT_MARKER, early_boot), headers=_page_headers(early_boot, origins)
+        (ROOT / "index.html").read_text().replace(EARLY_BOOT_MARKER, early_boot),
+        headers=_page_headers(early_boot, origins, keys_typed),
     )
 
     @operation("The demo page", responses={200: HTML, 304: None})
@@ -173,7 +183,7 @@ def create_app(
 
     @operation(
         "What the page boots: runtime, Python bundle, plugins, services, the chat's agent",
-        responses={200: {"type": "object", "required": ["runtime", "python", "plugins", "services", "agent"]}},
+        responses={200: {"type": "object", "required": ["runtime", "python", "plugins", "services", "agent", "assistant"]}},
     )
     async def boot_config(request: Request) -> Response:
         base = f"/vendor/{runtime['stamp']}"
@@ -190,6 +200,7 @@ def create_app(
                 "plugins": [_page_entry(p) for p in platform.enabled_plugins() if p.page],
                 "services": {k: v for p in platform.enabled_plugins() for k, v in p.page_services.items()},
                 "agent": {"name": agent.name, "instructions": agent.instructions, "plugins": list(agent.plugins)},
+                "assistant": {"site": None if assistant is None else assistant.for_page(), "browserKeys": keys_typed},
             },
             headers={"cache-control": "no-store"},
         )
@@ -262,6 +273,7 @@ def create_app(
         Route("/plugins/agent-tools", list_agent_tools),
         Route("/plugins/{id}", set_plugin_enabled, methods=["PATCH"]),
         *records.routes(),
+        *([] if gateway is None else gateway.routes()),
         *plugin_routes,
     ]
 
@@ -375,10 +387,11 @@ def _early_boot(runtime: dict[str, Any]) -> str:
     )
 
 
-def _page_headers(early_boot: str, origins: tuple[str, ...]) -> dict[str, str]:
+def _page_headers(early_boot: str, origins: tuple[str, ...], keys_typed: bool = True) -> dict[str, str]:
     """The app page's Content-Security-Policy: scripts only from this server (and the one inline
     start script, by its hash), WebAssembly compiled, workers from blobs (the AI Tool worker),
-    connections to any http(s) model provider the person configures, framed only by this server
+    connections to this server, and to any http(s) model provider the person configures where a
+    person may type a key (`keys_typed`), framed only by this server
     and the allowed origins. Pyodide's runtime evals the JS glue of its own modules, and a
     JavaScript AI Tool is compiled with `new Function` in its worker: hence 'unsafe-eval'."""
     inline = re.findall(r"<script>(.*?)</script>", early_boot, re.S)
@@ -388,7 +401,7 @@ def _page_headers(early_boot: str, origins: tuple[str, ...]) -> dict[str, str]:
         "script-src": ["'self'", "'wasm-unsafe-eval'", "'unsafe-eval'", *hashes],
         "style-src": ["'self'", "'unsafe-inline'"],
         "img-src": ["'self'", "data:", "blob:"],
-        "connect-src": ["'self'", "http:", "https:"],
+        "connect-src": ["'self'", "http:", "https:"] if keys_typed else ["'self'"],
         "worker-src": ["'self'", "blob:"],
         "object-src": ["'none'"],
         "base-uri": ["'self'"],
