@@ -1,0 +1,244 @@
+"""The chat a site ships, in real Chromium: the page talks to the site's model through the reactor
+server (a loopback stand-in speaking each provider's streaming wire format stands behind it);
+the tools run in the page as always; the key is nowhere the browser can see."""
+
+import logging
+from urllib.parse import urlsplit
+
+import pytest
+from conftest import sign_in_on_page, start_server, stop_server
+
+from model_standins import StandIn, call, text
+from reactor.server.gateway import ALLOWANCE_USED, AssistantConfig
+
+pytestmark = pytest.mark.browser
+
+KEY = "sk-marker-9d2e61b0c4a7"
+
+
+def serve(tmp_path, stand_in, **options):
+    config = AssistantConfig(
+        provider=stand_in.provider,
+        model="site-model",
+        api_key=KEY,
+        base_url=stand_in.url,
+        **{k: v for k, v in options.items() if k != "browser_keys"},
+    )
+    return start_server(tmp_path / "data", seed_demo=True, assistant=config, browser_keys=options.get("browser_keys"))
+
+
+@pytest.fixture
+def openai_stand_in():
+    stand_in = StandIn("openai", KEY)
+    yield stand_in
+    stand_in.stop()
+
+
+@pytest.fixture
+def anthropic_stand_in():
+    stand_in = StandIn("anthropic", KEY)
+    yield stand_in
+    stand_in.stop()
+
+
+def open_chat(page, server, username=None):
+    """The demo page as a person opens it, signed in as `username`; every answer the browser got is kept."""
+    received = []
+    origin = urlsplit(server.url)
+
+    def keep(response):
+        try:
+            received.append(response.body())
+        except Exception:  # a response without a body (a redirect, an aborted stream)
+            pass
+
+    def guard(route):
+        parts = urlsplit(route.request.url)
+        if (parts.hostname, parts.port) != (origin.hostname, origin.port) and parts.scheme.startswith("http"):
+            raise AssertionError(f"the page asked for something outside its origin: {route.request.url}")
+        route.continue_()
+
+    page.context.route("**/*", guard)
+    page.context.on("response", keep)
+    page.goto(server.url)
+    page.evaluate("window.reactor.ready")
+    if username:
+        sign_in_on_page(page, username)
+    page.get_by_test_id("chat-model").get_by_text("site-model · via this site").wait_for()
+    return received
+
+
+def say(page, words):
+    chat = page.locator("reactor-chat")
+    chat.locator("textarea").fill(words)
+    chat.get_by_role("button", name="Send").click()
+
+
+def idle(page):
+    page.locator("reactor-chat[data-running=false]").wait_for()
+
+
+def error_note(page):
+    """The last error the chat told the person (waited for)."""
+    note = page.locator("reactor-chat li.chat-error").last
+    note.wait_for()
+    return note
+
+
+def test_a_signed_in_person_chats_through_the_site_and_the_tools_run_in_the_page(page, tmp_path, openai_stand_in, caplog):
+    stand_in = openai_stand_in
+    server = serve(tmp_path, stand_in)
+    try:
+        with caplog.at_level(logging.DEBUG):
+            received = open_chat(page, server, "bob")
+            stand_in.answers = [
+                call("decks_open", {"id": "onboarding", "slide": 4}, words="Opening the onboarding deck for you."),
+                text("It is open at slide 4."),
+            ]
+            stand_in.hold.clear()  # the stream waits after its first words
+            say(page, "open the onboarding deck at slide 4")
+            streaming = page.locator("reactor-chat [data-streaming=true]")
+            streaming.get_by_text("Opening").wait_for()
+            assert not stand_in.hold.is_set(), "the first words are on screen while the provider still holds the rest"
+            stand_in.hold.set()
+            page.get_by_test_id("slide-number").get_by_text("Slide 4 of 5").wait_for()  # the tool ran in the page
+            page.locator("reactor-chat .chat-assistant").get_by_text("It is open at slide 4.").wait_for()
+            idle(page)
+            page.wait_for_load_state("networkidle")
+        assert len(stand_in.requests) == 2
+        tool_result = next(m for m in stand_in.requests[1]["messages"] if m["role"] == "tool")
+        assert '"ok": true' in tool_result["content"], "the page's envelope went back to the model"
+        assert all(KEY.encode() not in body for body in received), "the key reached the browser"
+        assert KEY not in caplog.text, "the key reached the server's log"
+        assert any(KEY in (h.get("authorization") or "") for h in stand_in.headers), "the provider did get it"
+    finally:
+        stop_server(server)
+
+
+def test_anthropic_behind_the_site_streams_text_and_a_tool_call(page, tmp_path, anthropic_stand_in):
+    stand_in = anthropic_stand_in
+    server = serve(tmp_path, stand_in)
+    try:
+        open_chat(page, server, "bob")
+        stand_in.answers = [call("decks_list_decks", {}, "toolu_1", words="Let me look."), text("There are three decks.")]
+        say(page, "list the decks")
+        page.locator("reactor-chat .chat-assistant").get_by_text("There are three decks.").wait_for()
+        card = page.locator("reactor-chat [data-testid=tool-card][data-tool=decks_list_decks]")
+        assert card.get_attribute("data-status") == "finished"
+        assert stand_in.requests[0]["model"] == "site-model" and stand_in.headers[0]["x-api-key"] == KEY
+    finally:
+        stop_server(server)
+
+
+def test_stop_ends_the_request_to_the_provider_within_a_second(page, tmp_path, openai_stand_in):
+    stand_in = openai_stand_in
+    server = serve(tmp_path, stand_in)
+    try:
+        open_chat(page, server, "bob")
+        stand_in.answers = [text("Partially answered, and the rest held back")]
+        stand_in.hold.clear()  # the stream waits after its first word
+        say(page, "tell me everything")
+        page.locator("reactor-chat [data-streaming=true]").get_by_text("Partially").wait_for()
+        page.locator("reactor-chat").get_by_role("button", name="Stop").click()
+        assert stand_in.hung_up.wait(1.0), "the provider saw its connection close within a second of Stop"
+        idle(page)
+        assert page.locator("reactor-chat [data-streaming=stopped]").inner_text().startswith("Partially")
+    finally:
+        stop_server(server)
+
+
+def test_a_signed_out_page_is_asked_to_sign_in_unless_the_site_opened_the_assistant(page, tmp_path, openai_stand_in):
+    stand_in = openai_stand_in
+    server = serve(tmp_path, stand_in)
+    try:
+        open_chat(page, server)
+        say(page, "hello")
+        assert error_note(page).inner_text() == "Sign in at the top of the page to use this site's assistant."
+        assert stand_in.requests == []
+    finally:
+        stop_server(server)
+    opened = serve(tmp_path / "open", stand_in, anonymous=True)
+    try:
+        page.goto("about:blank")
+        open_chat(page, opened)
+        stand_in.answers = [text("Hello, visitor.")]
+        say(page, "hello")
+        page.locator("reactor-chat .chat-assistant").get_by_text("Hello, visitor.").wait_for()
+    finally:
+        stop_server(opened)
+
+
+def test_todays_allowance_used_is_a_sentence_a_person_understands(page, tmp_path, openai_stand_in):
+    stand_in = openai_stand_in
+    server = serve(tmp_path, stand_in, limit_tokens=25)
+    try:
+        open_chat(page, server, "bob")
+        stand_in.usage = (10, 20)
+        say(page, "hello")
+        page.locator("reactor-chat .chat-assistant").get_by_text("Done.").wait_for()
+        idle(page)
+        say(page, "hello again")
+        assert error_note(page).inner_text() == ALLOWANCE_USED
+        idle(page)
+        assert page.locator("reactor-chat").get_by_role("button", name="Send").is_enabled()
+    finally:
+        stop_server(server)
+
+
+def test_the_providers_failures_are_one_sentence_each(page, tmp_path, anthropic_stand_in):
+    stand_in = anthropic_stand_in
+    server = serve(tmp_path, stand_in)
+    try:
+        open_chat(page, server, "bob")
+        said = []
+        for failure in (401, 429, 529, "cut"):
+            if failure == "cut":
+                stand_in.answers, stand_in.cut_next = [text("Half of an answer")], True
+            else:
+                stand_in.failures = [failure]
+            before = page.locator("reactor-chat li.chat-error").count()
+            say(page, "hello")
+            page.locator("reactor-chat li.chat-error").nth(before).wait_for()
+            idle(page)
+            said.append(error_note(page).inner_text())
+    finally:
+        stop_server(server)
+    assert said == [
+        "This site's assistant is not working: its provider refused the site's key. "
+        "The site's operator can see why in the server's log.",
+        "This site's assistant is busy (its provider's rate limit); wait 7 seconds and try again.",
+        "This site's model is overloaded right now; try again in a minute.",
+        "The answer was cut off: the site's model stopped sending before it finished. Send your message again to retry.",
+    ]
+
+
+def test_where_the_site_also_allows_typed_keys_the_person_picks_in_model_settings(page, tmp_path, openai_stand_in):
+    server = serve(tmp_path, openai_stand_in, browser_keys=True)
+    try:
+        open_chat(page, server, "bob")
+        chat = page.locator("reactor-chat")
+        chat.locator("summary").click()
+        picker = chat.locator("select[name=provider]")
+        options = picker.locator("option").all_inner_texts()
+        assert options[0] == "This site's assistant (site-model)" and "Anthropic" in options
+        assert not chat.locator("input[name=apiKey]").is_visible(), "the site's model needs no key"
+        picker.select_option("scripted")
+        assert chat.locator("input[name=apiKey]").is_hidden()
+        chat.get_by_role("button", name="Use this model").click()
+        page.get_by_test_id("chat-model").get_by_text("Scripted model (no AI)").wait_for()
+        picker.select_option("openai")
+        assert chat.locator("input[name=apiKey]").is_visible()
+    finally:
+        stop_server(server)
+
+
+def test_without_typed_keys_the_picker_offers_only_what_needs_none(page, tmp_path, openai_stand_in):
+    server = serve(tmp_path, openai_stand_in)
+    try:
+        open_chat(page, server, "bob")
+        chat = page.locator("reactor-chat")
+        chat.locator("summary").click()
+        options = chat.locator("select[name=provider] option").all_inner_texts()
+        assert options == ["This site's assistant (site-model)", "Scripted model (no AI)"]
+    finally:
+        stop_server(server)
