@@ -246,3 +246,20 @@ def test_a_streamed_reply_shows_its_text_before_the_provider_has_finished(page, 
     reply = page.locator("reactor-chat .chat-assistant").last
     assert reply.locator("strong").inner_text() == "works"  # whole, it is drawn as Markdown
     assert provider.requests[-1]["stream"] is True
+
+
+def test_the_chat_driven_from_code_shows_its_model_and_the_person_can_stop_its_reply(page, server, provider):
+    open_chat(page, server.url)
+    page.evaluate(
+        "(url) => window.reactor.chat.configure({provider: 'openai', baseUrl: url, model: 'gpt-from-code', apiKey: 'test-key'})",
+        f"{server.url}/v1",
+    )
+    page.get_by_test_id("chat-model").get_by_text("gpt-from-code").wait_for()  # the label follows the code's choice
+    provider.delay = 20
+    page.evaluate("() => { window.reactor.chat.send('started by the page'); }")  # not awaited: it runs on
+    assert provider.asked.wait(10), "the model was asked"
+    stop = page.locator("reactor-chat").get_by_role("button", name="Stop")
+    stop.click()  # Playwright waits until it is enabled: a reply the widget did not start can be stopped
+    idle(page)
+    assert provider.hung_up.wait(5), "the request to the provider was aborted"
+    assert page.locator("reactor-chat").get_by_role("button", name="Send").is_enabled()

@@ -2,6 +2,7 @@
 may ask, the limits, the provider's failures as sentences, and the key kept from everyone but
 the provider. The page's side is in test_gateway_page.py."""
 
+import asyncio
 import json
 import logging
 import subprocess
@@ -12,7 +13,10 @@ import pytest
 from conftest import app_server_over, bearer, run_reactor
 
 from model_standins import StandIn, call, text
+from reactor.cancellation import CancelToken
 from reactor.errors import DeclarationError
+from reactor.host import ModelRequest, ProviderError, urllib_send
+from reactor.host.site import SiteModel
 from reactor.server.gateway import ALLOWANCE_USED, AssistantConfig
 from reactor.server.loopback import LoopbackServer, free_port
 
@@ -315,3 +319,29 @@ def test_two_server_processes_on_postgresql_share_one_persons_limit(tmp_path, po
             process.stdout.close()
     assert statuses == [200, 200, 200, 429], "the fourth request in a minute is over the limit, on whichever process"
     assert len(stand_in.requests) == 3
+
+
+def site_model(url, provider="openai"):
+    return SiteModel({"provider": provider, "model": "site-model", "url": f"{url}/api/assistant", "maxTokens": 100}, urllib_send)
+
+
+def test_the_pages_adapter_reads_the_relayed_stream_into_text_and_tool_calls(tmp_path, stand_in, provider):
+    server = gateway_app(tmp_path, stand_in, anonymous=True)
+    stand_in.answers = [call("decks_open", {"id": "onboarding", "slide": 4}, "call_7", words="Opening it.")]
+    pieces = []
+    with LoopbackServer(server.app) as url:
+        request = ModelRequest("", [{"role": "user", "content": "open onboarding at 4"}], on_text=pieces.append)
+        turn = asyncio.run(site_model(url, provider).complete(request, CancelToken()))
+    assert "".join(pieces).strip() == turn.text.strip() == "Opening it."
+    assert [(c.name, json.loads(c.arguments) if isinstance(c.arguments, str) else c.arguments) for c in turn.tool_calls] == [
+        ("decks_open", {"id": "onboarding", "slide": 4})
+    ]
+
+
+def test_the_pages_adapter_words_what_only_the_page_sees():
+    model = site_model(f"http://127.0.0.1:{free_port()}")
+    with pytest.raises(ProviderError) as error:
+        asyncio.run(model.complete(ModelRequest("", [{"role": "user", "content": "x"}]), CancelToken()))
+    assert (
+        str(error.value) == "This site could not be reached, so its assistant cannot answer; check your connection and try again."
+    )

@@ -147,6 +147,21 @@ def test_stop_ends_the_request_to_the_provider_within_a_second(page, tmp_path, o
         stop_server(server)
 
 
+def test_closing_the_page_mid_answer_ends_the_request_to_the_provider_within_a_second(page, tmp_path, openai_stand_in):
+    stand_in = openai_stand_in
+    server = serve(tmp_path, stand_in)
+    try:
+        open_chat(page, server, "bob")
+        stand_in.answers = [text("Partially answered, and the rest held back")]
+        stand_in.hold.clear()
+        say(page, "tell me everything")
+        page.locator("reactor-chat [data-streaming=true]").get_by_text("Partially").wait_for()
+        page.close()
+        assert stand_in.hung_up.wait(1.0), "the provider saw its connection close within a second of the page closing"
+    finally:
+        stop_server(server)
+
+
 def test_a_signed_out_page_is_asked_to_sign_in_unless_the_site_opened_the_assistant(page, tmp_path, openai_stand_in):
     stand_in = openai_stand_in
     server = serve(tmp_path, stand_in)

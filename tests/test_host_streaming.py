@@ -6,6 +6,8 @@ test can see text arrive before the answer is complete, and stop in the middle.
 
 import asyncio
 import json
+import socket
+import struct
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,6 +26,7 @@ class StreamingProvider:
     def __init__(self, events, hold=None, content_type="text/event-stream"):
         self.events, self.hold, self.content_type = events, hold, content_type
         self.released, self.bodies, self.sent = threading.Event(), [], []
+        self.dropping = False
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -35,6 +38,10 @@ class StreamingProvider:
                 for index, event in enumerate(outer.events):
                     if index == outer.hold:
                         outer.released.wait(10)
+                        if outer.dropping:  # a reset, not an orderly end: the connection is lost
+                            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                            self.connection.close()
+                            return
                     try:
                         self.wfile.write(event.encode())
                         self.wfile.flush()
@@ -49,6 +56,11 @@ class StreamingProvider:
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
+
+    def drop(self):
+        """The connection held at `hold` is reset, as when a network drops it."""
+        self.dropping = True
+        self.released.set()
 
     def close(self):
         self.released.set()
@@ -300,3 +312,22 @@ def test_a_tool_call_cut_by_the_token_limit_comes_back_as_such_for_the_loop_to_h
         lambda url: AnthropicModel(base_url=url, model="claude", send=urllib_send, api_key="k", stream=True),
     )
     assert turn.stop_reason == "max_tokens" and turn.tool_calls[0].arguments == '{"id": "q'
+
+
+def test_a_connection_dropped_after_text_arrived_says_the_answer_was_cut_off():
+    server = StreamingProvider([openai_chunk({"content": "Half an ans"}), 'data: {"choi'], hold=1)
+    try:
+        model = OpenAIChatModel(base_url=server.url, model="m", send=urllib_send, stream=True)
+
+        async def scenario():
+            turn = asyncio.ensure_future(model.complete(ModelRequest("", [{"role": "user", "content": "x"}]), CancelToken()))
+            await until(lambda: server.sent == [0])
+            server.drop()  # the connection goes while the answer is still coming
+            return await turn
+
+        with pytest.raises(ProviderError) as error:
+            asyncio.run(scenario())
+    finally:
+        server.close()
+    assert error.value.kind == "cut_off"
+    assert str(error.value).startswith("The answer was cut off: the connection to OpenAI-compatible server dropped")
