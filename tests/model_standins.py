@@ -14,6 +14,8 @@ import time
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -52,7 +54,7 @@ def call(name: str, arguments: dict[str, Any], call_id: str = "call_1", words: s
 class StandIn:
     """One provider on http://127.0.0.1:<port>: OpenAI's paths under /v1, Anthropic's /v1/messages."""
 
-    def __init__(self, provider: str, key: str) -> None:
+    def __init__(self, provider: str, key: str, *, cors: bool = False) -> None:
         self.provider, self.key = provider, key
         self.answers: list[dict[str, Any]] = []
         self.failures: list[int] = []  # statuses to answer the next requests with, in the provider's error shape
@@ -67,7 +69,11 @@ class StandIn:
         self.delta_gap = 0.0  # seconds between text deltas
         self.usage = (10, 20)  # input and output tokens reported per answer
         path = "/v1/chat/completions" if provider == "openai" else "/v1/messages"
-        self.server = LoopbackServer(Starlette(routes=[Route(path, self.answer, methods=["POST"])]))
+        # With `cors`, pages of any origin may call it, as the providers' own APIs allow (the bench's direct path).
+        middleware = (
+            [Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["POST"], allow_headers=["*"])] if cors else []
+        )
+        self.server = LoopbackServer(Starlette(routes=[Route(path, self.answer, methods=["POST"])], middleware=middleware))
         self.url = self.server.url + ("/v1" if provider == "openai" else "")
 
     def stop(self) -> None:
