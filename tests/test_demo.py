@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from recording import Recorder, duration_s
+from reactor.testing.recording import Recorder, duration_s
 
 pytestmark = [pytest.mark.browser, pytest.mark.demo]
 

@@ -45,8 +45,8 @@ ROOT = Path(__file__).resolve().parents[3]
 WEB = ROOT / "web"
 VENDOR = WEB / "vendor"
 # What the page never imports: the server tier (plugins' `server.py`, `backend/` and declaration
-# `spec.py`; reactor's `server/` and the PluginSpec machinery), the CLI.
-SERVER_ONLY = {"server", "server.py", "backend", "spec.py", "plugin_spec.py", "cli.py", "__main__.py"}
+# `spec.py`; reactor's `server/` and the PluginSpec machinery), the CLI, the test kit, the scaffold.
+SERVER_ONLY = {"server", "server.py", "backend", "spec.py", "plugin_spec.py", "cli.py", "__main__.py", "testing", "scaffold.py"}
 # Where index.html's head gets the start of Pyodide's boot (_early_boot).
 EARLY_BOOT_MARKER = "<!-- reactor:early-boot (the server puts the start of Pyodide's boot here) -->"
 # Pyodide's module the reactor worker imports (web/reactor-worker.js), and the one it imports first.

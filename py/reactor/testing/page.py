@@ -1,0 +1,180 @@
+"""A reactor page in a test, driven as a person or the page's own code would drive it.
+
+Every value crosses the browser boundary as JSON text, both ways: what a test passes must be
+JSON (anything else fails the test naming the value), and what comes back is what
+`JSON.stringify` made of the page's answer — never a pickled or proxied object.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from .server import ReactorServer, TestUser
+
+# Runs a window.reactor call in the page and answers JSON text: {"ok", "value"} or {"ok": false, "name", "message"}.
+CALL = """async ([method, args]) => {
+  try {
+    const value = await window.reactor[method](...JSON.parse(args));
+    return JSON.stringify({ ok: true, value: value ?? null });
+  } catch (error) {
+    return JSON.stringify({ ok: false, name: error.name, message: error.message, problems: error.problems ?? null });
+  }
+}"""
+
+
+class PageCallError(AssertionError):
+    """A window.reactor call the page refused: `name` is the error's class (InvalidArgumentsError…)."""
+
+    def __init__(self, call: str, name: str, message: str, problems: Any = None) -> None:
+        super().__init__(f"{call} failed: {name}: {message}")
+        self.name, self.message, self.problems = name, message, problems
+
+
+@dataclass
+class Exchange:
+    """One message of a chat and what the person then saw: the tool cards' text, the replies, errors."""
+
+    message: str
+    cards: list[str] = field(default_factory=list)
+    replies: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def reply(self) -> str:
+        return self.replies[-1] if self.replies else ""
+
+
+class ReactorPage:
+    """A Playwright page of `server`, ready once `open()` has waited for `reactor.ready`.
+
+    The fixture fails the test on any request off the server's origin, any page error and any
+    console error not expected with `expect_console_error(pattern)`."""
+
+    def __init__(self, page: Any, server: ReactorServer) -> None:
+        self.page, self.server = page, server
+        self.strays: list[str] = []
+        self.errors: list[str] = []
+        self.allowed: list[re.Pattern[str]] = []
+        origin = urlsplit(server.url)
+
+        def guard(route: Any) -> None:
+            parts = urlsplit(route.request.url)
+            if parts.scheme in {"http", "https", "ws", "wss"} and (parts.hostname, parts.port) != (origin.hostname, origin.port):
+                self.strays.append(route.request.url)
+                route.abort()
+            else:
+                route.continue_()
+
+        page.context.route("**/*", guard)
+        page.on("pageerror", lambda error: self.errors.append(f"page error: {error}"))
+        page.on("console", lambda message: message.type == "error" and self.errors.append(f"console error: {message.text}"))
+
+    def open(self, path: str = "/") -> ReactorPage:
+        """Go to `path` of the server and wait until reactor is ready (plugins loaded, tools listed)."""
+        self.page.goto(self.server.url + path)
+        self.page.evaluate("window.reactor.ready")
+        return self
+
+    def sign_in(self, user: TestUser | str, password: str = "") -> ReactorPage:
+        """Sign in with the form in the page's header, as a person does."""
+        name = user.name if isinstance(user, TestUser) else user
+        password = user.password if isinstance(user, TestUser) else password or f"{user}-demo"
+        self.page.fill("#session input[name=username]", name)
+        self.page.fill("#session input[name=password]", password)
+        self.page.click("#session button[type=submit]")
+        self.page.get_by_test_id("signed-in-as").wait_for()
+        return self
+
+    def call_tool(self, name: str, args: Any = None) -> dict[str, Any]:
+        """`reactor.callTool(name, args)`: the envelope, {"ok": true, "result"} or {"ok": false, "error"}."""
+        return self._call("callTool", f"call_tool({name!r})", name, {} if args is None else args)  # type: ignore[no-any-return]
+
+    def execute(self, command: str, args: Any = None) -> Any:
+        """`reactor.executeCommand(id, args)`: what the handler returned; PageCallError when refused."""
+        return self._call("executeCommand", f"execute({command!r})", command, {} if args is None else args)
+
+    def bundles(self) -> list[dict[str, Any]]:
+        """The page's AgentTools bundles, as `reactor.agentToolBundles()` lists them."""
+        return self._call("agentToolBundles", "bundles()")  # type: ignore[no-any-return]
+
+    def tools(self) -> list[str]:
+        """The names of every tool of every bundle."""
+        return [command["name"] for bundle in self.bundles() for command in bundle["commands"]]
+
+    def wait_for_tool(self, name: str, timeout_ms: int = 30_000) -> None:
+        """Wait until a bundle offers the tool `name`, by the page's own listener (no polling)."""
+        found = self.page.evaluate(
+            """async ([name, timeout]) => {
+              const has = (bundles) => bundles.some((b) => b.commands.some((c) => c.name === name));
+              let stop;
+              const heard = new Promise((resolve) => { stop = window.reactor.onAgentToolBundles((b) => has(b) && resolve(true)); });
+              const late = new Promise((resolve) => setTimeout(() => resolve(false), timeout));
+              try { return await Promise.race([window.reactor.agentToolBundles().then((b) => has(b) || heard), late]); }
+              finally { stop(); }
+            }""",
+            [name, timeout_ms],
+        )
+        if not found:
+            pytest.fail(f"No bundle offered the tool {name!r} within {timeout_ms} ms; the page has {self.tools()}.")
+
+    def chat(self, messages: list[str] | str, *, approve: bool | None = None) -> list[Exchange]:
+        """Type each message into the page's chat as a person would and wait for its answer.
+
+        `approve` answers every approval asked meanwhile (True: Allow, False: Deny); None leaves
+        them, and an approval then fails the test, naming the tool."""
+        chat = self.page.locator("reactor-chat")
+        self.page.get_by_test_id("chat-model").wait_for()
+        exchanges = []
+        for message in [messages] if isinstance(messages, str) else messages:
+            log = chat.locator("ol.chat-log > li")
+            before = log.count()
+            chat.locator("textarea").fill(message)
+            chat.get_by_role("button", name="Send").click()
+            pending = chat.locator("[data-testid=approval]:not([data-decision])")
+            idle = self.page.locator("reactor-chat[data-running=false]")
+            while True:
+                pending.or_(idle).first.wait_for()
+                if not pending.count():
+                    break
+                if approve is None:
+                    asked = pending.first.inner_text()
+                    pytest.fail(f"The chat asked for approval ({asked!r}); pass approve=True or approve=False.")
+                pending.first.get_by_role("button", name="Allow" if approve else "Deny", exact=True).click()
+            items = log.all()[before:]
+            exchange = Exchange(message)
+            for item in items:
+                kind = item.get_attribute("class") or ""
+                words = item.inner_text().strip()
+                if "chat-tool" in kind:
+                    exchange.cards.append(words.split("\nDetails")[0].strip())
+                elif "chat-assistant" in kind:
+                    exchange.replies.append(words)
+                elif "chat-error" in kind:
+                    exchange.errors.append(words)
+            exchanges.append(exchange)
+        return exchanges
+
+    def expect_console_error(self, pattern: str) -> None:
+        """A console error matching `pattern` (a regular expression) does not fail the test."""
+        self.allowed.append(re.compile(pattern))
+
+    def problems(self) -> list[str]:
+        """What fails the test when it ends: requests off the origin, page and console errors."""
+        stray = [f"a request outside the server's origin: {url}" for url in self.strays]
+        return stray + [error for error in self.errors if not any(p.search(error) for p in self.allowed)]
+
+    def _call(self, method: str, call: str, *args: Any) -> Any:
+        try:
+            text = json.dumps(list(args), allow_nan=False)
+        except (TypeError, ValueError) as error:
+            pytest.fail(f"{call}: the arguments must be JSON ({error}): {args[-1]!r}")
+        answer = json.loads(self.page.evaluate(CALL, [method, text]))
+        if not answer["ok"]:
+            raise PageCallError(call, answer["name"], answer["message"], answer.get("problems"))
+        return answer["value"]

@@ -1,0 +1,59 @@
+"""reactor.testing as a plugin author meets it: a test file with no conftest of its own, run by
+pytest in a process of its own, against this checkout's installed plugins and real Chromium."""
+
+import pytest
+
+pytestmark = pytest.mark.browser
+pytest_plugins = ["pytester"]
+
+PASSING = """
+def test_tools_commands_and_the_chat(reactor_server, reactor_page):
+    bob = reactor_server.user("bob2", groups=["staff"])
+    assert "decks_list_decks" in reactor_page.tools()
+    reactor_page.wait_for_tool("decks_open")
+    listed = reactor_page.call_tool("decks_list_decks", {})
+    assert listed["ok"] and "onboarding" in {d["id"] for d in listed["result"]["decks"]}
+    assert reactor_page.execute("decks.open", {"id": "onboarding", "slide": 2})["slide"] == 2
+    reactor_page.sign_in(bob)
+    said = reactor_page.chat(["list decks", "open deck onboarding at slide 4"], approve=True)
+    assert "Onboarding: your first week" in said[0].reply
+    assert said[1].cards and "slide 4 of 5" in said[1].cards[0]
+    assert bob.headers()["authorization"].startswith("Bearer ")
+"""
+
+FAILING = """
+import math
+
+def test_a_deck_that_is_not_there(reactor_page):
+    envelope = reactor_page.call_tool("decks_open", {"id": "no-such-deck"})
+    assert envelope["ok"], envelope["error"]["message"]
+
+def test_arguments_that_are_not_json(reactor_page):
+    reactor_page.call_tool("decks_open", {"id": "onboarding", "slide": math.nan})
+
+def test_a_request_off_the_origin(reactor_page):
+    assert reactor_page.page.evaluate("fetch('http://203.0.113.9/x').then(() => 'answered', () => 'refused')") == "refused"
+
+def test_a_command_refused(reactor_page):
+    reactor_page.execute("decks.open", {"slide": "four"})
+"""
+
+
+def run(pytester, source):
+    pytester.makepyfile(test_authors=source)
+    return pytester.runpytest_subprocess("--reactor-seed", "-p", "no:cacheprovider", timeout=600)
+
+
+def test_an_authors_tests_pass_with_the_fixtures_alone(pytester):
+    result = run(pytester, PASSING)
+    result.assert_outcomes(passed=1)
+
+
+def test_an_authors_failing_tests_say_what_to_fix(pytester):
+    result = run(pytester, FAILING)
+    result.assert_outcomes(failed=3, passed=1, errors=1)
+    out = result.stdout.str()
+    assert "There is no deck 'no-such-deck'" in out  # the tool's own sentence, as the model reads it
+    assert "call_tool('decks_open'): the arguments must be JSON" in out and "nan" in out
+    assert "a request outside the server's origin: http://203.0.113.9/x" in out
+    assert "execute('decks.open') failed: InvalidArgumentsError" in out
