@@ -54,7 +54,15 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME",
         help="only this plugin's tools (repeat for more; default: every plugin)",
     )
+    new = commands.add_parser("new", help="start something new from a scaffold")
+    scaffolds = new.add_subparsers(dest="scaffold", required=True)
+    plugin = scaffolds.add_parser("plugin", help="an installable plugin package, with tests")
+    plugin.add_argument("name", help="the plugin's name: lowercase letters, digits and hyphens (e.g. team-notes)")
+    plugin.add_argument("--server", action="store_true", help="with a server half (a table and an API)")
+    plugin.add_argument("--dir", type=Path, default=Path("."), help="the folder to create it in (default: here)")
     args = parser.parse_args(argv)
+    if args.command == "new":
+        return new_plugin(args.name, args.dir, server=args.server)
     if args.command == "tools":
         return print_tools(args.format, args.plugin)
     if args.command == "passwd":
@@ -188,6 +196,23 @@ def print_tools(format: str, plugins: list[str]) -> int:
     spec = host.AgentSpec("cli", plugins=tuple(plugins or known))
     rendered = getattr(host, FORMATS[format])(host.Toolbox(Reactor(), spec, bundles=bundles).tools())
     print(json.dumps(rendered, indent=2, ensure_ascii=False))
+    return 0
+
+
+def new_plugin(name: str, where: Path, *, server: bool) -> int:
+    """`reactor new plugin NAME`: the scaffold (reactor/scaffold.py), and what to do next."""
+    from .scaffold import ScaffoldError
+    from .scaffold import new_plugin as write
+
+    try:
+        files = write(name, where, server=server)
+    except (ScaffoldError, OSError) as error:
+        print(f"reactor new plugin: {error}", file=sys.stderr)
+        return 2
+    root = where / name
+    for path in files:
+        print(f"  {path.relative_to(where)}")
+    print(f"Next: pip install -e '{root}[test]', then `pytest {root}` and `reactor serve`.")
     return 0
 
 
