@@ -46,7 +46,11 @@ def test_a_new_plugin_installs_and_its_own_tests_pass(tmp_path, server):
         cwd=tmp_path / "team-notes",
     )
     assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
-    assert "3 passed" in tests.stdout
+    assert "5 passed" in tests.stdout
+    demo = tmp_path / "team-notes" / "demo-output"
+    assert sorted(p.name for p in demo.iterdir()) == [
+        "01-an-agent-adds-an-item.png", "02-the-chat-lists-the-items.png", "demo.json", "demo.mp4",
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -63,7 +63,7 @@ def _bundle(name: str, tool: str, title: str) -> dict[str, object]:
                 "command": f"{name}.listItems",
                 "description": "List the items, oldest first. Use it to answer what the items are.",
                 "sideEffect": "read",
-                "summary": "{result.count} items.",
+                "summary": "{result.count} on the list.",
                 "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
             },
             {
@@ -325,6 +325,23 @@ def test_an_item_without_text_is_refused_with_the_reason(reactor_page):
     refused = reactor_page.call_tool("{tool}_add_item", {{}})
     assert refused["error"]["code"] == "invalid_arguments"
     assert refused["error"]["problems"][0]["path"] == "$"
+
+
+def test_the_chat_lists_the_items(reactor_server, reactor_page):
+    reactor_page.open(agent_plugins=["{name}"])  # the chat's agent may call this plugin's tools
+    reactor_page.sign_in(reactor_server.user("bob"))
+    reactor_page.call_tool("{tool}_add_item", {{"text": "Buy milk"}})
+    said = reactor_page.chat(["list items"])  # the scripted model, as a person types it
+    assert "on the list." in said[0].cards[0]  # what the person saw on the tool's card
+
+
+def test_the_demo(reactor_server, reactor_demo):
+    page = reactor_demo.reactor.open(agent_plugins=["{name}"]).sign_in(reactor_server.user("eve"))
+    reactor_demo.chapter("{title}")
+    with reactor_demo.step("An agent adds an item"):
+        page.call_tool("{tool}_add_item", {{"text": "Buy milk"}})
+    with reactor_demo.step("The chat lists the items"):
+        page.chat(["list items"])
 '''
 
 

@@ -75,8 +75,16 @@ class ReactorPage:
         page.on("pageerror", lambda error: self.errors.append(f"page error: {error}"))
         page.on("console", lambda message: message.type == "error" and self.errors.append(f"console error: {message.text}"))
 
-    def open(self, path: str = "/") -> ReactorPage:
-        """Go to `path` of the server and wait until reactor is ready (plugins loaded, tools listed)."""
+    def open(self, path: str = "/", *, agent_plugins: list[str] | None = None) -> ReactorPage:
+        """Go to `path` of the server and wait until reactor is ready (plugins loaded, tools listed).
+
+        `agent_plugins` names the plugins whose tools the page's chat may call (its agent spec;
+        by default the server's agent.json)."""
+        if agent_plugins is not None:
+            agent = {"name": "Test agent", "instructions": "", "plugins": list(agent_plugins)}
+            self.page.add_init_script(
+                f"window.reactorConfig = {{...(window.reactorConfig ?? {{}}), agent: {json.dumps(agent)}}};"
+            )
         self.page.goto(self.server.url + path)
         self.page.evaluate("window.reactor.ready")
         return self
