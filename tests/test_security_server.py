@@ -162,6 +162,15 @@ def test_a_path_with_a_control_character_is_a_404_not_a_crash(server, path):
     assert server.client().get(f"{path}").status_code == 404
 
 
+@pytest.mark.parametrize("where", ["/web/", "/web/sub/", "/vendor/{stamp}/", "/vendor/{stamp}/pyodide/", "/assets/plugins/decks/"])
+def test_a_file_name_longer_than_the_file_system_allows_is_a_404_not_a_500(server, where):
+    from reactor.server.app import runtime_manifest
+
+    path = where.format(stamp=runtime_manifest()["stamp"]) + "a" * 256 + ".js"
+    answer = server.client().get(path)
+    assert answer.status_code == 404 and answer.json()["error"]
+
+
 def test_the_demo_sources_run_no_script(server):
     answer = server.client().get("/demo-sources/blog/")
     assert answer.status_code == 200 and answer.headers["content-security-policy"].startswith("default-src 'none'")

@@ -33,13 +33,18 @@ def serve_file(request: Request, root: Path, relative: str, *, cache: str) -> Re
     root = root.resolve()
     if any(ord(c) < 32 or c == "\x7f" for c in relative):  # NUL makes the OS calls raise; none is in a file name here
         return JSONResponse({"error": f"There is no file {relative[:100]!r} here."}, status_code=404)
-    path = (root / relative).resolve()
-    if not path.is_relative_to(root) or not path.is_file():
-        return JSONResponse({"error": f"There is no file {relative!r} here."}, status_code=404)
+    try:
+        path = (root / relative).resolve()
+        found = path.is_relative_to(root) and path.is_file()
+        twin = path.with_name(path.name + ".gz")
+        zipped = found and "gzip" in request.headers.get("accept-encoding", "") and twin.is_file()
+    except OSError:  # a name no file can have (longer than the file system allows): not here either
+        found = zipped = False
+    if not found:
+        return JSONResponse({"error": f"There is no file {relative[:100]!r} here."}, status_code=404)
     media_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     headers = {"cache-control": cache, "vary": "Accept-Encoding"}
-    twin = path.with_name(path.name + ".gz")
-    if "gzip" in request.headers.get("accept-encoding", "") and twin.is_file():
+    if zipped:
         path, headers["content-encoding"] = twin, "gzip"
     stat = path.stat()
     headers["etag"] = f'"{stat.st_mtime_ns:x}-{stat.st_size:x}"'
