@@ -256,3 +256,28 @@ def test_a_field_that_would_overwrite_the_envelope_is_refused_before_anything_is
     with pytest.raises(ProtocolError, match="not a message the worker sends"):
         page.endpoint.notify("panel.explode")
     assert page.sent == []
+
+
+def test_the_page_and_the_worker_declare_the_same_protocol():
+    """web/protocol.js (the page's end) and web/reactor-worker.js against reactor/protocol.py: one
+    version, the same message types, so neither side can send what the other refuses."""
+    import re
+    import subprocess
+    from pathlib import Path
+
+    from reactor import protocol
+
+    web = Path(__file__).resolve().parents[1] / "web"
+    script = (
+        f"const p = await import({json.dumps((web / 'protocol.js').as_uri())});"
+        "console.log(JSON.stringify({VERSION: p.VERSION, PAGE_REQUESTS: [...p.PAGE_REQUESTS], PAGE_NOTICES: [...p.PAGE_NOTICES],"
+        " WORKER_REQUESTS: [...p.WORKER_REQUESTS], WORKER_NOTICES: [...p.WORKER_NOTICES]}));"
+    )
+    page = json.loads(
+        subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True, check=True).stdout
+    )
+    assert page["VERSION"] == protocol.VERSION
+    for name in ("PAGE_REQUESTS", "PAGE_NOTICES", "WORKER_REQUESTS", "WORKER_NOTICES"):
+        assert set(page[name]) == set(getattr(protocol, name)), name
+    worker = (web / "reactor-worker.js").read_text()
+    assert re.search(r"const VERSION = (\d+);", worker).group(1) == str(protocol.VERSION)
