@@ -185,6 +185,23 @@ def test_webmcp_gets_the_admitted_tools_and_a_write_through_it_still_asks(page, 
     assert page.evaluate("window.__webmcp.find(t => t.name === 'decks_open').annotations.readOnlyHint") is True
 
 
+def test_webmcp_hears_only_what_changed_when_a_plugin_comes_and_goes(page, server):
+    page.add_init_script("""
+        window.__registered = []; window.__withdrawn = [];
+        document.modelContext = { registerTool(tool, { signal }) {
+          window.__registered.push(tool.name);
+          signal.addEventListener("abort", () => window.__withdrawn.push(tool.name));
+        } };
+    """)
+    open_chat(page, server.url)
+    page.wait_for_function("window.__registered.includes('decks_open')")
+    before = page.evaluate("window.__registered.length")
+    page.evaluate("window.reactor.unloadPlugin('decks')")
+    page.wait_for_function("window.__withdrawn.includes('decks_open')")
+    assert page.evaluate("window.__registered.length") == before, "nothing was registered again"
+    assert all(name.startswith("decks_") for name in page.evaluate("window.__withdrawn"))
+
+
 def test_stop_reaches_a_running_ai_tool_through_its_signal(page, tmp_path, provider):
     import copy
 

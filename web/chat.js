@@ -253,21 +253,31 @@ function whenIdle() {
 async function offerToWebMcp() {
   const context = document.modelContext ?? navigator.modelContext;
   if (!context?.registerTool) return;
-  let registration = null;
-  const register = async () => {
-    registration?.abort();
-    registration = new AbortController();
-    for (const tool of await window.reactor.chat.tools()) {
+  // Only what changed is registered or withdrawn: a page that defines plugins one by one must not
+  // register every tool again at each definition.
+  const registered = new Map();  // tool name → {declared: its JSON, controller: withdraws it}
+  let syncing = Promise.resolve();
+  const sync = async () => {
+    const tools = await window.reactor.chat.tools();
+    const now = new Map(tools.map((tool) => [tool.name, tool]));
+    for (const [name, { declared, controller }] of registered) {
+      if (JSON.stringify(now.get(name)) !== declared) { controller.abort(); registered.delete(name); }
+    }
+    for (const tool of tools) {
+      if (registered.has(tool.name)) continue;
+      const controller = new AbortController();
       context.registerTool({
         ...tool,
         execute: (input, options = {}) => window.reactor.chat.callTool(tool.name, input, { signal: options.signal }),
-      }, { signal: registration.signal });
+      }, { signal: controller.signal });
+      registered.set(tool.name, { declared: JSON.stringify(tool), controller });
     }
   };
+  const resync = () => { syncing = syncing.then(sync, sync); return syncing; };  // one at a time, in order
   await window.reactor.ready;
   await whenIdle();
-  await register();
-  window.reactor.onAgentToolBundles(register);
+  await resync();
+  window.reactor.onAgentToolBundles(resync);
 }
 
 offerToWebMcp().catch((error) => console.warn(`WebMCP: ${error.message}`));
