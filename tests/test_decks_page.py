@@ -265,3 +265,59 @@ def test_a_signed_out_visit_logs_no_error_in_the_console(offline_page, live_serv
     page.locator("#cms [data-testid=cms-signed-out]").wait_for()
     page.wait_for_timeout(300)  # late requests (AI Tools, the chat's set-up) land too
     assert logged == []
+
+
+def stage_has_focus(page):
+    return page.evaluate("document.activeElement?.id") == "decks"
+
+
+def test_a_deck_opened_from_its_button_takes_the_arrow_keys_at_once(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    page.locator('[data-deck-id="onboarding"]').get_by_test_id("open-deck").click()
+    page.get_by_text("Slide 1 of 5").wait_for()
+    assert stage_has_focus(page) and inside_viewport(page, page.get_by_test_id("slide-title"))
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    page.get_by_text("Slide 3 of 5").wait_for()
+    page.get_by_test_id("previous-slide").click()  # the view's own button, redrawn away: the keys stay
+    page.get_by_text("Slide 2 of 5").wait_for()
+    page.keyboard.press("ArrowLeft")
+    page.get_by_text("Slide 1 of 5").wait_for()
+
+
+def test_a_deck_opened_from_the_palette_takes_the_arrow_keys_at_once(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    palette_button(page, "Decks: Open Deck").click()
+    form = page.locator('form[data-form="decks.open"]')
+    form.locator("#palette-decks-open-id").fill("onboarding")
+    form.get_by_role("button", name="Run").click()
+    page.get_by_text("Slide 1 of 5").wait_for()
+    assert stage_has_focus(page)
+    page.keyboard.press("ArrowRight")
+    page.get_by_text("Slide 2 of 5").wait_for()
+
+
+def test_a_deck_opened_from_the_chat_takes_the_arrow_keys_at_once(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    chat = page.locator("reactor-chat")
+    page.get_by_test_id("chat-model").wait_for()
+    chat.locator("textarea").fill("open deck onboarding")
+    chat.locator("textarea").press("Enter")
+    page.get_by_text("Slide 1 of 5").wait_for()
+    page.locator("reactor-chat[data-running=false]").wait_for()
+    assert stage_has_focus(page)
+    page.keyboard.press("ArrowRight")
+    page.get_by_text("Slide 2 of 5").wait_for()
+
+
+def test_esc_leaves_the_presentation(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    page.locator('[data-deck-id="onboarding"]').get_by_test_id("open-deck").click()
+    page.get_by_test_id("present").click()
+    page.locator("#decks.decks--presenting").wait_for()
+    page.keyboard.press("Escape")  # headless Chromium does not leave full screen on Esc itself: the view's key does
+    page.locator("#decks:not(.decks--presenting)").wait_for()
+    page.wait_for_function("document.fullscreenElement === null")
+    assert not sidebar_is_covered(page) and page.get_by_test_id("present").is_visible()
+    page.keyboard.press("ArrowRight")  # the keys still reach the slide
+    page.get_by_text("Slide 2 of 5").wait_for()

@@ -58,7 +58,7 @@ class DeckCommands:
         deck = await self.store.get_deck(args["id"])
         slide = args.get("slide", 1)
         slide_index(deck, slide)
-        self.view.show_deck(deck, slide)
+        self.view.show_deck(deck, slide, focus=True)
         return self.view.position()
 
     def go_to_slide(self, args: dict[str, Any]) -> dict[str, Any]:

@@ -35,6 +35,8 @@ export function renderDecks(root, state) {
     return node;
   };
 
+  // A button pressed in the view goes with the redraw: the focus it had stays in the view.
+  const hadFocus = root.contains(document.activeElement);
   root.replaceChildren();
   root.classList.add('decks');
   root.classList.toggle('decks--presenting', Boolean(state.presenting));
@@ -89,11 +91,16 @@ export function renderDecks(root, state) {
       else if (['ArrowLeft', 'ArrowUp', 'PageUp'].includes(event.key)) run('decks.previousSlide');
       else if (event.key === 'Home') run('decks.goToSlide', { slide: 1 });
       else if (event.key === 'End') run('decks.goToSlide', { slide: slides.length });
+      // Esc leaves a presentation; where the browser takes Esc itself to leave full screen, the
+      // fullscreenchange listener below does the same.
+      else if (event.key === 'Escape' && state.presenting) run('decks.stopPresenting');
       else return;
       event.preventDefault();
     };
-    // The keys reach the slide while it is presented, without a click on it first.
-    if (state.presenting && document.activeElement !== root) root.focus({ preventScroll: true });
+    // The keys reach the slide without a click on it first: once it is opened (from its button,
+    // the palette, the chat or its address), while it is presented, and after its own buttons.
+    if (state.focus) root.focus();
+    else if ((state.presenting || hadFocus) && document.activeElement !== root) root.focus({ preventScroll: true });
   }
   // Presentation ended from the palette or by an agent: leave full screen with it.
   if (!state.presenting && document.fullscreenElement === root) document.exitFullscreen().catch(() => {});

@@ -23,6 +23,7 @@ class DeckView:
         self.presenting = False
         self.decks: list[dict[str, Any]] | None = None  # the list on screen, when it is shown
         self.message = ""
+        self.focus = False  # the next drawing hands the keys to the slide (a deck was just opened)
 
     @property
     def is_open(self) -> bool:
@@ -36,10 +37,11 @@ class DeckView:
         self.deck, self.decks, self.presenting, self.slide = None, decks, False, 1
         self._draw(message)
 
-    def show_deck(self, deck: dict[str, Any], slide: int, message: str = "") -> None:
+    def show_deck(self, deck: dict[str, Any], slide: int, message: str = "", *, focus: bool = False) -> None:
+        """Show `deck` at `slide`; `focus`: the person opened it, so ←/→ move it at once."""
         if self.deck is None or self.deck["id"] != deck["id"]:
             self.presenting = False
-        self.deck, self.decks, self.slide = deck, None, slide
+        self.deck, self.decks, self.slide, self.focus = deck, None, slide, focus
         self._draw(message)
 
     def show_slide(self, slide: int, message: str = "") -> None:
@@ -81,8 +83,12 @@ class DeckView:
             if "theme" in self.deck:
                 state["deck"]["theme"] = self.deck["theme"]
             state["slide"] = self.slide
+        if self.focus:
+            state["focus"] = True
         return state
 
     def _draw(self, message: str) -> None:
         self.message = message
-        self._page.show(VIEW, self.state())
+        state = self.state()
+        self.focus = False  # once: a later redraw (a save, a message) leaves the focus where it is
+        self._page.show(VIEW, state)
