@@ -1,5 +1,5 @@
 // The CMS panel: draws the state the CMS plugin passes to page.show("cms", state) and turns the
-// person's clicks into commands (cms.signIn, cms.selectSite, cms.publishSitePage…). All logic
+// person's clicks into commands (cms.selectSite, cms.publishSitePage…). All logic
 // lives in Python; every piece of data is set as text (textContent), never as HTML.
 
 import { el } from '/web/dom.js';
@@ -88,6 +88,5 @@ if (panel && globalThis.window && window.reactor && window.reactor.defineView) {
   say(panel, 'Loading the CMS…');
   window.reactor.ready.then(() => run('cms.restoreSession'), () => {});
   // One sign-in for the page: the header's sign-in or sign-out reaches the CMS too.
-  window.addEventListener('reactor:session', (event) =>
-    window.reactor.ready.then(() => run(event.detail ? 'cms.restoreSession' : 'cms.signOut')));
+  window.addEventListener('reactor:session', () => window.reactor.ready.then(() => run('cms.restoreSession')));
 }

@@ -53,9 +53,10 @@ class CommandNotFoundError(CommandError):
 
 
 class CommandUnavailableError(CommandError):
-    def __init__(self, message: str, *, command_id: str, reason: str = "") -> None:
+    def __init__(self, message: str, *, command_id: str, reason: str = "", display: str = "") -> None:
         super().__init__(message, command_id=command_id)
         self.reason = reason
+        self.display = display  # the reason in a person's words, when the command gave one
 
 
 class CommandFailedError(CommandError):
