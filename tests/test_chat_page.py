@@ -95,6 +95,8 @@ def test_a_write_waits_for_approval_and_a_denial_reaches_the_model(page, server,
     say(page, "rename the first slide")
     approval = page.get_by_test_id("approval")
     approval.wait_for()
+    # What will happen, in the person's words: the deck's title, not the tool's name.
+    assert approval.get_by_test_id("approval-question").inner_text() == "Change slide 1 of ‘Onboarding: your first week’?"
     time.sleep(1)  # not an ordering: a second in which nothing may happen without the person
     assert approval.is_visible(), "the approval stays until the person answers"
     approval.get_by_role("button", name="Deny").click()
@@ -246,3 +248,15 @@ def test_a_streamed_reply_shows_its_text_before_the_provider_has_finished(page, 
     reply = page.locator("reactor-chat .chat-assistant").last
     assert reply.locator("strong").inner_text() == "works"  # whole, it is drawn as Markdown
     assert provider.requests[-1]["stream"] is True
+
+
+def test_a_failed_call_shows_the_person_their_sentence_not_the_models(offline_page, live_server):
+    page = offline_page
+    open_chat(page, live_server.url)
+    say(page, "list pages")  # a CMS tool, nobody signed in
+    idle(page)
+    failed = card(page, "cms_list_site_pages")
+    assert failed.get_attribute("data-status") == "failed"
+    assert failed.get_by_test_id("tool-summary").inner_text() == "Sign in at the top of the page first."
+    visible = page.locator("reactor-chat").inner_text()
+    assert "the person" not in visible and "cms_list_site_pages" not in visible

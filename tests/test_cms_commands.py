@@ -236,7 +236,7 @@ def test_show_with_the_tab_blocked_answers_with_the_link(server):
     reactor, page = signed_in(server, allow_tabs=False)
     answer = run(reactor, "cms.showSitePage", {"slug": "about"})
     assert answer["opened"] is False and answer["url"] == "/sites/acme/about"
-    assert answer["message"].endswith("give the person this link to open: /sites/acme/about")
+    assert answer["message"].endswith("the page is at /sites/acme/about")
     assert page.views["cms"]["message"] == answer["message"]
 
 

@@ -701,7 +701,8 @@ def test_the_scripted_model_publishes_a_page_found_by_its_title():
 
 def test_the_scripted_model_reports_failures_and_what_it_cannot_find():
     loop = scripted()
-    assert "No deck is open" in asyncio.run(loop.send("next slide")).text
+    # The reply is read by the person: the failure in their words, not the model's sentence.
+    assert asyncio.run(loop.send("next slide")).text == "That did not work: It failed."
     assert "could not find a deck called “board meeting”" in asyncio.run(loop.send("open deck board meeting")).text
 
 

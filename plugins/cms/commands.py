@@ -17,7 +17,7 @@ from reactor import NO_ARGUMENTS, PluginContext
 from reactor.errors import NotFoundError, ToolError
 
 from .client import CmsClient
-from .panel import CmsPanel
+from .panel import CmsPanel, change_questions
 from .state import SIGN_IN_FIRST, SIGNED_OUT, CmsState
 
 SLUG = {"type": "string", "minLength": 1, "maxLength": 80, "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$"}
@@ -139,6 +139,7 @@ def register_cms_commands(
         "disabled_reason": SIGNED_OUT,
         "disabled_display": SIGN_IN_FIRST,
     }
+    questions = change_questions(state, panel_commands.panel)
     for tool in bundle["commands"]:
         context.register_command(
             tool["command"],
@@ -146,6 +147,7 @@ def register_cms_commands(
             label="CMS: " + tool["name"].removeprefix("cms_").replace("_", " ").capitalize(),
             description=tool["description"],
             parameters=tool.get("parameters", NO_ARGUMENTS),
+            confirmation=questions.get(tool["command"]),
             **needs_user,
         )
     context.register_command(

@@ -119,7 +119,7 @@ def create_cms_agent_tools(state: CmsState, client: CmsClient, panel: CmsPanel, 
         state.current = entry["slug"]
         answer: dict[str, Any] = {"site": entry["site"], "slug": entry["slug"], "url": url, "opened": await page.open_tab(url)}
         if not answer["opened"]:
-            answer["message"] = f"The browser blocked the new tab; give the person this link to open: {url}"
+            answer["message"] = f"The browser blocked the new tab; the page is at {url}"
         panel.draw(answer.get("message", f"Opened {url}."))
         return answer
 

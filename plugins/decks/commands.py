@@ -11,17 +11,19 @@ from collections.abc import Callable
 from typing import Any
 
 from reactor import NO_ARGUMENTS, PluginContext
+from reactor.errors import ToolError
 from reactor.page import Page
 from reactor.urls import quote_segment
 
 from .deck import deck_outline, deck_summary, slide_index, slugify
 from .store import DeckStore
-from .view import DeckView
+from .view import DeckView, change_questions
 
 # Arguments of a tool declared without parameters: none, so a made-up key is refused.
 
 NO_DECK_OPEN = "no deck is open; open one with decks_open, using an id from decks_list_decks."
 NOT_PRESENTING = "no deck is being presented."
+OPEN_A_DECK_FIRST = "Open a deck first."
 
 FULL_SCREEN_REFUSED = (
     "Full screen needs a click: press the Present button on the page (browsers only allow full screen after a user gesture)."
@@ -103,7 +105,7 @@ class DeckCommands:
         url = f"/decks/{quote_segment(id)}/print"
         answer: dict[str, Any] = {"id": id, "url": url, "opened": await self.page.open_tab(url)}
         if not answer["opened"]:
-            answer["message"] = f"The browser blocked the new tab; give the person this address to open: {url}"
+            answer["message"] = f"The browser blocked the new tab; the printable page is at {url}"
             self.view.say(answer["message"])
         if not self.store.has_server:
             answer["warning"] = "This page keeps its decks without a server, so the printable page cannot show them."
@@ -199,7 +201,7 @@ class DeckCommands:
 
     def _open_deck(self) -> dict[str, Any]:
         if self.view.deck is None:
-            raise ValueError(NO_DECK_OPEN.capitalize())
+            raise ToolError("unavailable", NO_DECK_OPEN.capitalize(), display=OPEN_A_DECK_FIRST)
         return self.view.deck
 
     def _stay(self, message: str) -> dict[str, Any]:
@@ -250,6 +252,7 @@ def register_deck_commands(context: PluginContext, commands: DeckCommands, bundl
         ("decks.deleteSlide", commands.delete_slide, "Decks: Delete Slide"),
         ("decks.deleteDeck", commands.delete_deck, "Decks: Delete Deck"),
     ]
+    questions = change_questions(commands.store.title_of)
     gates = {id: ((lambda: commands.view.is_open), NO_DECK_OPEN) for id in needs_open_deck}
     gates["decks.stopPresenting"] = (lambda: commands.view.presenting), NOT_PRESENTING
     for id, handler, label in table:
@@ -263,6 +266,8 @@ def register_deck_commands(context: PluginContext, commands: DeckCommands, bundl
             parameters=tool.get("parameters", NO_ARGUMENTS),
             is_enabled=is_enabled,
             disabled_reason=disabled_reason,
+            disabled_display=OPEN_A_DECK_FIRST if disabled_reason == NO_DECK_OPEN else "",
+            confirmation=questions.get(id),
         )
 
 

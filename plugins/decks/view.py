@@ -6,6 +6,7 @@ number; the renderer draws a slide's Markdown body with the page's CommonMark (w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from reactor.page import Page
@@ -92,3 +93,20 @@ class DeckView:
         state = self.state()
         self.focus = False  # once: a later redraw (a save, a message) leaves the focus where it is
         self._page.show(VIEW, state)
+
+
+def change_questions(title_of: Callable[[str], str]) -> dict[str, Callable[[dict[str, Any]], str]]:
+    """What the person is asked before each change an assistant makes, by command id."""
+
+    def deck(args: dict[str, Any]) -> str:
+        return f"‘{title_of(str(args.get('id', '')))}’"
+
+    return {
+        "decks.createDeck": lambda args: f"Create the deck ‘{args['title']}’?",
+        "decks.updateDeck": lambda args: f"Change the deck {deck(args)}?",
+        "decks.updateSlide": lambda args: f"Change slide {args['slide']} of {deck(args)}?",
+        "decks.addSlide": lambda args: f"Add a slide to {deck(args)}?",
+        "decks.insertSlide": lambda args: f"Insert a slide at {args['slide']} in {deck(args)}?",
+        "decks.deleteSlide": lambda args: f"Delete slide {args['slide']} of {deck(args)}? This cannot be undone.",
+        "decks.deleteDeck": lambda args: f"Delete the deck {deck(args)}? This cannot be undone.",
+    }

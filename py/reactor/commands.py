@@ -36,6 +36,7 @@ class Command:
         "parameters",
         "plugin",
         "disabled_display",
+        "confirmation",
         "_validator",
     )
 
@@ -50,11 +51,13 @@ class Command:
         parameters: dict[str, Any] | None = None,
         plugin: str = "",
         disabled_display: str = "",
+        confirmation: Callable[[dict[str, Any]], str] | None = None,
     ) -> None:
         self.id, self.execute, self.label, self.description = id, execute, label, description
         self.is_enabled, self.disabled_reason, self.parameters = is_enabled, disabled_reason, parameters
         self.plugin = plugin
         self.disabled_display = disabled_display  # the reason in a person's words (a chat card)
+        self.confirmation = confirmation  # args -> the approval's question, in a person's words
         self._validator: Validator | None = None
 
     @property
@@ -115,9 +118,12 @@ class CommandRegistry:
         parameters: dict[str, Any] | None = None,
         plugin: str = "",
         disabled_display: str = "",
+        confirmation: Callable[[dict[str, Any]], str] | None = None,
     ) -> Disposable:
         """Add a command; the Disposable removes exactly this registration. `disabled_reason` is
-        what a caller (a model) reads when it is refused; `disabled_display` the same for a person."""
+        what a caller (a model) reads when it is refused; `disabled_display` the same for a person.
+        `confirmation(args)`, for a command that changes things, says what a call will do as a
+        person reads it before allowing it ("Publish ‘Hello’ on Acme?")."""
         if not isinstance(id, str) or not id.strip():
             raise DeclarationError(
                 f"A command id must be a non-empty string, not {id!r}.", owner=plugin or "?", field="id", value=id
@@ -152,6 +158,7 @@ class CommandRegistry:
             parameters,
             plugin,
             disabled_display,
+            confirmation,
         )
         self._commands[id] = command
         self.changed.emit(CommandsChanged("added", id))

@@ -166,7 +166,7 @@ class ChatLoop:
         if isinstance(prepared, dict):
             return prepared
         tool, args = prepared
-        request = ApprovalRequest(call.id, tool.name, tool.description, args, tool.side_effect)
+        request = ApprovalRequest(call.id, tool.name, tool.description, args, tool.side_effect, tool.question(args))
         try:
             decision = await self.approvals.decide(request, token)
         except AbortedError:

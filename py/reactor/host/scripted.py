@@ -232,8 +232,8 @@ def _arguments(tool: HostTool, item: dict[str, Any], slide: str | None) -> dict[
 
 
 def _summary(tool: HostTool | None, name: str, envelope: dict[str, Any]) -> str:
-    if not envelope.get("ok"):
-        return f"{name} did not work: {envelope.get('error', {}).get('message', 'no reason given')}"
+    if not envelope.get("ok"):  # the person reads this reply: the failure in their words
+        return f"That did not work: {outcome_line(tool, {}, envelope)}"
     result = envelope.get("result")
     if isinstance(result, list):
         lists = [result]
