@@ -68,7 +68,12 @@ def test_the_scripted_model_lists_opens_at_a_slide_and_presents(offline_page, li
     assert page.get_by_test_id("chat-model").inner_text() == "Scripted model (no AI)"
     say(page, "list decks")
     idle(page)
-    assert card(page, "decks_list_decks").get_attribute("data-status") == "finished"
+    listed = card(page, "decks_list_decks")
+    assert listed.get_attribute("data-status") == "finished"
+    line = listed.get_by_test_id("tool-summary").inner_text()
+    assert line == "Decks (3): ‘Onboarding: your first week’, ‘Quarterly review — Q3’, ‘Reactor in 5 minutes’."
+    reply = page.locator("reactor-chat .chat-assistant").last.inner_text()
+    assert reply == "Say “open deck Onboarding: your first week” to open one." and line not in reply
     assert chat.locator("[data-testid=approval]").count() == 0, "reading needs no approval"
     say(page, "open deck onboarding at slide 4")
     page.get_by_test_id("slide-number").get_by_text("Slide 4 of 5").wait_for()

@@ -227,7 +227,13 @@ def test_publish_true_publishes_only_when_said_and_only_for_a_publisher(server):
 def test_show_opens_the_public_page_of_the_exact_slug(server):
     reactor, page = signed_in(server)
     answer = run(reactor, "cms.showSitePage", {"slug": "welcome"})
-    assert answer == {"site": "acme", "slug": "welcome", "url": "/sites/acme/welcome", "opened": True}
+    assert answer == {
+        "site": "acme",
+        "slug": "welcome",
+        "url": "/sites/acme/welcome",
+        "opened": True,
+        "shown": "Welcome to the Acme blog",
+    }
     assert page.opened == ["/sites/acme/welcome"]
     assert "no entry 'welcom'" in failure(reactor, "cms.showSitePage", {"slug": "welcom"})
 

@@ -702,7 +702,7 @@ def test_the_scripted_model_publishes_a_page_found_by_its_title():
 def test_the_scripted_model_reports_failures_and_what_it_cannot_find():
     loop = scripted()
     # The reply is read by the person: the failure in their words, not the model's sentence.
-    assert asyncio.run(loop.send("next slide")).text == "That did not work: It failed."
+    assert asyncio.run(loop.send("next slide")).text == "That did not work; its card says why."
     assert "could not find a deck called “board meeting”" in asyncio.run(loop.send("open deck board meeting")).text
 
 
@@ -724,9 +724,10 @@ def test_the_scripted_model_drives_the_real_decks_plugin():
         return listed, moved
 
     listed, moved = asyncio.run(scenario())
-    assert listed.text == "Found 2: Quarterly review (quarterly-review), Team offsite (team-offsite)."
-    # Each step in words, from the decks tools' own summary lines: no JSON for the person to read.
-    assert moved.text == "Showing slide 3 of 5: ‘S’. Presenting ‘Team offsite’ from slide 3."
+    # The cards show each call's line (the decks tools' summaries: "Decks (2): ‘Quarterly review’,
+    # ‘Team offsite’."); the reply does not say it again, but what the person can say next.
+    assert listed.text == "Say “open deck Quarterly review” to open one."
+    assert moved.text == "Esc leaves the presentation."
 
 
 def test_the_scripted_model_answers_what_it_can_do_when_nothing_matches():

@@ -84,3 +84,17 @@ def test_an_approval_says_what_will_happen_in_words_from_the_call(demo):
     assert toolbox.tool("decks_delete_slide").question({"id": "nowhere", "slide": 2}) == (
         "Delete slide 2 of ‘nowhere’? This cannot be undone."
     )
+
+
+def test_every_demo_tool_has_a_line_for_its_card_and_a_list_says_how_many_and_which(demo):
+    _, toolbox = demo
+    assert [tool.name for tool in toolbox.tools() if not tool.summary] == []
+    listed = {"decks": [{"id": i, "title": t} for i, t in [("a", "Alpha"), ("b", "Beta"), ("c", "Gamma"), ("d", "Delta")]]}
+    line = outcome_line(toolbox.tool("decks_list_decks"), {}, {"ok": True, "result": listed})
+    assert line == "Decks (4): ‘Alpha’, ‘Beta’, ‘Gamma’ and 1 more."
+    shown = {"site": "acme", "slug": "welcome", "url": "/sites/acme/welcome", "opened": True, "shown": "Welcome"}
+    assert outcome_line(toolbox.tool("cms_show_site_page"), {}, {"ok": True, "result": shown}) == "Opened ‘Welcome’ in a new tab."
+    blocked = {**shown, "opened": False, "message": "The browser blocked the new tab; the page is at /sites/acme/welcome"}
+    del blocked["shown"]
+    line = outcome_line(toolbox.tool("cms_show_site_page"), {}, {"ok": True, "result": blocked})
+    assert line == "CMS: Show site page: The browser blocked the new tab; the page is at /sites/acme/welcome"

@@ -118,7 +118,9 @@ def create_cms_agent_tools(state: CmsState, client: CmsClient, panel: CmsPanel, 
         url = client.public_url(entry["url"])
         state.current = entry["slug"]
         answer: dict[str, Any] = {"site": entry["site"], "slug": entry["slug"], "url": url, "opened": await page.open_tab(url)}
-        if not answer["opened"]:
+        if answer["opened"]:
+            answer["shown"] = entry["title"]  # what the new tab shows (the card's line names it)
+        else:
             answer["message"] = f"The browser blocked the new tab; the page is at {url}"
         panel.draw(answer.get("message", f"Opened {url}."))
         return answer

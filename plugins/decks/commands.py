@@ -101,10 +101,12 @@ class DeckCommands:
         id = args.get("id") or (self.view.deck["id"] if self.view.deck else None)
         if id is None:
             raise ValueError("Which deck? Pass its `id`, as listed by decks_list_decks, or open one first.")
-        await self.store.get_deck(id)
+        deck = await self.store.get_deck(id)
         url = f"/decks/{quote_segment(id)}/print"
         answer: dict[str, Any] = {"id": id, "url": url, "opened": await self.page.open_tab(url)}
-        if not answer["opened"]:
+        if answer["opened"]:
+            answer["shown"] = deck["title"]  # what the new tab shows (the card's line names it)
+        else:
             answer["message"] = f"The browser blocked the new tab; the printable page is at {url}"
             self.view.say(answer["message"])
         if not self.store.has_server:

@@ -26,8 +26,10 @@ from .schema import schema_problem
 TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 BUNDLE_KEYS = {"id", "name", "description", "plugin", "commands", "toolset"}
 COMMAND_KEYS = {"name", "command", "description", "parameters", "sideEffect", "summary"}
-# A summary's placeholders: {args.name} or {result.a.b}; nothing else may sit in braces.
-SUMMARY_FIELD = re.compile(r"\{(args|result)((?:\.[A-Za-z_][A-Za-z0-9_]*)+)\}")
+# A summary's placeholders: {args.name} or {result.a.b}, and for a list {result.decks:count}
+# (how many) or {result.decks:names} (the first titles); nothing else may sit in braces.
+SUMMARY_FIELD = re.compile(r"\{(args|result)((?:\.[A-Za-z_][A-Za-z0-9_]*)+)(?::(count|names))?\}")
+NAMES_SHOWN = 3
 MAX_SUMMARY = 200
 # What running a tool does to data; a host asks the person before write and destructive ones.
 SIDE_EFFECTS = ("none", "read", "write", "destructive")
@@ -155,10 +157,28 @@ def fill_summary(template: str, args: Any, result: Any) -> str | None:
                 missing = True
                 return ""
             found = found[key]
-        return found if isinstance(found, str) else json.dumps(found)
+        if match.group(3) is None:
+            return found if isinstance(found, str) else json.dumps(found)
+        if not isinstance(found, list):
+            missing = True
+            return ""
+        return str(len(found)) if match.group(3) == "count" else _names(found)
 
     text = SUMMARY_FIELD.sub(value, template)
     return None if missing else text
+
+
+def _names(items: list[Any]) -> str:
+    """‘A’, ‘B’, ‘C’ and 2 more: the first items of a list by title (or name, slug, id)."""
+    names = []
+    for item in items[:NAMES_SHOWN]:
+        if isinstance(item, dict):
+            item = next((item[k] for k in ("title", "name", "slug", "id") if isinstance(item.get(k), str)), "?")
+        names.append(f"‘{item}’")
+    if not names:
+        return "none"
+    more = len(items) - len(names)
+    return ", ".join(names) + (f" and {more} more" if more else "")
 
 
 def check_agent_tools(bundle: Any) -> dict[str, Any]:

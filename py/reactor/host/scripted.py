@@ -109,7 +109,8 @@ class ScriptedModel:
             return ModelTurn("", calls, TOOL_USE, "tool_use")
         if not understood:
             return ModelTurn(_help(tools, notes[0] if notes else ""), (), END_TURN, "end_turn")
-        return ModelTurn(" ".join(notes), (), END_TURN, "end_turn")
+        said = list(dict.fromkeys(note for note in notes if note))
+        return ModelTurn(" ".join(said) or "Done.", (), END_TURN, "end_turn")
 
 
 def _calls_since(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -232,18 +233,42 @@ def _arguments(tool: HostTool, item: dict[str, Any], slide: str | None) -> dict[
 
 
 def _summary(tool: HostTool | None, name: str, envelope: dict[str, Any]) -> str:
-    if not envelope.get("ok"):  # the person reads this reply: the failure in their words
-        return f"That did not work: {outcome_line(tool, {}, envelope)}"
+    """The reply's words for a finished call. Its card already shows the call's line (the tool's
+    summary, or its failure in the person's words): the reply says what to do next instead."""
+    if not envelope.get("ok"):
+        return "That did not work; its card says why."
     result = envelope.get("result")
     if isinstance(result, list):
         lists = [result]
     else:  # a listing wrapped in an object, as {"decks": [...]}
         lists = [v for v in result.values() if isinstance(v, list)] if isinstance(result, dict) else []
     items = [item for listed in lists for item in _items(listed)]
-    if items and not (tool and tool.summary):
+    if items and not (tool and tool.summary):  # no line of its own on the card: the listing is news
         listed = ", ".join(f"{i.get('title') or i.get('name')} ({i.get('id', i.get('slug'))})" for i in items)
         return f"Found {len(items)}: {listed}."
-    return outcome_line(tool, {}, envelope)
+    if not (tool and tool.summary):
+        return outcome_line(tool, {}, envelope)
+    return _next_step_hint(name, result, items)
+
+
+def _next_step_hint(name: str, result: Any, items: list[dict[str, Any]]) -> str:
+    """What the person can say next, in words this model understands ("" when nothing follows)."""
+    words = name.split("_")
+    noun = "deck" if any(w.startswith("deck") for w in words) else "post"
+    first = str(items[0].get("title") or items[0].get("name") or "") if items else ""
+    if "crawl" in words and first:
+        return f"Nothing is published: say “publish the post about {first}” when it should be."
+    if "list" in words and first:
+        if noun == "deck":
+            return f"Say “open deck {first}” to open one."
+        return f"Say “show the post about {first}” to open a published one."
+    if "open" in words and noun == "deck":
+        return "←/→ move through the slides; say “present” to fill the screen."
+    if words[-1] == "present":
+        return "Esc leaves the presentation."
+    if "publish" in words and isinstance(result, dict) and result.get("title"):
+        return f"Say “show the post about {result['title']}” to open its public page."
+    return ""
 
 
 def examples(tools: Iterable[HostTool]) -> list[str]:
