@@ -247,3 +247,14 @@ def test_a_finished_call_reads_as_its_summary_else_its_label_and_what_the_result
     assert outcome_line(tool, {}, failed) == "Not found."
     failed["error"]["display"] = "There is no deck ‘q3’."
     assert outcome_line(tool, {}, failed) == "There is no deck ‘q3’."
+
+
+def test_a_bundle_says_what_its_patterns_ask_for_in_words_or_is_refused():
+    from reactor.agent_tools import check_agent_tools
+
+    tool = {"name": "t_x", "command": "t.x", "description": "X."}
+    words = {"^[a-z]+$": "Lowercase letters only."}
+    bundle = check_agent_tools({"id": "t", "name": "T", "plugin": "t", "commands": [tool], "patternMessages": words})
+    assert bundle["patternMessages"] == words
+    with pytest.raises(DeclarationError, match="patternMessages"):
+        check_agent_tools({"id": "t", "name": "T", "plugin": "t", "commands": [tool], "patternMessages": {"^a$": ""}})

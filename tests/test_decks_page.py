@@ -227,7 +227,7 @@ def test_a_palette_command_with_arguments_opens_a_form_from_its_schema(offline_p
     assert form.locator("label").first.inner_text() == "title *"  # required fields first
     assert form.locator("select#palette-decks-createDeck-theme option").count() >= 2  # an enum is a select
     form.get_by_role("button", name="Run").click()  # nothing filled in: said under the field
-    form.locator('[data-problem="title"]', has_text="'title' is a required property").wait_for()
+    form.locator('[data-problem="title"]', has_text="Fill this in.").wait_for()
     form.locator("#palette-decks-createDeck-title").fill("Made in the palette")
     form.get_by_role("button", name="Run").click()
     page.locator("#palette-status", has_text="Decks: Create Deck: done.").wait_for()
@@ -321,3 +321,23 @@ def test_esc_leaves_the_presentation(offline_page, live_server):
     assert not sidebar_is_covered(page) and page.get_by_test_id("present").is_visible()
     page.keyboard.press("ArrowRight")  # the keys still reach the slide
     page.get_by_text("Slide 2 of 5").wait_for()
+
+
+def test_a_form_says_every_fields_problem_at_once_in_words_and_the_status_says_the_last_attempt(offline_page, live_server):
+    page = ready(offline_page, live_server.url, "bob")
+    palette_button(page, "Decks: Show All Decks").click()
+    page.locator("#palette-status", has_text="Decks: Show All Decks: done.").wait_for()
+    palette_button(page, "Decks: Create Deck").click()
+    form = page.locator('form[data-form="decks.createDeck"]')
+    form.locator("#palette-decks-createDeck-id").fill("Not A Slug")
+    form.get_by_role("button", name="Run").click()
+    id_problem = form.locator('[data-problem="id"]')
+    id_problem.get_by_text("Use lowercase letters and digits, with single hyphens between words, like team-offsite.").wait_for()
+    assert form.locator('[data-problem="title"]').inner_text() == "Fill this in."  # both fields at once
+    assert "does not match" not in form.inner_text() and "^[a-z0-9]" not in form.inner_text()
+    assert page.locator("#palette-status").inner_text() == "Decks: Create Deck: check the fields above."
+    form.locator("#palette-decks-createDeck-title").fill("Made in the form")
+    form.locator("#palette-decks-createDeck-id").fill("made-in-the-form")
+    form.get_by_role("button", name="Run").click()
+    page.locator("#palette-status", has_text="Decks: Create Deck: done.").wait_for()
+    assert page.locator("#palette .palette-problem:not(:empty)").count() == 0

@@ -13,6 +13,7 @@ const status = document.getElementById("palette-status");
 let drawing = 0;  // only the latest drawing lands: listCommands answers may cross
 let open = null;  // the id of the command whose form is open, and that form (kept across redraws: what was typed stays)
 let openForm = null;
+let patternWords = new Map();  // a schema `pattern` -> what it asks for in words (the bundles' patternMessages)
 
 async function drawCommands() {
   const mine = ++drawing;
@@ -75,30 +76,57 @@ function form(command) {
   }
   const general = el("p", { class: "palette-problem", role: "alert" });
   node.append(el("button", { type: "submit" }, "Run"), general);
+  const say = (target, text) => { target.textContent = target.textContent ? `${target.textContent} ${text}` : text; };
   node.addEventListener("submit", async (event) => {
     event.preventDefault();
     for (const { problem } of inputs.values()) problem.textContent = "";
     general.textContent = "";
+    // Every field is read before anything runs; the command's schema then checks them all, and
+    // every field's problem is said at once.
     const args = {};
+    let unread = false;
     for (const [name, { input, property, problem }] of inputs) {
       try {
         const value = read(input, property);
         if (value !== undefined) args[name] = value;
       } catch (error) {
-        problem.textContent = error.message;
-        return;
+        say(problem, error.message);
+        unread = true;
       }
+    }
+    if (unread) {
+      attempt("error", `${command.label}: check the fields above.`);
+      return;
     }
     const error = await run(command, args);
     if (!error) return;
     for (const item of error.problems ?? []) {
       const name = problemField(item);
-      const target = inputs.get(name)?.problem ?? general;
-      target.textContent = target.textContent ? `${target.textContent} ${item.message}` : item.message;
+      const known = inputs.get(name);
+      say(known?.problem ?? general, known ? inWords(item, known.property) : item.message);
     }
-    if (!error.problems?.length) general.textContent = error.message;
+    if (error.problems?.length) attempt("error", `${command.label}: check the fields above.`);
+    else general.textContent = error.message;
   });
   return node;
+}
+
+/** A field's problem as a person reads it: what the field asks for, never a regular expression. */
+function inWords({ message }, property) {
+  const text = message ?? "";
+  if (/is a required property|should be non-empty|is too short/.test(text) && !(property.minLength > 1)) return "Fill this in.";
+  if (/does not match/.test(text)) {
+    return patternWords.get(property.pattern) ?? property.description ?? "This is not in the form this field takes.";
+  }
+  if (/is too long/.test(text) && property.maxLength !== undefined) return `At most ${property.maxLength} characters.`;
+  if (/is too short/.test(text) && property.minLength !== undefined) return `At least ${property.minLength} characters.`;
+  if (/is not one of/.test(text)) return "Pick one of the list.";
+  if (/is (less|greater) than/.test(text)) {
+    const range = [property.minimum, property.maximum];
+    if (range.every((n) => n !== undefined)) return `A number from ${range[0]} to ${range[1]}.`;
+    return property.minimum !== undefined ? `At least ${property.minimum}.` : `At most ${property.maximum}.`;
+  }
+  return property.description || text;
 }
 
 function field(property, id) {
@@ -144,19 +172,22 @@ function problemField({ path, message }) {
   return /^'([^']+)' is a required property/.exec(message ?? "")?.[1];
 }
 
+/** The status line says the last attempt only: whatever an earlier one said goes. */
+function attempt(state, text) {
+  status.dataset.state = state;
+  status.textContent = text;
+}
+
 /** Run a command; the outcome goes to the palette's status line. Returns the error, if any. */
 async function run(command, args) {
-  status.dataset.state = "running";
-  status.textContent = `${command.label}…`;
+  attempt("running", `${command.label}…`);
   try {
     await window.reactor.executeCommand(command.id, args);
-    status.dataset.state = "done";
-    status.textContent = `${command.label}: done.`;
+    attempt("done", `${command.label}: done.`);
     if (open === command.id) toggle(null);
     return null;
   } catch (error) {
-    status.dataset.state = "error";
-    status.textContent = `${command.label}: ${error.message}`;
+    attempt("error", `${command.label}: ${error.message}`);
     return error;
   } finally {
     drawCommands();
@@ -164,6 +195,7 @@ async function run(command, args) {
 }
 
 function drawTools(bundles) {
+  patternWords = new Map(bundles.flatMap((bundle) => Object.entries(bundle.patternMessages ?? {})));
   tools.replaceChildren(...bundles.flatMap((bundle) =>
     bundle.commands.map((tool) => el("li", { title: tool.description ?? "" }, `${tool.name} → ${tool.command}`))));
 }
