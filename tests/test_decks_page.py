@@ -303,11 +303,12 @@ def test_a_deck_opened_from_the_chat_takes_the_arrow_keys_at_once(offline_page, 
     page.get_by_test_id("chat-model").wait_for()
     chat.locator("textarea").fill("open deck onboarding")
     chat.locator("textarea").press("Enter")
-    page.get_by_text("Slide 1 of 5").wait_for()
+    number = page.get_by_test_id("slide-number")
+    number.get_by_text("Slide 1 of 5").wait_for()
     page.locator("reactor-chat[data-running=false]").wait_for()
     assert stage_has_focus(page)
     page.keyboard.press("ArrowRight")
-    page.get_by_text("Slide 2 of 5").wait_for()
+    number.get_by_text("Slide 2 of 5").wait_for()
 
 
 def test_esc_leaves_the_presentation(offline_page, live_server):
@@ -341,3 +342,50 @@ def test_a_form_says_every_fields_problem_at_once_in_words_and_the_status_says_t
     form.get_by_role("button", name="Run").click()
     page.locator("#palette-status", has_text="Decks: Create Deck: done.").wait_for()
     assert page.locator("#palette .palette-problem:not(:empty)").count() == 0
+
+
+def test_the_address_names_the_deck_and_slide_is_kept_and_restored(offline_page, live_server):
+    page = offline_page
+    page.goto(f"{live_server.url}/#/decks/onboarding/4")  # a link to a slide
+    page.get_by_text("Slide 4 of 5").wait_for()
+    page.wait_for_function("document.activeElement?.id === 'decks'")  # the keys work at once
+    page.keyboard.press("ArrowRight")
+    page.get_by_text("Slide 5 of 5").wait_for()
+    page.wait_for_function("location.hash === '#/decks/onboarding/5'")
+    page.reload()
+    page.get_by_text("Slide 5 of 5").wait_for()  # restored on load
+    assert page.get_by_test_id("deck-title").inner_text() == "Onboarding: your first week"
+    page.get_by_test_id("back-to-list").click()
+    page.get_by_test_id("deck-list").wait_for()
+    page.wait_for_function("location.hash === '#/decks'")
+    page.go_back()  # the browser's Back returns to the slide the person left
+    page.get_by_text("Slide 5 of 5").wait_for()
+    page.evaluate("location.hash = '#/decks/quarterly-review/2'")  # a link followed within the page
+    page.get_by_test_id("deck-title").get_by_text("Quarterly review — Q3").wait_for()
+    assert page.get_by_test_id("slide-number").inner_text() == "Slide 2 of 5"
+
+
+def test_at_390_px_the_deck_buttons_read_whole(offline_page, live_server):
+    page = offline_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    ready(page, live_server.url)
+    page.locator('[data-deck-id="onboarding"]').get_by_test_id("open-deck").click()
+    page.get_by_text("Slide 1 of 5").wait_for()
+    broken = page.evaluate("""() => [...document.querySelectorAll('#decks button, #decks .decks-number')]
+        .filter((node) => node.getClientRects().length && node.offsetHeight > 2 * parseFloat(getComputedStyle(node).lineHeight))
+        .map((node) => node.textContent)""")
+    assert broken == []
+    for label in ("Previous", "Next", "Present", "Print", "← All decks"):
+        button = page.locator("#decks button", has_text=label)
+        assert button.inner_text() == label and inside_viewport(page, button)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_the_printable_address_of_a_deck_there_is_not_is_a_page_that_says_so(offline_page, live_server):
+    page = offline_page
+    answer = page.goto(f"{live_server.url}/decks/NOT A DECK/print")
+    assert answer.status == 404
+    assert page.locator("h1").inner_text() == "There is no deck ‘NOT A DECK’."
+    assert "{" not in page.locator("body").inner_text()  # not the API's JSON
+    page.get_by_role("link", name="Back to the decks").click()
+    page.get_by_test_id("deck-list").wait_for()
