@@ -265,3 +265,31 @@ def test_a_failed_call_shows_the_person_their_sentence_not_the_models(offline_pa
     assert failed.get_by_test_id("tool-summary").inner_text() == "Sign in at the top of the page first."
     visible = page.locator("reactor-chat").inner_text()
     assert "the person" not in visible and "cms_list_site_pages" not in visible
+
+
+def allow(page, question):
+    """The pending approval asks `question`, in the person's words; the person allows it."""
+    pending = page.locator("reactor-chat [data-testid=approval]:not([data-decision])")
+    pending.wait_for()
+    assert pending.get_by_test_id("approval-question").inner_text() == question
+    pending.get_by_role("button", name="Allow", exact=True).click()
+
+
+def test_the_readmes_cms_try_this_works_as_written(offline_page, live_server):
+    page = offline_page
+    open_chat(page, live_server.url, "ada")
+    page.locator("#cms").get_by_test_id("cms-site").wait_for()
+    say(page, "import the latest post from the demo blog")
+    allow(page, "Import 1 post from the blog at /demo-sources/blog/ into Acme Corp as drafts?")
+    idle(page)
+    imported = card(page, "cms_crawl_blog")
+    assert imported.get_attribute("data-status") == "finished"
+    assert imported.get_by_test_id("tool-summary").inner_text().endswith("/demo-sources/blog/: ‘Hello from the demo blog’.")
+    page.locator('#cms [data-slug="hello-from-the-demo-blog"][data-status="draft"]').wait_for()
+    say(page, "publish the post about hello from the demo blog")
+    allow(page, "Publish ‘Hello from the demo blog’ on Acme Corp?")
+    idle(page)
+    line = card(page, "cms_publish_site_page").get_by_test_id("tool-summary").inner_text()
+    assert line == "Published ‘Hello from the demo blog’ (hello-from-the-demo-blog)."
+    assert line not in page.locator("reactor-chat .chat-assistant").last.inner_text()  # the card says it; the reply does not
+    page.locator('#cms [data-slug="hello-from-the-demo-blog"][data-status="published"]').wait_for()

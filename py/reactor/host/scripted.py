@@ -1,7 +1,8 @@
 """ScriptedModel: plans tool calls from plain commands, for demos and tests without an AI.
 
 It understands "list decks", "open deck X at slide 4", "next slide", "previous slide",
-"go to slide 3", "present", "import 1 post from the blog at URL", "publish the page about Y"
+"go to slide 3", "present", "import 1 post from the blog at URL" (or "import the latest post
+from the demo blog", at the address the crawl tool's own schema names), "publish the page about Y"
 and "show the page about Y", joined by "and" or "then". Words
 become tools by name among those admitted (a "list" tool of the deck's plugin, a tool ending
 in "_next_slide", ...), and an id is found by matching titles in earlier tool results —
@@ -28,6 +29,13 @@ _INTENTS = [
         re.compile(
             r"^import\s+(?:the\s+)?(?:(?P<limit>\d+)\s+posts?\s+from\s+(?:the\s+)?)?"
             r"(?P<noun>blog|feed|wordpress)(?:\s+site)?\s+(?:at|from)\s+(?P<url>\S+)$"
+        ),
+    ),
+    (
+        "import",  # "import the latest post from the demo blog": the address the tool's schema gives
+        re.compile(
+            r"^import\s+(?:the\s+)?(?:(?:latest|newest|last)\s+)?(?:(?P<limit>\d+)\s+)?posts?\s+"
+            r"from\s+the\s+demo\s+(?P<noun>blog|feed|wordpress)(?:\s+site)?$"
         ),
     ),
     ("show", re.compile(r"^show\s+(?:the\s+)?(?P<noun>page|post)\s+(?:about|called|titled|named)\s+(?P<what>.+)$")),
@@ -149,7 +157,10 @@ def _next_step(intent: dict[str, Any], tools: dict[str, HostTool], known: list[A
         name = next((n for n in tools if "crawl" in n.split("_") and intent["noun"] in n.split("_")), "")
         if not name:
             return _Step(say=f"I have no tool to import from a {intent['noun']}.")
-        return _Step(name, {"url": intent["url"], "limit": int(intent.get("limit", 1))})
+        url = intent.get("url") or _demo_address(tools[name])
+        if not url:
+            return _Step(say=f"I do not know where the demo {intent['noun']} is; say “import 1 post from the blog at <address>”.")
+        return _Step(name, {"url": url, "limit": int(intent.get("limit", 1))})
     if kind == "list":
         name = _find(tools, "list", intent["noun"])
         return _Step(name, {}) if name else _Step(say=f"I have no tool to list {intent['noun']}s.")
@@ -173,6 +184,14 @@ def _next_step(intent: dict[str, Any], tools: dict[str, HostTool], known: list[A
         return _Step(say=f"I could not find a {noun} called “{what}”.")
     args = _arguments(tools[name], item, intent.get("slide"))
     return _Step(name, args) if args is not None else _Step(say=f"I do not know what {name} needs for “{what}”.")
+
+
+def _demo_address(tool: HostTool) -> str:
+    """The demo source a crawl tool's `url` parameter names in its description ("A path such as
+    /demo-sources/blog/ means the CMS server itself"), or ""."""
+    said = str(tool.parameters.get("properties", {}).get("url", {}).get("description", ""))
+    found = re.search(r"(?<![\w/])/[\w./-]*demo[\w./-]*", said)
+    return found.group(0).rstrip(".") if found else ""
 
 
 def _find(tools: dict[str, HostTool], verb: str, noun: str, prefix: str = "") -> str:
