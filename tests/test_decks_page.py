@@ -389,3 +389,17 @@ def test_the_printable_address_of_a_deck_there_is_not_is_a_page_that_says_so(off
     assert "{" not in page.locator("body").inner_text()  # not the API's JSON
     page.get_by_role("link", name="Back to the decks").click()
     page.get_by_test_id("deck-list").wait_for()
+
+
+def test_a_refusal_in_the_palette_is_said_in_the_persons_words(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    palette_button(page, "Decks: Update Slide").click()
+    form = page.locator('form[data-form="decks.updateSlide"]')
+    form.locator("#palette-decks-updateSlide-id").fill("onboarding")
+    form.locator("#palette-decks-updateSlide-slide").fill("1")
+    form.locator("#palette-decks-updateSlide-title").fill("Anonymous")
+    form.get_by_role("button", name="Run").click()
+    status = page.locator("#palette-status[data-state=error]")
+    status.wait_for()
+    assert status.inner_text() == "Decks: Update Slide: Sign in at the top of the page first."
+    assert "the person" not in page.locator("#palette").inner_text()

@@ -98,3 +98,15 @@ def test_every_demo_tool_has_a_line_for_its_card_and_a_list_says_how_many_and_wh
     del blocked["shown"]
     line = outcome_line(toolbox.tool("cms_show_site_page"), {}, {"ok": True, "result": blocked})
     assert line == "CMS: Show site page: The browser blocked the new tab; the page is at /sites/acme/welcome"
+
+
+def test_a_refused_command_tells_a_page_the_persons_words_beside_the_callers():
+    import json
+
+    from reactor.errors import CommandFailedError, HttpError
+    from reactor.facade import _failure
+
+    refusal = HttpError(401, "Sign in first.").refusal()
+    failed = json.loads(_failure("decks.updateSlide", CommandFailedError("x", command_id="decks.updateSlide", cause=refusal)))
+    assert failed["error"]["message"] == "x"  # the caller's sentence, as the command said it
+    assert failed["error"]["display"] == "Sign in at the top of the page first."

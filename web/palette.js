@@ -106,7 +106,7 @@ function form(command) {
       say(known?.problem ?? general, known ? inWords(item, known.property) : item.message);
     }
     if (error.problems?.length) attempt("error", `${command.label}: check the fields above.`);
-    else general.textContent = error.message;
+    else general.textContent = error.display ?? error.message;
   });
   return node;
 }
@@ -187,7 +187,7 @@ async function run(command, args) {
     if (open === command.id) toggle(null);
     return null;
   } catch (error) {
-    attempt("error", `${command.label}: ${error.message}`);
+    attempt("error", `${command.label}: ${error.display ?? error.message}`);
     return error;
   } finally {
     drawCommands();

@@ -83,7 +83,7 @@ function say(root, text) {
 const panel = globalThis.document && document.getElementById('cms');
 if (panel && globalThis.window && window.reactor && window.reactor.defineView) {
   const run = (command, args = {}) =>
-    window.reactor.executeCommand(command, args).catch((error) => say(panel, error.message));
+    window.reactor.executeCommand(command, args).catch((error) => say(panel, error.display ?? error.message));
   window.reactor.defineView('cms', (state) => renderCmsPanel(panel, state, run));
   say(panel, 'Loading the CMS…');
   window.reactor.ready.then(() => run('cms.restoreSession'), () => {});

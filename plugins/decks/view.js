@@ -139,7 +139,7 @@ if (stage && globalThis.window && window.reactor && window.reactor.defineView) {
   stage.addEventListener('reactor:command', (event) => {
     const { command, args } = event.detail;
     window.reactor.executeCommand(command, args).catch((error) => {
-      renderMessage(stage, error.message);
+      renderMessage(stage, error.display ?? error.message);
     });
   });
 }
@@ -177,11 +177,11 @@ function followAddress() {
   const shownId = stage.querySelector('[data-testid="deck-title"]') ? stage.dataset.deckId : null;
   const shownSlide = Number(stage.dataset.slide || 0);
   if (wanted.id === undefined) {
-    if (shownId) window.reactor.executeCommand('decks.list').catch((error) => renderMessage(stage, error.message));
+    if (shownId) window.reactor.executeCommand('decks.list').catch((error) => renderMessage(stage, error.display ?? error.message));
     return;
   }
   if (wanted.id === shownId && (wanted.slide ?? shownSlide) === shownSlide) return;
-  window.reactor.executeCommand('decks.open', wanted).catch((error) => renderMessage(stage, error.message));
+  window.reactor.executeCommand('decks.open', wanted).catch((error) => renderMessage(stage, error.display ?? error.message));
 }
 
 function renderMessage(root, text) {

@@ -158,7 +158,9 @@ class HttpError(ReactorError):
         and for a 401 what the person can do); None for any other status."""
         if self.status == 401:
             return ToolError(
-                "not_permitted", f"{self.detail} Ask the person to sign in (the form at the top of the page), then try again."
+                "not_permitted",
+                f"{self.detail} Ask the person to sign in (the form at the top of the page), then try again.",
+                display="Sign in at the top of the page first.",
             )
         if self.status == 403:
             return ToolError("not_permitted", self.detail)
