@@ -297,7 +297,8 @@ def examples(tools: Iterable[HostTool]) -> list[str]:
         words = tool.name.split("_")
         example = ""
         if "crawl" in words and "blog" in words:
-            example = "import 1 post from the blog at https://…"
+            known = _demo_address(tool)  # the demo's own blog, when the tool's schema names one
+            example = "import the latest post from the demo blog" if known else "import 1 post from the blog at https://…"
         elif "list" in words:
             after = words[words.index("list") + 1 :]
             noun = after[-1] if after else words[0]
