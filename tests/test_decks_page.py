@@ -403,3 +403,16 @@ def test_a_refusal_in_the_palette_is_said_in_the_persons_words(offline_page, liv
     status.wait_for()
     assert status.inner_text() == "Decks: Update Slide: Sign in at the top of the page first."
     assert "the person" not in page.locator("#palette").inner_text()
+
+
+def test_a_palette_form_never_shows_a_secret_as_typed(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    page.evaluate("""window.reactor.definePlugin({name: "vault", commands: [{
+        id: "vault.open", label: "Vault: Open", execute() {},
+        parameters: {type: "object", properties: {password: {type: "string"}, pin: {type: "string", writeOnly: true}},
+                     required: ["password"], additionalProperties: false}}]})""")
+    palette_button(page, "Vault: Open").click()
+    form = page.locator('form[data-form="vault.open"]')
+    for name in ("password", "pin"):
+        field = form.locator(f"#palette-vault-open-{name}")
+        assert field.get_attribute("type") == "password" and field.get_attribute("autocomplete") == "current-password"

@@ -68,7 +68,7 @@ function form(command) {
     const property = schema.properties[name] ?? {};
     const id = `palette-${command.id}-${name}`.replace(/[^\w-]/g, "-");
     const label = el("label", { for: id }, required.has(name) ? `${name} *` : name);
-    const input = field(property, id);
+    const input = field(property, id, name);
     const hint = el("small", { class: "palette-hint" }, property.description ?? "");
     const problem = el("small", { class: "palette-problem", role: "alert", "data-problem": name });
     inputs.set(name, { input, property, problem });
@@ -129,8 +129,12 @@ function inWords({ message }, property) {
   return property.description || text;
 }
 
-function field(property, id) {
+function field(property, id, name) {
   const type = Array.isArray(property.type) ? property.type.find((t) => t !== "null") : property.type;
+  // A secret is never shown as typed (the page's own sign-in is the header's form, not a palette form).
+  if (type === "string" && (property.format === "password" || property.writeOnly === true || /password/i.test(name))) {
+    return el("input", { id, type: "password", autocomplete: "current-password" });
+  }
   if (Array.isArray(property.enum)) {
     const select = el("select", { id });
     select.append(el("option", { value: "" }, "—"), ...property.enum.map((value) => el("option", { value: JSON.stringify(value) }, value)));
