@@ -141,7 +141,7 @@ def test_stop_aborts_the_model_request(page, server, provider):
     assert provider.asked.wait(10), "the model was asked"
     page.locator("reactor-chat").get_by_role("button", name="Stop").click()
     idle(page)
-    assert page.locator("reactor-chat .chat-note").last.inner_text() == "The person pressed stop."
+    assert page.locator("reactor-chat .chat-note").last.inner_text() == "You stopped the assistant."
     assert provider.hung_up.wait(5) and provider.disconnected == 1, "the fetch to the provider was aborted, not left running"
 
 

@@ -486,7 +486,7 @@ def test_stop_during_the_model_request_ends_the_turn_and_drops_its_answer():
     loop, outcome, page = asyncio.run(scenario())
     assert outcome.status == "stopped"
     assert loop.history == [{"role": "user", "content": "hello"}] and page.deleted == []
-    assert events[-1].type == "stopped" and events[-1].data["reason"] == "The person pressed stop."
+    assert events[-1].type == "stopped" and events[-1].data["reason"] == "You stopped the assistant."
     assert not loop.running
 
 
