@@ -242,5 +242,19 @@ def test_a_finished_call_reads_as_its_summary_else_its_label_and_what_the_result
     refused = {"ok": True, "result": {"presenting": False, "reason": "Full screen needs a click."}}
     assert outcome_line(tool, "{}", refused) == "Decks: Present: Full screen needs a click."
     assert outcome_line(tool, "{", {"ok": True, "result": None}) == "Decks: Present: done."
-    failed = {"ok": False, "error": {"code": "failed", "message": "The deck is gone."}}
-    assert outcome_line(tool, {}, failed) == "The deck is gone."
+    # A failure: the person's sentence (display), never the model's (message).
+    failed = {"ok": False, "error": {"code": "not_found", "message": "There is no deck 'q3'; call decks_list_decks."}}
+    assert outcome_line(tool, {}, failed) == "Not found."
+    failed["error"]["display"] = "There is no deck ‘q3’."
+    assert outcome_line(tool, {}, failed) == "There is no deck ‘q3’."
+
+
+def test_a_bundle_says_what_its_patterns_ask_for_in_words_or_is_refused():
+    from reactor.agent_tools import check_agent_tools
+
+    tool = {"name": "t_x", "command": "t.x", "description": "X."}
+    words = {"^[a-z]+$": "Lowercase letters only."}
+    bundle = check_agent_tools({"id": "t", "name": "T", "plugin": "t", "commands": [tool], "patternMessages": words})
+    assert bundle["patternMessages"] == words
+    with pytest.raises(DeclarationError, match="patternMessages"):
+        check_agent_tools({"id": "t", "name": "T", "plugin": "t", "commands": [tool], "patternMessages": {"^a$": ""}})

@@ -68,7 +68,12 @@ def test_the_scripted_model_lists_opens_at_a_slide_and_presents(offline_page, li
     assert page.get_by_test_id("chat-model").inner_text() == "Scripted model (no AI)"
     say(page, "list decks")
     idle(page)
-    assert card(page, "decks_list_decks").get_attribute("data-status") == "finished"
+    listed = card(page, "decks_list_decks")
+    assert listed.get_attribute("data-status") == "finished"
+    line = listed.get_by_test_id("tool-summary").inner_text()
+    assert line == "Decks (3): ‘Onboarding: your first week’, ‘Quarterly review — Q3’, ‘Reactor in 5 minutes’."
+    reply = page.locator("reactor-chat .chat-assistant").last.inner_text()
+    assert reply == "Say “open deck Onboarding: your first week” to open one." and line not in reply
     assert chat.locator("[data-testid=approval]").count() == 0, "reading needs no approval"
     say(page, "open deck onboarding at slide 4")
     page.get_by_test_id("slide-number").get_by_text("Slide 4 of 5").wait_for()
@@ -95,6 +100,8 @@ def test_a_write_waits_for_approval_and_a_denial_reaches_the_model(page, server,
     say(page, "rename the first slide")
     approval = page.get_by_test_id("approval")
     approval.wait_for()
+    # What will happen, in the person's words: the deck's title, not the tool's name.
+    assert approval.get_by_test_id("approval-question").inner_text() == "Change slide 1 of ‘Onboarding: your first week’?"
     time.sleep(1)  # not an ordering: a second in which nothing may happen without the person
     assert approval.is_visible(), "the approval stays until the person answers"
     approval.get_by_role("button", name="Deny").click()
@@ -134,7 +141,7 @@ def test_stop_aborts_the_model_request(page, server, provider):
     assert provider.asked.wait(10), "the model was asked"
     page.locator("reactor-chat").get_by_role("button", name="Stop").click()
     idle(page)
-    assert page.locator("reactor-chat .chat-note").last.inner_text() == "The person pressed stop."
+    assert page.locator("reactor-chat .chat-note").last.inner_text() == "You stopped the assistant."
     assert provider.hung_up.wait(5) and provider.disconnected == 1, "the fetch to the provider was aborted, not left running"
 
 
@@ -280,3 +287,43 @@ def test_the_chat_driven_from_code_shows_its_model_and_the_person_can_stop_its_r
     idle(page)
     assert provider.hung_up.wait(5), "the request to the provider was aborted"
     assert page.locator("reactor-chat").get_by_role("button", name="Send").is_enabled()
+
+
+def test_a_failed_call_shows_the_person_their_sentence_not_the_models(offline_page, live_server):
+    page = offline_page
+    open_chat(page, live_server.url)
+    say(page, "list pages")  # a CMS tool, nobody signed in
+    idle(page)
+    failed = card(page, "cms_list_site_pages")
+    assert failed.get_attribute("data-status") == "failed"
+    assert failed.get_by_test_id("tool-summary").inner_text() == "Sign in at the top of the page first."
+    visible = page.locator("reactor-chat").inner_text()
+    assert "the person" not in visible and "cms_list_site_pages" not in visible
+
+
+def allow(page, question):
+    """The pending approval asks `question`, in the person's words; the person allows it."""
+    pending = page.locator("reactor-chat [data-testid=approval]:not([data-decision])")
+    pending.wait_for()
+    assert pending.get_by_test_id("approval-question").inner_text() == question
+    pending.get_by_role("button", name="Allow", exact=True).click()
+
+
+def test_the_readmes_cms_try_this_works_as_written(offline_page, live_server):
+    page = offline_page
+    open_chat(page, live_server.url, "ada")
+    page.locator("#cms").get_by_test_id("cms-site").wait_for()
+    say(page, "import the latest post from the demo blog")
+    allow(page, "Import 1 post from the blog at /demo-sources/blog/ into Acme Corp as drafts?")
+    idle(page)
+    imported = card(page, "cms_crawl_blog")
+    assert imported.get_attribute("data-status") == "finished"
+    assert imported.get_by_test_id("tool-summary").inner_text().endswith("/demo-sources/blog/: ‘Hello from the demo blog’.")
+    page.locator('#cms [data-slug="hello-from-the-demo-blog"][data-status="draft"]').wait_for()
+    say(page, "publish the post about hello from the demo blog")
+    allow(page, "Publish ‘Hello from the demo blog’ on Acme Corp?")
+    idle(page)
+    line = card(page, "cms_publish_site_page").get_by_test_id("tool-summary").inner_text()
+    assert line == "Published ‘Hello from the demo blog’ (hello-from-the-demo-blog)."
+    assert line not in page.locator("reactor-chat .chat-assistant").last.inner_text()  # the card says it; the reply does not
+    page.locator('#cms [data-slug="hello-from-the-demo-blog"][data-status="published"]').wait_for()

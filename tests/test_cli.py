@@ -1,4 +1,5 @@
 import json
+import signal
 import subprocess
 import sys
 import urllib.request
@@ -48,6 +49,20 @@ def test_serve_on_port_zero_prints_the_address_it_serves(tmp_path):
             assert (tmp_path / "reactor.sqlite3").exists()
         finally:
             server.terminate()
+
+
+def test_ctrl_c_stops_serve_with_one_line_not_a_traceback(tmp_path):
+    command = [sys.executable, "-m", "reactor", "serve", "--port", "0", "--data", str(tmp_path)]
+    # As from a terminal: SIGINT at its default (a shell's background job would ignore it).
+    reset = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=reset) as server:
+        line = server.stdout.readline()
+        assert line.startswith("reactor is serving http://127.0.0.1:")
+        with urllib.request.urlopen(line.split()[3] + "plugins") as answer:
+            assert answer.status == 200  # serving: the Ctrl-C reaches uvicorn, which re-raises it after shutting down
+        server.send_signal(signal.SIGINT)
+        out, err = server.communicate(timeout=30)
+    assert err == "reactor stopped.\n" and out == "" and server.returncode == 130
 
 
 def test_serve_on_a_taken_port_says_so_and_exits(tmp_path):

@@ -12,7 +12,15 @@ import urllib.request
 import pytest
 from conftest import start_server, stop_server
 
-from reactor import CommandFailedError, InvalidArgumentsError, MemoryPage, Reactor, agent_tool_bundles, load_agent_tools
+from reactor import (
+    CommandFailedError,
+    CommandUnavailableError,
+    InvalidArgumentsError,
+    MemoryPage,
+    Reactor,
+    agent_tool_bundles,
+    load_agent_tools,
+)
 from reactor.http import answer_json
 from reactor_plugins.cms import CMS_AGENT_TOOLS, CMS_PLUGIN
 from reactor_plugins.cms.server import HERE
@@ -63,8 +71,10 @@ def run(reactor, command, args=None):
 
 
 def signed_in(server, user="ada", **page_options):
+    """Signed in as the header's form does it (POST /auth/sign-in), then followed by the CMS."""
     reactor, page = start(server, **page_options)
-    run(reactor, "cms.signIn", {"username": user, "password": f"{user}-demo"})
+    asyncio.run(page.fetch_json("POST", "/auth/sign-in", {"username": user, "password": f"{user}-demo"}))
+    run(reactor, "cms.restoreSession")
     return reactor, page
 
 
@@ -98,13 +108,17 @@ def test_the_server_lists_the_same_bundle_file(server):
 
 def test_before_signing_in_a_tool_says_to_sign_in_and_sends_nothing(server):
     reactor, page = start(server)
-    assert "must sign in in the CMS panel" in failure(reactor, "cms.listSitePages")
+    with pytest.raises(CommandUnavailableError) as refused:
+        run(reactor, "cms.listSitePages")
+    assert "ask the person to sign in at the top of the page" in str(refused.value)
+    assert refused.value.display == "Sign in at the top of the page first."
     assert page.requests == []
 
 
 def test_signing_in_keeps_the_user_and_sites_but_not_the_token(server):
     reactor, page = start(server)
-    answer = run(reactor, "cms.signIn", {"username": "bob", "password": "bob-demo"})
+    asyncio.run(page.fetch_json("POST", "/auth/sign-in", {"username": "bob", "password": "bob-demo"}))
+    answer = run(reactor, "cms.restoreSession")
     assert answer == {
         "signedIn": True,
         "username": "bob",
@@ -121,10 +135,24 @@ def test_signing_in_keeps_the_user_and_sites_but_not_the_token(server):
     }
 
 
-def test_a_wrong_password_is_refused_and_nobody_is_signed_in(server):
-    reactor, _ = start(server)
-    assert failure(reactor, "cms.signIn", {"username": "ada", "password": "nope"}) == "Wrong user name or password."
+def test_sign_in_asks_for_the_pages_one_form_and_every_other_command_waits_for_it(server):
+    reactor, page = start(server)
+    available = {c.id: c.is_available for c in reactor.commands.list_commands()}
+    assert available.pop("cms.signIn") and available.pop("cms.restoreSession")
+    assert not any(available.values()), "nobody is signed in: no CMS command can run"
+    assert run(reactor, "cms.signIn")["signedIn"] is False
+    assert page.views["session"] == {"signIn": True}  # web/session.js brings its form forward
     assert reactor.services["cms_state"].signed_in is False
+    with pytest.raises(CommandUnavailableError):
+        run(reactor, "cms.signOut")
+
+
+def test_signing_out_tells_the_header_and_disables_the_commands(server):
+    reactor, page = signed_in(server, "bob")
+    assert not reactor.commands.get_command("cms.signIn").is_available
+    assert run(reactor, "cms.signOut") == {"signedIn": False}
+    assert page.views["session"] == {"signedIn": False} and page.views["cms"]["signedIn"] is False
+    assert not reactor.commands.get_command("cms.listSitePages").is_available
 
 
 def test_switching_the_site_changes_where_the_next_call_goes(server):
@@ -199,7 +227,13 @@ def test_publish_true_publishes_only_when_said_and_only_for_a_publisher(server):
 def test_show_opens_the_public_page_of_the_exact_slug(server):
     reactor, page = signed_in(server)
     answer = run(reactor, "cms.showSitePage", {"slug": "welcome"})
-    assert answer == {"site": "acme", "slug": "welcome", "url": "/sites/acme/welcome", "opened": True}
+    assert answer == {
+        "site": "acme",
+        "slug": "welcome",
+        "url": "/sites/acme/welcome",
+        "opened": True,
+        "shown": "Welcome to the Acme blog",
+    }
     assert page.opened == ["/sites/acme/welcome"]
     assert "no entry 'welcom'" in failure(reactor, "cms.showSitePage", {"slug": "welcom"})
 
@@ -208,7 +242,7 @@ def test_show_with_the_tab_blocked_answers_with_the_link(server):
     reactor, page = signed_in(server, allow_tabs=False)
     answer = run(reactor, "cms.showSitePage", {"slug": "about"})
     assert answer["opened"] is False and answer["url"] == "/sites/acme/about"
-    assert answer["message"].endswith("give the person this link to open: /sites/acme/about")
+    assert answer["message"].endswith("the page is at /sites/acme/about")
     assert page.views["cms"]["message"] == answer["message"]
 
 

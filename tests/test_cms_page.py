@@ -96,11 +96,13 @@ def test_a_draft_cannot_be_shown_and_stays_private(offline_page, live_server):
 
 def test_with_popups_blocked_show_answers_with_the_link(blocking_popups, live_server):
     page = blocking_popups
+    # Signed in before the page loads, as a cookie from an earlier visit does: no click on the page.
+    assert page.request.post(f"{live_server.url}/auth/sign-in", data={"username": "ada", "password": "ada-demo"}).ok
     signed, shown = run_without_gesture(
         page,
         live_server.url,
         [
-            ("cms.signIn", {"username": "ada", "password": "ada-demo"}),
+            ("cms.restoreSession", {}),
             ("cms.showSitePage", {"slug": "welcome"}),
         ],
     )
@@ -133,3 +135,36 @@ def test_a_reload_keeps_the_person_signed_in_through_the_cookie(offline_page, li
     page.locator("#session").get_by_role("button", name="Sign out").click()
     page.locator("#cms").get_by_test_id("cms-signed-out").wait_for()
     assert page.context.cookies() == [] or all(c["name"] != "reactor_session" for c in page.context.cookies())
+
+
+def command_button(page, label):
+    return page.locator("#palette button", has_text=label)
+
+
+def test_one_sign_in_the_palette_brings_the_headers_form_and_every_part_follows(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    page.locator("#cms [data-testid=cms-signed-out]").wait_for()
+    sign_in_command = command_button(page, "CMS: Sign in")
+    sign_in_command.wait_for()
+    assert command_button(page, "CMS: Sign out").is_disabled() and command_button(page, "CMS: Crawl blog").is_disabled()
+    sign_in_command.click()
+    assert page.locator('form[data-form="cms.signIn"]').count() == 0  # no second form
+    page.wait_for_function("document.activeElement?.name === 'username' && document.activeElement.closest('#session')")
+    for field in page.locator("input[type=password], input[name*=password]").all():
+        assert field.get_attribute("type") == "password" and field.get_attribute("autocomplete")
+    page.keyboard.type("bob")
+    page.locator("#session input[name=password]").fill("bob-demo")
+    page.keyboard.press("Enter")
+    page.get_by_test_id("signed-in-as").get_by_text("Signed in as bob").wait_for()
+    page.locator("#cms").get_by_test_id("cms-site").wait_for()  # the CMS panel, without a reload
+    page.locator("#plugin-panels:not([hidden])").get_by_text("backlog_chart").wait_for()  # the plugin panels
+    page.wait_for_function("!document.querySelector('#palette [data-command=\"cms.signOut\"]').disabled")
+    assert command_button(page, "CMS: Sign in").is_disabled()
+
+    command_button(page, "CMS: Sign out").click()  # signing out elsewhere: the header follows too
+    page.locator("#session input[name=username]").wait_for()
+    page.locator("#cms [data-testid=cms-signed-out]").wait_for()
+    page.locator("#plugin-panels[hidden]").wait_for(state="attached")
+    page.wait_for_function("document.querySelector('#palette [data-command=\"cms.signOut\"]').disabled")
+    assert page.locator("#palette-status").inner_text() == "CMS: Sign out: done."
+    assert page.get_by_test_id("signed-in-as").count() == 0

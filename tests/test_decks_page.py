@@ -227,7 +227,7 @@ def test_a_palette_command_with_arguments_opens_a_form_from_its_schema(offline_p
     assert form.locator("label").first.inner_text() == "title *"  # required fields first
     assert form.locator("select#palette-decks-createDeck-theme option").count() >= 2  # an enum is a select
     form.get_by_role("button", name="Run").click()  # nothing filled in: said under the field
-    form.locator('[data-problem="title"]', has_text="'title' is a required property").wait_for()
+    form.locator('[data-problem="title"]', has_text="Fill this in.").wait_for()
     form.locator("#palette-decks-createDeck-title").fill("Made in the palette")
     form.get_by_role("button", name="Run").click()
     page.locator("#palette-status", has_text="Decks: Create Deck: done.").wait_for()
@@ -265,3 +265,154 @@ def test_a_signed_out_visit_logs_no_error_in_the_console(offline_page, live_serv
     page.locator("#cms [data-testid=cms-signed-out]").wait_for()
     page.wait_for_timeout(300)  # late requests (AI Tools, the chat's set-up) land too
     assert logged == []
+
+
+def stage_has_focus(page):
+    return page.evaluate("document.activeElement?.id") == "decks"
+
+
+def test_a_deck_opened_from_its_button_takes_the_arrow_keys_at_once(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    page.locator('[data-deck-id="onboarding"]').get_by_test_id("open-deck").click()
+    page.get_by_text("Slide 1 of 5").wait_for()
+    assert stage_has_focus(page) and inside_viewport(page, page.get_by_test_id("slide-title"))
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    page.get_by_text("Slide 3 of 5").wait_for()
+    page.get_by_test_id("previous-slide").click()  # the view's own button, redrawn away: the keys stay
+    page.get_by_text("Slide 2 of 5").wait_for()
+    page.keyboard.press("ArrowLeft")
+    page.get_by_text("Slide 1 of 5").wait_for()
+
+
+def test_a_deck_opened_from_the_palette_takes_the_arrow_keys_at_once(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    palette_button(page, "Decks: Open Deck").click()
+    form = page.locator('form[data-form="decks.open"]')
+    form.locator("#palette-decks-open-id").fill("onboarding")
+    form.get_by_role("button", name="Run").click()
+    page.get_by_text("Slide 1 of 5").wait_for()
+    assert stage_has_focus(page)
+    page.keyboard.press("ArrowRight")
+    page.get_by_text("Slide 2 of 5").wait_for()
+
+
+def test_a_deck_opened_from_the_chat_takes_the_arrow_keys_at_once(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    chat = page.locator("reactor-chat")
+    page.get_by_test_id("chat-model").wait_for()
+    chat.locator("textarea").fill("open deck onboarding")
+    chat.locator("textarea").press("Enter")
+    number = page.get_by_test_id("slide-number")
+    number.get_by_text("Slide 1 of 5").wait_for()
+    page.locator("reactor-chat[data-running=false]").wait_for()
+    assert stage_has_focus(page)
+    page.keyboard.press("ArrowRight")
+    number.get_by_text("Slide 2 of 5").wait_for()
+
+
+def test_esc_leaves_the_presentation(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    page.locator('[data-deck-id="onboarding"]').get_by_test_id("open-deck").click()
+    page.get_by_test_id("present").click()
+    page.locator("#decks.decks--presenting").wait_for()
+    page.keyboard.press("Escape")  # headless Chromium does not leave full screen on Esc itself: the view's key does
+    page.locator("#decks:not(.decks--presenting)").wait_for()
+    page.wait_for_function("document.fullscreenElement === null")
+    assert not sidebar_is_covered(page) and page.get_by_test_id("present").is_visible()
+    page.keyboard.press("ArrowRight")  # the keys still reach the slide
+    page.get_by_text("Slide 2 of 5").wait_for()
+
+
+def test_a_form_says_every_fields_problem_at_once_in_words_and_the_status_says_the_last_attempt(offline_page, live_server):
+    page = ready(offline_page, live_server.url, "bob")
+    palette_button(page, "Decks: Show All Decks").click()
+    page.locator("#palette-status", has_text="Decks: Show All Decks: done.").wait_for()
+    palette_button(page, "Decks: Create Deck").click()
+    form = page.locator('form[data-form="decks.createDeck"]')
+    form.locator("#palette-decks-createDeck-id").fill("Not A Slug")
+    form.get_by_role("button", name="Run").click()
+    id_problem = form.locator('[data-problem="id"]')
+    id_problem.get_by_text("Use lowercase letters and digits, with single hyphens between words, like team-offsite.").wait_for()
+    assert form.locator('[data-problem="title"]').inner_text() == "Fill this in."  # both fields at once
+    assert "does not match" not in form.inner_text() and "^[a-z0-9]" not in form.inner_text()
+    assert page.locator("#palette-status").inner_text() == "Decks: Create Deck: check the fields above."
+    form.locator("#palette-decks-createDeck-title").fill("Made in the form")
+    form.locator("#palette-decks-createDeck-id").fill("made-in-the-form")
+    form.get_by_role("button", name="Run").click()
+    page.locator("#palette-status", has_text="Decks: Create Deck: done.").wait_for()
+    assert page.locator("#palette .palette-problem:not(:empty)").count() == 0
+
+
+def test_the_address_names_the_deck_and_slide_is_kept_and_restored(offline_page, live_server):
+    page = offline_page
+    page.goto(f"{live_server.url}/#/decks/onboarding/4")  # a link to a slide
+    page.get_by_text("Slide 4 of 5").wait_for()
+    page.wait_for_function("document.activeElement?.id === 'decks'")  # the keys work at once
+    page.keyboard.press("ArrowRight")
+    page.get_by_text("Slide 5 of 5").wait_for()
+    page.wait_for_function("location.hash === '#/decks/onboarding/5'")
+    page.reload()
+    page.get_by_text("Slide 5 of 5").wait_for()  # restored on load
+    assert page.get_by_test_id("deck-title").inner_text() == "Onboarding: your first week"
+    page.get_by_test_id("back-to-list").click()
+    page.get_by_test_id("deck-list").wait_for()
+    page.wait_for_function("location.hash === '#/decks'")
+    page.go_back()  # the browser's Back returns to the slide the person left
+    page.get_by_text("Slide 5 of 5").wait_for()
+    page.evaluate("location.hash = '#/decks/quarterly-review/2'")  # a link followed within the page
+    page.get_by_test_id("deck-title").get_by_text("Quarterly review — Q3").wait_for()
+    assert page.get_by_test_id("slide-number").inner_text() == "Slide 2 of 5"
+
+
+def test_at_390_px_the_deck_buttons_read_whole(offline_page, live_server):
+    page = offline_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    ready(page, live_server.url)
+    page.locator('[data-deck-id="onboarding"]').get_by_test_id("open-deck").click()
+    page.get_by_text("Slide 1 of 5").wait_for()
+    broken = page.evaluate("""() => [...document.querySelectorAll('#decks button, #decks .decks-number')]
+        .filter((node) => node.getClientRects().length && node.offsetHeight > 2 * parseFloat(getComputedStyle(node).lineHeight))
+        .map((node) => node.textContent)""")
+    assert broken == []
+    for label in ("Previous", "Next", "Present", "Print", "← All decks"):
+        button = page.locator("#decks button", has_text=label)
+        assert button.inner_text() == label and inside_viewport(page, button)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_the_printable_address_of_a_deck_there_is_not_is_a_page_that_says_so(offline_page, live_server):
+    page = offline_page
+    answer = page.goto(f"{live_server.url}/decks/NOT A DECK/print")
+    assert answer.status == 404
+    assert page.locator("h1").inner_text() == "There is no deck ‘NOT A DECK’."
+    assert "{" not in page.locator("body").inner_text()  # not the API's JSON
+    page.get_by_role("link", name="Back to the decks").click()
+    page.get_by_test_id("deck-list").wait_for()
+
+
+def test_a_refusal_in_the_palette_is_said_in_the_persons_words(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    palette_button(page, "Decks: Update Slide").click()
+    form = page.locator('form[data-form="decks.updateSlide"]')
+    form.locator("#palette-decks-updateSlide-id").fill("onboarding")
+    form.locator("#palette-decks-updateSlide-slide").fill("1")
+    form.locator("#palette-decks-updateSlide-title").fill("Anonymous")
+    form.get_by_role("button", name="Run").click()
+    status = page.locator("#palette-status[data-state=error]")
+    status.wait_for()
+    assert status.inner_text() == "Decks: Update Slide: Sign in at the top of the page first."
+    assert "the person" not in page.locator("#palette").inner_text()
+
+
+def test_a_palette_form_never_shows_a_secret_as_typed(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    page.evaluate("""window.reactor.definePlugin({name: "vault", commands: [{
+        id: "vault.open", label: "Vault: Open", execute() {},
+        parameters: {type: "object", properties: {password: {type: "string"}, pin: {type: "string", writeOnly: true}},
+                     required: ["password"], additionalProperties: false}}]})""")
+    palette_button(page, "Vault: Open").click()
+    form = page.locator('form[data-form="vault.open"]')
+    for name in ("password", "pin"):
+        field = form.locator(f"#palette-vault-open-{name}")
+        assert field.get_attribute("type") == "password" and field.get_attribute("autocomplete") == "current-password"

@@ -295,8 +295,10 @@ def test_the_print_page_escapes_slide_text_and_allows_no_script(client):
     assert "default-src 'none'" in answer.headers["content-security-policy"]
 
 
-def test_printing_an_unknown_deck_is_a_404(client):
-    assert client.get("/decks/nope/print").status_code == 404
+def test_printing_an_unknown_deck_is_a_404_page_for_a_person(client):
+    answer = client.get("/decks/<b>nope/print")
+    assert answer.status_code == 404 and answer.headers["content-type"].startswith("text/html")
+    assert "There is no deck ‘&lt;b&gt;nope’." in answer.text and "<b>" not in answer.text
 
 
 # Mounted in the app -----------------------------------------------------------------------

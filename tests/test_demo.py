@@ -58,7 +58,8 @@ def test_the_demo_through_the_chat(recorded, live_server):
     step(page, "01-signed-in")
 
     step(page, "02-list-decks", "list decks")
-    assert "Onboarding: your first week (onboarding)" in page.locator("reactor-chat .chat-assistant").last.inner_text()
+    listed = page.locator("reactor-chat [data-testid=tool-card][data-tool=decks_list_decks]").last
+    assert "‘Onboarding: your first week’" in listed.get_by_test_id("tool-summary").inner_text()
     step(page, "03-open-at-slide-4", "open deck onboarding at slide 4")
     assert page.get_by_test_id("slide-number").inner_text() == "Slide 4 of 5"
     step(page, "04-present", "present")

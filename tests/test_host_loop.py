@@ -486,7 +486,7 @@ def test_stop_during_the_model_request_ends_the_turn_and_drops_its_answer():
     loop, outcome, page = asyncio.run(scenario())
     assert outcome.status == "stopped"
     assert loop.history == [{"role": "user", "content": "hello"}] and page.deleted == []
-    assert events[-1].type == "stopped" and events[-1].data["reason"] == "The person pressed stop."
+    assert events[-1].type == "stopped" and events[-1].data["reason"] == "You stopped the assistant."
     assert not loop.running
 
 
@@ -701,7 +701,8 @@ def test_the_scripted_model_publishes_a_page_found_by_its_title():
 
 def test_the_scripted_model_reports_failures_and_what_it_cannot_find():
     loop = scripted()
-    assert "No deck is open" in asyncio.run(loop.send("next slide")).text
+    # The reply is read by the person: the failure in their words, not the model's sentence.
+    assert asyncio.run(loop.send("next slide")).text == "That did not work; its card says why."
     assert "could not find a deck called “board meeting”" in asyncio.run(loop.send("open deck board meeting")).text
 
 
@@ -723,9 +724,10 @@ def test_the_scripted_model_drives_the_real_decks_plugin():
         return listed, moved
 
     listed, moved = asyncio.run(scenario())
-    assert listed.text == "Found 2: Quarterly review (quarterly-review), Team offsite (team-offsite)."
-    # Each step in words, from the decks tools' own summary lines: no JSON for the person to read.
-    assert moved.text == "Showing slide 3 of 5: ‘S’. Presenting ‘Team offsite’ from slide 3."
+    # The cards show each call's line (the decks tools' summaries: "Decks (2): ‘Quarterly review’,
+    # ‘Team offsite’."); the reply does not say it again, but what the person can say next.
+    assert listed.text == "Say “open deck Quarterly review” to open one."
+    assert moved.text == "Esc leaves the presentation."
 
 
 def test_the_scripted_model_answers_what_it_can_do_when_nothing_matches():

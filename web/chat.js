@@ -198,7 +198,7 @@ class ReactorChat extends HTMLElement {
     if (!card) {
       card = el("li", { class: "chat-tool", "data-testid": "tool-card", "data-tool": event.name },
         el("div", { class: "chat-tool-head" },
-          el("strong", {}, event.title || event.name),
+          el("strong", {}, event.title || "A tool this page does not have"),
           el("span", { class: "chat-tool-status", "data-testid": "tool-status" })),
         el("p", { class: "chat-tool-summary", "data-testid": "tool-summary" }, keyArguments(event.arguments)),
         el("details", {}, el("summary", {}, "Details"),
@@ -221,14 +221,17 @@ class ReactorChat extends HTMLElement {
     // The question must be on screen: a view in full screen (a presentation) would hide it.
     if (document.fullscreenElement && !this.contains(document.fullscreenElement)) document.exitFullscreen().catch(() => {});
     return new Promise((resolve) => {
-      const question = el("p", {}, `The assistant wants to ${request.sideEffect === "destructive" ? "delete or destroy" : "change"} data with ${request.tool}${keyArguments(request.arguments) ? ` (${keyArguments(request.arguments)})` : ""}. Allow it?`);
+      // The person's words, from the tool's command ("Publish ‘Hello’ on Acme?"), never its name.
+      const asked = request.question
+        || `Allow the assistant to ${request.sideEffect === "destructive" ? "delete something" : "change something"} on this page?`;
+      const question = el("p", { "data-testid": "approval-question" }, asked);
       const card = el("li", { class: "chat-approval", "data-testid": "approval", "data-tool": request.tool },
         question, el("details", {}, el("summary", {}, "Details"), el("pre", {}, pretty(request.arguments))));
       const answer = (decision) => () => {
         card.dataset.decision = decision;
         // The card keeps what was chosen, in words; the buttons go.
         card.querySelectorAll("button").forEach((b) => b.remove());
-        question.textContent = `${request.tool}${keyArguments(request.arguments) ? ` (${keyArguments(request.arguments)})` : ""}: `;
+        question.textContent = `${asked} `;
         question.append(el("strong", { "data-testid": "approval-choice" }, { allow: "Allowed.", always: "Always allowed in this chat.", deny: "Denied; it did not run." }[decision]));
         resolve(decision);
       };

@@ -13,6 +13,7 @@ const status = document.getElementById("palette-status");
 let drawing = 0;  // only the latest drawing lands: listCommands answers may cross
 let open = null;  // the id of the command whose form is open, and that form (kept across redraws: what was typed stays)
 let openForm = null;
+let patternWords = new Map();  // a schema `pattern` -> what it asks for in words (the bundles' patternMessages)
 
 async function drawCommands() {
   const mine = ++drawing;
@@ -67,7 +68,7 @@ function form(command) {
     const property = schema.properties[name] ?? {};
     const id = `palette-${command.id}-${name}`.replace(/[^\w-]/g, "-");
     const label = el("label", { for: id }, required.has(name) ? `${name} *` : name);
-    const input = field(property, id);
+    const input = field(property, id, name);
     const hint = el("small", { class: "palette-hint" }, property.description ?? "");
     const problem = el("small", { class: "palette-problem", role: "alert", "data-problem": name });
     inputs.set(name, { input, property, problem });
@@ -75,34 +76,65 @@ function form(command) {
   }
   const general = el("p", { class: "palette-problem", role: "alert" });
   node.append(el("button", { type: "submit" }, "Run"), general);
+  const say = (target, text) => { target.textContent = target.textContent ? `${target.textContent} ${text}` : text; };
   node.addEventListener("submit", async (event) => {
     event.preventDefault();
     for (const { problem } of inputs.values()) problem.textContent = "";
     general.textContent = "";
+    // Every field is read before anything runs; the command's schema then checks them all, and
+    // every field's problem is said at once.
     const args = {};
+    let unread = false;
     for (const [name, { input, property, problem }] of inputs) {
       try {
         const value = read(input, property);
         if (value !== undefined) args[name] = value;
       } catch (error) {
-        problem.textContent = error.message;
-        return;
+        say(problem, error.message);
+        unread = true;
       }
+    }
+    if (unread) {
+      attempt("error", `${command.label}: check the fields above.`);
+      return;
     }
     const error = await run(command, args);
     if (!error) return;
     for (const item of error.problems ?? []) {
       const name = problemField(item);
-      const target = inputs.get(name)?.problem ?? general;
-      target.textContent = target.textContent ? `${target.textContent} ${item.message}` : item.message;
+      const known = inputs.get(name);
+      say(known?.problem ?? general, known ? inWords(item, known.property) : item.message);
     }
-    if (!error.problems?.length) general.textContent = error.message;
+    if (error.problems?.length) attempt("error", `${command.label}: check the fields above.`);
+    else general.textContent = error.display ?? error.message;
   });
   return node;
 }
 
-function field(property, id) {
+/** A field's problem as a person reads it: what the field asks for, never a regular expression. */
+function inWords({ message }, property) {
+  const text = message ?? "";
+  if (/is a required property|should be non-empty|is too short/.test(text) && !(property.minLength > 1)) return "Fill this in.";
+  if (/does not match/.test(text)) {
+    return patternWords.get(property.pattern) ?? property.description ?? "This is not in the form this field takes.";
+  }
+  if (/is too long/.test(text) && property.maxLength !== undefined) return `At most ${property.maxLength} characters.`;
+  if (/is too short/.test(text) && property.minLength !== undefined) return `At least ${property.minLength} characters.`;
+  if (/is not one of/.test(text)) return "Pick one of the list.";
+  if (/is (less|greater) than/.test(text)) {
+    const range = [property.minimum, property.maximum];
+    if (range.every((n) => n !== undefined)) return `A number from ${range[0]} to ${range[1]}.`;
+    return property.minimum !== undefined ? `At least ${property.minimum}.` : `At most ${property.maximum}.`;
+  }
+  return property.description || text;
+}
+
+function field(property, id, name) {
   const type = Array.isArray(property.type) ? property.type.find((t) => t !== "null") : property.type;
+  // A secret is never shown as typed (the page's own sign-in is the header's form, not a palette form).
+  if (type === "string" && (property.format === "password" || property.writeOnly === true || /password/i.test(name))) {
+    return el("input", { id, type: "password", autocomplete: "current-password" });
+  }
   if (Array.isArray(property.enum)) {
     const select = el("select", { id });
     select.append(el("option", { value: "" }, "—"), ...property.enum.map((value) => el("option", { value: JSON.stringify(value) }, value)));
@@ -144,19 +176,22 @@ function problemField({ path, message }) {
   return /^'([^']+)' is a required property/.exec(message ?? "")?.[1];
 }
 
+/** The status line says the last attempt only: whatever an earlier one said goes. */
+function attempt(state, text) {
+  status.dataset.state = state;
+  status.textContent = text;
+}
+
 /** Run a command; the outcome goes to the palette's status line. Returns the error, if any. */
 async function run(command, args) {
-  status.dataset.state = "running";
-  status.textContent = `${command.label}…`;
+  attempt("running", `${command.label}…`);
   try {
     await window.reactor.executeCommand(command.id, args);
-    status.dataset.state = "done";
-    status.textContent = `${command.label}: done.`;
+    attempt("done", `${command.label}: done.`);
     if (open === command.id) toggle(null);
     return null;
   } catch (error) {
-    status.dataset.state = "error";
-    status.textContent = `${command.label}: ${error.message}`;
+    attempt("error", `${command.label}: ${error.display ?? error.message}`);
     return error;
   } finally {
     drawCommands();
@@ -164,6 +199,7 @@ async function run(command, args) {
 }
 
 function drawTools(bundles) {
+  patternWords = new Map(bundles.flatMap((bundle) => Object.entries(bundle.patternMessages ?? {})));
   tools.replaceChildren(...bundles.flatMap((bundle) =>
     bundle.commands.map((tool) => el("li", { title: tool.description ?? "" }, `${tool.name} → ${tool.command}`))));
 }

@@ -21,13 +21,17 @@ export const WORKER_NOTICES = new Set([
   "panel.draw", "panel.listen", "panel.unlisten",
 ]);
 
-/** A failure the worker answered with: its Python error's class name, sentence, command and problems. */
+/**
+ * A failure the worker answered with: its Python error's class name, sentence, command and
+ * problems, and `display`, the same failure in a person's words when the command gave them.
+ */
 export class ReactorError extends Error {
-  constructor({ type, message, command, problems }) {
+  constructor({ type, message, command, problems, display }) {
     super(message);
     this.name = type || "ReactorError";
     this.command = command;
     if (problems) this.problems = problems;
+    if (display) this.display = display;
   }
 }
 

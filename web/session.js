@@ -52,3 +52,18 @@ function draw(user) {
 }
 
 currentUser().then(draw, () => draw(null));
+
+// Other parts of the page use this one sign-in (the `session` view): the palette's "CMS: Sign in"
+// brings this form forward; a sign-out made elsewhere (the palette's "CMS: Sign out") is drawn here
+// and told to the rest of the page like one made here.
+window.reactor.defineView("session", (state) => {
+  if (state.signedIn === false) {
+    changed(null);
+    return;
+  }
+  const name = box.querySelector("input[name=username]");
+  if (state.signIn && name) {
+    box.scrollIntoView({ block: "nearest" });
+    name.focus();
+  }
+});

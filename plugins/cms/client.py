@@ -21,18 +21,6 @@ class CmsClient:
         self.state = state
         self.on_session_lost = on_session_lost  # the panel redraws signed out
 
-    async def sign_in(self, username: str, password: str) -> dict[str, Any]:
-        # The token stays in the HttpOnly cookie; the page keeps only who signed in.
-        try:
-            await self.page.fetch_json("POST", self._auth("/auth/sign-in"), {"username": username, "password": password})
-        except HttpError as error:
-            if error.status == 401:
-                raise ToolError("not_permitted", "Wrong user name or password.") from None
-            raise ValueError(f"Signing in failed: {error.detail}") from None
-        except OSError as error:
-            raise ConnectionError(f"The CMS server cannot be reached to sign in: {error}") from None
-        return await self.session()
-
     async def sign_out(self) -> None:
         await self._call("POST", self._auth("/auth/sign-out"), {})
 

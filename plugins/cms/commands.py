@@ -1,9 +1,15 @@
 """The CMS commands: the tools' commands (handlers from `tools.py`, contract from the bundle)
 and the panel's own commands — sign in, sign out, pick a site, pick an entry — which are not
-tools: a model never handles the person's password or chooses where its calls go."""
+tools: a model never handles the person's password or chooses where its calls go.
+
+The page has one sign-in, the header's form (web/session.js, the `session` view): cms.signIn
+asks for that form, cms.signOut signs out and tells it, and the panel follows whatever session
+the header has (cms.restoreSession, run on each `reactor:session` event). Every command that
+needs someone signed in is disabled while nobody is."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -11,20 +17,11 @@ from reactor import NO_ARGUMENTS, PluginContext
 from reactor.errors import NotFoundError, ToolError
 
 from .client import CmsClient
-from .panel import CmsPanel
-from .state import CmsState
+from .panel import CmsPanel, change_questions
+from .state import SIGN_IN_FIRST, SIGNED_OUT, CmsState
 
 SLUG = {"type": "string", "minLength": 1, "maxLength": 80, "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$"}
 PANEL_PARAMETERS: dict[str, dict[str, Any]] = {
-    "cms.signIn": {
-        "type": "object",
-        "properties": {
-            "username": {"type": "string", "minLength": 1, "maxLength": 200},
-            "password": {"type": "string", "minLength": 1, "maxLength": 1000},
-        },
-        "required": ["username", "password"],
-        "additionalProperties": False,
-    },
     "cms.selectSite": {
         "type": "object",
         "properties": {"site": {"type": "string", "minLength": 1, "maxLength": 80}},
@@ -33,6 +30,7 @@ PANEL_PARAMETERS: dict[str, dict[str, Any]] = {
     },
     "cms.selectEntry": {"type": "object", "properties": {"slug": SLUG}, "required": ["slug"], "additionalProperties": False},
 }
+SESSION_VIEW = "session"  # the header's sign-in (web/session.js)
 
 
 class PanelCommands:
@@ -42,18 +40,37 @@ class PanelCommands:
         self.state = state
         self.client = client
         self.panel = panel
+        self._newest: asyncio.Future[dict[str, Any]] | None = None  # the latest restore_session's answer
 
-    async def sign_in(self, args: dict[str, Any]) -> dict[str, Any]:
-        session = await self.client.sign_in(args["username"], args["password"])
-        return await self._adopt(session, f"Signed in as {session['user']['username']}.")
+    def sign_in(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Bring the header's sign-in form forward: the page's one sign-in, its password hidden."""
+        self.panel.page.show(SESSION_VIEW, {"signIn": True})
+        return {"signedIn": False, "shown": "the sign-in form at the top of the page"}
 
     async def restore_session(self, args: dict[str, Any]) -> dict[str, Any]:
-        """On load: a session cookie from before the reload still signs the person in."""
-        session = await self.client.existing_session()
-        if self.state.signed_in:  # the person signed in while we asked: theirs is the newer answer
-            return {"signedIn": True, "username": self.state.username, "sites": self.state.sites, "site": self.state.site}
+        """Follow the session the page has now (its cookie): on load, and after each sign-in or out.
+        Calls may overlap (the page's load and a sign-in): each answers with the newest one's outcome."""
+        answer = asyncio.get_running_loop().create_future()
+        self._newest = answer
+        try:
+            session = await self.client.existing_session()
+            if self._newest is answer:
+                answer.set_result(await self._follow(session))
+        except Exception as error:
+            if self._newest is answer and not answer.done():
+                answer.set_exception(error)
+        while True:  # a later call asked meanwhile: its answer is about the newer session
+            newest = self._newest
+            assert newest is not None
+            result = await asyncio.shield(newest)
+            if newest is self._newest:
+                return result
+
+    async def _follow(self, session: dict[str, Any] | None) -> dict[str, Any]:
         if session is None:
-            self.panel.draw()
+            was_signed_in = self.state.signed_in
+            self.state.sign_out()
+            self.panel.draw("Signed out." if was_signed_in else self.panel.message)
             return {"signedIn": False}
         return await self._adopt(session, "")
 
@@ -63,12 +80,13 @@ class PanelCommands:
         finally:
             self.state.sign_out()
             self.panel.draw("Signed out.")
+            self.panel.page.show(SESSION_VIEW, {"signedIn": False})  # the header, the panels, the palette follow
         return {"signedIn": False}
 
     async def select_site(self, args: dict[str, Any]) -> dict[str, Any]:
         site = args["site"]
         if not self.state.signed_in:
-            raise ToolError("not_permitted", "Sign in first: nobody is signed in in this page.")
+            raise ToolError("not_permitted", SIGNED_OUT, display=SIGN_IN_FIRST)
         if site not in {s["id"] for s in self.state.sites}:
             names = ", ".join(s["id"] for s in self.state.sites) or "none"
             raise NotFoundError(f"User {self.state.username!r} has no site {site!r}; their sites: {names}.")
@@ -83,6 +101,12 @@ class PanelCommands:
         self.panel.draw(self.panel.message)
         return {"site": self.state.site, "current": args["slug"]}
 
+    def _where(self) -> dict[str, Any]:
+        state = self.state
+        if not state.signed_in:
+            return {"signedIn": False}
+        return {"signedIn": True, "username": state.username, "sites": state.sites, "site": state.site}
+
     async def _adopt(self, session: dict[str, Any], message: str) -> dict[str, Any]:
         state = self.state
         state.username, state.sites = session["user"]["username"], session["sites"]
@@ -94,7 +118,7 @@ class PanelCommands:
             self.panel.show_entries(entries, message)
         else:
             self.panel.draw(message or f"User {state.username!r} has no CMS site yet.")
-        return {"signedIn": True, "username": state.username, "sites": state.sites, "site": state.site}
+        return self._where()
 
 
 def register_cms_commands(
@@ -103,7 +127,19 @@ def register_cms_commands(
     panel_commands: PanelCommands,
     bundle: dict[str, Any],
 ) -> None:
-    """Every tool's command with the tool's description and parameters; then the panel's."""
+    """Every tool's command with the tool's description and parameters; then the panel's. All
+    but restoring the session need someone signed in, and signing in needs nobody to be."""
+    state = panel_commands.state
+
+    def signed_in() -> bool:
+        return state.signed_in
+
+    needs_user: dict[str, Any] = {
+        "is_enabled": signed_in,
+        "disabled_reason": SIGNED_OUT,
+        "disabled_display": SIGN_IN_FIRST,
+    }
+    questions = change_questions(state, panel_commands.panel)
     for tool in bundle["commands"]:
         context.register_command(
             tool["command"],
@@ -111,13 +147,25 @@ def register_cms_commands(
             label="CMS: " + tool["name"].removeprefix("cms_").replace("_", " ").capitalize(),
             description=tool["description"],
             parameters=tool.get("parameters", NO_ARGUMENTS),
+            confirmation=questions.get(tool["command"]),
+            **needs_user,
         )
+    context.register_command(
+        "cms.signIn",
+        panel_commands.sign_in,
+        label="CMS: Sign in",
+        parameters=NO_ARGUMENTS,
+        is_enabled=lambda: not state.signed_in,
+        disabled_reason="someone is signed in already; sign out first.",
+        disabled_display="You are signed in already.",
+    )
+    context.register_command(
+        "cms.restoreSession", panel_commands.restore_session, label="CMS: Restore session", parameters=NO_ARGUMENTS
+    )
     own: list[tuple[str, Callable[[dict[str, Any]], Any], str]] = [
-        ("cms.signIn", panel_commands.sign_in, "CMS: Sign in"),
-        ("cms.restoreSession", panel_commands.restore_session, "CMS: Restore session"),
         ("cms.signOut", panel_commands.sign_out, "CMS: Sign out"),
         ("cms.selectSite", panel_commands.select_site, "CMS: Select site"),
         ("cms.selectEntry", panel_commands.select_entry, "CMS: Select entry"),
     ]
     for id, handler, label in own:
-        context.register_command(id, handler, label=label, parameters=PANEL_PARAMETERS.get(id, NO_ARGUMENTS))
+        context.register_command(id, handler, label=label, parameters=PANEL_PARAMETERS.get(id, NO_ARGUMENTS), **needs_user)

@@ -1,5 +1,5 @@
 // The CMS panel: draws the state the CMS plugin passes to page.show("cms", state) and turns the
-// person's clicks into commands (cms.signIn, cms.selectSite, cms.publishSitePage…). All logic
+// person's clicks into commands (cms.selectSite, cms.publishSitePage…). All logic
 // lives in Python; every piece of data is set as text (textContent), never as HTML.
 
 import { el } from '/web/dom.js';
@@ -83,11 +83,10 @@ function say(root, text) {
 const panel = globalThis.document && document.getElementById('cms');
 if (panel && globalThis.window && window.reactor && window.reactor.defineView) {
   const run = (command, args = {}) =>
-    window.reactor.executeCommand(command, args).catch((error) => say(panel, error.message));
+    window.reactor.executeCommand(command, args).catch((error) => say(panel, error.display ?? error.message));
   window.reactor.defineView('cms', (state) => renderCmsPanel(panel, state, run));
   say(panel, 'Loading the CMS…');
   window.reactor.ready.then(() => run('cms.restoreSession'), () => {});
   // One sign-in for the page: the header's sign-in or sign-out reaches the CMS too.
-  window.addEventListener('reactor:session', (event) =>
-    window.reactor.ready.then(() => run(event.detail ? 'cms.restoreSession' : 'cms.signOut')));
+  window.addEventListener('reactor:session', () => window.reactor.ready.then(() => run('cms.restoreSession')));
 }

@@ -11,6 +11,10 @@ from typing import Any
 
 from reactor.errors import ToolError
 
+# Nobody signed in: what the model reads, and what the person reads (a chat card, the palette).
+SIGNED_OUT = "Nobody is signed in in this page; ask the person to sign in at the top of the page, then try again."
+SIGN_IN_FIRST = "Sign in at the top of the page first."
+
 
 class CmsState:
     """Live page state; the panel changes it through commands (cms.signIn, cms.selectSite...)."""
@@ -41,14 +45,14 @@ class CmsState:
         self.versions = {}
 
     def require_site(self) -> str:
-        """The selected site; a sentence telling the person what to do when there is none."""
+        """The selected site; a sentence for the model and one for the person when there is none."""
         if not self.signed_in:
-            raise ToolError(
-                "not_permitted", "Nobody is signed in to the CMS in this page; the person must sign in in the CMS panel first."
-            )
+            raise ToolError("not_permitted", SIGNED_OUT, display=SIGN_IN_FIRST)
         if not self.site:
             names = ", ".join(s["id"] for s in self.sites) or "none"
             raise ToolError(
-                "unavailable", f"No CMS site is selected; the person must pick one in the CMS panel (their sites: {names})."
+                "unavailable",
+                f"No CMS site is selected; ask the person to pick one in the CMS panel (their sites: {names}).",
+                display="Pick a site in the CMS panel first.",
             )
         return self.site

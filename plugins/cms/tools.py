@@ -63,6 +63,7 @@ def create_cms_agent_tools(state: CmsState, client: CmsClient, panel: CmsPanel, 
             raise ToolError(
                 "unavailable",
                 f"No entry of site {site!r} is selected in the CMS panel; read one by slug with cms_read_site_page.",
+                display="Pick an entry in the CMS panel first.",
             )
         return await read_site_page({"slug": state.current})
 
@@ -73,7 +74,7 @@ def create_cms_agent_tools(state: CmsState, client: CmsClient, panel: CmsPanel, 
         entry = await client.create_entry(fields)
         state.current = entry["slug"]
         note = DRAFT_NOTE if entry["status"] == "draft" else f"Published at {entry['url']}, as the call asked."
-        await refresh(f"Created {entry['slug']!r} ({entry['status']}).")
+        await refresh(f"Created ‘{entry['title']}’ ({entry['status']}).")
         return {**entry, "note": note}
 
     async def update_site_page(args: dict[str, Any]) -> dict[str, Any]:
@@ -87,14 +88,14 @@ def create_cms_agent_tools(state: CmsState, client: CmsClient, panel: CmsPanel, 
                 await refresh(str(error))
             raise
         state.current = entry["slug"]
-        await refresh(f"Updated {entry['slug']!r}.")
+        await refresh(f"Saved ‘{entry['title']}’.")
         return entry
 
     def publisher(published: bool) -> Handler:
         async def set_published(args: dict[str, Any]) -> dict[str, Any]:
             entry = await client.set_published(args["slug"], published)
             state.current = entry["slug"]
-            await refresh(f"{'Published' if published else 'Unpublished'} {entry['slug']!r}.")
+            await refresh(f"{'Published' if published else 'Unpublished'} ‘{entry['title']}’.")
             return entry
 
         return set_published
@@ -105,21 +106,25 @@ def create_cms_agent_tools(state: CmsState, client: CmsClient, panel: CmsPanel, 
         answer = await client.delete_entry(args["slug"])
         if state.current == args["slug"]:
             state.current = ""
-        await refresh(f"Deleted {args['slug']!r}.")
+        await refresh(f"Deleted ‘{args['slug']}’.")
         return answer
 
     async def show_site_page(args: dict[str, Any]) -> dict[str, Any]:
         entry = await client.read_entry(args["slug"])
         if entry["status"] != "published":
-            raise ValueError(
+            raise ToolError(
+                "failed",
                 f"The entry {entry['slug']!r} of site {entry['site']!r} is a draft, so it has no public page yet; "
-                "publish it with cms_publish_site_page if the person asks."
+                "publish it with cms_publish_site_page if the person asks.",
+                display=f"‘{entry['title']}’ is a draft, so it has no public page yet: publish it first.",
             )
         url = client.public_url(entry["url"])
         state.current = entry["slug"]
         answer: dict[str, Any] = {"site": entry["site"], "slug": entry["slug"], "url": url, "opened": await page.open_tab(url)}
-        if not answer["opened"]:
-            answer["message"] = f"The browser blocked the new tab; give the person this link to open: {url}"
+        if answer["opened"]:
+            answer["shown"] = entry["title"]  # what the new tab shows (the card's line names it)
+        else:
+            answer["message"] = f"The browser blocked the new tab; the page is at {url}"
         panel.draw(answer.get("message", f"Opened {url}."))
         return answer
 

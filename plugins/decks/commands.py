@@ -11,17 +11,19 @@ from collections.abc import Callable
 from typing import Any
 
 from reactor import NO_ARGUMENTS, PluginContext
+from reactor.errors import ToolError
 from reactor.page import Page
 from reactor.urls import quote_segment
 
 from .deck import deck_outline, deck_summary, slide_index, slugify
 from .store import DeckStore
-from .view import DeckView
+from .view import DeckView, change_questions
 
 # Arguments of a tool declared without parameters: none, so a made-up key is refused.
 
 NO_DECK_OPEN = "no deck is open; open one with decks_open, using an id from decks_list_decks."
 NOT_PRESENTING = "no deck is being presented."
+OPEN_A_DECK_FIRST = "Open a deck first."
 
 FULL_SCREEN_REFUSED = (
     "Full screen needs a click: press the Present button on the page (browsers only allow full screen after a user gesture)."
@@ -58,7 +60,7 @@ class DeckCommands:
         deck = await self.store.get_deck(args["id"])
         slide = args.get("slide", 1)
         slide_index(deck, slide)
-        self.view.show_deck(deck, slide)
+        self.view.show_deck(deck, slide, focus=True)
         return self.view.position()
 
     def go_to_slide(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -99,11 +101,13 @@ class DeckCommands:
         id = args.get("id") or (self.view.deck["id"] if self.view.deck else None)
         if id is None:
             raise ValueError("Which deck? Pass its `id`, as listed by decks_list_decks, or open one first.")
-        await self.store.get_deck(id)
+        deck = await self.store.get_deck(id)
         url = f"/decks/{quote_segment(id)}/print"
         answer: dict[str, Any] = {"id": id, "url": url, "opened": await self.page.open_tab(url)}
-        if not answer["opened"]:
-            answer["message"] = f"The browser blocked the new tab; give the person this address to open: {url}"
+        if answer["opened"]:
+            answer["shown"] = deck["title"]  # what the new tab shows (the card's line names it)
+        else:
+            answer["message"] = f"The browser blocked the new tab; the printable page is at {url}"
             self.view.say(answer["message"])
         if not self.store.has_server:
             answer["warning"] = "This page keeps its decks without a server, so the printable page cannot show them."
@@ -199,7 +203,7 @@ class DeckCommands:
 
     def _open_deck(self) -> dict[str, Any]:
         if self.view.deck is None:
-            raise ValueError(NO_DECK_OPEN.capitalize())
+            raise ToolError("unavailable", NO_DECK_OPEN.capitalize(), display=OPEN_A_DECK_FIRST)
         return self.view.deck
 
     def _stay(self, message: str) -> dict[str, Any]:
@@ -250,6 +254,7 @@ def register_deck_commands(context: PluginContext, commands: DeckCommands, bundl
         ("decks.deleteSlide", commands.delete_slide, "Decks: Delete Slide"),
         ("decks.deleteDeck", commands.delete_deck, "Decks: Delete Deck"),
     ]
+    questions = change_questions(commands.store.title_of)
     gates = {id: ((lambda: commands.view.is_open), NO_DECK_OPEN) for id in needs_open_deck}
     gates["decks.stopPresenting"] = (lambda: commands.view.presenting), NOT_PRESENTING
     for id, handler, label in table:
@@ -263,6 +268,8 @@ def register_deck_commands(context: PluginContext, commands: DeckCommands, bundl
             parameters=tool.get("parameters", NO_ARGUMENTS),
             is_enabled=is_enabled,
             disabled_reason=disabled_reason,
+            disabled_display=OPEN_A_DECK_FIRST if disabled_reason == NO_DECK_OPEN else "",
+            confirmation=questions.get(id),
         )
 
 

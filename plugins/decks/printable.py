@@ -51,6 +51,18 @@ def printable_html(spec: dict[str, Any]) -> str:
     )
 
 
+def missing_html(id: str) -> str:
+    """The page a person sees at the printable address of a deck there is not."""
+    return (
+        "<!doctype html>\n"
+        '<html lang="en"><head><meta charset="utf-8"><title>No such deck</title>'
+        f"<style>{PRINT_CSS}</style></head><body><header>"
+        f"<h1>There is no deck ‘{escape(id[:80])}’.</h1>"
+        '<p>It may have been deleted or renamed. <a href="/#/decks">Back to the decks</a></p>'
+        "</header></body></html>\n"
+    )
+
+
 def blocks_html(body: str) -> str:
     """A slide's Markdown body as HTML (CommonMark, raw HTML shown as text); its headings sit
     under the slide's h2 title."""

@@ -39,7 +39,7 @@ from reactor.server.plugin_records import OPERATORS
 from reactor.server.requests import STALE_SCHEMA, StaleVersion, error_response, read_json, stale_response
 
 from .deck import deck_problems, problems_sentence
-from .printable import printable_html
+from .printable import missing_html, printable_html
 
 HERE = Path(__file__).parent
 MAX_BODY_BYTES = 1024 * 1024
@@ -173,11 +173,11 @@ class DecksServerPlugin:
                 return _no_deck(id)
             return Response(status_code=204)
 
-        @operation("Every slide of a deck as one printable page", responses={200: HTML})
+        @operation("Every slide of a deck as one printable page", responses={200: HTML, 404: HTML})
         async def print_deck(request: Request) -> Response:
             found = await run_in_threadpool(_read, database, request.path_params["id"])
-            if found is None:
-                return _no_deck(request.path_params["id"])
+            if found is None:  # a page a person opened: an HTML page, not the API's JSON
+                return HTMLResponse(missing_html(request.path_params["id"]), status_code=404, headers=PRINT_HEADERS)
             return HTMLResponse(printable_html(found[0]), headers=PRINT_HEADERS)
 
         return [

@@ -43,6 +43,11 @@ class DeckStore:
     def ids(self) -> list[str]:
         return sorted({*self._decks, *self._remote})
 
+    def title_of(self, id: str) -> str:
+        """The deck's title as this page last saw it, else its id (no request: for words on screen)."""
+        known = self._decks.get(id) or self._remote.get(id) or {}
+        return str(known.get("title") or id)
+
     def is_saved(self, id: str) -> bool:
         return id not in self._unsaved
 

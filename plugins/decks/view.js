@@ -35,6 +35,8 @@ export function renderDecks(root, state) {
     return node;
   };
 
+  // A button pressed in the view goes with the redraw: the focus it had stays in the view.
+  const hadFocus = root.contains(document.activeElement);
   root.replaceChildren();
   root.classList.add('decks');
   root.classList.toggle('decks--presenting', Boolean(state.presenting));
@@ -59,7 +61,11 @@ export function renderDecks(root, state) {
   if (state.deck) {
     const slides = state.deck.slides;
     const number = Math.min(Math.max(state.slide || 1, 1), slides.length);
+    root.dataset.deckId = state.deck.id;
+    root.dataset.slide = String(number);
     const slide = slides[number - 1];
+    root.append(button('← All decks', 'decks.list', {}, 'back-to-list'));
+    root.lastChild.classList.add('decks-back');
     const header = el('header', { class: 'decks-header' });
     header.append(
       el('h1', { 'data-testid': 'deck-title' }, state.deck.title),
@@ -89,11 +95,16 @@ export function renderDecks(root, state) {
       else if (['ArrowLeft', 'ArrowUp', 'PageUp'].includes(event.key)) run('decks.previousSlide');
       else if (event.key === 'Home') run('decks.goToSlide', { slide: 1 });
       else if (event.key === 'End') run('decks.goToSlide', { slide: slides.length });
+      // Esc leaves a presentation; where the browser takes Esc itself to leave full screen, the
+      // fullscreenchange listener below does the same.
+      else if (event.key === 'Escape' && state.presenting) run('decks.stopPresenting');
       else return;
       event.preventDefault();
     };
-    // The keys reach the slide while it is presented, without a click on it first.
-    if (state.presenting && document.activeElement !== root) root.focus({ preventScroll: true });
+    // The keys reach the slide without a click on it first: once it is opened (from its button,
+    // the palette, the chat or its address), while it is presented, and after its own buttons.
+    if (state.focus) root.focus();
+    else if ((state.presenting || hadFocus) && document.activeElement !== root) root.focus({ preventScroll: true });
   }
   // Presentation ended from the palette or by an agent: leave full screen with it.
   if (!state.presenting && document.fullscreenElement === root) document.exitFullscreen().catch(() => {});
@@ -108,7 +119,12 @@ export function renderDecks(root, state) {
 const stage = globalThis.document && document.getElementById('decks');
 if (stage && globalThis.window && window.reactor && window.reactor.defineView) {
   // Presenting puts the stage alone in full screen, not the page with its sidebar.
-  window.reactor.defineView('decks', (state) => renderDecks(stage, state), { element: stage });
+  window.reactor.defineView('decks', (state) => { renderDecks(stage, state); keepAddress(state); }, { element: stage });
+  // The address names the deck and slide on screen (#/decks/onboarding/4): a link opens it, a
+  // reload restores it, and the browser's Back goes where the person was.
+  window.reactor.ready.then(() => followAddress(), () => {});
+  window.addEventListener('popstate', () => followAddress());
+  window.addEventListener('hashchange', () => followAddress());
   window.reactor.ready.then(() => (globalThis.requestIdleCallback ?? setTimeout)(loadMarkdown), () => {});
   // Esc, or the browser's own control, leaves full screen: leave presentation mode with it.
   document.addEventListener('fullscreenchange', () => {
@@ -123,9 +139,49 @@ if (stage && globalThis.window && window.reactor && window.reactor.defineView) {
   stage.addEventListener('reactor:command', (event) => {
     const { command, args } = event.detail;
     window.reactor.executeCommand(command, args).catch((error) => {
-      renderMessage(stage, error.message);
+      renderMessage(stage, error.display ?? error.message);
     });
   });
+}
+
+const ADDRESS = /^#\/decks(?:\/([^/]+)(?:\/(\d+))?)?\/?$/;
+
+/** The deck and slide an address names: {id, slide}, {} for the list, or null for none. */
+function addressed(hash) {
+  const match = ADDRESS.exec(hash);
+  if (!match) return null;
+  if (!match[1]) return {};
+  return match[2] ? { id: decodeURIComponent(match[1]), slide: Number(match[2]) } : { id: decodeURIComponent(match[1]) };
+}
+
+/** Put what is on screen in the address: a new deck or the list is a new entry of the history,
+ * a move within a deck replaces the current one. */
+let deckInAddress = false;  // a deck was drawn and put in the address (the list then replaces it)
+
+function keepAddress(state) {
+  const here = addressed(location.hash);
+  let want;
+  if (state.deck) want = `#/decks/${encodeURIComponent(state.deck.id)}/${state.slide || 1}`;
+  else if (state.decks && deckInAddress) want = '#/decks';
+  else return;  // the first list (a page opened with or without an address) leaves the address alone
+  deckInAddress = Boolean(state.deck);
+  if (location.hash === want) return;
+  const sameDeck = state.deck && here && here.id === state.deck.id;
+  history[sameDeck || !location.hash ? 'replaceState' : 'pushState'](null, '', want);
+}
+
+/** Show what the address names, unless it is on screen already. */
+function followAddress() {
+  const wanted = addressed(location.hash);
+  if (!wanted) return;
+  const shownId = stage.querySelector('[data-testid="deck-title"]') ? stage.dataset.deckId : null;
+  const shownSlide = Number(stage.dataset.slide || 0);
+  if (wanted.id === undefined) {
+    if (shownId) window.reactor.executeCommand('decks.list').catch((error) => renderMessage(stage, error.display ?? error.message));
+    return;
+  }
+  if (wanted.id === shownId && (wanted.slide ?? shownSlide) === shownSlide) return;
+  window.reactor.executeCommand('decks.open', wanted).catch((error) => renderMessage(stage, error.display ?? error.message));
 }
 
 function renderMessage(root, text) {

@@ -6,6 +6,7 @@ number; the renderer draws a slide's Markdown body with the page's CommonMark (w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from reactor.page import Page
@@ -23,6 +24,7 @@ class DeckView:
         self.presenting = False
         self.decks: list[dict[str, Any]] | None = None  # the list on screen, when it is shown
         self.message = ""
+        self.focus = False  # the next drawing hands the keys to the slide (a deck was just opened)
 
     @property
     def is_open(self) -> bool:
@@ -36,10 +38,11 @@ class DeckView:
         self.deck, self.decks, self.presenting, self.slide = None, decks, False, 1
         self._draw(message)
 
-    def show_deck(self, deck: dict[str, Any], slide: int, message: str = "") -> None:
+    def show_deck(self, deck: dict[str, Any], slide: int, message: str = "", *, focus: bool = False) -> None:
+        """Show `deck` at `slide`; `focus`: the person opened it, so ←/→ move it at once."""
         if self.deck is None or self.deck["id"] != deck["id"]:
             self.presenting = False
-        self.deck, self.decks, self.slide = deck, None, slide
+        self.deck, self.decks, self.slide, self.focus = deck, None, slide, focus
         self._draw(message)
 
     def show_slide(self, slide: int, message: str = "") -> None:
@@ -81,8 +84,29 @@ class DeckView:
             if "theme" in self.deck:
                 state["deck"]["theme"] = self.deck["theme"]
             state["slide"] = self.slide
+        if self.focus:
+            state["focus"] = True
         return state
 
     def _draw(self, message: str) -> None:
         self.message = message
-        self._page.show(VIEW, self.state())
+        state = self.state()
+        self.focus = False  # once: a later redraw (a save, a message) leaves the focus where it is
+        self._page.show(VIEW, state)
+
+
+def change_questions(title_of: Callable[[str], str]) -> dict[str, Callable[[dict[str, Any]], str]]:
+    """What the person is asked before each change an assistant makes, by command id."""
+
+    def deck(args: dict[str, Any]) -> str:
+        return f"‘{title_of(str(args.get('id', '')))}’"
+
+    return {
+        "decks.createDeck": lambda args: f"Create the deck ‘{args['title']}’?",
+        "decks.updateDeck": lambda args: f"Change the deck {deck(args)}?",
+        "decks.updateSlide": lambda args: f"Change slide {args['slide']} of {deck(args)}?",
+        "decks.addSlide": lambda args: f"Add a slide to {deck(args)}?",
+        "decks.insertSlide": lambda args: f"Insert a slide at {args['slide']} in {deck(args)}?",
+        "decks.deleteSlide": lambda args: f"Delete slide {args['slide']} of {deck(args)}? This cannot be undone.",
+        "decks.deleteDeck": lambda args: f"Delete the deck {deck(args)}? This cannot be undone.",
+    }

@@ -24,10 +24,12 @@ from .schema import schema_problem
 
 # The names OpenAI, Anthropic and Gemini all accept (PLATFORM-NOTES "Tool names").
 TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
-BUNDLE_KEYS = {"id", "name", "description", "plugin", "commands", "toolset"}
+BUNDLE_KEYS = {"id", "name", "description", "plugin", "commands", "toolset", "patternMessages"}
 COMMAND_KEYS = {"name", "command", "description", "parameters", "sideEffect", "summary"}
-# A summary's placeholders: {args.name} or {result.a.b}; nothing else may sit in braces.
-SUMMARY_FIELD = re.compile(r"\{(args|result)((?:\.[A-Za-z_][A-Za-z0-9_]*)+)\}")
+# A summary's placeholders: {args.name} or {result.a.b}, and for a list {result.decks:count}
+# (how many) or {result.decks:names} (the first titles); nothing else may sit in braces.
+SUMMARY_FIELD = re.compile(r"\{(args|result)((?:\.[A-Za-z_][A-Za-z0-9_]*)+)(?::(count|names))?\}")
+NAMES_SHOWN = 3
 MAX_SUMMARY = 200
 # What running a tool does to data; a host asks the person before write and destructive ones.
 SIDE_EFFECTS = ("none", "read", "write", "destructive")
@@ -41,8 +43,11 @@ def define_agent_tools(
     commands: Iterable[dict[str, Any]],
     description: str = "",
     toolset: Iterable[str] | None = None,
+    pattern_messages: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Check a bundle and fill its bookkeeping; the toolset defaults to every tool's name."""
+    """Check a bundle and fill its bookkeeping; the toolset defaults to every tool's name.
+    `pattern_messages` says, per `pattern` its schemas use, what it asks for in a person's words
+    (a form shows that, never the regular expression)."""
     owner = id if isinstance(id, str) and id else "?"
 
     def refuse(field: str, value: Any, rule: str) -> DeclarationError:
@@ -132,7 +137,7 @@ def define_agent_tools(
                 )
         if len(set(granted)) != len(granted):
             raise refuse("toolset", granted, "names a tool twice.")
-    return {
+    bundle: dict[str, Any] = {
         "id": id,
         "name": name,
         "description": description,
@@ -140,6 +145,13 @@ def define_agent_tools(
         "commands": tools,
         "toolset": granted,
     }
+    if pattern_messages is not None:
+        if not isinstance(pattern_messages, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in pattern_messages.items()
+        ):
+            raise refuse("patternMessages", pattern_messages, "must map each pattern to a sentence for a person.")
+        bundle["patternMessages"] = dict(pattern_messages)
+    return bundle
 
 
 def fill_summary(template: str, args: Any, result: Any) -> str | None:
@@ -155,10 +167,28 @@ def fill_summary(template: str, args: Any, result: Any) -> str | None:
                 missing = True
                 return ""
             found = found[key]
-        return found if isinstance(found, str) else json.dumps(found)
+        if match.group(3) is None:
+            return found if isinstance(found, str) else json.dumps(found)
+        if not isinstance(found, list):
+            missing = True
+            return ""
+        return str(len(found)) if match.group(3) == "count" else _names(found)
 
     text = SUMMARY_FIELD.sub(value, template)
     return None if missing else text
+
+
+def _names(items: list[Any]) -> str:
+    """‘A’, ‘B’, ‘C’ and 2 more: the first items of a list by title (or name, slug, id)."""
+    names = []
+    for item in items[:NAMES_SHOWN]:
+        if isinstance(item, dict):
+            item = next((item[k] for k in ("title", "name", "slug", "id") if isinstance(item.get(k), str)), "?")
+        names.append(f"‘{item}’")
+    if not names:
+        return "none"
+    more = len(items) - len(names)
+    return ", ".join(names) + (f" and {more} more" if more else "")
 
 
 def check_agent_tools(bundle: Any) -> dict[str, Any]:
@@ -180,6 +210,7 @@ def check_agent_tools(bundle: Any) -> dict[str, Any]:
         **{k: bundle.get(k) for k in ("id", "name", "plugin", "commands")},  # type: ignore[arg-type]  # checked inside
         description=bundle.get("description", ""),
         toolset=bundle.get("toolset"),
+        pattern_messages=bundle.get("patternMessages"),
     )
 
 

@@ -268,6 +268,37 @@ def serve_forever(
     assistant: Any = None,
     browser_keys: bool | None = None,
 ) -> int:
+    """Serve until stopped; Ctrl-C, while starting or serving, ends with one line, not a traceback
+    (uvicorn shuts down, then re-raises the signal it caught as KeyboardInterrupt)."""
+    try:
+        return _serve(
+            host,
+            port,
+            data,
+            seed=seed,
+            allow_origins=allow_origins,
+            allow_hosts=allow_hosts,
+            database=database,
+            assistant=assistant,
+            browser_keys=browser_keys,
+        )
+    except KeyboardInterrupt:
+        print("reactor stopped.", file=sys.stderr)
+        return 130
+
+
+def _serve(
+    host: str,
+    port: int,
+    data: Path,
+    *,
+    seed: bool,
+    allow_origins: tuple[str, ...],
+    allow_hosts: tuple[str, ...],
+    database: str,
+    assistant: Any,
+    browser_keys: bool | None,
+) -> int:
     import uvicorn
 
     from .errors import DatabaseError

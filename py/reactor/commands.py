@@ -26,7 +26,19 @@ Handler = Callable[[dict[str, Any]], Any]
 class Command:
     """One registered command. `parameters`, when given, is the JSON Schema its arguments obey."""
 
-    __slots__ = ("id", "execute", "label", "description", "is_enabled", "disabled_reason", "parameters", "plugin", "_validator")
+    __slots__ = (
+        "id",
+        "execute",
+        "label",
+        "description",
+        "is_enabled",
+        "disabled_reason",
+        "parameters",
+        "plugin",
+        "disabled_display",
+        "confirmation",
+        "_validator",
+    )
 
     def __init__(
         self,
@@ -38,10 +50,14 @@ class Command:
         disabled_reason: str = "",
         parameters: dict[str, Any] | None = None,
         plugin: str = "",
+        disabled_display: str = "",
+        confirmation: Callable[[dict[str, Any]], str] | None = None,
     ) -> None:
         self.id, self.execute, self.label, self.description = id, execute, label, description
         self.is_enabled, self.disabled_reason, self.parameters = is_enabled, disabled_reason, parameters
         self.plugin = plugin
+        self.disabled_display = disabled_display  # the reason in a person's words (a chat card)
+        self.confirmation = confirmation  # args -> the approval's question, in a person's words
         self._validator: Validator | None = None
 
     @property
@@ -101,8 +117,13 @@ class CommandRegistry:
         disabled_reason: str = "",
         parameters: dict[str, Any] | None = None,
         plugin: str = "",
+        disabled_display: str = "",
+        confirmation: Callable[[dict[str, Any]], str] | None = None,
     ) -> Disposable:
-        """Add a command; the Disposable removes exactly this registration."""
+        """Add a command; the Disposable removes exactly this registration. `disabled_reason` is
+        what a caller (a model) reads when it is refused; `disabled_display` the same for a person.
+        `confirmation(args)`, for a command that changes things, says what a call will do as a
+        person reads it before allowing it ("Publish ‘Hello’ on Acme?")."""
         if not isinstance(id, str) or not id.strip():
             raise DeclarationError(
                 f"A command id must be a non-empty string, not {id!r}.", owner=plugin or "?", field="id", value=id
@@ -136,6 +157,8 @@ class CommandRegistry:
             disabled_reason,
             parameters,
             plugin,
+            disabled_display,
+            confirmation,
         )
         self._commands[id] = command
         self.changed.emit(CommandsChanged("added", id))
@@ -178,7 +201,12 @@ class CommandRegistry:
         args = self._checked_arguments(command, args, checked)
         if command.is_enabled is not None and not command.is_enabled():
             reason = command.disabled_reason or "it is disabled in the current state of the page"
-            raise CommandUnavailableError(f"The command {id!r} is unavailable right now: {reason}", command_id=id, reason=reason)
+            raise CommandUnavailableError(
+                f"The command {id!r} is unavailable right now: {reason}",
+                command_id=id,
+                reason=reason,
+                display=command.disabled_display,
+            )
         try:
             result = command.execute(args)
         except Exception as error:

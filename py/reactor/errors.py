@@ -53,9 +53,10 @@ class CommandNotFoundError(CommandError):
 
 
 class CommandUnavailableError(CommandError):
-    def __init__(self, message: str, *, command_id: str, reason: str = "") -> None:
+    def __init__(self, message: str, *, command_id: str, reason: str = "", display: str = "") -> None:
         super().__init__(message, command_id=command_id)
         self.reason = reason
+        self.display = display  # the reason in a person's words, when the command gave one
 
 
 class CommandFailedError(CommandError):
@@ -157,7 +158,9 @@ class HttpError(ReactorError):
         and for a 401 what the person can do); None for any other status."""
         if self.status == 401:
             return ToolError(
-                "not_permitted", f"{self.detail} Ask the person to sign in (the form at the top of the page), then try again."
+                "not_permitted",
+                f"{self.detail} Ask the person to sign in (the form at the top of the page), then try again.",
+                display="Sign in at the top of the page first.",
             )
         if self.status == 403:
             return ToolError("not_permitted", self.detail)

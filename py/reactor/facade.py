@@ -18,7 +18,7 @@ from .agent_tools import AgentTools, BundleFeed
 from .awaiting import is_awaitable
 from .cancellation import CancelToken
 from .disposable import DisposableSet
-from .errors import CommandError, InvalidArgumentsError
+from .errors import CommandError, CommandFailedError, CommandUnavailableError, InvalidArgumentsError, ToolError
 from .json_text import dumps, loads
 from .page_plugins import Run, define_script_plugin
 from .plugins import Reactor
@@ -197,4 +197,17 @@ def _failure(command_id: str, error: Exception) -> str:
         detail["command"] = error.command_id
     if isinstance(error, InvalidArgumentsError):
         detail["problems"] = error.problems
+    display = _display(error)
+    if display:
+        detail["display"] = display
     return json.dumps({"ok": False, "error": detail})
+
+
+def _display(error: Exception) -> str:
+    """The failure in a person's words, when the command gave them (a ToolError's `display`, a
+    disabled command's `disabled_display`): what a palette or a view shows instead of `message`."""
+    if isinstance(error, CommandUnavailableError):
+        return error.display
+    cause = error.cause if isinstance(error, CommandFailedError) else error
+    said = cause.details.get("display") if isinstance(cause, ToolError) else ""
+    return said if isinstance(said, str) else ""

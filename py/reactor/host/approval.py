@@ -51,6 +51,7 @@ class ApprovalRequest:
     description: str
     arguments: dict[str, Any]
     side_effect: str
+    question: str = ""  # what the person is asked, in their words (HostTool.question)
 
 
 Approve = Callable[[ApprovalRequest], Awaitable[str]]

@@ -23,6 +23,8 @@ from .errors import HostError
 from .model import MAX_TOKENS, Model, ModelRequest, ModelTurn, ToolCall
 from .tools import Toolbox, outcome_line
 
+PRESSED_STOP = "The person pressed stop."  # why a call stopped, as its answer tells the model
+
 
 @dataclass(frozen=True)
 class HostEvent:
@@ -76,7 +78,7 @@ class ChatLoop:
     def running(self) -> bool:
         return self._token is not None
 
-    def stop(self, reason: str = "The person pressed stop.") -> None:
+    def stop(self, reason: str = PRESSED_STOP) -> None:
         """Abort the model request and the running tool; a no-op when nothing runs."""
         if self._token is not None:
             self._token.abort(reason)
@@ -166,7 +168,7 @@ class ChatLoop:
         if isinstance(prepared, dict):
             return prepared
         tool, args = prepared
-        request = ApprovalRequest(call.id, tool.name, tool.description, args, tool.side_effect)
+        request = ApprovalRequest(call.id, tool.name, tool.description, args, tool.side_effect, tool.question(args))
         try:
             decision = await self.approvals.decide(request, token)
         except AbortedError:
@@ -188,7 +190,8 @@ class ChatLoop:
 
     def _stopped(self, token: CancelToken, step: int) -> LoopOutcome:
         reason = token.reason if isinstance(token.reason, str) else "Stopped."
-        self._emit("stopped", reason=reason)
+        # The model reads the reason in its tools' answers; the chat shows the person their own words.
+        self._emit("stopped", reason="You stopped the assistant." if reason == PRESSED_STOP else reason)
         return LoopOutcome("stopped", steps=step)
 
     def _emit(self, type: str, **data: Any) -> None:

@@ -1,7 +1,8 @@
 """ScriptedModel: plans tool calls from plain commands, for demos and tests without an AI.
 
 It understands "list decks", "open deck X at slide 4", "next slide", "previous slide",
-"go to slide 3", "present", "import 1 post from the blog at URL", "publish the page about Y"
+"go to slide 3", "present", "import 1 post from the blog at URL" (or "import the latest post
+from the demo blog", at the address the crawl tool's own schema names), "publish the page about Y"
 and "show the page about Y", joined by "and" or "then". Words
 become tools by name among those admitted (a "list" tool of the deck's plugin, a tool ending
 in "_next_slide", ...), and an id is found by matching titles in earlier tool results —
@@ -28,6 +29,13 @@ _INTENTS = [
         re.compile(
             r"^import\s+(?:the\s+)?(?:(?P<limit>\d+)\s+posts?\s+from\s+(?:the\s+)?)?"
             r"(?P<noun>blog|feed|wordpress)(?:\s+site)?\s+(?:at|from)\s+(?P<url>\S+)$"
+        ),
+    ),
+    (
+        "import",  # "import the latest post from the demo blog": the address the tool's schema gives
+        re.compile(
+            r"^import\s+(?:the\s+)?(?:(?:latest|newest|last)\s+)?(?:(?P<limit>\d+)\s+)?posts?\s+"
+            r"from\s+the\s+demo\s+(?P<noun>blog|feed|wordpress)(?:\s+site)?$"
         ),
     ),
     ("show", re.compile(r"^show\s+(?:the\s+)?(?P<noun>page|post)\s+(?:about|called|titled|named)\s+(?P<what>.+)$")),
@@ -109,7 +117,8 @@ class ScriptedModel:
             return ModelTurn("", calls, TOOL_USE, "tool_use")
         if not understood:
             return ModelTurn(_help(tools, notes[0] if notes else ""), (), END_TURN, "end_turn")
-        return ModelTurn(" ".join(notes), (), END_TURN, "end_turn")
+        said = list(dict.fromkeys(note for note in notes if note))
+        return ModelTurn(" ".join(said) or "Done.", (), END_TURN, "end_turn")
 
 
 def _calls_since(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -148,7 +157,10 @@ def _next_step(intent: dict[str, Any], tools: dict[str, HostTool], known: list[A
         name = next((n for n in tools if "crawl" in n.split("_") and intent["noun"] in n.split("_")), "")
         if not name:
             return _Step(say=f"I have no tool to import from a {intent['noun']}.")
-        return _Step(name, {"url": intent["url"], "limit": int(intent.get("limit", 1))})
+        url = intent.get("url") or _demo_address(tools[name])
+        if not url:
+            return _Step(say=f"I do not know where the demo {intent['noun']} is; say “import 1 post from the blog at <address>”.")
+        return _Step(name, {"url": url, "limit": int(intent.get("limit", 1))})
     if kind == "list":
         name = _find(tools, "list", intent["noun"])
         return _Step(name, {}) if name else _Step(say=f"I have no tool to list {intent['noun']}s.")
@@ -172,6 +184,14 @@ def _next_step(intent: dict[str, Any], tools: dict[str, HostTool], known: list[A
         return _Step(say=f"I could not find a {noun} called “{what}”.")
     args = _arguments(tools[name], item, intent.get("slide"))
     return _Step(name, args) if args is not None else _Step(say=f"I do not know what {name} needs for “{what}”.")
+
+
+def _demo_address(tool: HostTool) -> str:
+    """The demo source a crawl tool's `url` parameter names in its description ("A path such as
+    /demo-sources/blog/ means the CMS server itself"), or ""."""
+    said = str(tool.parameters.get("properties", {}).get("url", {}).get("description", ""))
+    found = re.search(r"(?<![\w/])/[\w./-]*demo[\w./-]*", said)
+    return found.group(0).rstrip(".") if found else ""
 
 
 def _find(tools: dict[str, HostTool], verb: str, noun: str, prefix: str = "") -> str:
@@ -232,18 +252,42 @@ def _arguments(tool: HostTool, item: dict[str, Any], slide: str | None) -> dict[
 
 
 def _summary(tool: HostTool | None, name: str, envelope: dict[str, Any]) -> str:
+    """The reply's words for a finished call. Its card already shows the call's line (the tool's
+    summary, or its failure in the person's words): the reply says what to do next instead."""
     if not envelope.get("ok"):
-        return f"{name} did not work: {envelope.get('error', {}).get('message', 'no reason given')}"
+        return "That did not work; its card says why."
     result = envelope.get("result")
     if isinstance(result, list):
         lists = [result]
     else:  # a listing wrapped in an object, as {"decks": [...]}
         lists = [v for v in result.values() if isinstance(v, list)] if isinstance(result, dict) else []
     items = [item for listed in lists for item in _items(listed)]
-    if items and not (tool and tool.summary):
+    if items and not (tool and tool.summary):  # no line of its own on the card: the listing is news
         listed = ", ".join(f"{i.get('title') or i.get('name')} ({i.get('id', i.get('slug'))})" for i in items)
         return f"Found {len(items)}: {listed}."
-    return outcome_line(tool, {}, envelope)
+    if not (tool and tool.summary):
+        return outcome_line(tool, {}, envelope)
+    return _next_step_hint(name, result, items)
+
+
+def _next_step_hint(name: str, result: Any, items: list[dict[str, Any]]) -> str:
+    """What the person can say next, in words this model understands ("" when nothing follows)."""
+    words = name.split("_")
+    noun = "deck" if any(w.startswith("deck") for w in words) else "post"
+    first = str(items[0].get("title") or items[0].get("name") or "") if items else ""
+    if "crawl" in words and first:
+        return f"Nothing is published: say “publish the post about {first}” when it should be."
+    if "list" in words and first:
+        if noun == "deck":
+            return f"Say “open deck {first}” to open one."
+        return f"Say “show the post about {first}” to open a published one."
+    if "open" in words and noun == "deck":
+        return "←/→ move through the slides; say “present” to fill the screen."
+    if words[-1] == "present":
+        return "Esc leaves the presentation."
+    if "publish" in words and isinstance(result, dict) and result.get("title"):
+        return f"Say “show the post about {result['title']}” to open its public page."
+    return ""
 
 
 def examples(tools: Iterable[HostTool]) -> list[str]:
@@ -253,7 +297,8 @@ def examples(tools: Iterable[HostTool]) -> list[str]:
         words = tool.name.split("_")
         example = ""
         if "crawl" in words and "blog" in words:
-            example = "import 1 post from the blog at https://…"
+            known = _demo_address(tool)  # the demo's own blog, when the tool's schema names one
+            example = "import the latest post from the demo blog" if known else "import 1 post from the blog at https://…"
         elif "list" in words:
             after = words[words.index("list") + 1 :]
             noun = after[-1] if after else words[0]

@@ -98,6 +98,26 @@ class HostTool:
     summary: str = ""  # the bundle's line for a finished call, with {args.x} / {result.x} fields
     handler: HostHandler | None = field(default=None, compare=False)
     validator: Any = field(default=None, compare=False, repr=False)  # the parameters, compiled once
+    confirmation: Callable[[dict[str, Any]], str] | None = field(default=None, compare=False, repr=False)
+
+    def question(self, args: dict[str, Any]) -> str:
+        """What the person is asked before a call that changes things: the command's own words
+        for these arguments, else its label and the short arguments ("Allow Decks: Update Slide
+        (id: onboarding, slide: 1)?"); never the tool's name, which is the model's word."""
+        if self.confirmation is not None:
+            try:
+                said = self.confirmation(args)
+            except Exception:  # words for a card must never fail the call
+                said = ""
+            if isinstance(said, str) and said.strip():
+                return said.strip()
+        shown = ", ".join(
+            f"{key}: {value}"
+            for key, value in args.items()
+            if isinstance(value, (str, int, float)) and not isinstance(value, bool) and len(str(value)) <= 60
+        )
+        what = self.title or "this change"
+        return f"Allow {what}{f' ({shown})' if shown else ''}?"
 
 
 class Toolbox:
@@ -252,6 +272,7 @@ class Toolbox:
             summary=entry.get("summary", ""),
             handler=self._handlers.get(entry["name"]),
             validator=own or compiled_validator(parameters),
+            confirmation=command.confirmation if command is not None else None,
         )
 
 
@@ -268,7 +289,8 @@ def _failure(tool: HostTool, error: Exception, token: CancelToken | None) -> dic
     if isinstance(error, CommandNotFoundError):
         return tool_failure("unavailable", f"{tool.name} cannot run: its command {tool.command!r} is not registered now.")
     if isinstance(error, CommandUnavailableError):
-        return tool_failure("unavailable", f"{tool.name} cannot run right now: {error.reason or error}")
+        display = {"display": error.display} if error.display else {}
+        return tool_failure("unavailable", f"{tool.name} cannot run right now: {error.reason or error}", **display)
     message = str(error).strip() or f"{tool.name} failed with {type(error).__name__}."
     return tool_failure("failed", message)
 
@@ -277,11 +299,30 @@ def _said(reason: Any) -> str:
     return reason if isinstance(reason, str) else "the person stopped it."
 
 
+# A failed call's card, for the person: the envelope's `message` is written for the model (it
+# names tools, says "the person"), so the card shows the error's `display`, else one of these.
+FAILURE_LINES = {
+    "invalid_arguments": "The assistant's request did not fit this tool; it was told what to fix.",
+    "unknown_tool": "The assistant asked for something this page does not offer.",
+    "not_admitted": "The assistant asked for something it may not use here.",
+    "not_permitted": "Not allowed for who is signed in.",
+    "not_found": "Not found.",
+    "conflict": "Someone else changed this meanwhile; nothing was overwritten.",
+    "denied": "Not run: you did not allow it.",
+    "unavailable": "It cannot run right now.",
+    "failed": "It failed.",
+    "aborted": "Stopped before it finished.",
+    "timeout": "It took too long and was stopped.",
+    "too_large": "Its answer was too large to pass on.",
+}
+
+
 def outcome_line(tool: HostTool | None, raw_arguments: Any, envelope: dict[str, Any]) -> str:
     """What a person reads on a finished call's card: the tool's own summary line, else its
-    command's label and what the result says; a failure is its sentence."""
+    command's label and what the result says; a failure is its `display`, else FAILURE_LINES."""
     if not envelope.get("ok"):
-        return str(envelope.get("error", {}).get("message") or "It failed.")
+        error = envelope.get("error", {})
+        return str(error.get("display") or FAILURE_LINES.get(error.get("code"), FAILURE_LINES["failed"]))
     value = envelope.get("result")
     if tool is not None and tool.summary:
         args = raw_arguments
