@@ -162,7 +162,9 @@ def test_a_path_with_a_control_character_is_a_404_not_a_crash(server, path):
     assert server.client().get(f"{path}").status_code == 404
 
 
-@pytest.mark.parametrize("where", ["/web/", "/web/sub/", "/vendor/{stamp}/", "/vendor/{stamp}/pyodide/", "/assets/plugins/decks/"])
+@pytest.mark.parametrize(
+    "where", ["/web/", "/web/sub/", "/vendor/{stamp}/", "/vendor/{stamp}/pyodide/", "/assets/plugins/decks/"]
+)
 def test_a_file_name_longer_than_the_file_system_allows_is_a_404_not_a_500(server, where):
     from reactor.server.app import runtime_manifest
 

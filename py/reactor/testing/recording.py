@@ -180,6 +180,8 @@ class Demo:
 
     def __init__(self, browser: Any, out: Path, *, viewport: dict[str, int] | None = None, hold_s: float = 1.2) -> None:
         out.mkdir(parents=True, exist_ok=True)
+        for old in [*out.glob("[0-9][0-9]-*.png"), *(out / name for name in ("demo.json", "demo.mp4", "demo.webm"))]:
+            old.unlink(missing_ok=True)  # a previous recording's: this one's files only
         self.out, self.hold_s = out, hold_s
         self.recorder = Recorder(browser, out, screencast=True, viewport=viewport or {"width": 1400, "height": 900})
         self.page = self.recorder.page
@@ -201,7 +203,7 @@ class Demo:
         began = time.time()
         yield
         number = len(self.steps) + 1
-        shot = f"{number:02d}-{re.sub(r'[^a-z0-9]+', '-', caption.lower()).strip('-')[:48]}.png"
+        shot = f"{number:02d}-{re.sub(r'[^a-z0-9]+', '-', caption.lower())[:48].strip('-')}.png"
         self.page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
         self.page.screenshot(path=self.out / shot)
         self.recorder.holds.append((time.time(), self.hold_s))
