@@ -419,3 +419,12 @@ def test_a_palette_form_never_shows_a_secret_as_typed(offline_page, live_server)
     for name in ("password", "pin"):
         field = form.locator(f"#palette-vault-open-{name}")
         assert field.get_attribute("type") == "password" and field.get_attribute("autocomplete") == "current-password"
+
+
+def test_back_from_the_first_deck_opened_returns_to_the_list(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    page.locator('[data-deck-id="onboarding"]').get_by_test_id("open-deck").click()
+    page.wait_for_function("location.hash === '#/decks/onboarding/1'")
+    page.go_back()
+    page.get_by_test_id("deck-list").wait_for()
+    assert page.evaluate("location.hash") == ""
