@@ -331,14 +331,17 @@ def test_a_form_says_every_fields_problem_at_once_in_words_and_the_status_says_t
     palette_button(page, "Decks: Create Deck").click()
     form = page.locator('form[data-form="decks.createDeck"]')
     form.locator("#palette-decks-createDeck-id").fill("Not A Slug")
+    form.locator("#palette-decks-createDeck-slides").fill('[{"title": 3}]')
     form.get_by_role("button", name="Run").click()
     id_problem = form.locator('[data-problem="id"]')
     id_problem.get_by_text("Use lowercase letters and digits, with single hyphens between words, like team-offsite.").wait_for()
-    assert form.locator('[data-problem="title"]').inner_text() == "Fill this in."  # both fields at once
+    assert form.locator('[data-problem="title"]').inner_text() == "Fill this in."  # every field at once
+    assert form.locator('[data-problem="slides"]').inner_text() == "Item 1: needs “body”. Item 1, title: should be text."
     assert "does not match" not in form.inner_text() and "^[a-z0-9]" not in form.inner_text()
     assert page.locator("#palette-status").inner_text() == "Decks: Create Deck: check the fields above."
     form.locator("#palette-decks-createDeck-title").fill("Made in the form")
     form.locator("#palette-decks-createDeck-id").fill("made-in-the-form")
+    form.locator("#palette-decks-createDeck-slides").fill("")
     form.get_by_role("button", name="Run").click()
     page.locator("#palette-status", has_text="Decks: Create Deck: done.").wait_for()
     assert page.locator("#palette .palette-problem:not(:empty)").count() == 0
@@ -416,3 +419,12 @@ def test_a_palette_form_never_shows_a_secret_as_typed(offline_page, live_server)
     for name in ("password", "pin"):
         field = form.locator(f"#palette-vault-open-{name}")
         assert field.get_attribute("type") == "password" and field.get_attribute("autocomplete") == "current-password"
+
+
+def test_back_from_the_first_deck_opened_returns_to_the_list(offline_page, live_server):
+    page = ready(offline_page, live_server.url)
+    page.locator('[data-deck-id="onboarding"]').get_by_test_id("open-deck").click()
+    page.wait_for_function("location.hash === '#/decks/onboarding/1'")
+    page.go_back()
+    page.get_by_test_id("deck-list").wait_for()
+    assert page.evaluate("location.hash") == ""

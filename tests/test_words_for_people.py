@@ -110,3 +110,10 @@ def test_a_refused_command_tells_a_page_the_persons_words_beside_the_callers():
     failed = json.loads(_failure("decks.updateSlide", CommandFailedError("x", command_id="decks.updateSlide", cause=refusal)))
     assert failed["error"]["message"] == "x"  # the caller's sentence, as the command said it
     assert failed["error"]["display"] == "Sign in at the top of the page first."
+
+
+def test_an_ai_tools_label_is_words_not_its_tool_name():
+    from reactor_plugins.ai_tools.page import person_label
+
+    assert person_label("maintenance_backlog") == "AI Tool: Maintenance backlog"
+    assert not FOR_THE_MODEL.search(person_label("slow_lookup"))

@@ -111,9 +111,12 @@ function form(command) {
   return node;
 }
 
-/** A field's problem as a person reads it: what the field asks for, never a regular expression. */
-function inWords({ message }, property) {
+/** A field's problem as a person reads it: what the field asks for, never a regular expression;
+ * a problem inside a list or an object says where ("Item 1, title: should be text."). */
+function inWords({ path, message }, property) {
   const text = message ?? "";
+  const inside = /^\$\.[\w-]+([[.].*)$/.exec(path ?? "")?.[1];
+  if (inside) return `${where(inside)}: ${shortly(text)}`;
   if (/is a required property|should be non-empty|is too short/.test(text) && !(property.minLength > 1)) return "Fill this in.";
   if (/does not match/.test(text)) {
     return patternWords.get(property.pattern) ?? property.description ?? "This is not in the form this field takes.";
@@ -127,6 +130,30 @@ function inWords({ message }, property) {
     return property.minimum !== undefined ? `At least ${property.minimum}.` : `At most ${property.maximum}.`;
   }
   return property.description || text;
+}
+
+/** "[0].title" as "Item 1, title". */
+function where(inside) {
+  const parts = inside.match(/\[\d+\]|\.[\w-]+/g) ?? [];
+  const words = parts.map((part) => (part.startsWith("[") ? `item ${Number(part.slice(1, -1)) + 1}` : part.slice(1)));
+  const said = words.join(", ");
+  return said.charAt(0).toUpperCase() + said.slice(1);
+}
+
+const TYPE_WORDS = { string: "text", integer: "a whole number", number: "a number", array: "a list", object: "an object", boolean: "true or false" };
+
+/** A validator's sentence about a part of a field, short and without the schema's syntax. */
+function shortly(text) {
+  const required = /^'([^']+)' is a required property/.exec(text);
+  if (required) return `needs “${required[1]}”.`;
+  const type = /is not of type '(\w+)'/.exec(text);
+  if (type) return `should be ${TYPE_WORDS[type[1]] ?? type[1]}.`;
+  if (/does not match/.test(text)) return "is not in the form it takes.";
+  if (/is too long/.test(text)) return "is too long.";
+  if (/should be non-empty|is too short/.test(text)) return "is empty.";
+  if (/is not one of/.test(text)) return "is not one of the choices.";
+  if (/Additional properties are not allowed/.test(text)) return "has a part it does not take.";
+  return text;
 }
 
 function field(property, id, name) {

@@ -71,7 +71,7 @@ class AiTools:
                 self.context.register_command(
                     ai_tool_command(record["id"]),
                     self._handler(record["id"]),
-                    label=record["name"],
+                    label=person_label(record["name"]),
                     description=record["settings"]["tool"]["description"],
                 )
             )
@@ -109,3 +109,10 @@ AI_TOOLS_PAGE_PLUGIN = define_plugin(
     register=_register,
     activate=_activate,
 )
+
+
+def person_label(name: str) -> str:
+    """A record's tool name as the palette and a chat card show it: "maintenance_backlog" is
+    "AI Tool: Maintenance backlog" (the name stays the model's)."""
+    words = name.replace("_", " ").replace("-", " ").strip()
+    return f"AI Tool: {words[:1].upper()}{words[1:]}"

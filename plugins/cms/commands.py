@@ -59,6 +59,9 @@ class PanelCommands:
         except Exception as error:
             if self._newest is answer and not answer.done():
                 answer.set_exception(error)
+        finally:  # stopped midway (cancelled): those waiting for this answer are not left waiting
+            if self._newest is answer and not answer.done():
+                answer.cancel()
         while True:  # a later call asked meanwhile: its answer is about the newer session
             newest = self._newest
             assert newest is not None

@@ -156,23 +156,31 @@ function addressed(hash) {
 
 /** Put what is on screen in the address: a new deck or the list is a new entry of the history,
  * a move within a deck replaces the current one. */
-let deckInAddress = false;  // a deck was drawn and put in the address (the list then replaces it)
+let deckInAddress = false;  // a deck is on screen and in the address (the list then replaces it)
 
 function keepAddress(state) {
   const here = addressed(location.hash);
   let want;
-  if (state.deck) want = `#/decks/${encodeURIComponent(state.deck.id)}/${state.slide || 1}`;
-  else if (state.decks && deckInAddress) want = '#/decks';
-  else return;  // the first list (a page opened with or without an address) leaves the address alone
-  deckInAddress = Boolean(state.deck);
+  if (state.deck) {
+    deckInAddress = true;
+    want = `#/decks/${encodeURIComponent(state.deck.id)}/${state.slide || 1}`;
+  } else if (state.decks) {
+    const leftDeck = deckInAddress && Boolean(here?.id);  // not when the address itself went back
+    deckInAddress = false;
+    if (!leftDeck) return;  // the first list, or one the address asked for, leaves it alone
+    want = '#/decks';
+  } else {
+    return;
+  }
   if (location.hash === want) return;
   const sameDeck = state.deck && here && here.id === state.deck.id;
-  history[sameDeck || !location.hash ? 'replaceState' : 'pushState'](null, '', want);
+  history[sameDeck ? 'replaceState' : 'pushState'](null, '', want);
 }
 
 /** Show what the address names, unless it is on screen already. */
 function followAddress() {
-  const wanted = addressed(location.hash);
+  // No address at all is the page as it opened: the list (Back from the first deck opened).
+  const wanted = location.hash === '' ? {} : addressed(location.hash);
   if (!wanted) return;
   const shownId = stage.querySelector('[data-testid="deck-title"]') ? stage.dataset.deckId : null;
   const shownSlide = Number(stage.dataset.slide || 0);
