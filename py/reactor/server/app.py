@@ -27,12 +27,15 @@ import reactor
 from ..host.tools import AgentSpec
 from ..platform import PluginPlatform
 from ..plugin_spec import PluginSpec, discover_plugins
+from .agent_tokens import AgentTokens, AgentTokensOnlyOnMcp
 from .assets import IMMUTABLE, REVALIDATE, RenderedPage, SourceArchive, serve_file
 from .auth import Auth
 from .bytecode import compiled
 from .context import ServerContext
 from .cors import CrossOrigin, check_origins
 from .database import Database
+from .mcp_relay import MCP_OPERATION, Agents
+from .mcp_relay import PATH as MCP_PATH
 from .openapi import ANY_FILE, HTML, openapi_document, operation
 from .plugin_records import OPERATORS, PluginRecords
 from .protection import LOOPBACK_HOSTS, CrossSiteWriteGuard, HostCheck, check_hosts
@@ -118,6 +121,7 @@ def create_app(
         auth = Auth(store, seed=seed_demo)
         records = PluginRecords(store, auth, reserved={p["name"] for p in platform.list_plugins()})
         context = ServerContext(store, auth, platform, records)
+        agent_tokens = AgentTokens(store, auth)
         for spec in platform.all_plugins():
             half = platform.server_half(spec.name)
             if half is None:
@@ -249,6 +253,7 @@ def create_app(
         platform.set_enabled(name, body["enabled"])
         return JSONResponse(next(p for p in platform.list_plugins() if p["name"] == name))
 
+    agents = Agents(auth, agent_tokens, origins)  # /mcp and the pages it relays to (mcp_relay.py)
     routes: list[BaseRoute] = [
         Route("/", index),
         Route("/index.html", index),
@@ -263,6 +268,9 @@ def create_app(
         Route("/plugins/{id}", set_plugin_enabled, methods=["PATCH"]),
         *records.routes(),
         *plugin_routes,
+        *agent_tokens.routes(),
+        *agents.routes(),
+        Route(MCP_PATH, MCP_OPERATION(agents.endpoint), methods=["GET", "POST", "DELETE"]),
     ]
 
     @operation(
@@ -277,14 +285,18 @@ def create_app(
     middleware = [
         Middleware(HostCheck, hosts=hosts),
         Middleware(CrossSiteWriteGuard, origins=origins),
+        Middleware(AgentTokensOnlyOnMcp, path=MCP_PATH),
         Middleware(GZipMiddleware, minimum_size=1024),
     ]
     if origins:
         middleware.insert(1, Middleware(CrossOrigin, origins=origins))
     if store.kind == "postgresql":  # other processes may switch a plugin: each request reads the switches
         middleware.insert(0, Middleware(PluginStateSync, read=lambda: _read_plugin_state(store, platform)))
-    app = Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: _http_error})
+    app = Starlette(
+        routes=routes, middleware=middleware, exception_handlers={HTTPException: _http_error}, lifespan=agents.lifespan
+    )
     app.state.context = context
+    app.state.agents = agents
     return app
 
 

@@ -1,0 +1,504 @@
+"""`/mcp`: desktop agents call the tools of a person's open reactor page, through the server.
+
+An agent (Claude Code, Claude Desktop, Cursor, VS Code) speaks MCP's Streamable HTTP to `/mcp`
+(the official `mcp` SDK's low-level `Server`, its session manager run in the app's lifespan),
+with an agent token (server/agent_tokens.py). The page does the work: it holds one connection
+to the server (`GET /api/agent-pages/stream`, server-sent events: calls and cancels go down) and
+answers with JSON POSTs (`POST /api/agent-pages/{id}`: answers, its tool list, "active now").
+
+Why events down and POSTs up rather than a WebSocket: both are plain HTTP requests under the
+rules every route has (the session cookie, the Host and cross-site-write checks, the body cap,
+the JSON checks of requests.py), they pass the proxies that pass the page, and uvicorn needs no
+WebSocket library; the server only ever pushes, and the page only ever answers.
+
+A `tools/call` goes to the person's most recently active connected page (or, by `reactor_call`,
+to the page named), which runs `window.reactor.chat.callTool` — the chat's own path: admission,
+validation, the person's approval in the page. While it waits, the agent hears progress every
+PROGRESS_SECONDS (several clients reset their timeout on it); after `answer_limit` seconds the
+call ends as a tool error saying the person did not answer. A page that goes away fails its calls
+at once. Never another person's pages: a page is found by the token's user only.
+
+The pages and their calls live in this process's memory: with several server processes on one
+PostgreSQL, an agent's requests and the person's page must reach the same process (one process
+only, for now).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import secrets
+import time
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import mcp.types as types
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from .agent_tokens import PREFIX, AgentToken, AgentTokens, bearer_token
+from .auth import Auth
+from .openapi import operation
+from .requests import error_response, read_json
+
+PATH = "/mcp"
+PROGRESS_SECONDS = 5.0
+ANSWER_LIMIT = 120.0
+KEEPALIVE_SECONDS = 15.0
+MAX_PAGES = 20  # connected pages per person
+PAGE_ID = "^[0-9a-f]{16}$"
+BODY_LIMIT = 2_000_000  # a tool's answer: AI Tools cap their results at 1,000,000 bytes
+OWN_TOOLS = ("reactor_pages", "reactor_call")
+
+
+def no_page_sentence(url: str) -> str:
+    return f"Open {url}, sign in and switch on *Let my agents use this page*."
+
+
+class PageGone(Exception):
+    """The page closed (or lost its connection) before it answered."""
+
+
+@dataclass(eq=False)
+class PageLink:
+    """One connected page of one person: what goes down its event stream, and its open calls."""
+
+    id: str
+    username: str
+    title: str
+    url: str
+    active_at: float = field(default_factory=time.time)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    outbox: asyncio.Queue[dict[str, Any] | None] = field(default_factory=asyncio.Queue)
+    calls: dict[str, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        return {"page": self.id, "title": self.title, "url": self.url, "activeAt": self.active_at, "tools": len(self.tools)}
+
+
+class PageRelay:
+    """The connected pages, by person, and the calls on their way to them and back."""
+
+    def __init__(self) -> None:
+        self.pages: dict[str, PageLink] = {}
+        self.answer_limit = ANSWER_LIMIT
+        self.progress_seconds = PROGRESS_SECONDS
+        # The MCP connections of each person, told when their tool list changes.
+        self.listeners: dict[str, weakref.WeakSet[Any]] = {}
+
+    def connect(self, username: str, title: str, url: str) -> PageLink | None:
+        if len(self.pages_of(username)) >= MAX_PAGES:
+            return None
+        page = PageLink(secrets.token_hex(8), username, title[:200], url[:500])
+        self.pages[page.id] = page
+        return page
+
+    def disconnect(self, page: PageLink) -> None:
+        if self.pages.pop(page.id, None) is None:
+            return
+        for future in page.calls.values():
+            if not future.done():
+                future.set_exception(PageGone())
+        self.changed(page.username)
+
+    def pages_of(self, username: str) -> list[PageLink]:
+        """The person's connected pages, the most recently active first."""
+        return sorted((p for p in self.pages.values() if p.username == username), key=lambda p: -p.active_at)
+
+    def page_of(self, username: str, page_id: str) -> PageLink | None:
+        page = self.pages.get(page_id)
+        return page if page is not None and page.username == username else None
+
+    def answer(self, page: PageLink, call_id: str, envelope: dict[str, Any]) -> bool:
+        future = page.calls.get(call_id)
+        if future is None or future.done():
+            return False
+        future.set_result(envelope)
+        return True
+
+    def set_tools(self, page: PageLink, tools: list[dict[str, Any]]) -> None:
+        page.tools = tools
+        self.changed(page.username)
+
+    def touch(self, page: PageLink) -> None:
+        latest = self.pages_of(page.username)[0]
+        page.active_at = time.time()
+        if latest is not page:
+            self.changed(page.username)  # another page's tools are the list now
+
+    def changed(self, username: str) -> None:
+        """Tell the person's MCP connections that tools/list may answer otherwise now."""
+        for connection in list(self.listeners.get(username, ())):
+            asyncio.ensure_future(_quietly(connection.send_tool_list_changed()))
+
+    async def call(
+        self, page: PageLink, tool: str, arguments: dict[str, Any], progress: Callable[[float, str], Awaitable[None]]
+    ) -> dict[str, Any]:
+        """The page's envelope for one call, or ours for a page that closed or a person who did not answer."""
+        call_id = secrets.token_hex(8)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        page.calls[call_id] = future
+        started = time.monotonic()
+        page.outbox.put_nowait({"type": "call", "call": call_id, "tool": tool, "arguments": arguments})
+        try:
+            while True:
+                waited = time.monotonic() - started
+                if waited >= self.answer_limit:
+                    page.outbox.put_nowait({"type": "cancel", "call": call_id})
+                    return failure(
+                        "timeout",
+                        f"The person did not answer in the page within {self.answer_limit:g} s, so {tool} did not "
+                        "run; ask them in the chat before you try again.",
+                    )
+                try:
+                    return await asyncio.wait_for(asyncio.shield(future), min(self.progress_seconds, self.answer_limit - waited))
+                except TimeoutError:
+                    await progress(
+                        time.monotonic() - started, f"Waiting for the page to answer {tool} (the person may be deciding)."
+                    )
+        except PageGone:
+            return failure("unavailable", f"The page closed before {tool} answered; whether it ran is unknown.")
+        except asyncio.CancelledError:
+            page.outbox.put_nowait({"type": "cancel", "call": call_id})
+            raise
+        finally:
+            page.calls.pop(call_id, None)
+
+
+async def _quietly(notice: Awaitable[None]) -> None:
+    with contextlib.suppress(Exception):
+        await notice
+
+
+def failure(code: str, message: str) -> dict[str, Any]:
+    return {"ok": False, "error": {"code": code, "message": message}}
+
+
+def tool_result(envelope: dict[str, Any]) -> types.CallToolResult:
+    """A page's envelope as MCP's result: the value as structuredContent and as JSON text; an
+    `ok: false` as a tool error (isError) with its code and sentence, for the model to act on."""
+    if envelope.get("ok") is True:
+        value = envelope.get("result")
+        structured = value if isinstance(value, dict) else {"result": value}
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(value, ensure_ascii=False))],
+            structured_content=structured,
+        )
+    found = envelope.get("error")
+    error: dict[str, Any] = found if isinstance(found, dict) else {}
+    code, message = str(error.get("code", "failed")), str(error.get("message", "The tool failed."))
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"{message} (code: {code})")],
+        structured_content={"error": error or {"code": code, "message": message}},
+        is_error=True,
+    )
+
+
+OWN_TOOL_LIST = [
+    types.Tool(
+        name="reactor_pages",
+        title="Open reactor pages",
+        description="List the person's open reactor pages whose agents switch is on: their ids, titles and "
+        "addresses, the most recently used first. Tools without reactor_call go to the first.",
+        input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+        annotations=types.ToolAnnotations(
+            read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
+    ),
+    types.Tool(
+        name="reactor_call",
+        title="Call a tool on one reactor page",
+        description="Call a tool on the reactor page named by `page` (an id from reactor_pages), with `arguments`. "
+        "Writes are approved by the person in that page.",
+        input_schema={
+            "type": "object",
+            "required": ["page", "tool"],
+            "properties": {
+                "page": {"type": "string", "description": "A page id, as reactor_pages lists it."},
+                "tool": {"type": "string", "description": "The tool's name on that page."},
+                "arguments": {"type": "object", "description": "The tool's arguments."},
+            },
+            "additionalProperties": False,
+        },
+        annotations=types.ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+        ),
+    ),
+]
+
+
+class RelayServer(Server[Any]):
+    """The SDK's low-level server, advertising `tools.listChanged` (the page's tools come and go)."""
+
+    def create_initialization_options(self, notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True), *args, **kwargs
+        )
+
+
+def _agent(ctx: Any) -> AgentToken:
+    return ctx.request.scope["reactor.agent"]  # type: ignore[no-any-return]
+
+
+def mcp_server(relay: PageRelay, page_url: Callable[[Any], str]) -> RelayServer:
+    """The MCP server: tools/list and tools/call of the token's person, relayed to their page."""
+
+    def listen(ctx: Any, username: str) -> None:
+        connection = getattr(ctx.session, "_connection", None)
+        if connection is not None:
+            relay.listeners.setdefault(username, weakref.WeakSet()).add(connection)
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        username = _agent(ctx).user.username
+        listen(ctx, username)
+        pages = relay.pages_of(username)
+        tools = [_tool(t) for t in (pages[0].tools if pages else [])]
+        return types.ListToolsResult(tools=[t for t in tools if t is not None and t.name not in OWN_TOOLS] + OWN_TOOL_LIST)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        username = _agent(ctx).user.username
+        listen(ctx, username)
+        name, arguments = params.name, dict(params.arguments or {})
+        if name == "reactor_pages":
+            listed = [p.describe() for p in relay.pages_of(username)]
+            return tool_result(
+                {"ok": True, "result": {"pages": listed, "note": "" if listed else no_page_sentence(page_url(ctx))}}
+            )
+        if name == "reactor_call":
+            page_id, tool, inner = arguments.get("page"), arguments.get("tool"), arguments.get("arguments", {})
+            if not isinstance(page_id, str) or not isinstance(tool, str) or not isinstance(inner, dict):
+                return tool_result(
+                    failure("invalid_arguments", "Pass page (an id from reactor_pages), tool (a name) and arguments (an object).")
+                )
+            page = relay.page_of(username, page_id)
+            if page is None:
+                return tool_result(failure("not_found", f"There is no open page {page_id[:40]!r}; reactor_pages lists them."))
+            name, arguments = tool, inner
+        else:
+            connected = relay.pages_of(username)
+            page = connected[0] if connected else None
+        if page is None:
+            return tool_result(failure("unavailable", no_page_sentence(page_url(ctx))))
+
+        async def progress(waited: float, message: str) -> None:
+            await ctx.session.report_progress(round(waited, 1), None, message)
+
+        return tool_result(await relay.call(page, name, arguments, progress))
+
+    return RelayServer("reactor", version="1", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _tool(tool: Any) -> types.Tool | None:
+    """A tool as the page lists it (`window.reactor.chat.tools()`), as MCP's; None when it is not one."""
+    if not isinstance(tool, dict) or not isinstance(tool.get("name"), str) or not isinstance(tool.get("inputSchema"), dict):
+        return None
+    given = tool.get("annotations")
+    hints: dict[str, Any] = given if isinstance(given, dict) else {}
+    try:
+        return types.Tool(
+            name=tool["name"],
+            title=tool.get("title") if isinstance(tool.get("title"), str) else None,
+            description=tool.get("description") if isinstance(tool.get("description"), str) else None,
+            input_schema=tool["inputSchema"],
+            annotations=types.ToolAnnotations(
+                read_only_hint=hints.get("readOnlyHint"),
+                destructive_hint=hints.get("destructiveHint"),
+                idempotent_hint=hints.get("idempotentHint"),
+                open_world_hint=hints.get("openWorldHint"),
+            ),
+        )
+    except ValueError:
+        return None
+
+
+MCP_OPERATION = operation(
+    "MCP's Streamable HTTP for desktop agents (an agent token as bearer; the page's tools, relayed)",
+    description="JSON-RPC as the Model Context Protocol says (2025-11-25 with Mcp-Session-Id, and 2026-07-28). "
+    "401 with WWW-Authenticate without a valid agent token (a session or cookie is refused); 403 for a foreign "
+    "Origin; 429 with Retry-After past the token's rate.",
+    responses={200: {"application/json": {"schema": {"type": "object"}}, "text/event-stream": {"schema": {"type": "string"}}}},
+)
+
+
+class McpEndpoint:
+    """ASGI app at /mcp: the transport's own rules before the SDK sees the request — an Origin,
+    when present, must be this server's or an allowed one (403); only an agent token
+    authenticates (401 with `WWW-Authenticate: Bearer`; no cookie, no session token); each token
+    is rate-limited (429 with Retry-After)."""
+
+    def __init__(self, manager: StreamableHTTPSessionManager, tokens: AgentTokens, origins: Iterable[str]) -> None:
+        self.manager, self.tokens, self.origins = manager, tokens, frozenset(origins)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = Headers(scope=scope)
+        origin = headers.get("origin")
+        if origin is not None and origin not in self.origins and not _same_origin(origin, headers.get("host", "")):
+            await error_response(403, f"Requests from pages of {origin[:100]} may not use {PATH}.")(scope, receive, send)
+            return
+        secret = bearer_token(headers)
+        agent = self.tokens.check(secret) if secret else None
+        if agent is None:
+            sentence = _refusal(secret)
+            answer = error_response(401, sentence)
+            answer.headers["www-authenticate"] = 'Bearer realm="reactor"'
+            await answer(scope, receive, send)
+            return
+        wait = self.tokens.wait(agent.id)
+        if wait:
+            await error_response(429, f"Too many requests with this token; try again in {wait} seconds.", retry_after=wait)(
+                scope, receive, send
+            )
+            return
+        # The SDK binds an MCP session to the credential that opened it (another token gets 404).
+        scope = {
+            **scope,
+            "reactor.agent": agent,
+            "user": AuthenticatedUser(AccessToken(token=agent.id, client_id=agent.id, scopes=[], subject=agent.user.username)),
+        }
+        await self.manager.handle_request(scope, receive, send)
+
+
+def _refusal(secret: str) -> str:
+    if not secret:
+        return "Send an agent token as `Authorization: Bearer …`; make one in the page's Agents panel."
+    if not secret.startswith(PREFIX):
+        return f"{PATH} takes an agent token (make one in the page's Agents panel), not a session."
+    return "This agent token is unknown or revoked; make a new one in the page's Agents panel."
+
+
+def _same_origin(origin: str, host: str) -> bool:
+    try:
+        parts = urlsplit(origin)
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(host) and parts.netloc.lower() == host.strip().lower()
+
+
+class Agents:
+    """Everything /mcp needs, made once per app: the relay, the MCP server and its session manager,
+    the page's routes; `lifespan` runs the session manager."""
+
+    def __init__(self, auth: Auth, tokens: AgentTokens, origins: Iterable[str]) -> None:
+        self.auth, self.tokens, self.relay = auth, tokens, PageRelay()
+        server = mcp_server(self.relay, lambda ctx: _page_url(ctx.request))
+        # Host and Origin are checked by the app (HostCheck) and McpEndpoint, for every name it serves.
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        self.manager = StreamableHTTPSessionManager(app=server, security_settings=security)
+        self.endpoint = McpEndpoint(self.manager, tokens, origins)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Any) -> AsyncIterator[None]:
+        async with self.manager.run():
+            yield
+
+    def routes(self) -> list[Any]:
+        relay, auth = self.relay, self.auth
+
+        @operation(
+            "The page's connection for its agents (signed in): server-sent events, `hello` {page} first, "
+            "then `call` {call, tool, arguments} and `cancel` {call}",
+            query={"title": {"type": "string", "maxLength": 200}, "url": {"type": "string", "maxLength": 500}},
+            responses={200: {"text/event-stream": {"schema": {"type": "string"}}}},
+        )
+        async def page_stream(request: Request) -> Response:
+            user = auth.user_for(request)
+            if user is None:
+                return error_response(401, "Sign in to let your agents use this page.")
+            page = relay.connect(user.username, request.query_params.get("title", ""), request.query_params.get("url", ""))
+            if page is None:
+                return error_response(429, f"You have {MAX_PAGES} pages connected already; switch one off first.")
+            return StreamingResponse(
+                _events(relay, page),
+                media_type="text/event-stream",
+                headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+            )
+
+        @operation(
+            "A connected page tells the server: a call's answer, its tool list, or that the person is using it now",
+            body={
+                "type": "object",
+                "required": ["type"],
+                "properties": {
+                    "type": {"enum": ["answer", "tools", "active"]},
+                    "call": {"type": "string"},
+                    "envelope": {"type": "object"},
+                    "tools": {"type": "array", "items": {"type": "object"}},
+                },
+            },
+            responses={200: {"type": "object", "required": ["ok"], "properties": {"ok": {"type": "boolean"}}}},
+        )
+        async def page_message(request: Request) -> Response:
+            user = auth.user_for(request)
+            if user is None:
+                return error_response(401, "Sign in to let your agents use this page.")
+            page = relay.page_of(user.username, request.path_params["id"])
+            if page is None:
+                return error_response(404, "That page is not connected (any more); connect it again.")
+            body = await read_json(request, limit=BODY_LIMIT)
+            if isinstance(body, Response):
+                return body
+            return _page_says(relay, page, body)
+
+        return [
+            Route("/api/agent-pages/stream", page_stream, methods=["GET"]),
+            Route("/api/agent-pages/{id}", page_message, methods=["POST"]),
+        ]
+
+
+def _page_says(relay: PageRelay, page: PageLink, body: dict[str, Any]) -> Response:
+    kind = body.get("type")
+    if kind == "answer":
+        call, envelope = body.get("call"), body.get("envelope")
+        if not isinstance(call, str) or not isinstance(envelope, dict) or not isinstance(envelope.get("ok"), bool):
+            return error_response(422, 'An answer is {"type": "answer", "call": "…", "envelope": {"ok": …}}.', field="envelope")
+        return JSONResponse({"ok": relay.answer(page, call, envelope)})
+    if kind == "tools":
+        tools = body.get("tools")
+        if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+            return error_response(422, 'A tool list is {"type": "tools", "tools": [{name, inputSchema, …}]}.', field="tools")
+        relay.set_tools(page, tools)
+        return JSONResponse({"ok": True})
+    if kind == "active":
+        relay.touch(page)
+        return JSONResponse({"ok": True})
+    return error_response(422, 'Send {"type": "answer" | "tools" | "active", …}.', field="type")
+
+
+async def _events(relay: PageRelay, page: PageLink) -> AsyncIterator[str]:
+    """The page's event stream; the page is disconnected when it ends (closed, reloaded, offline):
+    its calls then fail at once."""
+    try:
+        yield _event("hello", {"page": page.id})
+        while True:
+            try:
+                message = await asyncio.wait_for(page.outbox.get(), KEEPALIVE_SECONDS)
+            except TimeoutError:
+                yield ": keep-alive\n\n"
+                continue
+            if message is None:
+                return
+            yield _event(message["type"], message)
+    finally:
+        relay.disconnect(page)
+
+
+def _event(name: str, data: dict[str, Any]) -> str:
+    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def _page_url(request: Request | None) -> str:
+    if request is None:
+        return "the reactor page"
+    return f"{request.url.scheme}://{request.headers.get('host', '127.0.0.1')}/"
