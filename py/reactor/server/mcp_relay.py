@@ -338,8 +338,9 @@ class McpEndpoint:
     authenticates (401 with `WWW-Authenticate: Bearer`; no cookie, no session token); each token
     is rate-limited (429 with Retry-After)."""
 
-    def __init__(self, manager: StreamableHTTPSessionManager, tokens: AgentTokens, origins: Iterable[str]) -> None:
-        self.manager, self.tokens, self.origins = manager, tokens, frozenset(origins)
+    def __init__(self, tokens: AgentTokens, origins: Iterable[str]) -> None:
+        self.tokens, self.origins = tokens, frozenset(origins)
+        self.manager: StreamableHTTPSessionManager | None = None  # while the app's lifespan runs
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
@@ -358,6 +359,11 @@ class McpEndpoint:
         wait = self.tokens.wait(agent.id)
         if wait:
             await error_response(429, f"Too many requests with this token; try again in {wait} seconds.", retry_after=wait)(
+                scope, receive, send
+            )
+            return
+        if self.manager is None:
+            await error_response(503, f"{PATH} is not running: the server was started without its lifespan.")(
                 scope, receive, send
             )
             return
@@ -392,16 +398,22 @@ class Agents:
 
     def __init__(self, auth: Auth, tokens: AgentTokens, origins: Iterable[str]) -> None:
         self.auth, self.tokens, self.relay = auth, tokens, PageRelay()
-        server = mcp_server(self.relay, lambda ctx: _page_url(ctx.request))
-        # Host and Origin are checked by the app (HostCheck) and McpEndpoint, for every name it serves.
-        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-        self.manager = StreamableHTTPSessionManager(app=server, security_settings=security)
-        self.endpoint = McpEndpoint(self.manager, tokens, origins)
+        self.server = mcp_server(self.relay, lambda ctx: _page_url(ctx.request))
+        self.endpoint = McpEndpoint(tokens, origins)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Any) -> AsyncIterator[None]:
-        async with self.manager.run():
-            yield
+        """The SDK's session manager runs once per instance: a new one for each run of the app."""
+        # Host and Origin are checked by the app (HostCheck) and McpEndpoint, for every name it serves.
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        manager = StreamableHTTPSessionManager(app=self.server, security_settings=security)
+        async with manager.run():
+            self.endpoint.manager = manager
+            try:
+                yield
+            finally:
+                if self.endpoint.manager is manager:
+                    self.endpoint.manager = None
 
     def routes(self) -> list[Any]:
         relay, auth = self.relay, self.auth
