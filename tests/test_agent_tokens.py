@@ -90,7 +90,12 @@ def test_an_agent_token_is_refused_everywhere_but_mcp(app_server):
     with app_server.client() as client:
         token = make_token(client, bearer(app_server, "ada"))["token"]
         agent = {"authorization": f"Bearer {token}"}
-        for method, path in [("GET", "/auth/me"), ("GET", "/api/agent-tokens"), ("POST", "/api/agent-tokens"), ("GET", "/plugins")]:
+        for method, path in [
+            ("GET", "/auth/me"),
+            ("GET", "/api/agent-tokens"),
+            ("POST", "/api/agent-tokens"),
+            ("GET", "/plugins"),
+        ]:
             answer = client.request(method, path, headers=agent, json={"name": "more"})
             assert answer.status_code == 401, (method, path)
             assert "works only on /mcp" in answer.json()["error"]
