@@ -169,6 +169,7 @@ def serve_forever(
     from .errors import DatabaseError
     from .plugin_spec import discover_plugins
     from .server.app import create_app
+    from .server.loopback import GRACE_SECONDS
 
     # The composition root: the installed plugins (the reactor.plugins entry points) go in here.
     try:
@@ -209,7 +210,8 @@ def serve_forever(
     print(f"reactor is serving http://{where}:{address[1]}/ (data in {stored})", flush=True)
     if allow_origins:
         print(f"pages of {', '.join(allow_origins)} may embed it", flush=True)
-    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listener])
+    # Pages connected for their agents hold an event stream open (server/mcp_relay.py).
+    uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=GRACE_SECONDS)).run(sockets=[listener])
     return 0
 
 
