@@ -194,3 +194,30 @@ def test_an_mcp_session_opened_with_one_token_is_not_another_tokens(live):
             headers={"authorization": f"Bearer {bob}", "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"},
         )
         assert answer.status_code == 404
+
+
+def test_the_2026_07_28_protocol_is_served_too(live):
+    """No initialize and no session: `server/discover`, then requests carrying their version."""
+
+    async def run(token: str):
+        async with httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}) as http:
+            async with streamable_http_client(f"{live.url}/mcp", http_client=http) as (read, write):
+                async with ClientSession(read, write) as session:
+                    discovered = await session.discover()
+                    return discovered, await session.list_tools(), await session.call_tool("decks_list_decks", {})
+
+    discovered, listed, call = asyncio.run(run(agent_token(live)))
+    assert "2026-07-28" in discovered.supported_versions
+    assert [t.name for t in listed.tools] == ["reactor_pages", "reactor_call"]
+    assert call.is_error and "switch on *Let my agents use this page*" in call.content[0].text
+
+
+def test_only_the_servers_own_pages_may_connect_for_agents(app_server):
+    ada = bearer(app_server, "ada")
+    with app_server.client() as client:
+        for headers in [{"origin": "http://127.0.0.1:5500"}, {"sec-fetch-site": "same-site"}, {"sec-fetch-site": "cross-site"}]:
+            answer = client.get("/api/agent-pages/stream", headers={**ada, **headers})
+            assert answer.status_code == 403, headers
+        assert client.get("/api/agent-pages/stream").status_code == 401
+        answer = client.post("/api/agent-pages/0123456789abcdef", json={"type": "active"}, headers=ada)
+        assert answer.status_code == 404 and "not connected" in answer.json()["error"]

@@ -97,6 +97,7 @@ class PageRelay:
         self.progress_seconds = PROGRESS_SECONDS
         # The MCP connections of each person, told when their tool list changes.
         self.listeners: dict[str, weakref.WeakSet[Any]] = {}
+        self.notices: set[asyncio.Future[None]] = set()
 
     def connect(self, username: str, title: str, url: str) -> PageLink | None:
         if len(self.pages_of(username)) >= MAX_PAGES:
@@ -141,7 +142,9 @@ class PageRelay:
     def changed(self, username: str) -> None:
         """Tell the person's MCP connections that tools/list may answer otherwise now."""
         for connection in list(self.listeners.get(username, ())):
-            asyncio.ensure_future(_quietly(connection.send_tool_list_changed()))
+            task = asyncio.ensure_future(_quietly(connection.send_tool_list_changed()))
+            self.notices.add(task)  # held until done: the loop keeps only weak references to tasks
+            task.add_done_callback(self.notices.discard)
 
     async def call(
         self, page: PageLink, tool: str, arguments: dict[str, Any], progress: Callable[[float, str], Awaitable[None]]
@@ -415,6 +418,15 @@ class Agents:
                 if self.endpoint.manager is manager:
                     self.endpoint.manager = None
 
+    def own_page(self, headers: Headers) -> bool:
+        """Whether a page of this server (or of an allowed origin) asks: the stream is a GET the
+        cross-site write check does not see, and a page of another port of the same site (whose
+        fetch carries the SameSite=Lax cookie) must not take the person's calls for itself."""
+        origin = headers.get("origin")
+        if origin is not None:
+            return origin in self.endpoint.origins or _same_origin(origin, headers.get("host", ""))
+        return headers.get("sec-fetch-site", "same-origin") in ("same-origin", "none")
+
     def routes(self) -> list[Any]:
         relay, auth = self.relay, self.auth
 
@@ -425,6 +437,8 @@ class Agents:
             responses={200: {"text/event-stream": {"schema": {"type": "string"}}}},
         )
         async def page_stream(request: Request) -> Response:
+            if not self.own_page(request.headers):
+                return error_response(403, "Only this server's pages (and the origins it allows) may connect for agents.")
             user = auth.user_for(request)
             if user is None:
                 return error_response(401, "Sign in to let your agents use this page.")
