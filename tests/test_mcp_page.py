@@ -210,3 +210,17 @@ def test_bobs_token_never_reaches_adas_page_and_a_revoked_token_stops_at_the_nex
     page.locator("#agents [data-token-id]").wait_for(state="detached")
     with pytest.raises(MCPError):  # the server answered 401: tests/test_agent_tokens.py reads its sentence
         ada.call("decks_list_decks", {}).result(30)
+
+
+def test_the_switch_is_remembered_and_a_dropped_connection_is_made_again(page, live):
+    first = connect_page(page, live)
+    page.reload()
+    status = page.get_by_test_id("agents-status")
+    page.locator(f"[data-testid=agents-status][data-page]:not([data-page='{first}'])").wait_for()
+    assert page.get_by_test_id("agents-switch").is_checked()
+    again = status.get_attribute("data-page")
+    relay = live.app.state.agents.relay
+    assert [p.id for p in relay.pages_of("ada")] == [again], "the reloaded page's connection replaced the first"
+    relay.pages[again].end()  # the server ends the stream, as a lost connection would
+    page.locator(f"[data-testid=agents-status][data-page]:not([data-page='{again}'])").wait_for()
+    assert [p.id for p in relay.pages_of("ada")] == [status.get_attribute("data-page")]

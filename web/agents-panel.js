@@ -88,6 +88,7 @@ async function listTokens() {
 /** Connect while the switch is on and someone is signed in; disconnect otherwise. */
 async function follow() {
   form.hidden = !user;
+  delete status.dataset.page;
   if (!user) {
     made.replaceChildren();
     status.textContent = "Sign in to let your agents use this page.";
@@ -110,8 +111,14 @@ async function follow() {
 }
 
 window.addEventListener("reactor:agents", ({ detail }) => {
-  if (!detail.connected && toggle.checked && user) status.textContent = "Connection lost; connecting again…";
-  if (detail.connected && toggle.checked && user) status.textContent = `Your agents can use this page's tools (page ${detail.pageId}) at ${mcpUrl}.`;
+  if (!toggle.checked || !user) return;
+  if (detail.connected) {
+    status.dataset.page = detail.pageId;
+    status.textContent = `Your agents can use this page's tools (page ${detail.pageId}) at ${mcpUrl}.`;
+  } else {
+    delete status.dataset.page;
+    status.textContent = "Connection lost; connecting again…";
+  }
 });
 
 window.addEventListener("reactor:session", ({ detail }) => {

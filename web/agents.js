@@ -60,7 +60,8 @@ class AgentLink {
     while (this.wanted) {
       this.stream = new AbortController();
       try {
-        const query = new URLSearchParams({ title: document.title.slice(0, 200), url: location.href.slice(0, 500) });
+        // Origin and path only: a query or fragment may hold what the person would not hand to an agent.
+        const query = new URLSearchParams({ title: document.title.slice(0, 200), url: (location.origin + location.pathname).slice(0, 500) });
         const response = await fetch(new URL(`/api/agent-pages/stream?${query}`, this.server), {
           credentials: "include", headers: { accept: "text/event-stream" }, signal: this.stream.signal,
         });

@@ -83,6 +83,11 @@ class PageLink:
     tools: list[dict[str, Any]] = field(default_factory=list)
     outbox: asyncio.Queue[dict[str, Any] | None] = field(default_factory=asyncio.Queue)
     calls: dict[str, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
+    loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.get_running_loop)
+
+    def end(self) -> None:
+        """End the page's event stream (from any thread): the page is disconnected, and connects again."""
+        self.loop.call_soon_threadsafe(self.outbox.put_nowait, None)
 
     def describe(self) -> dict[str, Any]:
         return {"page": self.id, "title": self.title, "url": self.url, "activeAt": self.active_at, "tools": len(self.tools)}
