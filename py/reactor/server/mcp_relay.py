@@ -264,6 +264,8 @@ def mcp_server(relay: PageRelay, page_url: Callable[[Any], str]) -> RelayServer:
     """The MCP server: tools/list and tools/call of the token's person, relayed to their page."""
 
     def listen(ctx: Any, username: str) -> None:
+        # The connection outlives the request (its ServerSession does not); the low-level
+        # context offers it under no public name in mcp 2.3.
         connection = getattr(ctx.session, "_connection", None)
         if connection is not None:
             relay.listeners.setdefault(username, weakref.WeakSet()).add(connection)
