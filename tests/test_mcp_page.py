@@ -224,3 +224,18 @@ def test_the_switch_is_remembered_and_a_dropped_connection_is_made_again(page, l
     relay.pages[again].end()  # the server ends the stream, as a lost connection would
     page.locator(f"[data-testid=agents-status][data-page]:not([data-page='{again}'])").wait_for()
     assert [p.id for p in relay.pages_of("ada")] == [status.get_attribute("data-page")]
+
+
+def test_an_agent_that_gives_up_stops_the_call_in_the_page(page, live, agents):
+    connect_page(page, live)
+    agent = agents(live.url, make_token_in_panel(page))
+    answered = lambda request: "/api/agent-pages/" in request.url and '"answer"' in (request.post_data or "")  # noqa: E731
+    with page.expect_request(answered, timeout=30_000) as answer:
+        # The client's own timeout sends notifications/cancelled; the relay passes the cancel down.
+        gave_up = agent.do(lambda s: s.call_tool("decks_create_deck", {"title": "Abandoned"}, read_timeout_seconds=1.5))
+        page.get_by_test_id("approval").wait_for()
+        with pytest.raises(MCPError):
+            gave_up.result(30)
+    envelope = json.loads(answer.value.post_data)["envelope"]
+    assert envelope["ok"] is False and envelope["error"]["code"] == "aborted"
+    assert "Abandoned" not in titles_now(agent)

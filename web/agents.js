@@ -123,7 +123,8 @@ class AgentLink {
     try {
       envelope = await window.reactor.chat.callTool(tool, args ?? {}, { signal: controller.signal });
     } catch (error) {
-      envelope = { ok: false, error: { code: error?.name === "AbortError" ? "aborted" : "failed", message: String(error?.message ?? error) } };
+      const code = controller.signal.aborted ? "aborted" : "failed";
+      envelope = { ok: false, error: { code, message: String(error?.message ?? error) } };
     } finally {
       this.calls.delete(call);
     }
