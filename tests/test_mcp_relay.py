@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
-from reactor.server.mcp_relay import PageRelay, tool_result
+from reactor.server.mcp_relay import tool_result
+from reactor.server.page_relay import PageRelay
 
 
 async def quiet(waited: float, message: str) -> None:
@@ -22,10 +23,10 @@ def test_a_call_goes_down_the_pages_stream_and_its_answer_comes_back():
         assert sent == {"type": "call", "call": sent["call"], "tool": "decks_list_decks", "arguments": {}}
         assert relay.answer(page, sent["call"], {"ok": True, "result": {"decks": []}})
         assert not relay.answer(page, sent["call"], {"ok": True, "result": 1}), "one answer per call"
-        return await call, page.calls
+        return await call, relay.waiting, page.sent
 
-    envelope, open_calls = asyncio.run(run())
-    assert envelope == {"ok": True, "result": {"decks": []}} and open_calls == {}
+    envelope, open_calls, sent = asyncio.run(run())
+    assert envelope == {"ok": True, "result": {"decks": []}} and open_calls == {} and sent == set()
 
 
 def test_a_page_that_goes_fails_its_calls_at_once():

@@ -28,11 +28,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import secrets
-import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -51,13 +48,11 @@ from starlette.types import Receive, Scope, Send
 from .agent_tokens import PREFIX, AgentToken, AgentTokens, bearer_token
 from .auth import Auth
 from .openapi import operation
+from .page_relay import MAX_PAGES, PageBus, PageLink, PageRelay, failure
 from .requests import error_response, read_json
 
 PATH = "/mcp"
-PROGRESS_SECONDS = 5.0
-ANSWER_LIMIT = 120.0
 KEEPALIVE_SECONDS = 15.0
-MAX_PAGES = 20  # connected pages per person
 PAGE_ID = "^[0-9a-f]{16}$"
 BODY_LIMIT = 2_000_000  # a tool's answer: AI Tools cap their results at 1,000,000 bytes
 OWN_TOOLS = ("reactor_pages", "reactor_call")
@@ -65,133 +60,6 @@ OWN_TOOLS = ("reactor_pages", "reactor_call")
 
 def no_page_sentence(url: str) -> str:
     return f"Open {url}, sign in and switch on *Let my agents use this page*."
-
-
-class PageGone(Exception):
-    """The page closed (or lost its connection) before it answered."""
-
-
-@dataclass(eq=False)
-class PageLink:
-    """One connected page of one person: what goes down its event stream, and its open calls."""
-
-    id: str
-    username: str
-    title: str
-    url: str
-    active_at: float = field(default_factory=time.time)
-    tools: list[dict[str, Any]] = field(default_factory=list)
-    outbox: asyncio.Queue[dict[str, Any] | None] = field(default_factory=asyncio.Queue)
-    calls: dict[str, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
-    loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.get_running_loop)
-
-    def end(self) -> None:
-        """End the page's event stream (from any thread): the page is disconnected, and connects again."""
-        self.loop.call_soon_threadsafe(self.outbox.put_nowait, None)
-
-    def describe(self) -> dict[str, Any]:
-        return {"page": self.id, "title": self.title, "url": self.url, "activeAt": self.active_at, "tools": len(self.tools)}
-
-
-class PageRelay:
-    """The connected pages, by person, and the calls on their way to them and back."""
-
-    def __init__(self) -> None:
-        self.pages: dict[str, PageLink] = {}
-        self.answer_limit = ANSWER_LIMIT
-        self.progress_seconds = PROGRESS_SECONDS
-        # The MCP connections of each person, told when their tool list changes.
-        self.listeners: dict[str, weakref.WeakSet[Any]] = {}
-        self.notices: set[asyncio.Future[None]] = set()
-
-    def connect(self, username: str, title: str, url: str) -> PageLink | None:
-        if len(self.pages_of(username)) >= MAX_PAGES:
-            return None
-        page = PageLink(secrets.token_hex(8), username, title[:200], url[:500])
-        self.pages[page.id] = page
-        return page
-
-    def disconnect(self, page: PageLink) -> None:
-        if self.pages.pop(page.id, None) is None:
-            return
-        for future in page.calls.values():
-            if not future.done():
-                future.set_exception(PageGone())
-        self.changed(page.username)
-
-    def pages_of(self, username: str) -> list[PageLink]:
-        """The person's connected pages, the most recently active first."""
-        return sorted((p for p in self.pages.values() if p.username == username), key=lambda p: -p.active_at)
-
-    def page_of(self, username: str, page_id: str) -> PageLink | None:
-        page = self.pages.get(page_id)
-        return page if page is not None and page.username == username else None
-
-    def answer(self, page: PageLink, call_id: str, envelope: dict[str, Any]) -> bool:
-        future = page.calls.get(call_id)
-        if future is None or future.done():
-            return False
-        future.set_result(envelope)
-        return True
-
-    def set_tools(self, page: PageLink, tools: list[dict[str, Any]]) -> None:
-        page.tools = tools
-        self.changed(page.username)
-
-    def touch(self, page: PageLink) -> None:
-        latest = self.pages_of(page.username)[0]
-        page.active_at = time.time()
-        if latest is not page:
-            self.changed(page.username)  # another page's tools are the list now
-
-    def changed(self, username: str) -> None:
-        """Tell the person's MCP connections that tools/list may answer otherwise now."""
-        for connection in list(self.listeners.get(username, ())):
-            task = asyncio.ensure_future(_quietly(connection.send_tool_list_changed()))
-            self.notices.add(task)  # held until done: the loop keeps only weak references to tasks
-            task.add_done_callback(self.notices.discard)
-
-    async def call(
-        self, page: PageLink, tool: str, arguments: dict[str, Any], progress: Callable[[float, str], Awaitable[None]]
-    ) -> dict[str, Any]:
-        """The page's envelope for one call, or ours for a page that closed or a person who did not answer."""
-        call_id = secrets.token_hex(8)
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        page.calls[call_id] = future
-        started = time.monotonic()
-        page.outbox.put_nowait({"type": "call", "call": call_id, "tool": tool, "arguments": arguments})
-        try:
-            while True:
-                waited = time.monotonic() - started
-                if waited >= self.answer_limit:
-                    page.outbox.put_nowait({"type": "cancel", "call": call_id})
-                    return failure(
-                        "timeout",
-                        f"The person did not answer in the page within {self.answer_limit:g} s, so {tool} did not "
-                        "run; ask them in the chat before you try again.",
-                    )
-                try:
-                    return await asyncio.wait_for(asyncio.shield(future), min(self.progress_seconds, self.answer_limit - waited))
-                except TimeoutError:
-                    await progress(
-                        time.monotonic() - started, f"Waiting for the page to answer {tool} (the person may be deciding)."
-                    )
-        except PageGone:
-            return failure("unavailable", f"The page closed before {tool} answered; whether it ran is unknown.")
-        except asyncio.CancelledError:
-            page.outbox.put_nowait({"type": "cancel", "call": call_id})
-            raise
-        finally:
-            page.calls.pop(call_id, None)
-
-
-async def _quietly(notice: Awaitable[None]) -> None:
-    with contextlib.suppress(Exception):
-        await notice
-
-
-def failure(code: str, message: str) -> dict[str, Any]:
-    return {"ok": False, "error": {"code": code, "message": message}}
 
 
 def tool_result(envelope: dict[str, Any]) -> types.CallToolResult:
@@ -406,8 +274,8 @@ class Agents:
     """Everything /mcp needs, made once per app: the relay, the MCP server and its session manager,
     the page's routes; `lifespan` runs the session manager."""
 
-    def __init__(self, auth: Auth, tokens: AgentTokens, origins: Iterable[str]) -> None:
-        self.auth, self.tokens, self.relay = auth, tokens, PageRelay()
+    def __init__(self, auth: Auth, tokens: AgentTokens, origins: Iterable[str], bus: PageBus | None = None) -> None:
+        self.auth, self.tokens, self.relay = auth, tokens, PageRelay(bus)
         self.server = mcp_server(self.relay, lambda ctx: _page_url(ctx.request))
         self.endpoint = McpEndpoint(tokens, origins)
 
@@ -512,12 +380,14 @@ def _page_says(relay: PageRelay, page: PageLink, body: dict[str, Any]) -> Respon
 async def _events(relay: PageRelay, page: PageLink) -> AsyncIterator[str]:
     """The page's event stream; the page is disconnected when it ends (closed, reloaded, offline):
     its calls then fail at once."""
+    assert page.outbox is not None
     try:
         yield _event("hello", {"page": page.id})
         while True:
             try:
                 message = await asyncio.wait_for(page.outbox.get(), KEEPALIVE_SECONDS)
             except TimeoutError:
+                relay.heartbeat(page)
                 yield ": keep-alive\n\n"
                 continue
             if message is None:
