@@ -253,7 +253,7 @@ def create_app(
         platform.set_enabled(name, body["enabled"])
         return JSONResponse(next(p for p in platform.list_plugins() if p["name"] == name))
 
-    agents = Agents(auth, agent_tokens, origins)  # /mcp and the pages it relays to (mcp_relay.py)
+    agents = Agents(auth, agent_tokens, origins, store)  # /mcp and the pages it relays to (mcp_relay.py)
     routes: list[BaseRoute] = [
         Route("/", index),
         Route("/index.html", index),

@@ -18,9 +18,11 @@ PROGRESS_SECONDS (several clients reset their timeout on it); after `answer_limi
 call ends as a tool error saying the person did not answer. A page that goes away fails its calls
 at once. Never another person's pages: a page is found by the token's user only.
 
-The pages and their calls live in this process's memory: with several server processes on one
-PostgreSQL, an agent's requests and the person's page must reach the same process (one process
-only, for now).
+Several server processes on one PostgreSQL share the directory of pages and pass calls and
+answers by LISTEN/NOTIFY (server/page_relay.py, server/page_bus.py): an agent on any process
+reaches a page held by any other. An MCP 2025-11-25 session (`Mcp-Session-Id`) lives in the
+process that opened it (the SDK's session manager), so a balancer must keep one agent's requests
+on one process for that era; 2026-07-28 has no session.
 """
 
 from __future__ import annotations
@@ -47,8 +49,10 @@ from starlette.types import Receive, Scope, Send
 
 from .agent_tokens import PREFIX, AgentToken, AgentTokens, bearer_token
 from .auth import Auth
+from .database import Database
 from .openapi import operation
-from .page_relay import MAX_PAGES, PageBus, PageLink, PageRelay, failure
+from .page_bus import PostgresPageBus
+from .page_relay import MAX_PAGES, PageLink, PageRelay, failure
 from .requests import error_response, read_json
 
 PATH = "/mcp"
@@ -274,8 +278,10 @@ class Agents:
     """Everything /mcp needs, made once per app: the relay, the MCP server and its session manager,
     the page's routes; `lifespan` runs the session manager."""
 
-    def __init__(self, auth: Auth, tokens: AgentTokens, origins: Iterable[str], bus: PageBus | None = None) -> None:
-        self.auth, self.tokens, self.relay = auth, tokens, PageRelay(bus)
+    def __init__(self, auth: Auth, tokens: AgentTokens, origins: Iterable[str], database: Database) -> None:
+        # Processes sharing a PostgreSQL database share their pages by it (server/page_bus.py).
+        self.bus = PostgresPageBus(database) if database.kind == "postgresql" else None
+        self.auth, self.tokens, self.relay = auth, tokens, PageRelay(self.bus)
         self.server = mcp_server(self.relay, lambda ctx: _page_url(ctx.request))
         self.endpoint = McpEndpoint(tokens, origins)
 
@@ -285,7 +291,12 @@ class Agents:
         # Host and Origin are checked by the app (HostCheck) and McpEndpoint, for every name it serves.
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         manager = StreamableHTTPSessionManager(app=self.server, security_settings=security)
-        async with manager.run():
+        if self.bus is not None:
+            self.bus.start(self.relay)
+        async with contextlib.AsyncExitStack() as stack:
+            if self.bus is not None:
+                stack.callback(self.bus.stop)
+            await stack.enter_async_context(manager.run())
             self.endpoint.manager = manager
             try:
                 yield
