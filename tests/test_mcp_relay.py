@@ -99,3 +99,40 @@ def test_an_envelope_becomes_structured_content_and_text_and_a_failure_a_tool_er
     failed = tool_result({"ok": False, "error": {"code": "denied", "message": "The person declined."}})
     assert failed.is_error is True and failed.content[0].text == "The person declined. (code: denied)"
     assert failed.structured_content == {"error": {"code": "denied", "message": "The person declined."}}
+
+
+def test_a_connected_pages_messages_are_checked_and_only_its_person_may_send_them(tmp_path):
+    import httpx
+    from conftest import bearer, start_server, stop_server
+
+    from test_mcp_processes import ScriptedPage
+
+    live = start_server(tmp_path / "data", seed_demo=True)
+    ada = bearer(live, "ada")
+    page = ScriptedPage(live.url, live.url, ada, lambda call: None)
+    try:
+        at = f"{live.url}/api/agent-pages/{page.page_id}"
+        for body, field in [
+            ({"type": "answer", "call": "x"}, "envelope"),
+            ({"type": "answer", "call": "x", "envelope": {"ok": "yes"}}, "envelope"),
+            ({"type": "tools", "tools": "all"}, "tools"),
+            ({"type": "tools", "tools": [1]}, "tools"),
+            ({"type": "shout"}, "type"),
+        ]:
+            answer = httpx.post(at, json=body, headers=ada)
+            assert answer.status_code == 422 and answer.json()["field"] == field, body
+        huge = httpx.post(
+            at,
+            content=b'{"type": "tools", "tools": [' + b"{}," * 700_000 + b"{}]}",
+            headers={**ada, "content-type": "application/json"},
+        )
+        assert huge.status_code == 413
+        assert httpx.post(at, json={"type": "active"}, headers=bearer(live, "bob")).status_code == 404, (
+            "never another person's page"
+        )
+        assert httpx.post(at, json={"type": "active"}).status_code in (401, 403)
+        stale = httpx.post(at, json={"type": "answer", "call": "nobody.0", "envelope": {"ok": True}}, headers=ada)
+        assert stale.json() == {"ok": False}, "an answer nobody waits for is dropped"
+    finally:
+        page.close()
+        stop_server(live)
