@@ -27,14 +27,15 @@ class Agent:
     """An MCP client session on a loop of its own thread (Playwright's sync API holds this one):
     `do(fn)` runs `fn(session)` there and returns a concurrent Future."""
 
-    def __init__(self, url: str, token: str) -> None:
+    def __init__(self, url: str, token: str, *, modern: bool = False) -> None:
+        self.modern = modern  # 2026-07-28: server/discover, no session
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         self.heard_list_change = threading.Event()
         self.session: ClientSession | None = None
         self.stop = asyncio.Event()
-        self.opening: Future[types.InitializeResult] = Future()
+        self.opening: Future[Any] = Future()
         self.served = asyncio.run_coroutine_threadsafe(self.serve(url, token), self.loop)
         self.initialized = self.opening.result(30)
 
@@ -47,7 +48,7 @@ class Agent:
             async with httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=30) as http:
                 async with streamable_http_client(f"{url}/mcp", http_client=http) as (read, write):
                     async with ClientSession(read, write, message_handler=heard) as session:
-                        initialized = await session.initialize()
+                        initialized = await (session.discover() if self.modern else session.initialize())
                         self.session = session
                         self.opening.set_result(initialized)
                         await self.stop.wait()
@@ -92,8 +93,8 @@ def live(tmp_path):
 def agents():
     opened: list[Agent] = []
 
-    def open_agent(url: str, token: str) -> Agent:
-        agent = Agent(url, token)
+    def open_agent(url: str, token: str, **options: Any) -> Agent:
+        agent = Agent(url, token, **options)
         opened.append(agent)
         return agent
 
@@ -239,3 +240,13 @@ def test_an_agent_that_gives_up_stops_the_call_in_the_page(page, live, agents):
     envelope = json.loads(answer.value.post_data)["envelope"]
     assert envelope["ok"] is False and envelope["error"]["code"] == "aborted"
     assert "Abandoned" not in titles_now(agent)
+
+
+def test_an_agent_on_the_2026_07_28_protocol_calls_the_page_too(page, live, agents):
+    connect_page(page, live)
+    agent = agents(live.url, make_token_in_panel(page), modern=True)
+    assert "2026-07-28" in agent.initialized.supported_versions
+    assert "decks_list_decks" in agent.list_names()
+    made = agent.call("decks_create_deck", {"title": "Modern"})
+    page.get_by_test_id("approval").get_by_role("button", name="Allow", exact=True).click()
+    assert made.result(30).structured_content["title"] == "Modern"

@@ -57,7 +57,6 @@ from .requests import error_response, read_json
 
 PATH = "/mcp"
 KEEPALIVE_SECONDS = 15.0
-PAGE_ID = "^[0-9a-f]{16}$"
 BODY_LIMIT = 2_000_000  # a tool's answer: AI Tools cap their results at 1,000,000 bytes
 OWN_TOOLS = ("reactor_pages", "reactor_call")
 
