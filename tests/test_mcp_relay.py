@@ -84,8 +84,12 @@ def test_pages_are_found_by_their_person_only_the_most_recently_active_first():
         bobs = relay.connect("bob", "bob's", "")
         second.active_at = first.active_at - 10
         assert relay.pages_of("ada") == [first, second]
+        told: list[str] = []
+        relay.changed = told.append  # type: ignore[method-assign]
         relay.touch(second)
-        assert relay.pages_of("ada") == [second, first]
+        assert relay.pages_of("ada") == [second, first] and told == ["ada"], "another page is the first now"
+        relay.touch(second)
+        assert told == ["ada"], "still the same first page: nothing to tell"
         assert relay.page_of("bob", first.id) is None and relay.page_of("bob", bobs.id) is bobs
 
     asyncio.run(run())

@@ -114,16 +114,21 @@ class PageRelay:
         self._saved(page)
 
     def touch(self, page: PageLink) -> None:
+        """The person is using this page: it is the one tools go to. Their agents hear of it
+        only when that changes which page it is (tools/list answers otherwise then)."""
+        pages = self.pages_of(page.username)
+        was_first = bool(pages) and pages[0].id == page.id
         page.active_at = time.time()
-        self._saved(page)
+        self._saved(page, changed=not was_first)
 
-    def _saved(self, page: PageLink) -> None:
+    def _saved(self, page: PageLink, *, changed: bool = True) -> None:
         local = self.pages.get(page.id)
         if local is not None and local is not page:
             local.tools, local.active_at = page.tools, page.active_at
         if self.bus is not None:
             self.bus.save(page)
-        self.changed(page.username)
+        if changed:
+            self.changed(page.username)
 
     def heartbeat(self, page: PageLink) -> None:
         """Say the page is still connected (a process that died stops saying so for its pages)."""
