@@ -122,6 +122,7 @@ def create_app(
         records = PluginRecords(store, auth, reserved={p["name"] for p in platform.list_plugins()})
         context = ServerContext(store, auth, platform, records)
         agent_tokens = AgentTokens(store, auth)
+        agents = Agents(auth, agent_tokens, origins, store)  # /mcp and the pages it relays to (mcp_relay.py)
         for spec in platform.all_plugins():
             half = platform.server_half(spec.name)
             if half is None:
@@ -253,7 +254,6 @@ def create_app(
         platform.set_enabled(name, body["enabled"])
         return JSONResponse(next(p for p in platform.list_plugins() if p["name"] == name))
 
-    agents = Agents(auth, agent_tokens, origins, store)  # /mcp and the pages it relays to (mcp_relay.py)
     routes: list[BaseRoute] = [
         Route("/", index),
         Route("/index.html", index),
