@@ -250,3 +250,18 @@ def test_an_agent_on_the_2026_07_28_protocol_calls_the_page_too(page, live, agen
     made = agent.call("decks_create_deck", {"title": "Modern"})
     page.get_by_test_id("approval").get_by_role("button", name="Allow", exact=True).click()
     assert made.result(30).structured_content["title"] == "Modern"
+
+
+def test_connecting_needs_a_signed_in_person_and_signing_out_disconnects(page, live, agents):
+    page.goto(live.url)
+    page.evaluate("window.reactor.ready")
+    refused = page.evaluate("window.reactor.agents.connect().then(() => 'connected', (error) => error.message)")
+    assert refused == "Sign in to let your agents use this page."
+    connect_page(page, live)
+    agent = agents(live.url, make_token_in_panel(page))
+    assert "decks_list_decks" in agent.list_names()
+    agent.heard_list_change.clear()
+    page.locator("#session").get_by_role("button", name="Sign out").click()
+    page.get_by_test_id("agents-status").get_by_text("Sign in to let your agents use this page.").wait_for()
+    assert agent.heard_list_change.wait(10), "the page's tools went with its person"
+    assert agent.list_names() == ["reactor_pages", "reactor_call"]

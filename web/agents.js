@@ -15,6 +15,7 @@ class AgentLink {
     this.server = server;
     this.pageId = null;
     this.wanted = false;
+    this.generation = 0;     // one run() loop at a time: a disconnect then connect starts a new one
     this.stream = null;      // the AbortController of the event stream
     this.calls = new Map();  // call id -> AbortController
     this.waiting = [];       // connect() promises waiting for `hello`
@@ -28,6 +29,7 @@ class AgentLink {
     const named = new Promise((resolve, reject) => this.waiting.push({ resolve, reject }));
     if (!this.wanted) {
       this.wanted = true;
+      this.generation += 1;
       for (const type of ["focus", "pointerdown", "keydown"]) addEventListener(type, this.onActivity, true);
       this.stopListening = window.reactor.onAgentToolBundles(() => this.sendTools());
       this.run();
@@ -40,6 +42,7 @@ class AgentLink {
   /** Close the connection: calls still running here are stopped, and the server fails them at once. */
   disconnect() {
     this.wanted = false;
+    this.generation += 1;
     this.stream?.abort();
     for (const controller of this.calls.values()) controller.abort(new Error("The page's agents switch was turned off."));
     this.calls.clear();
@@ -56,8 +59,10 @@ class AgentLink {
   }
 
   async run() {
+    const generation = this.generation;
+    const current = () => this.wanted && this.generation === generation;
     let delay = BACKOFF_MS[0];
-    while (this.wanted) {
+    while (current()) {
       this.stream = new AbortController();
       try {
         // Origin and path only: a query or fragment may hold what the person would not hand to an agent.
@@ -67,18 +72,18 @@ class AgentLink {
         });
         if (response.status === 401 || response.status === 429) {
           const { error } = await response.json().catch(() => ({ error: `The server answered ${response.status}.` }));
-          this.wanted = false;
-          this.settle(null, new Error(error));
+          this.settle(null, new Error(error));  // signed out, or too many pages: trying again will not help
+          this.disconnect();
           break;
         }
         if (!response.ok || !response.body) throw new Error(`the server answered ${response.status}`);
         await this.read(response.body, () => { delay = BACKOFF_MS[0]; });
       } catch (error) {
-        if (!this.wanted) break;
+        if (!current()) break;
       }
+      if (!current()) break;
       this.pageId = null;
       window.dispatchEvent(new CustomEvent("reactor:agents", { detail: { connected: false } }));
-      if (!this.wanted) break;
       await new Promise((resolve) => setTimeout(resolve, delay));
       delay = Math.min(delay * 2, BACKOFF_MS[1]);
     }
