@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import secrets
 import threading
 import time
@@ -25,6 +26,7 @@ from typing import Any
 from .database import Database
 from .page_relay import PageLink, PageRelay
 
+log = logging.getLogger("reactor")
 CHANNEL = "reactor_agent_pages"
 STALE_SECONDS = 45.0  # three keep-alives of a page's stream
 INLINE_BYTES = 7000  # NOTIFY takes payloads under 8,000 bytes
@@ -126,12 +128,21 @@ class PostgresPageBus:
     def _listen(self) -> None:
         import psycopg  # the database layer has made sure it is installed
 
-        with psycopg.connect(self.database.target, autocommit=True) as connection:
-            connection.execute(f"LISTEN {CHANNEL}")
-            self.listening.set()
-            while not self.stopping.is_set():
-                for notice in connection.notifies(timeout=0.5):
-                    self._heard(notice.payload)
+        while not self.stopping.is_set():
+            try:
+                with psycopg.connect(self.database.target, autocommit=True, connect_timeout=10) as connection:
+                    connection.execute(f"LISTEN {CHANNEL}")
+                    self.listening.set()
+                    while not self.stopping.is_set():
+                        for notice in connection.notifies(timeout=0.5):
+                            try:
+                                self._heard(notice.payload)
+                            except Exception:  # one bad message must not stop the listening
+                                log.exception("The page bus could not read a message")
+            except psycopg.Error:
+                # The database restarted or the connection dropped: listen again (what was sent
+                # meanwhile is lost; its callers end at their limit, or when the page goes).
+                self.stopping.wait(1.0)
 
     def _heard(self, payload: str) -> None:
         relay, loop = self.relay, self.loop
