@@ -330,7 +330,7 @@ class Agents:
             page = relay.connect(user.username, request.query_params.get("title", ""), request.query_params.get("url", ""))
             if page is None:
                 return error_response(429, f"You have {MAX_PAGES} pages connected already; switch one off first.")
-            return StreamingResponse(
+            return EventStream(
                 _events(relay, page),
                 media_type="text/event-stream",
                 headers={"cache-control": "no-store", "x-accel-buffering": "no"},
@@ -385,6 +385,18 @@ def _page_says(relay: PageRelay, page: PageLink, body: dict[str, Any]) -> Respon
         relay.touch(page)
         return JSONResponse({"ok": True})
     return error_response(422, 'Send {"type": "answer" | "tools" | "active", …}.', field="type")
+
+
+class EventStream(StreamingResponse):
+    """A page's event stream. A stopping server cancels it after its grace period: for a stream
+    that never ends by itself, that is its normal end, not an error to log."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def _events(relay: PageRelay, page: PageLink) -> AsyncIterator[str]:
