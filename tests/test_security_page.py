@@ -43,6 +43,7 @@ WRITES = [
     ("POST", "/api/cms/sites/acme/entries/roadmap/publish", {}),
     ("DELETE", "/api/cms/sites/acme/entries/roadmap?confirm=roadmap", None),
     ("POST", "/api/cms/sites/acme/crawl", {"kind": "feed", "url": "/demo-sources/feed.xml"}),
+    ("POST", "/api/agent-tokens", {"name": "planted"}),
     ("POST", "/auth/sign-out", {}),
     ("POST", "/auth/sign-in", {"username": "eve", "password": "eve-demo"}),
 ]
@@ -104,6 +105,7 @@ def server_state(live) -> dict:
             "entries": [tuple(r) for r in db.execute("SELECT slug, title, status FROM cms_entries ORDER BY slug")],
             "plugins": [tuple(r) for r in db.execute("SELECT name, enabled FROM plugin_state ORDER BY name")],
             "sessions": db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0],
+            "agent_tokens": db.execute("SELECT COUNT(*) FROM agent_tokens").fetchone()[0],
         }
 
 

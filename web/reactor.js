@@ -173,6 +173,15 @@ export const reactor = {
     setApprover(approver) { chatApprover = approver; },
   },
 
+  /**
+   * The person's desktop agents (MCP at the server's /mcp) reach this page's chat tools:
+   * `connect()` resolves {pageId} (the person must be signed in), `disconnect()` ends it (web/agents.js).
+   */
+  agents: {
+    async connect() { await ready; return (await import("./agents.js")).agentLink(server).connect(); },
+    async disconnect() { (await import("./agents.js")).agentLink(server).disconnect(); },
+  },
+
   /** Counters of the AI Tool worker: {started, terminated, calls, booted}. */
   aiToolWorkerStats() {
     return { ...(aiToolWorkers?.stats ?? {}) };

@@ -304,6 +304,7 @@ def _serve(
     from .errors import DatabaseError
     from .plugin_spec import discover_plugins
     from .server.app import create_app
+    from .server.loopback import GRACE_SECONDS
 
     # The composition root: the installed plugins (the reactor.plugins entry points) go in here.
     try:
@@ -348,7 +349,8 @@ def _serve(
         print(f"pages of {', '.join(allow_origins)} may embed it", flush=True)
     if assistant is not None:
         print(f"the page's chat uses {assistant.model} at {assistant.url} through this server", flush=True)
-    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listener])
+    # Pages connected for their agents hold an event stream open (server/mcp_relay.py).
+    uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=GRACE_SECONDS)).run(sockets=[listener])
     return 0
 
 

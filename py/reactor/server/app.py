@@ -27,6 +27,7 @@ import reactor
 from ..host.tools import AgentSpec
 from ..platform import PluginPlatform
 from ..plugin_spec import PluginSpec, discover_plugins
+from .agent_tokens import AgentTokens, AgentTokensOnlyOnMcp
 from .assets import IMMUTABLE, REVALIDATE, RenderedPage, SourceArchive, serve_file
 from .auth import Auth
 from .bytecode import compiled
@@ -34,6 +35,8 @@ from .context import ServerContext
 from .cors import CrossOrigin, check_origins
 from .database import Database
 from .gateway import AssistantConfig, Gateway
+from .mcp_relay import MCP_OPERATION, Agents
+from .mcp_relay import PATH as MCP_PATH
 from .openapi import ANY_FILE, HTML, openapi_document, operation
 from .plugin_records import OPERATORS, PluginRecords
 from .protection import LOOPBACK_HOSTS, CrossSiteWriteGuard, HostCheck, check_hosts
@@ -126,6 +129,8 @@ def create_app(
         records = PluginRecords(store, auth, reserved={p["name"] for p in platform.list_plugins()})
         context = ServerContext(store, auth, platform, records)
         gateway = None if assistant is None else Gateway(assistant, store, auth)
+        agent_tokens = AgentTokens(store, auth)
+        agents = Agents(auth, agent_tokens, origins, store)  # /mcp and the pages it relays to (mcp_relay.py)
         for spec in platform.all_plugins():
             half = platform.server_half(spec.name)
             if half is None:
@@ -275,6 +280,9 @@ def create_app(
         *records.routes(),
         *([] if gateway is None else gateway.routes()),
         *plugin_routes,
+        *agent_tokens.routes(),
+        *agents.routes(),
+        Route(MCP_PATH, MCP_OPERATION(agents.endpoint), methods=["GET", "POST", "DELETE"]),
     ]
 
     @operation(
@@ -289,14 +297,18 @@ def create_app(
     middleware = [
         Middleware(HostCheck, hosts=hosts),
         Middleware(CrossSiteWriteGuard, origins=origins),
+        Middleware(AgentTokensOnlyOnMcp, path=MCP_PATH),
         Middleware(GZipMiddleware, minimum_size=1024),
     ]
     if origins:
         middleware.insert(1, Middleware(CrossOrigin, origins=origins))
     if store.kind == "postgresql":  # other processes may switch a plugin: each request reads the switches
         middleware.insert(0, Middleware(PluginStateSync, read=lambda: _read_plugin_state(store, platform)))
-    app = Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: _http_error})
+    app = Starlette(
+        routes=routes, middleware=middleware, exception_handlers={HTTPException: _http_error}, lifespan=agents.lifespan
+    )
     app.state.context = context
+    app.state.agents = agents
     return app
 
 

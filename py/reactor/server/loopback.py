@@ -10,6 +10,8 @@ from typing import Any
 
 import uvicorn
 
+GRACE_SECONDS = 2  # a stop waits this long for requests to end; a page's event stream never does
+
 
 def free_port() -> int:
     """A loopback port nothing listens on now (also: a port to find closed)."""
@@ -24,7 +26,8 @@ class LoopbackServer:
     def __init__(self, app: Any, *, start_timeout: float = 20.0) -> None:
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=GRACE_SECONDS)
+        self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
         deadline = time.monotonic() + start_timeout

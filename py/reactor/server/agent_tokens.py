@@ -1,0 +1,230 @@
+"""Agent tokens: what a desktop agent (Claude Code, Claude Desktop, Cursor, VS Code) presents on
+`/mcp` to act as the person who made it.
+
+A signed-in person makes one with `POST /api/agent-tokens {"name"}` and sees it once; the
+database keeps only its SHA-256 (as it does for sessions). A token works on `/mcp` only, and
+`/mcp` takes nothing else: a session token is refused there and an agent token everywhere else
+(`AgentTokensOnlyOnMcp`), so a token pasted into an agent's configuration cannot sign anyone in
+to the page or write through the page's API. `DELETE /api/agent-tokens/{id}` revokes it: every
+request reads the table, so the next one is refused. Each token is held to RATE_LIMIT requests
+per RATE_WINDOW seconds (in this process's memory: several processes each count their own).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import secrets
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from .auth import Auth, User
+from .database import Database
+from .openapi import operation
+from .requests import error_response, read_json
+
+PREFIX = "reactor_agent_"  # tells an agent token from a session token without a database read
+MAX_NAME = 80
+MAX_TOKENS = 50  # per person: enough for every agent on every machine, not a table to fill
+RATE_LIMIT, RATE_WINDOW = 120, 60.0
+STEPS = [
+    """
+    CREATE TABLE IF NOT EXISTS agent_tokens (
+        id TEXT PRIMARY KEY,
+        username TEXT NOT NULL REFERENCES users(username) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        token_hash TEXT NOT NULL UNIQUE,
+        created REAL NOT NULL,
+        last_used REAL
+    );
+    CREATE INDEX IF NOT EXISTS agent_tokens_by_user ON agent_tokens (username);
+    """,
+]
+LAST_USED_SECONDS = 60  # how stale `last_used` may get before a request writes it again
+TOKEN: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "name", "created"],
+    "properties": {
+        "id": {"type": "string"},
+        "name": {"type": "string"},
+        "created": {"type": "number"},
+        "lastUsed": {"type": ["number", "null"]},
+    },
+}
+MADE = {
+    **TOKEN,
+    "required": ["id", "name", "token", "created"],
+    "properties": {**TOKEN["properties"], "token": {"type": "string"}},
+}
+
+
+@dataclass(frozen=True)
+class AgentToken:
+    """A valid agent token: whose, and which (its id, never the secret)."""
+
+    id: str
+    name: str
+    user: User
+
+
+class AgentTokens:
+    """The agent_tokens table, its routes, and the per-token rate limit."""
+
+    def __init__(self, database: Database, auth: Auth) -> None:
+        self.database, self.auth = database, auth
+        database.migrate("agent_tokens", STEPS)
+        self.recent: dict[str, deque[float]] = {}
+
+    def make(self, user: User, name: str) -> dict[str, object]:
+        """A new token for `user`: the only time its secret is returned."""
+        secret = PREFIX + secrets.token_urlsafe(32)  # 256 random bits
+        row = {"id": secrets.token_hex(8), "name": name, "created": time.time()}
+        with self.database.transaction(immediate=True) as db:
+            count = db.execute("SELECT COUNT(*) FROM agent_tokens WHERE username = ?", (user.username,)).fetchone()[0]
+            if count >= MAX_TOKENS:
+                raise OverflowError(f"You have {MAX_TOKENS} agent tokens already; revoke one you no longer use first.")
+            db.execute(
+                "INSERT INTO agent_tokens (id, username, name, token_hash, created) VALUES (?, ?, ?, ?, ?)",
+                (row["id"], user.username, name, _digest(secret), row["created"]),
+            )
+        return {**row, "token": secret}
+
+    def listed(self, user: User) -> list[dict[str, object]]:
+        with self.database.transaction() as db:
+            rows = db.execute(
+                "SELECT id, name, created, last_used FROM agent_tokens WHERE username = ? ORDER BY created", (user.username,)
+            ).fetchall()
+        return [{"id": r["id"], "name": r["name"], "created": r["created"], "lastUsed": r["last_used"]} for r in rows]
+
+    def revoke(self, user: User, token_id: str) -> bool:
+        with self.database.transaction() as db:
+            gone = db.execute("DELETE FROM agent_tokens WHERE id = ? AND username = ?", (token_id, user.username)).rowcount
+        self.recent.pop(token_id, None)
+        return bool(gone)
+
+    def check(self, secret: str) -> AgentToken | None:
+        """The token `secret` is, if it is one that has not been revoked."""
+        if not secret.startswith(PREFIX) or len(secret) > 200:
+            return None
+        now = time.time()
+        with self.database.transaction() as db:
+            row = db.execute(
+                "SELECT agent_tokens.id, agent_tokens.name, agent_tokens.last_used, users.username, users.groups "
+                "FROM agent_tokens JOIN users USING (username) WHERE token_hash = ?",
+                (_digest(secret),),
+            ).fetchone()
+            if row is not None and (row["last_used"] is None or now - row["last_used"] > LAST_USED_SECONDS):
+                db.execute("UPDATE agent_tokens SET last_used = ? WHERE id = ?", (now, row["id"]))
+        if row is None:
+            return None
+        return AgentToken(row["id"], row["name"], User(row["username"], tuple(json.loads(row["groups"]))))
+
+    def wait(self, token_id: str) -> int:
+        """0 when `token_id` may make a request now (and counts it), else the seconds to wait."""
+        now = time.monotonic()
+        recent = self.recent.setdefault(token_id, deque())
+        while recent and recent[0] <= now - RATE_WINDOW:
+            recent.popleft()
+        if len(recent) >= RATE_LIMIT:
+            return max(1, math.ceil(recent[0] + RATE_WINDOW - now))
+        recent.append(now)
+        return 0
+
+    def routes(self) -> list[Route]:
+        @operation(
+            "Make an agent token for /mcp (signed in): its secret is answered this once",
+            body={
+                "type": "object",
+                "required": ["name"],
+                "properties": {"name": {"type": "string", "minLength": 1, "maxLength": MAX_NAME}},
+                "additionalProperties": False,
+            },
+            responses={201: MADE},
+        )
+        async def make_token(request: Request) -> Response:
+            user = self._session_user(request)
+            if user is None:
+                return error_response(401, "Sign in to make an agent token.")
+            body = await read_json(request, limit=2048)
+            if isinstance(body, Response):
+                return body
+            name = body.get("name")
+            if set(body) != {"name"} or not isinstance(name, str):
+                return error_response(422, 'Send {"name": "…"}: a name that tells you which agent holds the token.', field="name")
+            name = name.strip()
+            if not name or len(name) > MAX_NAME or any(ord(c) < 32 or ord(c) == 127 for c in name):
+                return error_response(
+                    422, f"A token's name is 1 to {MAX_NAME} characters of text, no control characters.", field="name"
+                )
+            try:
+                made = self.make(user, name)
+            except OverflowError as full:
+                return error_response(409, str(full))
+            return JSONResponse(made, 201, headers={"cache-control": "no-store"})
+
+        @operation(
+            "The signed-in person's agent tokens: name, made, last used (never the secret)",
+            responses={200: {"type": "array", "items": TOKEN}},
+        )
+        async def list_tokens(request: Request) -> Response:
+            user = self._session_user(request)
+            if user is None:
+                return error_response(401, "Sign in to see your agent tokens.")
+            return JSONResponse(self.listed(user), headers={"cache-control": "no-store"})
+
+        @operation(
+            "Revoke one of the signed-in person's agent tokens: refused from the next request on",
+            responses={200: {"type": "object", "required": ["revoked"], "properties": {"revoked": {"type": "string"}}}},
+        )
+        async def revoke_token(request: Request) -> Response:
+            user = self._session_user(request)
+            if user is None:
+                return error_response(401, "Sign in to revoke an agent token.")
+            token_id = request.path_params["id"]
+            if not self.revoke(user, token_id):
+                return error_response(404, f"You have no agent token {token_id[:40]!r}; GET /api/agent-tokens lists yours.")
+            return JSONResponse({"revoked": token_id})
+
+        return [
+            Route("/api/agent-tokens", make_token, methods=["POST"]),
+            Route("/api/agent-tokens", list_tokens, methods=["GET"]),
+            Route("/api/agent-tokens/{id}", revoke_token, methods=["DELETE"]),
+        ]
+
+    def _session_user(self, request: Request) -> User | None:
+        return self.auth.user_for(request)
+
+
+class AgentTokensOnlyOnMcp:
+    """ASGI middleware: an agent token anywhere but `/mcp` is a 401 with a sentence, not an
+    anonymous visit (the agent's configuration is wrong, and should say so)."""
+
+    def __init__(self, app: ASGIApp, *, path: str = "/mcp") -> None:
+        self.app, self.path = app, path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] != self.path and not scope["path"].startswith(self.path + "/"):
+            if bearer_token(Headers(scope=scope)).startswith(PREFIX):
+                await error_response(401, f"An agent token works only on {self.path}; sign in to use the rest of the server.")(
+                    scope, receive, send
+                )
+                return
+        await self.app(scope, receive, send)
+
+
+def bearer_token(headers: Headers) -> str:
+    header = headers.get("authorization", "")
+    return header[7:].strip() if header.lower().startswith("bearer ") else ""
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()

@@ -1,0 +1,429 @@
+"""`/mcp`: desktop agents call the tools of a person's open reactor page, through the server.
+
+An agent (Claude Code, Claude Desktop, Cursor, VS Code) speaks MCP's Streamable HTTP to `/mcp`
+(the official `mcp` SDK's low-level `Server`, its session manager run in the app's lifespan),
+with an agent token (server/agent_tokens.py). The page does the work: it holds one connection
+to the server (`GET /api/agent-pages/stream`, server-sent events: calls and cancels go down) and
+answers with JSON POSTs (`POST /api/agent-pages/{id}`: answers, its tool list, "active now").
+
+Why events down and POSTs up rather than a WebSocket: both are plain HTTP requests under the
+rules every route has (the session cookie, the Host and cross-site-write checks, the body cap,
+the JSON checks of requests.py), they pass the proxies that pass the page, and uvicorn needs no
+WebSocket library; the server only ever pushes, and the page only ever answers.
+
+A `tools/call` goes to the person's most recently active connected page (or, by `reactor_call`,
+to the page named), which runs `window.reactor.chat.callTool` — the chat's own path: admission,
+validation, the person's approval in the page. While it waits, the agent hears progress every
+PROGRESS_SECONDS (several clients reset their timeout on it); after `answer_limit` seconds the
+call ends as a tool error saying the person did not answer. A page that goes away fails its calls
+at once. Never another person's pages: a page is found by the token's user only.
+
+Several server processes on one PostgreSQL share the directory of pages and pass calls and
+answers by LISTEN/NOTIFY (server/page_relay.py, server/page_bus.py): an agent on any process
+reaches a page held by any other. An MCP 2025-11-25 session (`Mcp-Session-Id`) lives in the
+process that opened it (the SDK's session manager), so a balancer must keep one agent's requests
+on one process for that era; 2026-07-28 has no session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import weakref
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+import mcp.types as types
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from .agent_tokens import PREFIX, AgentToken, AgentTokens, bearer_token
+from .auth import Auth
+from .database import Database
+from .openapi import operation
+from .page_bus import PostgresPageBus
+from .page_relay import MAX_PAGES, PageLink, PageRelay, failure
+from .requests import error_response, read_json
+
+PATH = "/mcp"
+KEEPALIVE_SECONDS = 15.0
+BODY_LIMIT = 2_000_000  # a tool's answer: AI Tools cap their results at 1,000,000 bytes
+OWN_TOOLS = ("reactor_pages", "reactor_call")
+
+
+def no_page_sentence(url: str) -> str:
+    return f"Open {url}, sign in and switch on *Let my agents use this page*."
+
+
+def tool_result(envelope: dict[str, Any]) -> types.CallToolResult:
+    """A page's envelope as MCP's result: the value as structuredContent and as JSON text; an
+    `ok: false` as a tool error (isError) with its code and sentence, for the model to act on."""
+    if envelope.get("ok") is True:
+        value = envelope.get("result")
+        structured = value if isinstance(value, dict) else {"result": value}
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(value, ensure_ascii=False))],
+            structured_content=structured,
+        )
+    found = envelope.get("error")
+    error: dict[str, Any] = found if isinstance(found, dict) else {}
+    code, message = str(error.get("code", "failed")), str(error.get("message", "The tool failed."))
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"{message} (code: {code})")],
+        structured_content={"error": error or {"code": code, "message": message}},
+        is_error=True,
+    )
+
+
+OWN_TOOL_LIST = [
+    types.Tool(
+        name="reactor_pages",
+        title="Open reactor pages",
+        description="List the person's open reactor pages whose agents switch is on: their ids, titles and "
+        "addresses, the most recently used first. Tools without reactor_call go to the first.",
+        input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+        annotations=types.ToolAnnotations(
+            read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
+    ),
+    types.Tool(
+        name="reactor_call",
+        title="Call a tool on one reactor page",
+        description="Call a tool on the reactor page named by `page` (an id from reactor_pages), with `arguments`. "
+        "Writes are approved by the person in that page.",
+        input_schema={
+            "type": "object",
+            "required": ["page", "tool"],
+            "properties": {
+                "page": {"type": "string", "description": "A page id, as reactor_pages lists it."},
+                "tool": {"type": "string", "description": "The tool's name on that page."},
+                "arguments": {"type": "object", "description": "The tool's arguments."},
+            },
+            "additionalProperties": False,
+        },
+        annotations=types.ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+        ),
+    ),
+]
+
+
+class RelayServer(Server[Any]):
+    """The SDK's low-level server, advertising `tools.listChanged` (the page's tools come and go)."""
+
+    def create_initialization_options(self, notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True), *args, **kwargs
+        )
+
+
+def _agent(ctx: Any) -> AgentToken:
+    return ctx.request.scope["reactor.agent"]  # type: ignore[no-any-return]
+
+
+def mcp_server(relay: PageRelay, page_url: Callable[[Any], str]) -> RelayServer:
+    """The MCP server: tools/list and tools/call of the token's person, relayed to their page."""
+
+    def listen(ctx: Any, username: str) -> None:
+        # The connection outlives the request (its ServerSession does not); the low-level
+        # context offers it under no public name in mcp 2.3.
+        connection = getattr(ctx.session, "_connection", None)
+        if connection is not None:
+            relay.listeners.setdefault(username, weakref.WeakSet()).add(connection)
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        username = _agent(ctx).user.username
+        listen(ctx, username)
+        pages = relay.pages_of(username)
+        tools = [_tool(t) for t in (pages[0].tools if pages else [])]
+        return types.ListToolsResult(tools=[t for t in tools if t is not None and t.name not in OWN_TOOLS] + OWN_TOOL_LIST)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        username = _agent(ctx).user.username
+        listen(ctx, username)
+        name, arguments = params.name, dict(params.arguments or {})
+        if name == "reactor_pages":
+            listed = [p.describe() for p in relay.pages_of(username)]
+            return tool_result(
+                {"ok": True, "result": {"pages": listed, "note": "" if listed else no_page_sentence(page_url(ctx))}}
+            )
+        if name == "reactor_call":
+            page_id, tool, inner = arguments.get("page"), arguments.get("tool"), arguments.get("arguments", {})
+            if not isinstance(page_id, str) or not isinstance(tool, str) or not isinstance(inner, dict):
+                return tool_result(
+                    failure("invalid_arguments", "Pass page (an id from reactor_pages), tool (a name) and arguments (an object).")
+                )
+            page = relay.page_of(username, page_id)
+            if page is None:
+                return tool_result(failure("not_found", f"There is no open page {page_id[:40]!r}; reactor_pages lists them."))
+            name, arguments = tool, inner
+        else:
+            connected = relay.pages_of(username)
+            page = connected[0] if connected else None
+        if page is None:
+            return tool_result(failure("unavailable", no_page_sentence(page_url(ctx))))
+
+        async def progress(waited: float, message: str) -> None:
+            await ctx.session.report_progress(round(waited, 1), None, message)
+
+        return tool_result(await relay.call(page, name, arguments, progress))
+
+    return RelayServer("reactor", version="1", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _tool(tool: Any) -> types.Tool | None:
+    """A tool as the page lists it (`window.reactor.chat.tools()`), as MCP's; None when it is not one."""
+    if not isinstance(tool, dict) or not isinstance(tool.get("name"), str) or not isinstance(tool.get("inputSchema"), dict):
+        return None
+    given = tool.get("annotations")
+    hints: dict[str, Any] = given if isinstance(given, dict) else {}
+    try:
+        return types.Tool(
+            name=tool["name"],
+            title=tool.get("title") if isinstance(tool.get("title"), str) else None,
+            description=tool.get("description") if isinstance(tool.get("description"), str) else None,
+            input_schema=tool["inputSchema"],
+            annotations=types.ToolAnnotations(
+                read_only_hint=hints.get("readOnlyHint"),
+                destructive_hint=hints.get("destructiveHint"),
+                idempotent_hint=hints.get("idempotentHint"),
+                open_world_hint=hints.get("openWorldHint"),
+            ),
+        )
+    except ValueError:
+        return None
+
+
+MCP_OPERATION = operation(
+    "MCP's Streamable HTTP for desktop agents (an agent token as bearer; the page's tools, relayed)",
+    description="JSON-RPC as the Model Context Protocol says (2025-11-25 with Mcp-Session-Id, and 2026-07-28). "
+    "401 with WWW-Authenticate without a valid agent token (a session or cookie is refused); 403 for a foreign "
+    "Origin; 429 with Retry-After past the token's rate.",
+    responses={200: {"application/json": {"schema": {"type": "object"}}, "text/event-stream": {"schema": {"type": "string"}}}},
+)
+
+
+class McpEndpoint:
+    """ASGI app at /mcp: the transport's own rules before the SDK sees the request — an Origin,
+    when present, must be this server's or an allowed one (403); only an agent token
+    authenticates (401 with `WWW-Authenticate: Bearer`; no cookie, no session token); each token
+    is rate-limited (429 with Retry-After)."""
+
+    def __init__(self, tokens: AgentTokens, origins: Iterable[str]) -> None:
+        self.tokens, self.origins = tokens, frozenset(origins)
+        self.manager: StreamableHTTPSessionManager | None = None  # while the app's lifespan runs
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = Headers(scope=scope)
+        origin = headers.get("origin")
+        if origin is not None and origin not in self.origins and not _same_origin(origin, headers.get("host", "")):
+            await error_response(403, f"Requests from pages of {origin[:100]} may not use {PATH}.")(scope, receive, send)
+            return
+        secret = bearer_token(headers)
+        agent = self.tokens.check(secret) if secret else None
+        if agent is None:
+            sentence = _refusal(secret)
+            answer = error_response(401, sentence)
+            answer.headers["www-authenticate"] = 'Bearer realm="reactor"'
+            await answer(scope, receive, send)
+            return
+        wait = self.tokens.wait(agent.id)
+        if wait:
+            await error_response(429, f"Too many requests with this token; try again in {wait} seconds.", retry_after=wait)(
+                scope, receive, send
+            )
+            return
+        if self.manager is None:
+            await error_response(503, f"{PATH} is not running: the server was started without its lifespan.")(
+                scope, receive, send
+            )
+            return
+        # The SDK binds an MCP session to the credential that opened it (another token gets 404).
+        scope = {
+            **scope,
+            "reactor.agent": agent,
+            "user": AuthenticatedUser(AccessToken(token=agent.id, client_id=agent.id, scopes=[], subject=agent.user.username)),
+        }
+        await self.manager.handle_request(scope, receive, send)
+
+
+def _refusal(secret: str) -> str:
+    if not secret:
+        return "Send an agent token as `Authorization: Bearer …`; make one in the page's Agents panel."
+    if not secret.startswith(PREFIX):
+        return f"{PATH} takes an agent token (make one in the page's Agents panel), not a session."
+    return "This agent token is unknown or revoked; make a new one in the page's Agents panel."
+
+
+def _same_origin(origin: str, host: str) -> bool:
+    try:
+        parts = urlsplit(origin)
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(host) and parts.netloc.lower() == host.strip().lower()
+
+
+class Agents:
+    """Everything /mcp needs, made once per app: the relay, the MCP server and its session manager,
+    the page's routes; `lifespan` runs the session manager."""
+
+    def __init__(self, auth: Auth, tokens: AgentTokens, origins: Iterable[str], database: Database) -> None:
+        # Processes sharing a PostgreSQL database share their pages by it (server/page_bus.py).
+        self.bus = PostgresPageBus(database) if database.kind == "postgresql" else None
+        self.auth, self.tokens, self.relay = auth, tokens, PageRelay(self.bus)
+        self.server = mcp_server(self.relay, lambda ctx: _page_url(ctx.request))
+        self.endpoint = McpEndpoint(tokens, origins)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Any) -> AsyncIterator[None]:
+        """The SDK's session manager runs once per instance: a new one for each run of the app."""
+        # Host and Origin are checked by the app (HostCheck) and McpEndpoint, for every name it serves.
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        manager = StreamableHTTPSessionManager(app=self.server, security_settings=security)
+        if self.bus is not None:
+            self.bus.start(self.relay)
+        async with contextlib.AsyncExitStack() as stack:
+            if self.bus is not None:
+                stack.callback(self.bus.stop)
+            await stack.enter_async_context(manager.run())
+            self.endpoint.manager = manager
+            try:
+                yield
+            finally:
+                if self.endpoint.manager is manager:
+                    self.endpoint.manager = None
+
+    def own_page(self, headers: Headers) -> bool:
+        """Whether a page of this server (or of an allowed origin) asks: the stream is a GET the
+        cross-site write check does not see, and a page of another port of the same site (whose
+        fetch carries the SameSite=Lax cookie) must not take the person's calls for itself."""
+        origin = headers.get("origin")
+        if origin is not None:
+            return origin in self.endpoint.origins or _same_origin(origin, headers.get("host", ""))
+        return headers.get("sec-fetch-site", "same-origin") in ("same-origin", "none")
+
+    def routes(self) -> list[Any]:
+        relay, auth = self.relay, self.auth
+
+        @operation(
+            "The page's connection for its agents (signed in): server-sent events, `hello` {page} first, "
+            "then `call` {call, tool, arguments} and `cancel` {call}",
+            query={"title": {"type": "string", "maxLength": 200}, "url": {"type": "string", "maxLength": 500}},
+            responses={200: {"text/event-stream": {"schema": {"type": "string"}}}},
+        )
+        async def page_stream(request: Request) -> Response:
+            if not self.own_page(request.headers):
+                return error_response(403, "Only this server's pages (and the origins it allows) may connect for agents.")
+            user = auth.user_for(request)
+            if user is None:
+                return error_response(401, "Sign in to let your agents use this page.")
+            page = relay.connect(user.username, request.query_params.get("title", ""), request.query_params.get("url", ""))
+            if page is None:
+                return error_response(429, f"You have {MAX_PAGES} pages connected already; switch one off first.")
+            return EventStream(
+                _events(relay, page),
+                media_type="text/event-stream",
+                headers={"cache-control": "no-store", "x-accel-buffering": "no"},
+            )
+
+        @operation(
+            "A connected page tells the server: a call's answer, its tool list, or that the person is using it now",
+            body={
+                "type": "object",
+                "required": ["type"],
+                "properties": {
+                    "type": {"enum": ["answer", "tools", "active"]},
+                    "call": {"type": "string"},
+                    "envelope": {"type": "object"},
+                    "tools": {"type": "array", "items": {"type": "object"}},
+                },
+            },
+            responses={200: {"type": "object", "required": ["ok"], "properties": {"ok": {"type": "boolean"}}}},
+        )
+        async def page_message(request: Request) -> Response:
+            user = auth.user_for(request)
+            if user is None:
+                return error_response(401, "Sign in to let your agents use this page.")
+            page = relay.page_of(user.username, request.path_params["id"])
+            if page is None:
+                return error_response(404, "That page is not connected (any more); connect it again.")
+            body = await read_json(request, limit=BODY_LIMIT)
+            if isinstance(body, Response):
+                return body
+            return _page_says(relay, page, body)
+
+        return [
+            Route("/api/agent-pages/stream", page_stream, methods=["GET"]),
+            Route("/api/agent-pages/{id}", page_message, methods=["POST"]),
+        ]
+
+
+def _page_says(relay: PageRelay, page: PageLink, body: dict[str, Any]) -> Response:
+    kind = body.get("type")
+    if kind == "answer":
+        call, envelope = body.get("call"), body.get("envelope")
+        if not isinstance(call, str) or not isinstance(envelope, dict) or not isinstance(envelope.get("ok"), bool):
+            return error_response(422, 'An answer is {"type": "answer", "call": "…", "envelope": {"ok": …}}.', field="envelope")
+        return JSONResponse({"ok": relay.answer(page, call, envelope)})
+    if kind == "tools":
+        tools = body.get("tools")
+        if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+            return error_response(422, 'A tool list is {"type": "tools", "tools": [{name, inputSchema, …}]}.', field="tools")
+        relay.set_tools(page, tools)
+        return JSONResponse({"ok": True})
+    if kind == "active":
+        relay.touch(page)
+        return JSONResponse({"ok": True})
+    return error_response(422, 'Send {"type": "answer" | "tools" | "active", …}.', field="type")
+
+
+class EventStream(StreamingResponse):
+    """A page's event stream. A stopping server cancels it after its grace period: for a stream
+    that never ends by itself, that is its normal end, not an error to log."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _events(relay: PageRelay, page: PageLink) -> AsyncIterator[str]:
+    """The page's event stream; the page is disconnected when it ends (closed, reloaded, offline):
+    its calls then fail at once."""
+    assert page.outbox is not None
+    try:
+        yield _event("hello", {"page": page.id})
+        while True:
+            try:
+                message = await asyncio.wait_for(page.outbox.get(), KEEPALIVE_SECONDS)
+            except TimeoutError:
+                relay.heartbeat(page)
+                yield ": keep-alive\n\n"
+                continue
+            if message is None:
+                return
+            yield _event(message["type"], message)
+    finally:
+        relay.disconnect(page)
+
+
+def _event(name: str, data: dict[str, Any]) -> str:
+    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def _page_url(request: Request | None) -> str:
+    if request is None:
+        return "the reactor page"
+    return f"{request.url.scheme}://{request.headers.get('host', '127.0.0.1')}/"

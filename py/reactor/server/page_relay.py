@@ -1,0 +1,255 @@
+"""PageRelay: the person's connected pages, and the calls on their way to them and back.
+
+A page holds its event stream on one server process; a call may start on another (the agent's
+request reached it) and the page's answer may reach a third. With one process (SQLite)
+everything is in this process's memory. With several on one PostgreSQL, a `PageBus`
+(server/page_bus.py) keeps the directory of pages in the database and carries the messages
+between processes by LISTEN/NOTIFY: a call to the process holding the page's stream, the answer
+(or "the page went") to the process waiting for it, whose name the call's id begins with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+import weakref
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+PROGRESS_SECONDS = 5.0
+ANSWER_LIMIT = 120.0
+MAX_PAGES = 20  # connected pages per person
+
+
+class PageGone(Exception):
+    """The page closed (or lost its connection) before it answered."""
+
+
+@dataclass(eq=False)
+class PageLink:
+    """One connected page of one person. `outbox` is its event stream's, on the process that
+    holds the stream (`process`); elsewhere the page is known by its directory row only."""
+
+    id: str
+    username: str
+    title: str
+    url: str
+    process: str
+    active_at: float = field(default_factory=time.time)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    outbox: asyncio.Queue[dict[str, Any] | None] | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+    sent: set[str] = field(default_factory=set)  # the calls sent down its stream, not yet answered
+
+    def describe(self) -> dict[str, Any]:
+        return {"page": self.id, "title": self.title, "url": self.url, "activeAt": self.active_at, "tools": len(self.tools)}
+
+    def end(self) -> None:
+        """End the page's event stream (from any thread): it is disconnected, and connects again."""
+        if self.loop is not None and self.outbox is not None:
+            self.loop.call_soon_threadsafe(self.outbox.put_nowait, None)
+
+
+class PageBus(Protocol):
+    """What the relay needs to span processes (server/page_bus.py implements it on PostgreSQL)."""
+
+    def pages_of(self, username: str) -> list[PageLink]: ...
+    def save(self, page: PageLink) -> None: ...
+    def remove(self, page_id: str) -> None: ...
+    def send(self, process: str, message: dict[str, Any]) -> None: ...
+    def heartbeat(self, page_ids: list[str]) -> None: ...
+
+
+class PageRelay:
+    """The connected pages, by person, and the calls to them: `call` sends one and waits for its
+    answer (with progress, a limit, and the page's going); `answer` takes one from the page."""
+
+    def __init__(self, bus: PageBus | None = None) -> None:
+        self.process = secrets.token_hex(4)
+        self.bus = bus
+        self.pages: dict[str, PageLink] = {}  # the pages whose streams this process holds
+        self.waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}  # the calls this process waits on
+        self.answer_limit = ANSWER_LIMIT
+        self.progress_seconds = PROGRESS_SECONDS
+        # The MCP connections of each person on this process, told when their tool list changes.
+        self.listeners: dict[str, weakref.WeakSet[Any]] = {}
+        self.notices: set[asyncio.Future[None]] = set()
+
+    # The directory of pages
+
+    def connect(self, username: str, title: str, url: str) -> PageLink | None:
+        if len(self.pages_of(username)) >= MAX_PAGES:
+            return None
+        page = PageLink(secrets.token_hex(8), username, title[:200], url[:500], self.process)
+        page.outbox, page.loop = asyncio.Queue(), asyncio.get_running_loop()
+        self.pages[page.id] = page
+        if self.bus is not None:
+            self.bus.save(page)
+        return page
+
+    def disconnect(self, page: PageLink) -> None:
+        if self.pages.pop(page.id, None) is None:
+            return
+        if self.bus is not None:
+            self.bus.remove(page.id)
+        for call in page.sent:
+            self.gone(call)
+        self.changed(page.username)
+
+    def pages_of(self, username: str) -> list[PageLink]:
+        """The person's connected pages, on any process, the most recently active first."""
+        pages = (
+            self.bus.pages_of(username) if self.bus is not None else [p for p in self.pages.values() if p.username == username]
+        )
+        return sorted(pages, key=lambda p: -p.active_at)
+
+    def page_of(self, username: str, page_id: str) -> PageLink | None:
+        return next((p for p in self.pages_of(username) if p.id == page_id), None)
+
+    def set_tools(self, page: PageLink, tools: list[dict[str, Any]]) -> None:
+        page.tools = tools
+        self._saved(page)
+
+    def touch(self, page: PageLink) -> None:
+        """The person is using this page: it is the one tools go to. Their agents hear of it
+        only when that changes which page it is (tools/list answers otherwise then)."""
+        pages = self.pages_of(page.username)
+        was_first = bool(pages) and pages[0].id == page.id
+        page.active_at = time.time()
+        self._saved(page, changed=not was_first)
+
+    def _saved(self, page: PageLink, *, changed: bool = True) -> None:
+        local = self.pages.get(page.id)
+        if local is not None and local is not page:
+            local.tools, local.active_at = page.tools, page.active_at
+        if self.bus is not None:
+            self.bus.save(page)
+        if changed:
+            self.changed(page.username)
+
+    def heartbeat(self, page: PageLink) -> None:
+        """Say the page is still connected (a process that died stops saying so for its pages)."""
+        if self.bus is not None:
+            self.bus.heartbeat([page.id])
+
+    # Calls
+
+    async def call(
+        self, page: PageLink, tool: str, arguments: dict[str, Any], progress: Callable[[float, str], Awaitable[None]]
+    ) -> dict[str, Any]:
+        """The page's envelope for one call, or ours for a page that went or a person who did not answer."""
+        call_id = f"{self.process}.{secrets.token_hex(8)}"
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.waiting[call_id] = future
+        started = time.monotonic()
+        self._to_page(page, {"type": "call", "call": call_id, "tool": tool, "arguments": arguments})
+        try:
+            while True:
+                waited = time.monotonic() - started
+                if waited >= self.answer_limit:
+                    self._to_page(page, {"type": "cancel", "call": call_id})
+                    return failure(
+                        "timeout",
+                        f"The person did not answer in the page within {self.answer_limit:g} s, so {tool} did not "
+                        "run; ask them in the chat before you try again.",
+                    )
+                try:
+                    return await asyncio.wait_for(asyncio.shield(future), min(self.progress_seconds, self.answer_limit - waited))
+                except TimeoutError:
+                    await progress(
+                        time.monotonic() - started, f"Waiting for the page to answer {tool} (the person may be deciding)."
+                    )
+        except PageGone:
+            return failure("unavailable", f"The page closed before {tool} answered; whether it ran is unknown.")
+        except asyncio.CancelledError:
+            self._to_page(page, {"type": "cancel", "call": call_id})
+            raise
+        finally:
+            self.waiting.pop(call_id, None)
+
+    def answer(self, page: PageLink, call_id: str, envelope: dict[str, Any]) -> bool:
+        """The page's answer to a call, sent to the process that waits for it. False when this
+        process waits for no such call (already answered, given up, or not a call at all)."""
+        local = self.pages.get(page.id)
+        if local is not None:
+            local.sent.discard(call_id)
+        process = call_id.partition(".")[0]
+        if process != self.process:
+            if self.bus is None or not process:
+                return False
+            self.bus.send(process, {"type": "answer", "call": call_id, "envelope": envelope})
+            return True
+        return self.settle(call_id, envelope)
+
+    def settle(self, call_id: str, envelope: dict[str, Any] | None) -> bool:
+        """Answer a call this process waits for; None: the page went."""
+        future = self.waiting.get(call_id)
+        if future is None or future.done():
+            return False
+        if envelope is None:
+            future.set_exception(PageGone())
+        else:
+            future.set_result(envelope)
+        return True
+
+    def gone(self, call_id: str) -> None:
+        process = call_id.partition(".")[0]
+        if process == self.process:
+            self.settle(call_id, None)
+        elif self.bus is not None:
+            self.bus.send(process, {"type": "gone", "call": call_id})
+
+    def _to_page(self, page: PageLink, message: dict[str, Any]) -> None:
+        if page.process == self.process or self.bus is None:
+            self.deliver(page.id, message)
+        else:
+            self.bus.send(page.process, {**message, "page": page.id})
+
+    def deliver(self, page_id: str, message: dict[str, Any]) -> None:
+        """Down the stream of a page of this process; a call to a page that went fails at once."""
+        page = self.pages.get(page_id)
+        if page is None or page.outbox is None:
+            if message.get("type") == "call":
+                self.gone(message["call"])
+            return
+        if message.get("type") == "call":
+            page.sent.add(message["call"])
+        page.outbox.put_nowait({k: v for k, v in message.items() if k != "page"})
+
+    def heard(self, message: dict[str, Any]) -> None:
+        """A message from another process (server/page_bus.py), on this process's loop."""
+        kind = message.get("type")
+        if kind in ("call", "cancel"):
+            self.deliver(str(message.get("page")), message)
+        elif kind == "answer" and isinstance(message.get("envelope"), dict):
+            self.settle(str(message.get("call")), message["envelope"])
+        elif kind == "gone":
+            self.settle(str(message.get("call")), None)
+        elif kind == "changed":
+            self._notify(str(message.get("username")))
+
+    # Tool list changes
+
+    def changed(self, username: str) -> None:
+        """Tell the person's MCP connections, on every process, that tools/list may answer otherwise now."""
+        self._notify(username)
+        if self.bus is not None:
+            self.bus.send("*", {"type": "changed", "username": username})
+
+    def _notify(self, username: str) -> None:
+        for connection in list(self.listeners.get(username, ())):
+            task = asyncio.ensure_future(_quietly(connection.send_tool_list_changed()))
+            self.notices.add(task)  # held until done: the loop keeps only weak references to tasks
+            task.add_done_callback(self.notices.discard)
+
+
+async def _quietly(notice: Awaitable[None]) -> None:
+    with contextlib.suppress(Exception):
+        await notice
+
+
+def failure(code: str, message: str) -> dict[str, Any]:
+    return {"ok": False, "error": {"code": code, "message": message}}

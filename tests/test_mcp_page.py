@@ -1,0 +1,267 @@
+"""A desktop agent's MCP client (the official SDK's) against a real loopback server, relayed to a
+real signed-in Chromium page whose person switched on *Let my agents use this page*: the page's
+tools listed and called, writes decided by the person in the page, a page closed mid-call, a
+revoked token, another person's token."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from concurrent.futures import Future
+from typing import Any
+
+import httpx2
+import mcp.types as types
+import pytest
+from conftest import bearer, sign_in_on_page, start_server, stop_server
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+pytestmark = pytest.mark.browser
+
+
+class Agent:
+    """An MCP client session on a loop of its own thread (Playwright's sync API holds this one):
+    `do(fn)` runs `fn(session)` there and returns a concurrent Future."""
+
+    def __init__(self, url: str, token: str, *, modern: bool = False) -> None:
+        self.modern = modern  # 2026-07-28: server/discover, no session
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.heard_list_change = threading.Event()
+        self.session: ClientSession | None = None
+        self.stop = asyncio.Event()
+        self.opening: Future[Any] = Future()
+        self.served = asyncio.run_coroutine_threadsafe(self.serve(url, token), self.loop)
+        self.initialized = self.opening.result(30)
+
+    async def serve(self, url: str, token: str) -> None:
+        async def heard(message: Any) -> None:
+            if isinstance(message, types.ToolListChangedNotification):
+                self.heard_list_change.set()
+
+        try:
+            async with httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=30) as http:
+                async with streamable_http_client(f"{url}/mcp", http_client=http) as (read, write):
+                    async with ClientSession(read, write, message_handler=heard) as session:
+                        initialized = await (session.discover() if self.modern else session.initialize())
+                        self.session = session
+                        self.opening.set_result(initialized)
+                        await self.stop.wait()
+        except BaseException as error:
+            if not self.opening.done():
+                self.opening.set_exception(error)
+            raise
+
+    def do(self, fn: Any) -> Future[Any]:
+        assert self.session is not None
+        return asyncio.run_coroutine_threadsafe(fn(self.session), self.loop)
+
+    def list_names(self) -> list[str]:
+        return [t.name for t in self.do(lambda s: s.list_tools()).result(30).tools]
+
+    def call(self, name: str, arguments: dict[str, Any], progress: list[Any] | None = None) -> Future[types.CallToolResult]:
+        async def heard(value: float, total: float | None, message: str | None) -> None:
+            if progress is not None:
+                progress.append((value, message))
+
+        return self.do(lambda s: s.call_tool(name, arguments, progress_callback=heard))
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.stop.set)
+        try:
+            self.served.result(10)
+        except Exception:
+            pass  # a revoked token's session ends refused; nothing to close then
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+@pytest.fixture
+def live(tmp_path):
+    server = start_server(tmp_path / "data", seed_demo=True)
+    yield server
+    stop_server(server)
+
+
+@pytest.fixture
+def agents():
+    opened: list[Agent] = []
+
+    def open_agent(url: str, token: str, **options: Any) -> Agent:
+        agent = Agent(url, token, **options)
+        opened.append(agent)
+        return agent
+
+    yield open_agent
+    for agent in opened:
+        agent.close()
+
+
+def connect_page(page, live, username="ada") -> str:
+    """Open the demo page, sign in, switch on the agents switch; the page's id once its tools are sent."""
+    page.goto(live.url)
+    page.evaluate("window.reactor.ready")
+    sign_in_on_page(page, username)
+    with page.expect_response(lambda r: "/api/agent-pages/" in r.url and r.request.method == "POST" and r.ok):
+        page.get_by_test_id("agents-switch").check()
+    status = page.get_by_test_id("agents-status")
+    status.get_by_text("Your agents can use").wait_for()
+    return status.get_attribute("data-page")
+
+
+def make_token_in_panel(page, name="Claude Code") -> str:
+    page.fill("#agents input[name=token-name]", name)
+    page.get_by_role("button", name="Make a token").click()
+    secret = page.get_by_test_id("agent-token-secret").inner_text()
+    line = page.get_by_test_id("agent-claude-code").inner_text()
+    assert line == f'claude mcp add --transport http reactor {page.url}mcp --header "Authorization: Bearer {secret}"'
+    assert f'"Bearer {secret}"' in page.get_by_test_id("agent-desktop-json").inner_text()
+    assert '"servers"' in page.get_by_test_id("agent-vscode-json").inner_text()
+    return secret
+
+
+def titles_now(agent: Agent) -> list[str]:
+    return [deck["title"] for deck in agent.call("decks_list_decks", {}).result(30).structured_content["decks"]]
+
+
+def test_an_agent_lists_and_calls_the_pages_tools_and_the_person_decides_the_writes(page, live, agents):
+    page_id = connect_page(page, live)
+    token = make_token_in_panel(page)
+    agent = agents(live.url, token)
+    assert agent.initialized.capabilities.tools.list_changed is True
+    names = agent.list_names()
+    assert {"decks_list_decks", "decks_create_deck", "reactor_pages", "reactor_call"} <= set(names)
+
+    listed = agent.call("decks_list_decks", {}).result(30)
+    assert listed.is_error is False
+    titles = [deck["title"] for deck in listed.structured_content["decks"]]
+    assert "reactor-in-5-minutes" in [deck["id"] for deck in listed.structured_content["decks"]]
+    assert json.loads(listed.content[0].text) == listed.structured_content, "the same JSON as text"
+
+    pages = agent.call("reactor_pages", {}).result(30).structured_content["pages"]
+    assert [p["page"] for p in pages] == [page_id]
+
+    # A write waits for the person: allowed in the page, it runs.
+    made = agent.call("decks_create_deck", {"title": "From my agent"})
+    approval = page.get_by_test_id("approval")
+    approval.wait_for()
+    assert not made.done(), "the call waits for the person"
+    approval.get_by_role("button", name="Allow", exact=True).click()
+    result = made.result(30)
+    assert result.is_error is False, result.content
+    assert result.structured_content["title"] == "From my agent"
+    assert sorted(titles_now(agent)) == sorted([*titles, "From my agent"])
+
+    # Denied in the page (through reactor_call, naming the page): a tool error with its code, nothing made.
+    denied = agent.call("reactor_call", {"page": page_id, "tool": "decks_create_deck", "arguments": {"title": "Never"}})
+    page.locator("[data-testid=approval]:not([data-decision])").get_by_role("button", name="Deny").click()
+    refused = denied.result(30)
+    assert refused.is_error is True
+    assert refused.structured_content["error"]["code"] == "denied"
+    assert "(code: denied)" in refused.content[0].text
+    assert "Never" not in titles_now(agent)
+
+
+def test_a_page_closed_mid_call_fails_the_call_within_a_second_and_the_list_changes(page, live, agents):
+    connect_page(page, live)
+    agent = agents(live.url, make_token_in_panel(page))
+    waiting = agent.call("decks_create_deck", {"title": "Left open"})
+    page.get_by_test_id("approval").wait_for()
+    closed = time.monotonic()
+    page.close()
+    result = waiting.result(10)
+    assert time.monotonic() - closed < 1.0
+    assert result.is_error and "page closed" in result.content[0].text
+    assert agent.heard_list_change.wait(10), "tools/list_changed when the page went"
+    assert agent.list_names() == ["reactor_pages", "reactor_call"]
+    after = agent.call("decks_list_decks", {}).result(30)
+    assert after.is_error and "switch on *Let my agents use this page*" in after.content[0].text
+
+
+def test_the_person_not_answering_ends_the_call_with_progress_meanwhile(page, live, agents):
+    relay = live.app.state.agents.relay
+    relay.answer_limit, relay.progress_seconds = 2.5, 0.5
+    connect_page(page, live)
+    agent = agents(live.url, make_token_in_panel(page))
+    progress: list[Any] = []
+    result = agent.call("decks_create_deck", {"title": "Unanswered"}, progress).result(30)
+    assert result.is_error and "did not answer" in result.content[0].text
+    assert len(progress) >= 3 and all("Waiting" in (message or "") for _, message in progress)
+
+
+def test_bobs_token_never_reaches_adas_page_and_a_revoked_token_stops_at_the_next_request(page, live, agents):
+    ada_page = connect_page(page, live, "ada")
+    ada = agents(live.url, make_token_in_panel(page, "ada's agent"))
+    bob_secret = httpx2.post(f"{live.url}/api/agent-tokens", json={"name": "bob's"}, headers=bearer(live, "bob")).json()["token"]
+    bob = agents(live.url, bob_secret)
+    assert bob.list_names() == ["reactor_pages", "reactor_call"]
+    assert bob.call("reactor_pages", {}).result(30).structured_content["pages"] == []
+    assert bob.call("decks_list_decks", {}).result(30).is_error
+    other = bob.call("reactor_call", {"page": ada_page, "tool": "decks_list_decks", "arguments": {}}).result(30)
+    assert other.is_error and other.structured_content["error"]["code"] == "not_found"
+
+    assert ada.call("decks_list_decks", {}).result(30).is_error is False
+    page.locator("#agents [data-token-id]").get_by_role("button", name="Revoke").click()
+    page.locator("#agents [data-token-id]").wait_for(state="detached")
+    with pytest.raises(MCPError):  # the server answered 401: tests/test_agent_tokens.py reads its sentence
+        ada.call("decks_list_decks", {}).result(30)
+
+
+def test_the_switch_is_remembered_and_a_dropped_connection_is_made_again(page, live):
+    first = connect_page(page, live)
+    page.reload()
+    status = page.get_by_test_id("agents-status")
+    page.locator(f"[data-testid=agents-status][data-page]:not([data-page='{first}'])").wait_for()
+    assert page.get_by_test_id("agents-switch").is_checked()
+    again = status.get_attribute("data-page")
+    relay = live.app.state.agents.relay
+    assert [p.id for p in relay.pages_of("ada")] == [again], "the reloaded page's connection replaced the first"
+    relay.pages[again].end()  # the server ends the stream, as a lost connection would
+    page.locator(f"[data-testid=agents-status][data-page]:not([data-page='{again}'])").wait_for()
+    assert [p.id for p in relay.pages_of("ada")] == [status.get_attribute("data-page")]
+
+
+def test_an_agent_that_gives_up_stops_the_call_in_the_page(page, live, agents):
+    connect_page(page, live)
+    agent = agents(live.url, make_token_in_panel(page))
+    answered = lambda request: "/api/agent-pages/" in request.url and '"answer"' in (request.post_data or "")  # noqa: E731
+    with page.expect_request(answered, timeout=30_000) as answer:
+        # The client's own timeout sends notifications/cancelled; the relay passes the cancel down.
+        gave_up = agent.do(lambda s: s.call_tool("decks_create_deck", {"title": "Abandoned"}, read_timeout_seconds=1.5))
+        page.get_by_test_id("approval").wait_for()
+        with pytest.raises(MCPError):
+            gave_up.result(30)
+    envelope = json.loads(answer.value.post_data)["envelope"]
+    assert envelope["ok"] is False and envelope["error"]["code"] == "aborted"
+    assert "Abandoned" not in titles_now(agent)
+
+
+def test_an_agent_on_the_2026_07_28_protocol_calls_the_page_too(page, live, agents):
+    connect_page(page, live)
+    agent = agents(live.url, make_token_in_panel(page), modern=True)
+    assert "2026-07-28" in agent.initialized.supported_versions
+    assert "decks_list_decks" in agent.list_names()
+    made = agent.call("decks_create_deck", {"title": "Modern"})
+    page.get_by_test_id("approval").get_by_role("button", name="Allow", exact=True).click()
+    assert made.result(30).structured_content["title"] == "Modern"
+
+
+def test_connecting_needs_a_signed_in_person_and_signing_out_disconnects(page, live, agents):
+    page.goto(live.url)
+    page.evaluate("window.reactor.ready")
+    refused = page.evaluate("window.reactor.agents.connect().then(() => 'connected', (error) => error.message)")
+    assert refused == "Sign in to let your agents use this page."
+    connect_page(page, live)
+    agent = agents(live.url, make_token_in_panel(page))
+    assert "decks_list_decks" in agent.list_names()
+    agent.heard_list_change.clear()
+    page.locator("#session").get_by_role("button", name="Sign out").click()
+    page.get_by_test_id("agents-status").get_by_text("Sign in to let your agents use this page.").wait_for()
+    assert agent.heard_list_change.wait(10), "the page's tools went with its person"
+    assert agent.list_names() == ["reactor_pages", "reactor_call"]

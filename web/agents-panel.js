@@ -1,0 +1,136 @@
+/**
+ * The demo page's *Agents* panel: the switch "Let my agents use this page" (off by default,
+ * remembered in localStorage), and the person's agent tokens — make one (its secret shown once,
+ * with the lines that give it to Claude Code, Claude Desktop / Cursor and VS Code), list, revoke.
+ */
+import { el } from "./dom.js";
+
+const SWITCH_KEY = "reactor.agents.enabled";
+const box = document.getElementById("agents");
+const mcpUrl = new URL("/mcp", location.href).href;
+let user = null;
+
+function api(path, options = {}) {
+  return fetch(path, { ...options, headers: { "content-type": "application/json", ...(options.headers ?? {}) } });
+}
+
+const status = el("p", { class: "agents-status", role: "status", "data-testid": "agents-status" });
+const toggle = el("input", { type: "checkbox", "data-testid": "agents-switch" });
+toggle.checked = localStorage.getItem(SWITCH_KEY) === "on";
+const tokens = el("ul", { class: "agents-tokens", "data-testid": "agent-tokens" });
+const made = el("div", { class: "agents-made", "data-testid": "agent-token-made" });
+const nameInput = el("input", { name: "token-name", placeholder: "Which agent? e.g. Claude Code on my laptop", maxlength: "80" });
+const form = el("form", { class: "agents-form" }, nameInput, el("button", { type: "submit" }, "Make a token"));
+const formError = el("span", { class: "session-error", role: "alert" });
+form.append(formError);
+
+box.append(
+  el("h2", { id: "agents-title" }, "Agents"),
+  el("label", { class: "agents-switch" }, toggle, " Let my agents use this page"),
+  status, form, made, tokens,
+);
+
+toggle.addEventListener("change", () => {
+  localStorage.setItem(SWITCH_KEY, toggle.checked ? "on" : "off");
+  follow();
+});
+
+form.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  formError.textContent = "";
+  const response = await api("/api/agent-tokens", { method: "POST", body: JSON.stringify({ name: nameInput.value }) });
+  const answer = await response.json();
+  if (!response.ok) { formError.textContent = answer.error; return; }
+  nameInput.value = "";
+  showOnce(answer);
+  listTokens();
+});
+
+/** The secret, once: with the three ways to hand it to an agent. */
+function showOnce({ name, token }) {
+  const header = `Authorization: Bearer ${token}`;
+  const claudeCode = `claude mcp add --transport http reactor ${mcpUrl} --header "${header}"`;
+  const desktop = JSON.stringify({ mcpServers: { reactor: { type: "http", url: mcpUrl, headers: { Authorization: `Bearer ${token}` } } } }, null, 2);
+  const vscode = JSON.stringify({ servers: { reactor: { type: "http", url: mcpUrl, headers: { Authorization: `Bearer ${token}` } } } }, null, 2);
+  const snippet = (title, text, testid) => {
+    const copy = el("button", { type: "button" }, "Copy");
+    copy.addEventListener("click", () => navigator.clipboard?.writeText(text).then(() => { copy.textContent = "Copied"; }, () => {}));
+    return el("div", { class: "agents-snippet" }, el("strong", {}, title), " ", copy, el("pre", { "data-testid": testid }, text));
+  };
+  const hide = el("button", { type: "button" }, "Done: hide it");
+  hide.addEventListener("click", () => made.replaceChildren());
+  made.replaceChildren(
+    el("p", {}, `The token for “${name}”. It is shown this once: copy it now.`),
+    snippet("Token", token, "agent-token-secret"),
+    snippet("Claude Code", claudeCode, "agent-claude-code"),
+    snippet("Claude Desktop, Cursor (mcpServers)", desktop, "agent-desktop-json"),
+    snippet("VS Code (.vscode/mcp.json)", vscode, "agent-vscode-json"),
+    hide,
+  );
+}
+
+async function listTokens() {
+  if (!user) { tokens.replaceChildren(); return; }
+  const response = await api("/api/agent-tokens");
+  if (!response.ok) return;
+  const when = (seconds) => (seconds ? new Date(seconds * 1000).toLocaleString() : "never");
+  tokens.replaceChildren(...(await response.json()).map((token) => {
+    const revoke = el("button", { type: "button" }, "Revoke");
+    revoke.addEventListener("click", async () => {
+      await api(`/api/agent-tokens/${encodeURIComponent(token.id)}`, { method: "DELETE" });
+      listTokens();
+    });
+    return el("li", { "data-token-id": token.id }, el("strong", {}, token.name),
+      ` made ${when(token.created)}, last used ${when(token.lastUsed)} `, revoke);
+  }));
+}
+
+/** Connect while the switch is on and someone is signed in; disconnect otherwise. */
+async function follow() {
+  form.hidden = !user;
+  delete status.dataset.page;
+  if (!user) {
+    made.replaceChildren();
+    status.textContent = "Sign in to let your agents use this page.";
+    await window.reactor.agents.disconnect();
+    return;
+  }
+  if (!toggle.checked) {
+    status.textContent = `Your agents cannot use this page. MCP address: ${mcpUrl}`;
+    await window.reactor.agents.disconnect();
+    return;
+  }
+  status.textContent = "Connecting…";
+  try {
+    const { pageId } = await window.reactor.agents.connect();
+    status.dataset.page = pageId;
+    status.textContent = `Your agents can use this page's tools (page ${pageId}) at ${mcpUrl}.`;
+  } catch (error) {
+    status.textContent = error.message;
+  }
+}
+
+window.addEventListener("reactor:agents", ({ detail }) => {
+  if (!toggle.checked || !user) return;
+  if (detail.connected) {
+    status.dataset.page = detail.pageId;
+    status.textContent = `Your agents can use this page's tools (page ${detail.pageId}) at ${mcpUrl}.`;
+  } else {
+    delete status.dataset.page;
+    status.textContent = "Connection lost; connecting again…";
+  }
+});
+
+window.addEventListener("reactor:session", ({ detail }) => {
+  const before = user?.username;
+  user = detail;
+  if (before && before !== user?.username) window.reactor.agents.disconnect();  // never carry a page to another person
+  follow();
+  listTokens();
+});
+
+fetch("/auth/session").then((r) => r.json()).then(({ user: current }) => {
+  user = current;
+  follow();
+  listTokens();
+}, () => follow());
