@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -30,14 +29,6 @@ def run_reactor(*args: str, **options: Any) -> subprocess.CompletedProcess[str]:
 
 
 IN_PROCESS_URL = "http://127.0.0.1"  # a host the app serves: its Host check holds in process too
-SYSTEM_CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
-QUIET_CHROMIUM = [
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-gpu",
-]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -238,25 +229,6 @@ def run_without_gesture(page: Any, url: str, calls: list[tuple[str, dict[str, An
     with page.expect_console_message(lambda m: m.text.startswith("no-gesture: "), timeout=60_000) as message:
         page.goto(url)
     return json.loads(message.value.text.removeprefix("no-gesture: "))
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
-    """Playwright's own Chromium where it is installed; otherwise the system one (Debian's)."""
-    args = {**browser_type_launch_args, "args": [*browser_type_launch_args.get("args", []), *QUIET_CHROMIUM]}
-    try:
-        from playwright.sync_api import sync_playwright
-
-        with sync_playwright() as playwright:
-            own = Path(playwright.chromium.executable_path)
-    except Exception:
-        own = Path("/nonexistent")
-    if not own.exists():
-        system = next((p for p in SYSTEM_CHROMIUM if shutil.which(p)), None)
-        if system:
-            args.update(executable_path=system, chromium_sandbox=False)
-            args["args"].append("--no-sandbox")
-    return args
 
 
 @pytest.fixture

@@ -11,7 +11,8 @@
   `--reactor-demo-dir` (default `demo-output/`).
 
 Where Playwright's own Chromium is not installed (its download needs the open internet), the
-system's Chromium is launched instead.
+system's Chromium is launched instead; either way without its background requests (updates,
+sync), so a test's browser asks nothing of the network but the pages under test.
 """
 
 from __future__ import annotations
@@ -89,15 +90,18 @@ def pytest_fixture_setup(fixturedef: Any, request: pytest.FixtureRequest) -> Ite
     """pytest-playwright's launch options, with the system's Chromium where Playwright has none."""
     value = yield
     if fixturedef.argname == "browser_type_launch_args" and isinstance(value, dict):
+        args = [*value.get("args", [])]
+        args += [flag for flag in QUIET if flag not in args]  # a test's browser asks nothing of the network
         if not value.get("executable_path") and not value.get("channel"):
             system = _system_chromium()
             if system is not None:
                 value.update(executable_path=system, chromium_sandbox=False)
-                value["args"] = [*value.get("args", []), "--no-sandbox", *QUIET]
+                args.append("--no-sandbox")
+        value["args"] = args
     return value
 
 
-QUIET = ["--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"]
+QUIET = ["--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-gpu"]
 
 
 def _system_chromium() -> str | None:
