@@ -160,3 +160,17 @@ def test_our_own_scripts_are_gzipped_with_a_javascript_mime(client):
     assert answer.headers.get("content-encoding") == "gzip"
     assert answer.headers["content-type"].startswith("text/javascript")
     assert "window.reactor" in answer.text
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("OPTIONS", "/plugins/x", "DELETE, GET, HEAD, PATCH, PUT"),  # records and the plugin switch share the path
+        ("PUT", "/openapi.json", "GET, HEAD"),
+        ("DELETE", "/", "GET, HEAD"),
+    ],
+)
+def test_a_method_not_allowed_names_every_method_the_path_takes(client, method, path, allowed):
+    answer = client.request(method, path, json={}) if method != "OPTIONS" else client.options(path)
+    assert answer.status_code == 405 and answer.headers["allow"] == allowed
+    assert answer.json()["error"].endswith(f"use {allowed}.")

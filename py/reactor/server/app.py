@@ -20,7 +20,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Match, Route
 
 import reactor
 
@@ -337,11 +337,23 @@ class PluginStateSync:
 async def _http_error(request: Request, error: Exception) -> Response:
     """The router's own refusals (no such route, method not allowed) as sentences, like every other."""
     assert isinstance(error, HTTPException)
+    headers = {k.lower(): v for k, v in (error.headers or {}).items()}
+    if error.status_code == 405:  # a path may be served by several routes: Allow names all their methods
+        allowed = sorted({m for r in request.app.router.routes if _serves_path(r, request.scope) for m in r.methods or ()})
+        headers["allow"] = ", ".join(allowed)
     sentence = {
         404: f"There is nothing at {request.url.path[:100]!r} on this server.",
-        405: f"{request.method} is not allowed on {request.url.path[:100]!r}.",
+        405: f"{request.method} is not allowed on {request.url.path[:100]!r}; use {headers.get('allow', 'another method')}.",
     }.get(error.status_code, error.detail)
-    return JSONResponse({"error": sentence}, error.status_code, headers=error.headers)
+    return JSONResponse({"error": sentence}, error.status_code, headers=headers)
+
+
+def _serves_path(route: Any, scope: Any) -> bool:
+    """Whether `route` answers this path, whatever the method (Starlette: a partial match)."""
+    if not isinstance(route, Route):
+        return False
+    match, _ = route.matches(scope)
+    return match != Match.NONE
 
 
 def _while_enabled(platform: PluginPlatform, name: str, route: Route) -> Route:
