@@ -10,17 +10,46 @@ const list = document.getElementById("palette");
 const filter = document.getElementById("palette-filter");
 const tools = document.getElementById("agent-tools");
 const status = document.getElementById("palette-status");
-let drawing = 0;  // only the latest drawing lands: listCommands answers may cross
+// Only so many commands and tools are drawn: a page of thousands draws what a person can read,
+// and the filter finds the rest (each definition of a plugin redraws, so this bounds its cost).
+const DRAWN = 100;
+let drawn = null;  // the drawing under way, and whether another was asked for meanwhile
+let redraw = false;
 let open = null;  // the id of the command whose form is open, and that form (kept across redraws: what was typed stays)
 let openForm = null;
 let patternWords = new Map();  // a schema `pattern` -> what it asks for in words (the bundles' patternMessages)
 
-async function drawCommands() {
-  const mine = ++drawing;
+/**
+ * Redraw the palette: one drawing at a time, and one more after it for all the asks meanwhile,
+ * after a pause of a few times what the last one took. A page defining plugins one by one then
+ * spends at most a fifth of the worker's time listing commands, however many there are.
+ */
+function drawCommands() {
+  if (drawn) {
+    redraw = true;
+    return drawn;
+  }
+  const started = performance.now();
+  drawn = draw().finally(() => {
+    const pause = 4 * (performance.now() - started);
+    setTimeout(() => {
+      drawn = null;
+      if (redraw) {
+        redraw = false;
+        drawCommands();
+      }
+    }, pause);
+  });
+  return drawn;
+}
+
+async function draw() {
   const commands = await window.reactor.listCommands();
-  if (mine !== drawing) return;
   const words = filter.value.trim().toLowerCase();
-  const shown = commands.filter((c) => !words || `${c.id} ${c.label}`.toLowerCase().includes(words));
+  const matching = commands.filter((c) => !words || `${c.id} ${c.label}`.toLowerCase().includes(words));
+  const shown = matching.slice(0, DRAWN);
+  const opened = matching.find((c) => c.id === open);
+  if (opened && !shown.includes(opened)) shown.push(opened);  // an open form stays, wherever its command is
   if (!shown.length) {
     list.replaceChildren(el("li", { class: "palette-empty" },
       words ? `No command matches “${filter.value.trim()}”.` : "No plugin has registered a command yet."));
@@ -45,7 +74,8 @@ async function drawCommands() {
       li.append(button);
       if (open === command.id && command.available) li.append(openForm ??= form(command));
       return li;
-    }));
+    }),
+    ...more(matching.length - shown.length, "commands"));
   if (typing?.isConnected) {
     typing.focus({ preventScroll: true });
     if (caret) try { typing.setSelectionRange(...caret); } catch { /* not a text field */ }
@@ -227,8 +257,15 @@ async function run(command, args) {
 
 function drawTools(bundles) {
   patternWords = new Map(bundles.flatMap((bundle) => Object.entries(bundle.patternMessages ?? {})));
-  tools.replaceChildren(...bundles.flatMap((bundle) =>
-    bundle.commands.map((tool) => el("li", { title: tool.description ?? "" }, `${tool.name} → ${tool.command}`))));
+  const all = bundles.flatMap((bundle) => bundle.commands);
+  tools.replaceChildren(
+    ...all.slice(0, DRAWN).map((tool) => el("li", { title: tool.description ?? "" }, `${tool.name} → ${tool.command}`)),
+    ...more(all.length - DRAWN, "tools", ""));
+}
+
+/** The line that says how many are not drawn, if any. */
+function more(count, what, hint = ": type in the filter to find one") {
+  return count > 0 ? [el("li", { class: "palette-empty" }, `…and ${count} more ${what}${hint}.`)] : [];
 }
 
 window.reactor.ready.then(() => {

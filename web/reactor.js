@@ -116,12 +116,13 @@ async function noticed(request) {
   return answer;
 }
 
-/** The command a page plugin defined in JavaScript under `id`, if any. */
-function pageCommand(id) {
+/** The commands page plugins defined in JavaScript, by id (the first plugin's, as the registry keeps it). */
+function pageCommands() {
+  const byId = new Map();
   for (const entry of pagePlugins.values()) {
-    if (entry.commands.has(id)) return entry.commands.get(id);
+    for (const [id, command] of entry.commands) if (!byId.has(id)) byId.set(id, command);
   }
-  return null;
+  return byId;
 }
 
 function named(name, message) {
@@ -201,8 +202,9 @@ export const reactor = {
     await ready;
     const commands = await channel.request("commands");
     // A command the page defined asks its own isEnabled, which reads the page's state now.
+    const byId = pageCommands();
     for (const command of commands) {
-      const defined = pageCommand(command.id);
+      const defined = byId.get(command.id);
       if (defined?.isEnabled) command.available = Boolean(defined.isEnabled());
     }
     return commands;

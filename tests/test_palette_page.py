@@ -1,0 +1,30 @@
+"""The palette of a page with many commands, in real Chromium: it draws what a person can read,
+says how many more there are, and the filter finds any of them."""
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+DEFINE = """async (count) => {
+  for (let i = 0; i < count; i++) {
+    const name = `many_${String(i).padStart(2, "0")}`;
+    await window.reactor.definePlugin({ name, commands: Array.from({ length: 10 }, (_, t) =>
+      ({ id: `${name}.c${t}`, label: `Many ${i}: command ${t}`, execute: () => t })) });
+  }
+}"""
+
+
+def test_a_palette_of_hundreds_draws_a_hundred_and_the_filter_finds_the_rest(offline_page, live_server):
+    page = offline_page
+    page.goto(live_server.url)
+    page.evaluate("window.reactor.ready")
+    page.evaluate(DEFINE, 40)
+    total = len(page.evaluate("window.reactor.listCommands()"))
+    assert total > 400
+    palette = page.locator("#palette")
+    palette.get_by_text(f"…and {total - 100} more commands: type in the filter to find one.").wait_for()
+    assert palette.locator("button").count() == 100
+    page.fill("#palette-filter", "Many 39: command 9")
+    palette.get_by_role("button", name="Many 39: command 9").click()
+    page.locator("#palette-status").get_by_text("Many 39: command 9: done.").wait_for()
+    assert palette.locator("button").count() == 1
