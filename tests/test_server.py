@@ -111,6 +111,17 @@ def test_the_runtime_is_served_compressed_immutable_and_with_wasm_mime(client):
     assert "immutable" in snapshot.headers["cache-control"] and len(snapshot.content) > 1_000_000
 
 
+def test_browsers_that_take_zstd_get_the_smaller_twin_and_the_same_bytes(client):
+    boot = client.get("/app/boot.json").json()
+    for url in (boot["runtime"]["snapshot"], boot["runtime"]["interpreter"].replace("pyodide.mjs", "pyodide.asm.wasm")):
+        plain = client.get(url, headers={"accept-encoding": "identity"})
+        gzipped = client.get(url, headers={"accept-encoding": "gzip"})
+        squeezed = client.get(url, headers={"accept-encoding": "gzip, deflate, br, zstd"})  # what Chromium sends
+        assert squeezed.headers["content-encoding"] == "zstd" and squeezed.headers["vary"] == "Accept-Encoding"
+        assert int(squeezed.headers["content-length"]) < int(gzipped.headers["content-length"])
+        assert squeezed.content == plain.content  # httpx decoded the zstd body (with zstandard installed)
+
+
 def test_the_page_starts_its_worker_from_its_head_with_the_served_runtime(client):
     page = client.get("/")
     runtime = client.get("/app/boot.json").json()["runtime"]

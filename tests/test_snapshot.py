@@ -17,7 +17,9 @@ needs_pyodide = pytest.mark.skipif(not (PYODIDE / "pyodide.mjs").is_file(), reas
 
 
 @needs_pyodide
-def test_a_snapshot_is_made_once_and_served_with_its_gzip_twin(tmp_path) -> None:
+def test_a_snapshot_is_made_once_and_served_with_its_gzip_and_zstd_twins(tmp_path) -> None:
+    import zstandard
+
     stale = [tmp_path / "snapshot-0123456789abcdef.bin", tmp_path / "snapshot-0123456789abcdef.bin.gz"]
     for path in stale:
         path.write_bytes(b"an older runtime's")
@@ -26,7 +28,8 @@ def test_a_snapshot_is_made_once_and_served_with_its_gzip_twin(tmp_path) -> None
     data = (tmp_path / name).read_bytes()
     assert len(data) > 1_000_000, "a memory snapshot holds Python's whole heap"
     assert gzip.decompress((tmp_path / f"{name}.gz").read_bytes()) == data
-    assert sorted(p.name for p in tmp_path.iterdir()) == [name, f"{name}.gz"], "no work files, no stale snapshot left"
+    assert zstandard.ZstdDecompressor().decompressobj().decompress((tmp_path / f"{name}.zst").read_bytes()) == data
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name, f"{name}.gz", f"{name}.zst"], "no work files, nothing stale"
     # Made before: found without Node.
     assert memory_snapshot(PYODIDE, tmp_path, "stamp-1", STDLIB_AFTER_BOOT, node="no-such-node") == name
     # Another runtime or module list is another snapshot.

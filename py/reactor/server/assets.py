@@ -33,24 +33,41 @@ def serve_file(request: Request, root: Path, relative: str, *, cache: str) -> Re
     root = root.resolve()
     if any(ord(c) < 32 or c == "\x7f" for c in relative):  # NUL makes the OS calls raise; none is in a file name here
         return JSONResponse({"error": f"There is no file {relative[:100]!r} here."}, status_code=404)
+    accepted = request.headers.get("accept-encoding", "")
     try:
         path = (root / relative).resolve()
         found = path.is_relative_to(root) and path.is_file()
-        twin = path.with_name(path.name + ".gz")
-        zipped = found and "gzip" in request.headers.get("accept-encoding", "") and twin.is_file()
+        twin = next((t for t in _twins(path, accepted) if t[0].is_file()), None) if found else None
     except OSError:  # a name no file can have (longer than the file system allows): not here either
-        found = zipped = False
+        found, twin = False, None
     if not found:
         return JSONResponse({"error": f"There is no file {relative[:100]!r} here."}, status_code=404)
     media_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     headers = {"cache-control": cache, "vary": "Accept-Encoding"}
-    if zipped:
-        path, headers["content-encoding"] = twin, "gzip"
+    if twin is not None:
+        path, headers["content-encoding"] = twin
     stat = path.stat()
     headers["etag"] = f'"{stat.st_mtime_ns:x}-{stat.st_size:x}"'
     if cache == REVALIDATE and request.headers.get("if-none-match") == headers["etag"]:
         return Response(status_code=304, headers={"etag": headers["etag"], "cache-control": cache})
     return FileResponse(path, media_type=media_type, headers=headers, stat_result=stat)
+
+
+# Precompressed twins beside a file (web/vendor.py, server/snapshot.py), the smallest first.
+ENCODINGS = ((".zst", "zstd"), (".gz", "gzip"))
+
+
+def _twins(path: Path, accepted: str) -> list[tuple[Path, str]]:
+    """The twins of `path` in encodings the request accepts, in the order to prefer them."""
+    return [(path.with_name(path.name + suffix), coding) for suffix, coding in ENCODINGS if coding in accepted]
+
+
+def compressed_twins(data: bytes) -> dict[str, bytes]:
+    """The bytes of each twin of a file of `data`, by suffix (level 19 zstd keeps a window of 8 MB,
+    the most a browser must accept)."""
+    import zstandard
+
+    return {".zst": zstandard.ZstdCompressor(level=19, threads=-1).compress(data), ".gz": gzip.compress(data, 6, mtime=0)}
 
 
 class RenderedPage:

@@ -13,12 +13,12 @@ reseeds `random` (reactor.browser.restored) and its str hash key is this server'
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import logging
 import tempfile
 from pathlib import Path
 
+from .assets import compressed_twins
 from .node import run_node, store
 
 log = logging.getLogger("reactor.server")
@@ -32,6 +32,8 @@ def memory_snapshot(pyodide: Path, folder: Path, stamp: str, modules: tuple[str,
     key = hashlib.sha256("\n".join([stamp, *modules, MAKER.read_text()]).encode()).hexdigest()[:16]
     name = f"snapshot-{key}.bin"
     if (folder / name).is_file() and (folder / f"{name}.gz").is_file():
+        if not (folder / f"{name}.zst").is_file():  # made by a version that wrote no zstd twin
+            store(folder / f"{name}.zst", compressed_twins((folder / name).read_bytes())[".zst"])
         return name
     with tempfile.TemporaryDirectory() as work:
         made = Path(work) / name
@@ -53,8 +55,9 @@ def memory_snapshot(pyodide: Path, folder: Path, stamp: str, modules: tuple[str,
             )
             return None
         data = made.read_bytes()
-    # The twin first: a snapshot is served only once both are whole (two servers may start at once).
-    store(folder / f"{name}.gz", gzip.compress(data, 6, mtime=0))
+    # The twins first: a snapshot is served only once all are whole (two servers may start at once).
+    for suffix, squeezed in compressed_twins(data).items():
+        store(folder / f"{name}{suffix}", squeezed)
     store(folder / name, data)
     for old in folder.glob("snapshot-*.bin*"):
         if not old.name.startswith(name):
