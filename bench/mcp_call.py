@@ -2,7 +2,7 @@
 (the official SDK's client → the reactor server → the person's page → back), against the page's
 own `reactor.callTool` of the same tool, in one run.
 
-    .venv/bin/python -m bench.mcp [--rounds 10] [--calls 20]
+    .venv/bin/python -m bench.mcp_call [--rounds 10] [--calls 20]
 
 One reactor server on loopback with the demo's data; one Chromium page signed in as ada with
 *Let my agents use this page* on; one MCP client (Streamable HTTP, 2025-11-25 session) with her
@@ -99,7 +99,7 @@ def run(rounds: int, calls: int) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.mcp", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.mcp_call", description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--out", type=Path)
