@@ -39,13 +39,18 @@ def test_a_command_refused(reactor_page):
 """
 
 
-def run(pytester, source):
+def run(pytester, source, *options):
     pytester.makepyfile(test_authors=source)
-    return pytester.runpytest_subprocess("--reactor-seed", "-p", "no:cacheprovider", timeout=600)
+    return pytester.runpytest_subprocess("--reactor-seed", "-p", "no:cacheprovider", *options, timeout=600)
 
 
 def test_an_authors_tests_pass_with_the_fixtures_alone(pytester):
     result = run(pytester, PASSING)
+    result.assert_outcomes(passed=1)
+
+
+def test_the_same_tests_pass_on_postgresql(pytester, postgres_cluster):
+    result = run(pytester, PASSING, "--reactor-database", postgres_cluster.database())
     result.assert_outcomes(passed=1)
 
 
