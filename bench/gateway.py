@@ -3,7 +3,7 @@ the same provider directly, in one run.
 
     .venv/bin/python -m bench.gateway [--rounds 15] [--deltas 20] [--gap-ms 10]
 
-One stand-in provider on loopback (tests/model_standins.py, OpenAI's streaming wire format) writes
+One stand-in provider on loopback (reactor/testing/standins.py, OpenAI's streaming wire format) writes
 each text delta at a time it records (`time.time()`), `--gap-ms` apart. One reactor server holds
 it as the site's model (reactor/server/gateway.py) and lets keys be typed too. One demo page in
 Chromium asks, in interleaved rounds, through its chat (`reactor.chat.send`, the widget drawing
@@ -25,13 +25,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from model_standins import StandIn, text  # noqa: E402
-from reactor.server.app import create_app  # noqa: E402
-from reactor.server.gateway import AssistantConfig  # noqa: E402
-from reactor.server.loopback import LoopbackServer  # noqa: E402
+from reactor.server.app import create_app
+from reactor.server.gateway import AssistantConfig
+from reactor.server.loopback import LoopbackServer
+from reactor.testing.standins import StandIn, text
 
-from .measure import launch  # noqa: E402
+from .measure import launch
 
 KEY = "sk-bench-gateway"
 GOALS = {"first_text_added_ms": 5.0, "delta_added_ms": 1.0, "first_text_on_screen_ms": 50.0}

@@ -12,13 +12,13 @@ import httpx
 import pytest
 from conftest import app_server_over, bearer, run_reactor
 
-from model_standins import StandIn, call, text
 from reactor.cancellation import CancelToken
 from reactor.errors import DeclarationError
 from reactor.host import ModelRequest, ProviderError, urllib_send
 from reactor.host.site import SiteModel
 from reactor.server.gateway import ALLOWANCE_USED, AssistantConfig
 from reactor.server.loopback import LoopbackServer, free_port
+from reactor.testing.standins import StandIn, call, text
 
 KEY = "sk-marker-4f1c2a9e7b3d"  # searched for in every answer and log line
 ROUTE = {"openai": "/api/assistant/v1/chat/completions", "anthropic": "/api/assistant/v1/messages"}

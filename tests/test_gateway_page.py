@@ -8,8 +8,8 @@ from urllib.parse import urlsplit
 import pytest
 from conftest import sign_in_on_page, start_server, stop_server
 
-from model_standins import StandIn, call, text
 from reactor.server.gateway import ALLOWANCE_USED, AssistantConfig
+from reactor.testing.standins import StandIn, call, text
 
 pytestmark = pytest.mark.browser
 

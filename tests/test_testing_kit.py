@@ -21,6 +21,18 @@ def test_tools_commands_and_the_chat(reactor_server, reactor_page):
     assert bob.headers()["authorization"].startswith("Bearer ")
 """
 
+WITH_A_MODEL = """
+from reactor.testing import call, text
+
+
+def test_the_chat_with_a_model_the_test_scripts(reactor_page, reactor_model):
+    reactor_model.answers = [call("decks_open", {"id": "onboarding", "slide": 3}), text("It is open at slide 3.")]
+    said = reactor_page.use_model(reactor_model).chat("open onboarding at slide 3")
+    assert said[0].reply == "It is open at slide 3."
+    assert "slide 3 of 5" in said[0].cards[0]
+    assert reactor_model.requests[-1]["stream"] is True
+"""
+
 FAILING = """
 import math
 
@@ -46,6 +58,11 @@ def run(pytester, source, *options):
 
 def test_an_authors_tests_pass_with_the_fixtures_alone(pytester):
     result = run(pytester, PASSING)
+    result.assert_outcomes(passed=1)
+
+
+def test_an_authors_chat_runs_against_a_model_the_test_scripts(pytester):
+    result = run(pytester, WITH_A_MODEL)
     result.assert_outcomes(passed=1)
 
 

@@ -10,5 +10,18 @@ from __future__ import annotations
 from .page import Exchange, PageCallError, ReactorPage
 from .recording import Demo, Recorder
 from .server import ReactorServer, ServerStartError, TestUser
+from .standins import StandIn, call, text
 
-__all__ = ["Demo", "Exchange", "PageCallError", "ReactorPage", "ReactorServer", "Recorder", "ServerStartError", "TestUser"]
+__all__ = [
+    "Demo",
+    "Exchange",
+    "PageCallError",
+    "ReactorPage",
+    "ReactorServer",
+    "Recorder",
+    "ServerStartError",
+    "StandIn",
+    "TestUser",
+    "call",
+    "text",
+]

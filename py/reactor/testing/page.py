@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from .server import ReactorServer, TestUser
+from .standins import StandIn
 
 # Runs a window.reactor call in the page and answers JSON text: {"ok", "value"} or {"ok": false, "name", "message"}.
 CALL = """async ([method, args]) => {
@@ -61,11 +62,11 @@ class ReactorPage:
         self.strays: list[str] = []
         self.errors: list[str] = []
         self.allowed: list[re.Pattern[str]] = []
-        origin = urlsplit(server.url)
+        self.origins = {urlsplit(server.url).netloc}  # where the page may send requests
 
         def guard(route: Any) -> None:
             parts = urlsplit(route.request.url)
-            if parts.scheme in {"http", "https", "ws", "wss"} and (parts.hostname, parts.port) != (origin.hostname, origin.port):
+            if parts.scheme in {"http", "https", "ws", "wss"} and parts.netloc not in self.origins:
                 self.strays.append(route.request.url)
                 route.abort()
             else:
@@ -167,6 +168,18 @@ class ReactorPage:
                     exchange.errors.append(words)
             exchanges.append(exchange)
         return exchanges
+
+    def use_model(self, stand_in: StandIn) -> ReactorPage:
+        """Point the page's chat at `stand_in` (reactor_model), as a person does in Model settings;
+        the page may then reach that one other origin."""
+        self.origins.add(urlsplit(stand_in.url).netloc)
+        self.page.get_by_test_id("chat-model").wait_for()  # the widget has set up its own model first
+        settings = {"provider": stand_in.provider, "baseUrl": stand_in.url, "model": "stand-in", "apiKey": stand_in.key}
+        answer = self.page.evaluate("(s) => window.reactor.chat.configure(s)", settings)
+        if not answer["ok"]:
+            pytest.fail(f"The chat refused the stand-in model: {answer['error']}")
+        self.page.get_by_test_id("chat-model").get_by_text("stand-in").wait_for()
+        return self
 
     def expect_console_error(self, pattern: str) -> None:
         """A console error matching `pattern` (a regular expression) does not fail the test."""

@@ -7,6 +7,8 @@
 - `reactor_page`: a page of that server at `reactor.ready` (a pytest-playwright `page`, so
   `--video`, `--tracing`, `--headed` and `--browser-channel` apply), failing the test on any
   request off the server's origin, any page error and any console error.
+- `reactor_model`: a model provider on loopback (OpenAI's streaming wire format) whose answers
+  the test scripts; `reactor_page.use_model(reactor_model)` points the chat at it.
 - `reactor_demo`: a recorded session (reactor.testing.recording.Demo) written to
   `--reactor-demo-dir` (default `demo-output/`).
 
@@ -28,6 +30,7 @@ import pytest
 from .page import ReactorPage
 from .recording import Demo
 from .server import ReactorServer
+from .standins import StandIn
 
 SYSTEM_CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
 
@@ -71,6 +74,15 @@ def reactor_page(page: Any, reactor_server: ReactorServer) -> Iterator[ReactorPa
     problems = reactor.problems()
     if problems:
         pytest.fail("The page went wrong:\n" + "\n".join(f"  - {p}" for p in problems), pytrace=False)
+
+
+@pytest.fixture
+def reactor_model() -> Iterator[StandIn]:
+    """A model provider on loopback speaking OpenAI's streaming wire format, scripted by the test
+    (`reactor_model.answers = [call("notes_add", {...}), text("Added.")]`); `reactor_page.use_model`."""
+    stand_in = StandIn("openai", "reactor-testing-key", cors=True)
+    yield stand_in
+    stand_in.stop()
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""Loopback stand-ins for the two model providers behind the server's gateway (the only things
-outside this machine), each speaking its real streaming wire format: OpenAI's Chat Completions
+"""Loopback stand-ins for the two model providers (the only things a test cannot have on its
+machine), each speaking its real streaming wire format: OpenAI's Chat Completions
 (`chat.completion.chunk` events, tool calls in pieces by index, usage when asked, `[DONE]`) and
 Anthropic's Messages (`message_start` … `content_block_delta` … `message_delta` with usage,
 `message_stop`). A test scripts the next answers and failures, holds a stream, and reads what
@@ -22,7 +22,7 @@ from starlette.routing import Route
 
 from reactor.server.loopback import LoopbackServer
 
-ERRORS = {
+ERRORS: dict[str, dict[int, dict[str, Any]]] = {
     "openai": {
         401: {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}},
         429: {"error": {"message": "Rate limit reached for requests.", "type": "requests", "code": "rate_limit_exceeded"}},
