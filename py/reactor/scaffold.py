@@ -12,10 +12,12 @@ import json
 import re
 from pathlib import Path
 
+from .errors import ReactorError
+
 NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 
 
-class ScaffoldError(ValueError):
+class ScaffoldError(ReactorError, ValueError):
     """The name or the folder cannot take a new plugin; the message says which and why."""
 
 

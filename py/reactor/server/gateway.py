@@ -37,7 +37,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from ..errors import DeclarationError
+from ..errors import DeclarationError, ReactorError
 from ..host.streaming import EventStream
 from .auth import Auth, User
 from .database import Database
@@ -197,7 +197,7 @@ def check_reachable(config: AssistantConfig, timeout: float = 3.0) -> str:
         )
 
 
-class Refused(Exception):
+class Refused(ReactorError):
     """A request the gateway answers itself: the status, the person's sentence, its headers."""
 
     def __init__(self, status: int, sentence: str, *, retry_after: int | None = None, field: str = "") -> None:

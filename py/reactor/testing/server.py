@@ -11,10 +11,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import ReactorError
+
 START_TIMEOUT_S = 120.0  # the first start on a machine makes Pyodide's memory snapshot (~10 s, more when busy)
 
 
-class ServerStartError(RuntimeError):
+class ServerStartError(ReactorError, RuntimeError):
     """`reactor serve` did not start; the message holds what it said."""
 
 
