@@ -33,7 +33,6 @@ import json
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
-from urllib.parse import urlsplit
 
 import mcp.types as types
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -53,6 +52,7 @@ from .database import Database
 from .openapi import operation
 from .page_bus import PostgresPageBus
 from .page_relay import MAX_PAGES, PageLink, PageRelay, failure
+from .protection import same_origin
 from .requests import error_response, read_json
 
 PATH = "/mcp"
@@ -226,7 +226,7 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
         origin = headers.get("origin")
-        if origin is not None and origin not in self.origins and not _same_origin(origin, headers.get("host", "")):
+        if origin is not None and origin not in self.origins and not same_origin(origin, headers.get("host", "")):
             await error_response(403, f"Requests from pages of {origin[:100]} may not use {PATH}.")(scope, receive, send)
             return
         secret = bearer_token(headers)
@@ -265,14 +265,6 @@ def _refusal(secret: str) -> str:
     return "This agent token is unknown or revoked; make a new one in the page's Agents panel."
 
 
-def _same_origin(origin: str, host: str) -> bool:
-    try:
-        parts = urlsplit(origin)
-    except ValueError:
-        return False
-    return parts.scheme in ("http", "https") and bool(host) and parts.netloc.lower() == host.strip().lower()
-
-
 class Agents:
     """Everything /mcp needs, made once per app: the relay, the MCP server and its session manager,
     the page's routes; `lifespan` runs the session manager."""
@@ -309,7 +301,7 @@ class Agents:
         fetch carries the SameSite=Lax cookie) must not take the person's calls for itself."""
         origin = headers.get("origin")
         if origin is not None:
-            return origin in self.endpoint.origins or _same_origin(origin, headers.get("host", ""))
+            return origin in self.endpoint.origins or same_origin(origin, headers.get("host", ""))
         return headers.get("sec-fetch-site", "same-origin") in ("same-origin", "none")
 
     def routes(self) -> list[Any]:

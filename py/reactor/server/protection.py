@@ -105,7 +105,7 @@ class CrossSiteWriteGuard:
             )
         origin = headers.get("origin")
         if origin is not None:
-            if origin in self.origins or _same_origin(origin, headers.get("host", "")):
+            if origin in self.origins or same_origin(origin, headers.get("host", "")):
                 return None
             return JSONResponse(
                 {
@@ -119,7 +119,7 @@ class CrossSiteWriteGuard:
         return JSONResponse({"error": "A cross-site request may not write to this server."}, 403)
 
 
-def _same_origin(origin: str, host: str) -> bool:
+def same_origin(origin: str, host: str) -> bool:
     """Whether `origin` is this server's (its scheme may be https when TLS ends at a proxy)."""
     try:
         parts = urlsplit(origin)
