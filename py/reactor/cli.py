@@ -256,32 +256,12 @@ def _is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
-def serve_forever(
-    host: str,
-    port: int,
-    data: Path,
-    *,
-    seed: bool,
-    allow_origins: tuple[str, ...] = (),
-    allow_hosts: tuple[str, ...] = (),
-    database: str = "",
-    assistant: Any = None,
-    browser_keys: bool | None = None,
-) -> int:
-    """Serve until stopped; Ctrl-C, while starting or serving, ends with one line, not a traceback
-    (uvicorn shuts down, then re-raises the signal it caught as KeyboardInterrupt)."""
+def serve_forever(host: str, port: int, data: Path, **options: Any) -> int:
+    """Serve until stopped (`options` as `_serve` takes them); Ctrl-C, while starting or serving,
+    ends with one line, not a traceback (uvicorn shuts down, then re-raises the signal it caught
+    as KeyboardInterrupt)."""
     try:
-        return _serve(
-            host,
-            port,
-            data,
-            seed=seed,
-            allow_origins=allow_origins,
-            allow_hosts=allow_hosts,
-            database=database,
-            assistant=assistant,
-            browser_keys=browser_keys,
-        )
+        return _serve(host, port, data, **options)
     except KeyboardInterrupt:
         print("reactor stopped.", file=sys.stderr)
         return 130
@@ -293,11 +273,11 @@ def _serve(
     data: Path,
     *,
     seed: bool,
-    allow_origins: tuple[str, ...],
-    allow_hosts: tuple[str, ...],
-    database: str,
-    assistant: Any,
-    browser_keys: bool | None,
+    allow_origins: tuple[str, ...] = (),
+    allow_hosts: tuple[str, ...] = (),
+    database: str = "",
+    assistant: Any = None,
+    browser_keys: bool | None = None,
 ) -> int:
     import uvicorn
 

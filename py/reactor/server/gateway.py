@@ -384,7 +384,8 @@ class Relay(Response):
             log.info("assistant: %s left before the answer ended; the provider's request was closed", self.who)
         if relay.done() and not relay.cancelled() and relay.exception() is not None:
             raise relay.exception()  # type: ignore[misc]
-        await run_in_threadpool(self.gateway.allowance.spend, self.who, self.usage.tokens, time.time())
+        if self.usage.tokens:  # a refusal or an answer without usage spends nothing
+            await run_in_threadpool(self.gateway.allowance.spend, self.who, self.usage.tokens, time.time())
 
     async def relay(self, send: Send) -> None:
         gateway, config = self.gateway, self.config
