@@ -3,6 +3,7 @@ server (a loopback stand-in speaking each provider's streaming wire format stand
 the tools run in the page as always; the key is nowhere the browser can see."""
 
 import logging
+from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 import pytest
@@ -16,7 +17,9 @@ pytestmark = pytest.mark.browser
 KEY = "sk-marker-9d2e61b0c4a7"
 
 
+@contextmanager
 def serve(tmp_path, stand_in, **options):
+    """A reactor server whose site model is `stand_in`, for the `with` block."""
     config = AssistantConfig(
         provider=stand_in.provider,
         model="site-model",
@@ -24,7 +27,11 @@ def serve(tmp_path, stand_in, **options):
         base_url=stand_in.url,
         **{k: v for k, v in options.items() if k != "browser_keys"},
     )
-    return start_server(tmp_path / "data", seed_demo=True, assistant=config, browser_keys=options.get("browser_keys"))
+    server = start_server(tmp_path / "data", seed_demo=True, assistant=config, browser_keys=options.get("browser_keys"))
+    try:
+        yield server
+    finally:
+        stop_server(server)
 
 
 @pytest.fixture
@@ -74,6 +81,14 @@ def say(page, words):
     chat.get_by_role("button", name="Send").click()
 
 
+def ask_and_hold(page, stand_in):
+    """Ask for an answer the provider holds after its first word, and wait for that word on screen."""
+    stand_in.answers = [text("Partially answered, and the rest held back")]
+    stand_in.hold.clear()
+    say(page, "tell me everything")
+    page.locator("reactor-chat [data-streaming=true]").get_by_text("Partially").wait_for()
+
+
 def idle(page):
     page.locator("reactor-chat[data-running=false]").wait_for()
 
@@ -87,8 +102,7 @@ def error_note(page):
 
 def test_a_signed_in_person_chats_through_the_site_and_the_tools_run_in_the_page(page, tmp_path, openai_stand_in, caplog):
     stand_in = openai_stand_in
-    server = serve(tmp_path, stand_in)
-    try:
+    with serve(tmp_path, stand_in) as server:
         with caplog.at_level(logging.DEBUG):
             received = open_chat(page, server, "bob")
             stand_in.answers = [
@@ -111,14 +125,11 @@ def test_a_signed_in_person_chats_through_the_site_and_the_tools_run_in_the_page
         assert all(KEY.encode() not in body for body in received), "the key reached the browser"
         assert KEY not in caplog.text, "the key reached the server's log"
         assert any(KEY in (h.get("authorization") or "") for h in stand_in.headers), "the provider did get it"
-    finally:
-        stop_server(server)
 
 
 def test_anthropic_behind_the_site_streams_text_and_a_tool_call(page, tmp_path, anthropic_stand_in):
     stand_in = anthropic_stand_in
-    server = serve(tmp_path, stand_in)
-    try:
+    with serve(tmp_path, stand_in) as server:
         open_chat(page, server, "bob")
         stand_in.answers = [call("decks_list_decks", {}, "toolu_1", words="Let me look."), text("There are three decks.")]
         say(page, "list the decks")
@@ -126,67 +137,46 @@ def test_anthropic_behind_the_site_streams_text_and_a_tool_call(page, tmp_path, 
         card = page.locator("reactor-chat [data-testid=tool-card][data-tool=decks_list_decks]")
         assert card.get_attribute("data-status") == "finished"
         assert stand_in.requests[0]["model"] == "site-model" and stand_in.headers[0]["x-api-key"] == KEY
-    finally:
-        stop_server(server)
 
 
 def test_stop_ends_the_request_to_the_provider_within_a_second(page, tmp_path, openai_stand_in):
     stand_in = openai_stand_in
-    server = serve(tmp_path, stand_in)
-    try:
+    with serve(tmp_path, stand_in) as server:
         open_chat(page, server, "bob")
-        stand_in.answers = [text("Partially answered, and the rest held back")]
-        stand_in.hold.clear()  # the stream waits after its first word
-        say(page, "tell me everything")
-        page.locator("reactor-chat [data-streaming=true]").get_by_text("Partially").wait_for()
+        ask_and_hold(page, stand_in)
         page.locator("reactor-chat").get_by_role("button", name="Stop").click()
         assert stand_in.hung_up.wait(1.0), "the provider saw its connection close within a second of Stop"
         idle(page)
         assert page.locator("reactor-chat [data-streaming=stopped]").inner_text().startswith("Partially")
-    finally:
-        stop_server(server)
 
 
 def test_closing_the_page_mid_answer_ends_the_request_to_the_provider_within_a_second(page, tmp_path, openai_stand_in):
     stand_in = openai_stand_in
-    server = serve(tmp_path, stand_in)
-    try:
+    with serve(tmp_path, stand_in) as server:
         open_chat(page, server, "bob")
-        stand_in.answers = [text("Partially answered, and the rest held back")]
-        stand_in.hold.clear()
-        say(page, "tell me everything")
-        page.locator("reactor-chat [data-streaming=true]").get_by_text("Partially").wait_for()
+        ask_and_hold(page, stand_in)
         page.close()
         assert stand_in.hung_up.wait(1.0), "the provider saw its connection close within a second of the page closing"
-    finally:
-        stop_server(server)
 
 
 def test_a_signed_out_page_is_asked_to_sign_in_unless_the_site_opened_the_assistant(page, tmp_path, openai_stand_in):
     stand_in = openai_stand_in
-    server = serve(tmp_path, stand_in)
-    try:
+    with serve(tmp_path, stand_in) as server:
         open_chat(page, server)
         say(page, "hello")
         assert error_note(page).inner_text() == "Sign in at the top of the page to use this site's assistant."
         assert stand_in.requests == []
-    finally:
-        stop_server(server)
-    opened = serve(tmp_path / "open", stand_in, anonymous=True)
-    try:
+    with serve(tmp_path / "open", stand_in, anonymous=True) as opened:
         page.goto("about:blank")
         open_chat(page, opened)
         stand_in.answers = [text("Hello, visitor.")]
         say(page, "hello")
         page.locator("reactor-chat .chat-assistant").get_by_text("Hello, visitor.").wait_for()
-    finally:
-        stop_server(opened)
 
 
 def test_todays_allowance_used_is_a_sentence_a_person_understands(page, tmp_path, openai_stand_in):
     stand_in = openai_stand_in
-    server = serve(tmp_path, stand_in, limit_tokens=25)
-    try:
+    with serve(tmp_path, stand_in, limit_tokens=25) as server:
         open_chat(page, server, "bob")
         stand_in.usage = (10, 20)
         say(page, "hello")
@@ -196,14 +186,11 @@ def test_todays_allowance_used_is_a_sentence_a_person_understands(page, tmp_path
         assert error_note(page).inner_text() == ALLOWANCE_USED
         idle(page)
         assert page.locator("reactor-chat").get_by_role("button", name="Send").is_enabled()
-    finally:
-        stop_server(server)
 
 
 def test_the_providers_failures_are_one_sentence_each(page, tmp_path, anthropic_stand_in):
     stand_in = anthropic_stand_in
-    server = serve(tmp_path, stand_in)
-    try:
+    with serve(tmp_path, stand_in) as server:
         open_chat(page, server, "bob")
         said = []
         for failure in (401, 429, 529, "cut"):
@@ -216,8 +203,6 @@ def test_the_providers_failures_are_one_sentence_each(page, tmp_path, anthropic_
             page.locator("reactor-chat li.chat-error").nth(before).wait_for()
             idle(page)
             said.append(error_note(page).inner_text())
-    finally:
-        stop_server(server)
     assert said == [
         "This site's assistant is not working: its provider refused the site's key. "
         "The site's operator can see why in the server's log.",
@@ -228,8 +213,7 @@ def test_the_providers_failures_are_one_sentence_each(page, tmp_path, anthropic_
 
 
 def test_where_the_site_also_allows_typed_keys_the_person_picks_in_model_settings(page, tmp_path, openai_stand_in):
-    server = serve(tmp_path, openai_stand_in, browser_keys=True)
-    try:
+    with serve(tmp_path, openai_stand_in, browser_keys=True) as server:
         open_chat(page, server, "bob")
         chat = page.locator("reactor-chat")
         chat.locator("summary").click()
@@ -243,17 +227,12 @@ def test_where_the_site_also_allows_typed_keys_the_person_picks_in_model_setting
         page.get_by_test_id("chat-model").get_by_text("Scripted model (no AI)").wait_for()
         picker.select_option("openai")
         assert chat.locator("input[name=apiKey]").is_visible()
-    finally:
-        stop_server(server)
 
 
 def test_without_typed_keys_the_picker_offers_only_what_needs_none(page, tmp_path, openai_stand_in):
-    server = serve(tmp_path, openai_stand_in)
-    try:
+    with serve(tmp_path, openai_stand_in) as server:
         open_chat(page, server, "bob")
         chat = page.locator("reactor-chat")
         chat.locator("summary").click()
         options = chat.locator("select[name=provider] option").all_inner_texts()
         assert options == ["This site's assistant (site-model)", "Scripted model (no AI)"]
-    finally:
-        stop_server(server)
