@@ -345,3 +345,15 @@ def test_the_pages_adapter_words_what_only_the_page_sees():
     assert (
         str(error.value) == "This site could not be reached, so its assistant cannot answer; check your connection and try again."
     )
+
+
+def test_openapi_declares_exactly_what_the_route_passes(tmp_path, stand_in, provider):
+    server = gateway_app(tmp_path, stand_in)
+    with server.client() as client:
+        operation = client.get("/openapi.json").json()["paths"][ROUTE[provider]]["post"]
+    schema = operation["requestBody"]["content"]["application/json"]["schema"]
+    assert schema["additionalProperties"] is False and schema["required"] == ["messages"]
+    assert "store" not in schema["properties"] and "mcp_servers" not in schema["properties"]
+    assert schema["properties"]["model"] == {"const": "site-model"}
+    assert schema["properties"]["max_tokens"]["maximum"] == 4096
+    assert {"400", "401", "413", "422", "429", "502", "503"} <= set(operation["responses"])

@@ -269,9 +269,10 @@ class Gateway:
         @operation(
             f"Ask the site's model ({'OpenAI Chat Completions' if provider == 'openai' else 'Anthropic Messages'} "
             "wire format; the server adds the key and relays the answer as it streams)",
-            body={"type": "object", "required": ["messages"], "properties": {"messages": {"type": "array"}}},
+            body=self.request_schema(),
             responses={
                 200: {"type": "object"},
+                400: ERROR,
                 401: ERROR,
                 413: ERROR,
                 422: ERROR,
@@ -287,6 +288,20 @@ class Gateway:
                 return refused.response()
 
         return [Route(PATHS[provider], assistant, methods=["POST"])]
+
+    def request_schema(self) -> dict[str, Any]:
+        """What the route takes, as upstream_body checks it: the provider's chat fields, no other."""
+        config, caps = self.config, ("max_tokens", "max_completion_tokens")
+        properties: dict[str, Any] = {name: {} for name in sorted(FIELDS[config.provider])}
+        properties |= {
+            "model": {"const": config.model},
+            "messages": {"type": "array", "minItems": 1},
+            "stream": {"type": "boolean"},
+            **{cap: {"type": "integer", "minimum": 1, "maximum": config.max_tokens} for cap in caps if cap in properties},
+        }
+        if config.provider == "openai":
+            properties["n"] = {"const": 1}
+        return {"type": "object", "required": ["messages"], "properties": properties, "additionalProperties": False}
 
     async def answer(self, request: Request) -> Response:
         user = await run_in_threadpool(self.auth.user_for, request)
