@@ -82,7 +82,10 @@ async function draw() {
   }
 }
 
+/** Open `id`'s form, or close it if open; a closed form leaves the screen now, not at the next redraw. */
 function toggle(id) {
+  openForm?.previousElementSibling?.setAttribute("aria-expanded", "false");
+  openForm?.remove();
   open = open === id ? null : id;
   openForm = null;
 }
