@@ -210,14 +210,3 @@ def test_the_2026_07_28_protocol_is_served_too(live):
     assert "2026-07-28" in discovered.supported_versions
     assert [t.name for t in listed.tools] == ["reactor_pages", "reactor_call"]
     assert call.is_error and "switch on *Let my agents use this page*" in call.content[0].text
-
-
-def test_only_the_servers_own_pages_may_connect_for_agents(app_server):
-    ada = bearer(app_server, "ada")
-    with app_server.client() as client:
-        for headers in [{"origin": "http://127.0.0.1:5500"}, {"sec-fetch-site": "same-site"}, {"sec-fetch-site": "cross-site"}]:
-            answer = client.get("/api/agent-pages/stream", headers={**ada, **headers})
-            assert answer.status_code == 403, headers
-        assert client.get("/api/agent-pages/stream").status_code == 401
-        answer = client.post("/api/agent-pages/0123456789abcdef", json={"type": "active"}, headers=ada)
-        assert answer.status_code == 404 and "not connected" in answer.json()["error"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 from concurrent.futures import Future
@@ -19,6 +20,7 @@ from conftest import bearer, sign_in_on_page, start_server, stop_server
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
 
@@ -104,12 +106,11 @@ def agents():
 
 
 def connect_page(page, live, username="ada") -> str:
-    """Open the demo page, sign in, switch on the agents switch; the page's id once its tools are sent."""
+    """Open the demo page, sign in, switch on the agents switch; the page's id once the server has its tools."""
     page.goto(live.url)
     page.evaluate("window.reactor.ready")
     sign_in_on_page(page, username)
-    with page.expect_response(lambda r: "/api/agent-pages/" in r.url and r.request.method == "POST" and r.ok):
-        page.get_by_test_id("agents-switch").check()
+    page.get_by_test_id("agents-switch").check()
     status = page.get_by_test_id("agents-status")
     status.get_by_text("Your agents can use").wait_for()
     return status.get_attribute("data-page")
@@ -143,6 +144,11 @@ def test_an_agent_lists_and_calls_the_pages_tools_and_the_person_decides_the_wri
     titles = [deck["title"] for deck in listed.structured_content["decks"]]
     assert "reactor-in-5-minutes" in [deck["id"] for deck in listed.structured_content["decks"]]
     assert json.loads(listed.content[0].text) == listed.structured_content, "the same JSON as text"
+
+    # The person sees what an agent called, in the palette's words.
+    expect(page.get_by_test_id("agents-last-call")).to_have_text(
+        re.compile(r"^Claude Code asked for “Decks: List Decks \(data\)” at ")
+    )
 
     pages = agent.call("reactor_pages", {}).result(30).structured_content["pages"]
     assert [p["page"] for p in pages] == [page_id]
@@ -228,16 +234,17 @@ def test_the_switch_is_remembered_and_a_dropped_connection_is_made_again(page, l
 
 
 def test_an_agent_that_gives_up_stops_the_call_in_the_page(page, live, agents):
-    connect_page(page, live)
+    with page.expect_websocket() as link:
+        connect_page(page, live)
     agent = agents(live.url, make_token_in_panel(page))
-    answered = lambda request: "/api/agent-pages/" in request.url and '"answer"' in (request.post_data or "")  # noqa: E731
-    with page.expect_request(answered, timeout=30_000) as answer:
+    answered = lambda payload: '"answer"' in payload  # noqa: E731
+    with link.value.expect_event("framesent", answered, timeout=30_000) as answer:
         # The client's own timeout sends notifications/cancelled; the relay passes the cancel down.
         gave_up = agent.do(lambda s: s.call_tool("decks_create_deck", {"title": "Abandoned"}, read_timeout_seconds=1.5))
         page.get_by_test_id("approval").wait_for()
         with pytest.raises(MCPError):
             gave_up.result(30)
-    envelope = json.loads(answer.value.post_data)["envelope"]
+    envelope = json.loads(answer.value)["envelope"]
     assert envelope["ok"] is False and envelope["error"]["code"] == "aborted"
     assert "Abandoned" not in titles_now(agent)
 

@@ -1,5 +1,5 @@
 """Two server processes' apps on one PostgreSQL (each on its own loopback port, in this process):
-a page's stream held by one, the agent's MCP requests and the page's answers reaching the other.
+a page's link held by one, the agent's MCP requests reaching the other.
 The directory of pages is the database; calls, answers and "the page went" cross by LISTEN/NOTIFY
 (reactor/server/page_bus.py)."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import queue
 import threading
 import time
 
@@ -16,6 +17,8 @@ import pytest
 from conftest import bearer, start_server, stop_server
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
 
 TOOL = {
     "name": "notes_count",
@@ -37,48 +40,46 @@ def two_apps(tmp_path, postgres_cluster):
 
 
 class ScriptedPage:
-    """A page held on `home` by its event stream, answering each call on `answers_to` (another
-    process), as a browser behind a load balancer may: `answer(call) -> envelope`."""
+    """A page linked to `home` by its WebSocket, as a browser's is, answering each call with
+    `answer(call) -> envelope` (None: it never answers). What else the server says (`listed`,
+    `problem`) waits in `said`."""
 
-    def __init__(self, home: str, answers_to: str, session: dict[str, str], answer) -> None:
-        self.home, self.answers_to, self.session, self.answer = home, answers_to, session, answer
+    def __init__(self, home: str, session: dict[str, str], answer) -> None:
+        self.answer = answer
         self.page_id: str | None = None
-        self.named = threading.Event()
         self.calls: list[dict] = []
-        self.client = httpx.Client(headers=session, timeout=30)
-        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.said: queue.Queue[dict] = queue.Queue()
+        self.link = f"ws{home.removeprefix('http')}/api/agent-pages/link"
+        self.thread = threading.Thread(target=self.run, args=(session,), daemon=True)
         self.thread.start()
-        assert self.named.wait(10), "the page got no hello"
+        assert self.said.get(timeout=10)["type"] == "listed", "the server took the page's tools"
 
-    def run(self) -> None:
-        try:
-            with self.client.stream("GET", f"{self.home}/api/agent-pages/stream") as events:
-                name = None
-                for line in events.iter_lines():
-                    if line.startswith("event: "):
-                        name = line[7:]
-                    elif line.startswith("data: "):
-                        self.heard(name, json.loads(line[6:]))
-        except httpx.HTTPError:
-            pass  # closed by the test
+    def run(self, session: dict[str, str]) -> None:
+        with connect(self.link, additional_headers=session) as self.socket:
+            try:
+                for text in self.socket:
+                    self.heard(json.loads(text))
+            except ConnectionClosed:
+                pass  # closed by the test or the server
 
-    def heard(self, name, data) -> None:
-        if name == "hello":
-            self.page_id = data["page"]
-            self.post({"type": "tools", "tools": [TOOL]})
-            self.named.set()
-        elif name == "call":
-            self.calls.append(data)
-            envelope = self.answer(data)
+    def heard(self, message) -> None:
+        if message["type"] == "hello":
+            self.page_id = message["page"]
+            self.send({"type": "tools", "tools": [TOOL]})
+        elif message["type"] == "call":
+            self.calls.append(message)
+            envelope = self.answer(message)
             if envelope is not None:
-                self.post({"type": "answer", "call": data["call"], "envelope": envelope})
+                self.send({"type": "answer", "call": message["call"], "envelope": envelope})
+        else:
+            self.said.put(message)
 
-    def post(self, message) -> None:
-        answer = self.client.post(f"{self.answers_to}/api/agent-pages/{self.page_id}", json=message)
-        assert answer.status_code == 200, answer.text
+    def send(self, message) -> None:
+        self.socket.send(message if isinstance(message, str) else json.dumps(message))
 
     def close(self) -> None:
-        self.client.close()
+        self.socket.close()
+        self.thread.join(10)
 
 
 def agent_token(server, username="ada") -> str:
@@ -96,8 +97,8 @@ async def with_session(url: str, token: str, work):
 
 def test_an_agent_on_one_process_calls_a_page_held_by_another_and_the_answer_crosses_back(two_apps):
     first, second = two_apps
-    # The page answers its own process, as a browser does: the answer crosses back to the first.
-    page = ScriptedPage(second.url, second.url, bearer(second, "ada"), lambda call: {"ok": True, "result": {"notes": 3}})
+    # The page answers its own process: the answer crosses back to the first.
+    page = ScriptedPage(second.url, bearer(second, "ada"), lambda call: {"ok": True, "result": {"notes": 3}})
     try:
 
         async def work(session):
@@ -118,13 +119,13 @@ def test_an_agent_on_one_process_calls_a_page_held_by_another_and_the_answer_cro
 def test_a_page_that_goes_on_its_process_fails_the_call_waiting_on_the_other_at_once(two_apps):
     first, second = two_apps
     called = threading.Event()
-    page = ScriptedPage(second.url, first.url, bearer(second, "ada"), lambda call: called.set())  # never answers
+    page = ScriptedPage(second.url, bearer(second, "ada"), lambda call: called.set())  # never answers
 
     async def work(session):
         waiting = asyncio.ensure_future(session.call_tool("notes_count", {}))
         await asyncio.get_running_loop().run_in_executor(None, called.wait, 10)
         went = time.monotonic()
-        next(iter(second.app.state.agents.relay.pages.values())).end()  # the page's stream ends on its process
+        next(iter(second.app.state.agents.relay.pages.values())).end()  # the page's link ends on its process
         result = await waiting
         return result, time.monotonic() - went
 
@@ -138,7 +139,7 @@ def test_a_page_that_goes_on_its_process_fails_the_call_waiting_on_the_other_at_
 
 def test_a_large_call_crosses_by_the_message_table(two_apps):
     first, second = two_apps
-    page = ScriptedPage(second.url, second.url, bearer(second, "ada"), lambda call: {"ok": True, "result": call["arguments"]})
+    page = ScriptedPage(second.url, bearer(second, "ada"), lambda call: {"ok": True, "result": call["arguments"]})
     text = "x" * 20_000  # over NOTIFY's 8,000 bytes, both ways
     try:
         result = asyncio.run(
@@ -149,19 +150,9 @@ def test_a_large_call_crosses_by_the_message_table(two_apps):
     assert result.structured_content == {"text": text}
 
 
-def test_an_answer_posted_to_the_waiting_process_itself_is_taken_there(two_apps):
-    first, second = two_apps  # a load balancer may send the page's POST to any process
-    page = ScriptedPage(second.url, first.url, bearer(second, "ada"), lambda call: {"ok": True, "result": "here"})
-    try:
-        result = asyncio.run(with_session(first.url, agent_token(first), lambda session: session.call_tool("notes_count", {})))
-    finally:
-        page.close()
-    assert result.structured_content == {"result": "here"}
-
-
 def test_bobs_agent_on_either_process_never_sees_adas_page(two_apps):
     first, second = two_apps
-    page = ScriptedPage(second.url, second.url, bearer(second, "ada"), lambda call: {"ok": True, "result": 1})
+    page = ScriptedPage(second.url, bearer(second, "ada"), lambda call: {"ok": True, "result": 1})
     try:
         for server in (first, second):
             listed = asyncio.run(with_session(server.url, agent_token(server, "bob"), lambda session: session.list_tools()))

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from reactor.server.mcp_relay import tool_result
 from reactor.server.page_relay import PageRelay
 
@@ -18,9 +20,9 @@ def test_a_call_goes_down_the_pages_stream_and_its_answer_comes_back():
     async def run():
         relay = PageRelay()
         page = relay.connect("ada", "reactor", "http://127.0.0.1:8000/")
-        call = asyncio.ensure_future(relay.call(page, "decks_list_decks", {}, quiet))
+        call = asyncio.ensure_future(relay.call(page, "decks_list_decks", {}, quiet, "Claude Code"))
         sent = await page.outbox.get()
-        assert sent == {"type": "call", "call": sent["call"], "tool": "decks_list_decks", "arguments": {}}
+        assert sent == {"type": "call", "call": sent["call"], "tool": "decks_list_decks", "arguments": {}, "agent": "Claude Code"}
         assert relay.answer(page, sent["call"], {"ok": True, "result": {"decks": []}})
         assert not relay.answer(page, sent["call"], {"ok": True, "result": 1}), "one answer per call"
         return await call, relay.waiting, page.sent
@@ -106,37 +108,44 @@ def test_an_envelope_becomes_structured_content_and_text_and_a_failure_a_tool_er
 
 
 def test_a_connected_pages_messages_are_checked_and_only_its_person_may_send_them(tmp_path):
-    import httpx
     from conftest import bearer, start_server, stop_server
+    from websockets.exceptions import ConnectionClosed, InvalidStatus
+    from websockets.sync.client import connect
 
     from test_mcp_processes import ScriptedPage
 
     live = start_server(tmp_path / "data", seed_demo=True)
     ada = bearer(live, "ada")
-    page = ScriptedPage(live.url, live.url, ada, lambda call: None)
+    page = ScriptedPage(live.url, ada, lambda call: None)
     try:
-        at = f"{live.url}/api/agent-pages/{page.page_id}"
-        for body, field in [
-            ({"type": "answer", "call": "x"}, "envelope"),
-            ({"type": "answer", "call": "x", "envelope": {"ok": "yes"}}, "envelope"),
-            ({"type": "tools", "tools": "all"}, "tools"),
-            ({"type": "tools", "tools": [1]}, "tools"),
-            ({"type": "shout"}, "type"),
+        for message, said in [
+            ({"type": "answer", "call": "x"}, "An answer is"),
+            ({"type": "answer", "call": "x", "envelope": {"ok": "yes"}}, "An answer is"),
+            ({"type": "tools", "tools": "all"}, "A tool list is"),
+            ({"type": "tools", "tools": [1]}, "A tool list is"),
+            ({"type": "shout"}, "Send {"),
+            ("not json", "a JSON object"),
+            ([1, 2], "a JSON object"),
+            ('{"type": "tools", "tools": [' + "{}," * 700_000 + "{}]}", "at most 2,000,000 characters"),
         ]:
-            answer = httpx.post(at, json=body, headers=ada)
-            assert answer.status_code == 422 and answer.json()["field"] == field, body
-        huge = httpx.post(
-            at,
-            content=b'{"type": "tools", "tools": [' + b"{}," * 700_000 + b"{}]}",
-            headers={**ada, "content-type": "application/json"},
-        )
-        assert huge.status_code == 413
-        assert httpx.post(at, json={"type": "active"}, headers=bearer(live, "bob")).status_code == 404, (
-            "never another person's page"
-        )
-        assert httpx.post(at, json={"type": "active"}).status_code in (401, 403)
-        stale = httpx.post(at, json={"type": "answer", "call": "nobody.0", "envelope": {"ok": True}}, headers=ada)
-        assert stale.json() == {"ok": False}, "an answer nobody waits for is dropped"
+            page.send(message)
+            problem = page.said.get(timeout=10)
+            assert problem["type"] == "problem" and said in problem["error"], message
+        assert live.app.state.agents.relay.pages[page.page_id].tools != [{}], "nothing of a refused message was kept"
+        page.send({"type": "answer", "call": "nobody.0", "envelope": {"ok": True}})  # nobody waits: dropped
+        page.send({"type": "active"})
+        page.send({"type": "tools", "tools": []})
+        assert page.said.get(timeout=10) == {"type": "listed", "tools": 0}, "the page goes on after a dropped answer"
+
+        link = f"ws{live.url.removeprefix('http')}/api/agent-pages/link"
+        for foreign in [{"origin": "http://127.0.0.1:5500"}, {"sec-fetch-site": "same-site"}, {"sec-fetch-site": "cross-site"}]:
+            with pytest.raises(InvalidStatus) as refused:
+                connect(link, additional_headers={**ada, **foreign})
+            assert refused.value.response.status_code == 403, f"another site's page may not link: {foreign}"
+        with connect(link) as anonymous:
+            with pytest.raises(ConnectionClosed):
+                anonymous.recv(10)
+        assert anonymous.close_code == 4401 and "Sign in" in anonymous.close_reason
     finally:
         page.close()
         stop_server(live)

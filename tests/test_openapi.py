@@ -76,8 +76,8 @@ def test_every_route_is_in_the_document():
 
 # GET /api/maintenance/slow is left out: waiting (up to a minute a call) is what it does.
 @pytest.mark.parametrize("identity", ["operator", "anonymous"])
-# Left out: the two routes whose job is to wait (a slow source; a connected page's event stream).
-@schema.exclude(method="GET", path="/api/maintenance/slow").exclude(method="GET", path="/api/agent-pages/stream").parametrize()
+# Left out: the route whose job is to wait (a slow source).
+@schema.exclude(method="GET", path="/api/maintenance/slow").parametrize()
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 def test_no_generated_request_breaks_the_server_or_its_document(case, identity):
     headers = OPERATOR if identity == "operator" else {}

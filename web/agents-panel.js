@@ -15,6 +15,7 @@ function api(path, options = {}) {
 }
 
 const status = el("p", { class: "agents-status", role: "status", "data-testid": "agents-status" });
+const lastCall = el("p", { class: "agents-last-call", "data-testid": "agents-last-call", hidden: "" });
 const toggle = el("input", { type: "checkbox", "data-testid": "agents-switch" });
 toggle.checked = localStorage.getItem(SWITCH_KEY) === "on";
 const tokens = el("ul", { class: "agents-tokens", "data-testid": "agent-tokens" });
@@ -27,7 +28,7 @@ form.append(formError);
 box.append(
   el("h2", { id: "agents-title" }, "Agents"),
   el("label", { class: "agents-switch" }, toggle, " Let my agents use this page"),
-  status, form, made, tokens,
+  status, lastCall, form, made, tokens,
 );
 
 toggle.addEventListener("change", () => {
@@ -119,6 +120,12 @@ window.addEventListener("reactor:agents", ({ detail }) => {
     delete status.dataset.page;
     status.textContent = "Connection lost; connecting again…";
   }
+});
+
+// What an agent last asked this page for, in the words the person sees in the palette.
+window.addEventListener("reactor:agent-call", ({ detail: { agent, title, at } }) => {
+  lastCall.hidden = false;
+  lastCall.textContent = `${agent || "An agent"} asked for “${title}” at ${at.toLocaleTimeString()}.`;
 });
 
 window.addEventListener("reactor:session", ({ detail }) => {

@@ -1,30 +1,35 @@
 /**
  * The page's link to the reactor server for the person's desktop agents (MCP at /mcp; the server
- * side is reactor/server/mcp_relay.py). One connection per page: server-sent events down
- * (`hello` {page}, `call` {call, tool, arguments}, `cancel` {call}) on a fetch stream, JSON POSTs
- * up (answers, the tool list, "the person is using this page"). A call runs through
+ * side is reactor/server/mcp_relay.py). One WebSocket per page: `hello` {page}, `call` {call,
+ * tool, arguments, agent} and `cancel` {call} come down; answers, the tool list (acknowledged by
+ * `listed`) and "the person is using this page" go up. A call runs through
  * `window.reactor.chat.callTool` — admission, validation and the person's approval, as for the
- * chat. A dropped connection is made again with backoff (0.5 s doubling to 30 s).
+ * chat. A dropped connection is made again with backoff (0.5 s doubling to 30 s); a refusal
+ * (signed out: 4401, too many pages: 4429) is not retried.
  */
 
 const BACKOFF_MS = [500, 30_000];
 const ACTIVE_EVERY_MS = 10_000;
+const REFUSED = new Set([4401, 4429]);
+const MESSAGE_LIMIT = 2_000_000;  // the server's limit on one message (mcp_relay.py BODY_LIMIT)
 
 class AgentLink {
   constructor(server) {
     this.server = server;
     this.pageId = null;
+    this.named = false;      // whether the server has acknowledged this page's tools
     this.wanted = false;
     this.generation = 0;     // one run() loop at a time: a disconnect then connect starts a new one
-    this.stream = null;      // the AbortController of the event stream
+    this.socket = null;
     this.calls = new Map();  // call id -> AbortController
-    this.waiting = [];       // connect() promises waiting for `hello`
+    this.titles = new Map(); // tool name -> its title, as the palette shows it
+    this.waiting = [];       // connect() promises waiting for the server to have the page and its tools
     this.lastActive = 0;
     this.stopListening = null;
     this.onActivity = () => this.active();
   }
 
-  /** Connect (again) and resolve {pageId} once the server has named this page. */
+  /** Connect (again) and resolve {pageId} once the server has this page and its tools. */
   connect() {
     const named = new Promise((resolve, reject) => this.waiting.push({ resolve, reject }));
     if (!this.wanted) {
@@ -43,7 +48,7 @@ class AgentLink {
   disconnect() {
     this.wanted = false;
     this.generation += 1;
-    this.stream?.abort();
+    this.socket?.close(1000);
     for (const controller of this.calls.values()) controller.abort(new Error("The page's agents switch was turned off."));
     this.calls.clear();
     for (const type of ["focus", "pointerdown", "keydown"]) removeEventListener(type, this.onActivity, true);
@@ -63,25 +68,17 @@ class AgentLink {
     const current = () => this.wanted && this.generation === generation;
     let delay = BACKOFF_MS[0];
     while (current()) {
-      this.stream = new AbortController();
-      try {
-        // Origin and path only: a query or fragment may hold what the person would not hand to an agent.
-        const query = new URLSearchParams({ title: document.title.slice(0, 200), url: (location.origin + location.pathname).slice(0, 500) });
-        const response = await fetch(new URL(`/api/agent-pages/stream?${query}`, this.server), {
-          credentials: "include", headers: { accept: "text/event-stream" }, signal: this.stream.signal,
-        });
-        if (response.status === 401 || response.status === 429) {
-          const { error } = await response.json().catch(() => ({ error: `The server answered ${response.status}.` }));
-          this.settle(null, new Error(error));  // signed out, or too many pages: trying again will not help
-          this.disconnect();
-          break;
-        }
-        if (!response.ok || !response.body) throw new Error(`the server answered ${response.status}`);
-        await this.read(response.body, () => { delay = BACKOFF_MS[0]; });
-      } catch (error) {
-        if (!current()) break;
-      }
+      // Origin and path only: a query or fragment may hold what the person would not hand to an agent.
+      const query = new URLSearchParams({ title: document.title.slice(0, 200), url: (location.origin + location.pathname).slice(0, 500) });
+      const address = new URL(`/api/agent-pages/link?${query}`, this.server);
+      address.protocol = address.protocol === "https:" ? "wss:" : "ws:";
+      const closed = await this.hold(new WebSocket(address), () => { delay = BACKOFF_MS[0]; });
       if (!current()) break;
+      if (REFUSED.has(closed.code)) {
+        this.settle(null, new Error(closed.reason || "The server refused this page's connection."));
+        this.disconnect();  // signed out, or too many pages: trying again will not help
+        break;
+      }
       this.pageId = null;
       window.dispatchEvent(new CustomEvent("reactor:agents", { detail: { connected: false } }));
       await new Promise((resolve) => setTimeout(resolve, delay));
@@ -89,39 +86,35 @@ class AgentLink {
     }
   }
 
-  async read(body, onHello) {
-    const reader = body.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buffer += value;
-      let end;
-      while ((end = buffer.indexOf("\n\n")) >= 0) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const event = /^event: (.*)$/m.exec(block)?.[1];
-        const data = /^data: (.*)$/m.exec(block)?.[1];
-        if (event && data) this.heard(event, JSON.parse(data), onHello);
-      }
-    }
+  /** Hold one socket until it closes; resolves its CloseEvent. */
+  hold(socket, onHello) {
+    this.socket = socket;
+    socket.onmessage = ({ data }) => this.heard(JSON.parse(data), onHello);
+    return new Promise((resolve) => { socket.onclose = resolve; });
   }
 
-  heard(event, data, onHello) {
-    if (event === "hello") {
-      this.pageId = data.page;
+  heard(message, onHello) {
+    if (message.type === "hello") {
+      this.pageId = message.page;
+      this.named = false;
       onHello();
       this.sendTools();
+    } else if (message.type === "listed" && !this.named) {
+      this.named = true;  // the server has the page and its tools: agents may call it now
       this.settle({ pageId: this.pageId });
       window.dispatchEvent(new CustomEvent("reactor:agents", { detail: { connected: true, pageId: this.pageId } }));
-    } else if (event === "call") {
-      this.runCall(data);
-    } else if (event === "cancel") {
-      this.calls.get(data.call)?.abort(new Error("The agent stopped this call."));
+    } else if (message.type === "call") {
+      this.runCall(message);
+    } else if (message.type === "cancel") {
+      this.calls.get(message.call)?.abort(new Error("The agent stopped this call."));
+    } else if (message.type === "problem") {
+      console.warn(`reactor agents: ${message.error}`);
     }
   }
 
-  async runCall({ call, tool, arguments: args }) {
+  async runCall({ call, tool, arguments: args, agent }) {
+    const title = this.titles.get(tool) ?? tool;
+    window.dispatchEvent(new CustomEvent("reactor:agent-call", { detail: { agent, tool, title, at: new Date() } }));
     const controller = new AbortController();
     this.calls.set(call, controller);
     let envelope;
@@ -133,12 +126,16 @@ class AgentLink {
     } finally {
       this.calls.delete(call);
     }
-    await this.post({ type: "answer", call, envelope });
+    const answer = JSON.stringify({ type: "answer", call, envelope });
+    this.post(answer.length <= MESSAGE_LIMIT ? answer : { type: "answer", call, envelope: {
+      ok: false, error: { code: "too_large", message: `The result is over ${MESSAGE_LIMIT.toLocaleString("en")} characters; ask for less of it.` } } });
   }
 
   async sendTools() {
     if (!this.pageId) return;
-    await this.post({ type: "tools", tools: await window.reactor.chat.tools() });
+    const tools = await window.reactor.chat.tools();
+    this.titles = new Map(tools.map((t) => [t.name, t.title ?? t.name]));
+    this.post({ type: "tools", tools });
   }
 
   active() {
@@ -148,15 +145,10 @@ class AgentLink {
     this.post({ type: "active" });
   }
 
-  async post(message) {
-    if (!this.pageId) return;
-    try {
-      await fetch(new URL(`/api/agent-pages/${this.pageId}`, this.server), {
-        method: "POST", credentials: "include", headers: { "content-type": "application/json" }, body: JSON.stringify(message),
-      });
-    } catch (error) {
-      console.warn(`reactor agents: ${error.message}`);  // the stream's end says the rest
-    }
+  /** Send a message (an object, or its JSON text) up the socket, if it is open. */
+  post(message) {
+    if (!this.pageId || this.socket?.readyState !== WebSocket.OPEN) return;
+    this.socket.send(typeof message === "string" ? message : JSON.stringify(message));
   }
 }
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -155,7 +155,7 @@ class Auth:
 
     def user_for(self, request: Request) -> User | None:
         """The signed-in user of this request (cookie or bearer token), or None."""
-        return self.user_for_token(_token(request))
+        return self.user_for_token(session_token(request))
 
     def user_for_token(self, token: str) -> User | None:
         if not token:
@@ -223,7 +223,7 @@ class Auth:
             responses={200: {"type": "object", "required": ["signedOut"], "properties": {"signedOut": {"const": True}}}},
         )
         async def sign_out(request: Request) -> Response:
-            token = _token(request)
+            token = session_token(request)
             if token:
                 self.sign_out(token)
             response = JSONResponse({"signedOut": True})
@@ -255,7 +255,8 @@ class Auth:
         ]
 
 
-def _token(request: Request) -> str:
+def session_token(request: HTTPConnection) -> str:
+    """The session token a request (or a WebSocket's handshake) carries: bearer, else the cookie."""
     header = request.headers.get("authorization", "")
     if header.lower().startswith("bearer "):
         return header[7:].strip()

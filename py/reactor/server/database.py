@@ -35,7 +35,7 @@ VERSIONS = "CREATE TABLE IF NOT EXISTS schema_versions (owner TEXT PRIMARY KEY, 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 WRITE_LOCK = 7_355_608  # the advisory lock an `immediate` PostgreSQL transaction takes, as SQLite's writer lock
 SETUP_LOCK = 7_355_609  # held by a server process while it migrates and seeds
-IDLE_CONNECTIONS = 8  # PostgreSQL connections kept open between transactions, per process
+IDLE_CONNECTIONS = 8  # connections kept open between transactions, per process
 
 
 class Database:
@@ -140,7 +140,8 @@ class _Backend:
 
 
 class _SQLite(_Backend):
-    """One connection per transaction, WAL so readers never wait on a writer."""
+    """A few connections kept open between transactions (opening one costs 0.5 ms, a read
+    5 µs), WAL so readers never wait on a writer."""
 
     kind = "sqlite"
     busy_timeout = 10.0  # seconds a statement waits for another writer before DatabaseBusy
@@ -148,22 +149,44 @@ class _SQLite(_Backend):
     def __init__(self, path: Path) -> None:
         self.path, self.shown = path, str(path)
         path.parent.mkdir(parents=True, exist_ok=True)
+        self.idle: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue(IDLE_CONNECTIONS)
+        weakref.finalize(self, _close_idle, self.idle)  # an app dropped without close() still closes them
         with self.transaction(False) as db:
             db.execute("PRAGMA journal_mode=WAL")
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            return self.idle.get_nowait()
+        except queue.Empty:
+            pass
+        # One thread at a time uses a connection: it is taken from `idle` and given back after.
+        connection = sqlite3.connect(self.path, timeout=self.busy_timeout, check_same_thread=False)
+        connection.row_factory = sqlite3.Row
+        connection.execute("PRAGMA foreign_keys=ON")
+        return connection
 
     @contextmanager
     def transaction(self, immediate: bool) -> Iterator[sqlite3.Connection]:
         with self.errors():
-            connection = sqlite3.connect(self.path, timeout=self.busy_timeout)
-            connection.row_factory = sqlite3.Row
-            connection.execute("PRAGMA foreign_keys=ON")
+            connection = self._connect()
             try:
-                with connection:
+                with connection:  # commits, or rolls back on an error
                     if immediate:
                         connection.execute("BEGIN IMMEDIATE")
                     yield connection
-            finally:
+            except BaseException:
                 connection.close()
+                raise
+            if connection.in_transaction:
+                connection.close()
+                return
+            try:
+                self.idle.put_nowait(connection)
+            except queue.Full:
+                connection.close()
+
+    def close(self) -> None:
+        _close_idle(self.idle)
 
     @contextmanager
     def errors(self) -> Iterator[None]:

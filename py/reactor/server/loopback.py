@@ -10,7 +10,7 @@ from typing import Any
 
 import uvicorn
 
-GRACE_SECONDS = 2  # a stop waits this long for requests to end; a page's event stream never does
+GRACE_SECONDS = 2  # a stop waits this long for requests to end; a page's WebSocket never does
 
 
 def free_port() -> int:

@@ -1,6 +1,6 @@
 """PageRelay: the person's connected pages, and the calls on their way to them and back.
 
-A page holds its event stream on one server process; a call may start on another (the agent's
+A page holds its WebSocket on one server process; a call may start on another (the agent's
 request reached it) and the page's answer may reach a third. With one process (SQLite)
 everything is in this process's memory. With several on one PostgreSQL, a `PageBus`
 (server/page_bus.py) keeps the directory of pages in the database and carries the messages
@@ -30,8 +30,8 @@ class PageGone(Exception):
 
 @dataclass(eq=False)
 class PageLink:
-    """One connected page of one person. `outbox` is its event stream's, on the process that
-    holds the stream (`process`); elsewhere the page is known by its directory row only."""
+    """One connected page of one person. `outbox` is its WebSocket's, on the process that
+    holds the socket (`process`); elsewhere the page is known by its directory row only."""
 
     id: str
     username: str
@@ -48,7 +48,7 @@ class PageLink:
         return {"page": self.id, "title": self.title, "url": self.url, "activeAt": self.active_at, "tools": len(self.tools)}
 
     def end(self) -> None:
-        """End the page's event stream (from any thread): it is disconnected, and connects again."""
+        """End the page's WebSocket (from any thread): it is disconnected, and connects again."""
         if self.loop is not None and self.outbox is not None:
             self.loop.call_soon_threadsafe(self.outbox.put_nowait, None)
 
@@ -138,14 +138,20 @@ class PageRelay:
     # Calls
 
     async def call(
-        self, page: PageLink, tool: str, arguments: dict[str, Any], progress: Callable[[float, str], Awaitable[None]]
+        self,
+        page: PageLink,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: Callable[[float, str], Awaitable[None]],
+        agent: str = "",
     ) -> dict[str, Any]:
-        """The page's envelope for one call, or ours for a page that went or a person who did not answer."""
+        """The page's envelope for one call, or ours for a page that went or a person who did not
+        answer. `agent` is the token's name, which the page shows its person."""
         call_id = f"{self.process}.{secrets.token_hex(8)}"
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.waiting[call_id] = future
         started = time.monotonic()
-        self._to_page(page, {"type": "call", "call": call_id, "tool": tool, "arguments": arguments})
+        self._to_page(page, {"type": "call", "call": call_id, "tool": tool, "arguments": arguments, "agent": agent})
         try:
             while True:
                 waited = time.monotonic() - started

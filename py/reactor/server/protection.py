@@ -54,10 +54,16 @@ class HostCheck:
         self.hosts = frozenset(check_hosts(hosts))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         host = Headers(scope=scope).get("host", "")
+        if scope["type"] == "websocket":
+            if host_name(host) in self.hosts:
+                await self.app(scope, receive, send)
+            else:
+                await send({"type": "websocket.close", "code": 1008})  # the handshake is refused: 403
+            return
         if host_name(host) not in self.hosts:
             shown = host[:80] or "(none)"
             await JSONResponse(
