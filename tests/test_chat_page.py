@@ -4,6 +4,7 @@ import time
 
 import pytest
 from conftest import sign_in_on_page, start_server, stop_server
+from playwright.sync_api import expect
 
 from fake_openai import FakeOpenAI, text_turn, tool_call_turn
 from reactor.plugin_spec import discover_plugins
@@ -287,6 +288,22 @@ def test_the_chat_driven_from_code_shows_its_model_and_the_person_can_stop_its_r
     idle(page)
     assert provider.hung_up.wait(5), "the request to the provider was aborted"
     assert page.locator("reactor-chat").get_by_role("button", name="Send").is_enabled()
+
+
+def test_a_model_chosen_by_code_before_the_widget_is_ready_stays_chosen(page, server, provider):
+    page.goto(server.url)
+    page.evaluate(
+        "(url) => window.reactor.chat.configure({provider: 'openai', baseUrl: url, model: 'gpt-at-start', apiKey: 'k'})",
+        f"{server.url}/v1",
+    )  # as a page's own script does at start, before the widget has chosen its model
+    label = page.get_by_test_id("chat-model")
+    expect(label).to_contain_text("gpt-at-start")
+    page.locator("reactor-chat select[name=provider] option").first.wait_for(state="attached")  # the widget chose
+    expect(label).to_contain_text("gpt-at-start")  # the widget's own first choice did not replace it
+    provider.turns = [text_turn("From the page's model.")]
+    say(page, "hello")
+    idle(page)
+    assert provider.requests[-1]["model"] == "gpt-at-start"
 
 
 def test_a_failed_call_shows_the_person_their_sentence_not_the_models(offline_page, live_server):

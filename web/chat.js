@@ -98,15 +98,19 @@ class ReactorChat extends HTMLElement {
     for (const label of this.settings.querySelectorAll(".chat-keyed")) label.hidden = !KEYED.has(this.provider.value);
   }
 
+  /**
+   * Choose the model; the error, if any. The widget's first choice (`saved`, from this tab) gives
+   * way to a model the page's code has chosen already with reactor.chat.configure.
+   */
   async applySettings(settings, { saved = false } = {}) {
-    let answer = await window.reactor.chat.configure(settings);
+    let answer = await window.reactor.chat.configure(settings, { unlessChosen: saved });
     // A choice saved in this tab that the server no longer offers: the page's default instead.
     if (!answer.ok && saved && Object.keys(settings).length) {
-      answer = await window.reactor.chat.configure({});
+      answer = await window.reactor.chat.configure({}, { unlessChosen: true });
       settings = {};
     }
     if (!answer.ok) return answer.error;
-    sessionStorage.setItem(SETTINGS_KEY, JSON.stringify(settings));
+    if (answer.chosen) sessionStorage.setItem(SETTINGS_KEY, JSON.stringify(settings));
     this.provider.replaceChildren(...answer.providers.map(([value, text]) =>
       el("option", { value, selected: value === answer.provider }, text)));
     this.showKeyedFields();

@@ -162,7 +162,11 @@ export const reactor = {
    * `reactor:chat` events on window; `approver(request)` must resolve "allow", "always" or "deny".
    */
   chat: {
-    async configure(settings) { await ready; return channel.request("chat.configure", { settings }); },
+    /** Choose the chat's model; `unlessChosen`: only if none was chosen yet (the widget's first choice). */
+    async configure(settings, { unlessChosen = false } = {}) {
+      await ready;
+      return channel.request("chat.configure", { settings, unlessChosen });
+    },
     async label() { await ready; return channel.request("chat.label"); },
     async send(text) { await ready; return channel.request("chat.send", { text }); },
     stop() { if (python) channel.notify("chat.stop"); },

@@ -283,11 +283,25 @@ def _serve_chat(endpoint: WorkerEndpoint, reactor: Any, agent: dict[str, Any], a
             )
         return sessions[0]
 
+    chosen = False  # whether a model was chosen in this page (by the person or the page's code)
+
     def configure(message: dict[str, Any], signal: CancelToken) -> dict[str, Any]:
+        """Choose the chat's model; with `unlessChosen` (the widget's first choice), a model chosen
+        already stays, and is described. `chosen` in the answer: this call chose."""
+        nonlocal chosen
         try:
-            label = session().configure(message["settings"])
             chat = session()
-            return {"ok": True, "label": label, "examples": chat.examples, "provider": chat.provider, "providers": chat.providers}
+            keep = bool(message.get("unlessChosen")) and chosen
+            label = chat.label if keep else chat.configure(message["settings"])
+            chosen = chosen or not message.get("unlessChosen")
+            return {
+                "ok": True,
+                "chosen": not keep,
+                "label": label,
+                "examples": chat.examples,
+                "provider": chat.provider,
+                "providers": chat.providers,
+            }
         except ValueError as error:
             return {"ok": False, "error": str(error)}
 
