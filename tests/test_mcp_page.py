@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import threading
 import time
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -21,6 +23,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 pytestmark = pytest.mark.browser
+ROOT = Path(__file__).resolve().parent.parent
+MCP1_PYTHON = ROOT / ".venv-mcp1" / "bin" / "python"  # the SDK's 1.x line, made by ./dev test
 
 
 class Agent:
@@ -265,3 +269,28 @@ def test_connecting_needs_a_signed_in_person_and_signing_out_disconnects(page, l
     page.get_by_test_id("agents-status").get_by_text("Sign in to let your agents use this page.").wait_for()
     assert agent.heard_list_change.wait(10), "the page's tools went with its person"
     assert agent.list_names() == ["reactor_pages", "reactor_call"]
+
+
+def test_a_2025_11_25_client_of_the_sdks_1x_line_lists_and_calls_the_pages_tools(page, live):
+    """Not our SDK 2.x: the 1.x line most desktop agents' Python servers and clients still use,
+    with initialize and an Mcp-Session-Id, in its own environment."""
+    assert MCP1_PYTHON.exists(), "run ./dev test once: it makes .venv-mcp1 with the SDK's 1.x line"
+    connect_page(page, live)
+    token = make_token_in_panel(page)
+    run = subprocess.run(
+        [str(MCP1_PYTHON), str(ROOT / "tests" / "mcp1_client.py"), live.url, token, "decks_list_decks"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    seen = json.loads(run.stdout)
+    assert seen["sdk"].startswith("1.")
+    assert seen["protocolVersion"] == "2025-11-25"
+    assert seen["sessionId"], "the server opened a session (Mcp-Session-Id)"
+    assert seen["listChanged"] is True
+    assert seen["tools"]["decks_list_decks"]["readOnlyHint"] is True
+    assert seen["tools"]["decks_create_deck"]["readOnlyHint"] is False
+    assert {"reactor_pages", "reactor_call"} <= set(seen["tools"])
+    assert seen["call"]["isError"] is False
+    assert "reactor-in-5-minutes" in [deck["id"] for deck in seen["call"]["structuredContent"]["decks"]]
