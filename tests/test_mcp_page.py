@@ -322,9 +322,16 @@ def test_claude_desktops_lines_from_the_panel_run_the_mcp_remote_bridge_to_the_p
     """What Claude Desktop does with the copied claude_desktop_config.json entry: start its
     command with its args and env and speak MCP over stdio (here the SDK's stdio client)."""
     assert (NPM_MCP / "node_modules" / ".bin" / "mcp-remote").exists(), "run ./dev test once: it installs mcp-remote"
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live.url)
     connect_page(page, live)
     make_token_in_panel(page, "Claude Desktop")
-    entry = json.loads(page.get_by_test_id("agent-desktop-json").inner_text())["mcpServers"]["reactor"]
+    # What the person pastes into the file: the snippet's Copy button, the clipboard read back.
+    snippet = page.locator(".agents-snippet").filter(has=page.get_by_test_id("agent-desktop-json"))
+    snippet.get_by_role("button", name="Copy").click()
+    snippet.get_by_role("button", name="Copied").wait_for()
+    pasted = page.evaluate("navigator.clipboard.readText()")
+    assert pasted == page.get_by_test_id("agent-desktop-json").inner_text()
+    entry = json.loads(pasted)["mcpServers"]["reactor"]
     environment = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "MCP_REMOTE_CONFIG_DIR": str(tmp_path), **entry["env"]}
     server = StdioServerParameters(command=entry["command"], args=entry["args"], env=environment, cwd=NPM_MCP)
 
