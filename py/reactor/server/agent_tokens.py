@@ -10,7 +10,7 @@ request reads the table, so the next one is refused. Each token is held to RATE_
 per RATE_WINDOW seconds: on PostgreSQL, where several server processes share the database, the
 count is in the token's row, moved by the same statement that checks the token (one UPDATE instead
 of a SELECT per request), so it holds across processes; on SQLite, which one server process owns,
-in that process's memory (a write per request there would cost a commit, 2-5 ms, on every call).
+in that process's memory (a write per request there would cost a commit, 1-5 ms, on every call).
 """
 
 from __future__ import annotations
