@@ -7,22 +7,29 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import subprocess
 import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx2
 import mcp.types as types
 import pytest
 from conftest import bearer, sign_in_on_page, start_server, stop_server
-from mcp import ClientSession
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
+ROOT = Path(__file__).resolve().parent.parent
+MCP1_PYTHON = ROOT / ".venv-mcp1" / "bin" / "python"  # the SDK's 1.x line, made by ./dev test
+NPM_MCP = ROOT / ".npm-mcp"  # mcp-remote, installed by ./dev test
 
 
 class Agent:
@@ -117,13 +124,32 @@ def connect_page(page, live, username="ada") -> str:
 
 
 def make_token_in_panel(page, name="Claude Code") -> str:
+    """Make a token in the Agents panel; check the lines shown for each agent, exactly as each
+    one's documentation spells its configuration."""
     page.fill("#agents input[name=token-name]", name)
     page.get_by_role("button", name="Make a token").click()
     secret = page.get_by_test_id("agent-token-secret").inner_text()
-    line = page.get_by_test_id("agent-claude-code").inner_text()
-    assert line == f'claude mcp add --transport http reactor {page.url}mcp --header "Authorization: Bearer {secret}"'
-    assert f'"Bearer {secret}"' in page.get_by_test_id("agent-desktop-json").inner_text()
-    assert '"servers"' in page.get_by_test_id("agent-vscode-json").inner_text()
+    url, bearer = f"{page.url}mcp", f"Bearer {secret}"
+    shown = lambda testid: page.get_by_test_id(testid).inner_text()  # noqa: E731
+    assert shown("agent-claude-code") == f'claude mcp add --transport http reactor {url} --header "Authorization: {bearer}"'
+    # Claude Desktop takes no remote `url` in its file: the mcp-remote bridge, the header from env.
+    assert json.loads(shown("agent-desktop-json")) == {
+        "mcpServers": {
+            "reactor": {
+                "command": "npx",
+                "args": ["-y", "mcp-remote", url, "--header", "Authorization:${AUTH_HEADER}"],
+                "env": {"AUTH_HEADER": bearer},
+            }
+        }
+    }
+    assert json.loads(shown("agent-cursor-json")) == {
+        "mcpServers": {"reactor": {"url": url, "headers": {"Authorization": bearer}}}
+    }
+    assert json.loads(shown("agent-vscode-json")) == {
+        "servers": {"reactor": {"type": "http", "url": url, "headers": {"Authorization": bearer}}}
+    }
+    for title in ["Claude Code: run in a terminal", "Claude Desktop: claude_desktop_config.json", "Cursor: ~/.cursor/mcp.json"]:
+        assert page.locator("#agents").get_by_text(title).is_visible(), title
     return secret
 
 
@@ -272,3 +298,59 @@ def test_connecting_needs_a_signed_in_person_and_signing_out_disconnects(page, l
     page.get_by_test_id("agents-status").get_by_text("Sign in to let your agents use this page.").wait_for()
     assert agent.heard_list_change.wait(10), "the page's tools went with its person"
     assert agent.list_names() == ["reactor_pages", "reactor_call"]
+
+
+def test_a_2025_11_25_client_of_the_sdks_1x_line_lists_and_calls_the_pages_tools(page, live):
+    """Not our SDK 2.x: the 1.x line most desktop agents' Python servers and clients still use,
+    with initialize and an Mcp-Session-Id, in its own environment."""
+    assert MCP1_PYTHON.exists(), "run ./dev test once: it makes .venv-mcp1 with the SDK's 1.x line"
+    connect_page(page, live)
+    token = make_token_in_panel(page)
+    run = subprocess.run(
+        [str(MCP1_PYTHON), str(ROOT / "tests" / "mcp1_client.py"), live.url, token, "decks_list_decks"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    seen = json.loads(run.stdout)
+    assert seen["sdk"].startswith("1.")
+    assert seen["protocolVersion"] == "2025-11-25"
+    assert seen["sessionId"], "the server opened a session (Mcp-Session-Id)"
+    assert seen["listChanged"] is True
+    assert seen["tools"]["decks_list_decks"]["readOnlyHint"] is True
+    assert seen["tools"]["decks_create_deck"]["readOnlyHint"] is False
+    assert {"reactor_pages", "reactor_call"} <= set(seen["tools"])
+    assert seen["call"]["isError"] is False
+    assert "reactor-in-5-minutes" in [deck["id"] for deck in seen["call"]["structuredContent"]["decks"]]
+
+
+def test_claude_desktops_lines_from_the_panel_run_the_mcp_remote_bridge_to_the_page(page, live, tmp_path):
+    """What Claude Desktop does with the copied claude_desktop_config.json entry: start its
+    command with its args and env and speak MCP over stdio (here the SDK's stdio client)."""
+    assert (NPM_MCP / "node_modules" / ".bin" / "mcp-remote").exists(), "run ./dev test once: it installs mcp-remote"
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live.url)
+    connect_page(page, live)
+    make_token_in_panel(page, "Claude Desktop")
+    # What the person pastes into the file: the snippet's Copy button, the clipboard read back.
+    snippet = page.locator(".agents-snippet").filter(has=page.get_by_test_id("agent-desktop-json"))
+    snippet.get_by_role("button", name="Copy").click()
+    snippet.get_by_role("button", name="Copied").wait_for()
+    pasted = page.evaluate("navigator.clipboard.readText()")
+    assert pasted == page.get_by_test_id("agent-desktop-json").inner_text()
+    entry = json.loads(pasted)["mcpServers"]["reactor"]
+    environment = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "MCP_REMOTE_CONFIG_DIR": str(tmp_path), **entry["env"]}
+    server = StdioServerParameters(command=entry["command"], args=entry["args"], env=environment, cwd=NPM_MCP)
+
+    async def run():
+        with open(tmp_path / "mcp-remote.log", "w") as log:
+            async with stdio_client(server, errlog=log) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    return await session.list_tools(), await session.call_tool("decks_list_decks", {})
+
+    with ThreadPoolExecutor(1) as thread:  # Playwright's sync API holds this thread's loop
+        listed, called = thread.submit(asyncio.run, run()).result(60)
+    assert {"decks_list_decks", "reactor_pages", "reactor_call"} <= {t.name for t in listed.tools}
+    assert called.is_error is False, called.content
+    assert "reactor-in-5-minutes" in [deck["id"] for deck in called.structured_content["decks"]]

@@ -20,6 +20,8 @@ from mcp.client.streamable_http import streamable_http_client
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
+from reactor.server.agent_tokens import RATE_LIMIT
+
 TOOL = {
     "name": "notes_count",
     "title": "Count the notes",
@@ -44,8 +46,8 @@ class ScriptedPage:
     `answer(call) -> envelope` (None: it never answers). What else the server says (`listed`,
     `problem`) waits in `said`."""
 
-    def __init__(self, home: str, session: dict[str, str], answer) -> None:
-        self.answer = answer
+    def __init__(self, home: str, session: dict[str, str], answer, tools=(TOOL,)) -> None:
+        self.answer, self.tools = answer, list(tools)
         self.page_id: str | None = None
         self.calls: list[dict] = []
         self.said: queue.Queue[dict] = queue.Queue()
@@ -65,7 +67,7 @@ class ScriptedPage:
     def heard(self, message) -> None:
         if message["type"] == "hello":
             self.page_id = message["page"]
-            self.send({"type": "tools", "tools": [TOOL]})
+            self.send({"type": "tools", "tools": self.tools})
         elif message["type"] == "call":
             self.calls.append(message)
             envelope = self.answer(message)
@@ -160,3 +162,27 @@ def test_bobs_agent_on_either_process_never_sees_adas_page(two_apps):
     finally:
         page.close()
     assert page.calls == []
+
+
+def test_a_tokens_rate_holds_across_processes_and_revoking_it_stops_it_on_both(two_apps):
+    first, second = two_apps
+    token = agent_token(first)
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    headers = {"authorization": f"Bearer {token}", "accept": "application/json, text/event-stream"}
+    with httpx.Client(headers=headers, timeout=30) as client:
+        # Half the token's rate on each process: the whole rate used, though neither saw it all.
+        statuses = [client.post(f"{(first, second)[n % 2].url}/mcp", json=ping).status_code for n in range(RATE_LIMIT)]
+        assert 429 not in statuses
+        for server in (first, second):
+            refused = client.post(f"{server.url}/mcp", json=ping)
+            assert refused.status_code == 429, refused.text
+            assert 1 <= int(refused.headers["retry-after"]) <= 60
+            assert "try again in" in refused.json()["error"]
+        other = agent_token(second)
+        assert client.post(f"{second.url}/mcp", json=ping, headers={"authorization": f"Bearer {other}"}).status_code != 429
+        session = bearer(first, "ada")
+        for listed in httpx.get(f"{first.url}/api/agent-tokens", headers=session).json():
+            httpx.delete(f"{first.url}/api/agent-tokens/{listed['id']}", headers=session)
+        for server in (first, second):
+            answer = client.post(f"{server.url}/mcp", json=ping)
+            assert answer.status_code == 401 and "revoked" in answer.json()["error"]

@@ -1,7 +1,7 @@
 /**
  * The demo page's *Agents* panel: the switch "Let my agents use this page" (off by default,
  * remembered in localStorage), and the person's agent tokens — make one (its secret shown once,
- * with the lines that give it to Claude Code, Claude Desktop / Cursor and VS Code), list, revoke.
+ * with the lines that give it to Claude Code, Claude Desktop, Cursor and VS Code), list, revoke.
  */
 import { el } from "./dom.js";
 
@@ -47,12 +47,22 @@ form.addEventListener("submit", async (event) => {
   listTokens();
 });
 
-/** The secret, once: with the three ways to hand it to an agent. */
+/** The secret, once: with the lines that hand it to each agent, as each one's documentation
+ * spells its configuration. Claude Desktop reads no `url` entry in claude_desktop_config.json
+ * (remote servers are its Connectors, which take no bearer token): it starts `mcp-remote`, a
+ * stdio bridge, which sends the header; the header comes from `env`, since Desktop on Windows
+ * splits arguments at spaces, and mcp-remote refuses plain http except on localhost/127.0.0.1
+ * without --allow-http. */
 function showOnce({ name, token }) {
-  const header = `Authorization: Bearer ${token}`;
-  const claudeCode = `claude mcp add --transport http reactor ${mcpUrl} --header "${header}"`;
-  const desktop = JSON.stringify({ mcpServers: { reactor: { type: "http", url: mcpUrl, headers: { Authorization: `Bearer ${token}` } } } }, null, 2);
-  const vscode = JSON.stringify({ servers: { reactor: { type: "http", url: mcpUrl, headers: { Authorization: `Bearer ${token}` } } } }, null, 2);
+  const bearer = `Bearer ${token}`;
+  const claudeCode = `claude mcp add --transport http reactor ${mcpUrl} --header "Authorization: ${bearer}"`;
+  const url = new URL(mcpUrl);
+  const bridge = ["-y", "mcp-remote", mcpUrl, "--header", "Authorization:${AUTH_HEADER}"];
+  if (url.protocol === "http:" && !["localhost", "127.0.0.1"].includes(url.hostname)) bridge.push("--allow-http");
+  const json = (value) => JSON.stringify(value, null, 2);
+  const desktop = json({ mcpServers: { reactor: { command: "npx", args: bridge, env: { AUTH_HEADER: bearer } } } });
+  const cursor = json({ mcpServers: { reactor: { url: mcpUrl, headers: { Authorization: bearer } } } });
+  const vscode = json({ servers: { reactor: { type: "http", url: mcpUrl, headers: { Authorization: bearer } } } });
   const snippet = (title, text, testid) => {
     const copy = el("button", { type: "button" }, "Copy");
     copy.addEventListener("click", () => navigator.clipboard?.writeText(text).then(() => { copy.textContent = "Copied"; }, () => {}));
@@ -63,9 +73,10 @@ function showOnce({ name, token }) {
   made.replaceChildren(
     el("p", {}, `The token for “${name}”. It is shown this once: copy it now.`),
     snippet("Token", token, "agent-token-secret"),
-    snippet("Claude Code", claudeCode, "agent-claude-code"),
-    snippet("Claude Desktop, Cursor (mcpServers)", desktop, "agent-desktop-json"),
-    snippet("VS Code (.vscode/mcp.json)", vscode, "agent-vscode-json"),
+    snippet("Claude Code: run in a terminal", claudeCode, "agent-claude-code"),
+    snippet("Claude Desktop: claude_desktop_config.json (needs Node.js), then restart Claude", desktop, "agent-desktop-json"),
+    snippet("Cursor: ~/.cursor/mcp.json", cursor, "agent-cursor-json"),
+    snippet("VS Code: .vscode/mcp.json (or MCP: Open User Configuration)", vscode, "agent-vscode-json"),
     hide,
   );
 }

@@ -7,7 +7,10 @@ database keeps only its SHA-256 (as it does for sessions). A token works on `/mc
 (`AgentTokensOnlyOnMcp`), so a token pasted into an agent's configuration cannot sign anyone in
 to the page or write through the page's API. `DELETE /api/agent-tokens/{id}` revokes it: every
 request reads the table, so the next one is refused. Each token is held to RATE_LIMIT requests
-per RATE_WINDOW seconds (in this process's memory: several processes each count their own).
+per RATE_WINDOW seconds: on PostgreSQL, where several server processes share the database, the
+count is in the token's row, moved by the same statement that checks the token (one UPDATE instead
+of a SELECT per request), so it holds across processes; on SQLite, which one server process owns,
+in that process's memory (a write per request there would cost a commit, 1-5 ms, on every call).
 """
 
 from __future__ import annotations
@@ -48,7 +51,23 @@ STEPS = [
     );
     CREATE INDEX IF NOT EXISTS agent_tokens_by_user ON agent_tokens (username);
     """,
+    # The rate window shared by server processes on PostgreSQL: when it began, requests in it.
+    """
+    ALTER TABLE agent_tokens ADD COLUMN window_start REAL;
+    ALTER TABLE agent_tokens ADD COLUMN window_count INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
+# Checks a token and counts the request in one statement: a window older than RATE_WINDOW starts
+# again at this request (SET's right-hand sides all read the row as it was).
+CHECK_AND_COUNT = """
+UPDATE agent_tokens SET
+    last_used = :now,
+    window_count = CASE WHEN window_start IS NULL OR window_start <= :since THEN 1 ELSE window_count + 1 END,
+    window_start = CASE WHEN window_start IS NULL OR window_start <= :since THEN :now ELSE window_start END
+WHERE token_hash = :hash
+RETURNING id, name, username, window_start, window_count,
+    (SELECT groups FROM users WHERE users.username = agent_tokens.username) AS groups
+"""
 LAST_USED_SECONDS = 60  # how stale `last_used` may get before a request writes it again
 TOKEN: dict[str, Any] = {
     "type": "object",
@@ -69,11 +88,13 @@ MADE = {
 
 @dataclass(frozen=True)
 class AgentToken:
-    """A valid agent token: whose, and which (its id, never the secret)."""
+    """A valid agent token: whose, and which (its id, never the secret); `retry_after` is the
+    seconds to wait when this request is past the token's rate, else 0."""
 
     id: str
     name: str
     user: User
+    retry_after: int = 0
 
 
 class AgentTokens:
@@ -82,7 +103,8 @@ class AgentTokens:
     def __init__(self, database: Database, auth: Auth) -> None:
         self.database, self.auth = database, auth
         database.migrate("agent_tokens", STEPS)
-        self.recent: dict[str, deque[float]] = {}
+        self.shared_count = database.kind == "postgresql"
+        self.recent: dict[str, deque[float]] = {}  # SQLite: each token's requests in the window
 
     def make(self, user: User, name: str) -> dict[str, object]:
         """A new token for `user`: the only time its secret is returned."""
@@ -112,10 +134,12 @@ class AgentTokens:
         return bool(gone)
 
     def check(self, secret: str) -> AgentToken | None:
-        """The token `secret` is, if it is one that has not been revoked."""
+        """The token `secret` is, if it is one that has not been revoked, with this request counted."""
         if not secret.startswith(PREFIX) or len(secret) > 200:
             return None
         now = time.time()
+        if self.shared_count:
+            return self._check_and_count(secret, now)
         with self.database.transaction() as db:
             row = db.execute(
                 "SELECT agent_tokens.id, agent_tokens.name, agent_tokens.last_used, users.username, users.groups "
@@ -126,9 +150,20 @@ class AgentTokens:
                 db.execute("UPDATE agent_tokens SET last_used = ? WHERE id = ?", (now, row["id"]))
         if row is None:
             return None
-        return AgentToken(row["id"], row["name"], User(row["username"], tuple(json.loads(row["groups"]))))
+        user = User(row["username"], tuple(json.loads(row["groups"])))
+        return AgentToken(row["id"], row["name"], user, self._count_here(row["id"]))
 
-    def wait(self, token_id: str) -> int:
+    def _check_and_count(self, secret: str, now: float) -> AgentToken | None:
+        with self.database.transaction() as db:
+            # A count or a last-use time lost in a crash is harmless: the commit need not wait for the disk.
+            db.execute("SET LOCAL synchronous_commit = off")
+            row = db.execute(CHECK_AND_COUNT, {"now": now, "since": now - RATE_WINDOW, "hash": _digest(secret)}).fetchone()
+        if row is None:
+            return None
+        wait = max(1, math.ceil(row["window_start"] + RATE_WINDOW - now)) if row["window_count"] > RATE_LIMIT else 0
+        return AgentToken(row["id"], row["name"], User(row["username"], tuple(json.loads(row["groups"]))), wait)
+
+    def _count_here(self, token_id: str) -> int:
         """0 when `token_id` may make a request now (and counts it), else the seconds to wait."""
         now = time.monotonic()
         recent = self.recent.setdefault(token_id, deque())

@@ -239,7 +239,7 @@ class McpEndpoint:
             answer.headers["www-authenticate"] = 'Bearer realm="reactor"'
             await answer(scope, receive, send)
             return
-        wait = self.tokens.wait(agent.id)
+        wait = agent.retry_after
         if wait:
             await error_response(429, f"Too many requests with this token; try again in {wait} seconds.", retry_after=wait)(
                 scope, receive, send
