@@ -272,6 +272,7 @@ def test_an_agent_that_gives_up_stops_the_call_in_the_page(page, live, agents):
             gave_up.result(30)
     envelope = json.loads(answer.value)["envelope"]
     assert envelope["ok"] is False and envelope["error"]["code"] == "aborted"
+    expect(page.get_by_test_id("approval-choice")).to_have_text("No longer asked; it did not run.")
     assert "Abandoned" not in titles_now(agent)
 
 
@@ -354,3 +355,22 @@ def test_claude_desktops_lines_from_the_panel_run_the_mcp_remote_bridge_to_the_p
     assert {"decks_list_decks", "reactor_pages", "reactor_call"} <= {t.name for t in listed.tools}
     assert called.is_error is False, called.content
     assert "reactor-in-5-minutes" in [deck["id"] for deck in called.structured_content["decks"]]
+
+
+def test_an_agent_on_the_2026_07_28_protocol_that_gives_up_stops_the_call_in_the_page(page, live, agents):
+    with page.expect_websocket() as link:
+        connect_page(page, live)
+    agent = agents(live.url, make_token_in_panel(page), modern=True)
+    answered = lambda payload: '"answer"' in payload  # noqa: E731
+    with link.value.expect_event("framesent", answered, timeout=30_000) as answer:
+        # The call's task is cancelled: its request's stream closes, which is how this era says it.
+        gave_up = agent.do(lambda s: asyncio.wait_for(s.call_tool("decks_create_deck", {"title": "Dropped"}), 1.5))
+        page.get_by_test_id("approval").wait_for()
+        with pytest.raises(TimeoutError):
+            gave_up.result(30)
+    envelope = json.loads(answer.value)["envelope"]
+    assert envelope["ok"] is False and envelope["error"]["code"] == "aborted"
+    withdrawn = page.get_by_test_id("approval")
+    expect(withdrawn.get_by_test_id("approval-choice")).to_have_text("No longer asked; it did not run.")
+    expect(withdrawn.get_by_role("button")).to_have_count(0)  # nothing left to allow
+    assert "Dropped" not in titles_now(agent)

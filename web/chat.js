@@ -40,7 +40,7 @@ class ReactorChat extends HTMLElement {
   connectedCallback() {
     this.cards = new Map();
     window.addEventListener("reactor:chat", (event) => this.onEvent(event.detail));
-    window.reactor.chat.setApprover((request) => this.askApproval(request));
+    window.reactor.chat.setApprover((request, signal) => this.askApproval(request, signal));
     // Drawn once the page is idle, in a task of its own, not in the page's first busy tasks; the
     // chat then sets itself up once the tools are ready, so it never delays them.
     const drawn = whenIdle().then(() => this.draw());
@@ -221,7 +221,7 @@ class ReactorChat extends HTMLElement {
   }
 
   /** Ask the person; the card stays until they answer (or the chat is stopped). */
-  askApproval(request) {
+  askApproval(request, signal) {
     // The question must be on screen: a view in full screen (a presentation) would hide it.
     if (document.fullscreenElement && !this.contains(document.fullscreenElement)) document.exitFullscreen().catch(() => {});
     return new Promise((resolve) => {
@@ -244,6 +244,15 @@ class ReactorChat extends HTMLElement {
         button.addEventListener("click", answer(decision));
         card.append(button);
       }
+      // Nobody waits for the answer any more: the question is withdrawn, not left to be answered.
+      signal?.addEventListener("abort", () => {
+        if (card.dataset.decision) return;
+        card.dataset.decision = "withdrawn";
+        card.querySelectorAll("button").forEach((b) => b.remove());
+        question.textContent = `${asked} `;
+        question.append(el("strong", { "data-testid": "approval-choice" }, "No longer asked; it did not run."));
+        resolve("deny");
+      });
       this.log.append(card);
       card.scrollIntoView({ block: "nearest" });
     });

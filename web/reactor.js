@@ -353,9 +353,10 @@ const fromWorker = {
       return error?.message || "the browser refused full screen";
     }
   },
-  "chat.approve"({ request }) {
+  "chat.approve"({ request }, signal) {
     // The widget answers "allow", "always" or "deny"; with no widget on the page, nothing is approved.
-    return chatApprover ? chatApprover(request) : "deny";
+    // `signal` aborts when the call stops waiting (its agent gave up, the person pressed Stop).
+    return chatApprover ? chatApprover(request, signal) : "deny";
   },
   async "pageCommand.run"({ key, command, args }) {
     const defined = pagePlugins.get(key)?.commands.get(command);
