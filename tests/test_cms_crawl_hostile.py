@@ -44,6 +44,7 @@ class HostileSource:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
         self.hits: dict[str, int] = {}
+        self.hit = threading.Condition()  # notified on each request
         self.stopped = threading.Event()
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -69,7 +70,9 @@ class HostileSource:
                 request += chunk
             path = request.split(b" ")[1].decode()
             route = path.split("?")[0]
-            self.hits[route] = self.hits.get(route, 0) + 1
+            with self.hit:
+                self.hits[route] = self.hits.get(route, 0) + 1
+                self.hit.notify_all()
             try:
                 if route in self.PAGES:
                     connection.sendall(self.PAGES[route])

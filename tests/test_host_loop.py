@@ -667,10 +667,6 @@ def scripted(page=None, **options):
     return chat(ScriptedModel(), page or Page(), plugins=("decks", "cms"), approve=approver(*["allow"] * 5), **options)
 
 
-def test_the_scripted_model_says_what_it_is():
-    assert ScriptedModel.label == "Scripted model (no AI)"
-
-
 def test_the_scripted_model_lists_decks_with_the_list_tool():
     loop = scripted()
     outcome = asyncio.run(loop.send("list decks"))

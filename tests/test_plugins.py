@@ -171,19 +171,16 @@ def test_clearing_a_disposable_set_undoes_what_it_holds_and_keeps_it_usable():
     assert undone == [1, 2]
 
 
-def test_a_bulk_load_pauses_the_cyclic_gc_and_restores_it_as_it_found_it():
-    seen = []
-
+def test_a_bulk_load_leaves_the_callers_garbage_collector_as_it_found_it():
     def register(context):
-        seen.append(gc.isenabled())
         raise RuntimeError("boom")
 
     assert gc.isenabled()
     report = Reactor().load_plugins([define_plugin(name="a", register=register)])
-    assert seen == [False] and "a" in report.failed and gc.isenabled(), "re-enabled even when a plugin fails"
+    assert "a" in report.failed and gc.isenabled(), "on again even when a plugin fails"
     gc.disable()
     try:
-        Reactor().load_plugins([define_plugin(name="b", register=lambda c: seen.append(gc.isenabled()))])
+        Reactor().load_plugins([define_plugin(name="b", register=lambda c: None)])
         assert not gc.isenabled(), "a caller that had it off keeps it off"
     finally:
         gc.enable()

@@ -22,7 +22,7 @@ from .errors import DeclarationError, refusal
 from .json_text import copied
 from .schema import schema_problem
 
-# The names OpenAI, Anthropic and Gemini all accept (PLATFORM-NOTES "Tool names").
+# The tool names OpenAI, Anthropic and Gemini all accept: a letter or _, then up to 63 of [A-Za-z0-9_-].
 TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 BUNDLE_KEYS = {"id", "name", "description", "plugin", "commands", "toolset", "patternMessages"}
 COMMAND_KEYS = {"name", "command", "description", "parameters", "sideEffect", "summary"}

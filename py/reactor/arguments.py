@@ -1,8 +1,8 @@
 """Model-written arguments are untrusted text: parse them and check them before a handler runs.
 
 Providers and local servers send arguments as an object, a JSON string, a JSON string of a
-JSON string, `""` or null for a tool without parameters (PLATFORM-NOTES, "A tool with no
-parameters receiving "" instead of {}"). All of these become an object or a tool error whose
+JSON string, `""` or null for a tool without parameters (some local servers send `""` where
+`{}` was meant). All of these become an object or a tool error whose
 problems the model can fix and call again.
 """
 

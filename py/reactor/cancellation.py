@@ -1,8 +1,8 @@
 """CancelToken: the AbortSignal of the Python tier, shared by the chat host and AI Tool plugins.
 
 A stop button must reach whatever is running — the model request and the tool — and a result
-that arrives after the stop must be dropped, not used (PLATFORM-NOTES, "Cancellation that
-never reaches the tool"). The token mirrors the DOM's AbortSignal (`aborted`, `reason`, a
+that arrives after the stop must be dropped, not used: a stop that reaches the model request
+but not the tool leaves the tool running. The token mirrors the DOM's AbortSignal (`aborted`, `reason`, a
 listener, `throw_if_aborted`) so a page can forward a JS signal into it, and adds what asyncio
 code needs: `await token.wait()` and `await token.race(awaitable)`.
 

@@ -2,8 +2,8 @@
 one `receive` function (reactor.browser).
 
 Pure Python: `reactor.browser` wires these functions to `window.reactor`; tests call them here.
-A sync handler answers synchronously (an await through the browser's event loop costs ten
-times a sync call, PLATFORM-NOTES); an async one answers with an awaitable of the same JSON.
+A sync handler answers synchronously (in Pyodide an await through the browser's event loop
+costs about ten times a sync call); an async one answers with an awaitable of the same JSON.
 """
 
 from __future__ import annotations

@@ -3,8 +3,7 @@
 Each tool has a side-effect level — none, read, write or destructive — given by the host
 (bundles carry no such field). An unknown level counts as write: the safe mistake is to ask.
 The approval lives on the tool call: the loop awaits the person's answer before running it,
-so nothing depends on the model calling again (PLATFORM-NOTES, "Approval steps that ... rely
-on the model calling the tool again").
+so nothing depends on the model calling the tool again after the person has answered.
 """
 
 from __future__ import annotations
