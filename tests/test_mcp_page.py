@@ -374,3 +374,20 @@ def test_an_agent_on_the_2026_07_28_protocol_that_gives_up_stops_the_call_in_the
     expect(withdrawn.get_by_test_id("approval-choice")).to_have_text("No longer asked; it did not run.")
     expect(withdrawn.get_by_role("button")).to_have_count(0)  # nothing left to allow
     assert "Dropped" not in titles_now(agent)
+
+
+def test_an_agent_on_one_server_process_reaches_a_page_connected_to_another(page, tmp_path, postgres_cluster, agents):
+    database = postgres_cluster.database()
+    first = start_server(tmp_path / "a", seed_demo=True, database=database)
+    second = start_server(tmp_path / "b", seed_demo=True, database=database)
+    try:
+        page_id = connect_page(page, second)  # the page's WebSocket is held by the second process
+        agent = agents(first.url, make_token_in_panel(page))  # the agent's requests reach the first
+        assert agent.call("reactor_pages", {}).result(30).structured_content["pages"][0]["page"] == page_id
+        made = agent.call("decks_create_deck", {"title": "Across processes"})
+        page.get_by_test_id("approval").get_by_role("button", name="Allow", exact=True).click()
+        assert made.result(30).structured_content["title"] == "Across processes"
+        assert "Across processes" in titles_now(agent)
+    finally:
+        stop_server(first)
+        stop_server(second)
