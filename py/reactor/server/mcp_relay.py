@@ -333,6 +333,8 @@ class Agents:
             await self._up(socket, page, token)
         finally:
             down.cancel()
+            with contextlib.suppress(BaseException):  # a send that failed: the page went
+                await down
             relay.disconnect(page)
             with contextlib.suppress(Exception):
                 await socket.close()
