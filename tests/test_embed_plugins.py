@@ -75,8 +75,8 @@ def test_a_javascript_plugin_lands_in_the_one_registry_with_its_bundle():
     [bundle] = agent_tool_bundles(reactor)
     assert bundle["plugin"] == "todo" and bundle["toolset"] == ["todo_add", "todo_list"]
     command = reactor.commands.get_command("todo.add")
-    assert command.label == "Add a to-do" and command.plugin == "todo"
-    assert command.parameters == TODO["agentTools"]["commands"][0]["parameters"], "the tool's schema by default"
+    assert command.options.label == "Add a to-do" and command.plugin == "todo"
+    assert command.options.parameters == TODO["agentTools"]["commands"][0]["parameters"], "its tool's schema"
 
 
 def test_the_listed_bundles_follow_every_load_and_unload_and_match_the_bundles():
@@ -110,7 +110,7 @@ def test_a_javascript_handler_is_awaited_and_reads_the_page_at_call_time():
     declare(reactor, TODO, script)
 
     async def calls():
-        assert await reactor.execute_command("todo.add", {"title": "Milk"}) == 1
+        assert await reactor.commands.execute("todo.add", {"title": "Milk"}) == 1
         script.items.append("Bread")  # the page changed after registration
         listed = json.loads(await call_tool_json(reactor, "todo_list", "", None))
         failed = json.loads(await call_tool_json(reactor, "todo_add", '{"title": "boom"}', None))
@@ -125,8 +125,8 @@ def test_is_enabled_asks_the_page_each_time():
     reactor, script = Reactor(), FakeScript()
     declare(reactor, TODO, script)
     script.enabled = False
-    assert not reactor.commands.get_command("todo.list").is_available
-    assert reactor.commands.get_command("todo.add").is_available, "only commands that declare isEnabled ask"
+    assert not reactor.commands.is_enabled("todo.list")
+    assert reactor.commands.is_enabled("todo.add"), "only commands that declare isEnabled ask"
 
 
 @pytest.mark.parametrize(
@@ -214,17 +214,17 @@ def test_the_declaration_itself_must_be_an_object():
 
 
 STATS = """
-    from reactor import AgentTools, contribution, define_agent_tools, define_plugin
+    from reactor import define_agent_tools, define_plugin
 
     TOOLS = define_agent_tools(id="stats", name="Stats", plugin="stats", commands=[
         {"name": "stats_count", "command": "stats.count", "description": "Count the to-dos."}])
 
     def register(context):
         async def count(args):
-            return len(await context.reactor.execute_command("todo.list"))
-        context.register_command("stats.count", count)
+            return len(await context.reactor.commands.execute("todo.list"))
+        context.register_bundle(TOOLS, {"stats.count": count})
 
-    PLUGIN = define_plugin(name="stats", register=register, contributes=[contribution(AgentTools, TOOLS, id="stats")])
+    PLUGIN = define_plugin(name="stats", register=register)
 """
 
 

@@ -26,6 +26,11 @@ class Emitter(Generic[T]):
         self._listeners.append(entry)
         return Disposable(lambda: self._listeners.remove(entry))
 
+    @property
+    def listening(self) -> bool:
+        """Whether anyone listens: an emitter on a hot path makes its value only then."""
+        return bool(self._listeners)
+
     def emit(self, value: T) -> None:
         # Copy: a listener may connect or disconnect others while we iterate.
         for listener in list(self._listeners):
