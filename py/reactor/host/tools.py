@@ -154,9 +154,9 @@ class Toolbox:
 
     def prepare(self, name: Any, raw_arguments: Any) -> tuple[HostTool, dict[str, Any]] | dict[str, Any]:
         """The tool and its checked arguments, or the failure envelope that answers the call."""
-        tool = self._found(name)
-        if isinstance(tool, dict):
-            return tool
+        tool = self.tool(name)
+        if tool is None:
+            return self._unknown(name)
         try:
             return tool, parse_tool_arguments(tool.name, raw_arguments, tool.validator)
         except ToolError as error:
@@ -169,9 +169,9 @@ class Toolbox:
         the command's handler is synchronous (an await through the browser's event loop costs
         ten times a sync call), else an awaitable of it. Without a signal nothing can stop the
         call, and it is awaited directly: no race, no extra turns of the event loop."""
-        tool = self._found(name)
-        if isinstance(tool, dict):
-            return tool
+        tool = self.tool(name)
+        if tool is None:
+            return self._unknown(name)
         try:
             if tool.checked_by_command and tool.handler is None:
                 args = decoded_arguments(tool.name, raw_arguments)
@@ -188,11 +188,8 @@ class Toolbox:
             return tool_success(outcome.value) if outcome.error is None else _failure(tool, outcome.error, signal)
         return self._settle(tool, outcome, signal)
 
-    def _found(self, name: Any) -> HostTool | dict[str, Any]:
-        """The admitted tool of that name, or the failure envelope naming what the model can call."""
-        tool = self.tool(name)
-        if tool is not None:
-            return tool
+    def _unknown(self, name: Any) -> dict[str, Any]:
+        """The answer to a call of a tool not admitted: what the model can call instead."""
         admitted = self._admitted()
         if len(admitted) <= MAX_LISTED:
             callable_now = f"Tools you can call: {', '.join(admitted) or 'none'}."
