@@ -121,6 +121,18 @@ def test_a_javascript_handler_is_awaited_and_reads_the_page_at_call_time():
     assert failed["error"] == {"code": "failed", "message": "title.trim is not a function"}
 
 
+def test_a_command_without_a_tool_is_declared_by_itself_and_offered_to_no_model():
+    reactor = Reactor()
+    schema = {"type": "object", "properties": {"pin": {"type": "string"}}, "additionalProperties": False}
+    commands = [*TODO["commands"], {"id": "todo.unlock", "label": "Unlock", "parameters": schema, "execute": "function"}]
+    assert declare(reactor, {**TODO, "commands": commands})["ok"]
+    unlock = reactor.commands.get_command("todo.unlock").options
+    assert (unlock.label, unlock.parameters) == ("Unlock", schema)
+    [bundle] = agent_tool_bundles(reactor)
+    assert [t["command"] for t in bundle["commands"]] == ["todo.add", "todo.list"]
+    assert bundle["otherCommands"] == [{"command": "todo.unlock", "label": "Unlock", "description": "", "parameters": schema}]
+
+
 def test_is_enabled_asks_the_page_each_time():
     reactor, script = Reactor(), FakeScript()
     declare(reactor, TODO, script)
@@ -170,6 +182,18 @@ def test_is_enabled_asks_the_page_each_time():
             "commands[0].parameters of command 'a' are refused",
         ),
         ({**TODO, "commands": {"id": "a"}}, "DeclarationError", "commands must be an array of commands, not an object."),
+        (
+            {**TODO, "commands": TODO["commands"][:1]},
+            "DeclarationError",
+            "Plugin 'todo': agentTools.commands[1].command calls the command 'todo.list', which the plugin's commands "
+            "do not define; define it there.",
+        ),
+        (
+            {**TODO, "commands": [{**TODO["commands"][0], "parameters": {"type": "object"}}, TODO["commands"][1]]},
+            "DeclarationError",
+            "Plugin 'todo': commands[0].parameters of command 'todo.add' is its tool's 'todo_add': declare it once, "
+            "in agentTools.",
+        ),
         ({**TODO, "tools": []}, "DeclarationError", "tools is not a plugin field"),
         ({**TODO, "name": ""}, "PluginError", "A plugin needs a non-empty name, not ''."),
         ({**TODO, "requires": "decks"}, "DeclarationError", "requires must be an array of plugin names."),

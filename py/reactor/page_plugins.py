@@ -89,8 +89,8 @@ def _bundle(
         if command is None:
             rule = f"calls the command {tool['command']!r}, which the plugin's commands do not define; define it there."
             raise refuse(f"agentTools.commands[{index}].command", tool["command"], rule)
-        for field in ("description", "parameters"):
-            if command[field] is not None:
+        for field in ("label", "description", "parameters"):
+            if command[field] and field in tool:
                 rule = f"of command {command['id']!r} is its tool's {tool['name']!r}: declare it once, in agentTools."
                 raise refuse(f"commands[{command['index']}].{field}", command[field], rule)
         entries.append({**tool, "label": command["label"]} if command["label"] else tool)
