@@ -127,12 +127,12 @@ def test_the_page_plugin_calls_the_backlog_tool_against_the_server_and_sees_a_re
 
     async def scenario():
         await reactor.activate_plugins()
-        backlog = await reactor.execute_command("aiTools.invoke.maintenance-backlog", {"buildingId": "B-102"})
+        backlog = await reactor.commands.execute("aiTools.invoke.maintenance-backlog", {"buildingId": "B-102"})
         record = ada.get("/plugins/maintenance-backlog").json()
         record["visibility"] = {"users": [], "groups": []}
         ada.put("/plugins/maintenance-backlog", json=record)
         try:
-            await reactor.execute_command("aiTools.invoke.maintenance-backlog", {"buildingId": "B-102"})
+            await reactor.commands.execute("aiTools.invoke.maintenance-backlog", {"buildingId": "B-102"})
         except Exception as error:
             return backlog, error
 

@@ -27,8 +27,8 @@ def test_synthetic_plugins_load_with_ten_validated_tools_each() -> None:
     reactor = Reactor(services={"page": MemoryPage()})
     report = reactor.load_plugins([reactor_bench.PROBE_PLUGIN, reactor_bench.SYNTH_0000, reactor_bench.SYNTH_0001])
     assert report.failed == {} and len(agent_tool_bundles(reactor)) == 3
-    assert reactor.commands.call_command("synth_0001.t9", {"id": "x", "count": 2}) == {"id": "x", "count": 2}
-    assert reactor.commands.call_command("bench.noop", {"n": 1}) is None
+    assert reactor.commands.execute("synth_0001.t9", {"id": "x", "count": 2}).result() == {"id": "x", "count": 2}
+    assert reactor.commands.execute("bench.noop", {"n": 1}).result() is None
     assert reactor_bench.validation(calls=20)["cache_misses"] == 0
     scaling = reactor_bench.call_scaling("synth_0001.t3", rounds=2, calls=5)
     assert scaling["ratio"] > 0 and scaling["tool_ratio"] > 0

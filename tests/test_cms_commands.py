@@ -67,7 +67,10 @@ def start(server, **page_options):
 
 
 def run(reactor, command, args=None):
-    return asyncio.run(reactor.execute_command(command, args))
+    async def answer():
+        return await reactor.commands.execute(command, args)
+
+    return asyncio.run(answer())
 
 
 def signed_in(server, user="ada", **page_options):
@@ -87,13 +90,15 @@ def failure(reactor, command, args=None):
 # The contract ------------------------------------------------------------------------------
 
 
-def test_every_tool_is_a_registered_command_with_the_tools_parameters(server):
+def test_every_command_the_bundle_declares_is_registered_as_it_declares_it(server):
     reactor, _ = start(server)
     assert agent_tool_bundles(reactor) == [CMS_AGENT_TOOLS]
-    for tool in CMS_AGENT_TOOLS["commands"]:
-        command = reactor.commands.get_command(tool["command"])
-        assert command.description == tool["description"]
-        assert command.parameters == tool.get("parameters", {"type": "object", "properties": {}, "additionalProperties": False})
+    declared = [*CMS_AGENT_TOOLS["commands"], *CMS_AGENT_TOOLS["otherCommands"]]
+    for entry in declared:
+        options = reactor.commands.get_command(entry["command"]).options
+        assert (options.label, options.description) == (entry["label"], entry["description"])
+        assert options.parameters == entry.get("parameters", {"type": "object", "properties": {}, "additionalProperties": False})
+    assert [c.id for c in reactor.commands.list_commands()] == [entry["command"] for entry in declared]
     tools = {t["command"] for t in CMS_AGENT_TOOLS["commands"]}
     assert {"cms.signIn", "cms.selectSite"}.isdisjoint(tools)  # the person's commands are not tools
 
@@ -137,7 +142,7 @@ def test_signing_in_keeps_the_user_and_sites_but_not_the_token(server):
 
 def test_sign_in_asks_for_the_pages_one_form_and_every_other_command_waits_for_it(server):
     reactor, page = start(server)
-    available = {c.id: c.is_available for c in reactor.commands.list_commands()}
+    available = {c.id: reactor.commands.is_enabled(c.id) for c in reactor.commands.list_commands()}
     assert available.pop("cms.signIn") and available.pop("cms.restoreSession")
     assert not any(available.values()), "nobody is signed in: no CMS command can run"
     assert run(reactor, "cms.signIn")["signedIn"] is False
@@ -149,22 +154,22 @@ def test_sign_in_asks_for_the_pages_one_form_and_every_other_command_waits_for_i
 
 def test_signing_out_tells_the_header_and_disables_the_commands(server):
     reactor, page = signed_in(server, "bob")
-    assert not reactor.commands.get_command("cms.signIn").is_available
+    assert not reactor.commands.is_enabled("cms.signIn")
     assert run(reactor, "cms.signOut") == {"signedIn": False}
     assert page.views["session"] == {"signedIn": False} and page.views["cms"]["signedIn"] is False
-    assert not reactor.commands.get_command("cms.listSitePages").is_available
+    assert not reactor.commands.is_enabled("cms.listSitePages")
 
 
 def test_switching_the_site_changes_where_the_next_call_goes(server):
     reactor, page = signed_in(server)
-    handlers_before = [c.execute for c in reactor.commands.list_commands()]
+    handlers_before = [c.options.execute for c in reactor.commands.list_commands()]
     assert run(reactor, "cms.listSitePages")["site"] == "acme"
     run(reactor, "cms.selectSite", {"site": "globex"})
     page.requests.clear()
     answer = run(reactor, "cms.listSitePages")
     assert answer["site"] == "globex" and "launch-plan" in [e["slug"] for e in answer["entries"]]
     assert page.requests == [("GET", "/api/cms/sites/globex/entries")]
-    assert [c.execute for c in reactor.commands.list_commands()] == handlers_before  # same handlers, live state
+    assert [c.options.execute for c in reactor.commands.list_commands()] == handlers_before  # same handlers, live state
 
 
 def test_the_api_address_is_read_at_call_time_too(server):

@@ -27,8 +27,11 @@ SEEDS = json.loads((Path(decks_package.__file__).parent / "seed.json").read_text
 IDS = sorted(d["id"] for d in SEEDS)
 
 
-def run(coro):
-    return asyncio.run(coro)
+def run(awaitable):
+    async def answer():
+        return await awaitable
+
+    return asyncio.run(answer())
 
 
 def start(page=None, api=None, seed=True):
@@ -37,12 +40,12 @@ def start(page=None, api=None, seed=True):
     reactor = Reactor(services={"page": page, "decks_api": api})
     assert reactor.load_plugins([DECKS_PLUGIN]).loaded == ["decks"]
     for spec in SEEDS if seed else ():
-        run(reactor.execute_command("decks.createDeck", spec))
+        run(reactor.commands.execute("decks.createDeck", spec))
     return reactor, page
 
 
 def execute(reactor, command, args=None):
-    return run(reactor.execute_command(command, args))
+    return run(reactor.commands.execute(command, args))
 
 
 def view(page):
@@ -61,12 +64,12 @@ def test_every_tool_names_a_registered_command_with_the_tools_own_parameters(dec
     reactor, _ = decks
     for tool in DECKS_AGENT_TOOLS["commands"]:
         command = reactor.commands.get_command(tool["command"])
-        assert command.description == tool["description"]
+        assert (command.options.label, command.options.description) == (tool["label"], tool["description"])
         if "parameters" in tool:
-            assert command.parameters == tool["parameters"]
-            assert command.parameters["additionalProperties"] is False
+            assert command.options.parameters == tool["parameters"]
+            assert command.options.parameters["additionalProperties"] is False
         else:
-            assert command.parameters == {"type": "object", "properties": {}, "additionalProperties": False}
+            assert command.options.parameters == {"type": "object", "properties": {}, "additionalProperties": False}
 
 
 def test_every_decks_command_is_a_tool_with_a_label(decks):
@@ -74,7 +77,7 @@ def test_every_decks_command_is_a_tool_with_a_label(decks):
     ids = {c.id for c in reactor.commands.list_commands() if c.plugin == "decks"}
     assert ids == {t["command"] for t in DECKS_AGENT_TOOLS["commands"]}
     assert len(ids) == 19
-    assert all(reactor.commands.get_command(id).label.startswith("Decks: ") for id in ids)
+    assert all(reactor.commands.get_command(id).options.label.startswith("Decks: ") for id in ids)
 
 
 def test_the_bundle_is_contributed_once_with_every_tool_granted(decks):
@@ -439,7 +442,7 @@ def test_bad_arguments_are_refused_with_the_path_of_each_problem_and_change_noth
 def test_arguments_that_are_not_an_object_are_refused(decks):
     reactor, _ = decks
     with pytest.raises(InvalidArgumentsError, match="must be an object"):
-        run(reactor.execute_command("decks.getDeck", ["onboarding"]))  # type: ignore[arg-type]
+        run(reactor.commands.execute("decks.getDeck", ["onboarding"]))  # type: ignore[arg-type]
 
 
 def test_too_many_slides_are_refused_whole(decks):
@@ -530,14 +533,14 @@ def test_leaving_full_screen_stops_presenting():
         page = MemoryPage(allow_fullscreen=True)
         reactor = Reactor(services={"page": page, "decks_api": None})
         reactor.load_plugins([DECKS_PLUGIN])
-        await reactor.execute_command("decks.createDeck", {"title": "T", "slides": [{"title": "S", "body": "b"}]})
-        await reactor.execute_command("decks.open", {"id": "t"})
+        await reactor.commands.execute("decks.createDeck", {"title": "T", "slides": [{"title": "S", "body": "b"}]})
+        await reactor.commands.execute("decks.open", {"id": "t"})
         stop = reactor.commands.get_command("decks.stopPresenting")
         assert stop.describe()["available"] is False  # nothing to stop yet
-        assert (await reactor.execute_command("decks.present"))["presenting"] is True
+        assert (await reactor.commands.execute("decks.present"))["presenting"] is True
         assert page.fullscreen_view == "decks"  # the slide stage, not the whole page
         assert stop.describe()["available"] is True
-        assert await reactor.execute_command("decks.stopPresenting") == {"presenting": False}
+        assert await reactor.commands.execute("decks.stopPresenting") == {"presenting": False}
         assert stop.describe()["available"] is False
         return page.views["decks"]["presenting"]
 
@@ -552,10 +555,10 @@ def test_the_page_opens_on_the_deck_list_but_never_over_a_deck_opened_meanwhile(
         page = MemoryPage()
         reactor = Reactor(services={"page": page, "decks_api": None})
         reactor.load_plugins([DECKS_PLUGIN])
-        await reactor.execute_command("decks.createDeck", {"title": "T", "slides": [{"title": "S", "body": "b"}]})
+        await reactor.commands.execute("decks.createDeck", {"title": "T", "slides": [{"title": "S", "body": "b"}]})
         await reactor.activate_plugins()  # does not wait for the list: the page is ready at once
         if open_first:
-            await reactor.execute_command("decks.open", {"id": "t"})
+            await reactor.commands.execute("decks.open", {"id": "t"})
         for _ in range(5):
             await asyncio.sleep(0)
         return page.views["decks"]

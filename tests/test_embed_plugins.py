@@ -75,8 +75,8 @@ def test_a_javascript_plugin_lands_in_the_one_registry_with_its_bundle():
     [bundle] = agent_tool_bundles(reactor)
     assert bundle["plugin"] == "todo" and bundle["toolset"] == ["todo_add", "todo_list"]
     command = reactor.commands.get_command("todo.add")
-    assert command.label == "Add a to-do" and command.plugin == "todo"
-    assert command.parameters == TODO["agentTools"]["commands"][0]["parameters"], "the tool's schema by default"
+    assert command.options.label == "Add a to-do" and command.plugin == "todo"
+    assert command.options.parameters == TODO["agentTools"]["commands"][0]["parameters"], "its tool's schema"
 
 
 def test_the_listed_bundles_follow_every_load_and_unload_and_match_the_bundles():
@@ -110,7 +110,7 @@ def test_a_javascript_handler_is_awaited_and_reads_the_page_at_call_time():
     declare(reactor, TODO, script)
 
     async def calls():
-        assert await reactor.execute_command("todo.add", {"title": "Milk"}) == 1
+        assert await reactor.commands.execute("todo.add", {"title": "Milk"}) == 1
         script.items.append("Bread")  # the page changed after registration
         listed = json.loads(await call_tool_json(reactor, "todo_list", "", None))
         failed = json.loads(await call_tool_json(reactor, "todo_add", '{"title": "boom"}', None))
@@ -121,12 +121,24 @@ def test_a_javascript_handler_is_awaited_and_reads_the_page_at_call_time():
     assert failed["error"] == {"code": "failed", "message": "title.trim is not a function"}
 
 
+def test_a_command_without_a_tool_is_declared_by_itself_and_offered_to_no_model():
+    reactor = Reactor()
+    schema = {"type": "object", "properties": {"pin": {"type": "string"}}, "additionalProperties": False}
+    commands = [*TODO["commands"], {"id": "todo.unlock", "label": "Unlock", "parameters": schema, "execute": "function"}]
+    assert declare(reactor, {**TODO, "commands": commands})["ok"]
+    unlock = reactor.commands.get_command("todo.unlock").options
+    assert (unlock.label, unlock.parameters) == ("Unlock", schema)
+    [bundle] = agent_tool_bundles(reactor)
+    assert [t["command"] for t in bundle["commands"]] == ["todo.add", "todo.list"]
+    assert bundle["otherCommands"] == [{"command": "todo.unlock", "label": "Unlock", "description": "", "parameters": schema}]
+
+
 def test_is_enabled_asks_the_page_each_time():
     reactor, script = Reactor(), FakeScript()
     declare(reactor, TODO, script)
     script.enabled = False
-    assert not reactor.commands.get_command("todo.list").is_available
-    assert reactor.commands.get_command("todo.add").is_available, "only commands that declare isEnabled ask"
+    assert not reactor.commands.is_enabled("todo.list")
+    assert reactor.commands.is_enabled("todo.add"), "only commands that declare isEnabled ask"
 
 
 @pytest.mark.parametrize(
@@ -170,6 +182,18 @@ def test_is_enabled_asks_the_page_each_time():
             "commands[0].parameters of command 'a' are refused",
         ),
         ({**TODO, "commands": {"id": "a"}}, "DeclarationError", "commands must be an array of commands, not an object."),
+        (
+            {**TODO, "commands": TODO["commands"][:1]},
+            "DeclarationError",
+            "Plugin 'todo': agentTools.commands[1].command calls the command 'todo.list', which the plugin's commands "
+            "do not define; define it there.",
+        ),
+        (
+            {**TODO, "commands": [{**TODO["commands"][0], "parameters": {"type": "object"}}, TODO["commands"][1]]},
+            "DeclarationError",
+            "Plugin 'todo': commands[0].parameters of command 'todo.add' is its tool's 'todo_add': declare it once, "
+            "in agentTools.",
+        ),
         ({**TODO, "tools": []}, "DeclarationError", "tools is not a plugin field"),
         ({**TODO, "name": ""}, "PluginError", "A plugin needs a non-empty name, not ''."),
         ({**TODO, "requires": "decks"}, "DeclarationError", "requires must be an array of plugin names."),
@@ -214,17 +238,17 @@ def test_the_declaration_itself_must_be_an_object():
 
 
 STATS = """
-    from reactor import AgentTools, contribution, define_agent_tools, define_plugin
+    from reactor import define_agent_tools, define_plugin
 
     TOOLS = define_agent_tools(id="stats", name="Stats", plugin="stats", commands=[
         {"name": "stats_count", "command": "stats.count", "description": "Count the to-dos."}])
 
     def register(context):
         async def count(args):
-            return len(await context.reactor.execute_command("todo.list"))
-        context.register_command("stats.count", count)
+            return len(await context.reactor.commands.execute("todo.list"))
+        context.register_bundle(TOOLS, {"stats.count": count})
 
-    PLUGIN = define_plugin(name="stats", register=register, contributes=[contribution(AgentTools, TOOLS, id="stats")])
+    PLUGIN = define_plugin(name="stats", register=register)
 """
 
 

@@ -9,9 +9,9 @@ from reactor import (
     AbortedError,
     AgentTools,
     CancelToken,
+    CommandOptions,
     DeclarationError,
     Reactor,
-    contribution,
     define_agent_tools,
     define_plugin,
 )
@@ -57,7 +57,7 @@ DECKS_BUNDLE = define_agent_tools(
         {"name": "decks_refuse", "command": "decks.refuse", "description": "Refuses with a code."},
         {"name": "decks_disabled", "command": "decks.disabled", "description": "Never enabled."},
         {"name": "decks_missing", "command": "decks.notRegistered", "description": "Its command is gone."},
-        {"name": "decks_hidden", "command": "decks.listDecks", "description": "Not in the toolset."},
+        {"name": "decks_hidden", "command": "decks.hidden", "description": "Not in the toolset."},
     ],
     toolset=[
         "decks_list_decks",
@@ -142,7 +142,11 @@ def reactor_with(page, *, cms=True):
         def refuse(args):
             raise ToolError("unavailable", "The projector is off.", retry=False)
 
+        # Registered one by one beside the bundle, not with it, so one of its tools can lack its
+        # command (decks_missing): what a host meets when a command is gone.
+        context.contribute(AgentTools, DECKS_BUNDLE, id="decks")
         context.register_command("decks.listDecks", lambda args: DECKS)
+        context.register_command("decks.hidden", lambda args: DECKS)
         context.register_command("decks.open", open_deck)
         context.register_command("decks.nextSlide", next_slide)
         context.register_command("decks.present", lambda args: setattr(page, "presenting", True))
@@ -150,20 +154,18 @@ def reactor_with(page, *, cms=True):
         context.register_command("decks.wait", wait)
         context.register_command("decks.fail", lambda args: {}["nope"])
         context.register_command("decks.refuse", refuse)
-        context.register_command("decks.disabled", lambda args: 1, is_enabled=lambda: False, disabled_reason="no deck is open.")
+        never = CommandOptions(lambda args: 1, is_enabled=lambda args: False, disabled_reason="no deck is open.")
+        context.register_command("decks.disabled", never)
 
     def cms_register(context):
-        context.register_command("cms.listPages", lambda args: [{"id": "p-7", "title": "Pricing", "status": "draft"}])
-        context.register_command("cms.publish", lambda args: page.published.append(args["page_id"]))
+        pages = [{"id": "p-7", "title": "Pricing", "status": "draft"}]
+        handlers = {"cms.listPages": lambda args: pages, "cms.publish": lambda args: page.published.append(args["page_id"])}
+        context.register_bundle(CMS_BUNDLE, handlers)
 
     reactor = Reactor()
-    reactor.load_plugin(
-        define_plugin(name="decks", register=decks, contributes=[contribution(AgentTools, DECKS_BUNDLE, id="decks")])
-    )
+    reactor.load_plugin(define_plugin(name="decks", register=decks))
     if cms:
-        reactor.load_plugin(
-            define_plugin(name="cms", register=cms_register, contributes=[contribution(AgentTools, CMS_BUNDLE, id="cms")])
-        )
+        reactor.load_plugin(define_plugin(name="cms", register=cms_register))
     return reactor
 
 
@@ -710,7 +712,7 @@ def test_the_scripted_model_drives_the_real_decks_plugin():
         reactor = Reactor(services={"page": MemoryPage(allow_fullscreen=True)})
         reactor.load_plugin(DECKS_PLUGIN)
         for title in ("Quarterly review", "Team offsite"):
-            await reactor.execute_command("decks.createDeck", {"title": title, "slides": [{"title": "S", "body": "x"}] * 5})
+            await reactor.commands.execute("decks.createDeck", {"title": title, "slides": [{"title": "S", "body": "x"}] * 5})
         loop = ChatLoop(
             ScriptedModel(), Toolbox(reactor, AgentSpec("presenter", plugins=("decks",))), approve=approver(*["allow"] * 9)
         )

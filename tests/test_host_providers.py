@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from reactor import AgentTools, Reactor, contribution, define_agent_tools, define_plugin
+from reactor import NO_ARGUMENTS, Reactor, define_agent_tools, define_plugin
 from reactor.cancellation import CancelToken
 from reactor.host import (
     AgentSpec,
@@ -97,17 +97,16 @@ class LoopbackProvider:
 def reactor_and_page():
     page = {"open": None, "slide": 0}
 
+    def open_deck(args):
+        page.update(open=args["id"], slide=args.get("slide", 1))
+        return {"open": args["id"], "slide": page["slide"]}
+
     def register(context):
-        context.register_command("decks.listDecks", lambda args: [{"id": "quarterly-review", "title": "Quarterly review"}])
-        context.register_command(
-            "decks.open",
-            lambda args: page.update(open=args["id"], slide=args.get("slide", 1)) or {"open": args["id"], "slide": page["slide"]},
-        )
+        listed = [{"id": "quarterly-review", "title": "Quarterly review"}]
+        context.register_bundle(BUNDLE, {"decks.listDecks": lambda args: listed, "decks.open": open_deck})
 
     reactor = Reactor()
-    reactor.load_plugin(
-        define_plugin(name="decks", register=register, contributes=[contribution(AgentTools, BUNDLE, id="decks")])
-    )
+    reactor.load_plugin(define_plugin(name="decks", register=register))
     return reactor, page
 
 
@@ -210,7 +209,7 @@ def test_openai_runs_a_tool_call_and_answers_with_the_result_over_real_http():
         "type": "function",
         "function": {"name": "decks_open", "description": "Open a deck at a slide.", "parameters": OPEN},
     }
-    assert first["tools"][0]["function"]["parameters"] == {"type": "object", "properties": {}}
+    assert first["tools"][0]["function"]["parameters"] == NO_ARGUMENTS
     assert second["messages"][-2]["tool_calls"][0]["function"]["arguments"] == '{"id": "quarterly-review", "slide": 4}'
     assert second["messages"][-1] == {
         "role": "tool",

@@ -57,7 +57,7 @@ def test_a_plugin_whose_register_raises_is_rolled_back_and_the_others_keep_worki
     assert failures == [report.failed["bad"]]
     assert not reactor.commands.has_command("bad.one")
     assert reactor.contributions.values(Panels) == ["good"]
-    assert reactor.commands.call_command("good.one") == "good.one"
+    assert reactor.commands.execute("good.one").result() == "good.one"
     assert reactor.plugins == ["good"]
 
 

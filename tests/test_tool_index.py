@@ -7,11 +7,10 @@ import asyncio
 import inspect
 import json
 
-from reactor import AgentTools, Reactor, contribution, define_agent_tools, define_plugin
+from reactor import Reactor, define_agent_tools, define_plugin
 from reactor.cancellation import CancelToken
 from reactor.facade import call_tool_json, define_plugin_json, page_toolbox, watch_changes
 from reactor.host import EVERY_PLUGIN, AgentSpec, Toolbox
-from reactor.schema import argument_problems
 
 
 def plugin(name: str, tools: int = 2, handler=None):
@@ -31,10 +30,11 @@ def plugin(name: str, tools: int = 2, handler=None):
     )
 
     def register(context):
-        for i in range(tools):
-            context.register_command(f"{name}.c{i}", handler or (lambda args, i=i: {"tool": i, **args}))
+        context.register_bundle(
+            bundle, {f"{name}.c{i}": handler or (lambda args, i=i: {"tool": i, **args}) for i in range(tools)}
+        )
 
-    return define_plugin(name=name, register=register, contributes=[contribution(AgentTools, bundle, id=name)])
+    return define_plugin(name=name, register=register)
 
 
 def call(toolbox, name, args):
@@ -68,13 +68,16 @@ def test_an_unchanged_bundle_keeps_its_tools_when_another_plugin_loads():
     assert [t.name for t in toolbox.tools()] == ["a_0", "a_1", "b_0", "b_1"]
 
 
-def test_arguments_are_checked_with_the_tools_compiled_validator():
+def test_a_tool_and_its_command_share_one_schema_and_one_compiled_validator():
     reactor = Reactor()
     reactor.load_plugins([plugin("a")])
     toolbox = Toolbox(reactor, AgentSpec("t", plugins=("a",)))
-    refused = call(toolbox, "a_0", {"n": "one"})
-    assert refused["error"]["code"] == "invalid_arguments" and refused["error"]["problems"][0]["path"] == "$.n"
-    assert toolbox.tool("a_0").validator is toolbox.tool("a_0").validator
+    command = reactor.commands.get_command("a.c0")
+    assert toolbox.tool("a_0").parameters == command.options.parameters
+    assert toolbox.tool("a_0").validator is command.validator
+    for answer in (call(toolbox, "a_0", {"n": "one"}), json.loads(call_tool_json(reactor, "a_0", '{"n": "one"}', None))):
+        assert answer["error"]["code"] == "invalid_arguments" and answer["error"]["problems"][0]["path"] == "$.n"
+        assert answer["error"]["message"].startswith("The arguments for a_0 were refused and it did not run: $.n:")
 
 
 def test_a_synchronous_command_is_answered_at_once_and_an_async_one_as_an_awaitable():
@@ -134,39 +137,3 @@ def test_defining_a_page_plugin_answers_from_its_own_declaration():
 
     answer = json.loads(define_plugin_json(reactor, json.dumps(declaration), run, lambda command_id: True))
     assert answer == {"ok": True, "value": {"name": "todo", "commands": ["todo.list"], "tools": ["todo_list"]}}
-
-
-def test_a_tool_checks_its_arguments_once_yet_a_command_stricter_than_its_tool_still_refuses(monkeypatch):
-    import reactor.arguments
-    import reactor.commands
-
-    checked = []
-
-    def counted(validator, args):
-        checked.append(args)
-        return argument_problems(validator, args)
-
-    monkeypatch.setattr(reactor.arguments, "argument_problems", counted)
-    monkeypatch.setattr(reactor.commands, "argument_problems", counted)
-    integer_n = {"type": "object", "properties": {"n": {"type": "integer"}}}
-    bundle = define_agent_tools(
-        id="s",
-        name="s",
-        plugin="s",
-        commands=[
-            {"name": "same", "command": "s.same", "description": "Its command's schema.", "parameters": integer_n},
-            {"name": "loose", "command": "s.strict", "description": "Looser than its command.", "parameters": {"type": "object"}},
-        ],
-    )
-
-    def register(context):
-        context.register_command("s.same", lambda args: args, parameters=integer_n)
-        context.register_command("s.strict", lambda args: args, parameters={"type": "object", "required": ["n"]})
-
-    page = Reactor()
-    page.load_plugin(define_plugin(name="s", register=register, contributes=[contribution(AgentTools, bundle, id="s")]))
-    toolbox = Toolbox(page, AgentSpec("t", plugins=("s",)))
-    assert call(toolbox, "same", {"n": 2}) == {"ok": True, "result": {"n": 2}}
-    assert checked == [{"n": 2}]
-    refused = call(toolbox, "loose", {})
-    assert refused["ok"] is False and "'n' is a required property" in refused["error"]["message"]

@@ -57,7 +57,7 @@ def sentences_for_people(reactor: Reactor, toolbox: Toolbox) -> list[str]:
         model_sentence = f"{tool.name} failed; tell the person, and do not call {tool.name} again."
         for code in sorted(FAILURE_CODES):
             shown.append(outcome_line(tool, args, {"ok": False, "error": {"code": code, "message": model_sentence}}))
-    shown += [command.disabled_display for command in reactor.commands.list_commands() if command.disabled_display]
+    shown += [c.options.disabled_display for c in reactor.commands.list_commands() if c.options.disabled_display]
     try:
         reactor.services["cms_state"].require_site()
     except ToolError as refused:
@@ -113,7 +113,7 @@ def test_a_refused_command_tells_a_page_the_persons_words_beside_the_callers():
 
 
 def test_an_ai_tools_label_is_words_not_its_tool_name():
-    from reactor_plugins.ai_tools.page import person_label
+    from reactor.ai_tools.bundle import person_label
 
     assert person_label("maintenance_backlog") == "AI Tool: Maintenance backlog"
     assert not FOR_THE_MODEL.search(person_label("slow_lookup"))

@@ -209,7 +209,7 @@ export const reactor = {
     const byId = pageCommands();
     for (const command of commands) {
       const defined = byId.get(command.id);
-      if (defined?.isEnabled) command.available = Boolean(defined.isEnabled());
+      if (defined?.isEnabled) command.available = Boolean(defined.isEnabled({}));
     }
     return commands;
   },
@@ -217,15 +217,17 @@ export const reactor = {
   /**
    * Add a plugin written in JavaScript in this page. Its commands run as JS (Python's handler awaits
    * `execute(args)`; arguments and result cross as JSON), are listed beside Python's, and its
-   * AgentTools bundle is listed with the others. The same rules as for Python plugins apply:
-   * a refused declaration rejects with a ReactorError (e.g. `DeclarationError`) and nothing of it
-   * is registered. Resolves with {name, commands, tools}.
+   * AgentTools bundle is listed with the others. A command with a tool is declared by that tool
+   * (its description and parameters are the tool's; the command adds its label), the others by
+   * the command itself. The same rules as for Python plugins apply: a refused declaration
+   * rejects with a ReactorError (e.g. `DeclarationError`) and nothing of it is registered.
+   * Resolves with {name, commands, tools}.
    *
    * @param {{name: string, description?: string, requires?: string[],
    *   commands?: Array<{id: string, label?: string, description?: string, parameters?: object,
-   *                     execute: (args: object) => any, isEnabled?: () => boolean}>,
+   *                     execute: (args: object) => any, isEnabled?: (args: object) => boolean}>,
    *   agentTools?: {id: string, name: string, description?: string, toolset?: string[],
-   *                 commands: Array<{name: string, command: string, description: string,
+   *                 commands: Array<{name: string, command: string, label?: string, description: string,
    *                                  parameters?: object, sideEffect?: string}>},
    *   dispose?: () => void}} plugin `dispose` runs when the plugin is unloaded
    */
@@ -360,7 +362,7 @@ const fromWorker = {
   },
   async "pageCommand.run"({ key, command, args }) {
     const defined = pagePlugins.get(key)?.commands.get(command);
-    if (defined?.isEnabled && !defined.isEnabled()) {
+    if (defined?.isEnabled && !defined.isEnabled(args)) {
       throw named("CommandUnavailableError",
         `The command '${command}' is unavailable right now: it is disabled in the current state of the page`);
     }

@@ -17,7 +17,7 @@ import statistics
 import time
 from typing import Any
 
-from reactor import AgentTools, PluginContext, Reactor, contribution, define_agent_tools, define_plugin
+from reactor import AgentTools, PluginContext, Reactor, define_agent_tools, define_plugin
 from reactor.facade import bundles_json, call_tool_json
 from reactor.json_schema import Validator
 from reactor.schema import _validator, argument_problems
@@ -76,12 +76,11 @@ def synthetic_plugin(index: int, tools: int = TOOLS_PER_PLUGIN, *, timed: bool =
 
     def register(context: PluginContext) -> None:
         global LOADED_AT
-        for tool in bundle["commands"]:
-            context.register_command(tool["command"], _echo, parameters=tool["parameters"], description=tool["description"])
+        context.register_bundle(bundle, {tool["command"]: _echo for tool in bundle["commands"]})
         if timed:
             LOADED_AT = now()
 
-    return define_plugin(name=name, contributes=[contribution(AgentTools, bundle, id=name)], register=register)
+    return define_plugin(name=name, register=register)
 
 
 def __getattr__(attribute: str) -> Any:
@@ -137,7 +136,7 @@ def validation(calls: int = 2000) -> dict[str, Any]:
     validator_only = _rate(lambda: bare_validator.problems(args), calls)
     cache_key = _rate(lambda: json.dumps(DECK_PARAMETERS, sort_keys=True), calls)
     registry = _reactor.commands if _reactor else None
-    registry_rate = _rate(lambda: registry.call_command("bench.noop", {"n": 1}), calls) if registry else None
+    registry_rate = _rate(lambda: registry.execute("bench.noop", {"n": 1}), calls) if registry else None
     return {
         "argument_problems_per_s": cached,
         "compiled_each_call_per_s": compiled_each_time,
@@ -206,8 +205,8 @@ def call_scaling(command: str, rounds: int = 40, calls: int = 200) -> dict[str, 
     args = {"id": "x", "count": 1}
     args_json = json.dumps(args)
     subjects = {
-        "page": lambda: _reactor.commands.call_command(command, args),  # type: ignore[union-attr]
-        "ten_tools": lambda: small.commands.call_command("synth_0000.t3", args),
+        "page": lambda: _reactor.commands.execute(command, args),  # type: ignore[union-attr]
+        "ten_tools": lambda: small.commands.execute("synth_0000.t3", args),
         "tool_page": lambda: call_tool_json(_reactor, command.replace(".", "_"), args_json, None),  # type: ignore[arg-type]
         "tool_ten_tools": lambda: call_tool_json(small, "synth_0000_t3", args_json, None),
     }
@@ -235,7 +234,7 @@ def call_scaling(command: str, rounds: int = 40, calls: int = 200) -> dict[str, 
 def _register_probe(context: PluginContext) -> None:
     global _reactor
     _reactor = context.reactor
-    context.register_command("bench.noop", lambda args: None, parameters=NOOP_PARAMETERS)
+    context.register_bundle(PROBE_TOOLS, {"bench.noop": lambda args: None})
     context.register_command("bench.stats", lambda args: stats())
     context.register_command("bench.validation", lambda args: validation(int(args.get("calls", 2000))))
     context.register_command("bench.listing", lambda args: listing())
@@ -243,27 +242,17 @@ def _register_probe(context: PluginContext) -> None:
     context.register_command("bench.profileLoad", lambda args: profile_load(int(args.get("plugins", 5))))
 
 
-PROBE_PLUGIN = define_plugin(
-    name="bench",
-    description="Bench probes: a no-op tool and measurements.",
-    contributes=[
-        contribution(
-            AgentTools,
-            define_agent_tools(
-                id="bench",
-                name="Bench",
-                plugin="bench",
-                commands=[
-                    {
-                        "name": "bench_noop",
-                        "command": "bench.noop",
-                        "parameters": NOOP_PARAMETERS,
-                        "description": "Do nothing and answer null; measures the round trip.",
-                    }
-                ],
-            ),
-            id="bench",
-        )
+PROBE_TOOLS = define_agent_tools(
+    id="bench",
+    name="Bench",
+    plugin="bench",
+    commands=[
+        {
+            "name": "bench_noop",
+            "command": "bench.noop",
+            "parameters": NOOP_PARAMETERS,
+            "description": "Do nothing and answer null; measures the round trip.",
+        }
     ],
-    register=_register_probe,
 )
+PROBE_PLUGIN = define_plugin(name="bench", description="Bench probes: a no-op tool and measurements.", register=_register_probe)

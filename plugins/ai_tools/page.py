@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from reactor.agent_tools import AgentTools
-from reactor.ai_tools.bundle import AI_TOOLS_BUNDLE_ID, AI_TOOLS_PLUGIN, ai_tool_bundle, ai_tool_command
+from reactor.ai_tools.bundle import AI_TOOLS_PLUGIN, ai_tool_bundle, ai_tool_command
 from reactor.ai_tools.caller import AiToolCaller
 from reactor.ai_tools.runner import InProcessRunner
+from reactor.commands import CommandOptions
 from reactor.disposable import DisposableSet
 from reactor.errors import ToolError
 from reactor.page import HttpError
@@ -66,17 +66,9 @@ class AiTools:
             records = []  # nobody signed in: no AI Tools, no panels
         offered = [r for r in records if r.get("location") == "ai-tool" and r.get("enabled")]
         self.offered.clear()  # the tools offered before this refresh go; the set stays the plugin's
-        for record in offered:
-            self.offered.add(
-                self.context.register_command(
-                    ai_tool_command(record["id"]),
-                    self._handler(record["id"]),
-                    label=person_label(record["name"]),
-                    description=record["settings"]["tool"]["description"],
-                )
-            )
         if offered:
-            self.offered.add(self.context.contribute(AgentTools, ai_tool_bundle(offered), id=AI_TOOLS_BUNDLE_ID))
+            handlers = {ai_tool_command(record["id"]): self._handler(record["id"]) for record in offered}
+            self.offered.add(self.context.register_bundle(ai_tool_bundle(offered), handlers))
         panels = await self.panels.refresh(records)
         return {"tools": [r["name"] for r in offered], "panels": panels}
 
@@ -93,9 +85,11 @@ def _register(context: PluginContext) -> None:
     context.on_dispose(lambda: context.reactor.services.pop("ai_tools", None))
     context.register_command(
         "aiTools.refresh",
-        tools.refresh,
-        label="Refresh AI Tools and panels",
-        description="Offer the AI Tools, and show the UI plugin panels, the signed-in user can see now.",
+        CommandOptions(
+            tools.refresh,
+            label="Refresh AI Tools and panels",
+            description="Offer the AI Tools, and show the UI plugin panels, the signed-in user can see now.",
+        ),
     )
 
 
@@ -109,10 +103,3 @@ AI_TOOLS_PAGE_PLUGIN = define_plugin(
     register=_register,
     activate=_activate,
 )
-
-
-def person_label(name: str) -> str:
-    """A record's tool name as the palette and a chat card show it: "maintenance_backlog" is
-    "AI Tool: Maintenance backlog" (the name stays the model's)."""
-    words = name.replace("_", " ").replace("-", " ").strip()
-    return f"AI Tool: {words[:1].upper()}{words[1:]}"

@@ -1,9 +1,8 @@
 """The CMS plugin for the page: tools bound to the authenticated site, drafts first, publish on
 request, show the public page.
 
-Its tools are declared once, in agent-tools.json: this page plugin contributes that bundle and
-registers each command with the tool's parameters and a live handler from
-`create_cms_agent_tools`; `server.py` serves the same file. Nothing here imports starlette or
+Its commands and tools are declared once, in agent-tools.json: this page plugin registers that
+bundle with live handlers (`create_cms_agent_tools`, commands.py); `server.py` serves the same file. Nothing here imports starlette or
 `js`; the page's services arrive through the reactor.
 """
 
@@ -12,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reactor import AgentTools, PluginContext, PluginError, contribution, define_plugin, load_agent_tools
+from reactor import PluginContext, PluginError, define_plugin, load_agent_tools
 
 from .client import CmsClient
-from .commands import PanelCommands, register_cms_commands
+from .commands import PanelCommands, cms_handlers
 from .panel import CmsPanel
 from .state import CmsState
 from .tools import create_cms_agent_tools
@@ -32,15 +31,14 @@ def _register(context: PluginContext) -> None:
     services["cms_state"] = state  # the live state, for the host and for tests
     panel = CmsPanel(page, state)
     client = CmsClient(page, state, on_session_lost=lambda: panel.draw("The session ended; sign in again."))
-    handlers = create_cms_agent_tools(state, client, panel, page)
-    register_cms_commands(context, handlers, PanelCommands(state, client, panel), CMS_AGENT_TOOLS)
+    tools = create_cms_agent_tools(state, client, panel, page)
+    context.register_bundle(CMS_AGENT_TOOLS, cms_handlers(tools, PanelCommands(state, client, panel)))
     context.on_dispose(lambda: services.pop("cms_state", None))
 
 
 CMS_PLUGIN = define_plugin(
     name="cms",
     description="A CMS: sign in, pick a site, crawl sources into drafts, publish on request, show the page.",
-    contributes=[contribution(AgentTools, CMS_AGENT_TOOLS, id="cms")],
     register=_register,
 )
 

@@ -1,6 +1,6 @@
-"""The CMS commands: the tools' commands (handlers from `tools.py`, contract from the bundle)
-and the panel's own commands — sign in, sign out, pick a site, pick an entry — which are not
-tools: a model never handles the person's password or chooses where its calls go.
+"""The CMS commands' code: the tools' handlers (from `tools.py`) and the panel's own commands —
+sign in, sign out, pick a site, pick an entry — which agent-tools.json declares as commands that
+are no tool: a model never handles the person's password or chooses where its calls go.
 
 The page has one sign-in, the header's form (web/session.js, the `session` view): cms.signIn
 asks for that form, cms.signOut signs out and tells it, and the panel follows whatever session
@@ -10,26 +10,16 @@ needs someone signed in is disabled while nobody is."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
-from reactor import NO_ARGUMENTS, PluginContext
+from reactor import CommandOptions
+from reactor.commands import Handler
 from reactor.errors import NotFoundError, ToolError
 
 from .client import CmsClient
 from .panel import CmsPanel, change_questions
 from .state import SIGN_IN_FIRST, SIGNED_OUT, CmsState
 
-SLUG = {"type": "string", "minLength": 1, "maxLength": 80, "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$"}
-PANEL_PARAMETERS: dict[str, dict[str, Any]] = {
-    "cms.selectSite": {
-        "type": "object",
-        "properties": {"site": {"type": "string", "minLength": 1, "maxLength": 80}},
-        "required": ["site"],
-        "additionalProperties": False,
-    },
-    "cms.selectEntry": {"type": "object", "properties": {"slug": SLUG}, "required": ["slug"], "additionalProperties": False},
-}
 SESSION_VIEW = "session"  # the header's sign-in (web/session.js)
 
 
@@ -124,51 +114,32 @@ class PanelCommands:
         return self._where()
 
 
-def register_cms_commands(
-    context: PluginContext,
-    handlers: dict[str, Callable[[dict[str, Any]], Any]],
-    panel_commands: PanelCommands,
-    bundle: dict[str, Any],
-) -> None:
-    """Every tool's command with the tool's description and parameters; then the panel's. All
-    but restoring the session need someone signed in, and signing in needs nobody to be."""
+def cms_handlers(tools: dict[str, Handler], panel_commands: PanelCommands) -> dict[str, Handler | CommandOptions]:
+    """The code of each command agent-tools.json declares: the tools' (`tools`), then the
+    panel's. All but restoring the session need someone signed in; signing in needs nobody."""
     state = panel_commands.state
-
-    def signed_in() -> bool:
-        return state.signed_in
-
-    needs_user: dict[str, Any] = {
-        "is_enabled": signed_in,
-        "disabled_reason": SIGNED_OUT,
-        "disabled_display": SIGN_IN_FIRST,
-    }
     questions = change_questions(state, panel_commands.panel)
-    for tool in bundle["commands"]:
-        context.register_command(
-            tool["command"],
-            handlers[tool["command"]],
-            label="CMS: " + tool["name"].removeprefix("cms_").replace("_", " ").capitalize(),
-            description=tool["description"],
-            parameters=tool.get("parameters", NO_ARGUMENTS),
-            confirmation=questions.get(tool["command"]),
-            **needs_user,
+    needs_user = {
+        **tools,
+        "cms.signOut": panel_commands.sign_out,
+        "cms.selectSite": panel_commands.select_site,
+        "cms.selectEntry": panel_commands.select_entry,
+    }
+    handlers: dict[str, Handler | CommandOptions] = {
+        id: CommandOptions(
+            execute,
+            is_enabled=lambda args: state.signed_in,
+            disabled_reason=SIGNED_OUT,
+            disabled_display=SIGN_IN_FIRST,
+            confirmation=questions.get(id),
         )
-    context.register_command(
-        "cms.signIn",
+        for id, execute in needs_user.items()
+    }
+    handlers["cms.signIn"] = CommandOptions(
         panel_commands.sign_in,
-        label="CMS: Sign in",
-        parameters=NO_ARGUMENTS,
-        is_enabled=lambda: not state.signed_in,
+        is_enabled=lambda args: not state.signed_in,
         disabled_reason="someone is signed in already; sign out first.",
         disabled_display="You are signed in already.",
     )
-    context.register_command(
-        "cms.restoreSession", panel_commands.restore_session, label="CMS: Restore session", parameters=NO_ARGUMENTS
-    )
-    own: list[tuple[str, Callable[[dict[str, Any]], Any], str]] = [
-        ("cms.signOut", panel_commands.sign_out, "CMS: Sign out"),
-        ("cms.selectSite", panel_commands.select_site, "CMS: Select site"),
-        ("cms.selectEntry", panel_commands.select_entry, "CMS: Select entry"),
-    ]
-    for id, handler, label in own:
-        context.register_command(id, handler, label=label, parameters=PANEL_PARAMETERS.get(id, NO_ARGUMENTS), **needs_user)
+    handlers["cms.restoreSession"] = panel_commands.restore_session
+    return handlers

@@ -1,7 +1,7 @@
 """The decks plugin for the page: slide decks an agent can read, write, show and present.
 
-Its tools are declared once, in agent-tools.json: this page plugin contributes that bundle and
-registers each command with the tool's parameters, and `server.py` serves the same file.
+Its commands and tools are declared once, in agent-tools.json: this page plugin registers that
+bundle with the handlers of commands.py, and `server.py` serves the same file.
 Nothing here imports starlette or `js`; the page's services arrive through the reactor.
 """
 
@@ -12,9 +12,9 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from reactor import AgentTools, PluginContext, PluginError, contribution, define_plugin, load_agent_tools
+from reactor import PluginContext, PluginError, define_plugin, load_agent_tools
 
-from .commands import DeckCommands, register_deck_commands
+from .commands import DeckCommands, deck_handlers
 from .store import DeckStore
 from .view import DeckView
 
@@ -28,7 +28,7 @@ def _register(context: PluginContext) -> None:
         raise PluginError("The decks plugin needs the page service: Reactor(services={'page': ...}).", plugin="decks")
     store = DeckStore(page, services.get("decks_api"))
     commands = DeckCommands(store, DeckView(page), page)
-    register_deck_commands(context, commands, DECKS_AGENT_TOOLS)
+    context.register_bundle(DECKS_AGENT_TOOLS, deck_handlers(commands))
     _loaded[context.reactor] = commands
     context.on_dispose(lambda: _loaded.pop(context.reactor, None))
 
@@ -47,7 +47,6 @@ async def _show_the_list(context: PluginContext) -> None:
 DECKS_PLUGIN = define_plugin(
     name="decks",
     description="Slide decks: list, open, present and print them; read and write their slides.",
-    contributes=[contribution(AgentTools, DECKS_AGENT_TOOLS, id="decks")],
     register=_register,
     activate=_show_the_list,
 )

@@ -1,7 +1,8 @@
 """The decks commands: screen commands that change what the person sees, data commands that answer.
 
-Each handler takes one `args` dict, already checked against its schema in agent-tools.json,
-and returns what a model needs next. Bad requests raise ValueError or NotFoundError with a
+agent-tools.json declares each command (its label, description, schema); here is its code. Each
+handler takes one `args` dict, already checked against that schema, and returns what a model
+needs next. Bad requests raise ValueError or NotFoundError with a
 sentence naming the fix; the registry turns them into CommandFailedError.
 """
 
@@ -10,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from reactor import NO_ARGUMENTS, PluginContext
+from reactor import CommandOptions
+from reactor.commands import Handler
 from reactor.errors import ToolError
 from reactor.page import Page
 from reactor.urls import quote_segment
@@ -18,8 +20,6 @@ from reactor.urls import quote_segment
 from .deck import deck_outline, deck_summary, slide_index, slugify
 from .store import DeckStore
 from .view import DeckView, change_questions
-
-# Arguments of a tool declared without parameters: none, so a made-up key is refused.
 
 NO_DECK_OPEN = "no deck is open; open one with decks_open, using an id from decks_list_decks."
 NOT_PRESENTING = "no deck is being presented."
@@ -229,48 +229,42 @@ class DeckCommands:
             self.view.say(message)
 
 
-def register_deck_commands(context: PluginContext, commands: DeckCommands, bundle: dict[str, Any]) -> None:
-    """Register every command, with its description and parameters read from the bundle."""
-    tools = {tool["command"]: tool for tool in bundle["commands"]}
-    needs_open_deck = {"decks.goToSlide", "decks.nextSlide", "decks.previousSlide", "decks.present"}
-    table: list[tuple[str, Callable[[dict[str, Any]], Any], str]] = [
-        ("decks.list", commands.show_list, "Decks: Show All Decks"),
-        ("decks.open", commands.open_deck, "Decks: Open Deck"),
-        ("decks.goToSlide", commands.go_to_slide, "Decks: Go to Slide"),
-        ("decks.nextSlide", commands.next_slide, "Decks: Next Slide"),
-        ("decks.previousSlide", commands.previous_slide, "Decks: Previous Slide"),
-        ("decks.present", commands.present, "Decks: Present"),
-        ("decks.stopPresenting", commands.stop_presenting, "Decks: Stop Presenting"),
-        ("decks.print", commands.print_deck, "Decks: Print Deck"),
-        ("decks.listDecks", commands.list_decks, "Decks: List Decks (data)"),
-        ("decks.getDeck", commands.get_deck, "Decks: Get Deck (data)"),
-        ("decks.createDeck", commands.create_deck, "Decks: Create Deck"),
-        ("decks.updateDeck", commands.update_deck, "Decks: Update Deck"),
-        ("decks.listSlides", commands.list_slides, "Decks: List Slides (data)"),
-        ("decks.getSlide", commands.get_slide, "Decks: Get Slide (data)"),
-        ("decks.updateSlide", commands.update_slide, "Decks: Update Slide"),
-        ("decks.addSlide", commands.add_slide, "Decks: Add Slide"),
-        ("decks.insertSlide", commands.insert_slide, "Decks: Insert Slide"),
-        ("decks.deleteSlide", commands.delete_slide, "Decks: Delete Slide"),
-        ("decks.deleteDeck", commands.delete_deck, "Decks: Delete Deck"),
-    ]
-    questions = change_questions(commands.store.title_of)
-    gates = {id: ((lambda: commands.view.is_open), NO_DECK_OPEN) for id in needs_open_deck}
-    gates["decks.stopPresenting"] = (lambda: commands.view.presenting), NOT_PRESENTING
-    for id, handler, label in table:
-        tool = tools.get(id, {})
-        is_enabled, disabled_reason = gates.get(id, (None, ""))
-        context.register_command(
-            id,
-            handler,
-            label=label,
-            description=tool.get("description", ""),
-            parameters=tool.get("parameters", NO_ARGUMENTS),
-            is_enabled=is_enabled,
-            disabled_reason=disabled_reason,
-            disabled_display=OPEN_A_DECK_FIRST if disabled_reason == NO_DECK_OPEN else "",
-            confirmation=questions.get(id),
+def deck_handlers(commands: DeckCommands) -> dict[str, Handler | CommandOptions]:
+    """The code of each command agent-tools.json declares: what runs, when it can, what a
+    person is asked before a change."""
+    view = commands.view
+    run: dict[str, Handler] = {
+        "decks.list": commands.show_list,
+        "decks.open": commands.open_deck,
+        "decks.goToSlide": commands.go_to_slide,
+        "decks.nextSlide": commands.next_slide,
+        "decks.previousSlide": commands.previous_slide,
+        "decks.present": commands.present,
+        "decks.stopPresenting": commands.stop_presenting,
+        "decks.print": commands.print_deck,
+        "decks.listDecks": commands.list_decks,
+        "decks.getDeck": commands.get_deck,
+        "decks.createDeck": commands.create_deck,
+        "decks.updateDeck": commands.update_deck,
+        "decks.listSlides": commands.list_slides,
+        "decks.getSlide": commands.get_slide,
+        "decks.updateSlide": commands.update_slide,
+        "decks.addSlide": commands.add_slide,
+        "decks.insertSlide": commands.insert_slide,
+        "decks.deleteSlide": commands.delete_slide,
+        "decks.deleteDeck": commands.delete_deck,
+    }
+    handlers: dict[str, Handler | CommandOptions] = dict(run)
+    for id in ("decks.goToSlide", "decks.nextSlide", "decks.previousSlide", "decks.present"):
+        handlers[id] = CommandOptions(
+            run[id], is_enabled=lambda args: view.is_open, disabled_reason=NO_DECK_OPEN, disabled_display=OPEN_A_DECK_FIRST
         )
+    handlers["decks.stopPresenting"] = CommandOptions(
+        commands.stop_presenting, is_enabled=lambda args: view.presenting, disabled_reason=NOT_PRESENTING
+    )
+    for id, question in change_questions(commands.store.title_of).items():
+        handlers[id] = CommandOptions(run[id], confirmation=question)
+    return handlers
 
 
 def _new_slide(args: dict[str, Any]) -> dict[str, Any]:

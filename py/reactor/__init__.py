@@ -15,7 +15,7 @@ from .agent_tools import (
     watch_agent_tool_bundles,
 )
 from .cancellation import CancelToken
-from .commands import Command, CommandRegistry, CommandsChanged
+from .commands import Command, CommandExecuted, CommandOptions, CommandRegistry, CommandsChanged, Settled
 from .contributions import Contribution, ContributionPoint, ContributionRegistry, contribution
 from .disposable import Disposable, DisposableSet
 from .errors import (
@@ -48,8 +48,10 @@ __all__ = [
     "CancelToken",
     "Command",
     "CommandError",
+    "CommandExecuted",
     "CommandFailedError",
     "CommandNotFoundError",
+    "CommandOptions",
     "CommandRegistry",
     "CommandUnavailableError",
     "CommandsChanged",
@@ -78,6 +80,7 @@ __all__ = [
     "PluginPlatform",
     "Reactor",
     "ReactorError",
+    "Settled",
     "ToolError",
     "agent_tool_bundles",
     "check_agent_tools",

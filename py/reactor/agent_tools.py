@@ -1,31 +1,38 @@
 """AgentTools: the contribution point through which a plugin says which commands are model tools.
 
 A bundle is plain JSON data in the seed's shape, so the page and the Python tier can read the
-same file: {id, name, description, plugin, commands: [{name, command, description,
-parameters?, sideEffect?, summary?}], toolset}. `sideEffect` (none, read, write, destructive) tells a host
-which tools need the person's approval; `summary` is the line a chat shows for a finished call
-("Opened ‘{result.title}’ at slide {result.slide}"). `define_agent_tools` refuses, at declaration, anything a model
-provider would refuse at request time.
+same file: {id, name, description, plugin, commands: [{name, command, label?, description,
+parameters?, sideEffect?, summary?}], toolset, otherCommands?: [{command, label?, description?,
+parameters?}]}. It is the declaration of its plugin's commands: `declared_commands` pairs each
+with the handler the plugin gives, and `PluginContext.register_bundle` registers them. An entry
+of `commands` is a command and the tool that calls it; `otherCommands` are commands that are
+no tool (a sign-in form a model must never fill). A command declared without `parameters`
+takes no arguments. `sideEffect` (none, read, write, destructive) tells a host which tools need
+the person's approval; `summary` is the line a chat shows for a finished call ("Opened
+‘{result.title}’ at slide {result.slide}"). `define_agent_tools` refuses, at declaration,
+anything a model provider would refuse at request time.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .commands import CommandOptions, Handler, did_you_mean
 from .contributions import ContributionPoint
 from .disposable import Disposable
 from .errors import DeclarationError, refusal
 from .json_text import copied
-from .schema import schema_problem
+from .schema import NO_ARGUMENTS, schema_problem
 
 # The tool names OpenAI, Anthropic and Gemini all accept: a letter or _, then up to 63 of [A-Za-z0-9_-].
 TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
-BUNDLE_KEYS = {"id", "name", "description", "plugin", "commands", "toolset", "patternMessages"}
-COMMAND_KEYS = {"name", "command", "description", "parameters", "sideEffect", "summary"}
+BUNDLE_KEYS = {"id", "name", "description", "plugin", "commands", "toolset", "patternMessages", "otherCommands"}
+COMMAND_KEYS = {"name", "command", "label", "description", "parameters", "sideEffect", "summary"}
+OTHER_COMMAND_KEYS = {"command", "label", "description", "parameters"}
 # A summary's placeholders: {args.name} or {result.a.b}, and for a list {result.decks:count}
 # (how many) or {result.decks:names} (the first titles); nothing else may sit in braces.
 SUMMARY_FIELD = re.compile(r"\{(args|result)((?:\.[A-Za-z_][A-Za-z0-9_]*)+)(?::(count|names))?\}")
@@ -33,6 +40,11 @@ NAMES_SHOWN = 3
 MAX_SUMMARY = 200
 # What running a tool does to data; a host asks the person before write and destructive ones.
 SIDE_EFFECTS = ("none", "read", "write", "destructive")
+
+
+class AgentToolBundle(dict):  # type: ignore[type-arg]
+    """A bundle `define_agent_tools` checked: plain JSON data, taken as it is by the next check
+    (a plugin's bundle is checked where it is declared, not again where it is registered)."""
 
 
 def define_agent_tools(
@@ -44,10 +56,12 @@ def define_agent_tools(
     description: str = "",
     toolset: Iterable[str] | None = None,
     pattern_messages: dict[str, str] | None = None,
+    other_commands: Iterable[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Check a bundle and fill its bookkeeping; the toolset defaults to every tool's name.
     `pattern_messages` says, per `pattern` its schemas use, what it asks for in a person's words
-    (a form shows that, never the regular expression)."""
+    (a form shows that, never the regular expression). `other_commands` are the plugin's
+    commands that are no tool."""
     owner = id if isinstance(id, str) and id else "?"
 
     def refuse(field: str, value: Any, rule: str) -> DeclarationError:
@@ -62,6 +76,7 @@ def define_agent_tools(
         raise refuse("commands", commands, "must be a list of tools.")
 
     tools: list[dict[str, Any]] = []
+    declared: set[str] = set()  # the command ids
     for index, tool in enumerate(commands):
         where = f"commands[{index}]"
         if not isinstance(tool, dict):
@@ -89,12 +104,10 @@ def define_agent_tools(
                 tool_description,
                 f"of tool {tool_name!r} must say, in a sentence, what the tool does and when to use it.",
             )
+        if command in declared:
+            raise refuse(f"{where}.command", command, f"{command!r} is declared twice; a command has one declaration.")
         entry: dict[str, Any] = {"name": tool_name, "command": command, "description": tool_description}
-        if "parameters" in tool and tool["parameters"] is not None:
-            problem = schema_problem(tool["parameters"])
-            if problem:
-                raise refuse(f"{where}.parameters", tool["parameters"], f"of tool {tool_name!r} are refused: {problem}.")
-            entry["parameters"] = copied(tool["parameters"])
+        entry.update(_command_words(tool, where, f"tool {tool_name!r}", refuse))
         if "sideEffect" in tool:
             if tool["sideEffect"] not in SIDE_EFFECTS:
                 raise refuse(
@@ -120,6 +133,7 @@ def define_agent_tools(
                 )
             entry["summary"] = summary
         tools.append(entry)
+        declared.add(command)
 
     names = [t["name"] for t in tools]
     if toolset is None:
@@ -137,21 +151,107 @@ def define_agent_tools(
                 )
         if len(set(granted)) != len(granted):
             raise refuse("toolset", granted, "names a tool twice.")
-    bundle: dict[str, Any] = {
-        "id": id,
-        "name": name,
-        "description": description,
-        "plugin": plugin,
-        "commands": tools,
-        "toolset": granted,
-    }
+    bundle = AgentToolBundle(
+        {
+            "id": id,
+            "name": name,
+            "description": description,
+            "plugin": plugin,
+            "commands": tools,
+            "toolset": granted,
+        }
+    )
     if pattern_messages is not None:
         if not isinstance(pattern_messages, dict) or not all(
             isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in pattern_messages.items()
         ):
             raise refuse("patternMessages", pattern_messages, "must map each pattern to a sentence for a person.")
         bundle["patternMessages"] = dict(pattern_messages)
+    if other_commands is not None:
+        bundle["otherCommands"] = _other_commands(other_commands, declared, refuse)
     return bundle
+
+
+def _command_words(
+    entry: dict[str, Any], where: str, what: str, refuse: Callable[[str, Any, str], DeclarationError]
+) -> dict[str, Any]:
+    """The label and parameters of a command's declaration, checked."""
+    words: dict[str, Any] = {}
+    if "label" in entry:
+        if not isinstance(entry["label"], str) or not entry["label"].strip():
+            raise refuse(f"{where}.label", entry["label"], f"of {what} must be the words a palette shows for it.")
+        words["label"] = entry["label"]
+    if entry.get("parameters") is not None:
+        problem = schema_problem(entry["parameters"])
+        if problem:
+            raise refuse(f"{where}.parameters", entry["parameters"], f"of {what} are refused: {problem}.")
+        words["parameters"] = copied(entry["parameters"])
+    return words
+
+
+def _other_commands(commands: Any, taken: set[str], refuse: Callable[[str, Any, str], DeclarationError]) -> list[dict[str, Any]]:
+    if isinstance(commands, (str, bytes, dict)) or not isinstance(commands, Iterable):
+        raise refuse("otherCommands", commands, "must be a list of commands.")
+    checked: list[dict[str, Any]] = []
+    for index, declared in enumerate(commands):
+        where = f"otherCommands[{index}]"
+        if not isinstance(declared, dict):
+            raise refuse(where, declared, f"must be an object, not {type(declared).__name__}.")
+        unknown = sorted(set(declared) - OTHER_COMMAND_KEYS)
+        if unknown:
+            rule = f"is not a field of a command without a tool; use {sorted(OTHER_COMMAND_KEYS)}."
+            raise refuse(f"{where}.{unknown[0]}", declared[unknown[0]], rule)
+        command = declared.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise refuse(f"{where}.command", command, f"must be a command id, not {command!r}.")
+        if command in taken:
+            raise refuse(f"{where}.command", command, f"{command!r} is declared twice; a command has one declaration.")
+        taken.add(command)
+        description = declared.get("description", "")
+        if not isinstance(description, str):
+            raise refuse(f"{where}.description", description, f"of command {command!r} must be a string.")
+        entry: dict[str, Any] = {"command": command, "description": description}
+        entry.update(_command_words(declared, where, f"command {command!r}", refuse))
+        checked.append(entry)
+    return checked
+
+
+def declared_commands(
+    bundle: dict[str, Any], handlers: Mapping[str, Handler | CommandOptions]
+) -> list[tuple[str, CommandOptions]]:
+    """Each command a checked bundle declares, with its options: the bundle's words and schema,
+    the code `handlers` gives by command id (a handler, or CommandOptions saying also when it is
+    enabled and what a person is asked first). A command without a handler, or a handler for no
+    declared command, is refused by name, before anything is registered."""
+    owner = str(bundle["id"])
+
+    def refuse(field: str, value: Any, sentence: str) -> DeclarationError:
+        return DeclarationError(f"AgentTools bundle {owner!r} {sentence}", owner=owner, field=field, value=value)
+
+    declared = [*bundle["commands"], *bundle.get("otherCommands", ())]
+    ids = [entry["command"] for entry in declared]
+    if not isinstance(handlers, Mapping):
+        raise refuse("handlers", handlers, "needs its handlers as a mapping of command id to handler.")
+    missing = [id for id in ids if id not in handlers]
+    if missing:
+        more = f" (nor for {', '.join(map(repr, missing[1:]))})" if missing[1:] else ""
+        raise refuse("handlers", missing, f"declares the command {missing[0]!r}, but no handler was given for it{more}.")
+    extra = [id for id in handlers if id not in ids]
+    if extra:
+        sentence = f"declares no command {extra[0]!r}, yet a handler was given for it.{did_you_mean(extra[0], ids)}"
+        raise refuse("handlers", extra, f"{sentence} Declare it in the bundle, or drop the handler.")
+    options = []
+    for entry in declared:
+        code = handlers[entry["command"]]
+        if not isinstance(code, CommandOptions):
+            code = CommandOptions(code)
+        written = [field for field in ("label", "description", "parameters") if getattr(code, field) not in ("", None)]
+        if written:
+            sentence = f"declares the {written[0]} of {entry['command']!r}; its handler may not say it again."
+            raise refuse("handlers", entry["command"], sentence)
+        parameters = entry.get("parameters", NO_ARGUMENTS)
+        options.append((entry["command"], code.declared(entry.get("label", ""), entry.get("description", ""), parameters)))
+    return options
 
 
 def fill_summary(template: str, args: Any, result: Any) -> str | None:
@@ -193,6 +293,8 @@ def _names(items: list[Any]) -> str:
 
 def check_agent_tools(bundle: Any) -> dict[str, Any]:
     """Check a bundle given as plain data (a JSON file, a contribution, a server plugin's return)."""
+    if type(bundle) is AgentToolBundle:
+        return bundle
     if not isinstance(bundle, dict):
         raise DeclarationError(
             f"An AgentTools bundle must be an object, not {type(bundle).__name__}.", owner="?", field="", value=bundle
@@ -211,6 +313,7 @@ def check_agent_tools(bundle: Any) -> dict[str, Any]:
         description=bundle.get("description", ""),
         toolset=bundle.get("toolset"),
         pattern_messages=bundle.get("patternMessages"),
+        other_commands=bundle.get("otherCommands"),
     )
 
 

@@ -13,14 +13,21 @@ from typing import Any
 from .errors import ToolError
 from .json_schema import Validator
 from .json_text import loads
-from .schema import argument_problems
-
-NO_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
+from .schema import NO_ARGUMENTS, argument_problems
 
 
 def parse_tool_arguments(tool: str, raw: Any, schema: dict[str, Any] | Validator | None) -> dict[str, Any]:
-    """The arguments as an object that fits `schema` (or its compiled Validator), or
-    ToolError("invalid_arguments", problems=[...])."""
+    """The arguments as an object that fits `schema` (or its compiled Validator; none: no
+    arguments), or ToolError("invalid_arguments", problems=[...])."""
+    value = decoded_arguments(tool, raw)
+    problems = argument_problems(schema or NO_ARGUMENTS, value)
+    if problems:
+        raise invalid_arguments(tool, problems)
+    return value
+
+
+def decoded_arguments(tool: str, raw: Any) -> dict[str, Any]:
+    """The arguments as an object, not yet checked against a schema, or ToolError("invalid_arguments")."""
     value = raw
     for _ in range(2):  # a JSON string holding a JSON string is unwrapped once more
         if not isinstance(value, str):
@@ -32,18 +39,16 @@ def parse_tool_arguments(tool: str, raw: Any, schema: dict[str, Any] | Validator
         try:
             value = loads(text)
         except (ValueError, RecursionError) as error:
-            raise _invalid(tool, [{"path": "$", "message": f"not valid JSON ({error}); send one JSON object"}]) from None
+            raise invalid_arguments(tool, [{"path": "$", "message": f"not valid JSON ({error}); send one JSON object"}]) from None
     if value is None:
         value = {}
     if not isinstance(value, dict):
-        raise _invalid(tool, [{"path": "$", "message": f"expected a JSON object, got {json_kind(value)}"}])
-    problems = argument_problems(schema or NO_PARAMETERS, value)
-    if problems:
-        raise _invalid(tool, problems)
+        raise invalid_arguments(tool, [{"path": "$", "message": f"expected a JSON object, got {json_kind(value)}"}])
     return value
 
 
-def _invalid(tool: str, problems: list[dict[str, str]]) -> ToolError:
+def invalid_arguments(tool: str, problems: list[dict[str, str]]) -> ToolError:
+    """The model's answer for arguments that do not fit: each problem, and that nothing ran."""
     listed = "; ".join(f"{p['path']}: {p['message']}" for p in problems)
     return ToolError(
         "invalid_arguments",

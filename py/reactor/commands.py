@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable
 from typing import Any
 
 from .awaiting import is_awaitable
@@ -23,69 +23,84 @@ from .schema import argument_problems, compiled_validator, schema_problem
 Handler = Callable[[dict[str, Any]], Any]
 
 
-class Command:
-    """One registered command. `parameters`, when given, is the JSON Schema its arguments obey."""
+class CommandOptions:
+    """Everything a command is besides its id, as in Lumino's `addCommand(id, options)`.
+
+    An AgentTools bundle declares the words and the schema (label, description, parameters);
+    the plugin's code gives the rest. `parameters`, when given, is the JSON Schema the arguments
+    obey. `is_enabled(args)` says whether the command can run now; when it says no, a caller (a
+    model) reads `disabled_reason` and a person `disabled_display`. `confirmation(args)`, for a
+    command that changes things, is what a person reads before allowing a call ("Publish
+    ‘Hello’ on Acme?"). A plain class: a dataclass costs milliseconds to define in the page.
+    """
 
     __slots__ = (
-        "id",
         "execute",
         "label",
         "description",
+        "parameters",
         "is_enabled",
         "disabled_reason",
-        "parameters",
-        "plugin",
         "disabled_display",
         "confirmation",
-        "_validator",
     )
 
     def __init__(
         self,
-        id: str,
         execute: Handler,
+        *,
         label: str = "",
         description: str = "",
-        is_enabled: Callable[[], bool] | None = None,
-        disabled_reason: str = "",
         parameters: dict[str, Any] | None = None,
-        plugin: str = "",
+        is_enabled: Callable[[dict[str, Any]], bool] | None = None,
+        disabled_reason: str = "",
         disabled_display: str = "",
         confirmation: Callable[[dict[str, Any]], str] | None = None,
     ) -> None:
-        self.id, self.execute, self.label, self.description = id, execute, label, description
-        self.is_enabled, self.disabled_reason, self.parameters = is_enabled, disabled_reason, parameters
-        self.plugin = plugin
-        self.disabled_display = disabled_display  # the reason in a person's words (a chat card)
-        self.confirmation = confirmation  # args -> the approval's question, in a person's words
+        self.execute, self.label, self.description, self.parameters = execute, label, description, parameters
+        self.is_enabled, self.disabled_reason, self.disabled_display = is_enabled, disabled_reason, disabled_display
+        self.confirmation = confirmation
+
+    def declared(self, label: str, description: str, parameters: dict[str, Any]) -> CommandOptions:
+        """These options with the words and the schema a bundle declares."""
+        declared = CommandOptions(self.execute, label=label, description=description, parameters=parameters)
+        declared.is_enabled, declared.disabled_reason = self.is_enabled, self.disabled_reason
+        declared.disabled_display, declared.confirmation = self.disabled_display, self.confirmation
+        return declared
+
+
+class Command:
+    """One registered command: its id, its options, the plugin that registered it."""
+
+    __slots__ = ("id", "options", "plugin", "_validator")
+
+    def __init__(self, id: str, options: CommandOptions, plugin: str = "") -> None:
+        self.id, self.options, self.plugin = id, options, plugin
         self._validator: Validator | None = None
 
     @property
     def validator(self) -> Validator | None:
         """The parameters compiled, on the first call: a page registers many commands at start-up
         and calls few of them soon (compiling them all was ~15% of its plugins' load)."""
-        if self._validator is None and self.parameters is not None:
-            self._validator = compiled_validator(self.parameters)
+        if self._validator is None and self.options.parameters is not None:
+            self._validator = compiled_validator(self.options.parameters)
         return self._validator
 
     def __repr__(self) -> str:
         return f"Command({self.id!r}, plugin={self.plugin!r})"
 
-    @property
-    def is_available(self) -> bool:
-        return self.is_enabled is None or bool(self.is_enabled())
-
     def describe(self) -> dict[str, Any]:
         """Plain data for a palette or a listing (the palette draws a form from `parameters`)."""
+        options = self.options
         described = {
             "id": self.id,
-            "label": self.label or self.id,
-            "description": self.description,
+            "label": options.label or self.id,
+            "description": options.description,
             "plugin": self.plugin,
-            "available": self.is_available,
+            "available": options.is_enabled is None or bool(options.is_enabled({})),
         }
-        if self.parameters is not None:
-            described["parameters"] = self.parameters
+        if options.parameters is not None:
+            described["parameters"] = options.parameters
         return described
 
 
@@ -99,31 +114,47 @@ class CommandsChanged:
         self.command_id = command_id
 
 
+class CommandExecuted:
+    """Told to subscribers after a handler ran: its arguments, and what it answered or raised."""
+
+    __slots__ = ("command_id", "args", "result", "error")
+
+    def __init__(self, command_id: str, args: dict[str, Any], result: Any, error: CommandError | None) -> None:
+        self.command_id, self.args, self.result, self.error = command_id, args, result, error
+
+
+class Settled:
+    """What `execute` hands back when the command is done at once: `await` it like any answer,
+    or read it now with `result()`. Only an async handler's answer is still to come."""
+
+    __slots__ = ("value", "error")
+
+    def __init__(self, value: Any = None, error: CommandError | None = None) -> None:
+        self.value, self.error = value, error
+
+    def result(self) -> Any:
+        """The command's value, or its error raised."""
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self.result()
+        yield  # a generator that returns at once: `await` takes no turn of the event loop
+
+
 class CommandRegistry:
-    """Holds commands by id; `execute_command` returns exactly what the handler returned."""
+    """Commands by id, in the shape of Lumino's CommandRegistry: `register_command(id, options)`,
+    one `execute`, `is_enabled(id, args)`, and the `changed` and `executed` signals."""
 
     def __init__(self) -> None:
         self._commands: dict[str, Command] = {}
         self.changed: Emitter[CommandsChanged] = Emitter()
+        self.executed: Emitter[CommandExecuted] = Emitter()
 
-    def register_command(
-        self,
-        id: str,
-        execute: Handler,
-        *,
-        label: str = "",
-        description: str = "",
-        is_enabled: Callable[[], bool] | None = None,
-        disabled_reason: str = "",
-        parameters: dict[str, Any] | None = None,
-        plugin: str = "",
-        disabled_display: str = "",
-        confirmation: Callable[[dict[str, Any]], str] | None = None,
-    ) -> Disposable:
-        """Add a command; the Disposable removes exactly this registration. `disabled_reason` is
-        what a caller (a model) reads when it is refused; `disabled_display` the same for a person.
-        `confirmation(args)`, for a command that changes things, says what a call will do as a
-        person reads it before allowing it ("Publish ‘Hello’ on Acme?")."""
+    def register_command(self, id: str, options: CommandOptions | Handler, *, plugin: str = "") -> Disposable:
+        """Add a command (`options` may be just its handler); the Disposable removes exactly this
+        registration. A plugin declares its commands in its bundle instead (`register_bundle`)."""
         if not isinstance(id, str) or not id.strip():
             raise DeclarationError(
                 f"A command id must be a non-empty string, not {id!r}.", owner=plugin or "?", field="id", value=id
@@ -135,31 +166,22 @@ class CommandRegistry:
                 f"The command {id!r} is already registered{by}; dispose that registration first or choose another id.",
                 command_id=id,
             )
-        if not callable(execute):
+        if not isinstance(options, CommandOptions):
+            options = CommandOptions(options)
+        if not callable(options.execute):
             raise DeclarationError(
-                f"The handler of command {id!r} must be callable, not {type(execute).__name__}.",
+                f"The handler of command {id!r} must be callable, not {type(options.execute).__name__}.",
                 owner=plugin or id,
                 field="execute",
             )
-        if parameters is not None and (problem := schema_problem(parameters)):
+        if options.parameters is not None and (problem := schema_problem(options.parameters)):
             raise DeclarationError(
                 f"The parameters of command {id!r} are refused: {problem}.",
                 owner=plugin or id,
                 field="parameters",
-                value=parameters,
+                value=options.parameters,
             )
-        command = Command(
-            id,
-            execute,
-            label,
-            description,
-            is_enabled,
-            disabled_reason,
-            parameters,
-            plugin,
-            disabled_display,
-            confirmation,
-        )
+        command = Command(id, options, plugin)
         self._commands[id] = command
         self.changed.emit(CommandsChanged("added", id))
 
@@ -177,79 +199,99 @@ class CommandRegistry:
         try:
             return self._commands[id]
         except (KeyError, TypeError):
-            raise CommandNotFoundError(
-                f"There is no command {id!r}.{did_you_mean(id, self._commands)} Registered commands: {_sample(self._commands)}.",
-                command_id=str(id),
-            ) from None
+            raise self._not_found(id) from None
+
+    def _not_found(self, id: Any) -> CommandNotFoundError:
+        return CommandNotFoundError(
+            f"There is no command {id!r}.{did_you_mean(id, self._commands)} Registered commands: {_sample(self._commands)}.",
+            command_id=str(id),
+        )
 
     def list_commands(self) -> list[Command]:
         """Every command, unavailable ones included, in registration order."""
         return list(self._commands.values())
 
-    def call_command(self, id: str, args: dict[str, Any] | None = None, *, checked: Validator | None = None) -> Any:
-        """Run a sync handler at once, or hand back the awaitable of an async one.
+    def is_enabled(self, id: str, args: dict[str, Any] | None = None) -> bool:
+        """Whether the command can run now with these arguments; False for an unknown id."""
+        command = self._commands.get(id) if isinstance(id, str) else None
+        if command is None:
+            return False
+        is_enabled = command.options.is_enabled
+        return is_enabled is None or bool(is_enabled({} if args is None else args))
 
-        This is the fast path for the page: an `await` through the browser's event loop costs
-        ten times a sync call. It raises the same errors `execute_command` does. `checked` is a
-        Validator the arguments already passed (a tool's): when it is the command's own, the
-        arguments are not checked twice.
+    def execute(self, id: str, args: dict[str, Any] | None = None) -> Awaitable[Any]:
+        """Run a command: check its arguments, ask whether it is enabled, call its handler.
+
+        Await the answer for the handler's value; every failure arrives as a CommandError when it
+        is awaited. A command done at once answers `Settled`, which the page reads without a turn
+        of the event loop (an `await` through the browser's event loop costs ten times a sync call).
         """
         try:  # get_command's lookup, without its call: this is every page call's path
             command = self._commands[id]
         except (KeyError, TypeError):
-            command = self.get_command(id)
-        args = self._checked_arguments(command, args, checked)
-        if command.is_enabled is not None and not command.is_enabled():
-            reason = command.disabled_reason or "it is disabled in the current state of the page"
-            raise CommandUnavailableError(
-                f"The command {id!r} is unavailable right now: {reason}",
-                command_id=id,
-                reason=reason,
-                display=command.disabled_display,
-            )
-        try:
-            result = command.execute(args)
-        except Exception as error:
-            raise _failed(id, error) from error
-        if is_awaitable(result):
-            return _awaited(id, result)
-        return result
-
-    async def execute_command(self, id: str, args: dict[str, Any] | None = None) -> Any:
-        """Await the command's handler and return its value; every failure is a CommandError."""
-        result = self.call_command(id, args)
-        if is_awaitable(result):
-            result = await result
-        return result
-
-    def _checked_arguments(self, command: Command, args: Any, checked: Validator | None = None) -> dict[str, Any]:
+            return Settled(error=self._not_found(id))
         if args is None:
             args = {}
-        if not isinstance(args, dict):
-            raise InvalidArgumentsError(
-                f"The arguments of {command.id!r} must be an object, not {type(args).__name__}.",
-                command_id=command.id,
-                problems=[{"path": "$", "message": f"expected an object, got {type(args).__name__}"}],
-            )
-        validator = command.validator
-        # Valid arguments take the validator's one call; invalid ones are checked again, to be described.
-        if validator is not None and validator is not checked and validator.problems(args):
-            problems = argument_problems(validator, args)
-            if problems:
-                listed = "; ".join(f"{p['path']}: {p['message']}" for p in problems)
-                raise InvalidArgumentsError(
-                    f"The arguments of {command.id!r} are invalid: {listed}.",
-                    command_id=command.id,
-                    problems=problems,
+        options = command.options
+        try:
+            _check_arguments(command, args)
+            if options.is_enabled is not None and not options.is_enabled(args):
+                reason = options.disabled_reason or "it is disabled in the current state of the page"
+                raise CommandUnavailableError(
+                    f"The command {id!r} is unavailable right now: {reason}",
+                    command_id=id,
+                    reason=reason,
+                    display=options.disabled_display,
                 )
-        return args
+        except CommandError as error:
+            return Settled(error=error)
+        except Exception as error:  # its is_enabled failed
+            return Settled(error=_failed(id, error))
+        try:
+            result = options.execute(args)
+        except Exception as error:
+            failed = _failed(id, error)
+            self._tell(id, args, None, failed)
+            return Settled(error=failed)
+        if is_awaitable(result):
+            return self._awaited(id, args, result)
+        if self.executed.listening:
+            self.executed.emit(CommandExecuted(id, args, result, None))
+        return Settled(result)
+
+    async def _awaited(self, id: str, args: dict[str, Any], awaitable: Awaitable[Any]) -> Any:
+        try:
+            result = await awaitable
+        except Exception as error:
+            failed = _failed(id, error)
+            self._tell(id, args, None, failed)
+            raise failed from error
+        self._tell(id, args, result, None)
+        return result
+
+    def _tell(self, id: str, args: dict[str, Any], result: Any, error: CommandError | None) -> None:
+        if self.executed.listening:
+            self.executed.emit(CommandExecuted(id, args, result, error))
 
 
-async def _awaited(id: str, awaitable: Awaitable[Any]) -> Any:
-    try:
-        return await awaitable
-    except Exception as error:
-        raise _failed(id, error) from error
+def _check_arguments(command: Command, args: Any) -> None:
+    if not isinstance(args, dict):
+        raise InvalidArgumentsError(
+            f"The arguments of {command.id!r} must be an object, not {type(args).__name__}.",
+            command_id=command.id,
+            problems=[{"path": "$", "message": f"expected an object, got {type(args).__name__}"}],
+        )
+    validator = command.validator
+    # Valid arguments take the validator's one call; invalid ones are checked again, to be described.
+    if validator is not None and validator.problems(args):
+        problems = argument_problems(validator, args)
+        if problems:
+            listed = "; ".join(f"{p['path']}: {p['message']}" for p in problems)
+            raise InvalidArgumentsError(
+                f"The arguments of {command.id!r} are invalid: {listed}.",
+                command_id=command.id,
+                problems=problems,
+            )
 
 
 def _failed(id: str, error: Exception) -> CommandError:

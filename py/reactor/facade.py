@@ -17,6 +17,7 @@ from typing import Any
 from .agent_tools import AgentTools, BundleFeed
 from .awaiting import is_awaitable
 from .cancellation import CancelToken
+from .commands import Settled
 from .disposable import DisposableSet
 from .errors import CommandError, CommandFailedError, CommandUnavailableError, InvalidArgumentsError, ToolError
 from .json_text import dumps, loads
@@ -30,12 +31,14 @@ def execute_json(reactor: Reactor, command_id: str, args: str | dict[str, Any] |
     try:
         if isinstance(args, str):
             args = loads(args) if args else {}
-        result = reactor.commands.call_command(command_id, args)
-    except Exception as error:
+    except Exception as error:  # not JSON, or nested past Python's recursion limit
         return _failure(command_id, error)
-    if is_awaitable(result):
-        return _settle(command_id, result)
-    return _NOTHING if result is None else _success(command_id, result)
+    outcome = reactor.commands.execute(command_id, args)
+    if type(outcome) is not Settled:
+        return _settle(command_id, outcome)
+    if outcome.error is not None:
+        return _failure(command_id, outcome.error)
+    return _NOTHING if outcome.value is None else _success(command_id, outcome.value)
 
 
 def call_tool_json(reactor: Reactor, name: str, args_json: str, signal: CancelToken | None) -> Any:
@@ -70,14 +73,15 @@ def define_plugin_json(reactor: Reactor, declaration_json: str, run: Run, is_ena
     """Declare and load a plugin the page wrote in JavaScript (`reactor.page_plugins`); the answer is
     `{"ok": true, "value": {name, commands, tools}}`, or the refusal, with nothing registered."""
     try:
-        plugin = define_script_plugin(json.loads(declaration_json), run, is_enabled)
+        declaration = json.loads(declaration_json)
+        plugin = define_script_plugin(declaration, run, is_enabled)
         reactor.load_plugin(plugin)
     except Exception as error:
         return json.dumps({"ok": False, "error": {"type": type(error).__name__, "message": str(error)}})
     # From the declaration, not by listing every command and bundle: defining plugin 1,000 must
     # cost what defining plugin 10 did.
-    commands = [command["id"] for command in json.loads(declaration_json).get("commands", [])]
-    tools = [t["name"] for c in plugin.contributes if c.point is AgentTools for t in c.value["commands"]]
+    commands = [command["id"] for command in declaration.get("commands", [])]
+    tools = [tool["name"] for tool in (declaration.get("agentTools") or {}).get("commands", [])]
     return json.dumps({"ok": True, "value": {"name": plugin.name, "commands": commands, "tools": tools}})
 
 

@@ -2,7 +2,8 @@
 
 A JavaScript plugin (`window.reactor.definePlugin({...})`) arrives here as plain data: its
 commands' `execute` functions stay in JS, and each becomes a Python handler that awaits
-`run(command_id, args)` (the bridge carries args and result across as JSON). An inline Python
+`run(command_id, args)` (the bridge carries args and result across as JSON). Its commands and
+tools become one AgentTools bundle, registered as a Python plugin registers its own. An inline Python
 plugin (`<script type="reactor/python">`) is code that defines `PLUGIN = define_plugin(...)`.
 Both land in the one registry and obey the same rules as any plugin: `define_plugin` and
 `define_agent_tools` check them, and a refusal comes before anything is registered.
@@ -17,9 +18,9 @@ import textwrap
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .agent_tools import AgentTools, check_agent_tools
+from .agent_tools import check_agent_tools
 from .arguments import json_kind
-from .contributions import contribution
+from .commands import CommandOptions
 from .errors import DeclarationError, PluginError, refusal
 from .plugins import Plugin, define_plugin
 from .schema import schema_problem
@@ -36,8 +37,9 @@ def define_script_plugin(declaration: Any, run: Run, is_enabled: Callable[[str],
     """Declare a plugin the page wrote in JavaScript; nothing runs until a Reactor loads it.
 
     `declaration` is {name, description?, requires?, commands: [{id, label?, description?,
-    parameters?, execute: "function", isEnabled?: "function"}], agentTools?: bundle}; a command's
-    `parameters` default to those of the bundle's tool for that command.
+    parameters?, execute: "function", isEnabled?: "function"}], agentTools?: bundle}. It becomes
+    one AgentTools bundle, registered as any plugin's: a command with a tool is declared by its
+    tool (its description and parameters are the tool's), the others as commands that are no tool.
     """
     if not isinstance(declaration, dict):
         raise DeclarationError(f"A plugin must be an object, not {json_kind(declaration)}.", owner="?", field="")
@@ -57,35 +59,53 @@ def define_script_plugin(declaration: Any, run: Run, is_enabled: Callable[[str],
     requires = declaration.get("requires", [])
     if not isinstance(requires, list) or not all(isinstance(r, str) and r for r in requires):
         raise refuse("requires", requires, "must be an array of plugin names.")
-    bundle = None
-    if declaration.get("agentTools") is not None:
-        tools = declaration["agentTools"]
-        bundle = check_agent_tools({"plugin": name, **tools} if isinstance(tools, dict) else tools)
-    commands = _checked_commands(declaration.get("commands", []), bundle, refuse)
+    commands = _checked_commands(declaration.get("commands", []), refuse)
+    bundle = _bundle(name, declaration.get("agentTools"), commands, refuse)
+    handlers = {
+        command["id"]: CommandOptions(
+            _handler(run, command["id"]), is_enabled=_asking(is_enabled, command["id"]) if command["isEnabled"] else None
+        )
+        for command in commands
+    }
 
     def register(context: Any) -> None:
-        for command in commands:
-            command_id = command["id"]
-            enabled = (lambda command_id=command_id: bool(is_enabled(command_id))) if command["isEnabled"] else None
-            context.register_command(
-                command_id,
-                _handler(run, command_id),
-                label=command["label"],
-                description=command["description"],
-                is_enabled=enabled,
-                parameters=command["parameters"],
-            )
+        context.register_bundle(bundle, handlers)
 
-    contributes = [contribution(AgentTools, bundle, id=bundle["id"])] if bundle else []
-    return define_plugin(name=name, description=description, requires=requires, register=register, contributes=contributes)
+    return define_plugin(name=name, description=description, requires=requires, register=register)
 
 
-def _checked_commands(
-    commands: Any, bundle: dict[str, Any] | None, refuse: Callable[[str, Any, str], DeclarationError]
-) -> list[dict[str, Any]]:
+def _bundle(
+    plugin: str, tools: Any, commands: list[dict[str, Any]], refuse: Callable[[str, Any, str], DeclarationError]
+) -> dict[str, Any]:
+    """The page plugin's one declaration: its AgentTools bundle, each tool labelled as its command
+    is, and the commands without a tool as the bundle's other commands."""
+    if tools is None:
+        tools = {"id": plugin, "name": plugin, "commands": []}
+    bundle = check_agent_tools({"plugin": plugin, **tools} if isinstance(tools, dict) else tools)
+    by_id = {command["id"]: command for command in commands}
+    entries = []
+    for index, tool in enumerate(bundle["commands"]):
+        command = by_id.get(tool["command"])
+        if command is None:
+            rule = f"calls the command {tool['command']!r}, which the plugin's commands do not define; define it there."
+            raise refuse(f"agentTools.commands[{index}].command", tool["command"], rule)
+        for field in ("label", "description", "parameters"):
+            if command[field] and field in tool:
+                rule = f"of command {command['id']!r} is its tool's {tool['name']!r}: declare it once, in agentTools."
+                raise refuse(f"commands[{command['index']}].{field}", command[field], rule)
+        entries.append({**tool, "label": command["label"]} if command["label"] else tool)
+    with_tools = {tool["command"] for tool in entries}
+    others = [
+        {"command": c["id"], **{k: c[k] for k in ("label", "description", "parameters") if c[k]}}
+        for c in commands
+        if c["id"] not in with_tools
+    ]
+    return check_agent_tools({**bundle, "commands": entries, "otherCommands": others})
+
+
+def _checked_commands(commands: Any, refuse: Callable[[str, Any, str], DeclarationError]) -> list[dict[str, Any]]:
     if not isinstance(commands, list):
         raise refuse("commands", commands, f"must be an array of commands, not {json_kind(commands)}.")
-    schemas = {tool["command"]: tool.get("parameters") for tool in (bundle or {}).get("commands", [])}
     checked: list[dict[str, Any]] = []
     for index, command in enumerate(commands):
         where = f"commands[{index}]"
@@ -110,19 +130,24 @@ def _checked_commands(
         for field in ("label", "description"):
             if not isinstance(command.get(field, ""), str):
                 raise refuse(f"{where}.{field}", command[field], f"of command {command_id!r} must be a string.")
-        parameters = command.get("parameters", schemas.get(command_id))
+        parameters = command.get("parameters")
         if parameters is not None and (problem := schema_problem(parameters)):
             raise refuse(f"{where}.parameters", parameters, f"of command {command_id!r} are refused: {problem}.")
         checked.append(
             {
                 "id": command_id,
+                "index": index,
                 "label": command.get("label", ""),
-                "description": command.get("description", ""),
+                "description": command.get("description") or None,
                 "parameters": parameters,
                 "isEnabled": "isEnabled" in command,
             }
         )
     return checked
+
+
+def _asking(is_enabled: Callable[[str], bool], command_id: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda args: bool(is_enabled(command_id))
 
 
 def _handler(run: Run, command_id: str) -> Callable[[dict[str, Any]], Awaitable[Any]]:

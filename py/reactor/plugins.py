@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .commands import CommandRegistry, Handler
+from .agent_tools import AgentTools, check_agent_tools, declared_commands
+from .commands import CommandOptions, CommandRegistry, Handler
 from .contributions import Contribution, ContributionPoint, ContributionRegistry
 from .disposable import Disposable, DisposableSet
 from .errors import PluginDependencyError, PluginError, PluginLoadError, PluginNotFoundError
@@ -67,8 +68,28 @@ class PluginContext:
     def __init__(self, reactor: Reactor, plugin: str) -> None:
         self.reactor, self.plugin, self.disposables = reactor, plugin, DisposableSet()
 
-    def register_command(self, id: str, execute: Handler, **options: Any) -> Disposable:
-        return self.disposables.add(self.reactor.commands.register_command(id, execute, plugin=self.plugin, **options))
+    def register_bundle(self, bundle: dict[str, Any], handlers: Mapping[str, Handler | CommandOptions]) -> Disposable:
+        """Register every command `bundle` (an AgentTools bundle) declares, with its words and
+        schema, running the handler `handlers` gives for it by command id; and offer its tools.
+        A declared command without a handler, or a handler for no declared command, is refused
+        by name, and nothing is registered. The Disposable undoes all of it."""
+        checked = check_agent_tools(bundle)
+        declared = declared_commands(checked, handlers)
+        registered = DisposableSet()
+        try:
+            if checked["commands"]:  # a bundle of commands that are no tool offers nothing
+                contributions = self.reactor.contributions
+                registered.add(contributions.contribute(AgentTools, checked, id=checked["id"], plugin=self.plugin))
+            for id, options in declared:
+                registered.add(self.reactor.commands.register_command(id, options, plugin=self.plugin))
+        except Exception:
+            registered.dispose()
+            raise
+        return self.disposables.add(registered)
+
+    def register_command(self, id: str, options: CommandOptions | Handler) -> Disposable:
+        """Register one command by itself (one a plugin makes up as it runs)."""
+        return self.disposables.add(self.reactor.commands.register_command(id, options, plugin=self.plugin))
 
     def contribute(self, point: ContributionPoint[Any], value: Any, *, id: str, order: int = 0) -> Disposable:
         return self.disposables.add(self.reactor.contributions.contribute(point, value, id=id, order=order, plugin=self.plugin))
@@ -102,9 +123,6 @@ class Reactor:
     def plugins(self) -> list[str]:
         """Names of the loaded plugins, in load order."""
         return list(self._loaded)
-
-    async def execute_command(self, id: str, args: dict[str, Any] | None = None) -> Any:
-        return await self.commands.execute_command(id, args)
 
     def load_plugins(self, plugins: Iterable[Plugin]) -> LoadReport:
         """Load each plugin after those it requires; a failure stops only it and its dependents."""

@@ -63,14 +63,15 @@ def _bundle(name: str, tool: str, title: str) -> dict[str, object]:
             {
                 "name": f"{tool}_list_items",
                 "command": f"{name}.listItems",
+                "label": f"{title}: List Items",
                 "description": "List the items, oldest first. Use it to answer what the items are.",
                 "sideEffect": "read",
                 "summary": "{result.count} on the list.",
-                "parameters": {"type": "object", "properties": {}, "additionalProperties": False},
             },
             {
                 "name": f"{tool}_add_item",
                 "command": f"{name}.addItem",
+                "label": f"{title}: Add Item",
                 "description": "Add one item with the given text. Use it only when the person asks to add something.",
                 "sideEffect": "write",
                 "summary": "Added ‘{args.text}’.",
@@ -198,7 +199,8 @@ def _register(context: PluginContext) -> None:
         items.append(args["text"])
         return {"count": len(items), "items": list(items)}
 """
-    return f'''"""The {name} plugin for the page: its commands are the tools its agent-tools.json declares.
+    return f'''"""The {name} plugin for the page: agent-tools.json declares its commands (and the tools
+that call them); here is their code.
 
 This code runs in the page (Pyodide, in a Web Worker) and on CPython alike.
 """
@@ -208,31 +210,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reactor import AgentTools, PluginContext, contribution, define_plugin, load_agent_tools
+from reactor import PluginContext, define_plugin, load_agent_tools
 
 TOOLS = load_agent_tools(Path(__file__).with_name("agent-tools.json"))
 
 
 {store}
-    handlers = {{
-        "{name}.listItems": (list_items, "{title}: List Items"),
-        "{name}.addItem": (add_item, "{title}: Add Item"),
-    }}
-    for declared in TOOLS["commands"]:
-        handler, label = handlers[declared["command"]]
-        context.register_command(
-            declared["command"],
-            handler,
-            label=label,
-            description=declared["description"],
-            parameters=declared["parameters"],
-        )
+    # A handler for each command agent-tools.json declares, by command id: no more, no fewer.
+    context.register_bundle(TOOLS, {{"{name}.listItems": list_items, "{name}.addItem": add_item}})
 
 
 PLUGIN = define_plugin(
     name="{name}",
     description="{title} items an agent can list and add to.",
-    contributes=[contribution(AgentTools, TOOLS, id="{name}")],
     register=_register,
 )
 '''

@@ -23,6 +23,7 @@ def ai_tool_bundle(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
         {
             "name": record["name"],
             "command": ai_tool_command(record["id"]),
+            "label": person_label(record["name"]),
             "description": record["settings"]["tool"]["description"],
             "parameters": record["settings"]["tool"]["inputSchema"],
             "sideEffect": record["settings"]["tool"]["annotations"]["sideEffect"],
@@ -37,3 +38,10 @@ def ai_tool_bundle(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
         plugin=AI_TOOLS_PLUGIN,
         commands=tools,
     )
+
+
+def person_label(name: str) -> str:
+    """A record's tool name as the palette and a chat card show it: "maintenance_backlog" is
+    "AI Tool: Maintenance backlog" (the name stays the model's)."""
+    words = name.replace("_", " ").replace("-", " ").strip()
+    return f"AI Tool: {words[:1].upper()}{words[1:]}"

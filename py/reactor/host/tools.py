@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..agent_tools import AgentTools, fill_summary
-from ..arguments import NO_PARAMETERS, parse_tool_arguments
+from ..arguments import decoded_arguments, invalid_arguments, parse_tool_arguments
 from ..awaiting import is_awaitable
 from ..cancellation import CancelToken
-from ..commands import did_you_mean
+from ..commands import Settled, did_you_mean
 from ..envelope import tool_failure, tool_success
 from ..errors import (
     AbortedError,
@@ -33,7 +33,7 @@ from ..errors import (
     ToolError,
 )
 from ..json_text import copied
-from ..schema import compiled_validator
+from ..schema import NO_ARGUMENTS, compiled_validator
 from .approval import side_effect_level
 
 HostHandler = Callable[[dict[str, Any], CancelToken], Any]
@@ -98,6 +98,9 @@ class HostTool:
     summary: str = ""  # the bundle's line for a finished call, with {args.x} / {result.x} fields
     handler: HostHandler | None = field(default=None, compare=False)
     validator: Any = field(default=None, compare=False, repr=False)  # the parameters, compiled once
+    # Its command checks the arguments as it runs (with this validator): a call that runs at
+    # once leaves the check to it, and the arguments are checked once.
+    checked_by_command: bool = field(default=False, compare=False, repr=False)
     confirmation: Callable[[dict[str, Any]], str] | None = field(default=None, compare=False, repr=False)
 
     def question(self, args: dict[str, Any]) -> str:
@@ -153,19 +156,7 @@ class Toolbox:
         """The tool and its checked arguments, or the failure envelope that answers the call."""
         tool = self.tool(name)
         if tool is None:
-            admitted = self._admitted()
-            if len(admitted) <= MAX_LISTED:
-                callable_now = f"Tools you can call: {', '.join(admitted) or 'none'}."
-            else:  # the model has the full list in its request already
-                callable_now = f"You can call {len(admitted)} tools; they are listed in this request's tools."
-            if any(name == e["name"] for b in self._read_bundles() for e in b["commands"]):
-                return tool_failure(
-                    "not_admitted",
-                    f"The tool {name} is not granted to this agent, so it did not run. {callable_now}",
-                )
-            return tool_failure(
-                "unknown_tool", f"There is no tool named {name!r}; nothing ran.{did_you_mean(name, admitted)} {callable_now}"
-            )
+            return self._unknown(name)
         try:
             return tool, parse_tool_arguments(tool.name, raw_arguments, tool.validator)
         except ToolError as error:
@@ -174,25 +165,44 @@ class Toolbox:
     def call(
         self, name: Any, raw_arguments: Any, *, signal: CancelToken | None = None
     ) -> dict[str, Any] | Awaitable[dict[str, Any]]:
-        """Prepare and run a call as the page's own code does (no approval step): the envelope at
-        once when the command's handler is synchronous (an await through the browser's event
-        loop costs ten times a sync call), else an awaitable of it. Without a signal nothing can
-        stop the call, and it is awaited directly: no race, no extra turns of the event loop."""
-        prepared = self.prepare(name, raw_arguments)
-        if isinstance(prepared, dict):
-            return prepared
-        tool, args = prepared
+        """Run a call as the page's own code does (no approval step): the envelope at once when
+        the command's handler is synchronous (an await through the browser's event loop costs
+        ten times a sync call), else an awaitable of it. Without a signal nothing can stop the
+        call, and it is awaited directly: no race, no extra turns of the event loop."""
+        tool = self.tool(name)
+        if tool is None:
+            return self._unknown(name)
+        try:
+            if tool.checked_by_command and tool.handler is None:
+                args = decoded_arguments(tool.name, raw_arguments)
+            else:
+                args = parse_tool_arguments(tool.name, raw_arguments, tool.validator)
+        except ToolError as error:
+            return tool_failure(error.code, str(error), **error.details)
         if tool.handler is not None:
             return self.run(tool, args, signal=signal or CancelToken())
-        try:
-            if signal is not None:
-                signal.throw_if_aborted()
-            outcome = self.reactor.commands.call_command(tool.command, args, checked=tool.validator)
-        except Exception as error:
-            return _failure(tool, error, signal)
-        if is_awaitable(outcome):
-            return self._settle(tool, outcome, signal)
-        return tool_success(outcome)
+        if signal is not None and signal.aborted:
+            return _failure(tool, AbortedError(signal.reason), signal)
+        outcome = self.reactor.commands.execute(tool.command, args)
+        if type(outcome) is Settled:
+            return tool_success(outcome.value) if outcome.error is None else _failure(tool, outcome.error, signal)
+        return self._settle(tool, outcome, signal)
+
+    def _unknown(self, name: Any) -> dict[str, Any]:
+        """The answer to a call of a tool not admitted: what the model can call instead."""
+        admitted = self._admitted()
+        if len(admitted) <= MAX_LISTED:
+            callable_now = f"Tools you can call: {', '.join(admitted) or 'none'}."
+        else:  # the model has the full list in its request already
+            callable_now = f"You can call {len(admitted)} tools; they are listed in this request's tools."
+        if any(name == e["name"] for b in self._read_bundles() for e in b["commands"]):
+            return tool_failure(
+                "not_admitted",
+                f"The tool {name} is not granted to this agent, so it did not run. {callable_now}",
+            )
+        return tool_failure(
+            "unknown_tool", f"There is no tool named {name!r}; nothing ran.{did_you_mean(name, admitted)} {callable_now}"
+        )
 
     async def run(
         self, tool: HostTool, args: dict[str, Any], *, signal: CancelToken, timeout: float | None = None
@@ -205,8 +215,11 @@ class Toolbox:
             if tool.handler is not None:
                 outcome = tool.handler(args, token)
             else:
-                outcome = self.reactor.commands.call_command(tool.command, args, checked=tool.validator)
-            result = await token.race(outcome) if is_awaitable(outcome) else outcome
+                outcome = self.reactor.commands.execute(tool.command, args)
+            if type(outcome) is Settled:
+                result = outcome.result()
+            else:
+                result = await token.race(outcome) if is_awaitable(outcome) else outcome
             token.throw_if_aborted()  # a sync handler that returned after the stop is dropped too
             return tool_success(result)
         except Exception as error:
@@ -254,13 +267,13 @@ class Toolbox:
         return [self._host_tool(bundle, entry) for entry in bundle["commands"] if entry["name"] in granted]
 
     def _host_tool(self, bundle: dict[str, Any], entry: dict[str, Any]) -> HostTool:
+        """The tool of a bundle entry. Its schema is its command's: one schema, compiled once, the
+        same for the tool the model sees and the command that runs."""
         commands = self.reactor.commands
         command = commands.get_command(entry["command"]) if commands.has_command(entry["command"]) else None
-        parameters = copied(entry.get("parameters")) or dict(NO_PARAMETERS)
-        # The command's own validator where the contract is the command's: call_command then skips
-        # its check (`checked=`). The shared cache of compiled schemas is no guarantee of that: past
-        # its size (a page with thousands of tools) the two were compiled apart, and a call validated twice.
-        own = command.validator if command is not None and command.parameters == parameters else None
+        own = command is not None and command.validator is not None
+        declared = command.options.parameters if own else entry.get("parameters")  # type: ignore[union-attr]
+        parameters = copied(declared) if declared is not None else dict(NO_ARGUMENTS)
         return HostTool(
             name=entry["name"],
             description=entry["description"],
@@ -268,11 +281,12 @@ class Toolbox:
             command=entry["command"],
             plugin=bundle["plugin"],
             side_effect=side_effect_level(self._side_effects.get(entry["name"], entry.get("sideEffect"))),
-            title=command.label if command is not None else "",
+            title=command.options.label if command is not None else "",
             summary=entry.get("summary", ""),
             handler=self._handlers.get(entry["name"]),
-            validator=own or compiled_validator(parameters),
-            confirmation=command.confirmation if command is not None else None,
+            validator=command.validator if own else compiled_validator(parameters),  # type: ignore[union-attr]
+            checked_by_command=own,
+            confirmation=command.options.confirmation if command is not None else None,
         )
 
 
@@ -285,7 +299,8 @@ def _failure(tool: HostTool, error: Exception, token: CancelToken | None) -> dic
     if isinstance(cause, ToolError):
         return tool_failure(cause.code, str(cause), **cause.details)
     if isinstance(error, InvalidArgumentsError):
-        return tool_failure("invalid_arguments", str(error), problems=error.problems)
+        refused = invalid_arguments(tool.name, error.problems)
+        return tool_failure(refused.code, str(refused), **refused.details)
     if isinstance(error, CommandNotFoundError):
         return tool_failure("unavailable", f"{tool.name} cannot run: its command {tool.command!r} is not registered now.")
     if isinstance(error, CommandUnavailableError):
