@@ -27,7 +27,7 @@ MAKER = Path(__file__).resolve().parents[3] / "web" / "snapshot.mjs"
 
 
 # Snapshots kept beside the runtime: the most recently used ones (servers of other plugin sets).
-KEPT = 3
+KEPT = 4
 
 
 def memory_snapshot(
