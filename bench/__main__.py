@@ -1,6 +1,7 @@
-"""`python -m bench [--quick] [--out FILE]`: start-up, bytes, call latency, validation and scale,
-each against a baseline measured in the same run and the same Chromium. Prints a table and
-writes the results as JSON (bench/results.json unless --out says otherwise).
+"""`python -m bench [--quick | --startup] [--out FILE]`: start-up, bytes, call latency, validation
+and scale, each against a baseline measured in the same run and the same Chromium. Prints a table
+and writes the results as JSON (bench/results.json unless --out says otherwise). `--startup` times
+only reactor against bare Pyodide restored from the same snapshot, and a first visit's bytes.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from .measure import (
     PAGE_MARKS,
     READY_TIMEOUT_MS,
+    SNAPSHOT_PAGES,
     define_plugins,
     execute,
     lab_page,
@@ -26,10 +28,11 @@ from .measure import (
     load_times,
     median,
     scale_point,
+    slow_link,
     startup,
     transfer,
 )
-from .report import machine, summarize, table
+from .report import machine, snapshot_goals, snapshot_table, summarize, table
 from .server import BENCH, WireCounter, WithMarks, bench_app, serving
 from .unattached import MARKS_QUERY, Offline, switches, visit
 
@@ -44,6 +47,7 @@ FULL = {
     "plugins": [1, 100, 300, 1000],
     "validation_calls": 5000,
     "defined": [10, 100, 1000],
+    "slow_link_rounds": 2,
 }
 QUICK = {
     "rounds": 1,
@@ -54,7 +58,9 @@ QUICK = {
     "plugins": [1, 10, 30],
     "validation_calls": 500,
     "defined": [10, 100],
+    "slow_link_rounds": 0,
 }
+STARTUP = {"rounds": 11, "warm_rounds": 0, "slow_link_rounds": 2}
 
 
 def say(text: str) -> None:
@@ -96,6 +102,9 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
             results["startup"] = startup(command, offline, url, plan["rounds"], strays, plan["warm_rounds"])
             say("bytes: a first and a repeat visit")
             results["bytes"] = transfer(browser, url, counter, strays)
+            if plan["slow_link_rounds"]:
+                say(f"slow link: {plan['slow_link_rounds']} first visits of reactor and the bare worker page each")
+                results["slow_link"] = slow_link(browser, url, strays, plan["slow_link_rounds"])
         results["scale"] = {"points": []}
         for count in plan["plugins"]:
             say(f"scale: {count} synthetic plugins of 10 tools")
@@ -121,6 +130,33 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
                         with lab_page(browser, url, strays) as (page, _):
                             results["define"].append(define_plugins(page, defined))
             results["scale"]["points"].append(point)
+        browser.close()
+        offline.close()
+    results["machine"]["load_average_after"] = os.getloadavg()
+    results["external_requests"] = strays
+    return results
+
+
+def run_startup(plan: dict[str, Any]) -> dict[str, Any]:
+    """Start-up against bare Pyodide restored from the same snapshot, bytes and the slow link only."""
+    from playwright.sync_api import sync_playwright
+
+    strays: list[str] = []
+    results: dict[str, Any] = {"machine": machine(), "plan": plan}
+    results["machine"]["load_average_before"] = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
+        browser = launch(playwright)
+        results["machine"]["chromium"] = browser.version
+        command, offline = switches(browser), Offline()
+        counter = WireCounter(WithMarks(bench_app(Path(tmp) / "product"), PAGE_MARKS, MARKS_QUERY))
+        with serving(counter) as url:
+            say(f"start-up: {plan['rounds']} rounds of {', '.join(SNAPSHOT_PAGES)}, cold")
+            results["startup"] = startup(command, offline, url, plan["rounds"], strays, plan["warm_rounds"], SNAPSHOT_PAGES)
+            say("bytes: a first and a repeat visit, and a bare Pyodide boot's")
+            results["bytes"] = transfer(browser, url, counter, strays)
+            if plan["slow_link_rounds"]:
+                say(f"slow link: {plan['slow_link_rounds']} first visits of reactor and the bare worker page each")
+                results["slow_link"] = slow_link(browser, url, strays, plan["slow_link_rounds"])
         browser.close()
         offline.close()
     results["machine"]["load_average_after"] = os.getloadavg()
@@ -167,7 +203,13 @@ def call_figures(command: list[str], offline: Offline, url: str, batches: int, w
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer rounds and plugins: a smoke test (~1 minute)")
+    kind = parser.add_mutually_exclusive_group()
+    kind.add_argument("--quick", action="store_true", help="fewer rounds and plugins: a smoke test (~1 minute)")
+    kind.add_argument(
+        "--startup",
+        action="store_true",
+        help="only start-up against bare Pyodide from the same snapshot, bytes and the slow link (~4 minutes)",
+    )
     parser.add_argument(
         "--out",
         type=Path,
@@ -175,15 +217,20 @@ def main(argv: list[str] | None = None) -> int:
         help="where to write the JSON (default bench/results.json; bench/out/quick.json with --quick)",
     )
     options = parser.parse_args(argv)
-    out = options.out or (BENCH / "out" / "quick.json" if options.quick else BENCH / "results.json")
+    default = BENCH / ("out/quick.json" if options.quick else "startup-results.json" if options.startup else "results.json")
+    out = options.out or default
     set_up()
     started = time.monotonic()
-    results = run(QUICK if options.quick else FULL)
-    goals = summarize(results)
+    if options.startup:
+        results = run_startup(STARTUP)
+        goals = snapshot_goals(results)
+    else:
+        results = run(QUICK if options.quick else FULL)
+        goals = summarize(results)
     results.update(goals=goals, seconds=round(time.monotonic() - started))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1) + "\n")
-    print(table(results, goals))
+    print(snapshot_table(results, goals) if options.startup else table(results, goals))
     say(f"wrote {out} in {results['seconds']} s")
     if results["external_requests"]:
         say(f"FAILED: the pages asked for something off loopback: {results['external_requests'][:5]}")

@@ -138,24 +138,35 @@ def phases(run: dict[str, Any]) -> dict[str, float]:
     }
 
 
+PAGES = {
+    "bare_pyodide": "/bench/bare.html",
+    "bare_worker": "/bench/worker.html",
+    "bare_snapshot": "/bench/snapshot.html",
+    "host_snapshot": "/bench/host.html",
+    "pyscript_print": "/bench/pyscript.html",
+    "reactor": "/",
+}
+# `python -m bench --startup`: reactor against its floors restored from the same snapshot only.
+SNAPSHOT_PAGES = ("bare_snapshot", "host_snapshot", "reactor")
+
+
 def startup(
-    command: list[str], offline: Offline, url: str, rounds: int, strays: list[str], warm_rounds: int | None = None
+    command: list[str],
+    offline: Offline,
+    url: str,
+    rounds: int,
+    strays: list[str],
+    warm_rounds: int | None = None,
+    names: tuple[str, ...] = tuple(PAGES),
 ) -> dict[str, Any]:
     """Cold (first visit) boots in `rounds` rounds, warm (second visit, same profile) ones in the
-    first `warm_rounds`; pages interleaved per round, in an order that rotates, after one discarded
-    warm-up round (the server's and the OS's first-read costs). Each load runs in its own browser
-    (`command`) with no debugger attached (bench/unattached.py), `url` being served through `WithMarks`.
-    Ratios are paired: the median over rounds of each round's ratio, so a machine that slows down
-    for a while slows both sides alike; a single cold boot varies by +-15 % here, hence many rounds
-    for the goal's ratio."""
-    pages = {
-        "bare_pyodide": "/bench/bare.html",
-        "bare_worker": "/bench/worker.html",
-        "bare_snapshot": "/bench/snapshot.html",
-        "host_snapshot": "/bench/host.html",
-        "pyscript_print": "/bench/pyscript.html",
-        "reactor": "/",
-    }
+    first `warm_rounds`; pages (`names` of PAGES) interleaved per round, in an order that rotates,
+    after one discarded warm-up round (the server's and the OS's first-read costs). Each load runs
+    in its own browser (`command`) with no debugger attached (bench/unattached.py), `url` being
+    served through `WithMarks`. Ratios are paired: the median over rounds of each round's ratio, so
+    a machine that slows down for a while slows both sides alike; a single cold boot varies by
+    +-15 % here, hence many rounds for the goal's ratio."""
+    pages = {name: PAGES[name] for name in names}
     runs: dict[str, dict[str, list[Any]]] = {name: {"cold": [], "warm": []} for name in pages}
     for round in range(rounds + 1):
         order = list(pages.items())
@@ -180,26 +191,32 @@ def startup(
         split = [phases(r) for r in runs["reactor"][kind]]
         result["reactor"][kind]["phases_ms"] = {k: median([s[k] for s in split]) for k in split[0]}
 
-    def paired(name: str, kind: str) -> float:
-        return median([page["done"] / bare["done"] for page, bare in zip(runs[name][kind], runs["bare_pyodide"][kind])])
+    def ratio(page: dict[str, Any], base: dict[str, Any]) -> float:
+        return page["done"] / base["done"]
 
-    result["ratio_vs_bare_pyodide"] = paired("reactor", "cold")
-    result["warm_ratio_vs_bare_pyodide"] = paired("reactor", "warm")
-    result["pyscript_ratio_vs_bare_pyodide"] = paired("pyscript_print", "cold")
-    result["worker_ratio_vs_bare_pyodide"] = paired("bare_worker", "cold")
-    result["ms_over_bare_worker"] = median(
-        [page["done"] - bare["done"] for page, bare in zip(runs["reactor"]["cold"], runs["bare_worker"]["cold"])]
-    )
-    result["ms_over_bare_snapshot"] = median(
-        [page["done"] - bare["done"] for page, bare in zip(runs["reactor"]["cold"], runs["bare_snapshot"]["cold"])]
-    )
-    result["gap_over_host_ms"] = median(
-        [
-            page["blocking"]["longest_timer_gap_ms"] - host["blocking"]["longest_timer_gap_ms"]
-            for page, host in zip(runs["reactor"]["cold"], runs["host_snapshot"]["cold"])
-        ]
-    )
-    result["ratio_of_cold_medians"] = result["reactor"]["cold"]["median_ms"] / result["bare_pyodide"]["cold"]["median_ms"]
+    def over(page: dict[str, Any], base: dict[str, Any]) -> float:
+        return page["done"] - base["done"]
+
+    def gap_over(page: dict[str, Any], base: dict[str, Any]) -> float:
+        return page["blocking"]["longest_timer_gap_ms"] - base["blocking"]["longest_timer_gap_ms"]
+
+    figures = {
+        "ratio_vs_bare_pyodide": ("reactor", "bare_pyodide", ratio, "cold"),
+        "warm_ratio_vs_bare_pyodide": ("reactor", "bare_pyodide", ratio, "warm"),
+        "pyscript_ratio_vs_bare_pyodide": ("pyscript_print", "bare_pyodide", ratio, "cold"),
+        "worker_ratio_vs_bare_pyodide": ("bare_worker", "bare_pyodide", ratio, "cold"),
+        "ms_over_bare_worker": ("reactor", "bare_worker", over, "cold"),
+        "ms_over_bare_snapshot": ("reactor", "bare_snapshot", over, "cold"),
+        # The floor of issue 36: bare Pyodide in a worker restored from the same snapshot file.
+        "ratio_vs_bare_snapshot": ("reactor", "bare_snapshot", ratio, "cold"),
+        "gap_over_bare_snapshot_ms": ("reactor", "bare_snapshot", gap_over, "cold"),
+        "gap_over_host_ms": ("reactor", "host_snapshot", gap_over, "cold"),
+    }
+    for key, (name, base, figure, kind) in figures.items():
+        if name in runs and base in runs:  # paired: each round's figure, then their median
+            result[key] = median([figure(page, other) for page, other in zip(runs[name][kind], runs[base][kind])])
+    if "bare_pyodide" in runs:
+        result["ratio_of_cold_medians"] = result["reactor"]["cold"]["median_ms"] / result["bare_pyodide"]["cold"]["median_ms"]
     result["rounds"] = rounds
     result["warm_rounds"] = warm_rounds or rounds
     return result
@@ -207,7 +224,10 @@ def startup(
 
 def transfer(browser: Any, url: str, counter: Any, strays: list[str]) -> dict[str, Any]:
     """Bytes the server sent (status line, headers, body) for a first and a repeat visit, counted
-    at the server (`WireCounter`): the worker's requests included, a cache hit costs nothing."""
+    at the server (`WireCounter`): the worker's requests included, a cache hit costs nothing. The
+    baseline, in the same run: a first visit of the bare worker page (Pyodide booted from its
+    files), its requests answered as if they accepted gzip alone (what Pyodide's files cost
+    anywhere)."""
     loads = []
     with fresh_page(browser, strays) as page:
         first_paths: set[str] = set()
@@ -223,12 +243,51 @@ def transfer(browser: Any, url: str, counter: Any, strays: list[str]) -> dict[st
                     "requests": len(sent),
                     "from_cache": len(first_paths - paths),
                     "not_modified": sum(e["status"] == 304 for e in sent),
-                    "largest": sorted(({"path": e["path"], "bytes": e["bytes"]} for e in sent), key=lambda e: -e["bytes"])[:5],
+                    "largest": sorted(({"path": e["path"], "bytes": e["bytes"]} for e in sent), key=lambda e: -e["bytes"])[:6],
                 }
             )
             first_paths = first_paths or paths
+    with fresh_page(browser, strays) as page:
+        counter.take()
+        counter.encodings = "gzip"
+        try:
+            load(page, url + "/bench/worker.html")
+        finally:
+            counter.encodings = None
+        sent = counter.take()
+    bare = {"bytes": sum(e["bytes"] for e in sent), "requests": len(sent)}
     first, repeat = loads
-    return {"first": first, "repeat": repeat, "repeat_share": repeat["bytes"] / first["bytes"]}
+    return {
+        "first": first,
+        "repeat": repeat,
+        "repeat_share": repeat["bytes"] / first["bytes"],
+        "bare_pyodide_gzip": bare,
+        "first_vs_bare_gzip": first["bytes"] / bare["bytes"],
+    }
+
+
+# Chromium's network emulation for the slow link: 10 Mbit/s each way, 40 ms of latency.
+SLOW_LINK = {"offline": False, "latency": 40, "downloadThroughput": 10e6 / 8, "uploadThroughput": 10e6 / 8}
+
+
+def slow_link(browser: Any, url: str, strays: list[str], rounds: int) -> dict[str, Any]:
+    """Ready on an emulated slow link (SLOW_LINK), first visits: reactor and the bare worker page
+    (Pyodide booted from its files), interleaved, `rounds` each; paired ratio reactor / bare."""
+    runs: dict[str, list[float]] = {"reactor": [], "bare_worker": []}
+    for round in range(rounds):
+        order = [("reactor", "/"), ("bare_worker", "/bench/worker.html")]
+        for name, path in order[round % 2 :] + order[: round % 2]:
+            with fresh_page(browser, strays) as page:
+                cdp = page.context.new_cdp_session(page)
+                cdp.send("Network.enable")
+                cdp.send("Network.emulateNetworkConditions", SLOW_LINK)
+                runs[name].append(load(page, url + path)["done"])
+    return {
+        "link": SLOW_LINK,
+        **{f"{name}_ms": median(values) for name, values in runs.items()},
+        "runs_ms": runs,
+        "ratio_vs_bare_worker": median([r / b for r, b in zip(runs["reactor"], runs["bare_worker"])]),
+    }
 
 
 @contextmanager

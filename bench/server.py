@@ -23,7 +23,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from reactor.plugin_spec import PluginSpec, discover_plugins
-from reactor.server.app import create_app, runtime_manifest, snapshot_url
+from reactor.server.app import create_app, runtime_manifest
 from reactor.server.assets import REVALIDATE, SourceArchive, serve_file
 from reactor.server.loopback import LoopbackServer
 
@@ -46,7 +46,7 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
         ]
     product = create_app(data, plugins=plugins, seed_demo=True)
     runtime = runtime_manifest()
-    stamp, snapshot = runtime["stamp"], snapshot_url(runtime)  # the snapshot made (or found) by create_app above
+    stamp, snapshot = runtime["stamp"], product.state.snapshot  # the very snapshot the product page restores
     archive = SourceArchive({"reactor_bench": BENCH / "reactor_bench"}, set())
 
     async def page(request: Request) -> Response:
@@ -112,11 +112,15 @@ class WireCounter:
     def __init__(self, app: Any) -> None:
         self.app = app
         self.sent: list[dict[str, Any]] = []
+        self.encodings: str | None = None  # when set, the Accept-Encoding every request is answered as
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if self.encodings is not None:
+            headers = [(k, v) for k, v in scope["headers"] if k != b"accept-encoding"]
+            scope = {**scope, "headers": [*headers, (b"accept-encoding", self.encodings.encode())]}
         entry = {"path": scope["path"], "status": 0, "bytes": 0}
         self.sent.append(entry)
 

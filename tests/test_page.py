@@ -36,9 +36,44 @@ def test_pyodide_starts_booting_before_the_boot_list_arrives(offline_page, live_
 def test_no_module_imported_after_pyodides_boot_is_compiled_in_the_worker(offline_page, live_server):
     open_ready(offline_page, live_server.url)
     found = offline_page.evaluate("window.reactor.diagnostics()")
-    assert {"reactor.browser", "reactor.protocol", "reactor.facade"} <= set(found["checked"])
+    imported_in_snapshot = {"reactor.browser", "reactor.protocol", "reactor.facade", "reactor_plugins.decks"}
+    assert not imported_in_snapshot & set(found["checked"]), "imported in the memory snapshot, with the page's bundle"
     assert found["stdlibFromZip"] == [], "add them to runtime_python.STDLIB_AFTER_BOOT"
     assert found["stale"] == []
+
+
+# A page's own Python plugin that imports a stdlib module neither reactor nor the snapshot has.
+STATISTICS = """<script type="reactor/python" id="stats">
+from reactor import define_plugin
+
+def mean(args):
+    import statistics
+    return statistics.mean(args["values"])
+
+PLUGIN = define_plugin(name="stats", register=lambda context: context.register_command("stats.mean", mean))
+</script>"""
+
+
+def test_the_stdlib_zip_is_downloaded_only_when_python_first_imports_from_it(offline_page, live_server):
+    asked = []
+
+    def stdlib(route):
+        asked.append(route.request.url)
+        route.continue_()
+
+    def with_statistics(route):
+        page = route.fetch()
+        route.fulfill(response=page, body=page.text().replace("</body>", STATISTICS + "</body>"))
+
+    offline_page.route("**/python_stdlib.zip*", stdlib)
+    offline_page.route(live_server.url + "/", with_statistics)
+    assert open_ready(offline_page, live_server.url)["failures"] == []
+    assert offline_page.evaluate("window.reactor.diagnostics()")["snapshot"] is True
+    assert asked == [], "a page restored from the snapshot imports nothing from the zip at its start"
+    assert offline_page.evaluate("window.reactor.executeCommand('stats.mean', {values: [1, 2, 6]})") == 3
+    assert len(asked) == 1
+    assert offline_page.evaluate("window.reactor.executeCommand('stats.mean', {values: [2, 4]})") == 3
+    assert len(asked) == 1
 
 
 # A page's own Python plugin that tells what Python drew and which time zone it knows.

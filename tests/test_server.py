@@ -113,7 +113,8 @@ def test_the_runtime_is_served_compressed_immutable_and_with_wasm_mime(client):
 
 def test_browsers_that_take_zstd_get_the_smaller_twin_and_the_same_bytes(client):
     boot = client.get("/app/boot.json").json()
-    for url in (boot["runtime"]["snapshot"], boot["runtime"]["interpreter"].replace("pyodide.mjs", "pyodide.asm.wasm")):
+    wasm = boot["runtime"]["interpreter"].replace("pyodide.mjs", "pyodide.asm.wasm")
+    for url in (boot["runtime"]["snapshot"], wasm, *boot["python"]["bundles"]):
         plain = client.get(url, headers={"accept-encoding": "identity"})
         gzipped = client.get(url, headers={"accept-encoding": "gzip"})
         squeezed = client.get(url, headers={"accept-encoding": "gzip, deflate, br, zstd"})  # what Chromium sends

@@ -36,11 +36,12 @@ export function installPythonBundles(pyodide, buffers, site) {
     }
   }
   // Folders already listed must be listed again. Not importlib.invalidate_caches(): in Python 3.14
-  // that imports importlib.metadata, ~70 ms of start-up.
+  // that imports importlib.metadata, ~70 ms of start-up. Nor the stdlib zip's: no bundle writes
+  // there, and reading its index again cost the next top-level import ~40 ms.
   pyodide.runPython([
-    "import sys",
+    "import sys, zipimport",
     `sys.path[:0] = [p for p in ${JSON.stringify(first)} if p not in sys.path]`,  // JSON strings are Python's
     "for finder in sys.path_importer_cache.values():",
-    "    finder and finder.invalidate_caches()",
+    "    finder and not isinstance(finder, zipimport.zipimporter) and finder.invalidate_caches()",
   ].join("\n"));
 }

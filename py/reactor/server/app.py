@@ -41,7 +41,7 @@ from .openapi import ANY_FILE, HTML, openapi_document, operation
 from .plugin_records import OPERATORS, PluginRecords
 from .protection import LOOPBACK_HOSTS, CrossSiteWriteGuard, HostCheck, check_hosts
 from .requests import read_json
-from .runtime_python import COMPILED_STDLIB, STDLIB_AFTER_BOOT, stdlib_sources
+from .runtime_python import COMPILED_STDLIB, REACTOR_AT_START, STDLIB_AFTER_BOOT, stdlib_sources
 from .snapshot import memory_snapshot
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -140,13 +140,10 @@ def create_app(
                 plugin_routes.append(_while_enabled(platform, spec.name, route))
     keys_typed = assistant is None if browser_keys is None else browser_keys
     runtime = runtime_manifest()
-    archive = SourceArchive(
-        {"reactor": Path(reactor.__file__).parent, **_page_packages(platform.all_plugins())},
-        SERVER_ONLY,
-        **_bytecode_for(runtime),
-    )
-
-    runtime["snapshot"] = snapshot_url(runtime)
+    packages = {"reactor": Path(reactor.__file__).parent, **_page_packages(platform.all_plugins())}
+    archive = SourceArchive(packages, SERVER_ONLY, **_bytecode_for(runtime))
+    page_modules = [spec.page.split(":")[0] for spec in platform.all_plugins() if spec.page]
+    runtime["snapshot"] = snapshot_url(runtime, archive, [name for name in page_modules if name.split(".")[0] in packages])
     early_boot = _early_boot(runtime)
     index_page = RenderedPage(
         (ROOT / "index.html").read_text().replace(EARLY_BOOT_MARKER, early_boot),
@@ -201,7 +198,7 @@ def create_app(
                     "pyodide": runtime.get("pyodide", ""),
                     "snapshot": runtime["snapshot"],
                 },
-                "python": {"bundles": [archive.url], "site": f"/lib/python{runtime['python']}/site-packages"},
+                "python": {"bundles": [archive.url], "site": _site(runtime)},
                 "plugins": [_page_entry(p) for p in platform.enabled_plugins() if p.page],
                 "services": {k: v for p in platform.enabled_plugins() for k, v in p.page_services.items()},
                 "agent": {"name": agent.name, "instructions": agent.instructions, "plugins": list(agent.plugins)},
@@ -309,6 +306,7 @@ def create_app(
     )
     app.state.context = context
     app.state.agents = agents
+    app.state.snapshot = runtime["snapshot"]  # its URL, "" for none
     return app
 
 
@@ -438,6 +436,10 @@ def _page_headers(early_boot: str, origins: tuple[str, ...], keys_typed: bool = 
     }
 
 
+def _site(runtime: dict[str, Any]) -> str:
+    return f"/lib/python{runtime['python']}/site-packages"
+
+
 def _bytecode_for(runtime: dict[str, Any]) -> dict[str, Any]:
     """SourceArchive's bytecode options for the vendored Pyodide (none when it is not vendored):
     ours, and the runtime's Python the page imports after Pyodide's boot (server/runtime_python.py)."""
@@ -451,12 +453,24 @@ def _bytecode_for(runtime: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def snapshot_url(runtime: dict[str, Any]) -> str:
-    """Where the page gets Pyodide's memory snapshot (server/snapshot.py); "" for none."""
+def snapshot_url(runtime: dict[str, Any], archive: SourceArchive, page_modules: list[str]) -> str:
+    """Where the page gets Pyodide's memory snapshot (server/snapshot.py), with `archive` installed
+    and what the worker imports at its start imported: reactor, the plugins' `page_modules` (when
+    they can be imported there), the stdlib they use. "" for none."""
     if not runtime["ready"]:
         return ""
-    name = memory_snapshot(VENDOR / "pyodide", VENDOR / "snapshot", runtime["stamp"], STDLIB_AFTER_BOOT)
-    return f"/vendor/{runtime['stamp']}/snapshot/{name}" if name else ""
+    for plugins in (tuple(dict.fromkeys(page_modules)), ()) if page_modules else ((),):
+        name = memory_snapshot(
+            VENDOR / "pyodide",
+            VENDOR / "snapshot",
+            runtime["stamp"],
+            (*STDLIB_AFTER_BOOT, *REACTOR_AT_START, *plugins),
+            bundle=archive.data,
+            site=_site(runtime),
+        )
+        if name:
+            return f"/vendor/{runtime['stamp']}/snapshot/{name}"
+    return ""
 
 
 def runtime_manifest() -> dict[str, Any]:

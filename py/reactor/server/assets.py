@@ -65,9 +65,13 @@ def _twins(path: Path, accepted: str) -> list[tuple[Path, str]]:
 def compressed_twins(data: bytes) -> dict[str, bytes]:
     """The bytes of each twin of a file of `data`, by suffix (level 19 zstd keeps a window of 8 MB,
     the most a browser must accept)."""
+    return {".zst": _zstd(data, 19), ".gz": gzip.compress(data, 6, mtime=0)}
+
+
+def _zstd(data: bytes, level: int) -> bytes:
     import zstandard
 
-    return {".zst": zstandard.ZstdCompressor(level=19, threads=-1).compress(data), ".gz": gzip.compress(data, 6, mtime=0)}
+    return zstandard.ZstdCompressor(level=level, threads=-1).compress(data)
 
 
 class RenderedPage:
@@ -122,14 +126,17 @@ class SourceArchive:
         names = sorted(files)
         index = json.dumps({"files": [[name, len(files[name])] for name in names], "path": path or []}, separators=(",", ":"))
         self.data = b"".join([index.encode(), b"\n", *(files[name] for name in names)])
-        self.gzipped = gzip.compress(self.data, 6, mtime=0)
+        # Made at every server start: zstd at level 9 (a fifth smaller than gzip, in a third of a second here).
+        self.squeezed = {"zstd": _zstd(self.data, 9), "gzip": gzip.compress(self.data, 6, mtime=0)}
         self.digest = hashlib.sha256(self.data).hexdigest()[:16]
         self.url = f"/app/python-{self.digest}.bundle"
 
     def response(self, request: Request) -> Response:
         headers = {"cache-control": IMMUTABLE, "vary": "Accept-Encoding"}
-        if "gzip" in request.headers.get("accept-encoding", ""):
-            return Response(self.gzipped, media_type="application/octet-stream", headers={**headers, "content-encoding": "gzip"})
+        accepted = request.headers.get("accept-encoding", "")
+        for coding, body in self.squeezed.items():
+            if coding in accepted:
+                return Response(body, media_type="application/octet-stream", headers={**headers, "content-encoding": coding})
         return Response(self.data, media_type="application/octet-stream", headers=headers)
 
 

@@ -16,6 +16,9 @@ from pathlib import Path
 # tool (its "Did you mean"); urllib.parse and ipaddress, by the chat's host.
 STDLIB_AFTER_BOOT = ("difflib", "ipaddress", "urllib.parse")
 COMPILED_STDLIB = "/lib/compiled-stdlib"
+# reactor's modules the worker imports at its start, imported in the memory snapshot too
+# (server/snapshot.py): a page restored from it imports none of them.
+REACTOR_AT_START = ("reactor.browser", "reactor.facade", "reactor.page_plugins", "reactor.plugins")
 
 
 def stdlib_sources(stdlib_zip: Path, modules: tuple[str, ...] = STDLIB_AFTER_BOOT) -> dict[str, bytes]:

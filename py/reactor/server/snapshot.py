@@ -2,10 +2,11 @@
 
 Why: initialising Python in WebAssembly is most of a page's boot (about 4 of 5.5 s on this
 machine); restoring memory that holds an initialised Python takes about 1.5 s (bench/RESULTS.md).
-Pyodide makes it (`web/snapshot.mjs`, under the Node the set-up already needs) with the stdlib
-modules the page imports after its boot already imported. One per vendored runtime and module
-list, cached and served beside the runtime; without Node, or when making it fails, the page
-boots Pyodide from its files as before.
+Pyodide makes it (`web/snapshot.mjs`, under the Node the set-up already needs) with the page's
+Python bundle installed and what the page imports at its start already imported: reactor, its
+plugins' page modules and the stdlib modules they use. One per vendored runtime, bundle and
+module list, cached and served beside the runtime; without Node, or when making it fails, the
+page boots Pyodide from its files as before.
 
 A snapshot fixes what Python drew at its start for every page that restores it: the page
 reseeds `random` (reactor.browser.restored) and its str hash key is this server's, not its own.
@@ -25,22 +26,42 @@ log = logging.getLogger("reactor.server")
 MAKER = Path(__file__).resolve().parents[3] / "web" / "snapshot.mjs"
 
 
-def memory_snapshot(pyodide: Path, folder: Path, stamp: str, modules: tuple[str, ...], *, node: str = "node") -> str | None:
+# Snapshots kept beside the runtime: the most recently used ones (servers of other plugin sets).
+KEPT = 4
+
+
+def memory_snapshot(
+    pyodide: Path,
+    folder: Path,
+    stamp: str,
+    modules: tuple[str, ...],
+    *,
+    bundle: bytes = b"",
+    site: str = "",
+    node: str = "node",
+) -> str | None:
     """The name, in `folder`, of the snapshot of the Pyodide in `pyodide` (runtime `stamp`) with
-    `modules` imported: made now unless made before (the snapshots of other runtimes are removed
-    then). None when it cannot be made."""
-    key = hashlib.sha256("\n".join([stamp, *modules, MAKER.read_text()]).encode()).hexdigest()[:16]
+    the Python `bundle` (a SourceArchive's bytes) installed under `site` and `modules` imported:
+    made now unless made before (only the KEPT most recently used are kept). None when it cannot
+    be made."""
+    key = hashlib.sha256("\n".join([stamp, *modules, site, MAKER.read_text()]).encode() + bundle).hexdigest()[:16]
     name = f"snapshot-{key}.bin"
     if (folder / name).is_file() and (folder / f"{name}.gz").is_file():
         if not (folder / f"{name}.zst").is_file():  # made by a version that wrote no zstd twin
             store(folder / f"{name}.zst", compressed_twins((folder / name).read_bytes())[".zst"])
+        (folder / name).touch()
         return name
     with tempfile.TemporaryDirectory() as work:
         made = Path(work) / name
+        installed: tuple[str, ...] = ()
+        if bundle:
+            (Path(work) / "python.bundle").write_bytes(bundle)
+            installed = ("--bundle", str(Path(work) / "python.bundle"), site)
         printed = run_node(
             MAKER,
             str(pyodide),
             str(made),
+            *installed,
             *modules,
             timeout=300,
             node=node,
@@ -59,7 +80,8 @@ def memory_snapshot(pyodide: Path, folder: Path, stamp: str, modules: tuple[str,
     for suffix, squeezed in compressed_twins(data).items():
         store(folder / f"{name}{suffix}", squeezed)
     store(folder / name, data)
-    for old in folder.glob("snapshot-*.bin*"):
-        if not old.name.startswith(name):
-            old.unlink(missing_ok=True)  # another runtime's, or one made for other modules
+    made_before = sorted(folder.glob("snapshot-*.bin"), key=lambda path: path.stat().st_mtime, reverse=True)
+    for old in made_before[KEPT:]:
+        for twin in folder.glob(f"{old.name}*"):
+            twin.unlink(missing_ok=True)  # another runtime's, or one made for other modules, not used lately
     return name
