@@ -7,7 +7,7 @@
 import { el } from "./dom.js";
 
 const list = document.getElementById("palette");
-const filter = document.getElementById("palette-filter");
+const filter = /** @type {HTMLInputElement} */ (document.getElementById("palette-filter"));
 const tools = document.getElementById("agent-tools");
 const status = document.getElementById("palette-status");
 // Only so many commands and tools are drawn: a page of thousands draws what a person can read,
@@ -56,7 +56,7 @@ async function draw() {
     return;
   }
   // A redraw moves the open form into the new list: what the person was typing in keeps its focus.
-  const typing = openForm?.contains(document.activeElement) ? document.activeElement : null;
+  const typing = openForm?.contains(document.activeElement) ? /** @type {HTMLInputElement} */ (document.activeElement) : null;
   const caret = typing && "selectionStart" in typing ? [typing.selectionStart, typing.selectionEnd] : null;
   list.replaceChildren(...shown
     .map((command) => {
@@ -78,7 +78,7 @@ async function draw() {
     ...more(matching.length - shown.length, "commands"));
   if (typing?.isConnected) {
     typing.focus({ preventScroll: true });
-    if (caret) try { typing.setSelectionRange(...caret); } catch { /* not a text field */ }
+    if (caret) try { typing.setSelectionRange(caret[0], caret[1]); } catch { /* not a text field */ }
   }
 }
 
@@ -94,7 +94,7 @@ function toggle(id) {
 function form(command) {
   const schema = command.parameters;
   const required = new Set(schema.required ?? []);
-  const names = Object.keys(schema.properties).sort((a, b) => required.has(b) - required.has(a));
+  const names = Object.keys(schema.properties).sort((a, b) => Number(required.has(b)) - Number(required.has(a)));
   const node = el("form", { class: "palette-form", "data-form": command.id, novalidate: "" });
   const inputs = new Map();
   for (const name of names) {

@@ -43,7 +43,10 @@ export class Panels {
     this.open = new Map();  // id -> {section, body, dispose, listeners: Map(listener -> remove)}
   }
 
-  /** The panel area, looked up each time: a page may add it after reactor started. */
+  /**
+   * The panel area, looked up each time: a page may add it after reactor started.
+   * @returns {HTMLElement | null}
+   */
   area() {
     return document.querySelector("[data-reactor-panels]");
   }
@@ -150,7 +153,11 @@ export class Panels {
     entry?.listeners.delete(listener);
   }
 
-  /** JSON from the reactor server, with the user's session: root-relative URLs mean that server. */
+  /**
+   * JSON from the reactor server, with the user's session: root-relative URLs mean that server.
+   * @param {string} url
+   * @param {{method?: string, body?: unknown}} [options]
+   */
   async fetchJson(url, { method = "GET", body } = {}) {
     const target = new URL(url, this.server);
     const own = target.origin === new URL(this.server).origin;

@@ -50,10 +50,16 @@ export class WorkerChannel {
     worker.addEventListener("message", ({ data }) => this.receive(data));
   }
 
-  /** Ask the worker; resolves with its answer's value. An abort of `signal` tells the worker to stop. */
+  /**
+   * Ask the worker; resolves with its answer's value. An abort of `signal` tells the worker to stop.
+   * @param {string} type
+   * @param {object} [fields]
+   * @param {{signal?: AbortSignal}} [options]
+   */
   request(type, fields = {}, { signal } = {}) {
     if (!PAGE_REQUESTS.has(type)) throw new TypeError(`${type} is not a request the page sends`);
     const id = ++this.nextId;
+    /** @type {{v: number, id: number, type: string, cancelled?: string}} */
     const message = { v: VERSION, id, type, ...fields };
     if (signal?.aborted) message.cancelled = reasonOf(signal);
     return new Promise((resolve, reject) => {

@@ -46,7 +46,7 @@ async function boot(bootConfig) {
     const { installPythonBundles } = await installer;
     installPythonBundles(python, await bundles, bootConfig.python.site);
   } catch (error) {
-    throw new Error(`the page's Python could not be installed: ${error.message}`);
+    throw new Error(`the page's Python could not be installed: ${error.message}`, { cause: error });
   }
   reached("python-installed", "Importing reactor…");
   const start = python.pyimport("reactor.browser").start;

@@ -19,7 +19,7 @@ const embed = window.reactorConfig ?? {};
 /** The reactor server's root, e.g. "http://127.0.0.1:8000/": where runtime, plugins and APIs are. */
 const server = new URL(embed.server ?? "/", import.meta.url).href;
 const at = (url) => new URL(url, server).href;
-const progress = document.querySelector("[data-reactor-progress]");
+const progress = /** @type {HTMLElement | null} */ (document.querySelector("[data-reactor-progress]"));
 const started = performance.now();
 const bundleListeners = new Set();
 const commandListeners = new Set();
@@ -150,6 +150,9 @@ export const reactor = {
    * Call a tool by its model name, as an agent would: resolves with the envelope
    * {ok: true, result} or {ok: false, error: {code, message, ...}}; never rejects for a tool's failure.
    * Pass {signal} (an AbortSignal) to stop it.
+   * @param {string} name
+   * @param {object | string} [args]
+   * @param {{signal?: AbortSignal}} [options]
    */
   async callTool(name, args = {}, { signal } = {}) {
     await ready;
@@ -171,6 +174,11 @@ export const reactor = {
     async send(text) { await ready; return channel.request("chat.send", { text }); },
     stop() { if (python) channel.notify("chat.stop"); },
     async tools() { await ready; return channel.request("chat.tools"); },
+    /**
+     * @param {string} name
+     * @param {object} args
+     * @param {{signal?: AbortSignal}} [options]
+     */
     async callTool(name, args, { signal } = {}) {
       await ready;
       return channel.request("chat.callTool", { name, args: JSON.stringify(args ?? {}) }, { signal });
@@ -233,7 +241,8 @@ export const reactor = {
    */
   async definePlugin(plugin) {
     await ready;
-    const { commands, dispose, ...declaration } = plugin ?? {};
+    // Nothing given reads as a declaration without a name, which Python refuses.
+    const { commands, dispose, ...declaration } = plugin ?? /** @type {typeof plugin} */ ({});
     const key = `${declaration.name}#${++nextPluginKey}`;
     const list = Array.isArray(commands) ? commands : [];
     pagePlugins.set(key, { name: declaration.name, commands: new Map(list.map((c) => [c?.id, c])), dispose });
@@ -278,6 +287,9 @@ export const reactor = {
   /**
    * Let a plugin's renderer draw its view: `render(state)` runs on each `page.show(view, state)`.
    * `element`, when given, is what goes full screen when the plugin asks for it (else the page).
+   * @param {string} name
+   * @param {(state: any) => void} render
+   * @param {{element?: Element}} [options]
    */
   defineView(name, render, { element } = {}) {
     views.set(name, render);
@@ -401,7 +413,7 @@ async function boot() {
     response = await fetch(at("/app/boot.json"));
   } catch (error) {
     throw new Error(`the reactor server ${server} could not be reached from this page (${error.message}); `
-      + `is it running, and does it allow this page's origin ${location.origin}?`);
+      + `is it running, and does it allow this page's origin ${location.origin}?`, { cause: error });
   }
   if (!response.ok) throw new Error(`the server answered ${response.status} for /app/boot.json`);
   const config = embedded(await response.json());

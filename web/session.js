@@ -61,7 +61,7 @@ window.reactor.defineView("session", (state) => {
     changed(null);
     return;
   }
-  const name = box.querySelector("input[name=username]");
+  const name = /** @type {HTMLInputElement | null} */ (box.querySelector("input[name=username]"));
   if (state.signIn && name) {
     box.scrollIntoView({ block: "nearest" });
     name.focus();

@@ -22,6 +22,7 @@ const loadMarkdown = () => (markdown ??= import('/web/markdown.js'));
  *   slide?: number,
  *   presenting?: boolean,
  *   message?: string,
+ *   focus?: boolean,
  * }} state plain data from the decks plugin; a slide's body is Markdown, drawn as CommonMark
  */
 export function renderDecks(root, state) {
@@ -64,8 +65,9 @@ export function renderDecks(root, state) {
     root.dataset.deckId = state.deck.id;
     root.dataset.slide = String(number);
     const slide = slides[number - 1];
-    root.append(button('← All decks', 'decks.list', {}, 'back-to-list'));
-    root.lastChild.classList.add('decks-back');
+    const back = button('← All decks', 'decks.list', {}, 'back-to-list');
+    back.classList.add('decks-back');
+    root.append(back);
     const header = el('header', { class: 'decks-header' });
     header.append(
       el('h1', { 'data-testid': 'deck-title' }, state.deck.title),
