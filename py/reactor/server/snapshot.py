@@ -19,10 +19,11 @@ import tempfile
 from pathlib import Path
 
 from .assets import compressed_twins
+from .files import WEB
 from .node import run_node, store
 
 log = logging.getLogger("reactor.server")
-MAKER = Path(__file__).resolve().parents[3] / "web" / "snapshot.mjs"
+MAKER = WEB / "snapshot.mjs"
 
 
 def memory_snapshot(pyodide: Path, folder: Path, stamp: str, modules: tuple[str, ...], *, node: str = "node") -> str | None:
