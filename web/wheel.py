@@ -29,8 +29,12 @@ class BuildPy(build_py):
         super().run()
         if getattr(self, "editable_mode", False):
             return
-        if not (WEB / "vendor" / "manifest.json").is_file():
-            subprocess.run([sys.executable, str(WEB / "vendor.py")], check=True)
+        vendored = (WEB / "vendor" / "manifest.json").is_file()
+        if not vendored and subprocess.run([sys.executable, str(WEB / "vendor.py")]).returncode != 0:
+            raise SystemExit(
+                "A wheel of reactor carries the browser runtime, and web/vendor.py could not vendor it (it said why"
+                " above): run `python web/vendor.py` where npm and the npm registry are reachable, then build again."
+            )
         static = Path(self.build_lib) / "reactor" / "server" / "static"
         shutil.rmtree(static, ignore_errors=True)
         (static / "web").mkdir(parents=True)
