@@ -13,7 +13,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -21,6 +20,7 @@ import pytest
 from postgres import SKIP_REASON, Cluster, postgres_bin
 from reactor.server.app import create_app
 from reactor.server.loopback import LoopbackServer
+from reactor.testing import ReactorPage
 
 
 def run_reactor(*args: str, **options: Any) -> subprocess.CompletedProcess[str]:
@@ -184,10 +184,18 @@ def bearer(server: LiveServer | AppServer, username: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def live_server(tmp_path: Path) -> Iterator[LiveServer]:
+def reactor_server(tmp_path: Path) -> Iterator[LiveServer]:
+    """The demo's app (its plugins, users and data), fresh for each test and served in this process
+    on loopback; reactor.testing's reactor_page and reactor_demo drive it (in place of the kit's
+    own `reactor serve`, one per session over empty data)."""
     live = start_server(tmp_path / "data", seed_demo=True)
     yield live
     stop_server(live)
+
+
+@pytest.fixture
+def live_server(reactor_server: LiveServer) -> LiveServer:
+    return reactor_server
 
 
 def sign_in_on_page(page: Any, username: str) -> None:
@@ -241,21 +249,9 @@ def blocking_popups(browser_type: Any, browser_type_launch_args: dict[str, Any])
 
 @pytest.fixture
 def offline_page(page: Any, live_server: LiveServer) -> Iterator[Any]:
-    """A page that fails the test on any request outside the server's origin."""
-    origin = urlsplit(live_server.url)
-    strays: list[str] = []
-
-    def guard(route: Any) -> None:
-        parts = urlsplit(route.request.url)
-        if parts.scheme in {"http", "https", "ws", "wss"} and (parts.hostname, parts.port) != (origin.hostname, origin.port):
-            strays.append(route.request.url)
-            route.abort()
-        else:
-            route.continue_()
-
-    page.context.route("**/*", guard)
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
+    """A page not yet opened that fails the test on any request outside the server's origin and any
+    page error (reactor.testing's ReactorPage watches; reactor_page also fails on console errors)."""
+    watched = ReactorPage(page, live_server)
     yield page
-    assert strays == [], f"the page asked for something outside its origin: {strays}"
-    assert errors == [], f"the page raised: {errors}"
+    problems = [p for p in watched.problems() if not p.startswith("console error")]
+    assert problems == [], "The page went wrong:\n" + "\n".join(problems)

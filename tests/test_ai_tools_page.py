@@ -5,23 +5,19 @@ import time
 
 import httpx
 import pytest
-from conftest import sign_in_on_page, wait_for_bundle
+from conftest import wait_for_bundle
 
 from test_ai_tools_declaration import RECORD
 
 pytestmark = pytest.mark.browser
 
 
-def sign_in(page, url, username):
-    page.goto(url)
-    page.evaluate("window.reactor.ready")
-    sign_in_on_page(page, username)
+def sign_in(reactor_page, username):
+    """reactor_page signed in as `username`, once its AI Tools are listed and their worker booted."""
+    page = reactor_page.sign_in(username).page
     wait_for_bundle(page, "ai-tools")
     page.wait_for_function("window.reactor.aiToolWorkerStats().booted >= 1", timeout=60_000)
-
-
-def call(page, name, args):
-    return page.evaluate("([name, args]) => window.reactor.callTool(name, args)", [name, args])
+    return page
 
 
 def operator(server):
@@ -37,59 +33,58 @@ def save_tool(server, id, name, code, timeout_ms, groups=("staff",)):
         assert ada.post("/plugins", json=record).status_code == 201
 
 
-def test_a_call_succeeds_with_the_backlog_newest_first(offline_page, live_server):
-    sign_in(offline_page, live_server.url, "bob")
-    answer = call(offline_page, "maintenance_backlog", {"buildingId": "B-101", "limit": 2})
+def test_a_call_succeeds_with_the_backlog_newest_first(reactor_page):
+    sign_in(reactor_page, "bob")
+    answer = reactor_page.call_tool("maintenance_backlog", {"buildingId": "B-101", "limit": 2})
     assert answer["ok"] is True
     assert [t["id"] for t in answer["result"]["tasks"]] == ["T-3", "T-1"]
-    unknown = call(offline_page, "maintenance_backlog", {"buildingId": "B-9"})
+    unknown = reactor_page.call_tool("maintenance_backlog", {"buildingId": "B-9"})
     assert unknown["error"]["code"] == "failed" and "There is no building 'B-9'" in unknown["error"]["message"]
 
 
-def test_bad_arguments_come_back_with_each_problem_and_its_path(offline_page, live_server):
-    sign_in(offline_page, live_server.url, "bob")
-    answer = call(offline_page, "maintenance_backlog", {"buildingId": 7, "limit": 0, "colour": "red"})
+def test_bad_arguments_come_back_with_each_problem_and_its_path(reactor_page):
+    sign_in(reactor_page, "bob")
+    answer = reactor_page.call_tool("maintenance_backlog", {"buildingId": 7, "limit": 0, "colour": "red"})
     assert answer["ok"] is False and answer["error"]["code"] == "invalid_arguments"
     assert {p["path"] for p in answer["error"]["problems"]} == {"$", "$.buildingId", "$.limit"}
 
 
-def test_a_revoked_permission_takes_effect_on_the_very_next_call(offline_page, live_server):
-    sign_in(offline_page, live_server.url, "bob")
-    assert call(offline_page, "maintenance_backlog", {"buildingId": "B-102"})["ok"] is True
+def test_a_revoked_permission_takes_effect_on_the_very_next_call(reactor_page, live_server):
+    sign_in(reactor_page, "bob")
+    assert reactor_page.call_tool("maintenance_backlog", {"buildingId": "B-102"})["ok"] is True
     with operator(live_server) as ada:
         record = ada.get("/plugins/maintenance-backlog").json()
         record["visibility"] = {"users": [], "groups": ["operators"]}
         assert ada.put("/plugins/maintenance-backlog", json=record).status_code == 200
-    answer = call(offline_page, "maintenance_backlog", {"buildingId": "B-102"})
+    answer = reactor_page.call_tool("maintenance_backlog", {"buildingId": "B-102"})
     assert answer["error"]["code"] == "not_permitted"
-    assert any(b["id"] == "ai-tools" for b in offline_page.evaluate("window.reactor.agentToolBundles()")), (
+    assert any(b["id"] == "ai-tools" for b in reactor_page.page.evaluate("window.reactor.agentToolBundles()")), (
         "the page still lists the tool: the refusal came from the server, not the cache"
     )
 
 
-def test_a_timeout_frees_the_caller_and_code_that_honours_the_signal_stops_its_request(offline_page, live_server):
-    sign_in(offline_page, live_server.url, "bob")
+def test_a_timeout_frees_the_caller_and_code_that_honours_the_signal_stops_its_request(reactor_page, live_server):
+    sign_in(reactor_page, "bob")
     started = time.monotonic()
-    answer = call(offline_page, "slow_lookup", {"ms": 20_000})
+    answer = reactor_page.call_tool("slow_lookup", {"ms": 20_000})
     assert answer["error"]["code"] == "timeout" and time.monotonic() - started < 5
     slow = live_server.app.state.context.platform.server_half("maintenance").wait_slow("cancelled")
     assert slow == {"started": 1, "completed": 0, "cancelled": 1}, "the aborted signal stopped the request"
-    assert offline_page.evaluate("window.reactor.aiToolWorkerStats()")["terminated"] == 0
+    assert reactor_page.page.evaluate("window.reactor.aiToolWorkerStats()")["terminated"] == 0
 
 
-def test_a_timeout_with_code_that_ignores_the_signal_answers_at_once_and_kills_the_worker(offline_page, live_server):
+def test_a_timeout_with_code_that_ignores_the_signal_answers_at_once_and_kills_the_worker(reactor_page, live_server):
     save_tool(live_server, "sleepy", "sleepy", "import time\ndef invoke(args, context):\n    time.sleep(8)\n    return 1\n", 1000)
-    sign_in(offline_page, live_server.url, "bob")
+    sign_in(reactor_page, "bob")
     started = time.monotonic()
-    answer = call(offline_page, "sleepy", {})
+    answer = reactor_page.call_tool("sleepy", {})
     assert answer["error"]["code"] == "timeout" and time.monotonic() - started < 3
-    offline_page.wait_for_function("window.reactor.aiToolWorkerStats().terminated === 1")
+    reactor_page.page.wait_for_function("window.reactor.aiToolWorkerStats().terminated === 1")
 
 
-def test_a_runaway_loop_is_killed_while_the_page_keeps_answering_clicks(offline_page, live_server):
+def test_a_runaway_loop_is_killed_while_the_page_keeps_answering_clicks(reactor_page, live_server):
     save_tool(live_server, "runaway", "runaway", "def invoke(args, context):\n    while True:\n        pass\n", 2000)
-    page = offline_page
-    sign_in(page, live_server.url, "bob")
+    page = sign_in(reactor_page, "bob")
     page.evaluate("window.reactor.executeCommand('decks.open', {id: 'onboarding'})")
     page.evaluate("""() => {
         window.__stall = 0; let last = performance.now();
@@ -105,10 +100,12 @@ def test_a_runaway_loop_is_killed_while_the_page_keeps_answering_clicks(offline_
     assert answer["error"]["code"] == "timeout"
     page.wait_for_function("window.reactor.aiToolWorkerStats().terminated === 1")
     page.wait_for_function("window.reactor.aiToolWorkerStats().booted === 2", timeout=60_000)
-    assert call(page, "maintenance_backlog", {"buildingId": "B-203"})["ok"] is True, "a fresh worker serves the next call"
+    assert reactor_page.call_tool("maintenance_backlog", {"buildingId": "B-203"})["ok"] is True, (
+        "a fresh worker serves the next call"
+    )
 
 
-def test_a_javascript_tool_runs_in_the_worker(offline_page, live_server):
-    sign_in(offline_page, live_server.url, "ada")
-    answer = call(offline_page, "open_task_count", {})
+def test_a_javascript_tool_runs_in_the_worker(reactor_page):
+    sign_in(reactor_page, "ada")
+    answer = reactor_page.call_tool("open_task_count", {})
     assert answer == {"ok": True, "result": {"buildings": {"B-101": 3, "B-102": 2, "B-203": 1}}}

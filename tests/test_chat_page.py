@@ -29,6 +29,14 @@ def server(tmp_path, provider):
     stop_server(live)
 
 
+def chat_of(reactor_page, username=None):
+    """The chat of a ready page, signed in as `username` when given, once it has chosen its model."""
+    if username:
+        reactor_page.sign_in(username)
+    reactor_page.page.get_by_test_id("chat-model").wait_for()
+    return reactor_page.page.locator("reactor-chat")
+
+
 def open_chat(page, url, username=None):
     page.goto(url)
     page.evaluate("window.reactor.ready")
@@ -63,9 +71,9 @@ def card(page, tool):
     return page.locator(f"reactor-chat [data-testid=tool-card][data-tool={tool}]").last
 
 
-def test_the_scripted_model_lists_opens_at_a_slide_and_presents(offline_page, live_server):
-    page = offline_page
-    chat = open_chat(page, live_server.url)
+def test_the_scripted_model_lists_opens_at_a_slide_and_presents(reactor_page):
+    page = reactor_page.page
+    chat = chat_of(reactor_page)
     assert page.get_by_test_id("chat-model").inner_text() == "Scripted model (no AI)"
     say(page, "list decks")
     idle(page)
@@ -306,9 +314,9 @@ def test_a_model_chosen_by_code_before_the_widget_is_ready_stays_chosen(page, se
     assert provider.requests[-1]["model"] == "gpt-at-start"
 
 
-def test_a_failed_call_shows_the_person_their_sentence_not_the_models(offline_page, live_server):
-    page = offline_page
-    open_chat(page, live_server.url)
+def test_a_failed_call_shows_the_person_their_sentence_not_the_models(reactor_page):
+    page = reactor_page.page
+    chat_of(reactor_page)
     say(page, "list pages")  # a CMS tool, nobody signed in
     idle(page)
     failed = card(page, "cms_list_site_pages")
@@ -326,9 +334,9 @@ def allow(page, question):
     pending.get_by_role("button", name="Allow", exact=True).click()
 
 
-def test_the_readmes_cms_try_this_works_as_written(offline_page, live_server):
-    page = offline_page
-    open_chat(page, live_server.url, "ada")
+def test_the_readmes_cms_try_this_works_as_written(reactor_page):
+    page = reactor_page.page
+    chat_of(reactor_page, "ada")
     page.locator("#cms").get_by_test_id("cms-site").wait_for()
     say(page, "import the latest post from the demo blog")
     allow(page, "Import 1 post from the blog at /demo-sources/blog/ into Acme Corp as drafts?")

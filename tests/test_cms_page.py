@@ -5,36 +5,35 @@ switch the site so the next call goes there."""
 from __future__ import annotations
 
 import pytest
-from conftest import run_without_gesture, sign_in_on_page
+from conftest import run_without_gesture
 
 pytestmark = pytest.mark.browser
 
 
-def ready(page, url):
-    page.goto(url)
-    load = page.evaluate("window.reactor.ready")
+def ready(reactor_page):
+    """The page reactor_page opened, with the CMS plugin loaded."""
+    load = reactor_page.page.evaluate("window.reactor.ready")
     assert "cms" in load["loaded"], load
-    return page
+    return reactor_page.page
 
 
 def execute(page, command, args=None):
     return page.evaluate("([command, args]) => window.reactor.executeCommand(command, args)", [command, args or {}])
 
 
-def sign_in(page, user="ada"):
+def sign_in(reactor_page, user="ada"):
     """The page's one sign-in form (the header's); the CMS panel follows it."""
-    sign_in_on_page(page, user)
-    panel = page.locator("#cms")
+    panel = reactor_page.sign_in(user).page.locator("#cms")
     panel.get_by_test_id("cms-site").wait_for()
     return panel
 
 
-def test_signing_in_at_the_top_shows_the_sites_entries_and_their_status(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
+def test_signing_in_at_the_top_shows_the_sites_entries_and_their_status(reactor_page):
+    page = ready(reactor_page)
     panel = page.locator("#cms")
     assert "Sign in at the top of the page" in panel.get_by_test_id("cms-signed-out").inner_text()
     assert panel.locator("form, input[type=password]").count() == 0  # one sign-in form on the page
-    panel = sign_in(page, "bob")
+    panel = sign_in(reactor_page, "bob")
     assert page.locator("text=Signed in as bob").count() == 1
     assert panel.get_by_test_id("cms-site").input_value() == "acme"
     page.locator('#cms li[data-slug="roadmap"]').wait_for()
@@ -51,9 +50,9 @@ def test_signing_in_at_the_top_shows_the_sites_entries_and_their_status(offline_
     assert page.evaluate("document.cookie") == ""
 
 
-def test_crawl_into_drafts_publish_on_request_and_show_the_page(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
-    sign_in(page)
+def test_crawl_into_drafts_publish_on_request_and_show_the_page(reactor_page, live_server):
+    page = ready(reactor_page)
+    sign_in(reactor_page)
     crawled = execute(page, "cms.crawlBlog", {"url": "/demo-sources/blog/", "limit": 3})
     assert [i["status"] for i in crawled["imported"]] == ["draft"] * 3
     row = page.locator('#cms li[data-slug="markup-b-stays-b-text"]')
@@ -75,18 +74,18 @@ def test_crawl_into_drafts_publish_on_request_and_show_the_page(offline_page, li
     assert 'onerror="window.pwned=1"' in public.locator("article").inner_text()
 
 
-def test_the_show_button_opens_the_public_page(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
-    sign_in(page)
+def test_the_show_button_opens_the_public_page(reactor_page):
+    page = ready(reactor_page)
+    sign_in(reactor_page)
     with page.context.expect_page() as opened:
         page.locator('#cms li[data-slug="welcome"]').get_by_test_id("cms-show").click()
     opened.value.wait_for_load_state()
     assert opened.value.locator("h1").inner_text() == "Welcome to the Acme blog"
 
 
-def test_a_draft_cannot_be_shown_and_stays_private(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
-    sign_in(page)
+def test_a_draft_cannot_be_shown_and_stays_private(reactor_page, live_server):
+    page = ready(reactor_page)
+    sign_in(reactor_page)
     message = page.evaluate(
         "window.reactor.executeCommand('cms.showSitePage', {slug: 'roadmap'}).then(() => '', (e) => e.message)"
     )
@@ -114,9 +113,9 @@ def test_with_popups_blocked_show_answers_with_the_link(blocking_popups, live_se
     assert page.request.get(live_server.url + shown["url"]).ok
 
 
-def test_switching_the_site_in_the_panel_sends_the_next_call_there(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
-    panel = sign_in(page)
+def test_switching_the_site_in_the_panel_sends_the_next_call_there(reactor_page, live_server):
+    page = ready(reactor_page)
+    panel = sign_in(reactor_page)
     assert execute(page, "cms.listSitePages")["site"] == "acme"
     panel.get_by_test_id("cms-site").select_option("globex")
     page.locator('#cms li[data-slug="launch-plan"]').wait_for()
@@ -126,9 +125,9 @@ def test_switching_the_site_in_the_panel_sends_the_next_call_there(offline_page,
     assert answer["site"] == "globex" and {e["slug"] for e in answer["entries"]} == {"about", "launch-plan"}
 
 
-def test_a_reload_keeps_the_person_signed_in_through_the_cookie(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
-    sign_in(page, "bob")
+def test_a_reload_keeps_the_person_signed_in_through_the_cookie(reactor_page):
+    page = ready(reactor_page)
+    sign_in(reactor_page, "bob")
     page.reload()
     page.locator("#cms").get_by_test_id("cms-site").wait_for()
     assert page.get_by_test_id("signed-in-as").inner_text() == "Signed in as bob"
@@ -141,8 +140,8 @@ def command_button(page, label):
     return page.locator("#palette button", has_text=label)
 
 
-def test_one_sign_in_the_palette_brings_the_headers_form_and_every_part_follows(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
+def test_one_sign_in_the_palette_brings_the_headers_form_and_every_part_follows(reactor_page):
+    page = ready(reactor_page)
     page.locator("#cms [data-testid=cms-signed-out]").wait_for()
     sign_in_command = command_button(page, "CMS: Sign in")
     sign_in_command.wait_for()

@@ -3,26 +3,28 @@
 from __future__ import annotations
 
 import pytest
-from conftest import run_without_gesture, sign_in_on_page, stop_server
+from conftest import run_without_gesture, stop_server
+
+from reactor.testing import ReactorPage
 
 pytestmark = pytest.mark.browser
+PHONE = pytest.mark.browser_context_args(viewport={"width": 390, "height": 844})
 
 
-def ready(page, url, username=None):
-    page.goto(url)
-    load = page.evaluate("window.reactor.ready")
-    assert load["failures"] == []
+def ready(reactor_page, username=None):
+    """The page reactor_page opened, every plugin loaded, signed in as `username` (password `<name>-demo`)."""
+    assert reactor_page.page.evaluate("window.reactor.ready")["failures"] == []
     if username:
-        sign_in_on_page(page, username)
-    return page
+        reactor_page.sign_in(username)
+    return reactor_page.page
 
 
 def execute(page, command, args=None):
     return page.evaluate("([command, args]) => window.reactor.executeCommand(command, args)", [command, args or {}])
 
 
-def test_opening_a_deck_at_a_slide_shows_that_slide(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
+def test_opening_a_deck_at_a_slide_shows_that_slide(reactor_page):
+    page = ready(reactor_page)
     execute(page, "decks.open", {"id": "onboarding", "slide": 2})
     stage = page.locator("#decks")
     assert stage.get_by_test_id("deck-title").inner_text() == "Onboarding: your first week"
@@ -35,8 +37,8 @@ def test_opening_a_deck_at_a_slide_shows_that_slide(offline_page, live_server):
     assert items.nth(2).locator("code").inner_text() == "make dev" and "`" not in items.nth(2).inner_text()
 
 
-def test_the_list_of_decks_opens_a_deck_from_its_button(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
+def test_the_list_of_decks_opens_a_deck_from_its_button(reactor_page):
+    page = ready(reactor_page)
     execute(page, "decks.list")
     rows = page.get_by_test_id("deck-list").locator("li")
     assert rows.count() == 3
@@ -45,8 +47,8 @@ def test_the_list_of_decks_opens_a_deck_from_its_button(offline_page, live_serve
     assert page.get_by_test_id("deck-title").inner_text() == "Quarterly review — Q3"
 
 
-def test_the_next_button_and_the_arrow_key_advance_the_slide(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
+def test_the_next_button_and_the_arrow_key_advance_the_slide(reactor_page):
+    page = ready(reactor_page)
     execute(page, "decks.open", {"id": "onboarding"})
     page.get_by_test_id("next-slide").click()
     page.get_by_text("Slide 2 of 5").wait_for()
@@ -54,8 +56,8 @@ def test_the_next_button_and_the_arrow_key_advance_the_slide(offline_page, live_
     page.get_by_text("Slide 3 of 5").wait_for()
 
 
-def test_slide_text_that_looks_like_html_is_shown_as_text(offline_page, live_server):
-    page = ready(offline_page, live_server.url, "bob")
+def test_slide_text_that_looks_like_html_is_shown_as_text(reactor_page):
+    page = ready(reactor_page, "bob")
     hostile = '<img src=x onerror="window.pwned=1">'
     execute(page, "decks.createDeck", {"title": hostile, "slides": [{"title": hostile, "body": hostile}]})
     answer = execute(page, "decks.listDecks")
@@ -85,8 +87,8 @@ def sidebar_is_covered(page):
     }""")
 
 
-def test_presenting_fills_the_screen_with_the_slide_and_the_keys_move_it(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
+def test_presenting_fills_the_screen_with_the_slide_and_the_keys_move_it(reactor_page):
+    page = ready(reactor_page)
     execute(page, "decks.open", {"id": "onboarding", "slide": 2})
     page.get_by_test_id("present").click()  # the person's click: full screen is granted
     page.locator("#decks.decks--presenting").wait_for()
@@ -113,8 +115,8 @@ def test_presenting_fills_the_screen_with_the_slide_and_the_keys_move_it(offline
     assert not sidebar_is_covered(page)
 
 
-def test_stopping_from_the_palette_or_an_agent_leaves_full_screen(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
+def test_stopping_from_the_palette_or_an_agent_leaves_full_screen(reactor_page):
+    page = ready(reactor_page)
     execute(page, "decks.open", {"id": "onboarding"})
     assert execute(page, "decks.present")["presenting"] is True  # Playwright's evaluate counts as a gesture
     assert page.evaluate("document.fullscreenElement?.id") == "decks"
@@ -153,8 +155,8 @@ def test_print_with_popups_blocked_answers_with_the_address(blocking_popups, liv
     assert page.request.get(live_server.url + printed["url"]).ok
 
 
-def test_a_deck_created_from_the_page_is_on_the_server_after_a_reload(offline_page, live_server):
-    page = ready(offline_page, live_server.url, "bob")
+def test_a_deck_created_from_the_page_is_on_the_server_after_a_reload(reactor_page, live_server):
+    page = ready(reactor_page, "bob")
     made = execute(page, "decks.createDeck", {"title": "Made in the page", "slides": [{"title": "One", "body": "Hi"}]})
     assert made["saved"] is True
     page.reload()
@@ -165,7 +167,7 @@ def test_a_deck_created_from_the_page_is_on_the_server_after_a_reload(offline_pa
 
 
 def test_with_the_server_down_a_change_is_kept_in_the_page_and_reported(page, live_server):
-    ready(page, live_server.url)
+    ready(ReactorPage(page, live_server).open())  # unwatched: its requests fail once the server is down
     execute(page, "decks.open", {"id": "onboarding"})
     stop_server(live_server)
     answer = execute(page, "decks.updateSlide", {"id": "onboarding", "slide": 1, "title": "Kept offline"})
@@ -174,8 +176,8 @@ def test_with_the_server_down_a_change_is_kept_in_the_page_and_reported(page, li
     assert page.get_by_test_id("slide-title").inner_text() == "Kept offline"
 
 
-def test_print_opens_the_printable_page_in_a_new_tab(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
+def test_print_opens_the_printable_page_in_a_new_tab(reactor_page):
+    page = ready(reactor_page)
     execute(page, "decks.open", {"id": "quarterly-review"})
     with page.context.expect_page() as opened:
         page.get_by_test_id("print").click()
@@ -185,8 +187,8 @@ def test_print_opens_the_printable_page_in_a_new_tab(offline_page, live_server):
     assert printable.locator("section.slide").count() == 5
 
 
-def test_signed_out_a_change_answers_the_agent_not_permitted_and_stays_unsaved(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
+def test_signed_out_a_change_answers_the_agent_not_permitted_and_stays_unsaved(reactor_page):
+    page = ready(reactor_page)
     answer = page.evaluate("window.reactor.callTool('decks_update_slide', {id: 'onboarding', slide: 1, title: 'Anonymous'})")
     assert answer["ok"] is False and answer["error"]["code"] == "not_permitted"
     assert "Ask the person to sign in" in answer["error"]["message"]
@@ -194,8 +196,8 @@ def test_signed_out_a_change_answers_the_agent_not_permitted_and_stays_unsaved(o
     assert spec["slides"][0]["title"] != "Anonymous"
 
 
-def test_a_change_saved_from_the_page_reaches_the_server(offline_page, live_server):
-    page = ready(offline_page, live_server.url, "ada")
+def test_a_change_saved_from_the_page_reaches_the_server(reactor_page):
+    page = ready(reactor_page, "ada")
     answer = execute(page, "decks.updateSlide", {"id": "onboarding", "slide": 1, "title": "Hello from the page"})
     assert answer["saved"] is True
     spec = page.evaluate("fetch('/api/decks/onboarding').then(r => r.json())")
@@ -206,8 +208,8 @@ def palette_button(page, label):
     return page.locator("#palette button", has_text=label)
 
 
-def test_the_palette_follows_the_page_state_without_a_reload(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
+def test_the_palette_follows_the_page_state_without_a_reload(reactor_page):
+    page = ready(reactor_page)
     next_slide = palette_button(page, "Decks: Next Slide")
     next_slide.wait_for()
     assert next_slide.is_disabled() and palette_button(page, "Decks: Stop Presenting").is_disabled()
@@ -220,8 +222,8 @@ def test_the_palette_follows_the_page_state_without_a_reload(offline_page, live_
     page.locator("#palette", has_text="No command matches “zzz”.").wait_for()
 
 
-def test_a_palette_command_with_arguments_opens_a_form_from_its_schema(offline_page, live_server):
-    page = ready(offline_page, live_server.url, "bob")
+def test_a_palette_command_with_arguments_opens_a_form_from_its_schema(reactor_page):
+    page = ready(reactor_page, "bob")
     palette_button(page, "Decks: Create Deck").click()
     form = page.locator('form[data-form="decks.createDeck"]')
     assert form.locator("label").first.inner_text() == "title *"  # required fields first
@@ -235,18 +237,17 @@ def test_a_palette_command_with_arguments_opens_a_form_from_its_schema(offline_p
     assert page.locator('form[data-form="decks.createDeck"]').count() == 0
 
 
-def test_the_main_area_opens_on_the_list_of_decks(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
+def test_the_main_area_opens_on_the_list_of_decks(reactor_page):
+    page = ready(reactor_page)
     rows = page.get_by_test_id("deck-list").locator("li")
     rows.first.wait_for()
     assert rows.count() == 3 and rows.first.get_by_test_id("open-deck").is_visible()
     assert "slides" in rows.first.inner_text()
 
 
-def test_at_390_px_nothing_overflows_and_the_chat_stays_reachable(offline_page, live_server):
-    page = offline_page
-    page.set_viewport_size({"width": 390, "height": 844})
-    ready(page, live_server.url)
+@PHONE
+def test_at_390_px_nothing_overflows_and_the_chat_stays_reachable(reactor_page):
+    page = ready(reactor_page)
     page.get_by_test_id("deck-list").wait_for()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     progress = page.locator("[data-reactor-progress]").bounding_box()
@@ -256,14 +257,14 @@ def test_at_390_px_nothing_overflows_and_the_chat_stays_reachable(offline_page, 
     assert chat.is_visible() and inside_viewport(page, chat)
 
 
-def test_a_signed_out_visit_logs_no_error_in_the_console(offline_page, live_server):
-    page = offline_page
+def test_a_signed_out_visit_logs_no_error_in_the_console(reactor_page):
+    page = reactor_page.page
     logged = []
     page.on("console", lambda message: message.type in ("error", "warning") and logged.append(message.text))
-    ready(page, live_server.url)
+    page = ready(reactor_page.open())  # a visit watched from its start
     page.get_by_test_id("deck-list").wait_for()
     page.locator("#cms [data-testid=cms-signed-out]").wait_for()
-    page.wait_for_timeout(300)  # late requests (AI Tools, the chat's set-up) land too
+    page.wait_for_load_state("networkidle")  # late requests (AI Tools, the chat's set-up) land too
     assert logged == []
 
 
@@ -271,8 +272,8 @@ def stage_has_focus(page):
     return page.evaluate("document.activeElement?.id") == "decks"
 
 
-def test_a_deck_opened_from_its_button_takes_the_arrow_keys_at_once(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
+def test_a_deck_opened_from_its_button_takes_the_arrow_keys_at_once(reactor_page):
+    page = ready(reactor_page)
     page.locator('[data-deck-id="onboarding"]').get_by_test_id("open-deck").click()
     page.get_by_text("Slide 1 of 5").wait_for()
     assert stage_has_focus(page) and inside_viewport(page, page.get_by_test_id("slide-title"))
@@ -285,8 +286,8 @@ def test_a_deck_opened_from_its_button_takes_the_arrow_keys_at_once(offline_page
     page.get_by_text("Slide 1 of 5").wait_for()
 
 
-def test_a_deck_opened_from_the_palette_takes_the_arrow_keys_at_once(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
+def test_a_deck_opened_from_the_palette_takes_the_arrow_keys_at_once(reactor_page):
+    page = ready(reactor_page)
     palette_button(page, "Decks: Open Deck").click()
     form = page.locator('form[data-form="decks.open"]')
     form.locator("#palette-decks-open-id").fill("onboarding")
@@ -297,8 +298,8 @@ def test_a_deck_opened_from_the_palette_takes_the_arrow_keys_at_once(offline_pag
     page.get_by_text("Slide 2 of 5").wait_for()
 
 
-def test_a_deck_opened_from_the_chat_takes_the_arrow_keys_at_once(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
+def test_a_deck_opened_from_the_chat_takes_the_arrow_keys_at_once(reactor_page):
+    page = ready(reactor_page)
     chat = page.locator("reactor-chat")
     page.get_by_test_id("chat-model").wait_for()
     chat.locator("textarea").fill("open deck onboarding")
@@ -311,8 +312,8 @@ def test_a_deck_opened_from_the_chat_takes_the_arrow_keys_at_once(offline_page, 
     number.get_by_text("Slide 2 of 5").wait_for()
 
 
-def test_esc_leaves_the_presentation(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
+def test_esc_leaves_the_presentation(reactor_page):
+    page = ready(reactor_page)
     page.locator('[data-deck-id="onboarding"]').get_by_test_id("open-deck").click()
     page.get_by_test_id("present").click()
     page.locator("#decks.decks--presenting").wait_for()
@@ -324,8 +325,8 @@ def test_esc_leaves_the_presentation(offline_page, live_server):
     page.get_by_text("Slide 2 of 5").wait_for()
 
 
-def test_a_form_says_every_fields_problem_at_once_in_words_and_the_status_says_the_last_attempt(offline_page, live_server):
-    page = ready(offline_page, live_server.url, "bob")
+def test_a_form_says_every_fields_problem_at_once_in_words_and_the_status_says_the_last_attempt(reactor_page):
+    page = ready(reactor_page, "bob")
     palette_button(page, "Decks: Show All Decks").click()
     page.locator("#palette-status", has_text="Decks: Show All Decks: done.").wait_for()
     palette_button(page, "Decks: Create Deck").click()
@@ -368,10 +369,9 @@ def test_the_address_names_the_deck_and_slide_is_kept_and_restored(offline_page,
     assert page.get_by_test_id("slide-number").inner_text() == "Slide 2 of 5"
 
 
-def test_at_390_px_the_deck_buttons_read_whole(offline_page, live_server):
-    page = offline_page
-    page.set_viewport_size({"width": 390, "height": 844})
-    ready(page, live_server.url)
+@PHONE
+def test_at_390_px_the_deck_buttons_read_whole(reactor_page):
+    page = ready(reactor_page)
     page.locator('[data-deck-id="onboarding"]').get_by_test_id("open-deck").click()
     page.get_by_text("Slide 1 of 5").wait_for()
     broken = page.evaluate("""() => [...document.querySelectorAll('#decks button, #decks .decks-number')]
@@ -394,8 +394,8 @@ def test_the_printable_address_of_a_deck_there_is_not_is_a_page_that_says_so(off
     page.get_by_test_id("deck-list").wait_for()
 
 
-def test_a_refusal_in_the_palette_is_said_in_the_persons_words(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
+def test_a_refusal_in_the_palette_is_said_in_the_persons_words(reactor_page):
+    page = ready(reactor_page)
     palette_button(page, "Decks: Update Slide").click()
     form = page.locator('form[data-form="decks.updateSlide"]')
     form.locator("#palette-decks-updateSlide-id").fill("onboarding")
@@ -408,8 +408,8 @@ def test_a_refusal_in_the_palette_is_said_in_the_persons_words(offline_page, liv
     assert "the person" not in page.locator("#palette").inner_text()
 
 
-def test_a_palette_form_never_shows_a_secret_as_typed(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
+def test_a_palette_form_never_shows_a_secret_as_typed(reactor_page):
+    page = ready(reactor_page)
     page.evaluate("""window.reactor.definePlugin({name: "vault", commands: [{
         id: "vault.open", label: "Vault: Open", execute() {},
         parameters: {type: "object", properties: {password: {type: "string"}, pin: {type: "string", writeOnly: true}},
@@ -421,8 +421,8 @@ def test_a_palette_form_never_shows_a_secret_as_typed(offline_page, live_server)
         assert field.get_attribute("type") == "password" and field.get_attribute("autocomplete") == "current-password"
 
 
-def test_back_from_the_first_deck_opened_returns_to_the_list(offline_page, live_server):
-    page = ready(offline_page, live_server.url)
+def test_back_from_the_first_deck_opened_returns_to_the_list(reactor_page):
+    page = ready(reactor_page)
     page.locator('[data-deck-id="onboarding"]').get_by_test_id("open-deck").click()
     page.wait_for_function("location.hash === '#/decks/onboarding/1'")
     page.go_back()

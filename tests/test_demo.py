@@ -3,34 +3,23 @@
 `./dev test -m demo` runs just this. It records with reactor.testing's demo recorder: a title
 for each chapter and a caption for each step drawn over the page, a screenshot after each step,
 `demo.mp4` (Chromium's screencast, encoded by the imageio-ffmpeg wheel's ffmpeg) and `demo.json`
-(the steps and their timings), in demo-output/ (or $REACTOR_DEMO_DIR). It runs with the scripted
-model, clearly labelled in the widget; every step is asserted.
+(the steps and their timings), in demo-output/ (or `--reactor-demo-dir DIR`): the kit's
+reactor_demo fixture, over this repository's seeded app. It runs with the scripted model, clearly
+labelled in the widget; every step is asserted.
 """
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 
-from reactor.testing import Demo, ReactorPage
 from reactor.testing.recording import duration_s
 
 pytestmark = [pytest.mark.browser, pytest.mark.demo]
 
-OUT = Path(os.environ.get("REACTOR_DEMO_DIR", Path(__file__).resolve().parents[1] / "demo-output"))
 
-
-@pytest.fixture
-def demo(browser):
-    demo = Demo(browser, OUT)
-    yield demo
-    if not demo.page.is_closed():
-        demo.finish()
-
-
-def test_the_demo_through_the_chat(demo, live_server):
-    page = ReactorPage(demo.page, live_server).open()
+def test_the_demo_through_the_chat(reactor_demo):
+    demo, out = reactor_demo, reactor_demo.out
+    page = demo.reactor.open()
     screen = demo.page
     demo.chapter("reactor: a page's plugins, as an assistant's tools")
     with demo.step("Sign in as ada, an operator"):
@@ -65,12 +54,12 @@ def test_the_demo_through_the_chat(demo, live_server):
     public = shown.value
     public.wait_for_load_state()
     assert "Hello from the demo blog" in public.locator("h1").first.inner_text()
-    public.screenshot(path=OUT / "08-public-page.png")
+    public.screenshot(path=out / "08-public-page.png")
 
     assert page.problems() == [], "no request left the server's origin, nothing failed in the page"
     video = demo.finish()
     # A video a person can watch: it decodes, and lasts at least as long as the session did.
-    steps = json.loads((OUT / "demo.json").read_text())["steps"]
-    assert [s["chapter"] for s in steps].count("Decks") == 3 and all((OUT / s["screenshot"]).is_file() for s in steps)
+    steps = json.loads((out / "demo.json").read_text())["steps"]
+    assert [s["chapter"] for s in steps].count("Decks") == 3 and all((out / s["screenshot"]).is_file() for s in steps)
     assert video.stat().st_size > 10_000
     assert duration_s(video) >= steps[-1]["started_s"] + steps[-1]["seconds"]

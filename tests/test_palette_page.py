@@ -14,10 +14,8 @@ DEFINE = """async (count) => {
 }"""
 
 
-def test_a_palette_of_hundreds_draws_a_hundred_and_the_filter_finds_the_rest(offline_page, live_server):
-    page = offline_page
-    page.goto(live_server.url)
-    page.evaluate("window.reactor.ready")
+def test_a_palette_of_hundreds_draws_a_hundred_and_the_filter_finds_the_rest(reactor_page):
+    page = reactor_page.page
     page.evaluate(DEFINE, 40)
     total = len(page.evaluate("window.reactor.listCommands()"))
     assert total > 400

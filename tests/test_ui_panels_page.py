@@ -3,7 +3,7 @@ when the record is disabled, hidden or moved to the agent's tools, and errors ke
 
 import httpx
 import pytest
-from conftest import bearer, sign_in_on_page
+from conftest import bearer
 from playwright.sync_api import expect
 
 pytestmark = pytest.mark.browser
@@ -58,108 +58,114 @@ def refresh(page):
     return page.evaluate("window.reactor.executeCommand('aiTools.refresh')")
 
 
-def open_as_bob(page, server):
-    page.goto(server.url)
-    page.evaluate("window.reactor.ready")
-    sign_in_on_page(page, "bob")
+def open_as_bob(reactor_page):
+    """The page reactor_page opened, signed in as bob (staff): the records he may see draw their panels."""
+    return reactor_page.sign_in("bob").page
 
 
 def panel(page, id):
     return page.locator(f'[data-reactor-panels] [data-panel="{id}"]')
 
 
-def test_the_demo_chart_record_draws_its_panel_after_sign_in_and_goes_at_sign_out(offline_page, live_server):
-    offline_page.goto(live_server.url)
-    offline_page.evaluate("window.reactor.ready")
-    expect(offline_page.locator("[data-reactor-panels]")).to_be_hidden()  # a visitor sees no panel
-    sign_in_on_page(offline_page, "bob")
-    chart = panel(offline_page, "backlog-chart")
+def test_the_demo_chart_record_draws_its_panel_after_sign_in_and_goes_at_sign_out(reactor_page):
+    page = reactor_page.page
+    expect(page.locator("[data-reactor-panels]")).to_be_hidden()  # a visitor sees no panel
+    open_as_bob(reactor_page)
+    chart = panel(page, "backlog-chart")
     expect(chart.get_by_role("heading", name="backlog_chart")).to_be_visible()
     expect(chart.get_by_role("list", name="Open maintenance tasks per building")).to_contain_text("B-101")
     expect(chart).to_contain_text("open")
-    offline_page.click("#session button:has-text('Sign out')")
+    page.click("#session button:has-text('Sign out')")
     expect(chart).to_have_count(0)
-    expect(offline_page.locator("[data-reactor-panels]")).to_be_hidden()
+    expect(page.locator("[data-reactor-panels]")).to_be_hidden()
 
 
-def test_disabling_a_record_runs_its_dispose_and_removes_its_panel(offline_page, live_server):
+def test_disabling_a_record_runs_its_dispose_and_removes_its_panel(reactor_page, live_server):
+    page = reactor_page.page
     with operator(live_server) as ada:
         assert ada.post("/plugins", json=ui_record("logged", LOGGED_PANEL)).status_code == 201
-        open_as_bob(offline_page, live_server)
-        expect(panel(offline_page, "logged")).to_contain_text("Tagged logged")
+        open_as_bob(reactor_page)
+        expect(panel(page, "logged")).to_contain_text("Tagged logged")
         # The active view is the one drawn last: the CMS panel, drawn for the user who signed in.
-        assert offline_page.evaluate("window.panelLog") == ["run logged in cms"]
+        assert page.evaluate("window.panelLog") == ["run logged in cms"]
         record = ada.get("/plugins/logged").json()
         assert ada.put("/plugins/logged", json={**record, "enabled": False}).status_code == 200
-    assert "logged" not in refresh(offline_page)["panels"]
-    expect(panel(offline_page, "logged")).to_have_count(0)
-    assert offline_page.evaluate("window.panelLog") == ["run logged in cms", "disposed logged"]
+    assert "logged" not in refresh(page)["panels"]
+    expect(panel(page, "logged")).to_have_count(0)
+    assert page.evaluate("window.panelLog") == ["run logged in cms", "disposed logged"]
 
 
-def test_a_record_made_invisible_to_the_user_is_disposed_on_the_next_refresh(offline_page, live_server):
+def test_a_record_made_invisible_to_the_user_is_disposed_on_the_next_refresh(reactor_page, live_server):
+    page = reactor_page.page
     with operator(live_server) as ada:
         assert ada.post("/plugins", json=ui_record("logged", LOGGED_PANEL)).status_code == 201
-        open_as_bob(offline_page, live_server)
-        expect(panel(offline_page, "logged")).to_be_visible()
+        open_as_bob(reactor_page)
+        expect(panel(page, "logged")).to_be_visible()
         record = ada.get("/plugins/logged").json()
         record["visibility"] = {"users": ["ada"], "groups": []}
         assert ada.put("/plugins/logged", json=record).status_code == 200
-    refresh(offline_page)
-    expect(panel(offline_page, "logged")).to_have_count(0)
-    assert offline_page.evaluate("window.panelLog").count("disposed logged") == 1
+    refresh(page)
+    expect(panel(page, "logged")).to_have_count(0)
+    assert page.evaluate("window.panelLog").count("disposed logged") == 1
 
 
-def test_one_record_moves_between_the_panel_area_and_the_agents_tools(offline_page, live_server):
-    open_as_bob(offline_page, live_server)
-    chart = panel(offline_page, "backlog-chart")
+def test_one_record_moves_between_the_panel_area_and_the_agents_tools(reactor_page, live_server):
+    page = reactor_page.page
+    open_as_bob(reactor_page)
+    chart = panel(page, "backlog-chart")
     expect(chart).to_contain_text("B-101")
     call = "window.reactor.callTool('backlog_chart', {})"
-    assert offline_page.evaluate(call)["error"]["code"] == "unknown_tool"
+    assert page.evaluate(call)["error"]["code"] == "unknown_tool"
     with operator(live_server) as ada:
         record = ada.get("/plugins/backlog-chart").json()
         assert ada.put("/plugins/backlog-chart", json={**record, "location": "ai-tool"}).status_code == 200
-        assert refresh(offline_page)["panels"] == []
+        assert refresh(page)["panels"] == []
         expect(chart).to_have_count(0)
-        offline_page.wait_for_function("window.reactor.aiToolWorkerStats().booted >= 1", timeout=60_000)
-        answer = offline_page.evaluate(call)
+        page.wait_for_function("window.reactor.aiToolWorkerStats().booted >= 1", timeout=60_000)
+        answer = page.evaluate(call)
         assert answer["ok"] is True, answer
         assert answer["result"]["openByBuilding"]["B-101"] >= 1 and answer["result"]["busiest"]
         assert ada.put("/plugins/backlog-chart", json={**record, "location": "ui"}).status_code == 200
-    assert refresh(offline_page)["panels"] == ["backlog-chart"]
+    assert refresh(page)["panels"] == ["backlog-chart"]
     expect(chart).to_contain_text("B-101")
-    assert offline_page.evaluate(call)["error"]["code"] == "unknown_tool"
+    assert page.evaluate(call)["error"]["code"] == "unknown_tool"
 
 
-def test_a_throwing_run_shows_its_error_in_its_panel_and_the_rest_of_the_page_works(offline_page, live_server):
+def test_a_throwing_run_shows_its_error_in_its_panel_and_the_rest_of_the_page_works(reactor_page, live_server):
+    page = reactor_page.page
     broken = "function Run(params) { throw new RangeError('the chart needs a building'); }"
     no_dispose = "function Run(params) { params.container.textContent = 'drawn'; }"
     with operator(live_server) as ada:
         assert ada.post("/plugins", json=ui_record("broken", broken)).status_code == 201
         assert ada.post("/plugins", json=ui_record("no-dispose", no_dispose)).status_code == 201
-    open_as_bob(offline_page, live_server)
-    expect(panel(offline_page, "broken").get_by_role("alert")).to_have_text(
+    open_as_bob(reactor_page)
+    expect(panel(page, "broken").get_by_role("alert")).to_have_text(
         "broken failed to start: RangeError: the chart needs a building"
     )
-    expect(panel(offline_page, "no-dispose").get_by_role("alert")).to_contain_text("returned undefined, not a function")
-    expect(panel(offline_page, "backlog-chart")).to_contain_text("B-101")  # the other panel is drawn
-    offline_page.get_by_role("button", name="Open", exact=True).first.click()  # and the page still works
-    expect(offline_page.locator("#decks")).to_contain_text("Slide 1 of 5")
-    refresh(offline_page)  # a failed panel goes cleanly too
+    expect(panel(page, "no-dispose").get_by_role("alert")).to_contain_text("returned undefined, not a function")
+    expect(panel(page, "backlog-chart")).to_contain_text("B-101")  # the other panel is drawn
+    page.get_by_role("button", name="Open", exact=True).first.click()  # and the page still works
+    expect(page.locator("#decks")).to_contain_text("Slide 1 of 5")
+    refresh(page)  # a failed panel goes cleanly too
     with operator(live_server) as ada:
         assert ada.delete("/plugins/broken").status_code == 200
-    refresh(offline_page)
-    expect(panel(offline_page, "broken")).to_have_count(0)
+    refresh(page)
+    expect(panel(page, "broken")).to_have_count(0)
 
 
-def test_a_python_ui_record_draws_from_the_worker_and_hears_clicks(offline_page, live_server):
+def test_a_python_ui_record_draws_from_the_worker_and_hears_clicks(reactor_page, live_server):
+    page = reactor_page.page
     dom = "def run(params):\n    import js\n    js.document.body.append('x')\n    return lambda: None"
     bad_selector = "def run(params):\n    params['container'].on('click', print, 'a[')\n    return lambda: None"
     with operator(live_server) as ada:
         assert ada.post("/plugins", json=ui_record("bad-selector", bad_selector, language="python")).status_code == 201
         assert ada.post("/plugins", json=ui_record("counter", PYTHON_PANEL, language="python")).status_code == 201
         assert ada.post("/plugins", json=ui_record("needs-dom", dom, language="python")).status_code == 201
-    open_as_bob(offline_page, live_server)
-    counter = panel(offline_page, "counter")
+    # Parsing the markup's onclick (web/panels.js, DOMParser) makes Chromium log that the page's CSP
+    # blocked an inline handler; nothing ran, and the drawn panel holds no onclick.
+    reactor_page.expect_console_error("Executing inline event handler violates the following Content Security Policy")
+    open_as_bob(reactor_page)
+    counter = panel(page, "counter")
     expect(counter.locator("#py-count")).to_have_text("No clicks yet")
     expect(counter.locator("#py-link")).to_have_text("link")
     assert counter.locator("#py-link").get_attribute("href") is None  # a javascript: URL is dropped
@@ -167,16 +173,15 @@ def test_a_python_ui_record_draws_from_the_worker_and_hears_clicks(offline_page,
     expect(counter.locator("#py-count")).to_have_text("1 clicks on py-more")
     counter.get_by_role("button", name="More").click()
     expect(counter.locator("#py-count")).to_have_text("2 clicks on py-more")
-    assert offline_page.evaluate("window.pwned") is None  # the markup's script and onclick were dropped
-    expect(panel(offline_page, "needs-dom").get_by_role("alert")).to_contain_text(
-        "cross-origin-isolated page (COOP/COEP headers)"
-    )
-    expect(panel(offline_page, "bad-selector").get_by_role("alert")).to_have_text(
+    assert page.evaluate("window.pwned") is None  # the markup's script and onclick were dropped
+    expect(panel(page, "needs-dom").get_by_role("alert")).to_contain_text("cross-origin-isolated page (COOP/COEP headers)")
+    expect(panel(page, "bad-selector").get_by_role("alert")).to_have_text(
         'container.on: "a[" is not a CSS selector this browser reads.'
     )
 
 
-def test_leaving_the_page_runs_each_panels_dispose(offline_page, live_server):
+def test_leaving_the_page_runs_each_panels_dispose(reactor_page, live_server):
+    page = reactor_page.page
     remembered = """
 function Run(params) {
   params.container.textContent = "remembering";
@@ -185,8 +190,8 @@ function Run(params) {
 """
     with operator(live_server) as ada:
         assert ada.post("/plugins", json=ui_record("remembered", remembered)).status_code == 201
-    open_as_bob(offline_page, live_server)
-    expect(panel(offline_page, "remembered").locator(".plugin-panel-body")).to_have_text("remembering")
-    assert offline_page.evaluate("localStorage.getItem('panel-disposed')") is None
-    offline_page.goto(f"{live_server.url}/auth/session")  # the same origin, another page
-    assert offline_page.evaluate("localStorage.getItem('panel-disposed')") == "remembered at /"
+    open_as_bob(reactor_page)
+    expect(panel(page, "remembered").locator(".plugin-panel-body")).to_have_text("remembering")
+    assert page.evaluate("localStorage.getItem('panel-disposed')") is None
+    page.goto(f"{live_server.url}/auth/session")  # the same origin, another page
+    assert page.evaluate("localStorage.getItem('panel-disposed')") == "remembered at /"

@@ -34,6 +34,7 @@ from .bytecode import compiled
 from .context import ServerContext
 from .cors import CrossOrigin, check_origins
 from .database import Database
+from .files import ROOT, VENDOR, WEB, made_folder
 from .gateway import AssistantConfig, Gateway
 from .mcp_relay import MCP_OPERATION, Agents
 from .mcp_relay import PATH as MCP_PATH
@@ -44,9 +45,6 @@ from .requests import read_json
 from .runtime_python import COMPILED_STDLIB, REACTOR_AT_START, STDLIB_AFTER_BOOT, stdlib_sources
 from .snapshot import memory_snapshot
 
-ROOT = Path(__file__).resolve().parents[3]
-WEB = ROOT / "web"
-VENDOR = WEB / "vendor"
 # What the page never imports: the server tier (plugins' `server.py`, `backend/` and declaration
 # `spec.py`; reactor's `server/` and the PluginSpec machinery), the CLI, the test kit, the scaffold.
 SERVER_ONLY = {"server", "server.py", "backend", "spec.py", "plugin_spec.py", "cli.py", "__main__.py", "testing", "scaffold.py"}
@@ -165,7 +163,9 @@ def create_app(
     async def vendor_file(request: Request) -> Response:
         if request.path_params["stamp"] != runtime["stamp"]:
             return JSONResponse({"error": "That runtime version is not served here; reload the page."}, 404)
-        return serve_file(request, VENDOR, request.path_params["path"], cache=IMMUTABLE)
+        path = request.path_params["path"]
+        folder = made_folder(runtime["stamp"]) if path.startswith("snapshot/") else VENDOR
+        return serve_file(request, folder, path, cache=IMMUTABLE)
 
     @operation("A page asset of an enabled plugin", responses={200: ANY_FILE, 304: None})
     async def plugin_asset(request: Request) -> Response:
@@ -446,7 +446,7 @@ def _bytecode_for(runtime: dict[str, Any]) -> dict[str, Any]:
     if not runtime["ready"]:
         return {}
     return {
-        "bytecode": partial(compiled, pyodide=VENDOR / "pyodide", cache=VENDOR / "bytecode"),
+        "bytecode": partial(compiled, pyodide=VENDOR / "pyodide", cache=made_folder(runtime["stamp"]) / "bytecode"),
         "cache_tag": "cpython-" + runtime["python"].replace(".", ""),
         "extra": stdlib_sources(VENDOR / "pyodide" / "python_stdlib.zip"),
         "path": [COMPILED_STDLIB],
@@ -459,10 +459,11 @@ def snapshot_url(runtime: dict[str, Any], archive: SourceArchive, page_modules: 
     they can be imported there), the stdlib they use. "" for none."""
     if not runtime["ready"]:
         return ""
+    made = made_folder(runtime["stamp"]) / "snapshot"
     for plugins in (tuple(dict.fromkeys(page_modules)), ()) if page_modules else ((),):
         name = memory_snapshot(
             VENDOR / "pyodide",
-            VENDOR / "snapshot",
+            made,
             runtime["stamp"],
             (*STDLIB_AFTER_BOOT, *REACTOR_AT_START, *plugins),
             bundle=archive.data,

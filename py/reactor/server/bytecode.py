@@ -16,10 +16,11 @@ import json
 import logging
 from pathlib import Path
 
+from .files import WEB
 from .node import run_node, store
 
 log = logging.getLogger("reactor.server")
-COMPILER = Path(__file__).resolve().parents[3] / "web" / "compile.mjs"
+COMPILER = WEB / "compile.mjs"
 
 
 def compiled(sources: dict[str, bytes], *, pyodide: Path, cache: Path, node: str = "node") -> dict[str, bytes]:

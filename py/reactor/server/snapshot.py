@@ -20,10 +20,11 @@ import tempfile
 from pathlib import Path
 
 from .assets import compressed_twins
+from .files import WEB
 from .node import run_node, store
 
 log = logging.getLogger("reactor.server")
-MAKER = Path(__file__).resolve().parents[3] / "web" / "snapshot.mjs"
+MAKER = WEB / "snapshot.mjs"
 
 
 # Snapshots kept beside the runtime: the most recently used ones (servers of other plugin sets).

@@ -192,9 +192,11 @@ class ReactorPage:
 
     def _call(self, method: str, call: str, *args: Any) -> Any:
         try:
-            text = json.dumps(list(args), allow_nan=False)
+            text, problem = json.dumps(list(args), allow_nan=False), ""
         except (TypeError, ValueError) as error:
-            pytest.fail(f"{call}: the arguments must be JSON ({error}): {args[-1]!r}")
+            text, problem = "", str(error)
+        if problem:  # failed out here, so the report shows the test's line, not json's insides
+            pytest.fail(f"{call}: the arguments must be JSON ({problem}): {args[-1]!r}")
         answer = json.loads(self.page.evaluate(CALL, [method, text]))
         if not answer["ok"]:
             raise PageCallError(call, answer["name"], answer["message"], answer.get("problems"))
