@@ -18,6 +18,7 @@ ReactorError
 ├── ToolError                         a tool's chosen failure (.code, .details): becomes the envelope
 │   └── NotFoundError (LookupError)   what was asked for does not exist: code `not_found`
 ├── HttpError                         the server answered 4xx/5xx (.status, .detail, .body)
+├── ApiError                          the server refuses a request (.status, .field, .headers, .details)
 ├── ProtocolError                     a message between the page and the worker that is not the protocol's
 ├── PageError                         the page answered the worker's request with its error (.name)
 ├── PageScriptError                   a JavaScript command of the page threw (.name)
@@ -165,6 +166,28 @@ class HttpError(ReactorError):
         if self.status == 403:
             return ToolError("not_permitted", self.detail)
         return None
+
+
+class ApiError(ReactorError):
+    """The server's refusal of one request: its status and the sentence it answers, with the
+    request field that was wrong and the headers it sends (`Retry-After`); `details` are further
+    members of the JSON answer (a 409's `current`)."""
+
+    def __init__(
+        self,
+        status: int,
+        sentence: str,
+        *,
+        field: str = "",
+        retry_after: int | None = None,
+        headers: dict[str, str] | None = None,
+        **details: Any,
+    ) -> None:
+        super().__init__(sentence)
+        self.status, self.sentence, self.field, self.details = status, sentence, field, details
+        self.headers = dict(headers or {})
+        if retry_after is not None:
+            self.headers["retry-after"] = str(retry_after)
 
 
 class ProtocolError(ReactorError):

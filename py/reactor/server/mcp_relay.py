@@ -42,23 +42,47 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from ..errors import ApiError
 from .agent_tokens import PREFIX, AgentToken, AgentTokens, bearer_token
+from .api import EVENTS, NO_STORE, Call, Declaration, Reply, declare, documented, error_response
 from .auth import Auth
 from .database import Database
-from .openapi import operation
 from .page_bus import PostgresPageBus
 from .page_relay import MAX_PAGES, PageLink, PageRelay, failure
 from .protection import same_origin
-from .requests import error_response, read_json
 
 PATH = "/mcp"
 KEEPALIVE_SECONDS = 15.0
 BODY_LIMIT = 2_000_000  # a tool's answer: AI Tools cap their results at 1,000,000 bytes
 OWN_TOOLS = ("reactor_pages", "reactor_call")
+# What a connected page posts: a call's answer, its tool list, or "the person is using me now".
+PAGE_MESSAGE = {
+    "type": "object",
+    "required": ["type"],
+    "properties": {
+        "type": {"enum": ["answer", "tools", "active"], "x-refusal": 'Send {"type": "answer" | "tools" | "active", …}.'},
+        "call": {"type": "string"},
+        "envelope": {
+            "type": "object",
+            "required": ["ok"],
+            "properties": {"ok": {"type": "boolean"}},
+            "x-refusal": 'An answer is {"type": "answer", "call": "…", "envelope": {"ok": …}}.',
+        },
+        "tools": {
+            "type": "array",
+            "items": {"type": "object"},
+            "x-refusal": 'A tool list is {"type": "tools", "tools": [{name, inputSchema, …}]}.',
+        },
+    },
+    "allOf": [
+        {"if": {"properties": {"type": {"const": "answer"}}}, "then": {"required": ["call", "envelope"]}},
+        {"if": {"properties": {"type": {"const": "tools"}}}, "then": {"required": ["tools"]}},
+    ],
+}
 
 
 def no_page_sentence(url: str) -> str:
@@ -204,12 +228,23 @@ def _tool(tool: Any) -> types.Tool | None:
         return None
 
 
-MCP_OPERATION = operation(
-    "MCP's Streamable HTTP for desktop agents (an agent token as bearer; the page's tools, relayed)",
-    description="JSON-RPC as the Model Context Protocol says (2025-11-25 with Mcp-Session-Id, and 2026-07-28). "
-    "401 with WWW-Authenticate without a valid agent token (a session or cookie is refused); 403 for a foreign "
-    "Origin; 429 with Retry-After past the token's rate.",
-    responses={200: {"application/json": {"schema": {"type": "object"}}, "text/event-stream": {"schema": {"type": "string"}}}},
+MCP_OPERATION = documented(
+    Declaration(
+        "MCP's Streamable HTTP for desktop agents (an agent token as bearer; the page's tools, relayed)",
+        description="JSON-RPC as the Model Context Protocol says (2025-11-25 with Mcp-Session-Id, and 2026-07-28).",
+        replies={200: Reply(content={"application/json": {"schema": {"type": "object"}}, **EVENTS}), 202: Reply()},
+        refusals={
+            400: "Not a JSON-RPC message MCP's transport takes.",
+            401: "No valid agent token (a session or cookie is refused); WWW-Authenticate says Bearer.",
+            403: "A page of a foreign Origin asks.",
+            404: "An MCP session this process does not hold.",
+            405: "A method the transport does not take here.",
+            406: "An Accept header without what the transport answers.",
+            415: "A body that is not JSON.",
+            429: "Past the token's rate.",
+        },
+        name="mcp",
+    )
 )
 
 
@@ -306,77 +341,60 @@ class Agents:
 
     def routes(self) -> list[Any]:
         relay, auth = self.relay, self.auth
+        signed_in = auth.signed_in("Sign in to let your agents use this page.")
 
-        @operation(
+        def own_signed_in_page(request: Request) -> Any:
+            if not self.own_page(request.headers):
+                raise ApiError(403, "Only this server's pages (and the origins it allows) may connect for agents.")
+            return signed_in(request)
+
+        @declare(
             "The page's connection for its agents (signed in): server-sent events, `hello` {page} first, "
             "then `call` {call, tool, arguments} and `cancel` {call}",
             query={"title": {"type": "string", "maxLength": 200}, "url": {"type": "string", "maxLength": 500}},
-            responses={200: {"text/event-stream": {"schema": {"type": "string"}}}},
+            replies={200: Reply(content=EVENTS, headers=NO_STORE)},
+            refusals={
+                401: "Nobody is signed in.",
+                403: "A page of another site asks.",
+                429: f"The person has {MAX_PAGES} pages connected already.",
+            },
+            who=own_signed_in_page,
         )
-        async def page_stream(request: Request) -> Response:
-            if not self.own_page(request.headers):
-                return error_response(403, "Only this server's pages (and the origins it allows) may connect for agents.")
-            user = auth.user_for(request)
-            if user is None:
-                return error_response(401, "Sign in to let your agents use this page.")
-            page = relay.connect(user.username, request.query_params.get("title", ""), request.query_params.get("url", ""))
+        async def page_stream(call: Call) -> Response:
+            page = relay.connect(call.user.username, call.query.get("title", ""), call.query.get("url", ""))
             if page is None:
-                return error_response(429, f"You have {MAX_PAGES} pages connected already; switch one off first.")
+                raise ApiError(429, f"You have {MAX_PAGES} pages connected already; switch one off first.", retry_after=60)
             return EventStream(
                 _events(relay, page),
                 media_type="text/event-stream",
                 headers={"cache-control": "no-store", "x-accel-buffering": "no"},
             )
 
-        @operation(
+        @declare(
             "A connected page tells the server: a call's answer, its tool list, or that the person is using it now",
-            body={
-                "type": "object",
-                "required": ["type"],
-                "properties": {
-                    "type": {"enum": ["answer", "tools", "active"]},
-                    "call": {"type": "string"},
-                    "envelope": {"type": "object"},
-                    "tools": {"type": "array", "items": {"type": "object"}},
-                },
-            },
-            responses={200: {"type": "object", "required": ["ok"], "properties": {"ok": {"type": "boolean"}}}},
+            body=PAGE_MESSAGE,
+            body_limit=BODY_LIMIT,
+            replies={200: Reply({"type": "object", "required": ["ok"], "properties": {"ok": {"type": "boolean"}}})},
+            refusals={401: "Nobody is signed in.", 404: "No page of the person's is connected with that id."},
+            who=signed_in,
         )
-        async def page_message(request: Request) -> Response:
-            user = auth.user_for(request)
-            if user is None:
-                return error_response(401, "Sign in to let your agents use this page.")
-            page = relay.page_of(user.username, request.path_params["id"])
+        async def page_message(call: Call) -> Any:
+            page = relay.page_of(call.user.username, call.path["id"])
             if page is None:
-                return error_response(404, "That page is not connected (any more); connect it again.")
-            body = await read_json(request, limit=BODY_LIMIT)
-            if isinstance(body, Response):
-                return body
-            return _page_says(relay, page, body)
+                raise ApiError(404, "That page is not connected (any more); connect it again.", field="id")
+            body = call.body
+            if body["type"] == "answer":
+                return {"ok": relay.answer(page, body["call"], body["envelope"])}
+            if body["type"] == "tools":
+                relay.set_tools(page, body["tools"])
+            else:
+                relay.touch(page)
+            return {"ok": True}
 
         return [
             Route("/api/agent-pages/stream", page_stream, methods=["GET"]),
             Route("/api/agent-pages/{id}", page_message, methods=["POST"]),
         ]
-
-
-def _page_says(relay: PageRelay, page: PageLink, body: dict[str, Any]) -> Response:
-    kind = body.get("type")
-    if kind == "answer":
-        call, envelope = body.get("call"), body.get("envelope")
-        if not isinstance(call, str) or not isinstance(envelope, dict) or not isinstance(envelope.get("ok"), bool):
-            return error_response(422, 'An answer is {"type": "answer", "call": "…", "envelope": {"ok": …}}.', field="envelope")
-        return JSONResponse({"ok": relay.answer(page, call, envelope)})
-    if kind == "tools":
-        tools = body.get("tools")
-        if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
-            return error_response(422, 'A tool list is {"type": "tools", "tools": [{name, inputSchema, …}]}.', field="tools")
-        relay.set_tools(page, tools)
-        return JSONResponse({"ok": True})
-    if kind == "active":
-        relay.touch(page)
-        return JSONResponse({"ok": True})
-    return error_response(422, 'Send {"type": "answer" | "tools" | "active", …}.', field="type")
 
 
 class EventStream(StreamingResponse):
