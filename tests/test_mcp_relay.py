@@ -118,7 +118,7 @@ def test_a_connected_pages_messages_are_checked_and_only_its_person_may_send_the
         at = f"{live.url}/api/agent-pages/{page.page_id}"
         for body, field in [
             ({"type": "answer", "call": "x"}, "envelope"),
-            ({"type": "answer", "call": "x", "envelope": {"ok": "yes"}}, "envelope"),
+            ({"type": "answer", "call": "x", "envelope": {"ok": "yes"}}, "envelope.ok"),
             ({"type": "tools", "tools": "all"}, "tools"),
             ({"type": "tools", "tools": [1]}, "tools"),
             ({"type": "shout"}, "type"),

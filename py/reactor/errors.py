@@ -132,7 +132,12 @@ class ToolError(ReactorError):
         from .envelope import FAILURE_CODES
 
         if code not in FAILURE_CODES:
-            raise ValueError(f"{code!r} is not a tool failure code; use one of {sorted(FAILURE_CODES)}.")
+            raise DeclarationError(
+                f"{code!r} is not a tool failure code; use one of {sorted(FAILURE_CODES)}.",
+                owner="ToolError",
+                field="code",
+                value=code,
+            )
         super().__init__(message)
         self.code = code
         self.details = details
@@ -153,19 +158,6 @@ class HttpError(ReactorError):
         self.status = status
         self.detail = detail
         self.body = body or {}  # the answer's JSON object, for what it says beside the sentence
-
-    def refusal(self) -> ToolError | None:
-        """A 401 or 403 as the `not_permitted` answer a tool gives the model (the server's sentence,
-        and for a 401 what the person can do); None for any other status."""
-        if self.status == 401:
-            return ToolError(
-                "not_permitted",
-                f"{self.detail} Ask the person to sign in (the form at the top of the page), then try again.",
-                display="Sign in at the top of the page first.",
-            )
-        if self.status == 403:
-            return ToolError("not_permitted", self.detail)
-        return None
 
 
 class ApiError(ReactorError):

@@ -124,9 +124,9 @@ CRAWL = {
         "kind": {"enum": list(KINDS), "x-refusal": "The kind {value} is not one the crawler reads; use blog, feed or wordpress."},
         "url": {
             "type": "string",
-            "minLength": 1,
-            "pattern": VISIBLE,
-            "x-refusal": "Say what to crawl: send the source's address as `url`.",
+            "maxLength": 2000,
+            "anyOf": [{"pattern": "^https?://"}, {"pattern": "^ */[^/]"}],
+            "x-refusal": "Say what to crawl: send the source's address as `url` (http://, https://, or a path of this server).",
         },
         "limit": {
             "type": "integer",
@@ -285,7 +285,8 @@ def api_routes(store: SiteStore, access: Access, policy_for: Callable[[Request],
                 if isinstance(answer, CrawlJob):  # checked on the shared pool; read on the crawl pool
                     answer = await crawls.run(answer.username, answer.run)
             except tuple(CRAWL_FAILURES) as error:
-                raise ApiError(CRAWL_FAILURES[type(error)], str(error)) from None
+                status = next(code for kind, code in CRAWL_FAILURES.items() if isinstance(error, kind))
+                raise ApiError(status, str(error)) from None
             return answer
 
         run.__name__ = handler.__name__

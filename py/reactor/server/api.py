@@ -209,7 +209,9 @@ def body_refusal(schema: Any, body: dict[str, Any], problems: list[tuple[tuple[A
         if missing:
             field, rule, path = missing[0], f"the field {missing[0]!r} is missing", (missing[0],)
         else:
-            path = problems[0][0]
+            path, rule = problems[0]
+            wanted = _REQUIRED.fullmatch(rule)  # a member a condition requires (if/then): name the member
+            path = (*path, wanted.group(1)) if wanted else path
             field, rule = json_path(path).removeprefix("$").removeprefix(".") or "body", listed[0]["message"]
         sentence = _deepest_refusal(schema, path)
     value = body
@@ -278,6 +280,7 @@ class _Checks:
         return Call(request, body, query, path, user)
 
 
+_REQUIRED = re.compile(r"'(.+)' is a required property")  # reactor.json_schema's words
 _INTEGER = re.compile(r"-?(0|[1-9][0-9]{0,17})")
 _NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 

@@ -15,9 +15,18 @@ from typing import Any
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..agent_tools import TOOL_NAME
+from ..agent_tools import SIDE_EFFECTS, TOOL_NAME
 from ..ai_tools import ai_tool_bundle, check_ai_tool_record
-from ..ai_tools.declaration import RECORD_ID
+from ..ai_tools.declaration import (
+    CODE_LIMIT,
+    DESCRIPTION_LIMIT,
+    LANGUAGES,
+    LOCATIONS,
+    RECORD_ID,
+    RESERVED_IDS,
+    RESULT_CAP_RANGE,
+    TIMEOUT_MS_RANGE,
+)
 from ..errors import ApiError, DeclarationError
 from .api import NO_STORE, Call, Reply, declare
 from .auth import Auth, User
@@ -45,6 +54,52 @@ RECORD = {
         },
         "enabled": {"type": "boolean"},
     },
+}
+NAMES = {"type": "array", "items": {"type": "string", "minLength": 1}}
+TOOL = {
+    "type": "object",
+    "required": ["description", "inputSchema"],
+    "additionalProperties": False,
+    "properties": {
+        "description": {"type": "string", "minLength": 1, "maxLength": DESCRIPTION_LIMIT, "pattern": "[^ \\t\\n\\r]"},
+        "inputSchema": {"type": "object"},
+        "annotations": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "sideEffect": {"enum": list(SIDE_EFFECTS)},
+                "timeoutMs": {"type": "integer", "minimum": TIMEOUT_MS_RANGE[0], "maximum": TIMEOUT_MS_RANGE[1]},
+            },
+        },
+        "maxResultBytes": {"type": "integer", "minimum": RESULT_CAP_RANGE[0], "maximum": RESULT_CAP_RANGE[1]},
+    },
+}
+# A record as a write sends it. reactor.ai_tools.declaration checks beyond what a schema can say:
+# that the code parses and defines its entry point, that inputSchema is a schema reactor can use,
+# that an AI Tool's settings hold its tool (a 422 naming the field).
+RECORD_BODY = {
+    "type": "object",
+    "required": ["id", "name", "location", "code"],
+    "additionalProperties": False,
+    "properties": {
+        "id": {"type": "string", "pattern": f"^{RECORD_ID.pattern}$", "not": {"enum": sorted(RESERVED_IDS)}},
+        "name": {"type": "string", "pattern": f"^{TOOL_NAME.pattern}$"},
+        "location": {"enum": list(LOCATIONS)},
+        "language": {"enum": list(LANGUAGES)},
+        "code": {"type": "string", "minLength": 1, "maxLength": CODE_LIMIT, "pattern": "[^ \\t\\n\\r]"},
+        "settings": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {"tool": TOOL, "config": {"type": "object", "maxProperties": 100}},
+        },
+        "visibility": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {"users": NAMES, "groups": NAMES},
+        },
+        "enabled": {"type": "boolean"},
+    },
+    "x-unknown": "{field} is not a record field; use code, enabled, id, language, location, name, settings, visibility.",
 }
 BODY_LIMIT = 256_000
 CHECKED = "The record breaks its schema, or its code or settings break what reactor.ai_tools checks; `field` names which."
@@ -139,7 +194,7 @@ class PluginRecords:
 
         @declare(
             "Save a new plugin record (operators); 422 names the field a declaration breaks",
-            body=RECORD,
+            body=RECORD_BODY,
             body_limit=BODY_LIMIT,
             replies={201: Reply(RECORD)},
             refusals={**writes, 409: "A record (or a server plugin) has that id already.", 422: CHECKED},
@@ -150,7 +205,7 @@ class PluginRecords:
 
         @declare(
             "Replace a plugin record (operators)",
-            body=RECORD,
+            body=RECORD_BODY,
             body_limit=BODY_LIMIT,
             replies={200: Reply(RECORD)},
             refusals={**writes, 404: "No record has that id.", 422: CHECKED},
