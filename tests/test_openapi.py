@@ -24,7 +24,7 @@ from starlette.testclient import TestClient
 from reactor.server.app import create_app
 from reactor.server.auth import Auth
 
-FUZZ_EXAMPLES = int(os.environ.get("REACTOR_FUZZ_EXAMPLES", "12"))
+FUZZ_EXAMPLES = int(os.environ.get("REACTOR_FUZZ_EXAMPLES", "8"))
 
 
 APP = create_app(tempfile.mkdtemp(prefix="reactor-fuzz-"), seed_demo=True, allow_hosts=["testserver", "localhost"])

@@ -24,7 +24,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from ..errors import ApiError, DatabaseBusy
+from ..errors import ApiError, DatabaseBusy, refusal
 from ..json_schema import Validator
 from ..schema import json_path, shortened
 from .requests import read_json
@@ -87,10 +87,10 @@ class Declaration:
 
     def __post_init__(self) -> None:
         for status in set(self.replies) & set(self.refusals):
-            raise ValueError(f"{self.summary!r}: {status} is declared as a reply and as a refusal; keep one.")
+            raise refusal("Route", self.name or self.summary, "refusals", status, f"{status} is a reply already; keep one.")
         for status in self.refusals:
             if status < 400:
-                raise ValueError(f"{self.summary!r}: refusal {status} is not an error status.")
+                raise refusal("Route", self.name or self.summary, "refusals", status, f"{status} is not an error status.")
 
 
 @dataclass(frozen=True)
