@@ -120,7 +120,7 @@ def test_a_connected_pages_messages_are_checked_and_only_its_person_may_send_the
             ({"type": "answer", "call": "x"}, "envelope"),
             ({"type": "answer", "call": "x", "envelope": {"ok": "yes"}}, "envelope.ok"),
             ({"type": "tools", "tools": "all"}, "tools"),
-            ({"type": "tools", "tools": [1]}, "tools"),
+            ({"type": "tools", "tools": [1]}, "tools[0]"),
             ({"type": "shout"}, "type"),
         ]:
             answer = httpx.post(at, json=body, headers=ada)

@@ -37,7 +37,7 @@ from reactor.server.auth import User
 from reactor.server.context import ServerContext
 from reactor.server.database import Database
 from reactor.server.plugin_records import OPERATORS
-from reactor.server.requests import StaleVersion
+from reactor.server.requests import STALE_SCHEMA, StaleVersion
 
 from .deck import deck_problems, problems_sentence
 from .printable import missing_html, printable_html
@@ -123,12 +123,11 @@ class DecksServerPlugin:
             body=DECK_BODY,
             body_limit=MAX_BODY_BYTES,
             too_large=f"The deck is larger than {MAX_BODY_BYTES} bytes; split it into smaller decks.",
-            replies={200: Reply(SUMMARY, headers=ETAG), 201: Reply(SUMMARY, headers=ETAG)},
+            replies={200: Reply(SUMMARY, headers=ETAG), 201: Reply(SUMMARY, headers=ETAG), 409: Reply(STALE_SCHEMA)},
             refusals={
                 400: "If-Match names no deck version.",
                 401: "Nobody is signed in.",
                 403: "The deck is another person's.",
-                409: "If-Match names a version the deck no longer has.",
                 422: "The deck breaks its schema, or its id is not the address's.",
             },
             who=signed_in("Sign in to save decks."),
@@ -151,13 +150,12 @@ class DecksServerPlugin:
         @declare(
             "Delete a deck: its owner or an operator",
             path={"id": DECK_ID},
-            replies={204: Reply()},
+            replies={204: Reply(), 409: Reply(STALE_SCHEMA)},
             refusals={
                 400: "If-Match names no deck version.",
                 401: "Nobody is signed in.",
                 403: "The deck is another person's.",
                 404: "No deck has that id.",
-                409: "If-Match names a version the deck no longer has.",
             },
             who=signed_in("Sign in to delete decks."),
         )

@@ -26,6 +26,7 @@ from starlette.routing import Route
 
 from reactor.errors import ApiError
 from reactor.server.api import Call, Reply, declare
+from reactor.server.requests import STALE_SCHEMA
 
 from .access import Access, Grant
 from .crawl import KINDS, MAX_LIMIT, crawl, import_items
@@ -329,9 +330,9 @@ def api_routes(store: SiteStore, access: Access, policy_for: Callable[[Request],
             "PATCH",
             update_entry,
             "Change an entry's fields (editor; a published entry: publisher); 409 when `version` is not the current",
-            {200: entry},
+            {200: entry, 409: Reply(STALE_SCHEMA)},  # the entry as it is now, to read and redo
             body=CHANGE,
-            refusals={**WRITE, **ONE, 409: "`version` is not the entry's current version (the answer holds the current)."},
+            refusals={**WRITE, **ONE},
         ),
         route(
             one,

@@ -33,13 +33,13 @@ from urllib.parse import urlsplit
 import httpx
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..errors import ApiError, DeclarationError
 from ..host.streaming import EventStream
-from .api import EVENTS, Call, Reply, declare
+from .api import EVENTS, Call, Reply, declare, error_answer
 from .auth import Auth, User
 from .database import Database
 
@@ -402,7 +402,7 @@ class Relay(Response):
                 if upstream.status_code >= 300:
                     text = (await _read_capped(upstream, 64_000)).decode("utf-8", "replace")
                     status, sentence, retry = self.refusal(upstream.status_code, upstream.headers, text)
-                    await _send_json(send, status, {"error": sentence}, retry)
+                    await _send_json(send, status, sentence, retry)
                     return
                 kind = upstream.headers.get("content-type", "")
                 if "text/event-stream" not in kind:
@@ -428,7 +428,7 @@ class Relay(Response):
             log.warning("assistant: the provider at %s %s: %s", url, cut, self.gateway.hide(repr(error)))
             if not started:
                 sentence = "This site's assistant could not reach its model; try again in a moment."
-                await _send_json(send, 502, {"error": sentence}, None)
+                await _send_json(send, 502, sentence, None)
                 return
             await self.send_events(send, [self.failure_event(self.cut_sentence())])
         if started:
@@ -516,8 +516,8 @@ async def _read_capped(upstream: httpx.Response, cap: int) -> bytes:
     return bytes(data[:cap])
 
 
-async def _send_json(send: Send, status: int, body: dict[str, Any], retry_after: int | None) -> None:
-    response = JSONResponse(body, status, headers={} if retry_after is None else {"retry-after": str(retry_after)})
+async def _send_json(send: Send, status: int, sentence: str, retry_after: int | None) -> None:
+    response = error_answer(ApiError(status, sentence, retry_after=retry_after))
     await send({"type": "http.response.start", "status": status, "headers": response.raw_headers})
     await send({"type": "http.response.body", "body": response.body, "more_body": False})
 
