@@ -22,7 +22,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
+from reactor.errors import ApiError
 from reactor.plugin_spec import PluginSpec, discover_plugins
+from reactor.server.api import error_answer
 from reactor.server.app import create_app, runtime_manifest
 from reactor.server.assets import REVALIDATE, SourceArchive, serve_file
 from reactor.server.loopback import LoopbackServer
@@ -46,7 +48,7 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
         ]
     product = create_app(data, plugins=plugins, seed_demo=True)
     runtime = runtime_manifest()
-    stamp, snapshot = runtime["stamp"], product.state.snapshot  # the very snapshot the product page restores
+    stamp, snapshot = runtime.stamp, product.state.snapshot  # the very snapshot the product page restores
     archive = SourceArchive({"reactor_bench": BENCH / "reactor_bench"}, set())
 
     async def page(request: Request) -> Response:
@@ -86,7 +88,11 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
     if lab:
         archive.url = f"/bench/python-{archive.digest}.bundle"
         routes += [Route(archive.url, bench_archive), Route("/app/boot.json", boot_with_bench)]
-    return Starlette(routes=[*routes, Mount("/", app=product)])
+
+    async def refused(request: Request, error: Exception) -> Response:
+        return error_answer(error)  # serve_file's 404
+
+    return Starlette(routes=[*routes, Mount("/", app=product)], exception_handlers={ApiError: refused})
 
 
 def host_page() -> str:

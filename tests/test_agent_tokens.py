@@ -59,12 +59,12 @@ def test_the_database_keeps_only_the_hash_of_a_token(app_server):
 @pytest.mark.parametrize(
     ("body", "status", "sentence"),
     [
-        ({}, 422, 'Send {"name": "…"}'),
+        ({}, 422, "1 to 80 characters"),
         ({"name": ""}, 422, "1 to 80 characters"),
         ({"name": "   "}, 422, "1 to 80 characters"),
         ({"name": "x" * 81}, 422, "1 to 80 characters"),
         ({"name": "tab\there"}, 422, "no control characters"),
-        ({"name": 7}, 422, 'Send {"name": "…"}'),
+        ({"name": 7}, 422, "1 to 80 characters"),
         ({"name": "a", "token": "mine"}, 422, 'Send {"name": "…"}'),
         ({"name": "\ud800"}, 422, "surrogate"),
         ({"name": "a" * 5000}, 413, "larger than"),

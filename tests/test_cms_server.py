@@ -157,17 +157,17 @@ def test_a_published_entry_cannot_be_deleted_and_a_draft_needs_the_exact_slug(se
 # Bad input ---------------------------------------------------------------------------------
 
 BAD_BODIES = [
-    ({"body": "no title"}, "title", "missing"),
-    ({"title": 5}, "title", "must be a string, not int"),
-    ({"title": "   "}, "title", "empty"),
-    ({"title": "x" * 201}, "title", "the most is 200"),
-    ({"title": "x", "body": "y" * 100_001}, "body", "the most is 100000"),
+    ({"body": "no title"}, "title", "Give the entry a title"),
+    ({"title": 5}, "title", "Give the entry a title"),
+    ({"title": "   "}, "title", "not only spaces"),
+    ({"title": "x" * 201}, "title", "1 to 200 characters"),
+    ({"title": "x", "body": "y" * 100_001}, "body", "at most 100000"),
     ({"title": "x", "slug": "Not A Slug"}, "slug", "'Not A Slug' is not valid"),
     ({"title": "x", "collection": "drafts"}, "collection", "'drafts' does not exist"),
     ({"title": "x", "status": "published"}, "status", "not a field you can set"),
     ({"title": "x", "publish": "yes"}, "publish", "must be true or false"),
-    ({"title": "x", "source_url": "javascript:alert(1)"}, "source_url", "must start with http"),
-    ({"title": "x", "body": None}, "body", "not NoneType"),
+    ({"title": "x", "source_url": "javascript:alert(1)"}, "source_url", "start with http"),
+    ({"title": "x", "body": None}, "body", "The body is text"),
 ]
 
 

@@ -3,8 +3,10 @@
 import pytest
 
 from reactor import DeclarationError, HttpError, NotFoundError, ReactorError, ToolError
-from reactor.errors import PageScriptError
+from reactor.errors import ApiError, PageScriptError
+from reactor.http import tool_refusal
 from reactor.json_schema import SchemaError
+from reactor.server.requests import StaleVersion
 
 
 @pytest.mark.parametrize(
@@ -15,6 +17,8 @@ from reactor.json_schema import SchemaError
         SchemaError("bad schema"),
         NotFoundError("There is no deck 'x'."),
         DeclarationError("bad", owner="p", field="f"),
+        ApiError(422, "The title is empty.", field="title"),
+        StaleVersion("Read it again.", 3, None),
     ],
 )
 def test_every_error_belongs_to_the_one_tree(error):
@@ -28,6 +32,11 @@ def test_not_found_is_a_tool_error_with_its_code_and_still_a_lookup_error():
 
 
 def test_a_refused_http_answer_becomes_not_permitted_and_others_stay_http_errors():
-    assert HttpError(401, "Sign in to read plugins.").refusal().code == "not_permitted"
-    assert HttpError(403, "Operators only.").refusal().code == "not_permitted"
-    assert HttpError(500, "boom").refusal() is None
+    assert tool_refusal(HttpError(401, "Sign in to read plugins.")).code == "not_permitted"
+    assert tool_refusal(HttpError(403, "Operators only.")).code == "not_permitted"
+    assert tool_refusal(HttpError(500, "boom")) is None
+
+
+def test_a_tool_error_with_a_code_that_is_not_one_is_a_declaration_error():
+    with pytest.raises(DeclarationError, match="'oops' is not a tool failure code"):
+        ToolError("oops", "x")

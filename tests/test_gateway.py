@@ -354,6 +354,6 @@ def test_openapi_declares_exactly_what_the_route_passes(tmp_path, stand_in, prov
     schema = operation["requestBody"]["content"]["application/json"]["schema"]
     assert schema["additionalProperties"] is False and schema["required"] == ["messages"]
     assert "store" not in schema["properties"] and "mcp_servers" not in schema["properties"]
-    assert schema["properties"]["model"] == {"const": "site-model"}
+    assert schema["properties"]["model"]["const"] == "site-model"
     assert schema["properties"]["max_tokens"]["maximum"] == 4096
     assert {"400", "401", "413", "422", "429", "502", "503"} <= set(operation["responses"])

@@ -168,7 +168,7 @@ def test_a_path_with_a_control_character_is_a_404_not_a_crash(server, path):
 def test_a_file_name_longer_than_the_file_system_allows_is_a_404_not_a_500(server, where):
     from reactor.server.app import runtime_manifest
 
-    path = where.format(stamp=runtime_manifest()["stamp"]) + "a" * 256 + ".js"
+    path = where.format(stamp=runtime_manifest().stamp) + "a" * 256 + ".js"
     answer = server.client().get(path)
     assert answer.status_code == 404 and answer.json()["error"]
 

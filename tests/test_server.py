@@ -138,9 +138,9 @@ def test_the_page_starts_its_worker_from_its_head_with_the_served_runtime(client
 
 
 def test_without_a_vendored_runtime_the_page_has_no_early_start(tmp_path, monkeypatch):
-    from reactor.server import app as app_module
+    from reactor.server import runtime
 
-    monkeypatch.setattr(app_module, "VENDOR", tmp_path / "missing")
+    monkeypatch.setattr(runtime, "VENDOR", tmp_path / "missing")
     with serving(tmp_path) as bare:
         page = bare.get("/").text
     assert "startPyodide" not in page and "/web/reactor.js" in page

@@ -11,10 +11,11 @@ import pytest
 
 from reactor import MemoryPage, Reactor
 from reactor.envelope import FAILURE_CODES
-from reactor.errors import ToolError
+from reactor.errors import HttpError, ToolError
 from reactor.host import AgentSpec
 from reactor.host.approval import needs_approval
 from reactor.host.tools import FAILURE_LINES, Toolbox, outcome_line
+from reactor.http import tool_refusal
 from reactor_plugins.cms import CMS_PLUGIN
 from reactor_plugins.decks import DECKS_PLUGIN
 
@@ -103,10 +104,10 @@ def test_every_demo_tool_has_a_line_for_its_card_and_a_list_says_how_many_and_wh
 def test_a_refused_command_tells_a_page_the_persons_words_beside_the_callers():
     import json
 
-    from reactor.errors import CommandFailedError, HttpError
+    from reactor.errors import CommandFailedError
     from reactor.facade import _failure
 
-    refusal = HttpError(401, "Sign in first.").refusal()
+    refusal = tool_refusal(HttpError(401, "Sign in first."))
     failed = json.loads(_failure("decks.updateSlide", CommandFailedError("x", command_id="decks.updateSlide", cause=refusal)))
     assert failed["error"]["message"] == "x"  # the caller's sentence, as the command said it
     assert failed["error"]["display"] == "Sign in at the top of the page first."

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from reactor.errors import NotFoundError, ToolError
+from reactor.http import tool_refusal
 from reactor.page import HttpError, Page
 from reactor.urls import on_origin_of, query_string, quote_segment
 
@@ -84,7 +85,7 @@ class CmsClient:
                 self.state.sign_out()
                 if self.on_session_lost is not None:
                     self.on_session_lost()
-            refusal = error.refusal()
+            refusal = tool_refusal(error)
             if refusal is not None:
                 raise refusal from None
             if error.status == 404:

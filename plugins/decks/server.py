@@ -31,12 +31,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from reactor.errors import ApiError
+from reactor.server.api import ETAG, HTML, Call, Reply, declare
 from reactor.server.auth import User
 from reactor.server.context import ServerContext
 from reactor.server.database import Database
-from reactor.server.openapi import HTML, NO_CONTENT, operation
 from reactor.server.plugin_records import OPERATORS
-from reactor.server.requests import STALE_SCHEMA, StaleVersion, error_response, read_json, stale_response
+from reactor.server.requests import STALE_SCHEMA, StaleVersion
 
 from .deck import deck_problems, problems_sentence
 from .printable import missing_html, printable_html
@@ -68,6 +69,14 @@ SUMMARY: dict[str, Any] = {
         "version": {"type": "integer"},
     },
 }
+LISTED = {
+    **SUMMARY,
+    "required": ["id", "title", "slides", "updated_at", "owner", "version"],
+    "properties": {**SUMMARY["properties"], "updated_at": {"type": "string"}, "owner": {"type": ["string", "null"]}},
+}
+DECK_ID = DECK["properties"]["id"]
+# The body of a PUT: a deck, and when it is not one, every problem in one sentence.
+DECK_BODY = {**DECK, "x-refusal": "The deck is not valid: {problems}.", "x-unknown": "The deck is not valid: {problems}."}
 # The print page runs no script and loads nothing: a slide's text can only ever be text.
 PRINT_HEADERS = {"content-security-policy": "default-src 'none'; style-src 'unsafe-inline'"}
 
@@ -89,95 +98,85 @@ class DecksServerPlugin:
 
     def routes(self, context: ServerContext) -> list[Route]:
         database, auth = context.database, context.auth
+        signed_in = auth.signed_in
 
-        @operation(
-            "Summaries of every deck",
-            responses={
-                200: {
-                    "type": "array",
-                    "items": {
-                        **SUMMARY,
-                        "properties": {
-                            **SUMMARY["properties"],
-                            "updated_at": {"type": "string"},
-                            "owner": {"type": ["string", "null"]},
-                            "version": {"type": "integer"},
-                        },
-                    },
-                }
-            },
+        @declare("Summaries of every deck", replies={200: Reply({"type": "array", "items": LISTED})})
+        async def list_decks(call: Call) -> Any:
+            return await run_in_threadpool(_summaries, database)
+
+        @declare(
+            "A deck's spec (its version in the ETag header)",
+            path={"id": DECK_ID},
+            replies={200: Reply(DECK, headers=ETAG)},
+            refusals={404: "No deck has that id."},
         )
-        async def list_decks(request: Request) -> Response:
-            return JSONResponse(await run_in_threadpool(_summaries, database))
-
-        @operation("A deck's spec (its version in the ETag header)", responses={200: DECK})
-        async def get_deck(request: Request) -> Response:
-            found = await run_in_threadpool(_read, database, request.path_params["id"])
+        async def get_deck(call: Call) -> Response:
+            found = await run_in_threadpool(_read, database, call.path["id"])
             if found is None:
-                return _no_deck(request.path_params["id"])
+                raise _no_deck(call.path["id"])
             spec, version = found
             return JSONResponse(spec, headers={"etag": f'"{version}"'})
 
-        @operation(
+        @declare(
             "Create a deck (201) or replace one (200): its owner or an operator",
-            body=DECK,
-            responses={200: SUMMARY, 201: SUMMARY, 409: STALE_SCHEMA},
+            path={"id": DECK_ID},
+            body=DECK_BODY,
+            body_limit=MAX_BODY_BYTES,
+            too_large=f"The deck is larger than {MAX_BODY_BYTES} bytes; split it into smaller decks.",
+            replies={200: Reply(SUMMARY, headers=ETAG), 201: Reply(SUMMARY, headers=ETAG), 409: Reply(STALE_SCHEMA)},
+            refusals={
+                400: "If-Match names no deck version.",
+                401: "Nobody is signed in.",
+                403: "The deck is another person's.",
+                422: "The deck breaks its schema, or its id is not the address's.",
+            },
+            who=signed_in("Sign in to save decks."),
         )
-        async def put_deck(request: Request) -> Response:
-            id = request.path_params["id"]
-            user = auth.user_for(request)
-            if user is None:
-                return error_response(401, "Sign in to save decks.")
-            expected = _if_match(request)
-            if isinstance(expected, Response):
-                return expected
-            spec = await read_json(
-                request,
-                limit=MAX_BODY_BYTES,
-                too_large=f"The deck is larger than {MAX_BODY_BYTES} bytes; split it into smaller decks.",
-            )
-            if isinstance(spec, Response):
-                return spec
+        async def put_deck(call: Call) -> Response:
+            id, spec, user = call.path["id"], call.body, call.user
+            expected = _if_match(call.request)
             problems = deck_problems(spec)
-            if isinstance(spec, dict) and spec.get("id") != id:
-                given = spec.get("id")
-                problems.insert(0, {"path": "$.id", "message": f"the deck's id {given!r} is not the address's {id!r}"[:200]})
+            if spec["id"] != id:
+                problems.insert(0, {"path": "$.id", "message": f"the deck's id {spec['id']!r} is not the address's {id!r}"[:200]})
             if problems:
-                return JSONResponse({"error": problems_sentence(problems), "problems": problems}, status_code=422)
-            try:
-                saved = await run_in_threadpool(_save, database, spec, user, expected)
-            except StaleVersion as stale:
-                return stale_response(stale)
+                raise ApiError(422, problems_sentence(problems), field=problems[0]["path"].removeprefix("$."), problems=problems)
+            saved = await run_in_threadpool(_save, database, spec, user, expected)
             if saved is None:
-                return _not_yours(user, id, "replace")
+                raise _not_yours(user, id, "replace")
             created, version = saved
             summary = {"id": id, "title": spec["title"], "slides": len(spec["slides"]), "version": version}
             return JSONResponse(summary, status_code=201 if created else 200, headers={"etag": f'"{version}"'})
 
-        @operation("Delete a deck: its owner or an operator", responses={204: NO_CONTENT, 409: STALE_SCHEMA})
-        async def delete_deck(request: Request) -> Response:
-            id = request.path_params["id"]
-            user = auth.user_for(request)
-            if user is None:
-                return error_response(401, "Sign in to delete decks.")
-            expected = _if_match(request)
-            if isinstance(expected, Response):
-                return expected
-            try:
-                deleted = await run_in_threadpool(_delete, database, id, user, expected)
-            except StaleVersion as stale:
-                return stale_response(stale)
+        @declare(
+            "Delete a deck: its owner or an operator",
+            path={"id": DECK_ID},
+            replies={204: Reply(), 409: Reply(STALE_SCHEMA)},
+            refusals={
+                400: "If-Match names no deck version.",
+                401: "Nobody is signed in.",
+                403: "The deck is another person's.",
+                404: "No deck has that id.",
+            },
+            who=signed_in("Sign in to delete decks."),
+        )
+        async def delete_deck(call: Call) -> Response:
+            id, user = call.path["id"], call.user
+            expected = _if_match(call.request)
+            deleted = await run_in_threadpool(_delete, database, id, user, expected)
             if deleted is None:
-                return _not_yours(user, id, "delete")
+                raise _not_yours(user, id, "delete")
             if not deleted:
-                return _no_deck(id)
+                raise _no_deck(id)
             return Response(status_code=204)
 
-        @operation("Every slide of a deck as one printable page", responses={200: HTML, 404: HTML})
-        async def print_deck(request: Request) -> Response:
-            found = await run_in_threadpool(_read, database, request.path_params["id"])
+        @declare(
+            "Every slide of a deck as one printable page",
+            replies={200: Reply(content=HTML), 404: Reply(content=HTML)},  # a page a person opened says so
+        )
+        async def print_deck(call: Call) -> Response:
+            found = await run_in_threadpool(_read, database, call.path["id"])
             if found is None:  # a page a person opened: an HTML page, not the API's JSON
-                return HTMLResponse(missing_html(request.path_params["id"]), status_code=404, headers=PRINT_HEADERS)
+                return HTMLResponse(missing_html(call.path["id"]), status_code=404, headers=PRINT_HEADERS)
             return HTMLResponse(printable_html(found[0]), headers=PRINT_HEADERS)
 
         return [
@@ -211,14 +210,14 @@ def _read(database: Database, id: str) -> tuple[dict[str, Any], int] | None:
     return None if row is None else (json.loads(row["spec"]), row["version"])
 
 
-def _if_match(request: Request) -> int | None | Response:
+def _if_match(request: Request) -> int | None:
     """The version a write replaces (`If-Match: "3"`), None when it names none (it overwrites)."""
     header = request.headers.get("if-match")
     if header is None:
         return None
     text = header.strip().removeprefix("W/").strip('"')
     if not text.isdigit() or len(text) > 18:
-        return error_response(400, f'If-Match must name a deck version, like "3", not {header[:40]!r}.')
+        raise ApiError(400, f'If-Match must name a deck version, like "3", not {header[:40]!r}.')
     return int(text)
 
 
@@ -274,9 +273,9 @@ def _delete(database: Database, id: str, user: User, expected: int | None = None
     return True
 
 
-def _not_yours(user: User, id: str, doing: str) -> Response:
-    return error_response(403, f"The deck {id[:80]!r} is not {user.username}'s; only its owner or an operator may {doing} it.")
+def _not_yours(user: User, id: str, doing: str) -> ApiError:
+    return ApiError(403, f"The deck {id[:80]!r} is not {user.username}'s; only its owner or an operator may {doing} it.")
 
 
-def _no_deck(id: str) -> Response:
-    return error_response(404, f"There is no deck {id[:80]!r}.")
+def _no_deck(id: str) -> ApiError:
+    return ApiError(404, f"There is no deck {id[:80]!r}.")

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from reactor.errors import NotFoundError, ToolError
+from reactor.http import tool_refusal
 from reactor.page import HttpError, Page
 from reactor.urls import quote_segment
 
@@ -140,7 +141,7 @@ class DeckStore:
                 raise self._conflict(id, error) from None
             if error.status < 500:
                 undo()
-                refusal = error.refusal()
+                refusal = tool_refusal(error)
                 if refusal is not None:
                     raise refusal from None
                 raise ValueError(f"The decks server refused the change to deck {id!r}: {error.detail}") from None

@@ -16,8 +16,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from reactor.errors import ApiError
+from reactor.server.api import Call, Reply, declare
+from reactor.server.auth import User
 from reactor.server.context import ServerContext
-from reactor.server.openapi import operation
 
 HERE = Path(__file__).parent
 STEPS = [
@@ -30,6 +32,37 @@ STEPS = [
     """,
 ]
 SLOW_LIMIT_MS = 60_000
+MAX_TASKS = 1000
+TASK = {
+    "type": "object",
+    "required": ["id", "title", "priority", "opened"],
+    "properties": {
+        "id": {"type": "string"},
+        "title": {"type": "string"},
+        "priority": {"type": "string"},
+        "opened": {"type": "string"},
+    },
+}
+BACKLOG = {
+    "type": "object",
+    "required": ["building", "buildings", "total", "tasks", "openByBuilding"],
+    "properties": {
+        "building": {
+            "anyOf": [
+                {
+                    "type": "object",
+                    "required": ["id", "name"],
+                    "properties": {"id": {"type": "string"}, "name": {"type": "string"}},
+                },
+                {"type": "null"},
+            ]
+        },
+        "buildings": {"type": "array", "items": {"type": "string"}},
+        "total": {"type": "integer"},
+        "tasks": {"type": "array", "items": TASK},
+        "openByBuilding": {"type": "object", "additionalProperties": {"type": "integer"}},
+    },
+}
 
 
 def demo_records() -> list[dict[str, Any]]:
@@ -159,59 +192,55 @@ class MaintenanceServerPlugin:
                 context.records.save(record, by="demo", create=True)
 
     def routes(self, context: ServerContext) -> list[Route]:
-        def refusal(request: Request) -> Response | None:
-            """The data is for those who may call a tool that reads it (its record's config.endpoint)."""
-            user = context.auth.user_for(request)
-            if user is None:
-                return JSONResponse({"error": "Sign in to read maintenance data."}, 401)
-            if not context.records.grants_endpoint(user, request.url.path):
-                return JSONResponse(
-                    {
-                        "error": f"User {user.username!r} may use no tool that reads {request.url.path}; "
-                        "ask an operator for access."
-                    },
-                    403,
-                )
-            return None
+        signed_in = context.auth.signed_in("Sign in to read maintenance data.")
 
-        @operation(
+        def reader(request: Request) -> User:
+            """The data is for those who may call a tool that reads it (its record's config.endpoint)."""
+            user = signed_in(request)
+            if not context.records.grants_endpoint(user, request.url.path):
+                raise ApiError(
+                    403, f"User {user.username!r} may use no tool that reads {request.url.path}; ask an operator for access."
+                )
+            return user
+
+        refusals = {401: "Nobody is signed in.", 403: "The user may use no tool that reads this data."}
+
+        @declare(
             "A building's open maintenance tasks, for those who may use a tool that reads them",
             query={
                 "building": {"type": "string"},
-                "limit": {"type": "integer", "minimum": 1},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_TASKS},
                 "entityType": {"const": "maintenance_task"},
             },
-            responses={200: {"type": "object", "required": ["building", "buildings", "total", "tasks", "openByBuilding"]}},
+            replies={200: Reply(BACKLOG)},
+            refusals=refusals,
+            who=reader,
         )
-        async def entities(request: Request) -> Response:
-            if (refused := refusal(request)) is not None:
-                return refused
-            query = request.query_params
-            if query.get("entityType", "maintenance_task") != "maintenance_task":
-                return JSONResponse({"error": f"Unknown entity type {query.get('entityType')!r}."}, 400)
-            try:
-                limit = max(1, min(int(query.get("limit", "20")), 1000))
-            except ValueError:
-                return JSONResponse({"error": "limit must be a whole number."}, 400)
-            return JSONResponse(_backlog(context, query.get("building"), limit))
+        async def entities(call: Call) -> Any:
+            return _backlog(context, call.query.get("building"), call.query.get("limit", 20))
 
-        @operation(
+        @declare(
             "The demo's slow archive: answers after `ms` (at most 60,000), or notices the caller left",
             query={"ms": {"type": "integer", "minimum": 0, "maximum": SLOW_LIMIT_MS}},
-            responses={200: {"type": "object", "required": ["value", "waitedMs"]}},
+            replies={
+                200: Reply(
+                    {
+                        "type": "object",
+                        "required": ["value", "waitedMs"],
+                        "properties": {"value": {"type": "integer"}, "waitedMs": {"type": "integer"}},
+                    }
+                )
+            },
+            refusals=refusals,
+            who=reader,
         )
-        async def slow(request: Request) -> Response:
-            if (refused := refusal(request)) is not None:
-                return refused
-            try:
-                ms = max(0, min(int(request.query_params.get("ms", "10000")), SLOW_LIMIT_MS))
-            except ValueError:
-                return JSONResponse({"error": "ms must be a whole number."}, 400)
+        async def slow(call: Call) -> Response:
+            ms = call.query.get("ms", 10_000)
             self.count_slow("started")
             loop = asyncio.get_running_loop()
             deadline = loop.time() + ms / 1000
             while loop.time() < deadline:
-                if await request.is_disconnected():
+                if await call.request.is_disconnected():
                     self.count_slow("cancelled")
                     return Response(status_code=499)
                 await asyncio.sleep(0.05)
@@ -219,8 +248,8 @@ class MaintenanceServerPlugin:
             return JSONResponse({"value": 42, "waitedMs": ms})
 
         return [
-            Route("/api/maintenance/entities", entities),
-            Route("/api/maintenance/slow", slow),
+            Route("/api/maintenance/entities", entities, methods=["GET"]),
+            Route("/api/maintenance/slow", slow, methods=["GET"]),
         ]
 
 

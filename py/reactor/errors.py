@@ -18,6 +18,7 @@ ReactorError
 ├── ToolError                         a tool's chosen failure (.code, .details): becomes the envelope
 │   └── NotFoundError (LookupError)   what was asked for does not exist: code `not_found`
 ├── HttpError                         the server answered 4xx/5xx (.status, .detail, .body)
+├── ApiError                          the server refuses a request (.status, .field, .headers, .details)
 ├── ProtocolError                     a message between the page and the worker that is not the protocol's
 ├── PageError                         the page answered the worker's request with its error (.name)
 ├── PageScriptError                   a JavaScript command of the page threw (.name)
@@ -131,7 +132,12 @@ class ToolError(ReactorError):
         from .envelope import FAILURE_CODES
 
         if code not in FAILURE_CODES:
-            raise ValueError(f"{code!r} is not a tool failure code; use one of {sorted(FAILURE_CODES)}.")
+            raise DeclarationError(
+                f"{code!r} is not a tool failure code; use one of {sorted(FAILURE_CODES)}.",
+                owner="ToolError",
+                field="code",
+                value=code,
+            )
         super().__init__(message)
         self.code = code
         self.details = details
@@ -153,18 +159,27 @@ class HttpError(ReactorError):
         self.detail = detail
         self.body = body or {}  # the answer's JSON object, for what it says beside the sentence
 
-    def refusal(self) -> ToolError | None:
-        """A 401 or 403 as the `not_permitted` answer a tool gives the model (the server's sentence,
-        and for a 401 what the person can do); None for any other status."""
-        if self.status == 401:
-            return ToolError(
-                "not_permitted",
-                f"{self.detail} Ask the person to sign in (the form at the top of the page), then try again.",
-                display="Sign in at the top of the page first.",
-            )
-        if self.status == 403:
-            return ToolError("not_permitted", self.detail)
-        return None
+
+class ApiError(ReactorError):
+    """The server's refusal of one request: its status and the sentence it answers, with the
+    request field that was wrong and the headers it sends (`Retry-After`); `details` are further
+    members of the JSON answer (a 409's `current`)."""
+
+    def __init__(
+        self,
+        status: int,
+        sentence: str,
+        *,
+        field: str = "",
+        retry_after: int | None = None,
+        headers: dict[str, str] | None = None,
+        **details: Any,
+    ) -> None:
+        super().__init__(sentence)
+        self.status, self.sentence, self.field, self.details = status, sentence, field, details
+        self.headers = dict(headers or {})
+        if retry_after is not None:
+            self.headers["retry-after"] = str(retry_after)
 
 
 class ProtocolError(ReactorError):

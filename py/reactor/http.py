@@ -19,11 +19,26 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .errors import HttpError
+from .errors import HttpError, ToolError
 
 Send = Callable[..., Awaitable[tuple[int, dict[str, str], str]]]
 
-__all__ = ["Send", "answer_json", "fetch_json", "urllib_send"]
+__all__ = ["Send", "answer_json", "fetch_json", "tool_refusal", "urllib_send"]
+
+
+def tool_refusal(error: HttpError) -> ToolError | None:
+    """A 401 or 403 as the `not_permitted` answer a tool gives the model (the server's sentence,
+    and for a 401 what the person can do, in the model's words and the person's); None for any
+    other status."""
+    if error.status == 401:
+        return ToolError(
+            "not_permitted",
+            f"{error.detail} Ask the person to sign in (the form at the top of the page), then try again.",
+            display="Sign in at the top of the page first.",
+        )
+    if error.status == 403:
+        return ToolError("not_permitted", error.detail)
+    return None
 
 
 async def fetch_json(send: Send, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:

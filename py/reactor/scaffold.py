@@ -234,15 +234,27 @@ def _server(name: str, package: str, tool: str) -> str:
 
 from __future__ import annotations
 
+from typing import Any
+
+from reactor.server.api import Call, Reply, declare
 from reactor.server.context import ServerContext
-from reactor.server.openapi import ERROR, operation
-from reactor.server.requests import error_response, read_json
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 STEPS = ["CREATE TABLE IF NOT EXISTS {table} (id INTEGER PRIMARY KEY, text TEXT NOT NULL)"]
 ITEMS = {{"type": "array", "items": {{"type": "string"}}}}
+ITEM = {{
+    "type": "object",
+    "required": ["text"],
+    "properties": {{
+        "text": {{
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 200,
+            "x-refusal": "Send the item's text as text, 1 to 200 characters.",
+        }}
+    }},
+    "additionalProperties": False,
+}}
 
 
 class ItemsServer:
@@ -257,33 +269,23 @@ class ItemsServer:
                 rows = db.execute("SELECT text FROM {table} ORDER BY id")
                 return [row["text"] for row in rows]
 
-        @operation("The items, oldest first", responses={{200: ITEMS}})
-        async def list_items(request: Request) -> Response:
-            return JSONResponse(items())
+        # Each route is declared once: the declaration checks every request (a 422 names the
+        # field) and is the route's entry in /openapi.json.
+        @declare("The items, oldest first", replies={{200: Reply(ITEMS)}})
+        async def list_items(call: Call) -> Any:
+            return items()
 
-        @operation(
+        @declare(
             "Add an item (signed-in users)",
-            body={{
-                "type": "object",
-                "required": ["text"],
-                "properties": {{"text": {{"type": "string", "minLength": 1, "maxLength": 200}}}},
-                "additionalProperties": False,
-            }},
-            responses={{200: ITEMS, 401: ERROR, 422: ERROR}},
+            body=ITEM,
+            replies={{200: Reply(ITEMS)}},
+            refusals={{401: "Nobody is signed in."}},
+            who=auth.signed_in("Sign in to add items."),
         )
-        async def add_item(request: Request) -> Response:
-            if auth.user_for(request) is None:
-                return error_response(401, "Sign in to add items.")
-            body = await read_json(request, limit=4096)
-            if isinstance(body, Response):
-                return body
-            text = body.get("text")
-            if set(body) != {{"text"}} or not isinstance(text, str) or not 1 <= len(text) <= 200:
-                sentence = "Send the item's text as text, 1 to 200 characters."
-                return error_response(422, sentence, field="text")
+        async def add_item(call: Call) -> Any:
             with database.transaction() as db:
-                db.execute("INSERT INTO {table} (text) VALUES (?)", (text,))
-            return JSONResponse(items())
+                db.execute("INSERT INTO {table} (text) VALUES (?)", (call.body["text"],))
+            return items()
 
         return [
             Route("/api/{name}/items", list_items, methods=["GET"]),

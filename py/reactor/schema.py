@@ -43,10 +43,10 @@ def argument_problems(schema: dict[str, Any] | Validator, args: Any) -> list[dic
     if not found:
         return []
     problems = sorted(found, key=lambda p: (len(p[0]), list(map(str, p[0]))))
-    return [{"path": json_path(path), "message": _shortened(message)} for path, message in problems]
+    return [{"path": json_path(path), "message": shortened(message)} for path, message in problems]
 
 
-def _shortened(message: str, limit: int = 240) -> str:
+def shortened(message: str, limit: int = 240) -> str:
     # Messages quote the offending value; a 20 kB string must not come back whole.
     if len(message) <= limit:
         return message
@@ -67,7 +67,7 @@ def _structure_problem(schema_json: str) -> str:
     try:
         check_schema(loads(schema_json))
     except SchemaError as error:
-        return f"it is not a valid JSON Schema: {_shortened(error.message)} (at {json_path(error.path)})"
+        return f"it is not a valid JSON Schema: {shortened(error.message)} (at {json_path(error.path)})"
     return ""
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from starlette.requests import Request
 
+from reactor.errors import ApiError
 from reactor.server.auth import Auth
 
 from .store import SiteStore
@@ -18,12 +19,8 @@ RANKS = {"viewer": 1, "editor": 2, "publisher": 3}
 ACTIONS = {"read": "viewer", "write": "editor", "publish": "publisher"}
 
 
-class AccessDenied(Exception):
+class AccessDenied(ApiError):
     """Refused: `.status` is 401 or 403; the message is the sentence to send."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
-"""The CMS JSON API. Every call is checked in this order, before anything changes:
-session (401), body shape (400, 413; a cookie write that is not JSON is refused before, by the
-server's one cross-site guard), role on the site (403), fields (422), state (404, 409),
-and for a crawl, room to run it (429, crawl_pool.py). A database too busy to answer is 503, not 500.
+"""The CMS JSON API, each call declared once (reactor.server.api): the declaration checks the
+session (401), then the query and the body (400, 413, 422 naming the field; a cookie write that
+is not JSON is refused before, by the server's one cross-site guard); the handler checks the role
+on the site (403) and the state (404, 409), and for a crawl, room to run it (429, crawl_pool.py).
+A database too busy to answer is 503, not 500.
 
     GET    /api/cms/session                              who is signed in, and their sites and roles
     GET    /api/cms/sites/{site}/entries                 summaries (?collection=pages|posts, ?status=draft|published)
@@ -21,17 +22,16 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from reactor.errors import DatabaseBusy
-from reactor.server.openapi import operation
-from reactor.server.requests import STALE_SCHEMA, StaleVersion, error_response, read_json, stale_response
+from reactor.errors import ApiError
+from reactor.server.api import Call, Reply, declare
+from reactor.server.requests import STALE_SCHEMA
 
-from .access import Access, AccessDenied, Grant
+from .access import Access, Grant
 from .crawl import KINDS, MAX_LIMIT, crawl, import_items
-from .crawl_pool import CrawlPool, CrawlsBusy
-from .entry import COLLECTIONS, LIMITS, SLUG, STATUSES, WRITABLE, EntryError, check_field, checked_fields
+from .crawl_pool import CrawlPool
+from .entry import COLLECTIONS, LIMITS, SLUG, STATUSES
 from .fetch import CrawlFailed, FetchPolicy
 from .guard import CrawlRefused
 from .sources import SourceError
@@ -58,45 +58,96 @@ ENTRY = {  # an entry as the API answers it; `body` only when one entry is read
         "version": {"type": "integer"},
     },
 }
-FIELDS = {  # what a write may send; entry.py checks each field and names the one refused
-    "title": {"type": "string", "maxLength": LIMITS["title"]},
-    "slug": {"type": "string", "maxLength": LIMITS["slug"], "pattern": f"^{SLUG.pattern}$"},
-    "collection": {"enum": list(COLLECTIONS)},
-    "excerpt": {"type": "string", "maxLength": LIMITS["excerpt"]},
-    "body": {"type": "string", "maxLength": LIMITS["body"]},
-    "source_url": {"type": "string", "maxLength": LIMITS["source_url"], "pattern": "^(https?://|$)"},
+VISIBLE = "[^ \\t\\n\\r]"  # holds something besides spaces
+FIELDS: dict[str, dict[str, Any]] = {  # what a write may send, and the sentence when a value breaks it
+    "title": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": LIMITS["title"],
+        "pattern": VISIBLE,
+        "x-refusal": f"Give the entry a title: 1 to {LIMITS['title']} characters, not only spaces.",
+    },
+    "slug": {
+        "type": "string",
+        "maxLength": LIMITS["slug"],
+        "pattern": f"^{SLUG.pattern}$",
+        "x-refusal": "The slug {value} is not valid: use lowercase letters, digits and single hyphens, like "
+        f"'hello-world' (at most {LIMITS['slug']}).",
+    },
+    "collection": {"enum": list(COLLECTIONS), "x-refusal": "The collection {value} does not exist; use 'pages' or 'posts'."},
+    "excerpt": {
+        "type": "string",
+        "maxLength": LIMITS["excerpt"],
+        "x-refusal": f"The excerpt is text of at most {LIMITS['excerpt']} characters.",
+    },
+    "body": {
+        "type": "string",
+        "maxLength": LIMITS["body"],
+        "x-refusal": f"The body is text of at most {LIMITS['body']} characters.",
+    },
+    "source_url": {
+        "type": "string",
+        "maxLength": LIMITS["source_url"],
+        "anyOf": [{"const": ""}, {"pattern": "^https?://"}],
+        "x-refusal": f"The source URL {{value}} must be empty or start with http:// or https:// "
+        f"(at most {LIMITS['source_url']} characters).",
+    },
 }
 CREATE = {
     "type": "object",
     "required": ["title"],
     "additionalProperties": False,
-    "properties": {**FIELDS, "publish": {"type": "boolean"}},
+    "properties": {**FIELDS, "publish": {"type": "boolean", "x-refusal": "publish must be true or false."}},
+    "x-unknown": "{field} is not a field you can set here; use collection, title, slug, excerpt, body, source_url, publish.",
 }
+CHANGEABLE = [k for k in FIELDS if k != "slug"]
 CHANGE = {
     "type": "object",
     "additionalProperties": False,
-    "minProperties": 1,
     "properties": {
-        **{k: v for k, v in FIELDS.items() if k != "slug"},
-        "version": {"type": "integer", "minimum": 1, "description": "the version the change is based on"},
+        **{k: FIELDS[k] for k in CHANGEABLE},
+        "version": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "the version the change is based on",
+            "x-refusal": "version must be the entry's version you read, a whole number from 1.",
+        },
     },
+    "anyOf": [{"required": [k]} for k in CHANGEABLE],
+    "x-unknown": "{field} is not a field you can change here; send title, excerpt, body, collection or source_url.",
+    "x-refusal": "Say what to change: send title, excerpt, body, collection or source_url.",
 }
 CRAWL = {
     "type": "object",
     "required": ["kind", "url"],
     "additionalProperties": False,
     "properties": {
-        "kind": {"enum": list(KINDS)},
-        "url": {"type": "string", "minLength": 1},
-        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
-        "collection": {"enum": list(COLLECTIONS)},
-        "dry_run": {"type": "boolean"},
+        "kind": {"enum": list(KINDS), "x-refusal": "The kind {value} is not one the crawler reads; use blog, feed or wordpress."},
+        "url": {
+            "type": "string",
+            "maxLength": 2000,
+            "anyOf": [{"pattern": "^https?://"}, {"pattern": "^ */[^/]"}],
+            "x-refusal": "Say what to crawl: send the source's address as `url` (http://, https://, or a path of this server).",
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_LIMIT,
+            "default": 5,
+            "x-refusal": f"The limit {{value}} must be a whole number from 1 to {MAX_LIMIT}.",
+        },
+        "collection": {**FIELDS["collection"], "default": "posts"},
+        "dry_run": {"type": "boolean", "default": False, "x-refusal": "dry_run must be true or false."},
     },
+    "x-unknown": "{field} is not a crawl field; use kind, url, limit, collection, dry_run.",
 }
 CRAWLED = {
     "type": "object",
     "required": ["site", "kind", "source", "found", "skipped"],
     "properties": {
+        "site": TEXT,
+        "kind": {"enum": list(KINDS)},
+        "source": TEXT,
         "found": {"type": "integer"},
         "imported": {"type": "array"},
         "items": {"type": "array"},
@@ -107,16 +158,29 @@ SESSION = {
     "type": "object",
     "required": ["user", "sites"],
     "properties": {
-        "user": {"type": "object", "required": ["username"]},
-        "sites": {"type": "array", "items": {"type": "object", "required": ["id", "title", "role"]}},
+        "user": {"type": "object", "required": ["username"], "properties": {"username": TEXT}},
+        "sites": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["id", "title", "role"],
+                "properties": {"id": TEXT, "title": TEXT, "role": TEXT},
+            },
+        },
     },
 }
-LISTED = {"type": "object", "required": ["site", "role", "entries"], "properties": {"entries": {"type": "array", "items": ENTRY}}}
-BUSY_RETRY_SECONDS = 1
-
-
-class Conflict(Exception):
-    """The entry's state forbids the change (409)."""
+LISTED = {
+    "type": "object",
+    "required": ["site", "role", "entries"],
+    "properties": {"site": TEXT, "role": TEXT, "entries": {"type": "array", "items": ENTRY}},
+}
+DELETED = {"type": "object", "required": ["deleted", "site"], "properties": {"deleted": TEXT, "site": TEXT}}
+SIGNED_IN = {401: "Nobody is signed in."}
+READ = {**SIGNED_IN, 403: "The user has no role on the site."}
+WRITE = {**SIGNED_IN, 403: "The user's role on the site does not allow this."}
+ONE = {404: "The site has no entry with that slug."}
+# What reading a source can fail with, as the route answers it.
+CRAWL_FAILURES: dict[type[Exception], int] = {CrawlRefused: 422, SourceError: 422, CrawlFailed: 502, SlugTaken: 409}
 
 
 @dataclass(frozen=True)
@@ -124,247 +188,195 @@ class CrawlJob:
     """A handler's answer still to be worked out on the crawl pool: it reads the network."""
 
     username: str
-    run: Callable[[], tuple[int, Any]]
+    run: Callable[[], Any]
 
 
-Handler = Callable[[Request, Any], tuple[int, Any] | CrawlJob]
+Handler = Callable[[Call], Any]
 
 
 def api_routes(store: SiteStore, access: Access, policy_for: Callable[[Request], FetchPolicy], crawls: CrawlPool) -> list[Route]:
-    def grant(request: Request, action: str, doing: str) -> Grant:
-        return access.grant(request, request.path_params["site"], action, doing)
+    def grant(call: Call, action: str, doing: str) -> Grant:
+        return access.grant(call.request, call.path["site"], action, doing)
 
-    def entry_of(request: Request) -> dict[str, Any]:
-        site, slug = request.path_params["site"], request.path_params["slug"]
+    def entry_of(call: Call) -> dict[str, Any]:
+        site, slug = call.path["site"], call.path["slug"]
         entry = store.get_entry(site, slug)
         if entry is None:
-            raise LookupError(f"There is no entry {slug[:80]!r} on site {site!r}; list them with GET .../entries.")
+            raise ApiError(404, f"There is no entry {slug[:80]!r} on site {site[:80]!r}; list them with GET .../entries.")
         return entry
 
-    def session(request: Request, _: Any) -> tuple[int, Any]:
-        username = access.username(request)
-        return 200, {"user": {"username": username}, "sites": store.sites_of(username)}
+    def session(call: Call) -> Any:
+        return {"user": {"username": call.user}, "sites": store.sites_of(call.user)}
 
-    def list_entries(request: Request, _: Any) -> tuple[int, Any]:
-        site = request.path_params["site"]
-        role = grant(request, "read", "reading entries").role
-        query = request.query_params
-        collection, status = query.get("collection") or None, query.get("status") or None
-        if collection is not None and collection not in COLLECTIONS:
-            raise EntryError("collection", f"The collection {collection[:40]!r} does not exist; use 'pages' or 'posts'.")
-        if status is not None and status not in STATUSES:
-            raise EntryError("status", f"The status {status[:40]!r} does not exist; use 'draft' or 'published'.")
-        entries = store.list_entries(site, collection=collection, status=status)
-        return 200, {"site": site, "role": role, "entries": entries}
+    def list_entries(call: Call) -> Any:
+        role = grant(call, "read", "reading entries").role
+        entries = store.list_entries(call.path["site"], collection=call.query.get("collection"), status=call.query.get("status"))
+        return {"site": call.path["site"], "role": role, "entries": entries}
 
-    def read_entry(request: Request, _: Any) -> tuple[int, Any]:
-        grant(request, "read", "reading an entry")
-        return 200, entry_of(request)
+    def read_entry(call: Call) -> Any:
+        grant(call, "read", "reading an entry")
+        return entry_of(call)
 
-    def create_entry(request: Request, body: dict[str, Any]) -> tuple[int, Any]:
-        who = grant(request, "write", "creating an entry")
-        fields = checked_fields(body, allowed=(*WRITABLE, "publish"), required=("title",))
+    def create_entry(call: Call) -> Any:
+        who = grant(call, "write", "creating an entry")
+        fields = dict(call.body)
         publish = fields.pop("publish", False)
         if publish:
             who.require("publish", "creating an entry as published")
-        return 201, store.create_entry(request.path_params["site"], fields, published=publish)
+        return store.create_entry(call.path["site"], fields, published=publish)
 
-    def update_entry(request: Request, body: dict[str, Any]) -> tuple[int, Any]:
-        who = grant(request, "write", "changing an entry")
-        body = dict(body)
-        version = body.pop("version", None)
-        if version is not None and (type(version) is not int or version < 1):
-            raise EntryError("version", "version must be the entry's version you read, a whole number from 1.")
-        changes = checked_fields(body, allowed=tuple(k for k in WRITABLE if k != "slug"))
-        if not changes:
-            raise EntryError("", "Say what to change: send title, excerpt, body, collection or source_url.")
-        entry = entry_of(request)
+    def update_entry(call: Call) -> Any:
+        who = grant(call, "write", "changing an entry")
+        changes = dict(call.body)
+        version = changes.pop("version", None)
+        entry = entry_of(call)
         if entry["status"] == "published":
             who.require("publish", "changing a published entry (it changes the public page)")
-        return 200, store.update_entry(entry["site"], entry["slug"], changes, version=version)
+        return store.update_entry(entry["site"], entry["slug"], changes, version=version)
 
     def set_status(status: str, doing: str) -> Handler:
-        def change(request: Request, _: Any) -> tuple[int, Any]:
-            grant(request, "publish", doing)
-            entry = entry_of(request)
+        def change(call: Call) -> Any:
+            grant(call, "publish", doing)
+            entry = entry_of(call)
             if entry["status"] == status:
-                return 200, entry
-            return 200, store.set_status(entry["site"], entry["slug"], status)
+                return entry
+            return store.set_status(entry["site"], entry["slug"], status)
 
+        change.__name__ = f"set_{status}"
         return change
 
-    def delete_entry(request: Request, _: Any) -> tuple[int, Any]:
-        grant(request, "write", "deleting an entry")
-        slug = request.path_params["slug"]
-        if request.query_params.get("confirm") != slug:
-            raise EntryError("confirm", f"Deleting needs confirmation: send ?confirm={slug[:80]} with the exact slug.")
-        entry = entry_of(request)
+    def delete_entry(call: Call) -> Any:
+        grant(call, "write", "deleting an entry")
+        slug = call.path["slug"]
+        if call.query["confirm"] != slug:
+            raise ApiError(422, f"Deleting needs confirmation: send ?confirm={slug[:80]} with the exact slug.", field="confirm")
+        entry = entry_of(call)
         if entry["status"] == "published":
-            raise Conflict(f"The entry {slug!r} is published; unpublish it first, then delete the draft.")
+            raise ApiError(409, f"The entry {slug!r} is published; unpublish it first, then delete the draft.")
         store.delete_entry(entry["site"], slug)
-        return 200, {"deleted": slug, "site": entry["site"]}
+        return {"deleted": slug, "site": entry["site"]}
 
-    def crawl_source(request: Request, body: dict[str, Any]) -> CrawlJob:
-        who = grant(request, "write", "importing from a source")
-        unknown = sorted(set(body) - {"kind", "url", "limit", "collection", "dry_run"})
-        if unknown:
-            raise EntryError(unknown[0], f"{unknown[0][:40]!r} is not a crawl field; use kind, url, limit, collection, dry_run.")
-        kind, url, limit = body.get("kind"), body.get("url"), body.get("limit", 5)
-        if kind not in KINDS:
-            raise EntryError("kind", f"The kind {str(kind)[:40]!r} is not one the crawler reads; use blog, feed or wordpress.")
-        if not isinstance(url, str) or not url.strip():
-            raise EntryError("url", "Say what to crawl: send the source's address as `url`.")
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-            raise EntryError("limit", f"The limit {str(limit)[:20]!r} must be a whole number from 1 to {MAX_LIMIT}.")
-        collection = check_field("collection", body.get("collection", "posts"))
-        dry_run = check_field("dry_run", body.get("dry_run", False))
-        url, policy = _own(request, url.strip()), policy_for(request)
+    def crawl_source(call: Call) -> CrawlJob:
+        who = grant(call, "write", "importing from a source")
+        body = call.body
+        kind, limit = body["kind"], body.get("limit", 5)
+        collection, dry_run = body.get("collection", "posts"), body.get("dry_run", False)
+        url, policy = _own(call.request, body["url"].strip()), policy_for(call.request)
 
-        def read_and_import() -> tuple[int, Any]:
+        def read_and_import() -> Any:
             result = crawl(kind, url, limit, policy)
             answer: dict[str, Any] = {"site": who.site, "kind": kind, "source": url, "found": len(result.items)}
             if dry_run:
                 answer["items"] = [item.describe() for item in result.items]
                 answer["skipped"] = result.skipped
-                return 200, answer
+                return answer
             report = import_items(store, who.site, result.items, collection)
             answer["imported"] = report["imported"]
             answer["skipped"] = result.skipped + report["skipped"]
-            return 200, answer
+            return answer
 
         return CrawlJob(who.username, read_and_import)
 
+    def route(path: str, method: str, handler: Handler, summary: str, replies: dict[int, Reply], **declared: Any) -> Route:
+        """One API call: the session checked first (401, before the body is read), then its declaration."""
+
+        async def run(call: Call) -> Any:
+            try:
+                answer = await run_in_threadpool(handler, call)
+                if isinstance(answer, CrawlJob):  # checked on the shared pool; read on the crawl pool
+                    answer = await crawls.run(answer.username, answer.run)
+            except tuple(CRAWL_FAILURES) as error:
+                status = next(code for kind, code in CRAWL_FAILURES.items() if isinstance(error, kind))
+                raise ApiError(status, str(error)) from None
+            return answer
+
+        run.__name__ = handler.__name__
+        endpoint = declare(summary, replies=replies, who=access.username, body_limit=MAX_BODY_BYTES, **declared)(run)
+        return Route(path, endpoint, methods=[method])
+
     site = "/api/cms/sites/{site}"
     one = site + "/entries/{slug}"
+    entry = Reply(ENTRY)
     return [
-        _route("/api/cms/session", "GET", session, access, crawls, "Who is signed in, and their sites and roles", {200: SESSION}),
-        _route(
+        route(
+            "/api/cms/session",
+            "GET",
+            session,
+            "Who is signed in, and their sites and roles",
+            {200: Reply(SESSION)},
+            refusals=SIGNED_IN,
+        ),
+        route(
             site + "/entries",
             "GET",
             list_entries,
-            access,
-            crawls,
             "A site's entries (viewer)",
-            {200: LISTED},
+            {200: Reply(LISTED)},
             query={"collection": {"enum": list(COLLECTIONS)}, "status": {"enum": list(STATUSES)}},
+            refusals=READ,
         ),
-        _route(
+        route(
             site + "/entries",
             "POST",
             create_entry,
-            access,
-            crawls,
             "Create a draft (editor); `publish: true` needs a publisher",
-            {201: ENTRY},
+            {201: entry},
             body=CREATE,
+            refusals={**WRITE, 409: "The slug is used on the site already."},
         ),
-        _route(one, "GET", read_entry, access, crawls, "One entry, with its body (viewer)", {200: ENTRY}),
-        _route(
+        route(one, "GET", read_entry, "One entry, with its body (viewer)", {200: entry}, refusals={**READ, **ONE}),
+        route(
             one,
             "PATCH",
             update_entry,
-            access,
-            crawls,
             "Change an entry's fields (editor; a published entry: publisher); 409 when `version` is not the current",
-            {200: ENTRY, 409: STALE_SCHEMA},
+            {200: entry, 409: Reply(STALE_SCHEMA)},  # the entry as it is now, to read and redo
             body=CHANGE,
+            refusals={**WRITE, **ONE},
         ),
-        _route(
+        route(
             one,
             "DELETE",
             delete_entry,
-            access,
-            crawls,
             "Delete a draft (editor); ?confirm= the exact slug",
-            {200: {"type": "object", "required": ["deleted", "site"]}},
+            {200: Reply(DELETED)},
             query={"confirm": TEXT},
-            required=("confirm",),
+            required_query=("confirm",),
+            refusals={**WRITE, **ONE, 409: "The entry is published.", 422: "?confirm= is not the entry's slug."},
         ),
-        _route(
+        route(
             one + "/publish",
             "POST",
             set_status("published", "publishing"),
-            access,
-            crawls,
             "Publish an entry (publisher)",
-            {200: ENTRY},
+            {200: entry},
+            refusals={**WRITE, **ONE},
         ),
-        _route(
+        route(
             one + "/unpublish",
             "POST",
             set_status("draft", "unpublishing"),
-            access,
-            crawls,
             "Take an entry back to draft (publisher)",
-            {200: ENTRY},
+            {200: entry},
+            refusals={**WRITE, **ONE},
         ),
-        _route(
+        route(
             site + "/crawl",
             "POST",
             crawl_source,
-            access,
-            crawls,
             "Import a blog, feed or WordPress site as drafts (editor); 429 with Retry-After when the "
             "user or the server runs as many crawls as it may",
-            {200: CRAWLED},
+            {200: Reply(CRAWLED)},
             body=CRAWL,
+            refusals={
+                **WRITE,
+                409: "An imported slug was taken meanwhile.",
+                422: "The address is one the crawler may not read, or the source is not of its kind.",
+                429: "The user or the server runs as many crawls as it may.",
+                502: "The source could not be read.",
+            },
         ),
     ]
-
-
-def _route(
-    path: str,
-    method: str,
-    handler: Handler,
-    access: Access,
-    crawls: CrawlPool,
-    summary: str,
-    responses: dict[int, Any],
-    *,
-    body: dict[str, Any] | None = None,
-    query: dict[str, Any] | None = None,
-    required: tuple[str, ...] = (),
-) -> Route:
-    """The route of one API call: `summary`, `responses`, `body` and `query` describe it (OpenAPI)."""
-
-    async def respond(request: Request) -> Response:
-        await run_in_threadpool(access.username, request)  # no session: 401 before the body is read
-        data = None
-        if body is not None:
-            data = await read_json(request, limit=MAX_BODY_BYTES)
-            if isinstance(data, Response):
-                return data
-        answer = await run_in_threadpool(handler, request, data)
-        if isinstance(answer, CrawlJob):  # checked on the shared pool; read on the crawl pool
-            answer = await crawls.run(answer.username, answer.run)
-        status, payload = answer
-        return JSONResponse(payload, status)
-
-    @operation(summary, responses=responses, body=body, query=query, required_query=required)
-    async def endpoint(request: Request) -> Response:
-        try:
-            return await respond(request)
-        except AccessDenied as error:
-            return error_response(error.status, str(error))
-        except EntryError as error:
-            return JSONResponse({"error": str(error), "field": error.field}, 422)
-        except LookupError as error:
-            return error_response(404, str(error))
-        except StaleVersion as error:
-            return stale_response(error)
-        except (Conflict, SlugTaken) as error:
-            return error_response(409, str(error))
-        except CrawlsBusy as error:
-            return error_response(429, str(error), retry_after=error.retry_after)
-        except (CrawlRefused, SourceError) as error:
-            return error_response(422, str(error))
-        except CrawlFailed as error:
-            return error_response(502, str(error))
-        except DatabaseBusy:
-            sentence = "The database is busy with other changes; try again in a moment."
-            return error_response(503, sentence, retry_after=BUSY_RETRY_SECONDS)
-
-    return Route(path, endpoint, methods=[method])
 
 
 def _own(request: Request, url: str) -> str:

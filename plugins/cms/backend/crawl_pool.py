@@ -14,14 +14,16 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from reactor.errors import ApiError
+
 T = TypeVar("T")
 
 
-class CrawlsBusy(Exception):
-    """Too many crawls are running (for this user, or in all); `.retry_after` is in seconds."""
+class CrawlsBusy(ApiError):
+    """Too many crawls are running (for this user, or in all): a 429 with `.retry_after` seconds."""
 
     def __init__(self, message: str, retry_after: int) -> None:
-        super().__init__(message)
+        super().__init__(429, message, retry_after=retry_after)
         self.retry_after = retry_after
 
 

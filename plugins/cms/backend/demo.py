@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 from html import escape
 
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from reactor.server.openapi import HTML, operation
+from reactor.server.api import HTML, Call, Reply, declare
 
 from .store import SiteStore
 
@@ -114,30 +113,48 @@ def seed_demo(store: SiteStore) -> None:
         store.create_entry(site, fields, published=published)
 
 
+RENDERED = {"type": "object", "required": ["rendered"], "properties": {"rendered": {"type": "string"}}}
+WORDPRESS_POST = {
+    "type": "object",
+    "required": ["id", "slug", "date_gmt", "status", "type", "link", "title", "excerpt", "content"],
+    "properties": {
+        "id": {"type": "integer"},
+        "slug": {"type": "string"},
+        "date_gmt": {"type": "string"},
+        "status": {"type": "string"},
+        "type": {"type": "string"},
+        "link": {"type": "string"},
+        "title": RENDERED,
+        "excerpt": RENDERED,
+        "content": RENDERED,
+    },
+}
 # The demo's pages run no script and load nothing: what a crawl copies can only ever be text.
 SOURCE_HEADERS = {"content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"}
 
 
 def demo_source_routes() -> list[Route]:
-    @operation("The demo blog's index page (a crawl source)", responses={200: HTML})
-    async def blog_index(request: Request) -> Response:
+    page = Reply(content=HTML)
+
+    @declare("The demo blog's index page (a crawl source)", replies={200: page})
+    async def blog_index(call: Call) -> Response:
         articles = "".join(
             f'<article><h2><a href="posts/{slug}.html">{escape(title)}</a></h2><p>{escape(summary)}</p></article>'
             for slug, title, _, summary, _ in POSTS
         )
         return _html("The demo blog", f"<h1>The demo blog</h1>{articles}")
 
-    @operation("A post of the demo blog", responses={200: HTML, 404: HTML})
-    async def blog_post(request: Request) -> Response:
-        post = next((p for p in POSTS if p[0] == request.path_params["slug"]), None)
+    @declare("A post of the demo blog", replies={200: page, 404: page})
+    async def blog_post(call: Call) -> Response:
+        post = next((p for p in POSTS if p[0] == call.path["slug"]), None)
         if post is None:
             return _html("Not found", "<p>No such post.</p>", 404)
         slug, title, date, summary, body = post
         return _html(title, f"<article><h1>{escape(title)}</h1><time>{date}</time>{body}</article>", description=summary)
 
-    @operation("The demo blog as RSS", responses={200: {"application/rss+xml": {"schema": {"type": "string"}}}})
-    async def rss(request: Request) -> Response:
-        base = str(request.base_url).rstrip("/")
+    @declare("The demo blog as RSS", replies={200: Reply(content={"application/rss+xml": {"schema": {"type": "string"}}})})
+    async def rss(call: Call) -> Response:
+        base = str(call.request.base_url).rstrip("/")
         items = "".join(
             f"<item><title>{escape(title)}</title><link>{base}/demo-sources/blog/posts/{slug}.html</link>"
             f"<guid>{base}/demo-sources/blog/posts/{slug}.html</guid><pubDate>{date}</pubDate>"
@@ -152,9 +169,9 @@ def demo_source_routes() -> list[Route]:
         )
         return Response(document, media_type="application/rss+xml")
 
-    @operation("The demo blog as Atom", responses={200: {"application/atom+xml": {"schema": {"type": "string"}}}})
-    async def atom(request: Request) -> Response:
-        base = str(request.base_url).rstrip("/")
+    @declare("The demo blog as Atom", replies={200: Reply(content={"application/atom+xml": {"schema": {"type": "string"}}})})
+    async def atom(call: Call) -> Response:
+        base = str(call.request.base_url).rstrip("/")
         entries = "".join(
             f'<entry><title>{escape(title)}</title><link href="{base}/demo-sources/blog/posts/{slug}.html"/>'
             f"<id>{base}/demo-sources/blog/posts/{slug}.html</id><updated>{date}Z</updated>"
@@ -167,17 +184,14 @@ def demo_source_routes() -> list[Route]:
         )
         return Response(document, media_type="application/atom+xml")
 
-    @operation(
+    @declare(
         "The demo blog as WordPress's REST API answers it",
         query={"per_page": {"type": "integer", "minimum": 1, "maximum": 100}},
-        responses={200: {"type": "array", "items": {"type": "object"}}},
+        replies={200: Reply({"type": "array", "items": WORDPRESS_POST})},
     )
-    async def wordpress(request: Request) -> Response:
-        base = str(request.base_url).rstrip("/")
-        raw = request.query_params.get("per_page", "10")
-        per_page = int(raw) if raw.isdigit() else 0
-        if not 1 <= per_page <= 100:
-            return JSONResponse({"error": f"per_page must be a whole number from 1 to 100, not {raw[:20]!r}."}, 400)
+    async def wordpress(call: Call) -> Response:
+        base = str(call.request.base_url).rstrip("/")
+        per_page = call.query.get("per_page", 10)
         posts = [
             {
                 "id": number,

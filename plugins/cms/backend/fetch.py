@@ -9,6 +9,8 @@ import ssl
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
+from reactor.errors import ReactorError
+
 from .deadline import Deadline
 from .guard import AllowRule, CrawlRefused, Resolver, Target, check_url
 
@@ -17,7 +19,7 @@ MAX_REDIRECTS = 5
 REDIRECTS = (301, 302, 303, 307, 308)
 
 
-class CrawlFailed(Exception):
+class CrawlFailed(ReactorError):
     """The source could not be read: unreachable, too slow, too large, or an error status."""
 
 

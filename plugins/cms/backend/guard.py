@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
+from reactor.errors import ReactorError
+
 Resolver = Callable[[str, int], list[str]]
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -29,7 +31,7 @@ IPV4_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")
 NAT64 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
 
 
-class CrawlRefused(ValueError):
+class CrawlRefused(ReactorError, ValueError):
     """The guard refused a URL before any connection was made."""
 
 

@@ -7,12 +7,11 @@ from __future__ import annotations
 from html import escape
 
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from reactor.server.api import HTML, Call, Reply, declare
 from reactor.server.markdown import markdown_html
-from reactor.server.openapi import HTML, operation
 
 from .store import SiteStore, public_path
 
@@ -20,6 +19,7 @@ HEADERS = {
     "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'",
     "x-content-type-options": "nosniff",
 }
+PAGE = Reply(content=HTML)
 STYLE = (
     "body{font-family:system-ui,sans-serif;max-width:42rem;margin:2rem auto;padding:0 1rem;line-height:1.55;"
     "color:#1d2330}header a{color:#556;text-decoration:none}pre{background:#f3f4f6;padding:.6rem;overflow:auto}"
@@ -28,9 +28,9 @@ STYLE = (
 
 
 def public_routes(store: SiteStore) -> list[Route]:
-    @operation("A site's public index: its published entries", responses={200: HTML, 404: HTML})
-    async def site_index(request: Request) -> Response:
-        site = request.path_params["site"]
+    @declare("A site's public index: its published entries", replies={200: PAGE, 404: PAGE})
+    async def site_index(call: Call) -> Response:
+        site = call.path["site"]
         title = await run_in_threadpool(store.site_title, site)
         if title is None:
             return _not_found()
@@ -42,9 +42,9 @@ def public_routes(store: SiteStore) -> list[Route]:
         )
         return _page(title, f"<h1>{escape(title)}</h1><ul>{items}</ul>", site, title)
 
-    @operation("A published entry as its public page", responses={200: HTML, 404: HTML})
-    async def entry_page(request: Request) -> Response:
-        site, slug = request.path_params["site"], request.path_params["slug"]
+    @declare("A published entry as its public page", replies={200: PAGE, 404: PAGE})
+    async def entry_page(call: Call) -> Response:
+        site, slug = call.path["site"], call.path["slug"]
         entry = await run_in_threadpool(store.get_entry, site, slug)
         if entry is None or entry["status"] != "published":
             return _not_found()

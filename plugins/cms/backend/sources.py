@@ -8,6 +8,8 @@ import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 from typing import Any
 
+from reactor.errors import ReactorError
+
 from .entry import LIMITS
 from .html_text import html_to_markdown, page_text, parse_html
 
@@ -15,7 +17,7 @@ ATOM = "{http://www.w3.org/2005/Atom}"
 CONTENT = "{http://purl.org/rss/1.0/modules/content/}encoded"
 
 
-class SourceError(ValueError):
+class SourceError(ReactorError, ValueError):
     """The source was read but is not what the tool expects (not a feed, not WordPress JSON)."""
 
 

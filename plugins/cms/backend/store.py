@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from reactor.errors import DatabaseBusy, UniqueViolation
+from reactor.errors import DatabaseBusy, ReactorError, UniqueViolation
 from reactor.server.database import Database
 from reactor.server.requests import StaleVersion
 
@@ -45,7 +45,7 @@ SUMMARY = "site, slug, collection, status, title, excerpt, source_url, created_a
 VERSIONED = "ALTER TABLE cms_entries ADD COLUMN version INTEGER NOT NULL DEFAULT 1"
 
 
-class SlugTaken(ValueError):
+class SlugTaken(ReactorError, ValueError):
     """The slug the caller chose is used on the site already (409)."""
 
 

@@ -25,18 +25,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from starlette.datastructures import Headers
-from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..errors import ApiError
+from .api import NO_STORE, Call, Reply, declare, error_answer
 from .auth import Auth, User
 from .database import Database
-from .openapi import operation
-from .requests import error_response, read_json
 
 PREFIX = "reactor_agent_"  # tells an agent token from a session token without a database read
 MAX_NAME = 80
+# A token's name: text that tells the person which agent holds it; no control characters, not blank.
+NAME_PATTERN = "^[^\\u0000-\\u001f\\u007f]*[^\\u0000-\\u0020\\u007f][^\\u0000-\\u001f\\u007f]*$"
 MAX_TOKENS = 50  # per person: enough for every agent on every machine, not a table to fill
 RATE_LIMIT, RATE_WINDOW = 120, 60.0
 STEPS = [
@@ -175,68 +176,60 @@ class AgentTokens:
         return 0
 
     def routes(self) -> list[Route]:
-        @operation(
+        @declare(
             "Make an agent token for /mcp (signed in): its secret is answered this once",
             body={
                 "type": "object",
                 "required": ["name"],
-                "properties": {"name": {"type": "string", "minLength": 1, "maxLength": MAX_NAME}},
+                "properties": {
+                    "name": {
+                        "type": "string",
+                        "pattern": NAME_PATTERN,
+                        "maxLength": MAX_NAME,
+                        "x-refusal": f"A token's name is 1 to {MAX_NAME} characters of text, no control characters.",
+                    }
+                },
                 "additionalProperties": False,
+                "x-unknown": 'Send {"name": "…"}: a name that tells you which agent holds the token.',
             },
-            responses={201: MADE},
+            body_limit=2048,
+            replies={201: Reply(MADE, headers=NO_STORE)},
+            refusals={401: "Nobody is signed in.", 409: f"The person has {MAX_TOKENS} tokens already."},
+            who=self.auth.signed_in("Sign in to make an agent token."),
         )
-        async def make_token(request: Request) -> Response:
-            user = self._session_user(request)
-            if user is None:
-                return error_response(401, "Sign in to make an agent token.")
-            body = await read_json(request, limit=2048)
-            if isinstance(body, Response):
-                return body
-            name = body.get("name")
-            if set(body) != {"name"} or not isinstance(name, str):
-                return error_response(422, 'Send {"name": "…"}: a name that tells you which agent holds the token.', field="name")
-            name = name.strip()
-            if not name or len(name) > MAX_NAME or any(ord(c) < 32 or ord(c) == 127 for c in name):
-                return error_response(
-                    422, f"A token's name is 1 to {MAX_NAME} characters of text, no control characters.", field="name"
-                )
+        async def make_token(call: Call) -> Response:
             try:
-                made = self.make(user, name)
+                made = self.make(call.user, call.body["name"].strip(" "))
             except OverflowError as full:
-                return error_response(409, str(full))
+                raise ApiError(409, str(full)) from None
             return JSONResponse(made, 201, headers={"cache-control": "no-store"})
 
-        @operation(
+        @declare(
             "The signed-in person's agent tokens: name, made, last used (never the secret)",
-            responses={200: {"type": "array", "items": TOKEN}},
+            replies={200: Reply({"type": "array", "items": TOKEN}, headers=NO_STORE)},
+            refusals={401: "Nobody is signed in."},
+            who=self.auth.signed_in("Sign in to see your agent tokens."),
         )
-        async def list_tokens(request: Request) -> Response:
-            user = self._session_user(request)
-            if user is None:
-                return error_response(401, "Sign in to see your agent tokens.")
-            return JSONResponse(self.listed(user), headers={"cache-control": "no-store"})
+        async def list_tokens(call: Call) -> Response:
+            return JSONResponse(self.listed(call.user), headers={"cache-control": "no-store"})
 
-        @operation(
+        @declare(
             "Revoke one of the signed-in person's agent tokens: refused from the next request on",
-            responses={200: {"type": "object", "required": ["revoked"], "properties": {"revoked": {"type": "string"}}}},
+            replies={200: Reply({"type": "object", "required": ["revoked"], "properties": {"revoked": {"type": "string"}}})},
+            refusals={401: "Nobody is signed in.", 404: "The person has no token with that id."},
+            who=self.auth.signed_in("Sign in to revoke an agent token."),
         )
-        async def revoke_token(request: Request) -> Response:
-            user = self._session_user(request)
-            if user is None:
-                return error_response(401, "Sign in to revoke an agent token.")
-            token_id = request.path_params["id"]
-            if not self.revoke(user, token_id):
-                return error_response(404, f"You have no agent token {token_id[:40]!r}; GET /api/agent-tokens lists yours.")
-            return JSONResponse({"revoked": token_id})
+        async def revoke_token(call: Call) -> Any:
+            token_id = call.path["id"]
+            if not self.revoke(call.user, token_id):
+                raise ApiError(404, f"You have no agent token {token_id[:40]!r}; GET /api/agent-tokens lists yours.", field="id")
+            return {"revoked": token_id}
 
         return [
             Route("/api/agent-tokens", make_token, methods=["POST"]),
             Route("/api/agent-tokens", list_tokens, methods=["GET"]),
             Route("/api/agent-tokens/{id}", revoke_token, methods=["DELETE"]),
         ]
-
-    def _session_user(self, request: Request) -> User | None:
-        return self.auth.user_for(request)
 
 
 class AgentTokensOnlyOnMcp:
@@ -249,9 +242,8 @@ class AgentTokensOnlyOnMcp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] != self.path and not scope["path"].startswith(self.path + "/"):
             if bearer_token(Headers(scope=scope)).startswith(PREFIX):
-                await error_response(401, f"An agent token works only on {self.path}; sign in to use the rest of the server.")(
-                    scope, receive, send
-                )
+                refusal = ApiError(401, f"An agent token works only on {self.path}; sign in to use the rest of the server.")
+                await error_answer(refusal)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 

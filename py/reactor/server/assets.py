@@ -17,7 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import FileResponse, Response
+
+from ..errors import ApiError
 
 IMMUTABLE = "public, max-age=31536000, immutable"
 REVALIDATE = "no-cache"
@@ -29,10 +31,12 @@ mimetypes.add_type("application/zip", ".whl")
 
 
 def serve_file(request: Request, root: Path, relative: str, *, cache: str) -> Response:
-    """Serve `root/relative`, never anything outside `root`; prefer a `.gz` twin when accepted."""
+    """Serve `root/relative`, never anything outside `root`; prefer a `.gz` twin when accepted;
+    ApiError(404) for anything else."""
     root = root.resolve()
+    missing = ApiError(404, f"There is no file {relative[:100]!r} here.", field="path")
     if any(ord(c) < 32 or c == "\x7f" for c in relative):  # NUL makes the OS calls raise; none is in a file name here
-        return JSONResponse({"error": f"There is no file {relative[:100]!r} here."}, status_code=404)
+        raise missing
     accepted = request.headers.get("accept-encoding", "")
     try:
         path = (root / relative).resolve()
@@ -41,12 +45,15 @@ def serve_file(request: Request, root: Path, relative: str, *, cache: str) -> Re
     except OSError:  # a name no file can have (longer than the file system allows): not here either
         found, twin = False, None
     if not found:
-        return JSONResponse({"error": f"There is no file {relative[:100]!r} here."}, status_code=404)
+        raise missing
     media_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     headers = {"cache-control": cache, "vary": "Accept-Encoding"}
     if twin is not None:
         path, headers["content-encoding"] = twin
-    stat = path.stat()
+    try:
+        stat = path.stat()
+    except OSError:  # removed since it was found
+        raise missing from None
     headers["etag"] = f'"{stat.st_mtime_ns:x}-{stat.st_size:x}"'
     if cache == REVALIDATE and request.headers.get("if-none-match") == headers["etag"]:
         return Response(status_code=304, headers={"etag": headers["etag"], "cache-control": cache})

@@ -15,7 +15,7 @@ import json
 import math
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -23,10 +23,10 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ..errors import ApiError
+from .api import NO_STORE, Call, Reply, declare
 from .database import Database
-from .openapi import operation
 from .passwords import LEGACY, burn_time, hash_password, is_current, verify_password
-from .requests import read_json
 from .sign_in_limits import SignInLimits
 
 COOKIE = "reactor_session"
@@ -61,6 +61,7 @@ USER = {
     "required": ["username", "groups"],
     "properties": {"username": {"type": "string"}, "groups": {"type": "array", "items": {"type": "string"}}},
 }
+SIGNED_IN = {"type": "object", "required": ["token", "user"], "properties": {"token": {"type": "string"}, "user": USER}}
 # Demo accounts, created only with the demo seed; their passwords are in the README.
 DEMO_USERS = [("ada", "ada-demo", ["operators", "staff"]), ("bob", "bob-demo", ["staff"]), ("eve", "eve-demo", [])]
 # Password checks take ~55 ms of CPU each: a pool of their own keeps them from holding the event
@@ -153,6 +154,20 @@ class Auth:
         with self.database.transaction() as db:
             db.execute("DELETE FROM sessions WHERE token = ?", (_digest(token),))
 
+    def signed_in(self, sentence: str, *, group: str = "", outside: str = "") -> Callable[[Request], User]:
+        """A route's `who`: the signed-in user, ApiError 401 (`sentence`) when nobody is, and 403
+        (`outside`, or `sentence`) when `group` is given and the user is not in it."""
+
+        def who(request: Request) -> User:
+            user = self.user_for(request)
+            if user is None:
+                raise ApiError(401, sentence)
+            if group and group not in user.groups:
+                raise ApiError(403, outside or sentence)
+            return user
+
+        return who
+
     def user_for(self, request: Request) -> User | None:
         """The signed-in user of this request (cookie or bearer token), or None."""
         return self.user_for_token(session_token(request))
@@ -172,10 +187,8 @@ class Auth:
         return None if row is None else User(row["username"], tuple(json.loads(row["groups"])))
 
     def routes(self) -> list[Route]:
-        @operation(
+        @declare(
             "Sign in: a session as an HttpOnly cookie, and the same token for `Authorization: Bearer`",
-            description="401 for a wrong name or password (the same for both); 429 with Retry-After after "
-            "too many failures for the user or from the client.",
             body={
                 "type": "object",
                 "required": ["username", "password"],
@@ -183,68 +196,69 @@ class Auth:
                     "username": {"type": "string", "maxLength": MAX_NAME},
                     "password": {"type": "string", "maxLength": MAX_PASSWORD},
                 },
+                "additionalProperties": False,
             },
-            responses={
-                200: {"type": "object", "required": ["token", "user"], "properties": {"token": {"type": "string"}, "user": USER}}
+            body_limit=8192,  # the longest name and password, every character escaped
+            replies={200: Reply(SIGNED_IN, headers={"set-cookie": f"{COOKIE}: the session, HttpOnly"})},
+            refusals={
+                401: "A wrong name or password (the same answer for both).",
+                429: "Too many failed sign-ins for the user or from the client.",
             },
         )
-        async def sign_in(request: Request) -> Response:
-            body = await read_json(request, limit=4096)
-            if isinstance(body, Response):
-                return body
-            username, password = body.get("username"), body.get("password")
-            if not isinstance(username, str) or not isinstance(password, str):
-                return JSONResponse({"error": 'Send {"username": "...", "password": "..."}.'}, 422)
-            if len(username) > MAX_NAME or len(password) > MAX_PASSWORD:
-                return JSONResponse(
-                    {"error": f"A user name has at most {MAX_NAME} characters and a password at most {MAX_PASSWORD}."}, 422
-                )
-            client = request.client.host if request.client else ""
+        async def sign_in(call: Call) -> Response:
+            username, password = call.body["username"], call.body["password"]
+            client = call.request.client.host if call.request.client else ""
             wait, ticket = self.limits.admit(username, client)
             if wait:
-                return JSONResponse(
-                    {"error": f"Too many failed sign-ins; try again in {_duration(wait)}."},
-                    429,
-                    headers={"retry-after": str(wait)},
-                )
+                raise ApiError(429, f"Too many failed sign-ins; try again in {_duration(wait)}.", retry_after=wait)
             token = await asyncio.get_running_loop().run_in_executor(HASHING, self.sign_in, username, password)
             if token is None:
-                return JSONResponse({"error": "Wrong user name or password."}, 401)
+                raise ApiError(401, "Wrong user name or password.")
             self.limits.succeeded(username, client, ticket)
             user = self.user_for_token(token)
             response = JSONResponse({"token": token, "user": user.describe() if user else None})
             response.set_cookie(
-                COOKIE, token, max_age=SESSION_SECONDS, httponly=True, samesite="lax", secure=request.url.scheme == "https"
+                COOKIE, token, max_age=SESSION_SECONDS, httponly=True, samesite="lax", secure=call.request.url.scheme == "https"
             )
             return response
 
-        @operation(
+        @declare(
             "End this session (cookie or bearer token)",
-            responses={200: {"type": "object", "required": ["signedOut"], "properties": {"signedOut": {"const": True}}}},
+            replies={
+                200: Reply(
+                    {"type": "object", "required": ["signedOut"], "properties": {"signedOut": {"const": True}}},
+                    headers={"set-cookie": f"{COOKIE}: cleared"},
+                )
+            },
         )
-        async def sign_out(request: Request) -> Response:
-            token = session_token(request)
+        async def sign_out(call: Call) -> Response:
+            token = session_token(call.request)
             if token:
                 self.sign_out(token)
             response = JSONResponse({"signedOut": True})
             response.delete_cookie(COOKIE)
             return response
 
-        @operation("Who is signed in (401 when nobody is)", responses={200: USER})
-        async def me(request: Request) -> Response:
-            user = self.user_for(request)
-            if user is None:
-                return JSONResponse({"error": "Nobody is signed in."}, 401)
-            return JSONResponse(user.describe(), headers={"cache-control": "no-store"})
+        @declare(
+            "Who is signed in (401 when nobody is)",
+            replies={200: Reply(USER, headers=NO_STORE)},
+            refusals={401: "Nobody is signed in."},
+            who=self.signed_in("Nobody is signed in."),
+        )
+        async def me(call: Call) -> Response:
+            return JSONResponse(call.user.describe(), headers={"cache-control": "no-store"})
 
-        @operation(
+        @declare(
             "Who is signed in, if anyone: the page asks at every load, and a signed-out visitor is no error",
-            responses={
-                200: {"type": "object", "required": ["user"], "properties": {"user": {"anyOf": [USER, {"type": "null"}]}}}
+            replies={
+                200: Reply(
+                    {"type": "object", "required": ["user"], "properties": {"user": {"anyOf": [USER, {"type": "null"}]}}},
+                    headers=NO_STORE,
+                )
             },
         )
-        async def session(request: Request) -> Response:
-            user = self.user_for(request)
+        async def session(call: Call) -> Response:
+            user = self.user_for(call.request)
             return JSONResponse({"user": user.describe() if user else None}, headers={"cache-control": "no-store"})
 
         return [

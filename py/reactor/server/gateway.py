@@ -33,16 +33,15 @@ from urllib.parse import urlsplit
 import httpx
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from ..errors import DeclarationError, ReactorError
+from ..errors import ApiError, DeclarationError
 from ..host.streaming import EventStream
+from .api import EVENTS, Call, Reply, declare, error_answer
 from .auth import Auth, User
 from .database import Database
-from .openapi import ERROR, operation
-from .requests import error_response, read_json
 
 log = logging.getLogger("reactor.assistant")
 
@@ -103,6 +102,7 @@ USAGE_TABLE = [
     "CREATE TABLE IF NOT EXISTS assistant_usage (who TEXT NOT NULL, period TEXT NOT NULL, "
     "requests INTEGER NOT NULL DEFAULT 0, tokens INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (who, period))"
 ]
+ANSWERS = {"application/json": {"schema": {"type": "object"}}, **EVENTS}
 ALLOWANCE_USED = "You have used today's assistant allowance; it renews at 00:00 UTC."
 
 
@@ -197,16 +197,8 @@ def check_reachable(config: AssistantConfig, timeout: float = 3.0) -> str:
         )
 
 
-class Refused(ReactorError):
+class Refused(ApiError):
     """A request the gateway answers itself: the status, the person's sentence, its headers."""
-
-    def __init__(self, status: int, sentence: str, *, retry_after: int | None = None, field: str = "") -> None:
-        super().__init__(sentence)
-        self.status, self.sentence, self.retry_after, self.field = status, sentence, retry_after, field
-
-    def response(self) -> Response:
-        extra = {"field": self.field} if self.field else {}
-        return error_response(self.status, self.sentence, retry_after=self.retry_after, **extra)
 
 
 class Allowance:
@@ -264,80 +256,74 @@ class Gateway:
         self._tls = ssl.create_default_context()  # made once, ~10 ms: every request's client shares it
 
     def routes(self) -> list[Route]:
-        provider = self.config.provider
+        provider, config = self.config.provider, self.config
+        who = None if config.anonymous else self.auth.signed_in("Sign in at the top of the page to use this site's assistant.")
 
-        @operation(
+        @declare(
             f"Ask the site's model ({'OpenAI Chat Completions' if provider == 'openai' else 'Anthropic Messages'} "
             "wire format; the server adds the key and relays the answer as it streams)",
             body=self.request_schema(),
-            responses={
-                200: {"type": "object"},
-                400: ERROR,
-                401: ERROR,
-                413: ERROR,
-                422: ERROR,
-                429: ERROR,
-                502: ERROR,
-                503: ERROR,
+            body_limit=config.max_body,
+            too_large=self._too_large(),
+            replies={200: Reply(content=ANSWERS)},
+            refusals={
+                **({} if config.anonymous else {401: "Nobody is signed in."}),
+                429: "Past the person's requests per minute or tokens per day, or the provider's rate limit.",
+                502: "The provider refused the key, the model or the conversation, or failed.",
+                503: "The provider is overloaded.",
             },
+            who=who,
         )
-        async def assistant(request: Request) -> Response:
-            try:
-                return await self.answer(request)
-            except Refused as refused:
-                return refused.response()
+        async def assistant(call: Call) -> Response:
+            person = _who(call.user, call.request)
+            upstream = self.upstream_body(call.body, person)
+            await run_in_threadpool(self.allowance.admit, person, time.time())
+            return Relay(self, upstream, person)
 
         return [Route(PATHS[provider], assistant, methods=["POST"])]
 
     def request_schema(self) -> dict[str, Any]:
-        """What the route takes, as upstream_body checks it: the provider's chat fields, no other."""
+        """What the route takes: the provider's chat fields, no other; the site's model; one
+        answer; `max_tokens` up to the site's cap."""
         config, caps = self.config, ("max_tokens", "max_completion_tokens")
         properties: dict[str, Any] = {name: {} for name in sorted(FIELDS[config.provider])}
         properties |= {
-            "model": {"const": config.model},
-            "messages": {"type": "array", "minItems": 1},
-            "stream": {"type": "boolean"},
-            **{cap: {"type": "integer", "minimum": 1, "maximum": config.max_tokens} for cap in caps if cap in properties},
+            "model": {
+                "const": config.model,
+                "x-refusal": f"This site's assistant is {config.model}; the request named {{value}}.",
+            },
+            "messages": {
+                "type": "array",
+                "minItems": 1,
+                "x-refusal": "The request needs its messages, a list that is not empty.",
+            },
+            "stream": {"type": "boolean", "x-refusal": "stream must be true or false."},
+            **{
+                cap: {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": config.max_tokens,
+                    "x-refusal": f"{cap} must be a whole number from 1 to {config.max_tokens} here.",
+                }
+                for cap in caps
+                if cap in properties
+            },
         }
         if config.provider == "openai":
-            properties["n"] = {"const": 1}
-        return {"type": "object", "required": ["messages"], "properties": properties, "additionalProperties": False}
-
-    async def answer(self, request: Request) -> Response:
-        user = await run_in_threadpool(self.auth.user_for, request)
-        if user is None and not self.config.anonymous:
-            raise Refused(401, "Sign in at the top of the page to use this site's assistant.")
-        who = _who(user, request)
-        body = await read_json(request, limit=self.config.max_body, too_large=self._too_large())
-        if isinstance(body, Response):
-            return body
-        upstream = self.upstream_body(body, who)
-        await run_in_threadpool(self.allowance.admit, who, time.time())
-        return Relay(self, upstream, who)
+            properties["n"] = {"const": 1, "x-refusal": "This site's assistant gives one answer per request: n must be 1."}
+        return {
+            "type": "object",
+            "required": ["messages"],
+            "properties": properties,
+            "additionalProperties": False,
+            "x-unknown": "This site's assistant does not pass on the field {field}.",
+        }
 
     def upstream_body(self, body: dict[str, Any], who: str) -> dict[str, Any]:
-        """The request as the provider gets it; Refused (422) names what may not pass."""
+        """The request as the provider gets it (the route's declaration has checked it): the
+        site's model, a `max_tokens` when it names none, the person as a hash the provider sees."""
         provider, config = self.config.provider, self.config
-        unknown = sorted(set(body) - FIELDS[provider])
-        if unknown:
-            raise Refused(422, f"This site's assistant does not pass on the field {unknown[0][:60]!r}.", field=unknown[0][:60])
-        if body.get("model", config.model) != config.model:
-            raise Refused(
-                422,
-                f"This site's assistant is {config.model}; the request named {str(body['model'])[:60]!r}.",
-                field="model",
-            )
-        if not isinstance(body.get("messages"), list) or not body["messages"]:
-            raise Refused(422, "The request needs its messages, a list that is not empty.", field="messages")
-        if "stream" in body and not isinstance(body["stream"], bool):
-            raise Refused(422, "stream must be true or false.", field="stream")
-        if provider == "openai" and body.get("n", 1) != 1:
-            raise Refused(422, "This site's assistant gives one answer per request: n must be 1.", field="n")
         caps = ("max_tokens", "max_completion_tokens") if provider == "openai" else ("max_tokens",)
-        for cap in caps:
-            value = body.get(cap)
-            if value is not None and (type(value) is not int or not 1 <= value <= config.max_tokens):
-                raise Refused(422, f"{cap} must be a whole number from 1 to {config.max_tokens} here.", field=cap)
         sent = {**body, "model": config.model}
         if not any(cap in body for cap in caps):
             sent["max_tokens"] = config.max_tokens
@@ -416,7 +402,7 @@ class Relay(Response):
                 if upstream.status_code >= 300:
                     text = (await _read_capped(upstream, 64_000)).decode("utf-8", "replace")
                     status, sentence, retry = self.refusal(upstream.status_code, upstream.headers, text)
-                    await _send_json(send, status, {"error": sentence}, retry)
+                    await _send_json(send, status, sentence, retry)
                     return
                 kind = upstream.headers.get("content-type", "")
                 if "text/event-stream" not in kind:
@@ -442,7 +428,7 @@ class Relay(Response):
             log.warning("assistant: the provider at %s %s: %s", url, cut, self.gateway.hide(repr(error)))
             if not started:
                 sentence = "This site's assistant could not reach its model; try again in a moment."
-                await _send_json(send, 502, {"error": sentence}, None)
+                await _send_json(send, 502, sentence, None)
                 return
             await self.send_events(send, [self.failure_event(self.cut_sentence())])
         if started:
@@ -530,8 +516,8 @@ async def _read_capped(upstream: httpx.Response, cap: int) -> bytes:
     return bytes(data[:cap])
 
 
-async def _send_json(send: Send, status: int, body: dict[str, Any], retry_after: int | None) -> None:
-    response = JSONResponse(body, status, headers={} if retry_after is None else {"retry-after": str(retry_after)})
+async def _send_json(send: Send, status: int, sentence: str, retry_after: int | None) -> None:
+    response = error_answer(ApiError(status, sentence, retry_after=retry_after))
     await send({"type": "http.response.start", "status": status, "headers": response.raw_headers})
     await send({"type": "http.response.body", "body": response.body, "more_body": False})
 

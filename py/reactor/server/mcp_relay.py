@@ -48,13 +48,12 @@ from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from .agent_tokens import PREFIX, AgentToken, AgentTokens, bearer_token
+from .api import EVENTS, Declaration, Reply, documented, error_response
 from .auth import Auth, session_token
 from .database import Database
-from .openapi import operation
 from .page_bus import PostgresPageBus
 from .page_relay import MAX_PAGES, PageLink, PageRelay, failure
 from .protection import same_origin
-from .requests import error_response
 
 PATH = "/mcp"
 LINK_PATH = "/api/agent-pages/link"
@@ -206,12 +205,23 @@ def _tool(tool: Any) -> types.Tool | None:
         return None
 
 
-MCP_OPERATION = operation(
-    "MCP's Streamable HTTP for desktop agents (an agent token as bearer; the page's tools, relayed)",
-    description="JSON-RPC as the Model Context Protocol says (2025-11-25 with Mcp-Session-Id, and 2026-07-28). "
-    "401 with WWW-Authenticate without a valid agent token (a session or cookie is refused); 403 for a foreign "
-    "Origin; 429 with Retry-After past the token's rate.",
-    responses={200: {"application/json": {"schema": {"type": "object"}}, "text/event-stream": {"schema": {"type": "string"}}}},
+MCP_OPERATION = documented(
+    Declaration(
+        "MCP's Streamable HTTP for desktop agents (an agent token as bearer; the page's tools, relayed)",
+        description="JSON-RPC as the Model Context Protocol says (2025-11-25 with Mcp-Session-Id, and 2026-07-28).",
+        replies={200: Reply(content={"application/json": {"schema": {"type": "object"}}, **EVENTS}), 202: Reply()},
+        refusals={
+            400: "Not a JSON-RPC message MCP's transport takes.",
+            401: "No valid agent token (a session or cookie is refused); WWW-Authenticate says Bearer.",
+            403: "A page of a foreign Origin asks.",
+            404: "An MCP session this process does not hold.",
+            405: "A method the transport does not take here.",
+            406: "An Accept header without what the transport answers.",
+            415: "A body that is not JSON.",
+            429: "Past the token's rate.",
+        },
+        name="mcp",
+    )
 )
 
 

@@ -1,99 +1,65 @@
-"""The server's OpenAPI 3.1 document (`GET /openapi.json`), read off the routes themselves.
+"""The server's OpenAPI 3.1 document (`GET /openapi.json`), written from the routes' declarations
+(server/api.py): the same ones that check each request.
 
-Each endpoint declares what it takes and answers with `@operation(...)`, beside its code, so the
-document is written where the route is. Every operation also answers errors as
-`{"error": sentence, "field"?, "problems"?}` (the `default` response); tests/test_openapi.py
-fuzzes the document with schemathesis.
+Beside what a route declares, the document lists what the server answers for every route in
+front of it: 421 for a host it does not serve, 401 for an agent token anywhere but /mcp, 503
+when the database is busy; for a write, 403 from another site and 415 for a cookie write that is
+not JSON; for a body, 400, 413 and 422; for a query, 422; for a constrained path segment, 404.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from starlette.routing import BaseRoute, Route
 
-Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
+from .api import ERROR, PATH_SEGMENT, RETRY_AFTER, Declaration, Reply, declaration_of
 
-ERROR: dict[str, Any] = {
-    "type": "object",
-    "required": ["error"],
-    "properties": {
-        "error": {"type": "string", "description": "What was wrong, as a sentence to act on."},
-        "field": {"type": "string", "description": "The field of the request that was wrong."},
-        "problems": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["path", "message"],
-                "properties": {"path": {"type": "string"}, "message": {"type": "string"}},
-            },
-        },
-    },
-}
-HTML = {"text/html": {"schema": {"type": "string"}}}
-ANY_FILE = {"*/*": {"schema": {"type": "string", "format": "binary"}}}
-NO_CONTENT = None
+WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 SECURITY: list[dict[str, list[str]]] = [{"bearer": []}, {"cookie": []}, {}]  # a bearer token, the session cookie, or nobody
-
-
-def operation(
-    summary: str,
-    *,
-    responses: dict[int, Any],
-    body: dict[str, Any] | None = None,
-    query: dict[str, dict[str, Any]] | None = None,
-    description: str = "",
-    required_query: Iterable[str] = (),
-) -> Callable[[Endpoint], Endpoint]:
-    """Describe an endpoint: `responses` maps a status to the JSON schema of its answer, to a
-    content map by media type (`HTML`, `ANY_FILE`, ...), or to NO_CONTENT; `body` is the JSON
-    schema of a JSON request body."""
-    spec = {
-        "summary": summary,
-        "description": description,
-        "responses": responses,
-        "body": body,
-        "query": query or {},
-        "required_query": set(required_query),
-    }
-
-    def describe(endpoint: Endpoint) -> Endpoint:
-        endpoint.openapi = spec  # type: ignore[attr-defined]
-        return endpoint
-
-    return describe
-
-
-UNDESCRIBED: dict[str, Any] = {
-    "summary": "Not described by its plugin.",
-    "description": "",
-    "responses": {},
-    "body": None,
-    "query": {},
-    "required_query": set(),
+EVERY_ROUTE = {
+    421: "The Host header names a host this server does not serve.",
+    503: "The database is busy; try again after Retry-After.",
 }
+NOT_MCP = {401: "An agent token was sent: it works only on /mcp."}
+WRITE = {
+    403: "A write from a page of another site (by its Origin or Sec-Fetch-Site).",
+    415: "A write that only a cookie could authenticate, and that is not JSON.",
+}
+BODY = {
+    400: "The body is not a JSON object.",
+    413: "The body is larger than this route takes.",
+    422: "The body breaks its schema; `field` names where.",
+}
+QUERY = {422: "A query parameter breaks its schema; `field` names which."}
+PATH = {404: "A path segment names nothing that can be here."}
+REASONS = {200: "OK", 201: "Created", 204: "No content", 304: "Not modified", 404: "Not found"}
 
 
 def openapi_document(routes: Iterable[BaseRoute], *, title: str, version: str) -> dict[str, Any]:
-    """The document of every Route; one without `@operation` (a plugin's that says nothing) is
-    listed as UNDESCRIBED, which the product's own routes never are (tests/test_openapi.py)."""
+    """The document of every Route with a declaration; a route without one is left out, which
+    the server's own routes never are (tests/test_openapi.py)."""
     paths: dict[str, dict[str, Any]] = {}
+    names: set[str] = set()
     for route in routes:
-        if not isinstance(route, Route):
+        declaration = declaration_of(route.endpoint) if isinstance(route, Route) else None
+        if declaration is None:
             continue
-        spec = getattr(route.endpoint, "openapi", None) or UNDESCRIBED
+        assert isinstance(route, Route)
         path = re.sub(r"\{(\w+)(:\w+)?\}", r"{\1}", route.path)
         for method in sorted((route.methods or {"GET"}) - {"HEAD"}):
-            paths.setdefault(path, {})[method.lower()] = _operation(path, spec)
+            name = _unique(declaration.name or method.lower(), path, method, names)
+            paths.setdefault(path, {})[method.lower()] = _operation(path, method, declaration, name)
     return {
         "openapi": "3.1.0",
         "info": {
             "title": title,
             "version": version,
             "description": "Every write is JSON from the server's own origin (or an allowed one) when the "
-            "session cookie authenticates it; a bearer token needs neither. See docs/SECURITY.md.",
+            "session cookie authenticates it; a bearer token needs neither. Every refusal is "
+            '`{"error": sentence}`, with `field` naming what was wrong. See docs/SECURITY.md.',
         },
         "paths": paths,
         "components": {
@@ -106,41 +72,67 @@ def openapi_document(routes: Iterable[BaseRoute], *, title: str, version: str) -
     }
 
 
-def _operation(path: str, spec: dict[str, Any]) -> dict[str, Any]:
+def _unique(name: str, path: str, method: str, taken: set[str]) -> str:
+    """`name`, or (when another operation has it) `name` with its method and path."""
+    if name in taken:
+        name = "_".join([name, method.lower(), *re.findall(r"[A-Za-z0-9]+", path)])
+    taken.add(name)
+    return name
+
+
+def _operation(path: str, method: str, declaration: Declaration, name: str) -> dict[str, Any]:
     parameters = [
-        {"name": name, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
-        for name in re.findall(r"\{(\w+)\}", path)
+        {"name": segment, "in": "path", "required": True, "schema": declaration.path.get(segment, PATH_SEGMENT)}
+        for segment in re.findall(r"\{(\w+)\}", path)
     ]
     parameters += [
-        {"name": name, "in": "query", "required": name in spec["required_query"], "schema": schema}
-        for name, schema in spec["query"].items()
+        {"name": key, "in": "query", "required": key in declaration.required_query, "schema": schema}
+        for key, schema in declaration.query.items()
     ]
-    responses: dict[str, Any] = {}
-    for status, content in spec["responses"].items():
-        answer: dict[str, Any] = {"description": _REASONS.get(status, "")}
-        if content is not None:
-            answer["content"] = content if _is_content(content) else {"application/json": {"schema": content}}
+    refusals = {**EVERY_ROUTE, **({} if path == "/mcp" else NOT_MCP)}
+    if method in WRITES:
+        refusals |= WRITE
+    if declaration.body is not None:
+        refusals |= BODY
+    if declaration.query:
+        refusals |= QUERY
+    if declaration.path:
+        refusals |= PATH
+    refusals |= declaration.refusals
+    refusals = {status: when for status, when in refusals.items() if status not in declaration.replies}
+    responses = {str(status): _reply(status, reply) for status, reply in sorted(declaration.replies.items())}
+    for status, when in sorted(refusals.items()):
+        answer: dict[str, Any] = {
+            "description": when,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+        }
+        if status in (429, 503):
+            answer["headers"] = _headers(RETRY_AFTER, required=status == 429)
         responses[str(status)] = answer
-    responses["default"] = {
-        "description": "Refused or failed, with a sentence saying why.",
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
-    }
     described: dict[str, Any] = {
-        "summary": spec["summary"],
+        "operationId": name,
+        "summary": declaration.summary,
         "parameters": parameters,
         "responses": responses,
         "security": SECURITY,
     }
-    if spec["description"]:
-        described["description"] = spec["description"]
-    if spec["body"] is not None:
-        described["requestBody"] = {"required": True, "content": {"application/json": {"schema": spec["body"]}}}
+    if declaration.description:
+        described["description"] = declaration.description
+    if declaration.body is not None:
+        described["requestBody"] = {"required": True, "content": {"application/json": {"schema": declaration.body}}}
     return described
 
 
-def _is_content(value: dict[str, Any]) -> bool:
-    """A content map ({"text/html": {...}}) rather than a JSON schema: its keys are media types."""
-    return bool(value) and all("/" in key for key in value)
+def _reply(status: int, reply: Reply) -> dict[str, Any]:
+    answer: dict[str, Any] = {"description": REASONS.get(status, "")}
+    if reply.content is not None:
+        answer["content"] = dict(reply.content)
+    elif reply.schema is not None:
+        answer["content"] = {"application/json": {"schema": reply.schema}}
+    if reply.headers:
+        answer["headers"] = _headers(reply.headers, required=True)  # a reply sends each header it declares
+    return answer
 
 
-_REASONS = {200: "OK", 201: "Created", 204: "No content", 304: "Not modified"}
+def _headers(headers: Mapping[str, str], *, required: bool = False) -> dict[str, Any]:
+    return {name: {"description": what, "required": required, "schema": {"type": "string"}} for name, what in headers.items()}

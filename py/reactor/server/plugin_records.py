@@ -12,18 +12,25 @@ import json
 import time
 from typing import Any
 
-from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..agent_tools import TOOL_NAME
+from ..agent_tools import SIDE_EFFECTS, TOOL_NAME
 from ..ai_tools import ai_tool_bundle, check_ai_tool_record
-from ..ai_tools.declaration import RECORD_ID
-from ..errors import DeclarationError
+from ..ai_tools.declaration import (
+    CODE_LIMIT,
+    DESCRIPTION_LIMIT,
+    LANGUAGES,
+    LOCATIONS,
+    RECORD_ID,
+    RESERVED_IDS,
+    RESULT_CAP_RANGE,
+    TIMEOUT_MS_RANGE,
+)
+from ..errors import ApiError, DeclarationError
+from .api import NO_STORE, Call, Reply, declare
 from .auth import Auth, User
 from .database import Database
-from .openapi import operation
-from .requests import error_response, read_json
 
 OPERATORS = "operators"
 # A plugin record as sent and stored; reactor.ai_tools.declaration checks it in full.
@@ -48,7 +55,54 @@ RECORD = {
         "enabled": {"type": "boolean"},
     },
 }
+NAMES = {"type": "array", "items": {"type": "string", "minLength": 1}}
+TOOL = {
+    "type": "object",
+    "required": ["description", "inputSchema"],
+    "additionalProperties": False,
+    "properties": {
+        "description": {"type": "string", "minLength": 1, "maxLength": DESCRIPTION_LIMIT, "pattern": "[^ \\t\\n\\r]"},
+        "inputSchema": {"type": "object"},
+        "annotations": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "sideEffect": {"enum": list(SIDE_EFFECTS)},
+                "timeoutMs": {"type": "integer", "minimum": TIMEOUT_MS_RANGE[0], "maximum": TIMEOUT_MS_RANGE[1]},
+            },
+        },
+        "maxResultBytes": {"type": "integer", "minimum": RESULT_CAP_RANGE[0], "maximum": RESULT_CAP_RANGE[1]},
+    },
+}
+# A record as a write sends it. reactor.ai_tools.declaration checks beyond what a schema can say:
+# that the code parses and defines its entry point, that inputSchema is a schema reactor can use,
+# that an AI Tool's settings hold its tool (a 422 naming the field).
+RECORD_BODY = {
+    "type": "object",
+    "required": ["id", "name", "location", "code"],
+    "additionalProperties": False,
+    "properties": {
+        "id": {"type": "string", "pattern": f"^{RECORD_ID.pattern}$", "not": {"enum": sorted(RESERVED_IDS)}},
+        "name": {"type": "string", "pattern": f"^{TOOL_NAME.pattern}$"},
+        "location": {"enum": list(LOCATIONS)},
+        "language": {"enum": list(LANGUAGES)},
+        "code": {"type": "string", "minLength": 1, "maxLength": CODE_LIMIT, "pattern": "[^ \\t\\n\\r]"},
+        "settings": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {"tool": TOOL, "config": {"type": "object", "maxProperties": 100}},
+        },
+        "visibility": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {"users": NAMES, "groups": NAMES},
+        },
+        "enabled": {"type": "boolean"},
+    },
+    "x-unknown": "{field} is not a record field; use code, enabled, id, language, location, name, settings, visibility.",
+}
 BODY_LIMIT = 256_000
+CHECKED = "The record breaks its schema, or its code or settings break what reactor.ai_tools checks; `field` names which."
 STEPS = [
     """
     CREATE TABLE IF NOT EXISTS plugin_records (
@@ -121,39 +175,60 @@ class PluginRecords:
         return [ai_tool_bundle(offered)] if offered else []
 
     def routes(self) -> list[Route]:
-        @operation("A plugin record the user can see, with its code", responses={200: RECORD})
-        async def get_record(request: Request) -> Response:
-            user = self.auth.user_for(request)
-            if user is None:
-                return error_response(401, "Sign in to read plugins.")
-            record = self.get(request.path_params["id"])
-            if record is None or not can_see(record, user):
-                return error_response(404, f"There is no plugin {request.path_params['id']!r} that you can see.")
+        operator = self.auth.signed_in(
+            "Sign in as an operator to save plugins.", group=OPERATORS, outside="Only operators may save plugins."
+        )
+        writes = {401: "Nobody is signed in.", 403: "The user is not an operator."}
+
+        @declare(
+            "A plugin record the user can see, with its code",
+            replies={200: Reply(RECORD, headers=NO_STORE)},
+            refusals={401: "Nobody is signed in.", 404: "No record the user can see has that id."},
+            who=self.auth.signed_in("Sign in to read plugins."),
+        )
+        async def get_record(call: Call) -> Response:
+            record = self.get(call.path["id"])
+            if record is None or not can_see(record, call.user):
+                raise ApiError(404, f"There is no plugin {call.path['id'][:80]!r} that you can see.", field="id")
             return JSONResponse(record, headers={"cache-control": "no-store"})
 
-        @operation(
-            "Save a new plugin record (operators); 422 names the field a declaration breaks", body=RECORD, responses={201: RECORD}
+        @declare(
+            "Save a new plugin record (operators); 422 names the field a declaration breaks",
+            body=RECORD_BODY,
+            body_limit=BODY_LIMIT,
+            replies={201: Reply(RECORD)},
+            refusals={**writes, 409: "A record (or a server plugin) has that id already.", 422: CHECKED},
+            who=operator,
         )
-        async def create_record(request: Request) -> Response:
-            return await self._write(request, create=True)
+        async def create_record(call: Call) -> Any:
+            return self._write(call.body, call.user, create=True)
 
-        @operation("Replace a plugin record (operators)", body=RECORD, responses={200: RECORD})
-        async def update_record(request: Request) -> Response:
-            return await self._write(request, create=False)
+        @declare(
+            "Replace a plugin record (operators)",
+            body=RECORD_BODY,
+            body_limit=BODY_LIMIT,
+            replies={200: Reply(RECORD)},
+            refusals={**writes, 404: "No record has that id.", 422: CHECKED},
+            who=operator,
+        )
+        async def update_record(call: Call) -> Any:
+            if call.body["id"] != call.path["id"]:
+                sentence = f"The body's id {call.body['id']!r} is not the id in the address, {call.path['id'][:80]!r}."
+                raise ApiError(422, sentence, field="id")
+            return self._write(call.body, call.user, create=False)
 
-        @operation(
+        @declare(
             "Delete a plugin record (operators)",
-            responses={200: {"type": "object", "required": ["deleted"], "properties": {"deleted": {"type": "string"}}}},
+            replies={200: Reply({"type": "object", "required": ["deleted"], "properties": {"deleted": {"type": "string"}}})},
+            refusals={**writes, 404: "No record has that id."},
+            who=self.auth.signed_in("Only operators may delete plugins.", group=OPERATORS),
         )
-        async def delete_record(request: Request) -> Response:
-            user = self.auth.user_for(request)
-            if user is None or OPERATORS not in user.groups:
-                return error_response(401 if user is None else 403, "Only operators may delete plugins.")
+        async def delete_record(call: Call) -> Any:
             with self.database.transaction() as db:
-                gone = db.execute("DELETE FROM plugin_records WHERE id = ?", (request.path_params["id"],)).rowcount
+                gone = db.execute("DELETE FROM plugin_records WHERE id = ?", (call.path["id"],)).rowcount
             if not gone:
-                return error_response(404, f"There is no plugin {request.path_params['id']!r}.")
-            return JSONResponse({"deleted": request.path_params["id"]})
+                raise ApiError(404, f"There is no plugin {call.path['id'][:80]!r}.", field="id")
+            return {"deleted": call.path["id"]}
 
         return [
             Route("/plugins", create_record, methods=["POST"]),
@@ -162,25 +237,13 @@ class PluginRecords:
             Route("/plugins/{id}", delete_record, methods=["DELETE"]),
         ]
 
-    async def _write(self, request: Request, *, create: bool) -> Response:
-        user = self.auth.user_for(request)
-        if user is None:
-            return error_response(401, "Sign in as an operator to save plugins.")
-        if OPERATORS not in user.groups:
-            return error_response(403, "Only operators may save plugins.")
-        body = await read_json(request, limit=BODY_LIMIT)
-        if isinstance(body, Response):
-            return body
-        if not create:
-            path_id = request.path_params["id"]
-            if body.setdefault("id", path_id) != path_id:
-                return error_response(422, f"The body's id {body['id']!r} is not the id in the address, {path_id!r}.", field="id")
+    def _write(self, body: dict[str, Any], user: User, *, create: bool) -> JSONResponse:
         try:
             record = self.save(body, by=user.username, create=create)
         except DeclarationError as error:
-            return error_response(422, str(error), field=error.field)
+            raise ApiError(422, str(error), field=error.field) from None
         except ValueError as error:
-            return error_response(409, str(error))
+            raise ApiError(409, str(error)) from None
         except KeyError:
-            return error_response(404, f"There is no plugin {body['id']!r}; create it with POST /plugins.")
+            raise ApiError(404, f"There is no plugin {body['id']!r}; create it with POST /plugins.", field="id") from None
         return JSONResponse(record, status_code=201 if create else 200)

@@ -5,7 +5,7 @@
   `X-Content-Type-Options: nosniff`.
 - `CrossSiteWriteGuard`: a write (POST, PUT, PATCH, DELETE) that no bearer token authenticates
   (so a cookie might) must be `application/json` (415 otherwise: forms and no-cors fetches
-  cannot send it) and come from this server's own origin or an allowed one (`Origin`, else
+  cannot send it; a write with no body at all has no type to check) and come from this server's own origin or an allowed one (`Origin`, else
   `Sec-Fetch-Site`; 403 otherwise). A bearer token is never sent by a browser on its own, so a
   request carrying one is not forged cross-site. Sign-in and sign-out are writes like any other.
 """
@@ -16,8 +16,10 @@ from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers, MutableHeaders
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .api import error_response
 
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -66,14 +68,12 @@ class HostCheck:
             return
         if host_name(host) not in self.hosts:
             shown = host[:80] or "(none)"
-            await JSONResponse(
-                {
-                    "error": f"This server does not serve the host {shown!r}; its operator can add it with "
-                    "`reactor serve --allow-host NAME`."
-                },
+            refusal = error_response(
                 421,
-                headers={"x-content-type-options": "nosniff"},
-            )(scope, receive, send)
+                f"This server does not serve the host {shown!r}; its operator can add it with `reactor serve --allow-host NAME`.",
+            )
+            refusal.headers["x-content-type-options"] = "nosniff"
+            await refusal(scope, receive, send)
             return
 
         async def send_nosniff(message: Message) -> None:
@@ -104,25 +104,24 @@ class CrossSiteWriteGuard:
         if headers.get("authorization", "").lower().startswith("bearer "):
             return None
         media_type = headers.get("content-type", "").split(";")[0].strip().lower()
-        if media_type != "application/json":
-            return JSONResponse(
-                {"error": "Send writes as JSON, with content-type: application/json (or authenticate them with a bearer token)."},
-                415,
+        # A write with no body and no content type (sign-out, publish) is no form: its origin is checked below.
+        bodyless = not media_type and headers.get("content-length", "0") == "0" and "transfer-encoding" not in headers
+        if media_type != "application/json" and not bodyless:
+            return error_response(
+                415, "Send writes as JSON, with content-type: application/json (or authenticate them with a bearer token)."
             )
         origin = headers.get("origin")
         if origin is not None:
             if origin in self.origins or same_origin(origin, headers.get("host", "")):
                 return None
-            return JSONResponse(
-                {
-                    "error": f"A page of {origin[:100]} may not write to this server; only its own "
-                    "pages and the origins its operator allows (--allow-origin) may."
-                },
+            return error_response(
                 403,
+                f"A page of {origin[:100]} may not write to this server; only its own "
+                "pages and the origins its operator allows (--allow-origin) may.",
             )
         if headers.get("sec-fetch-site", "same-origin") in ("same-origin", "none"):
             return None  # no Origin and no cross-site fetch metadata: not a browser's cross-site request
-        return JSONResponse({"error": "A cross-site request may not write to this server."}, 403)
+        return error_response(403, "A cross-site request may not write to this server.")
 
 
 def same_origin(origin: str, host: str) -> bool:

@@ -1,5 +1,5 @@
-"""Reading request bodies defensively (a size cap, JSON only), and the shapes of refusals: a
-sentence for every one, and one 409 for a write that named a stale version.
+"""Reading request bodies defensively (a size cap, JSON only), and the one 409 of a write that
+named a stale version.
 
 Every JSON body the server accepts passes here, so the hostile shapes are refused at the door,
 before any handler sees them: nesting deeper than MAX_DEPTH (deep JSON makes later code recurse)
@@ -12,25 +12,19 @@ import json
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 
 from ..arguments import json_kind
+from ..errors import ApiError
 
 MAX_DEPTH = 64
 
 
-def error_response(status: int, sentence: str, *, retry_after: int | None = None, **fields: Any) -> Response:
-    """The one shape of every refusal: `{"error": sentence, ...fields}`, with `Retry-After` when given."""
-    headers = {} if retry_after is None else {"retry-after": str(retry_after)}
-    return JSONResponse({"error": sentence, **fields}, status, headers=headers)
-
-
-class StaleVersion(Exception):
+class StaleVersion(ApiError):
     """A write named a version the record no longer has (409): `version` and `current` are the
     record there is now (`current` None once it was deleted), so the caller can read and redo."""
 
     def __init__(self, sentence: str, version: int, current: dict[str, Any] | None) -> None:
-        super().__init__(sentence)
+        super().__init__(409, sentence, version=version, current=current)
         self.version, self.current = version, current
 
 
@@ -42,28 +36,23 @@ STALE_SCHEMA = {
 }
 
 
-def stale_response(stale: StaleVersion) -> Response:
-    """The one 409 of every versioned write: `{"error", "version", "current"}`."""
-    return error_response(409, str(stale), version=stale.version, current=stale.current)
-
-
-async def read_json(request: Request, *, limit: int, too_large: str = "") -> Any | Response:
-    """The decoded JSON object of the body, or the error Response to send back (413, 400, 422)."""
+async def read_json(request: Request, *, limit: int, too_large: str = "") -> dict[str, Any]:
+    """The decoded JSON object of the body; ApiError (413, 400, 422) for anything else."""
     body = await read_body(request, limit=limit)
     if body is None:
-        return JSONResponse({"error": too_large or f"The body is larger than {limit} bytes."}, 413)
+        raise ApiError(413, too_large or f"The body is larger than {limit} bytes.")
     try:
         data = json.loads(body)
     except RecursionError:
-        return JSONResponse({"error": f"The body is not valid JSON: it nests deeper than {MAX_DEPTH} levels."}, 400)
+        raise ApiError(400, f"The body is not valid JSON: it nests deeper than {MAX_DEPTH} levels.") from None
     except (ValueError, UnicodeDecodeError) as error:
-        return JSONResponse({"error": f"The body is not valid JSON: {error}."}, 400)
+        raise ApiError(400, f"The body is not valid JSON: {error}.") from None
     if not isinstance(data, dict):
-        return JSONResponse({"error": f"The body must be a JSON object, not {json_kind(data)}."}, 400)
+        raise ApiError(400, f"The body must be a JSON object, not {json_kind(data)}.")
     problem = json_problem(data)
     if problem is not None:
         field, sentence = problem
-        return JSONResponse({"error": sentence, "field": field}, 422)
+        raise ApiError(422, sentence, field=field)
     return data
 
 

@@ -1,0 +1,128 @@
+"""Which server plugins are on: the routes that list plugins and their AgentTools bundles, the
+operators' switch (`PATCH /plugins/{id}`), and the switches kept in the database so that every
+server process on one database agrees."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..errors import ApiError
+from ..platform import PluginPlatform
+from .api import NO_STORE, Call, Reply, declare
+from .auth import Auth
+from .database import Database
+from .plugin_records import OPERATORS, RECORD, PluginRecords
+
+STEPS = ["CREATE TABLE IF NOT EXISTS plugin_state (name TEXT PRIMARY KEY, enabled INTEGER NOT NULL)"]
+STRING = {"type": "string"}
+STRINGS = {"type": "array", "items": STRING}
+# An AgentTools bundle as GET /plugins/agent-tools lists it (reactor.agent_tools).
+BUNDLE = {
+    "type": "object",
+    "required": ["id", "name", "plugin", "commands", "toolset"],
+    "properties": {
+        "id": STRING,
+        "name": STRING,
+        "description": STRING,
+        "plugin": STRING,
+        "toolset": STRINGS,
+        "commands": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "command", "description"],
+                "properties": {"name": STRING, "command": STRING, "description": STRING, "parameters": {"type": "object"}},
+            },
+        },
+    },
+}
+SERVER_PLUGIN = {
+    "type": "object",
+    "required": ["name", "enabled"],
+    "properties": {"name": STRING, "description": STRING, "enabled": {"type": "boolean"}},
+}
+LISTED_RECORD = {**RECORD, "required": [k for k in RECORD["required"] if k != "code"]}
+SWITCHED = 'Send exactly {"enabled": true} or {"enabled": false}.'
+SWITCH = {
+    "type": "object",
+    "required": ["enabled"],
+    "properties": {"enabled": {"type": "boolean", "x-refusal": SWITCHED}},
+    "additionalProperties": False,
+    "x-unknown": SWITCHED,
+}
+LOCATIONS = ["ai-tool", "ui"]
+
+
+def read_plugin_state(database: Database, platform: PluginPlatform) -> None:
+    """Which plugins are switched off or on, as the database says (PATCH /plugins/{id} writes it)."""
+    known = {p["name"] for p in platform.list_plugins()}
+    with database.transaction() as db:
+        for row in db.execute("SELECT name, enabled FROM plugin_state"):
+            if row["name"] in known:
+                platform.set_enabled(row["name"], bool(row["enabled"]))
+
+
+def plugin_routes(database: Database, auth: Auth, platform: PluginPlatform, records: PluginRecords) -> list[Route]:
+    @declare(
+        "The server's plugins, then the plugin records the user can see (without their code)",
+        query={"location": {"enum": LOCATIONS}},
+        replies={200: Reply({"type": "array", "items": {"anyOf": [SERVER_PLUGIN, LISTED_RECORD]}}, headers=NO_STORE)},
+    )
+    async def list_plugins(call: Call) -> Response:
+        visible = [{k: v for k, v in r.items() if k != "code"} for r in records.visible(auth.user_for(call.request))]
+        location = call.query.get("location")
+        listed = [r for r in visible if r["location"] == location] if location else platform.list_plugins() + visible
+        return JSONResponse(listed, headers={"cache-control": "no-store"})
+
+    @declare(
+        "The AgentTools bundles of every enabled plugin, and the AI Tools the user can see",
+        replies={200: Reply({"type": "array", "items": BUNDLE}, headers=NO_STORE)},
+    )
+    async def list_agent_tools(call: Call) -> Response:
+        bundles = platform.collect_agent_tools() + records.agent_tools(auth.user_for(call.request))
+        return JSONResponse(bundles, headers={"cache-control": "no-store"})
+
+    @declare(
+        "Enable or disable a server plugin (operators)",
+        body=SWITCH,
+        body_limit=1024,
+        replies={200: Reply(SERVER_PLUGIN)},
+        refusals={401: "Nobody is signed in.", 403: "The user is not an operator.", 404: "No server plugin has that name."},
+        who=auth.signed_in("Only operators may enable or disable plugins; sign in as one.", group=OPERATORS),
+    )
+    async def set_plugin_enabled(call: Call) -> Any:
+        name, enabled = call.path["id"], call.body["enabled"]
+        if name not in {p["name"] for p in platform.list_plugins()}:
+            raise ApiError(404, f"There is no plugin {name[:80]!r}.", field="id")
+        with database.transaction() as db:
+            db.execute(
+                "INSERT INTO plugin_state (name, enabled) VALUES (?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET enabled = excluded.enabled",
+                (name, enabled),
+            )
+        platform.set_enabled(name, enabled)
+        return next(p for p in platform.list_plugins() if p["name"] == name)
+
+    return [
+        Route("/plugins", list_plugins, methods=["GET"]),
+        Route("/plugins/agent-tools", list_agent_tools, methods=["GET"]),
+        Route("/plugins/{id}", set_plugin_enabled, methods=["PATCH"]),
+    ]
+
+
+class PluginStateSync:
+    """ASGI middleware: before each request, the plugin switches as the shared database holds
+    them, so a plugin one server process disabled is disabled in all of them at the next request."""
+
+    def __init__(self, app: ASGIApp, *, database: Database, platform: PluginPlatform) -> None:
+        self.app, self.database, self.platform = app, database, platform
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await run_in_threadpool(read_plugin_state, self.database, self.platform)
+        await self.app(scope, receive, send)
