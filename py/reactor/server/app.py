@@ -41,12 +41,21 @@ from .plugin_switches import PluginStateSync, plugin_routes, read_plugin_state
 from .protection import LOOPBACK_HOSTS, CrossSiteWriteGuard, HostCheck, check_hosts
 from .runtime import ROOT, Runtime, runtime_manifest, snapshot_url
 
-__all__ = ["Runtime", "create_app", "runtime_manifest", "snapshot_url"]
+__all__ = ["Runtime", "create_app", "make_snapshot", "runtime_manifest", "snapshot_url"]
 DOCUMENT = {
     "type": "object",
     "required": ["openapi", "info", "paths"],
     "properties": {"openapi": {"const": "3.1.0"}, "info": {"type": "object"}, "paths": {"type": "object"}},
 }
+
+
+def make_snapshot(plugins: Iterable[PluginSpec] | None = None) -> str:
+    """Make (or find) the memory snapshot a page of these plugins restores (by default the
+    installed ones), as create_app would at its start; its URL, "" for none. `./dev` calls it
+    once so that the first start of the demo does not wait for it."""
+    platform = PluginPlatform(discover_plugins() if plugins is None else plugins)
+    vendored = runtime_manifest()
+    return vendored.with_snapshot(*page_archive(vendored, platform)).snapshot
 
 
 def create_app(
