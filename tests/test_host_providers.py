@@ -529,9 +529,10 @@ def test_anthropic_rendering_merges_adjacent_user_turns_and_skips_empty_text():
     ],
 )
 def test_model_settings_are_checked_and_the_reason_named(settings, reason):
+    from reactor.host import SettingsError
     from reactor.host.session import model_from_settings
 
-    with pytest.raises(ValueError, match=re.escape(reason)):
+    with pytest.raises(SettingsError, match=re.escape(reason)):
         model_from_settings(settings, send=None)
 
 

@@ -302,7 +302,7 @@ def _serve_chat(endpoint: WorkerEndpoint, reactor: Any, agent: dict[str, Any], a
                 "provider": chat.provider,
                 "providers": chat.providers,
             }
-        except ValueError as error:
+        except ValueError as error:  # SettingsError, or a base URL urlsplit cannot read
             return {"ok": False, "error": str(error)}
 
     def tools(message: dict[str, Any], signal: CancelToken) -> list[dict[str, Any]]:

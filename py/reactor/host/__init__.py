@@ -10,7 +10,7 @@
     anthropic.py  Anthropic Messages
     scripted.py   ScriptedModel, for demos and tests without an AI
     session.py    ChatSession: the page's chat — settings, one history, tool calls from WebMCP
-    errors.py     HostError, ProviderError
+    errors.py     HostError, SettingsError, ProviderError
 
 The envelope (reactor.envelope) and argument parsing (reactor.arguments) are the core's, shared
 with AI Tool plugins.
@@ -24,7 +24,7 @@ from ..envelope import FAILURE_CODES, envelope_text, is_failure, tool_failure, t
 from ..errors import ToolError
 from .anthropic import AnthropicModel
 from .approval import ApprovalGate, ApprovalRequest, needs_approval, side_effect_level, tool_annotations
-from .errors import HostError, ProviderError
+from .errors import HostError, ProviderError, SettingsError
 from .formats import (
     anthropic_result,
     anthropic_tools,
@@ -62,6 +62,7 @@ __all__ = [
     "ModelTurn",
     "OpenAIChatModel",
     "ProviderError",
+    "SettingsError",
     "ScriptedModel",
     "Send",
     "ToolCall",

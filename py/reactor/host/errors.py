@@ -2,6 +2,8 @@
 
 ReactorError
 └── HostError                 the host was used in a way it cannot serve (e.g. two sends at once)
+    ├── SettingsError         the chat's model settings cannot be used (also a ValueError): the
+    │                         message says the person what to change
     └── ProviderError         the model provider refused or failed: .provider, .status, .kind,
                               .retry_after, .detail (the provider's own words) — the message is
                               for the person: what happened and what to do; never the key
@@ -15,6 +17,10 @@ from ..errors import ReactorError
 
 class HostError(ReactorError):
     """Base of the chat host's errors."""
+
+
+class SettingsError(HostError, ValueError):
+    """Model settings that cannot be used: no such provider, no model named, a key missing."""
 
 
 class ProviderError(HostError):

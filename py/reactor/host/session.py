@@ -17,7 +17,7 @@ from ..cancellation import CancelToken
 from ..envelope import tool_failure
 from .anthropic import AnthropicModel
 from .approval import ApprovalRequest, Approve
-from .errors import HostError
+from .errors import HostError, SettingsError
 from .loop import ChatLoop, HostEvent
 from .model import Model
 from .openai import OpenAIChatModel
@@ -38,27 +38,27 @@ def model_from_settings(
     provider = settings.get("provider") or ("site" if site else "scripted")
     if provider == "site":
         if not site:
-            raise ValueError("This site has no assistant of its own; pick another model.")
+            raise SettingsError("This site has no assistant of its own; pick another model.")
         return SiteModel(site, site_send or send)
     if provider == "scripted":
         return ScriptedModel()
     if provider in TYPED_KEYS and not keys:
-        raise ValueError("This site does not let keys be typed here; use this site's assistant.")
+        raise SettingsError("This site does not let keys be typed here; use this site's assistant.")
     model, base_url, key = (str(settings.get(k) or "").strip() for k in ("model", "baseUrl", "apiKey"))
     if not model:
-        raise ValueError("Name the model to use (for example gpt-4o-mini, claude-sonnet-4-5 or llama3.1).")
+        raise SettingsError("Name the model to use (for example gpt-4o-mini, claude-sonnet-4-5 or llama3.1).")
     if len(model) > 200 or any(c.isspace() for c in model):
-        raise ValueError(f"{model[:60]!r} is not a model name: a model name has no spaces (for example gpt-4o-mini).")
+        raise SettingsError(f"{model[:60]!r} is not a model name: a model name has no spaces (for example gpt-4o-mini).")
     if base_url:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(
+            raise SettingsError(
                 f"The base URL must be an http:// or https:// address, such as https://api.openai.com/v1; "
                 f"{base_url[:80]!r} is not."
             )
     if provider == "openai":
         if not base_url:
-            raise ValueError(
+            raise SettingsError(
                 "Give the base URL of the OpenAI-compatible API, e.g. https://api.openai.com/v1 "
                 "or http://127.0.0.1:11434/v1 for Ollama."
             )
@@ -68,7 +68,7 @@ def model_from_settings(
         )
     if provider == "anthropic":
         if not key:
-            raise ValueError("Give the Anthropic API key; it stays in this browser tab.")
+            raise SettingsError("Give the Anthropic API key; it stays in this browser tab.")
         return AnthropicModel(
             model=model,
             send=send,
@@ -77,7 +77,7 @@ def model_from_settings(
             stream=True,
             **({"base_url": base_url} if base_url else {}),  # type: ignore[arg-type]  # a str, as base_url is
         )
-    raise ValueError(f"Unknown provider {provider!r}; use one of {', '.join(PROVIDERS)}.")
+    raise SettingsError(f"Unknown provider {provider!r}; use one of {', '.join(PROVIDERS)}.")
 
 
 class ChatSession:
@@ -135,7 +135,7 @@ class ChatSession:
     def configure(self, settings: dict[str, Any]) -> str:
         """Switch the model; the conversation and the "always allow" choices carry over."""
         if self.loop.running:
-            raise ValueError("Stop the chat before changing its model.")
+            raise SettingsError("Stop the chat before changing its model.")
         always = self.loop.approvals.always
         self.loop = self._loop(self._model(settings), history=self.loop.history)
         self.loop.approvals.always |= always

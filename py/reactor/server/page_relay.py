@@ -19,12 +19,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..errors import ReactorError
+
 PROGRESS_SECONDS = 5.0
 ANSWER_LIMIT = 120.0
 MAX_PAGES = 20  # connected pages per person
 
 
-class PageGone(Exception):
+class PageGone(ReactorError):
     """The page closed (or lost its connection) before it answered."""
 
 
