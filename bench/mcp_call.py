@@ -57,7 +57,7 @@ IN_PAGE = """async ([calls, args]) => {
 
 class Wire:
     """MCP's Streamable HTTP (2025-11-25) spoken with httpx: initialize, then one POST per call,
-    its answer read from the event stream the server opens for it."""
+    its answer read from the JSON body or the event stream, whichever the server chose."""
 
     def __init__(self, url: str, token: str) -> None:
         import httpx
@@ -78,6 +78,8 @@ class Wire:
     def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         sent = self.request("tools/call", {"name": tool, "arguments": arguments})
         answer = self.http.post("/mcp", json=sent)
+        if answer.headers.get("content-type", "").startswith("application/json"):
+            return answer.json()["result"]  # type: ignore[no-any-return]
         for line in answer.text.splitlines():
             if line.startswith("data: ") and json.loads(line[6:]).get("id") == sent["id"]:
                 return json.loads(line[6:])["result"]  # type: ignore[no-any-return]

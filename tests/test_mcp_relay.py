@@ -149,3 +149,47 @@ def test_a_connected_pages_messages_are_checked_and_only_its_person_may_send_the
     finally:
         page.close()
         stop_server(live)
+
+
+def test_a_call_answered_at_once_is_one_json_body_and_one_that_waits_an_event_stream(tmp_path):
+    """Streamable HTTP lets the server choose per request: JSON when the page's answer is the first
+    thing to say, an event stream opened by the first progress notice when the person is deciding."""
+    import json
+
+    import httpx
+    from conftest import bearer, start_server, stop_server
+
+    from test_mcp_processes import ScriptedPage, agent_token
+
+    live = start_server(tmp_path / "data", seed_demo=True)
+    live.app.state.agents.relay.progress_seconds = 0.05
+    session = bearer(live, "ada")
+    page = ScriptedPage(live.url, session, lambda call: None if call["arguments"] else {"ok": True, "result": {"n": 3}})
+    headers = {"authorization": f"Bearer {agent_token(live)}", "accept": "application/json, text/event-stream"}
+    try:
+        with httpx.Client(base_url=live.url, headers=headers, timeout=10) as http:
+            hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+            opened = http.post("/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello})
+            http.headers.update({"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"})
+            http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+            def call(number: int, arguments: dict) -> dict:
+                params = {"name": "notes_count", "arguments": arguments, "_meta": {"progressToken": number}}
+                return {"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": params}
+
+            at_once = http.post("/mcp", json=call(1, {}))
+            assert at_once.headers["content-type"] == "application/json"
+            assert at_once.json()["result"]["structuredContent"] == {"n": 3}
+
+            with http.stream("POST", "/mcp", json=call(2, {"wait": True})) as waiting:
+                assert waiting.headers["content-type"].startswith("text/event-stream")
+                events = (json.loads(line[6:]) for line in waiting.iter_lines() if line.startswith("data: "))
+                first = next(events)
+                assert first["method"] == "notifications/progress" and first["params"]["progressToken"] == 2
+                asked = page.calls[-1]
+                page.send({"type": "answer", "call": asked["call"], "envelope": {"ok": True, "result": {"n": 4}}})
+                answer = next(e for e in events if "id" in e)
+                assert answer["id"] == 2 and answer["result"]["structuredContent"] == {"n": 4}
+    finally:
+        page.close()
+        stop_server(live)

@@ -113,13 +113,15 @@ class AgentLink {
   }
 
   async runCall({ call, tool, arguments: args, agent }) {
-    const title = this.titles.get(tool) ?? tool;
-    window.dispatchEvent(new CustomEvent("reactor:agent-call", { detail: { agent, tool, title, at: new Date() } }));
     const controller = new AbortController();
     this.calls.set(call, controller);
+    const running = window.reactor.chat.callTool(tool, args ?? {}, { signal: controller.signal });
+    // The panel's "asked for" line is drawn while the worker runs the call, not before it starts.
+    const title = this.titles.get(tool) ?? tool;
+    window.dispatchEvent(new CustomEvent("reactor:agent-call", { detail: { agent, tool, title, at: new Date() } }));
     let envelope;
     try {
-      envelope = await window.reactor.chat.callTool(tool, args ?? {}, { signal: controller.signal });
+      envelope = await running;
     } catch (error) {
       const code = controller.signal.aborted ? "aborted" : "failed";
       envelope = { ok: false, error: { code, message: String(error?.message ?? error) } };

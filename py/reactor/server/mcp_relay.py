@@ -39,7 +39,6 @@ import mcp.types as types
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.lowlevel.server import NotificationOptions, Server
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -51,6 +50,7 @@ from .agent_tokens import PREFIX, AgentToken, AgentTokens, bearer_token
 from .api import EVENTS, Declaration, Reply, documented, error_response
 from .auth import Auth, session_token
 from .database import Database
+from .mcp_transport import SettlingSessionManager
 from .page_bus import PostgresPageBus
 from .page_relay import MAX_PAGES, PageLink, PageRelay, failure
 from .protection import same_origin
@@ -233,7 +233,7 @@ class McpEndpoint:
 
     def __init__(self, tokens: AgentTokens, origins: Iterable[str]) -> None:
         self.tokens, self.origins = tokens, frozenset(origins)
-        self.manager: StreamableHTTPSessionManager | None = None  # while the app's lifespan runs
+        self.manager: SettlingSessionManager | None = None  # while the app's lifespan runs
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
@@ -293,7 +293,7 @@ class Agents:
         """The SDK's session manager runs once per instance: a new one for each run of the app."""
         # Host and Origin are checked by the app (HostCheck) and McpEndpoint, for every name it serves.
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-        manager = StreamableHTTPSessionManager(app=self.server, security_settings=security)
+        manager = SettlingSessionManager(app=self.server, security_settings=security)
         if self.bus is not None:
             self.bus.start(self.relay)
         async with contextlib.AsyncExitStack() as stack:
