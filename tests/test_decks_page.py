@@ -348,9 +348,8 @@ def test_a_form_says_every_fields_problem_at_once_in_words_and_the_status_says_t
     assert page.locator("#palette .palette-problem:not(:empty)").count() == 0
 
 
-def test_the_address_names_the_deck_and_slide_is_kept_and_restored(offline_page, live_server):
-    page = offline_page
-    page.goto(f"{live_server.url}/#/decks/onboarding/4")  # a link to a slide
+def test_the_address_names_the_deck_and_slide_is_kept_and_restored(new_reactor_page):
+    page = new_reactor_page().open("/#/decks/onboarding/4").page  # a link to a slide
     page.get_by_text("Slide 4 of 5").wait_for()
     page.wait_for_function("document.activeElement?.id === 'decks'")  # the keys work at once
     page.keyboard.press("ArrowRight")
@@ -384,9 +383,11 @@ def test_at_390_px_the_deck_buttons_read_whole(reactor_page):
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
 
 
-def test_the_printable_address_of_a_deck_there_is_not_is_a_page_that_says_so(offline_page, live_server):
-    page = offline_page
-    answer = page.goto(f"{live_server.url}/decks/NOT A DECK/print")
+def test_the_printable_address_of_a_deck_there_is_not_is_a_page_that_says_so(new_reactor_page):
+    reactor = new_reactor_page()
+    reactor.expect_console_error("the server responded with a status of 404")
+    page = reactor.page
+    answer = page.goto(f"{reactor.server.url}/decks/NOT A DECK/print")
     assert answer.status == 404
     assert page.locator("h1").inner_text() == "There is no deck ‘NOT A DECK’."
     assert "{" not in page.locator("body").inner_text()  # not the API's JSON
