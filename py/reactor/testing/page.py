@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import pytest
 
-from .server import ReactorServer, TestUser
+from .server import TestUser
 from .standins import StandIn
 
 # Runs a window.reactor call in the page and answers JSON text: {"ok", "value"} or {"ok": false, "name", "message"}.
@@ -27,6 +27,12 @@ CALL = """async ([method, args]) => {
     return JSON.stringify({ ok: false, name: error.name, message: error.message, problems: error.problems ?? null });
   }
 }"""
+
+
+class Served(Protocol):
+    """A reactor server as a page needs it: where it serves (ReactorServer, or the test's own)."""
+
+    url: str
 
 
 class PageCallError(AssertionError):
@@ -58,25 +64,17 @@ class ReactorPage:
     `allow_origin`), any page error and any console error not expected with
     `expect_console_error(pattern)`. `server` is anything with the `url` it serves at."""
 
-    def __init__(self, page: Any, server: ReactorServer) -> None:
+    def __init__(self, page: Any, server: Served) -> None:
         self.page, self.server = page, server
         self.ready: dict[str, Any] = {}  # what reactor.ready resolved to: {"loaded", "failures"}
         self.strays: list[str] = []
         self.errors: list[str] = []
         self.allowed: list[re.Pattern[str]] = []
-        self.origins = {urlsplit(server.url).netloc}  # where the page may send requests
-
-        def guard(route: Any) -> None:
-            parts = urlsplit(route.request.url)
-            if parts.scheme in {"http", "https", "ws", "wss"} and parts.netloc not in self.origins:
-                self.strays.append(route.request.url)
-                route.abort()
-            else:
-                route.fallback()  # on to the test's own routes, if any, then the network
-
-        page.context.route("**/*", guard)
+        self.origins: set[str] = set()  # where the page may send requests: host:port
+        self._strays_at: re.Pattern[str] | None = None
         page.on("pageerror", lambda error: self.errors.append(f"page error: {error}"))
         page.on("console", lambda message: message.type == "error" and self.errors.append(f"console error: {message.text}"))
+        self.allow_origin(server.url)
 
     def open(self, path: str = "/", *, agent_plugins: list[str] | None = None) -> ReactorPage:
         """Go to `path` of the server (or a whole URL: a page that embeds reactor) and wait until
@@ -96,7 +94,19 @@ class ReactorPage:
     def allow_origin(self, url: str) -> ReactorPage:
         """Let the page send requests to `url`'s origin too (the site that embeds reactor)."""
         self.origins.add(urlsplit(url).netloc)
+        # Only the requests off every allowed origin are routed: a routed request waits for this
+        # thread, which Playwright's sync API lends only while the test is inside one of its calls
+        # (a test waiting on a threading.Event would hold each of the page's requests meanwhile).
+        if self._strays_at is not None:
+            self.page.context.unroute(self._strays_at, self._stray)
+        allowed = "|".join(re.escape(origin) for origin in sorted(self.origins))
+        self._strays_at = re.compile(rf"^(?:https?|wss?)://(?!(?:{allowed})(?:[/?#]|$))")
+        self.page.context.route(self._strays_at, self._stray)
         return self
+
+    def _stray(self, route: Any) -> None:
+        self.strays.append(route.request.url)
+        route.abort()
 
     def sign_in(self, user: TestUser | str, password: str = "") -> ReactorPage:
         """Sign in with the form in the page's header, as a person does."""
