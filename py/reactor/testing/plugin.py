@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from .recording import Demo
 from .server import ReactorServer
 from .standins import StandIn
 
+MakePage = Callable[..., ReactorPage]  # new_reactor_page(server=None, page=None)
 SYSTEM_CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
 
 
@@ -69,7 +70,7 @@ def reactor_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
 
 
 @pytest.fixture
-def new_reactor_page(page: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+def new_reactor_page(page: Any, request: pytest.FixtureRequest) -> Iterator[MakePage]:
     """Make a watched page not yet opened: `new_reactor_page(server=None, page=None)`, of
     reactor_server by default, on the test's `page` first and then in new browser contexts.
     Routes or scripts the test adds before `open()` see the page's first request; strays and
@@ -93,9 +94,9 @@ def new_reactor_page(page: Any, request: pytest.FixtureRequest) -> Iterator[Any]
 
 
 @pytest.fixture
-def reactor_page(new_reactor_page: Any) -> ReactorPage:
+def reactor_page(new_reactor_page: MakePage) -> ReactorPage:
     """A page of reactor_server, open at `/` and ready; strays and errors fail the test."""
-    return new_reactor_page().open()  # type: ignore[no-any-return]
+    return new_reactor_page().open()
 
 
 @pytest.fixture
