@@ -5,7 +5,6 @@ talk to it."""
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -195,23 +194,6 @@ def reactor_server(tmp_path: Path) -> Iterator[LiveServer]:
 @pytest.fixture
 def live_server(reactor_server: LiveServer) -> LiveServer:
     return reactor_server
-
-
-def run_without_gesture(page: Any, url: str, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
-    """Run commands as the page's own code would, after load, with no user gesture: Playwright's
-    evaluate counts as a click, and browsers grant full screen and popups only after one."""
-    page.add_init_script(
-        "addEventListener('DOMContentLoaded', async () => {"
-        "  await window.reactor.ready; const out = [];"
-        f"  for (const [id, args] of {json.dumps(calls)})"
-        "    out.push(await window.reactor.executeCommand(id, args).catch((e) => ({error: e.message})));"
-        "  console.log('no-gesture: ' + JSON.stringify(out));"
-        "});"
-    )
-    # Wait on the console, not on a locator: a locator's polling runs in the page and counts as a gesture.
-    with page.expect_console_message(lambda m: m.text.startswith("no-gesture: "), timeout=60_000) as message:
-        page.goto(url)
-    return json.loads(message.value.text.removeprefix("no-gesture: "))
 
 
 @pytest.fixture

@@ -56,6 +56,14 @@ def test_pages_made_before_they_open(new_reactor_page):
     second = new_reactor_page().open("/#/decks/onboarding/2")
     assert second.page.context is not first.page.context, "a browser context of its own"
     second.page.get_by_text("Slide 2 of 5").wait_for()
+
+
+def test_commands_run_at_load_without_a_gesture(new_reactor_page):
+    reactor = new_reactor_page()
+    calls = [("decks.open", {"id": "onboarding", "slide": 2}), ("decks.present", {})]
+    opened, present = reactor.execute_at_load(calls)
+    assert reactor.ready["failures"] == [] and opened["slide"] == 2
+    assert present["presenting"] is False, "full screen needs a click, and there was none"
 """
 
 FAILING = """
@@ -93,7 +101,7 @@ def test_an_authors_chat_runs_against_a_model_the_test_scripts(pytester):
 
 def test_an_author_makes_more_pages_and_routes_their_first_requests(pytester):
     result = run(pytester, MORE_PAGES)
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=2)
 
 
 def test_the_same_tests_pass_on_postgresql(pytester, postgres_cluster):

@@ -28,6 +28,15 @@ CALL = """async ([method, args]) => {
   }
 }"""
 
+AT_LOAD = "reactor.testing at load: "  # the console line execute_at_load's script answers with
+AT_LOAD_SCRIPT = """addEventListener("DOMContentLoaded", async () => {
+  const ready = await window.reactor.ready, out = [];
+  for (const [id, args] of CALLS) {
+    out.push(await window.reactor.executeCommand(id, args).catch((e) => ({ error: e.message })));
+  }
+  console.log(MARK + JSON.stringify({ ready, out }));
+});"""
+
 
 class Served(Protocol):
     """A reactor server as a page needs it: where it serves (ReactorServer, or the test's own)."""
@@ -90,6 +99,25 @@ class ReactorPage:
         self.page.goto(path if urlsplit(path).scheme else self.server.url + path)
         self.ready = self.page.evaluate("window.reactor.ready")
         return self
+
+    def execute_at_load(self, calls: list[tuple[str, Any]], path: str = "/") -> list[Any]:
+        """Open `path` and run `calls` ((command id, arguments) pairs) as the page's own code
+        would once reactor is ready: with no user gesture, which Playwright's calls would count
+        as (browsers grant full screen and popups only after one). Each call's value, or
+        {"error": message}."""
+        try:
+            text = json.dumps(calls, allow_nan=False)
+        except (TypeError, ValueError) as error:
+            pytest.fail(f"execute_at_load: the calls must be JSON ({error}): {calls!r}")
+        script = AT_LOAD_SCRIPT.replace("MARK", json.dumps(AT_LOAD)).replace("CALLS", text)
+        self.page.add_init_script(script)
+        # Heard on the console, not by a locator: a locator's polling in the page is a gesture.
+        said = lambda message: message.text.startswith(AT_LOAD)  # noqa: E731
+        with self.page.expect_console_message(said, timeout=60_000) as message:
+            self.page.goto(path if urlsplit(path).scheme else self.server.url + path)
+        answer = json.loads(message.value.text.removeprefix(AT_LOAD))
+        self.ready = answer["ready"]
+        return answer["out"]  # type: ignore[no-any-return]
 
     def allow_origin(self, url: str) -> ReactorPage:
         """Let the page send requests to `url`'s origin too (the site that embeds reactor)."""
