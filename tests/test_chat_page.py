@@ -192,7 +192,7 @@ def test_a_wrong_api_key_is_reported_in_the_chat(server_page, server, provider):
     assert "401" in error and "Check the API key" in error and "wrong-key" not in error
 
 
-def test_webmcp_gets_the_admitted_tools_and_a_write_through_it_still_asks(server_page, server):
+def test_webmcp_gets_the_admitted_tools_and_a_write_through_it_still_asks(server_page):
     page = server_page.page
     page.add_init_script("""
         window.__webmcp = [];
@@ -209,7 +209,7 @@ def test_webmcp_gets_the_admitted_tools_and_a_write_through_it_still_asks(server
     assert page.evaluate("window.__webmcp.find(t => t.name === 'decks_open').annotations.readOnlyHint") is True
 
 
-def test_webmcp_hears_only_what_changed_when_a_plugin_comes_and_goes(server_page, server):
+def test_webmcp_hears_only_what_changed_when_a_plugin_comes_and_goes(server_page):
     page = server_page.page
     page.add_init_script("""
         window.__registered = []; window.__withdrawn = [];
