@@ -29,6 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from reactor.server.app import create_app  # noqa: E402
 from reactor.server.loopback import LoopbackServer  # noqa: E402
+from reactor.testing import ReactorPage  # noqa: E402
 from test_mcp_page import Agent, connect_page, make_token_in_panel  # noqa: E402
 
 from .measure import launch  # noqa: E402
@@ -113,7 +114,7 @@ def run(rounds: int, calls: int) -> dict[str, Any]:
         with sync_playwright() as playwright:
             browser = launch(playwright)
             page = browser.new_page()
-            connect_page(page, live, "ada")
+            connect_page(ReactorPage(page, live).open(), "ada")
             token = make_token_in_panel(page, "bench")
             agent, wire = Agent(url, token), Wire(url, token)
             try:

@@ -5,7 +5,6 @@ talk to it."""
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,7 +19,6 @@ import pytest
 from postgres import SKIP_REASON, Cluster, postgres_bin
 from reactor.server.app import create_app
 from reactor.server.loopback import LoopbackServer
-from reactor.testing import ReactorPage
 
 
 def run_reactor(*args: str, **options: Any) -> subprocess.CompletedProcess[str]:
@@ -198,60 +196,9 @@ def live_server(reactor_server: LiveServer) -> LiveServer:
     return reactor_server
 
 
-def sign_in_on_page(page: Any, username: str) -> None:
-    """Sign in with the form in the page's header, as a person does (password `<name>-demo`)."""
-    page.fill("#session input[name=username]", username)
-    page.fill("#session input[name=password]", f"{username}-demo")
-    page.click("#session button[type=submit]")
-    page.get_by_test_id("signed-in-as").wait_for()
-
-
-def wait_for_bundle(page: Any, bundle_id: str, timeout_ms: int = 30_000) -> None:
-    """Wait until the page's AgentTools bundles include `bundle_id`, by the page's own listener
-    (Playwright's wait_for_function takes a Promise for a truthy answer and would not wait)."""
-    page.evaluate(
-        """async ([id, timeout]) => {
-          const has = (bundles) => bundles.some((bundle) => bundle.id === id);
-          let stop;
-          const heard = new Promise((resolve) => { stop = window.reactor.onAgentToolBundles((b) => has(b) && resolve()); });
-          const now = window.reactor.agentToolBundles().then((b) => has(b) || heard);
-          const late = new Promise((_, reject) => setTimeout(() => reject(new Error(`no bundle ${id} after ${timeout} ms`)), timeout));
-          try { await Promise.race([now, late]); } finally { stop(); }
-        }""",
-        [bundle_id, timeout_ms],
-    )
-
-
-def run_without_gesture(page: Any, url: str, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
-    """Run commands as the page's own code would, after load, with no user gesture: Playwright's
-    evaluate counts as a click, and browsers grant full screen and popups only after one."""
-    page.add_init_script(
-        "addEventListener('DOMContentLoaded', async () => {"
-        "  await window.reactor.ready; const out = [];"
-        f"  for (const [id, args] of {json.dumps(calls)})"
-        "    out.push(await window.reactor.executeCommand(id, args).catch((e) => ({error: e.message})));"
-        "  console.log('no-gesture: ' + JSON.stringify(out));"
-        "});"
-    )
-    # Wait on the console, not on a locator: a locator's polling runs in the page and counts as a gesture.
-    with page.expect_console_message(lambda m: m.text.startswith("no-gesture: "), timeout=60_000) as message:
-        page.goto(url)
-    return json.loads(message.value.text.removeprefix("no-gesture: "))
-
-
 @pytest.fixture
 def blocking_popups(browser_type: Any, browser_type_launch_args: dict[str, Any]) -> Iterator[Any]:
     """A page in a Chromium that blocks popups as a person's browser does (Playwright turns that off)."""
     browser = browser_type.launch(**browser_type_launch_args, ignore_default_args=["--disable-popup-blocking"])
     yield browser.new_page()
     browser.close()
-
-
-@pytest.fixture
-def offline_page(page: Any, live_server: LiveServer) -> Iterator[Any]:
-    """A page not yet opened that fails the test on any request outside the server's origin and any
-    page error (reactor.testing's ReactorPage watches; reactor_page also fails on console errors)."""
-    watched = ReactorPage(page, live_server)
-    yield page
-    problems = [p for p in watched.problems() if not p.startswith("console error")]
-    assert problems == [], "The page went wrong:\n" + "\n".join(problems)

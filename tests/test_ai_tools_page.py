@@ -5,7 +5,6 @@ import time
 
 import httpx
 import pytest
-from conftest import wait_for_bundle
 
 from test_ai_tools_declaration import RECORD
 
@@ -15,7 +14,7 @@ pytestmark = pytest.mark.browser
 def sign_in(reactor_page, username):
     """reactor_page signed in as `username`, once its AI Tools are listed and their worker booted."""
     page = reactor_page.sign_in(username).page
-    wait_for_bundle(page, "ai-tools")
+    reactor_page.wait_for_bundle("ai-tools")
     page.wait_for_function("window.reactor.aiToolWorkerStats().booted >= 1", timeout=60_000)
     return page
 

@@ -3,7 +3,7 @@
 import time
 
 import pytest
-from conftest import sign_in_on_page, start_server, stop_server
+from conftest import start_server, stop_server
 from playwright.sync_api import expect
 
 from fake_openai import FakeOpenAI, text_turn, tool_call_turn
@@ -37,13 +37,16 @@ def chat_of(reactor_page, username=None):
     return reactor_page.page.locator("reactor-chat")
 
 
-def open_chat(page, url, username=None):
-    page.goto(url)
-    page.evaluate("window.reactor.ready")
-    if username:
-        sign_in_on_page(page, username)
-    page.get_by_test_id("chat-model").wait_for()
-    return page.locator("reactor-chat")
+@pytest.fixture
+def server_page(new_reactor_page, server):
+    """A page of `server` that reactor.testing watches, not yet opened."""
+    return new_reactor_page(server)
+
+
+def open_chat(reactor, username=None):
+    """`reactor` opened, its chat ready, signed in as `username` when given: its Playwright page."""
+    chat_of(reactor.open(), username)
+    return reactor.page
 
 
 def say(page, text):
@@ -99,8 +102,8 @@ def test_the_scripted_model_lists_opens_at_a_slide_and_presents(reactor_page):
     assert page.evaluate("document.fullscreenElement !== null")
 
 
-def test_a_write_waits_for_approval_and_a_denial_reaches_the_model(page, server, provider):
-    open_chat(page, server.url)
+def test_a_write_waits_for_approval_and_a_denial_reaches_the_model(server_page, server, provider):
+    page = open_chat(server_page)
     use_fake_provider(page, server)
     provider.turns = [
         tool_call_turn("decks_update_slide", {"id": "onboarding", "slide": 1, "title": "Renamed"}),
@@ -123,8 +126,8 @@ def test_a_write_waits_for_approval_and_a_denial_reaches_the_model(page, server,
     assert page.request.get(f"{server.url}/api/decks/onboarding").json()["slides"][0]["title"] != "Renamed"
 
 
-def test_always_allow_runs_the_next_call_of_that_tool_without_asking(page, server, provider):
-    open_chat(page, server.url, "ada")  # the seeded decks are the operators' to change
+def test_always_allow_runs_the_next_call_of_that_tool_without_asking(server_page, server, provider):
+    page = open_chat(server_page, "ada")  # the seeded decks are the operators' to change
     use_fake_provider(page, server)
     provider.turns = [
         tool_call_turn("decks_update_slide", {"id": "onboarding", "slide": 1, "title": "One"}),
@@ -142,8 +145,8 @@ def test_always_allow_runs_the_next_call_of_that_tool_without_asking(page, serve
     assert [slides[0]["title"], slides[1]["title"]] == ["One", "Two"]
 
 
-def test_stop_aborts_the_model_request(page, server, provider):
-    open_chat(page, server.url)
+def test_stop_aborts_the_model_request(server_page, server, provider):
+    page = open_chat(server_page)
     use_fake_provider(page, server)
     provider.delay = 20
     say(page, "take your time")
@@ -154,8 +157,12 @@ def test_stop_aborts_the_model_request(page, server, provider):
     assert provider.hung_up.wait(5) and provider.disconnected == 1, "the fetch to the provider was aborted, not left running"
 
 
-def test_a_tool_outside_the_agents_plugins_is_refused_and_model_text_is_shown_as_text(page, server, provider):
-    open_chat(page, server.url)
+def test_a_tool_outside_the_agents_plugins_is_refused_and_model_text_is_shown_as_text(
+    server_page,
+    server,
+    provider,
+):
+    page = open_chat(server_page)
     use_fake_provider(page, server)
     hostile = '<img src=x onerror="window.pwned=1">'
     provider.turns = [
@@ -173,8 +180,8 @@ def test_a_tool_outside_the_agents_plugins_is_refused_and_model_text_is_shown_as
     assert page.evaluate("window.pwned") is None and page.locator("reactor-chat img").count() == 0
 
 
-def test_a_wrong_api_key_is_reported_in_the_chat(page, server, provider):
-    open_chat(page, server.url)
+def test_a_wrong_api_key_is_reported_in_the_chat(server_page, server, provider):
+    page = open_chat(server_page)
     use_fake_provider(page, server)
     chat = page.locator("reactor-chat")
     chat.locator("input[name=apiKey]").fill("wrong-key")
@@ -185,12 +192,13 @@ def test_a_wrong_api_key_is_reported_in_the_chat(page, server, provider):
     assert "401" in error and "Check the API key" in error and "wrong-key" not in error
 
 
-def test_webmcp_gets_the_admitted_tools_and_a_write_through_it_still_asks(page, server):
+def test_webmcp_gets_the_admitted_tools_and_a_write_through_it_still_asks(server_page):
+    page = server_page.page
     page.add_init_script("""
         window.__webmcp = [];
         document.modelContext = { registerTool(tool, options) { window.__webmcp.push(tool); } };
     """)
-    open_chat(page, server.url, "ada")  # the seeded decks are the operators' to change
+    chat_of(server_page.open(), "ada")  # the seeded decks are the operators' to change
     page.wait_for_function("window.__webmcp.length > 0")
     names = page.evaluate("window.__webmcp.map(t => t.name)")
     assert "decks_open" in names and not any(n.startswith("cms_") for n in names)
@@ -201,7 +209,8 @@ def test_webmcp_gets_the_admitted_tools_and_a_write_through_it_still_asks(page, 
     assert page.evaluate("window.__webmcp.find(t => t.name === 'decks_open').annotations.readOnlyHint") is True
 
 
-def test_webmcp_hears_only_what_changed_when_a_plugin_comes_and_goes(page, server):
+def test_webmcp_hears_only_what_changed_when_a_plugin_comes_and_goes(server_page):
+    page = server_page.page
     page.add_init_script("""
         window.__registered = []; window.__withdrawn = [];
         document.modelContext = { registerTool(tool, { signal }) {
@@ -209,7 +218,7 @@ def test_webmcp_hears_only_what_changed_when_a_plugin_comes_and_goes(page, serve
           signal.addEventListener("abort", () => window.__withdrawn.push(tool.name));
         } };
     """)
-    open_chat(page, server.url)
+    chat_of(server_page.open())
     page.wait_for_function("window.__registered.includes('decks_open')")
     before = page.evaluate("window.__registered.length")
     page.evaluate("window.reactor.unloadPlugin('decks')")
@@ -218,7 +227,7 @@ def test_webmcp_hears_only_what_changed_when_a_plugin_comes_and_goes(page, serve
     assert all(name.startswith("decks_") for name in page.evaluate("window.__withdrawn"))
 
 
-def test_stop_reaches_a_running_ai_tool_through_its_signal(page, tmp_path, provider):
+def test_stop_reaches_a_running_ai_tool_through_its_signal(new_reactor_page, tmp_path, provider):
     import copy
 
     import httpx
@@ -242,10 +251,7 @@ def test_stop_reaches_a_running_ai_tool_through_its_signal(page, tmp_path, provi
         )
         record["settings"]["tool"]["annotations"] = {"sideEffect": "none", "timeoutMs": 60000}
         assert httpx.post(f"{live.url}/plugins", json=record, headers={"authorization": f"Bearer {token}"}).status_code == 201
-        open_chat(page, live.url)
-        page.fill("#session input[name=username]", "bob")
-        page.fill("#session input[name=password]", "bob-demo")
-        page.click("#session button[type=submit]")
+        page = open_chat(new_reactor_page(live), "bob")
         page.wait_for_function("window.reactor.aiToolWorkerStats().booted >= 1", timeout=60_000)
         use_fake_provider(page, live)
         provider.turns = [tool_call_turn("archive_lookup", {})]
@@ -264,8 +270,12 @@ def test_stop_reaches_a_running_ai_tool_through_its_signal(page, tmp_path, provi
         stop_server(live)
 
 
-def test_a_streamed_reply_shows_its_text_before_the_provider_has_finished(page, server, provider):
-    open_chat(page, server.url)
+def test_a_streamed_reply_shows_its_text_before_the_provider_has_finished(
+    server_page,
+    server,
+    provider,
+):
+    page = open_chat(server_page)
     use_fake_provider(page, server)
     provider.stream = True
     provider.hold.clear()  # the provider keeps its last events until the test has looked
@@ -281,8 +291,12 @@ def test_a_streamed_reply_shows_its_text_before_the_provider_has_finished(page, 
     assert provider.requests[-1]["stream"] is True
 
 
-def test_the_chat_driven_from_code_shows_its_model_and_the_person_can_stop_its_reply(page, server, provider):
-    open_chat(page, server.url)
+def test_the_chat_driven_from_code_shows_its_model_and_the_person_can_stop_its_reply(
+    server_page,
+    server,
+    provider,
+):
+    page = open_chat(server_page)
     page.evaluate(
         "(url) => window.reactor.chat.configure({provider: 'openai', baseUrl: url, model: 'gpt-from-code', apiKey: 'test-key'})",
         f"{server.url}/v1",
@@ -298,7 +312,12 @@ def test_the_chat_driven_from_code_shows_its_model_and_the_person_can_stop_its_r
     assert page.locator("reactor-chat").get_by_role("button", name="Send").is_enabled()
 
 
-def test_a_model_chosen_by_code_before_the_widget_is_ready_stays_chosen(page, server, provider):
+def test_a_model_chosen_by_code_before_the_widget_is_ready_stays_chosen(
+    server_page,
+    server,
+    provider,
+):
+    page = server_page.page
     page.goto(server.url)
     page.evaluate(
         "(url) => window.reactor.chat.configure({provider: 'openai', baseUrl: url, model: 'gpt-at-start', apiKey: 'k'})",

@@ -5,7 +5,6 @@ switch the site so the next call goes there."""
 from __future__ import annotations
 
 import pytest
-from conftest import run_without_gesture
 
 pytestmark = pytest.mark.browser
 
@@ -93,13 +92,13 @@ def test_a_draft_cannot_be_shown_and_stays_private(reactor_page, live_server):
     assert page.request.get(live_server.url + "/sites/acme/roadmap").status == 404
 
 
-def test_with_popups_blocked_show_answers_with_the_link(blocking_popups, live_server):
-    page = blocking_popups
+def test_with_popups_blocked_show_answers_with_the_link(blocking_popups, new_reactor_page):
+    reactor = new_reactor_page(page=blocking_popups)
+    page = reactor.page
     # Signed in before the page loads, as a cookie from an earlier visit does: no click on the page.
-    assert page.request.post(f"{live_server.url}/auth/sign-in", data={"username": "ada", "password": "ada-demo"}).ok
-    signed, shown = run_without_gesture(
-        page,
-        live_server.url,
+    ada = {"username": "ada", "password": "ada-demo"}
+    assert page.request.post(f"{reactor.server.url}/auth/sign-in", data=ada).ok
+    signed, shown = reactor.execute_at_load(
         [
             ("cms.restoreSession", {}),
             ("cms.showSitePage", {"slug": "welcome"}),
@@ -110,7 +109,7 @@ def test_with_popups_blocked_show_answers_with_the_link(blocking_popups, live_se
     assert shown["message"].endswith("/sites/acme/welcome")
     assert len(page.context.pages) == 1
     assert page.get_by_test_id("cms-message").inner_text() == shown["message"]
-    assert page.request.get(live_server.url + shown["url"]).ok
+    assert page.request.get(reactor.server.url + shown["url"]).ok
 
 
 def test_switching_the_site_in_the_panel_sends_the_next_call_there(reactor_page, live_server):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import run_without_gesture, stop_server
+from conftest import stop_server
 
 from reactor.testing import ReactorPage
 
@@ -124,10 +124,10 @@ def test_stopping_from_the_palette_or_an_agent_leaves_full_screen(reactor_page):
     page.wait_for_function("document.fullscreenElement === null")
 
 
-def test_present_without_a_click_is_refused_by_chromium_and_says_to_press_present(page, live_server):
-    decks_open, present = run_without_gesture(
-        page,
-        live_server.url,
+def test_present_without_a_click_is_refused_by_chromium_and_says_to_press_present(new_reactor_page):
+    reactor = new_reactor_page()
+    page = reactor.page
+    decks_open, present = reactor.execute_at_load(
         [
             ("decks.open", {"id": "onboarding"}),
             ("decks.present", {}),
@@ -139,11 +139,10 @@ def test_present_without_a_click_is_refused_by_chromium_and_says_to_press_presen
     assert page.evaluate("document.fullscreenElement") is None
 
 
-def test_print_with_popups_blocked_answers_with_the_address(blocking_popups, live_server):
-    page = blocking_popups
-    _, printed = run_without_gesture(
-        page,
-        live_server.url,
+def test_print_with_popups_blocked_answers_with_the_address(blocking_popups, new_reactor_page):
+    reactor = new_reactor_page(page=blocking_popups)
+    page = reactor.page
+    _, printed = reactor.execute_at_load(
         [
             ("decks.open", {"id": "quarterly-review"}),
             ("decks.print", {}),
@@ -152,7 +151,7 @@ def test_print_with_popups_blocked_answers_with_the_address(blocking_popups, liv
     assert printed["opened"] is False
     assert printed["url"].endswith("/decks/quarterly-review/print")
     assert len(page.context.pages) == 1
-    assert page.request.get(live_server.url + printed["url"]).ok
+    assert page.request.get(reactor.server.url + printed["url"]).ok
 
 
 def test_a_deck_created_from_the_page_is_on_the_server_after_a_reload(reactor_page, live_server):
@@ -348,9 +347,8 @@ def test_a_form_says_every_fields_problem_at_once_in_words_and_the_status_says_t
     assert page.locator("#palette .palette-problem:not(:empty)").count() == 0
 
 
-def test_the_address_names_the_deck_and_slide_is_kept_and_restored(offline_page, live_server):
-    page = offline_page
-    page.goto(f"{live_server.url}/#/decks/onboarding/4")  # a link to a slide
+def test_the_address_names_the_deck_and_slide_is_kept_and_restored(new_reactor_page):
+    page = new_reactor_page().open("/#/decks/onboarding/4").page  # a link to a slide
     page.get_by_text("Slide 4 of 5").wait_for()
     page.wait_for_function("document.activeElement?.id === 'decks'")  # the keys work at once
     page.keyboard.press("ArrowRight")
@@ -384,9 +382,11 @@ def test_at_390_px_the_deck_buttons_read_whole(reactor_page):
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
 
 
-def test_the_printable_address_of_a_deck_there_is_not_is_a_page_that_says_so(offline_page, live_server):
-    page = offline_page
-    answer = page.goto(f"{live_server.url}/decks/NOT A DECK/print")
+def test_the_printable_address_of_a_deck_there_is_not_is_a_page_that_says_so(new_reactor_page):
+    reactor = new_reactor_page()
+    reactor.expect_console_error("the server responded with a status of 404")
+    page = reactor.page
+    answer = page.goto(f"{reactor.server.url}/decks/NOT A DECK/print")
     assert answer.status == 404
     assert page.locator("h1").inner_text() == "There is no deck ‘NOT A DECK’."
     assert "{" not in page.locator("body").inner_text()  # not the API's JSON

@@ -4,11 +4,10 @@ import importlib.util
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from conftest import start_server, stop_server, wait_for_bundle
+from conftest import start_server, stop_server
 
 from reactor.server.loopback import free_port
 
@@ -51,84 +50,55 @@ def embedding(tmp_path, allowed=None, plugins=None):
         stop_server(live)
 
 
-def guard_two_origins(page, *urls):
-    """Fail the test on any request outside the example's and the reactor server's origins."""
-    allowed = {(urlsplit(url).hostname, urlsplit(url).port) for url in urls}
-    strays, errors = [], []
-
-    def guard(route):
-        parts = urlsplit(route.request.url)
-        if parts.scheme in {"http", "https", "ws", "wss"} and (parts.hostname, parts.port) not in allowed:
-            strays.append(route.request.url)
-            route.abort()
-        else:
-            route.continue_()
-
-    page.context.route("**/*", guard)
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    return strays, errors
-
-
 @pytest.fixture
-def embedded(page, tmp_path):
+def embedded(new_reactor_page, tmp_path):
+    """The example page, reactor ready with its to-do tools; requests may go to its two origins."""
     with embedding(tmp_path) as (live, site):
-        strays, errors = guard_two_origins(page, live.url, site)
-        page.goto(site)
-        page.evaluate("window.reactor.ready")
-        wait_for_bundle(page, "todo")
-        yield page
-        assert strays == [], f"the page asked for something outside its two origins: {strays}"
-        assert errors == [], f"the page raised: {errors}"
-
-
-def call(page, name, args=None):
-    return page.evaluate("([name, args]) => window.reactor.callTool(name, args)", [name, args or {}])
-
-
-def tool_names(page):
-    return {t["name"] for b in page.evaluate("window.reactor.agentToolBundles()") for t in b["commands"]}
+        reactor = new_reactor_page(live).allow_origin(site).open(site)
+        reactor.wait_for_bundle("todo")
+        yield reactor
 
 
 def test_the_example_on_another_origin_boots_reactor_with_its_python_and_javascript_plugins(embedded):
-    page = embedded
-    assert page.evaluate("window.reactor.ready") == {"loaded": ["todo-stats"], "failures": []}
+    page = embedded.page
+    assert embedded.ready == {"loaded": ["todo-stats"], "failures": []}
     assert page.locator("[data-reactor-progress]").get_attribute("data-state") == "ready"
     assert page.evaluate("window.reactor.diagnostics()")["snapshot"] is True, "restored from the server's snapshot"
-    assert tool_names(page) == TODO_TOOLS | {"todo_stats"}
+    assert set(embedded.tools()) == TODO_TOOLS | {"todo_stats"}
     commands = {c["id"]: c for c in page.evaluate("window.reactor.listCommands()")}
     assert {"todo.add", "todo.list", "todo.complete", "todo.select", "todoStats.count"} <= set(commands)
     assert commands["todo.add"]["plugin"] == "todo" and commands["todoStats.count"]["plugin"] == "todo-stats"
 
 
 def test_both_plugins_tools_answer_with_the_envelope_and_read_the_live_list(embedded):
-    page = embedded
-    listed = call(page, "todo_list")
+    page, call = embedded.page, embedded.call_tool
+    listed = call("todo_list")
     assert listed["ok"] is True and [t["title"] for t in listed["result"]] == ["Water the plants", "Write to the landlord"]
     # The person changes the page after the plugins registered: the next calls see it.
     page.fill("#new-todo input[name=title]", "Buy milk")
     page.press("#new-todo input[name=title]", "Enter")
     page.click("#todos li[data-id='2'] span")
-    assert [t["title"] for t in call(page, "todo_list")["result"]][-1] == "Buy milk"
-    assert call(page, "todo_complete") == {"ok": True, "result": {"id": 2, "title": "Write to the landlord", "done": True}}
-    assert call(page, "todo_stats") == {"ok": True, "result": {"total": 3, "done": 1, "open": 2}}
-    added = call(page, "todo_add", {"title": "Call the plumber"})
+    assert [t["title"] for t in call("todo_list")["result"]][-1] == "Buy milk"
+    done = {"id": 2, "title": "Write to the landlord", "done": True}
+    assert call("todo_complete") == {"ok": True, "result": done}
+    assert call("todo_stats") == {"ok": True, "result": {"total": 3, "done": 1, "open": 2}}
+    added = call("todo_add", {"title": "Call the plumber"})
     assert added == {"ok": True, "result": {"id": 4, "title": "Call the plumber", "done": False}}
     page.locator("#todos li[data-id='4']").get_by_text("Call the plumber").wait_for()
-    assert call(page, "todo_select", {"id": 4})["ok"] is True
+    assert call("todo_select", {"id": 4})["ok"] is True
     assert page.locator("#todos li.selected").inner_text() == "Call the plumber"
 
 
 def test_a_javascript_handler_s_failure_and_bad_arguments_come_back_as_envelopes(embedded):
-    page = embedded
-    missing = call(page, "todo_complete", {"id": 99})
+    missing = embedded.call_tool("todo_complete", {"id": 99})
     assert missing["ok"] is False and missing["error"]["code"] == "failed"
     assert missing["error"]["message"] == "There is no to-do 99; the list has 1, 2."
-    bad = call(page, "todo_add", {"title": ""})
+    bad = embedded.call_tool("todo_add", {"title": ""})
     assert bad["error"]["code"] == "invalid_arguments" and bad["error"]["problems"][0]["path"] == "$.title"
 
 
 def test_a_misdeclared_javascript_plugin_is_refused_with_the_sentence_and_nothing_is_registered(embedded):
-    page = embedded
+    page = embedded.page
     before = page.evaluate("window.reactor.listCommands()")
     error = page.evaluate("""window.reactor.definePlugin({
         name: "weather",
@@ -139,15 +109,15 @@ def test_a_misdeclared_javascript_plugin_is_refused_with_the_sentence_and_nothin
     assert error["name"] == "DeclarationError"
     assert "'weather.now' is not a name a model can call" in error["message"]
     assert page.evaluate("window.reactor.listCommands()") == before
-    assert "weather" not in {b["id"] for b in page.evaluate("window.reactor.agentToolBundles()")}
+    assert "weather" not in {b["id"] for b in embedded.bundles()}
     taken = page.evaluate("""window.reactor.definePlugin({name: "copycat", commands: [{id: "todo.add", execute() {}}]})
         .then(() => null, (e) => ({name: e.name, message: e.message}))""")
     assert taken["name"] == "PluginLoadError" and "'todo.add' is already registered by plugin 'todo'" in taken["message"]
-    assert call(page, "todo_add", {"title": "Still mine"})["ok"] is True, "the first plugin's handlers are untouched"
+    assert embedded.call_tool("todo_add", {"title": "Still mine"})["ok"] is True, "the first's stay"
 
 
 def test_unloading_a_plugin_takes_its_commands_and_tools_and_tells_the_host(embedded):
-    page = embedded
+    page = embedded.page
     page.evaluate("""() => {
         window.__heard = [];
         window.reactor.onAgentToolBundles((bundles) => window.__heard.push(bundles.map((b) => b.id)));
@@ -158,10 +128,10 @@ def test_unloading_a_plugin_takes_its_commands_and_tools_and_tells_the_host(embe
     assert page.evaluate("window.reactor.unloadPlugin('todo')") == ["todo"]
     page.wait_for_function("window.__heard.length > 0")  # told once, after the burst of changes
     assert page.evaluate("window.__heard") == [["todo-stats"]]
-    assert tool_names(page) == {"todo_stats"}
+    assert embedded.tools() == ["todo_stats"]
     assert not any(c["plugin"] == "todo" for c in page.evaluate("window.reactor.listCommands()"))
-    assert call(page, "todo_list")["error"]["code"] == "unknown_tool"
-    assert "There is no command 'todo.list'" in call(page, "todo_stats")["error"]["message"]
+    assert embedded.call_tool("todo_list")["error"]["code"] == "unknown_tool"
+    assert "There is no command 'todo.list'" in embedded.call_tool("todo_stats")["error"]["message"]
     assert page.evaluate("window.reactor.unloadPlugin('extra')") == ["extra"]
     assert page.evaluate("window.__disposed") == 1
     error = page.evaluate("window.reactor.unloadPlugin('todo').then(() => null, (e) => e.name)")
@@ -171,7 +141,7 @@ def test_unloading_a_plugin_takes_its_commands_and_tools_and_tells_the_host(embe
 def test_a_definition_s_tools_are_listed_the_moment_it_resolves(embedded):
     # The worker coalesces change notices after a burst; the page waits for the one that covers
     # each definition, so a host that defines and then lists never sees the list without it.
-    listed = embedded.evaluate("""async () => {
+    listed = embedded.page.evaluate("""async () => {
         const seen = [];
         for (let i = 0; i < 5; i++) {
             await window.reactor.definePlugin({name: `p${i}`, commands: [{id: `p${i}.go`, execute: () => i}],
@@ -186,7 +156,7 @@ def test_a_definition_s_tools_are_listed_the_moment_it_resolves(embedded):
 
 
 def test_a_javascript_command_s_is_enabled_reads_the_page_s_state_at_the_moment_of_the_call(embedded):
-    page = embedded
+    page = embedded.page
     page.evaluate("""() => {
         window.__open = false;
         return window.reactor.definePlugin({name: "door", commands: [
@@ -201,12 +171,11 @@ def test_a_javascript_command_s_is_enabled_reads_the_page_s_state_at_the_moment_
     ]
     page.evaluate("window.__open = true")
     assert page.evaluate(available) is True
-    assert page.evaluate("window.reactor.executeCommand('door.walk')") == "walked"
+    assert embedded.execute("door.walk") == "walked"
 
 
 def test_a_call_stopped_in_the_page_is_stopped_in_the_worker_and_its_late_result_dropped(embedded):
-    page = embedded
-    answer = page.evaluate("""async () => {
+    answer = embedded.page.evaluate("""async () => {
         let release;
         await window.reactor.definePlugin({name: "slow",
             commands: [{id: "slow.wait", execute: () => new Promise((resolve) => { release = resolve; })}],
@@ -222,32 +191,28 @@ def test_a_call_stopped_in_the_page_is_stopped_in_the_worker_and_its_late_result
     }""")
     assert answer == {"ok": False, "error": {"code": "aborted", "message": answer["error"]["message"]}}
     assert "The person changed their mind." in answer["error"]["message"]
-    follow_up = page.evaluate("window.reactor.callTool('todo_list', {})")
+    follow_up = embedded.call_tool("todo_list")
     assert follow_up["ok"], "the worker still answers after a stopped call"
 
 
 def test_the_chat_widget_calls_the_page_s_own_tools(embedded):
-    page = embedded
-    chat = page.locator("reactor-chat")
-    page.get_by_test_id("chat-model").wait_for()
-    chat.locator("textarea").fill("list todos")
-    chat.get_by_role("button", name="Send").click()
+    page = embedded.page
+    embedded.chat("list todos")
     card = page.locator("reactor-chat [data-testid=tool-card][data-tool=todo_list]")
-    card.and_(page.locator("[data-status=finished]")).wait_for()
+    assert card.get_attribute("data-status") == "finished"
     card.locator("summary").click()  # the result sits behind the card's Details
     assert "Write to the landlord" in card.locator(".chat-tool-result").inner_text()
 
 
-def test_ai_tools_run_in_a_worker_started_from_the_embedding_page(page, tmp_path):
+def test_ai_tools_run_in_a_worker_started_from_the_embedding_page(new_reactor_page, tmp_path):
     with embedding(tmp_path) as (live, site):
-        strays, errors = guard_two_origins(page, live.url, site)
-
+        reactor = new_reactor_page(live).allow_origin(site)
+        page = reactor.page
         # The example's config, plus the server's AI Tools plugin. (Not by rewriting the page with
         # route.fulfill: Chromium then treats the page as public, and refuses it loopback requests.)
         page.add_init_script("""Object.defineProperty(window, "reactorConfig", {
             set(config) { this.__config = {...config, plugins: ["ai-tools"]}; }, get() { return this.__config; }})""")
-        page.goto(site)
-        assert page.evaluate("window.reactor.ready")["loaded"] == ["ai-tools", "todo-stats"]
+        assert reactor.open(site).ready["loaded"] == ["ai-tools", "todo-stats"]
         signed_in = page.evaluate(
             """(server) => fetch(server + "/auth/sign-in", {
             method: "POST", credentials: "include", headers: {"content-type": "application/json"},
@@ -255,15 +220,20 @@ def test_ai_tools_run_in_a_worker_started_from_the_embedding_page(page, tmp_path
             live.url,
         )
         assert signed_in == 200
-        page.evaluate("window.reactor.executeCommand('aiTools.refresh')")
+        reactor.execute("aiTools.refresh")
         page.wait_for_function("window.reactor.aiToolWorkerStats().booted >= 1", timeout=60_000)
-        answer = call(page, "maintenance_backlog", {"buildingId": "B-101", "limit": 2})
+        answer = reactor.call_tool("maintenance_backlog", {"buildingId": "B-101", "limit": 2})
         assert answer["ok"] is True and [t["id"] for t in answer["result"]["tasks"]] == ["T-3", "T-1"]
-        assert strays == [] and errors == []
 
 
-def test_a_page_whose_origin_the_server_does_not_allow_is_refused_visibly(page, tmp_path):
+def test_a_page_whose_origin_the_server_does_not_allow_is_refused_visibly(
+    new_reactor_page,
+    tmp_path,
+):
     with embedding(tmp_path, allowed=["http://127.0.0.1:1"]) as (live, site):
+        reactor = new_reactor_page(live).allow_origin(site)
+        reactor.expect_console_error("blocked by CORS policy|net::ERR_FAILED")
+        page = reactor.page
         page.goto(site)
         progress = page.locator("[data-reactor-progress][data-state='error']")
         progress.wait_for()

@@ -4,10 +4,9 @@ the tools run in the page as always; the key is nowhere the browser can see."""
 
 import logging
 from contextlib import contextmanager
-from urllib.parse import urlsplit
 
 import pytest
-from conftest import sign_in_on_page, start_server, stop_server
+from conftest import start_server, stop_server
 
 from reactor.server.gateway import ALLOWANCE_USED, AssistantConfig
 from reactor.testing.standins import StandIn, call, text
@@ -48,10 +47,19 @@ def anthropic_stand_in():
     stand_in.stop()
 
 
-def open_chat(page, server, username=None):
-    """The demo page as a person opens it, signed in as `username`; every answer the browser got is kept."""
+def open_chat(reactor, username=None):
+    """`reactor` (a page reactor.testing watches) opened as a person opens it, signed in as
+    `username` when given, its chat on the site's model: its Playwright page."""
+    reactor.open()
+    if username:
+        reactor.sign_in(username)
+    reactor.page.get_by_test_id("chat-model").get_by_text("site-model · via this site").wait_for()
+    return reactor.page
+
+
+def kept_answers(page):
+    """Every answer the browser gets from now on, kept as bytes."""
     received = []
-    origin = urlsplit(server.url)
 
     def keep(response):
         try:
@@ -59,19 +67,7 @@ def open_chat(page, server, username=None):
         except Exception:  # a response without a body (a redirect, an aborted stream)
             pass
 
-    def guard(route):
-        parts = urlsplit(route.request.url)
-        if (parts.hostname, parts.port) != (origin.hostname, origin.port) and parts.scheme.startswith("http"):
-            raise AssertionError(f"the page asked for something outside its origin: {route.request.url}")
-        route.continue_()
-
-    page.context.route("**/*", guard)
     page.context.on("response", keep)
-    page.goto(server.url)
-    page.evaluate("window.reactor.ready")
-    if username:
-        sign_in_on_page(page, username)
-    page.get_by_test_id("chat-model").get_by_text("site-model · via this site").wait_for()
     return received
 
 
@@ -100,11 +96,18 @@ def error_note(page):
     return note
 
 
-def test_a_signed_in_person_chats_through_the_site_and_the_tools_run_in_the_page(page, tmp_path, openai_stand_in, caplog):
+def test_a_signed_in_person_chats_through_the_site_and_the_tools_run_in_the_page(
+    new_reactor_page,
+    tmp_path,
+    openai_stand_in,
+    caplog,
+):
     stand_in = openai_stand_in
     with serve(tmp_path, stand_in) as server:
         with caplog.at_level(logging.DEBUG):
-            received = open_chat(page, server, "bob")
+            reactor = new_reactor_page(server)
+            received = kept_answers(reactor.page)
+            page = open_chat(reactor, "bob")
             stand_in.answers = [
                 call("decks_open", {"id": "onboarding", "slide": 4}, words="Opening the onboarding deck for you."),
                 text("It is open at slide 4."),
@@ -127,10 +130,14 @@ def test_a_signed_in_person_chats_through_the_site_and_the_tools_run_in_the_page
         assert any(KEY in (h.get("authorization") or "") for h in stand_in.headers), "the provider did get it"
 
 
-def test_anthropic_behind_the_site_streams_text_and_a_tool_call(page, tmp_path, anthropic_stand_in):
+def test_anthropic_behind_the_site_streams_text_and_a_tool_call(
+    new_reactor_page,
+    tmp_path,
+    anthropic_stand_in,
+):
     stand_in = anthropic_stand_in
     with serve(tmp_path, stand_in) as server:
-        open_chat(page, server, "bob")
+        page = open_chat(new_reactor_page(server), "bob")
         stand_in.answers = [call("decks_list_decks", {}, "toolu_1", words="Let me look."), text("There are three decks.")]
         say(page, "list the decks")
         page.locator("reactor-chat .chat-assistant").get_by_text("There are three decks.").wait_for()
@@ -139,10 +146,14 @@ def test_anthropic_behind_the_site_streams_text_and_a_tool_call(page, tmp_path, 
         assert stand_in.requests[0]["model"] == "site-model" and stand_in.headers[0]["x-api-key"] == KEY
 
 
-def test_stop_ends_the_request_to_the_provider_within_a_second(page, tmp_path, openai_stand_in):
+def test_stop_ends_the_request_to_the_provider_within_a_second(
+    new_reactor_page,
+    tmp_path,
+    openai_stand_in,
+):
     stand_in = openai_stand_in
     with serve(tmp_path, stand_in) as server:
-        open_chat(page, server, "bob")
+        page = open_chat(new_reactor_page(server), "bob")
         ask_and_hold(page, stand_in)
         page.locator("reactor-chat").get_by_role("button", name="Stop").click()
         assert stand_in.hung_up.wait(1.0), "the provider saw its connection close within a second of Stop"
@@ -150,34 +161,45 @@ def test_stop_ends_the_request_to_the_provider_within_a_second(page, tmp_path, o
         assert page.locator("reactor-chat [data-streaming=stopped]").inner_text().startswith("Partially")
 
 
-def test_closing_the_page_mid_answer_ends_the_request_to_the_provider_within_a_second(page, tmp_path, openai_stand_in):
+def test_closing_the_page_mid_answer_ends_the_request_to_the_provider_within_a_second(
+    new_reactor_page,
+    tmp_path,
+    openai_stand_in,
+):
     stand_in = openai_stand_in
     with serve(tmp_path, stand_in) as server:
-        open_chat(page, server, "bob")
+        page = open_chat(new_reactor_page(server), "bob")
         ask_and_hold(page, stand_in)
         page.close()
         assert stand_in.hung_up.wait(1.0), "the provider saw its connection close within a second of the page closing"
 
 
-def test_a_signed_out_page_is_asked_to_sign_in_unless_the_site_opened_the_assistant(page, tmp_path, openai_stand_in):
+def test_a_signed_out_page_is_asked_to_sign_in_unless_the_site_opened_the_assistant(
+    new_reactor_page,
+    tmp_path,
+    openai_stand_in,
+):
     stand_in = openai_stand_in
     with serve(tmp_path, stand_in) as server:
-        open_chat(page, server)
+        page = open_chat(new_reactor_page(server))
         say(page, "hello")
         assert error_note(page).inner_text() == "Sign in at the top of the page to use this site's assistant."
         assert stand_in.requests == []
     with serve(tmp_path / "open", stand_in, anonymous=True) as opened:
-        page.goto("about:blank")
-        open_chat(page, opened)
+        page = open_chat(new_reactor_page(opened))  # in a browser context of its own
         stand_in.answers = [text("Hello, visitor.")]
         say(page, "hello")
         page.locator("reactor-chat .chat-assistant").get_by_text("Hello, visitor.").wait_for()
 
 
-def test_todays_allowance_used_is_a_sentence_a_person_understands(page, tmp_path, openai_stand_in):
+def test_todays_allowance_used_is_a_sentence_a_person_understands(
+    new_reactor_page,
+    tmp_path,
+    openai_stand_in,
+):
     stand_in = openai_stand_in
     with serve(tmp_path, stand_in, limit_tokens=25) as server:
-        open_chat(page, server, "bob")
+        page = open_chat(new_reactor_page(server), "bob")
         stand_in.usage = (10, 20)
         say(page, "hello")
         page.locator("reactor-chat .chat-assistant").get_by_text("Done.").wait_for()
@@ -188,10 +210,14 @@ def test_todays_allowance_used_is_a_sentence_a_person_understands(page, tmp_path
         assert page.locator("reactor-chat").get_by_role("button", name="Send").is_enabled()
 
 
-def test_the_providers_failures_are_one_sentence_each(page, tmp_path, anthropic_stand_in):
+def test_the_providers_failures_are_one_sentence_each(
+    new_reactor_page,
+    tmp_path,
+    anthropic_stand_in,
+):
     stand_in = anthropic_stand_in
     with serve(tmp_path, stand_in) as server:
-        open_chat(page, server, "bob")
+        page = open_chat(new_reactor_page(server), "bob")
         said = []
         for failure in (401, 429, 529, "cut"):
             if failure == "cut":
@@ -212,9 +238,13 @@ def test_the_providers_failures_are_one_sentence_each(page, tmp_path, anthropic_
     ]
 
 
-def test_where_the_site_also_allows_typed_keys_the_person_picks_in_model_settings(page, tmp_path, openai_stand_in):
+def test_where_the_site_also_allows_typed_keys_the_person_picks_in_model_settings(
+    new_reactor_page,
+    tmp_path,
+    openai_stand_in,
+):
     with serve(tmp_path, openai_stand_in, browser_keys=True) as server:
-        open_chat(page, server, "bob")
+        page = open_chat(new_reactor_page(server), "bob")
         chat = page.locator("reactor-chat")
         chat.locator("summary").click()
         picker = chat.locator("select[name=provider]")
@@ -229,9 +259,13 @@ def test_where_the_site_also_allows_typed_keys_the_person_picks_in_model_setting
         assert chat.locator("input[name=apiKey]").is_visible()
 
 
-def test_without_typed_keys_the_picker_offers_only_what_needs_none(page, tmp_path, openai_stand_in):
+def test_without_typed_keys_the_picker_offers_only_what_needs_none(
+    new_reactor_page,
+    tmp_path,
+    openai_stand_in,
+):
     with serve(tmp_path, openai_stand_in) as server:
-        open_chat(page, server, "bob")
+        page = open_chat(new_reactor_page(server), "bob")
         chat = page.locator("reactor-chat")
         chat.locator("summary").click()
         options = chat.locator("select[name=provider] option").all_inner_texts()

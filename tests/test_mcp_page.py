@@ -19,12 +19,14 @@ from typing import Any
 import httpx2
 import mcp.types as types
 import pytest
-from conftest import bearer, sign_in_on_page, start_server, stop_server
+from conftest import bearer, start_server, stop_server
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from playwright.sync_api import expect
+
+from reactor.testing import ReactorPage
 
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,13 +94,6 @@ class Agent:
 
 
 @pytest.fixture
-def live(tmp_path):
-    server = start_server(tmp_path / "data", seed_demo=True)
-    yield server
-    stop_server(server)
-
-
-@pytest.fixture
 def agents():
     opened: list[Agent] = []
 
@@ -112,11 +107,10 @@ def agents():
         agent.close()
 
 
-def connect_page(page, live, username="ada") -> str:
-    """Open the demo page, sign in, switch on the agents switch; the page's id once the server has its tools."""
-    page.goto(live.url)
-    page.evaluate("window.reactor.ready")
-    sign_in_on_page(page, username)
+def connect_page(reactor: ReactorPage, username: str = "ada") -> str:
+    """Sign in on the open page and switch on the agents switch: the page's id once the server
+    has its tools."""
+    page = reactor.sign_in(username).page
     page.get_by_test_id("agents-switch").check()
     status = page.get_by_test_id("agents-status")
     status.get_by_text("Your agents can use").wait_for()
@@ -157,8 +151,12 @@ def titles_now(agent: Agent) -> list[str]:
     return [deck["title"] for deck in agent.call("decks_list_decks", {}).result(30).structured_content["decks"]]
 
 
-def test_an_agent_lists_and_calls_the_pages_tools_and_the_person_decides_the_writes(page, live, agents):
-    page_id = connect_page(page, live)
+def test_an_agent_lists_and_calls_the_pages_tools_and_the_person_decides_the_writes(
+    reactor_page,
+    agents,
+):
+    page, live = reactor_page.page, reactor_page.server
+    page_id = connect_page(reactor_page)
     token = make_token_in_panel(page)
     agent = agents(live.url, token)
     assert agent.initialized.capabilities.tools.list_changed is True
@@ -200,8 +198,12 @@ def test_an_agent_lists_and_calls_the_pages_tools_and_the_person_decides_the_wri
     assert "Never" not in titles_now(agent)
 
 
-def test_a_page_closed_mid_call_fails_the_call_within_a_second_and_the_list_changes(page, live, agents):
-    connect_page(page, live)
+def test_a_page_closed_mid_call_fails_the_call_within_a_second_and_the_list_changes(
+    reactor_page,
+    agents,
+):
+    page, live = reactor_page.page, reactor_page.server
+    connect_page(reactor_page)
     agent = agents(live.url, make_token_in_panel(page))
     waiting = agent.call("decks_create_deck", {"title": "Left open"})
     page.get_by_test_id("approval").wait_for()
@@ -216,10 +218,11 @@ def test_a_page_closed_mid_call_fails_the_call_within_a_second_and_the_list_chan
     assert after.is_error and "switch on *Let my agents use this page*" in after.content[0].text
 
 
-def test_the_person_not_answering_ends_the_call_with_progress_meanwhile(page, live, agents):
+def test_the_person_not_answering_ends_the_call_with_progress_meanwhile(reactor_page, agents):
+    page, live = reactor_page.page, reactor_page.server
     relay = live.app.state.agents.relay
     relay.answer_limit, relay.progress_seconds = 2.5, 0.5
-    connect_page(page, live)
+    connect_page(reactor_page)
     agent = agents(live.url, make_token_in_panel(page))
     progress: list[Any] = []
     result = agent.call("decks_create_deck", {"title": "Unanswered"}, progress).result(30)
@@ -227,8 +230,12 @@ def test_the_person_not_answering_ends_the_call_with_progress_meanwhile(page, li
     assert len(progress) >= 3 and all("Waiting" in (message or "") for _, message in progress)
 
 
-def test_bobs_token_never_reaches_adas_page_and_a_revoked_token_stops_at_the_next_request(page, live, agents):
-    ada_page = connect_page(page, live, "ada")
+def test_bobs_token_never_reaches_adas_page_and_a_revoked_token_stops_at_the_next_request(
+    reactor_page,
+    agents,
+):
+    page, live = reactor_page.page, reactor_page.server
+    ada_page = connect_page(reactor_page, "ada")
     ada = agents(live.url, make_token_in_panel(page, "ada's agent"))
     bob_secret = httpx2.post(f"{live.url}/api/agent-tokens", json={"name": "bob's"}, headers=bearer(live, "bob")).json()["token"]
     bob = agents(live.url, bob_secret)
@@ -245,8 +252,9 @@ def test_bobs_token_never_reaches_adas_page_and_a_revoked_token_stops_at_the_nex
         ada.call("decks_list_decks", {}).result(30)
 
 
-def test_the_switch_is_remembered_and_a_dropped_connection_is_made_again(page, live):
-    first = connect_page(page, live)
+def test_the_switch_is_remembered_and_a_dropped_connection_is_made_again(reactor_page):
+    page, live = reactor_page.page, reactor_page.server
+    first = connect_page(reactor_page)
     page.reload()
     status = page.get_by_test_id("agents-status")
     page.locator(f"[data-testid=agents-status][data-page]:not([data-page='{first}'])").wait_for()
@@ -259,9 +267,10 @@ def test_the_switch_is_remembered_and_a_dropped_connection_is_made_again(page, l
     assert [p.id for p in relay.pages_of("ada")] == [status.get_attribute("data-page")]
 
 
-def test_an_agent_that_gives_up_stops_the_call_in_the_page(page, live, agents):
+def test_an_agent_that_gives_up_stops_the_call_in_the_page(reactor_page, agents):
+    page, live = reactor_page.page, reactor_page.server
     with page.expect_websocket() as link:
-        connect_page(page, live)
+        connect_page(reactor_page)
     agent = agents(live.url, make_token_in_panel(page))
     answered = lambda payload: '"answer"' in payload  # noqa: E731
     with link.value.expect_event("framesent", answered, timeout=30_000) as answer:
@@ -276,8 +285,9 @@ def test_an_agent_that_gives_up_stops_the_call_in_the_page(page, live, agents):
     assert "Abandoned" not in titles_now(agent)
 
 
-def test_an_agent_on_the_2026_07_28_protocol_calls_the_page_too(page, live, agents):
-    connect_page(page, live)
+def test_an_agent_on_the_2026_07_28_protocol_calls_the_page_too(reactor_page, agents):
+    page, live = reactor_page.page, reactor_page.server
+    connect_page(reactor_page)
     agent = agents(live.url, make_token_in_panel(page), modern=True)
     assert "2026-07-28" in agent.initialized.supported_versions
     assert "decks_list_decks" in agent.list_names()
@@ -286,12 +296,11 @@ def test_an_agent_on_the_2026_07_28_protocol_calls_the_page_too(page, live, agen
     assert made.result(30).structured_content["title"] == "Modern"
 
 
-def test_connecting_needs_a_signed_in_person_and_signing_out_disconnects(page, live, agents):
-    page.goto(live.url)
-    page.evaluate("window.reactor.ready")
+def test_connecting_needs_a_signed_in_person_and_signing_out_disconnects(reactor_page, agents):
+    page, live = reactor_page.page, reactor_page.server
     refused = page.evaluate("window.reactor.agents.connect().then(() => 'connected', (error) => error.message)")
     assert refused == "Sign in to let your agents use this page."
-    connect_page(page, live)
+    connect_page(reactor_page)
     agent = agents(live.url, make_token_in_panel(page))
     assert "decks_list_decks" in agent.list_names()
     agent.heard_list_change.clear()
@@ -301,11 +310,12 @@ def test_connecting_needs_a_signed_in_person_and_signing_out_disconnects(page, l
     assert agent.list_names() == ["reactor_pages", "reactor_call"]
 
 
-def test_a_2025_11_25_client_of_the_sdks_1x_line_lists_and_calls_the_pages_tools(page, live):
+def test_a_2025_11_25_client_of_the_sdks_1x_line_lists_and_calls_the_pages_tools(reactor_page):
     """Not our SDK 2.x: the 1.x line most desktop agents' Python servers and clients still use,
     with initialize and an Mcp-Session-Id, in its own environment."""
+    page, live = reactor_page.page, reactor_page.server
     assert MCP1_PYTHON.exists(), "run ./dev test once: it makes .venv-mcp1 with the SDK's 1.x line"
-    connect_page(page, live)
+    connect_page(reactor_page)
     token = make_token_in_panel(page)
     run = subprocess.run(
         [str(MCP1_PYTHON), str(ROOT / "tests" / "mcp1_client.py"), live.url, token, "decks_list_decks"],
@@ -326,12 +336,16 @@ def test_a_2025_11_25_client_of_the_sdks_1x_line_lists_and_calls_the_pages_tools
     assert "reactor-in-5-minutes" in [deck["id"] for deck in seen["call"]["structuredContent"]["decks"]]
 
 
-def test_claude_desktops_lines_from_the_panel_run_the_mcp_remote_bridge_to_the_page(page, live, tmp_path):
+def test_claude_desktops_lines_from_the_panel_run_the_mcp_remote_bridge_to_the_page(
+    reactor_page,
+    tmp_path,
+):
     """What Claude Desktop does with the copied claude_desktop_config.json entry: start its
     command with its args and env and speak MCP over stdio (here the SDK's stdio client)."""
+    page, live = reactor_page.page, reactor_page.server
     assert (NPM_MCP / "node_modules" / ".bin" / "mcp-remote").exists(), "run ./dev test once: it installs mcp-remote"
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live.url)
-    connect_page(page, live)
+    connect_page(reactor_page)
     make_token_in_panel(page, "Claude Desktop")
     # What the person pastes into the file: the snippet's Copy button, the clipboard read back.
     snippet = page.locator(".agents-snippet").filter(has=page.get_by_test_id("agent-desktop-json"))
@@ -357,9 +371,13 @@ def test_claude_desktops_lines_from_the_panel_run_the_mcp_remote_bridge_to_the_p
     assert "reactor-in-5-minutes" in [deck["id"] for deck in called.structured_content["decks"]]
 
 
-def test_an_agent_on_the_2026_07_28_protocol_that_gives_up_stops_the_call_in_the_page(page, live, agents):
+def test_an_agent_on_the_2026_07_28_protocol_that_gives_up_stops_the_call_in_the_page(
+    reactor_page,
+    agents,
+):
+    page, live = reactor_page.page, reactor_page.server
     with page.expect_websocket() as link:
-        connect_page(page, live)
+        connect_page(reactor_page)
     agent = agents(live.url, make_token_in_panel(page), modern=True)
     answered = lambda payload: '"answer"' in payload  # noqa: E731
     with link.value.expect_event("framesent", answered, timeout=30_000) as answer:
@@ -376,12 +394,19 @@ def test_an_agent_on_the_2026_07_28_protocol_that_gives_up_stops_the_call_in_the
     assert "Dropped" not in titles_now(agent)
 
 
-def test_an_agent_on_one_server_process_reaches_a_page_connected_to_another(page, tmp_path, postgres_cluster, agents):
+def test_an_agent_on_one_server_process_reaches_a_page_connected_to_another(
+    new_reactor_page,
+    tmp_path,
+    postgres_cluster,
+    agents,
+):
     database = postgres_cluster.database()
     first = start_server(tmp_path / "a", seed_demo=True, database=database)
     second = start_server(tmp_path / "b", seed_demo=True, database=database)
     try:
-        page_id = connect_page(page, second)  # the page's WebSocket is held by the second process
+        reactor = new_reactor_page(second).open()
+        page = reactor.page
+        page_id = connect_page(reactor)  # the page's WebSocket is held by the second process
         agent = agents(first.url, make_token_in_panel(page))  # the agent's requests reach the first
         assert agent.call("reactor_pages", {}).result(30).structured_content["pages"][0]["page"] == page_id
         made = agent.call("decks_create_deck", {"title": "Across processes"})

@@ -5,37 +5,32 @@ from conftest import start_server, stop_server
 from playwright.sync_api import expect
 
 from reactor.plugin_spec import PluginSpec, discover_plugins
+from reactor.testing import PageCallError
 
 pytestmark = pytest.mark.browser
 
 
-def open_ready(page, url):
-    page.goto(url)
-    return page.evaluate("window.reactor.ready")
-
-
-def test_the_page_boots_offline_and_lists_the_same_bundles_as_the_server(offline_page, live_server):
-    load = open_ready(offline_page, live_server.url)
-    assert load["failures"] == []
-    from_page = offline_page.evaluate("window.reactor.agentToolBundles()")
-    from_server = offline_page.evaluate("fetch('/plugins/agent-tools').then(r => r.json())")
+def test_the_page_boots_offline_and_lists_the_same_bundles_as_the_server(reactor_page):
+    assert reactor_page.ready["failures"] == []
+    from_page = reactor_page.bundles()
+    from_server = reactor_page.page.evaluate("fetch('/plugins/agent-tools').then(r => r.json())")
     assert from_page == from_server
     assert from_page, "the demo lists at least one bundle"
-    assert offline_page.locator("[data-reactor-progress]").get_attribute("data-state") == "ready"
+    progress = reactor_page.page.locator("[data-reactor-progress]")
+    assert progress.get_attribute("data-state") == "ready"
 
 
-def test_pyodide_starts_booting_before_the_boot_list_arrives(offline_page, live_server):
-    open_ready(offline_page, live_server.url)
-    started, boot_list = offline_page.evaluate("""[
+def test_pyodide_starts_booting_before_the_boot_list_arrives(reactor_page):
+    page = reactor_page.page
+    started, boot_list = page.evaluate("""[
         performance.getEntriesByName("reactor:pyodide-start")[0].startTime,
         performance.getEntriesByType("resource").find((e) => e.name.endsWith("/app/boot.json")).startTime]""")
     assert started < boot_list
-    assert offline_page.evaluate("performance.getEntriesByName('reactor:pyodide-start').length") == 1
+    assert page.evaluate("performance.getEntriesByName('reactor:pyodide-start').length") == 1
 
 
-def test_no_module_imported_after_pyodides_boot_is_compiled_in_the_worker(offline_page, live_server):
-    open_ready(offline_page, live_server.url)
-    found = offline_page.evaluate("window.reactor.diagnostics()")
+def test_no_module_imported_after_pyodides_boot_is_compiled_in_the_worker(reactor_page):
+    found = reactor_page.page.evaluate("window.reactor.diagnostics()")
     imported_in_snapshot = {"reactor.browser", "reactor.protocol", "reactor.facade", "reactor_plugins.decks"}
     assert not imported_in_snapshot & set(found["checked"]), "imported in the memory snapshot, with the page's bundle"
     assert found["stdlibFromZip"] == [], "add them to runtime_python.STDLIB_AFTER_BOOT"
@@ -54,7 +49,8 @@ PLUGIN = define_plugin(name="stats", register=lambda context: context.register_c
 </script>"""
 
 
-def test_the_stdlib_zip_is_downloaded_only_when_python_first_imports_from_it(offline_page, live_server):
+def test_the_stdlib_zip_is_downloaded_only_when_python_first_imports_from_it(new_reactor_page):
+    reactor = new_reactor_page()
     asked = []
 
     def stdlib(route):
@@ -65,14 +61,14 @@ def test_the_stdlib_zip_is_downloaded_only_when_python_first_imports_from_it(off
         page = route.fetch()
         route.fulfill(response=page, body=page.text().replace("</body>", STATISTICS + "</body>"))
 
-    offline_page.route("**/python_stdlib.zip*", stdlib)
-    offline_page.route(live_server.url + "/", with_statistics)
-    assert open_ready(offline_page, live_server.url)["failures"] == []
-    assert offline_page.evaluate("window.reactor.diagnostics()")["snapshot"] is True
+    reactor.page.route("**/python_stdlib.zip*", stdlib)
+    reactor.page.route(reactor.server.url + "/", with_statistics)
+    assert reactor.open().ready["failures"] == []
+    assert reactor.page.evaluate("window.reactor.diagnostics()")["snapshot"] is True
     assert asked == [], "a page restored from the snapshot imports nothing from the zip at its start"
-    assert offline_page.evaluate("window.reactor.executeCommand('stats.mean', {values: [1, 2, 6]})") == 3
+    assert reactor.execute("stats.mean", {"values": [1, 2, 6]}) == 3
     assert len(asked) == 1
-    assert offline_page.evaluate("window.reactor.executeCommand('stats.mean', {values: [2, 4]})") == 3
+    assert reactor.execute("stats.mean", {"values": [2, 4]}) == 3
     assert len(asked) == 1
 
 
@@ -95,19 +91,18 @@ def with_drawn_plugin(route):
     route.fulfill(response=page, body=page.text().replace("</body>", DRAWN + "</body>"))
 
 
-def test_python_is_restored_from_the_servers_snapshot_with_its_own_draws_and_time_zone(browser, live_server):
-    context = browser.new_context(timezone_id="Asia/Tokyo")  # the snapshot was made in UTC
+def test_python_is_restored_from_the_servers_snapshot_with_its_own_draws_and_time_zone(
+    new_reactor_page,
+    new_context,
+):
+    context = new_context(timezone_id="Asia/Tokyo")  # the snapshot was made in UTC
     drawn = []
-    try:
-        for _ in range(2):
-            page = context.new_page()
-            page.route(live_server.url + "/", with_drawn_plugin)
-            open_ready(page, live_server.url)
-            assert page.evaluate("window.reactor.diagnostics()")["snapshot"] is True
-            drawn.append(page.evaluate("window.reactor.executeCommand('probe.drawn')"))
-            page.close()
-    finally:
-        context.close()
+    for _ in range(2):
+        reactor = new_reactor_page(page=context.new_page())
+        reactor.page.route(reactor.server.url + "/", with_drawn_plugin)
+        assert reactor.open().page.evaluate("window.reactor.diagnostics()")["snapshot"] is True
+        drawn.append(reactor.execute("probe.drawn"))
+        reactor.page.close()
     assert drawn[0]["random"] != drawn[1]["random"], "each page reseeds random"
     assert [d["offset"] for d in drawn] == [9 * 3600] * 2
     assert [d["timezone"] for d in drawn] == [-9 * 3600] * 2
@@ -116,19 +111,20 @@ def test_python_is_restored_from_the_servers_snapshot_with_its_own_draws_and_tim
     assert environ.get("_") == "./this.program" and environ["HOME"] == "/home/pyodide", environ
 
 
-def test_without_its_snapshot_the_page_boots_pyodide_from_its_files(offline_page, live_server):
+def test_without_its_snapshot_the_page_boots_pyodide_from_its_files(new_reactor_page):
+    reactor = new_reactor_page()
     refused = []
 
     def gone(route):
         refused.append(route.request.url)
         route.fulfill(status=404, body="gone")
 
-    offline_page.route("**/snapshot/*", gone)
-    load = open_ready(offline_page, live_server.url)
-    assert refused and load["failures"] == []
-    assert offline_page.evaluate("window.reactor.diagnostics()")["snapshot"] is False
-    expect(offline_page.locator("[data-reactor-progress]")).to_have_attribute("data-state", "ready")
-    assert offline_page.evaluate("window.reactor.executeCommand('decks.listDecks', {})")
+    reactor.page.route("**/snapshot/*", gone)
+    reactor.expect_console_error("the server responded with a status of 404")
+    assert reactor.open().ready["failures"] == [] and refused
+    assert reactor.page.evaluate("window.reactor.diagnostics()")["snapshot"] is False
+    expect(reactor.page.locator("[data-reactor-progress]")).to_have_attribute("data-state", "ready")
+    assert reactor.execute("decks.listDecks")
 
 
 HOST_BUTTON = """addEventListener("DOMContentLoaded", () => {
@@ -143,36 +139,35 @@ HOST_BUTTON = """addEventListener("DOMContentLoaded", () => {
 });"""
 
 
-def test_the_host_page_answers_clicks_at_once_while_python_boots(offline_page, live_server):
-    offline_page.add_init_script(HOST_BUTTON)
-    offline_page.goto(live_server.url, wait_until="domcontentloaded")
-    button = offline_page.locator("#host-button")
+def test_the_host_page_answers_clicks_at_once_while_python_boots(new_reactor_page):
+    reactor = new_reactor_page()
+    page = reactor.page
+    page.add_init_script(HOST_BUTTON)
+    page.goto(reactor.server.url, wait_until="domcontentloaded")
+    button = page.locator("#host-button")
     clicks = 0
-    while offline_page.evaluate("!window.__readyAt") and clicks < 500:
+    while page.evaluate("!window.__readyAt") and clicks < 500:
         button.click()
         clicks += 1
         expect(button).to_have_text(f"Clicked {clicks} times")  # on the screen, not only in a flag
-    seen = offline_page.evaluate("window.__clicks")
+    seen = page.evaluate("window.__clicks")
     booting = [click for click in seen if click["booting"]]
     assert len(booting) >= 5, f"only {len(booting)} clicks landed before reactor.ready"
     assert max(click["waited"] for click in booting) < 100, booting  # no long task held the page
-    assert offline_page.locator("[data-reactor-progress]").get_attribute("data-state") == "ready"
+    assert page.locator("[data-reactor-progress]").get_attribute("data-state") == "ready"
 
 
-def test_an_unknown_command_rejects_with_the_sentence(offline_page, live_server):
-    open_ready(offline_page, live_server.url)
-    error = offline_page.evaluate(
-        "window.reactor.executeCommand('decks.fly', {}).then(() => null, e => ({name: e.name, message: e.message}))"
-    )
-    assert error["name"] == "CommandNotFoundError"
-    assert error["message"].startswith("There is no command 'decks.fly'.")
+def test_an_unknown_command_rejects_with_the_sentence(reactor_page):
+    with pytest.raises(PageCallError) as refused:
+        reactor_page.execute("decks.fly")
+    assert refused.value.name == "CommandNotFoundError"
+    assert refused.value.message.startswith("There is no command 'decks.fly'.")
 
 
-def test_every_shape_of_arguments_crosses_to_python_as_it_did_whole(offline_page, live_server):
+def test_every_shape_of_arguments_crosses_to_python_as_it_did_whole(reactor_page):
     """The worker's JavaScript reads a call's envelope and hands Python its arguments' text
     (web/reactor-worker.js); what a page passes must mean what it meant when Python read it all."""
-    open_ready(offline_page, live_server.url)
-    outcomes = offline_page.evaluate(
+    outcomes = reactor_page.page.evaluate(
         """async () => {
             const run = (id, args) => window.reactor.executeCommand(id, args).then(
                 (value) => ({ value }), (e) => ({ name: e.name, message: e.message }));
@@ -196,10 +191,11 @@ def test_every_shape_of_arguments_crosses_to_python_as_it_did_whole(offline_page
     assert numbered["name"] == "CommandNotFoundError" and numbered["message"].startswith("There is no command 5.")
 
 
-def test_executing_before_ready_waits_for_python(offline_page, live_server):
-    offline_page.goto(live_server.url, wait_until="domcontentloaded")
-    assert offline_page.locator("[data-reactor-progress]").get_attribute("data-state") == "loading"
-    commands = offline_page.evaluate("window.reactor.listCommands()")
+def test_executing_before_ready_waits_for_python(new_reactor_page):
+    reactor = new_reactor_page()
+    reactor.page.goto(reactor.server.url, wait_until="domcontentloaded")
+    assert reactor.page.locator("[data-reactor-progress]").get_attribute("data-state") == "loading"
+    commands = reactor.page.evaluate("window.reactor.listCommands()")
     assert any(c["id"] == "decks.open" for c in commands)
 
 
@@ -210,9 +206,12 @@ def test_executing_before_ready_waits_for_python(offline_page, live_server):
         ("**/app/python-*.bundle", 503, "the page's Python could not be installed: "),
     ],
 )
-def test_a_boot_failure_is_shown_on_the_page(page, live_server, failing, status, shown):
+def test_a_boot_failure_is_shown_on_the_page(new_reactor_page, failing, status, shown):
+    reactor = new_reactor_page()
+    page = reactor.page
+    reactor.expect_console_error(f"status of {status}")
     page.route(failing, lambda route: route.fulfill(status=status, body="{}"))
-    page.goto(live_server.url)
+    page.goto(reactor.server.url)
     progress = page.locator("[data-reactor-progress][data-state='error']")
     progress.wait_for()
     assert f"Reactor could not start: {shown}" in progress.inner_text()
@@ -223,15 +222,17 @@ def test_a_boot_failure_is_shown_on_the_page(page, live_server, failing, status,
 GHOST = PluginSpec(name="ghost", page="reactor_plugins.ghost:PLUGIN")
 
 
-def test_a_plugin_that_cannot_load_is_reported_on_the_page_and_the_rest_work(page, tmp_path):
+def test_a_plugin_that_cannot_load_is_reported_on_the_page_and_the_rest_work(
+    new_reactor_page,
+    tmp_path,
+):
     live = start_server(tmp_path, plugins=[*discover_plugins(), GHOST], seed_demo=True)
     try:
-        load = open_ready(page, live.url)
-        assert "Plugin 'ghost' could not be imported" in load["failures"][0]
-        progress = page.locator("[data-reactor-progress]")
+        reactor = new_reactor_page(live).open()
+        assert "Plugin 'ghost' could not be imported" in reactor.ready["failures"][0]
+        progress = reactor.page.locator("[data-reactor-progress]")
         assert progress.get_attribute("data-state") == "warning"
         assert "Plugin 'ghost' could not be imported" in progress.inner_text()
-        decks = page.evaluate("window.reactor.executeCommand('decks.listDecks', {})")
-        assert decks
+        assert reactor.execute("decks.listDecks")
     finally:
         stop_server(live)

@@ -31,6 +31,39 @@ def test_the_chat_with_a_model_the_test_scripts(reactor_page, reactor_model):
     assert said[0].reply == "It is open at slide 3."
     assert "slide 3 of 5" in said[0].cards[0]
     assert reactor_model.requests[-1]["stream"] is True
+
+
+def test_the_page_goes_on_while_the_test_waits_outside_playwright(reactor_page, reactor_model):
+    reactor_model.hold.clear()  # the answer stops after its first word
+    page = reactor_page.use_model(reactor_model).page
+    page.evaluate("() => { window.reactor.chat.send('hello'); }")  # not awaited: it runs on
+    assert reactor_model.first_text_sent.wait(10), "the page's request reached the model meanwhile"
+    reactor_model.hold.set()
+"""
+
+MORE_PAGES = """
+def test_pages_made_before_they_open(new_reactor_page):
+    asked = []
+
+    def boot_list(route):
+        asked.append(route.request.url)
+        route.fallback()
+
+    first = new_reactor_page()
+    first.page.route("**/app/boot.json", boot_list)
+    assert first.open().ready["failures"] == [] and asked, "the route saw the page's first requests"
+    first.wait_for_bundle("decks")
+    second = new_reactor_page().open("/#/decks/onboarding/2")
+    assert second.page.context is not first.page.context, "a browser context of its own"
+    second.page.get_by_text("Slide 2 of 5").wait_for()
+
+
+def test_commands_run_at_load_without_a_gesture(new_reactor_page):
+    reactor = new_reactor_page()
+    calls = [("decks.open", {"id": "onboarding", "slide": 2}), ("decks.present", {})]
+    opened, present = reactor.execute_at_load(calls)
+    assert reactor.ready["failures"] == [] and opened["slide"] == 2
+    assert present["presenting"] is False, "full screen needs a click, and there was none"
 """
 
 FAILING = """
@@ -63,7 +96,12 @@ def test_an_authors_tests_pass_with_the_fixtures_alone(pytester):
 
 def test_an_authors_chat_runs_against_a_model_the_test_scripts(pytester):
     result = run(pytester, WITH_A_MODEL)
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=2)
+
+
+def test_an_author_makes_more_pages_and_routes_their_first_requests(pytester):
+    result = run(pytester, MORE_PAGES)
+    result.assert_outcomes(passed=2)
 
 
 def test_the_same_tests_pass_on_postgresql(pytester, postgres_cluster):

@@ -9,9 +9,35 @@
 const DROPPED = "script, iframe, object, embed, link, meta, base, style, frame, frameset";
 const URL_ATTRIBUTES = new Set(["href", "src", "action", "formaction", "xlink:href", "srcdoc"]);
 
+let detachedParser = null;
+
+/**
+ * A DOMParser whose documents belong to no live window. Chromium checks each `on…` attribute
+ * against the page's CSP as it parses it (nothing runs, but a violation is logged) in every
+ * document of the page's window: DOMParser's, a template's, the Sanitizer API's setHTML too. A
+ * window that is gone runs no scripts, so its parser tries no handler. Where a browser refuses a
+ * detached window's parser, the page's own.
+ * @returns {DOMParser}
+ */
+function parser() {
+  if (!detachedParser) {
+    const frame = Object.assign(document.createElement("iframe"), { hidden: true });
+    document.body.append(frame);
+    const { DOMParser: Detached } = /** @type {any} */ (frame.contentWindow);
+    frame.remove();
+    try {
+      detachedParser = new Detached();
+      detachedParser.parseFromString("<p></p>", "text/html");
+    } catch {
+      detachedParser = new DOMParser();
+    }
+  }
+  return detachedParser;
+}
+
 /** `markup` as nodes with nothing that runs: no scripts, frames, event attributes or javascript: URLs. */
 function inert(markup) {
-  const parsed = new DOMParser().parseFromString(`<body>${markup}</body>`, "text/html");
+  const parsed = parser().parseFromString(`<body>${markup}</body>`, "text/html");
   for (const element of parsed.querySelectorAll(DROPPED)) element.remove();
   for (const element of parsed.body.querySelectorAll("*")) {
     for (const { name, value } of [...element.attributes]) {

@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import pytest
 
-from .server import ReactorServer, TestUser
+from .server import TestUser
 from .standins import StandIn
 
 # Runs a window.reactor call in the page and answers JSON text: {"ok", "value"} or {"ok": false, "name", "message"}.
@@ -27,6 +27,21 @@ CALL = """async ([method, args]) => {
     return JSON.stringify({ ok: false, name: error.name, message: error.message, problems: error.problems ?? null });
   }
 }"""
+
+AT_LOAD = "reactor.testing at load: "  # the console line execute_at_load's script answers with
+AT_LOAD_SCRIPT = """addEventListener("DOMContentLoaded", async () => {
+  const ready = await window.reactor.ready, out = [];
+  for (const [id, args] of CALLS) {
+    out.push(await window.reactor.executeCommand(id, args).catch((e) => ({ error: e.message })));
+  }
+  console.log(MARK + JSON.stringify({ ready, out }));
+});"""
+
+
+class Served(Protocol):
+    """A reactor server as a page needs it: where it serves (ReactorServer, or the test's own)."""
+
+    url: str
 
 
 class PageCallError(AssertionError):
@@ -54,30 +69,25 @@ class Exchange:
 class ReactorPage:
     """A Playwright page of `server`, ready once `open()` has waited for `reactor.ready`.
 
-    The fixture fails the test on any request off the server's origin, any page error and any
-    console error not expected with `expect_console_error(pattern)`."""
+    The fixture fails the test on any request off the server's origin (and those of
+    `allow_origin`), any page error and any console error not expected with
+    `expect_console_error(pattern)`. `server` is anything with the `url` it serves at."""
 
-    def __init__(self, page: Any, server: ReactorServer) -> None:
+    def __init__(self, page: Any, server: Served) -> None:
         self.page, self.server = page, server
+        self.ready: dict[str, Any] = {}  # what reactor.ready resolved to: {"loaded", "failures"}
         self.strays: list[str] = []
         self.errors: list[str] = []
         self.allowed: list[re.Pattern[str]] = []
-        self.origins = {urlsplit(server.url).netloc}  # where the page may send requests
-
-        def guard(route: Any) -> None:
-            parts = urlsplit(route.request.url)
-            if parts.scheme in {"http", "https", "ws", "wss"} and parts.netloc not in self.origins:
-                self.strays.append(route.request.url)
-                route.abort()
-            else:
-                route.continue_()
-
-        page.context.route("**/*", guard)
+        self.origins: set[str] = set()  # where the page may send requests: host:port
+        self._strays_at: re.Pattern[str] | None = None
         page.on("pageerror", lambda error: self.errors.append(f"page error: {error}"))
         page.on("console", lambda message: message.type == "error" and self.errors.append(f"console error: {message.text}"))
+        self.allow_origin(server.url)
 
     def open(self, path: str = "/", *, agent_plugins: list[str] | None = None) -> ReactorPage:
-        """Go to `path` of the server and wait until reactor is ready (plugins loaded, tools listed).
+        """Go to `path` of the server (or a whole URL: a page that embeds reactor) and wait until
+        reactor is ready (plugins loaded, tools listed); `ready` then holds what it resolved to.
 
         `agent_plugins` names the plugins whose tools the page's chat may call (its agent spec;
         by default the server's agent.json)."""
@@ -86,9 +96,45 @@ class ReactorPage:
             self.page.add_init_script(
                 f"window.reactorConfig = {{...(window.reactorConfig ?? {{}}), agent: {json.dumps(agent)}}};"
             )
-        self.page.goto(self.server.url + path)
-        self.page.evaluate("window.reactor.ready")
+        self.page.goto(path if urlsplit(path).scheme else self.server.url + path)
+        self.ready = self.page.evaluate("window.reactor.ready")
         return self
+
+    def execute_at_load(self, calls: list[tuple[str, Any]], path: str = "/") -> list[Any]:
+        """Open `path` and run `calls` ((command id, arguments) pairs) as the page's own code
+        would once reactor is ready: with no user gesture, which Playwright's calls would count
+        as (browsers grant full screen and popups only after one). Each call's value, or
+        {"error": message}."""
+        try:
+            text = json.dumps(calls, allow_nan=False)
+        except (TypeError, ValueError) as error:
+            pytest.fail(f"execute_at_load: the calls must be JSON ({error}): {calls!r}")
+        script = AT_LOAD_SCRIPT.replace("MARK", json.dumps(AT_LOAD)).replace("CALLS", text)
+        self.page.add_init_script(script)
+        # Heard on the console, not by a locator: a locator's polling in the page is a gesture.
+        said = lambda message: message.text.startswith(AT_LOAD)  # noqa: E731
+        with self.page.expect_console_message(said, timeout=60_000) as message:
+            self.page.goto(path if urlsplit(path).scheme else self.server.url + path)
+        answer = json.loads(message.value.text.removeprefix(AT_LOAD))
+        self.ready = answer["ready"]
+        return answer["out"]  # type: ignore[no-any-return]
+
+    def allow_origin(self, url: str) -> ReactorPage:
+        """Let the page send requests to `url`'s origin too (the site that embeds reactor)."""
+        self.origins.add(urlsplit(url).netloc)
+        # Only the requests off every allowed origin are routed: a routed request waits for this
+        # thread, which Playwright's sync API lends only while the test is inside one of its calls
+        # (a test waiting on a threading.Event would hold each of the page's requests meanwhile).
+        if self._strays_at is not None:
+            self.page.context.unroute(self._strays_at, self._stray)
+        allowed = "|".join(re.escape(origin) for origin in sorted(self.origins))
+        self._strays_at = re.compile(rf"^(?:https?|wss?)://(?!(?:{allowed})(?:[/?#]|$))")
+        self.page.context.route(self._strays_at, self._stray)
+        return self
+
+    def _stray(self, route: Any) -> None:
+        self.strays.append(route.request.url)
+        route.abort()
 
     def sign_in(self, user: TestUser | str, password: str = "") -> ReactorPage:
         """Sign in with the form in the page's header, as a person does."""
@@ -118,19 +164,15 @@ class ReactorPage:
 
     def wait_for_tool(self, name: str, timeout_ms: int = 30_000) -> None:
         """Wait until a bundle offers the tool `name`, by the page's own listener (no polling)."""
-        found = self.page.evaluate(
-            """async ([name, timeout]) => {
-              const has = (bundles) => bundles.some((b) => b.commands.some((c) => c.name === name));
-              let stop;
-              const heard = new Promise((resolve) => { stop = window.reactor.onAgentToolBundles((b) => has(b) && resolve(true)); });
-              const late = new Promise((resolve) => setTimeout(() => resolve(false), timeout));
-              try { return await Promise.race([window.reactor.agentToolBundles().then((b) => has(b) || heard), late]); }
-              finally { stop(); }
-            }""",
-            [name, timeout_ms],
-        )
-        if not found:
+        offered = "bundles.some((b) => b.commands.some((c) => c.name === key))"
+        if not self._wait_for(offered, name, timeout_ms):
             pytest.fail(f"No bundle offered the tool {name!r} within {timeout_ms} ms; the page has {self.tools()}.")
+
+    def wait_for_bundle(self, bundle_id: str, timeout_ms: int = 30_000) -> None:
+        """Wait until the page lists the bundle `bundle_id` (even one that offers no tool yet)."""
+        if not self._wait_for("bundles.some((b) => b.id === key)", bundle_id, timeout_ms):
+            listed = [bundle["id"] for bundle in self.bundles()]
+            pytest.fail(f"No bundle {bundle_id!r} within {timeout_ms} ms; the page has {listed}.")
 
     def chat(self, messages: list[str] | str, *, approve: bool | None = None) -> list[Exchange]:
         """Type each message into the page's chat as a person would and wait for its answer.
@@ -172,7 +214,7 @@ class ReactorPage:
     def use_model(self, stand_in: StandIn) -> ReactorPage:
         """Point the page's chat at `stand_in` (reactor_model), as a person does in Model settings;
         the page may then reach that one other origin."""
-        self.origins.add(urlsplit(stand_in.url).netloc)
+        self.allow_origin(stand_in.url)
         self.page.get_by_test_id("chat-model").wait_for()  # the widget has set up its own model first
         settings = {"provider": stand_in.provider, "baseUrl": stand_in.url, "model": "stand-in", "apiKey": stand_in.key}
         answer = self.page.evaluate("(s) => window.reactor.chat.configure(s)", settings)
@@ -189,6 +231,25 @@ class ReactorPage:
         """What fails the test when it ends: requests off the origin, page and console errors."""
         stray = [f"a request outside the server's origin: {url}" for url in self.strays]
         return stray + [error for error in self.errors if not any(p.search(error) for p in self.allowed)]
+
+    def _wait_for(self, test: str, key: str, timeout_ms: int) -> bool:
+        """Whether `test` (JavaScript of `bundles` and `key`) held within `timeout_ms`, heard by
+        the page's own listener: Playwright's wait_for_function would poll, in the page."""
+        return bool(
+            self.page.evaluate(
+                f"""async ([key, timeout]) => {{
+                  const has = (bundles) => {test};
+                  let stop;
+                  const heard = new Promise((resolve) => {{
+                    stop = window.reactor.onAgentToolBundles((b) => has(b) && resolve(true));
+                  }});
+                  const late = new Promise((resolve) => setTimeout(() => resolve(false), timeout));
+                  const now = window.reactor.agentToolBundles().then((b) => has(b) || heard);
+                  try {{ return await Promise.race([now, late]); }} finally {{ stop(); }}
+                }}""",
+                [key, timeout_ms],
+            )
+        )
 
     def _call(self, method: str, call: str, *args: Any) -> Any:
         try:

@@ -7,6 +7,9 @@
 - `reactor_page`: a page of that server at `reactor.ready` (a pytest-playwright `page`, so
   `--video`, `--tracing`, `--headed` and `--browser-channel` apply), failing the test on any
   request off the server's origin, any page error and any console error.
+- `new_reactor_page`: `new_reactor_page(server=None, page=None)` makes more such pages, not
+  yet opened (routes and init scripts first, then `.open(path)`), of reactor_server or another
+  server; each is watched as reactor_page is.
 - `reactor_model`: a model provider on loopback (OpenAI's streaming wire format) whose answers
   the test scripts; `reactor_page.use_model(reactor_model)` points the chat at it.
 - `reactor_demo`: a recorded session (reactor.testing.recording.Demo) written to
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,7 @@ from .recording import Demo
 from .server import ReactorServer
 from .standins import StandIn
 
+MakePage = Callable[..., ReactorPage]  # new_reactor_page(server=None, page=None)
 SYSTEM_CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
 
 
@@ -66,14 +70,33 @@ def reactor_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.Temp
 
 
 @pytest.fixture
-def reactor_page(page: Any, reactor_server: ReactorServer) -> Iterator[ReactorPage]:
-    """A page of reactor_server, open at `/` and ready; strays and errors fail the test."""
-    reactor = ReactorPage(page, reactor_server)
-    reactor.open()
-    yield reactor
-    problems = reactor.problems()
+def new_reactor_page(page: Any, request: pytest.FixtureRequest) -> Iterator[MakePage]:
+    """Make a watched page not yet opened: `new_reactor_page(server=None, page=None)`, of
+    reactor_server by default, on the test's `page` first and then in new browser contexts.
+    Routes or scripts the test adds before `open()` see the page's first request; strays and
+    errors of every page made fail the test."""
+    made: list[ReactorPage] = []
+    unused = [page]
+
+    def new(server: Any = None, page: Any = None) -> ReactorPage:
+        if page is None:
+            page = unused.pop() if unused else request.getfixturevalue("new_context")().new_page()
+        elif page in unused:
+            unused.remove(page)
+        server = request.getfixturevalue("reactor_server") if server is None else server
+        made.append(ReactorPage(page, server))
+        return made[-1]
+
+    yield new
+    problems = [problem for reactor in made for problem in reactor.problems()]
     if problems:
         pytest.fail("The page went wrong:\n" + "\n".join(f"  - {p}" for p in problems), pytrace=False)
+
+
+@pytest.fixture
+def reactor_page(new_reactor_page: MakePage) -> ReactorPage:
+    """A page of reactor_server, open at `/` and ready; strays and errors fail the test."""
+    return new_reactor_page().open()
 
 
 @pytest.fixture
