@@ -12,6 +12,7 @@ from reactor import (
     CommandOptions,
     DeclarationError,
     Reactor,
+    ReactorError,
     define_agent_tools,
     define_plugin,
 )
@@ -216,6 +217,12 @@ def test_only_the_toolset_of_the_specs_plugins_is_offered_to_the_model():
     assert "decks_open" in offered and "decks_hidden" not in offered
     assert not any(name.startswith("cms_") for name in offered)
     assert model.requests[0].system == "Help with decks."
+
+
+def test_a_loop_of_no_steps_is_refused_as_a_settings_error():
+    with pytest.raises(HostError, match="max_steps must be at least 1, not 0") as refused:
+        chat(Script(), max_steps=0)
+    assert isinstance(refused.value, ValueError) and isinstance(refused.value, ReactorError)
 
 
 def test_a_tool_outside_the_admitted_set_cannot_be_called_even_when_the_model_names_it():

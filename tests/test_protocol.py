@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from reactor import AbortedError, CancelToken
+from reactor import AbortedError, CancelToken, ReactorError
 from reactor.errors import PageError, ProtocolError
 from reactor.protocol import CALLS, PAGE_REQUESTS, VERSION, WORKER_NOTICES, WORKER_REQUESTS, Raw, WorkerEndpoint
 
@@ -110,7 +110,7 @@ def test_a_call_that_must_wait_is_posted_when_it_is_done():
 
 def test_only_the_declared_calls_can_be_handled_as_calls():
     page = Page()
-    with pytest.raises(ValueError, match="'commands' is not one of the calls"):
+    with pytest.raises(ProtocolError, match="'commands' is not one of the calls"):
         page.endpoint.handle_call("commands", lambda name, args, signal: "[]")
     assert CALLS.keys() <= PAGE_REQUESTS
 
@@ -163,8 +163,9 @@ def test_a_message_that_is_not_a_json_object_is_reported_not_raised(text):
 
 def test_only_declared_types_can_be_handled_or_sent():
     page = Page()
-    with pytest.raises(ValueError, match="'page.show' is not a message the page sends"):
+    with pytest.raises(ReactorError, match="'page.show' is not a message") as refused:
         page.endpoint.handle("page.show", lambda message, signal: None)
+    assert isinstance(refused.value, ProtocolError)
     assert not PAGE_REQUESTS & (WORKER_REQUESTS | WORKER_NOTICES)
 
 

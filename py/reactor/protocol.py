@@ -106,7 +106,8 @@ class WorkerEndpoint:
         With `json_text`, the value is JSON text already, and is sent as it is: not encoded again,
         nor copied (a 4 MB list of bundles; a call's answer, where a copy was a tenth of its time)."""
         if type not in PAGE_REQUESTS | PAGE_NOTICES:
-            raise ValueError(f"{type!r} is not a message the page sends; declare it in PAGE_REQUESTS.")
+            rule = f"{type!r} is not a message the page sends; declare it in PAGE_REQUESTS."
+            raise ProtocolError(rule)
         self._handlers[type] = (handler, json_text)
 
     def handle_call(self, type: str, call: Call) -> None:
@@ -114,7 +115,8 @@ class WorkerEndpoint:
         from `take_call` (signal None), or from `take` like any request."""
         field = CALLS.get(type)
         if field is None:
-            raise ValueError(f"{type!r} is not one of the calls {sorted(CALLS)}; handle it with handle().")
+            rule = f"{type!r} is not one of the calls {sorted(CALLS)}; handle it with handle()."
+            raise ProtocolError(rule)
         self._calls[type] = call
         self.handle(type, lambda message, signal: call(message[field], message["args"], signal), json_text=True)
 
