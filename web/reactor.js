@@ -80,11 +80,6 @@ function describeCommand(command) {
   return { ...data, execute: typeof execute, ...(isEnabled === undefined ? {} : { isEnabled: typeof isEnabled }) };
 }
 
-function decode(envelope) {
-  if (envelope.ok) return envelope.value;
-  throw new ReactorError(envelope.error);
-}
-
 // Change notices heard from the worker, by number: a definition resolves once the page has the
 // notice that carries it, so agentToolBundles() right after it lists its tools.
 let noticesHeard = 0;
@@ -143,7 +138,7 @@ export const reactor = {
    */
   async executeCommand(id, args = {}) {
     await ready;
-    return decode(await channel.request("execute", { command: id, args: args ?? {} }));
+    return channel.request("execute", { command: id, args: args ?? {} });
   },
 
   /**
@@ -250,7 +245,7 @@ export const reactor = {
       // Functions stay here; Python learns only that they are functions (or what they are instead).
       const described = Array.isArray(commands) ? commands.map(describeCommand) : commands;
       const text = JSON.stringify({ ...declaration, ...(commands === undefined ? {} : { commands: described }) });
-      return decode(await noticed(channel.request("definePlugin", { declaration: text, key })));
+      return await noticed(channel.request("definePlugin", { declaration: text, key }));
     } catch (error) {
       pagePlugins.delete(key);
       throw error;
@@ -263,7 +258,7 @@ export const reactor = {
    */
   async unloadPlugin(name) {
     await ready;
-    const gone = decode(await noticed(channel.request("unloadPlugin", { name })));
+    const gone = await noticed(channel.request("unloadPlugin", { name }));
     for (const [key, entry] of pagePlugins) {
       if (!gone.includes(entry.name)) continue;
       pagePlugins.delete(key);
