@@ -4,6 +4,7 @@ import asyncio
 import json
 
 import pytest
+from conftest import DECK_OPEN, decks_bundle
 
 from reactor import (
     AbortedError,
@@ -32,47 +33,19 @@ DECKS = [
     {"id": "quarterly-review", "title": "Quarterly review", "slides": 6},
     {"id": "team-offsite", "title": "Team offsite", "slides": 3},
 ]
-OPEN = {
-    "type": "object",
-    "properties": {"id": {"type": "string"}, "slide": {"type": "integer", "minimum": 1}},
-    "required": ["id"],
-    "additionalProperties": False,
-}
-DECKS_BUNDLE = define_agent_tools(
-    id="decks",
-    name="Decks",
-    plugin="decks",
-    commands=[
-        {"name": "decks_list_decks", "command": "decks.listDecks", "description": "List every deck."},
-        {"name": "decks_open", "command": "decks.open", "description": "Open a deck.", "parameters": OPEN},
-        {"name": "decks_next_slide", "command": "decks.nextSlide", "description": "Advance one slide."},
-        {"name": "decks_present", "command": "decks.present", "description": "Present the open deck."},
-        {
-            "name": "decks_delete",
-            "command": "decks.delete",
-            "description": "Delete a deck.",
-            "parameters": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
-        },
-        {"name": "decks_wait", "command": "decks.wait", "description": "Wait for the projector."},
-        {"name": "decks_fail", "command": "decks.fail", "description": "Always fails."},
-        {"name": "decks_refuse", "command": "decks.refuse", "description": "Refuses with a code."},
-        {"name": "decks_disabled", "command": "decks.disabled", "description": "Never enabled."},
-        {"name": "decks_missing", "command": "decks.notRegistered", "description": "Its command is gone."},
-        {"name": "decks_hidden", "command": "decks.hidden", "description": "Not in the toolset."},
-    ],
-    toolset=[
-        "decks_list_decks",
-        "decks_open",
-        "decks_next_slide",
-        "decks_present",
-        "decks_delete",
-        "decks_wait",
-        "decks_fail",
-        "decks_refuse",
-        "decks_disabled",
-        "decks_missing",
-    ],
-)
+TOOLSET = [
+    "decks_list_decks",
+    "decks_open",
+    "decks_next_slide",
+    "decks_present",
+    "decks_delete",
+    "decks_wait",
+    "decks_fail",
+    "decks_refuse",
+    "decks_disabled",
+    "decks_missing",
+]
+DECKS_BUNDLE = decks_bundle(*TOOLSET, "decks_hidden", toolset=TOOLSET)
 CMS_BUNDLE = define_agent_tools(
     id="cms",
     name="CMS",
@@ -252,7 +225,7 @@ def test_a_host_handler_replaces_the_command_but_keeps_the_bundles_name_and_desc
     assert results(loop) == [{"ok": True, "result": {"opened": "team-offsite", "by": "host"}}]
     assert seen == [({"id": "team-offsite"}, False)] and page.open is None
     tool = next(t for t in loop.toolbox.tools() if t.name == "decks_open")
-    assert (tool.description, tool.parameters) == ("Open a deck.", OPEN)
+    assert (tool.description, tool.parameters) == ("Open a deck at a slide.", DECK_OPEN)
 
 
 def test_a_command_result_and_a_command_returning_nothing_are_answered():
