@@ -513,6 +513,7 @@ def test_anthropic_rendering_merges_adjacent_user_turns_and_skips_empty_text():
         ({"provider": "openai", "model": "gpt", "baseUrl": "not a url"}, "must be an http:// or https:// address"),
         ({"provider": "openai", "model": "gpt", "baseUrl": "ftp://host/v1"}, "must be an http:// or https:// address"),
         ({"provider": "openai", "model": "gpt", "baseUrl": "https://"}, "must be an http:// or https:// address"),
+        ({"provider": "openai", "model": "gpt", "baseUrl": "http://[::1/v1"}, "must be an http"),
         ({"provider": "openai", "model": "gpt 4", "baseUrl": "https://api.openai.com/v1"}, "is not a model name"),
         ({"provider": "openai", "model": "", "baseUrl": "https://api.openai.com/v1"}, "Name the model"),
         ({"provider": "anthropic", "model": "claude", "apiKey": "k", "baseUrl": "javascript:alert(1)"}, "must be an http"),

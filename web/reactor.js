@@ -160,7 +160,11 @@ export const reactor = {
    * `reactor:chat` events on window; `approver(request)` must resolve "allow", "always" or "deny".
    */
   chat: {
-    /** Choose the chat's model; `unlessChosen`: only if none was chosen yet (the widget's first choice). */
+    /**
+     * Choose the chat's model; `unlessChosen`: only if none was chosen yet (the widget's first
+     * choice). Resolves with {chosen, label, examples, provider, providers}; settings that cannot
+     * be used reject with a ReactorError (`SettingsError`) saying what to change.
+     */
     async configure(settings, { unlessChosen = false } = {}) {
       await ready;
       return channel.request("chat.configure", { settings, unlessChosen });

@@ -288,23 +288,20 @@ def _serve_chat(endpoint: WorkerEndpoint, reactor: Any, agent: dict[str, Any], a
 
     def configure(message: dict[str, Any], signal: CancelToken) -> dict[str, Any]:
         """Choose the chat's model; with `unlessChosen` (the widget's first choice), a model chosen
-        already stays, and is described. `chosen` in the answer: this call chose."""
+        already stays, and is described. `chosen` in the answer: this call chose. Settings that
+        cannot be used raise SettingsError: the page's call rejects with its sentence."""
         nonlocal chosen
-        try:
-            chat = session()
-            keep = bool(message.get("unlessChosen")) and chosen
-            label = chat.label if keep else chat.configure(message["settings"])
-            chosen = chosen or not message.get("unlessChosen")
-            return {
-                "ok": True,
-                "chosen": not keep,
-                "label": label,
-                "examples": chat.examples,
-                "provider": chat.provider,
-                "providers": chat.providers,
-            }
-        except ValueError as error:  # SettingsError, or a base URL urlsplit cannot read
-            return {"ok": False, "error": str(error)}
+        chat = session()
+        keep = bool(message.get("unlessChosen")) and chosen
+        label = chat.label if keep else chat.configure(message["settings"])
+        chosen = chosen or not message.get("unlessChosen")
+        return {
+            "chosen": not keep,
+            "label": label,
+            "examples": chat.examples,
+            "provider": chat.provider,
+            "providers": chat.providers,
+        }
 
     def tools(message: dict[str, Any], signal: CancelToken) -> list[dict[str, Any]]:
         from .host import tool_annotations
