@@ -14,6 +14,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -83,32 +85,76 @@ def set_up() -> None:
         )
 
 
-def run(plan: dict[str, Any]) -> dict[str, Any]:
+class Session:
+    """What every run needs: its results (the machine recorded), the requests that left the
+    origin, Chromium with the switches of an unattached one, and a folder for the apps' data."""
+
+    def __init__(self, results: dict[str, Any], browser: Any, folder: Path) -> None:
+        self.results, self.browser, self.folder = results, browser, folder
+        self.offline = Offline()
+        self.command = switches(browser)
+        self.strays: list[str] = []
+
+
+@contextmanager
+def session(plan: dict[str, Any]) -> Iterator[Session]:
+    """A run's set-up and its end: the machine and its load before and after, one Chromium."""
     from playwright.sync_api import sync_playwright
 
-    strays: list[str] = []
     results: dict[str, Any] = {"machine": machine(), "plan": plan}
     results["machine"]["load_average_before"] = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
         browser = launch(playwright)
         results["machine"]["chromium"] = browser.version
-        command, offline = switches(browser), Offline()
-        counter = WireCounter(WithMarks(bench_app(Path(tmp) / "product"), PAGE_MARKS, MARKS_QUERY))
-        with serving(counter) as url:
-            say(
-                f"start-up: {plan['rounds']} rounds of bare Pyodide (main thread and worker), PyScript and reactor, cold"
-                f" ({plan['warm_rounds']} of them warm too)"
-            )
-            results["startup"] = startup(command, offline, url, plan["rounds"], strays, plan["warm_rounds"])
-            say("bytes: a first and a repeat visit")
-            results["bytes"] = transfer(browser, url, counter, strays)
-            if plan["slow_link_rounds"]:
-                say(f"slow link: {plan['slow_link_rounds']} first visits of reactor and the bare worker page each")
-                results["slow_link"] = slow_link(browser, url, strays, plan["slow_link_rounds"])
+        bench = Session(results, browser, Path(tmp))
+        try:
+            yield bench
+        finally:
+            browser.close()
+            bench.offline.close()
+    results["machine"]["load_average_after"] = os.getloadavg()
+    results["external_requests"] = bench.strays
+
+
+def first_visits(bench: Session, plan: dict[str, Any], pages: tuple[str, ...] = ()) -> None:
+    """The product app served, its bytes counted: start-up (of `pages`, else every page), a
+    first and a repeat visit's bytes, and first visits on the slow link."""
+    counter = WireCounter(WithMarks(bench_app(bench.folder / "product"), PAGE_MARKS, MARKS_QUERY))
+    with serving(counter) as url:
+        every = "bare Pyodide (main thread and worker), PyScript and reactor"
+        names = ", ".join(pages) if pages else every
+        warm = f" ({plan['warm_rounds']} of them warm too)" if plan["warm_rounds"] else ""
+        say(f"start-up: {plan['rounds']} rounds of {names}, cold{warm}")
+        chosen = {"names": pages} if pages else {}
+        rounds, strays = plan["rounds"], bench.strays
+        warm_rounds = plan["warm_rounds"]
+        figures = startup(bench.command, bench.offline, url, rounds, strays, warm_rounds, **chosen)
+        bench.results["startup"] = figures
+        say("bytes: a first and a repeat visit, and a bare Pyodide boot's")
+        bench.results["bytes"] = transfer(bench.browser, url, counter, bench.strays)
+        if plan["slow_link_rounds"]:
+            rounds = plan["slow_link_rounds"]
+            say(f"slow link: {rounds} first visits of reactor and the bare worker page each")
+            bench.results["slow_link"] = slow_link(bench.browser, url, strays, rounds)
+
+
+def run_startup(plan: dict[str, Any]) -> dict[str, Any]:
+    """Start-up against bare Pyodide restored from the same snapshot, bytes and the slow link only."""
+    with session(plan) as bench:
+        first_visits(bench, plan, SNAPSHOT_PAGES)
+    return bench.results
+
+
+def run(plan: dict[str, Any]) -> dict[str, Any]:
+    with session(plan) as bench:
+        first_visits(bench, plan)
+        browser, command, offline = bench.browser, bench.command, bench.offline
+        strays, results = bench.strays, bench.results
         results["scale"] = {"points": []}
         for count in plan["plugins"]:
             say(f"scale: {count} synthetic plugins of 10 tools")
-            app = WithMarks(bench_app(Path(tmp) / f"lab-{count}", lab=True, synthetic=count), PAGE_MARKS, MARKS_QUERY)
+            lab = bench_app(bench.folder / f"lab-{count}", lab=True, synthetic=count)
+            app = WithMarks(lab, PAGE_MARKS, MARKS_QUERY)
             with serving(app) as url:
                 if count == plan["plugins"][0]:
                     say("calls: no-op, decks_get_deck and Lumino, as commands and as tools, interleaved")
@@ -130,38 +176,7 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
                         with lab_page(browser, url, strays) as (page, _):
                             results["define"].append(define_plugins(page, defined))
             results["scale"]["points"].append(point)
-        browser.close()
-        offline.close()
-    results["machine"]["load_average_after"] = os.getloadavg()
-    results["external_requests"] = strays
-    return results
-
-
-def run_startup(plan: dict[str, Any]) -> dict[str, Any]:
-    """Start-up against bare Pyodide restored from the same snapshot, bytes and the slow link only."""
-    from playwright.sync_api import sync_playwright
-
-    strays: list[str] = []
-    results: dict[str, Any] = {"machine": machine(), "plan": plan}
-    results["machine"]["load_average_before"] = os.getloadavg()
-    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as playwright:
-        browser = launch(playwright)
-        results["machine"]["chromium"] = browser.version
-        command, offline = switches(browser), Offline()
-        counter = WireCounter(WithMarks(bench_app(Path(tmp) / "product"), PAGE_MARKS, MARKS_QUERY))
-        with serving(counter) as url:
-            say(f"start-up: {plan['rounds']} rounds of {', '.join(SNAPSHOT_PAGES)}, cold")
-            results["startup"] = startup(command, offline, url, plan["rounds"], strays, plan["warm_rounds"], SNAPSHOT_PAGES)
-            say("bytes: a first and a repeat visit, and a bare Pyodide boot's")
-            results["bytes"] = transfer(browser, url, counter, strays)
-            if plan["slow_link_rounds"]:
-                say(f"slow link: {plan['slow_link_rounds']} first visits of reactor and the bare worker page each")
-                results["slow_link"] = slow_link(browser, url, strays, plan["slow_link_rounds"])
-        browser.close()
-        offline.close()
-    results["machine"]["load_average_after"] = os.getloadavg()
-    results["external_requests"] = strays
-    return results
+    return bench.results
 
 
 def call_figures(command: list[str], offline: Offline, url: str, batches: int, warmup_ms: int) -> dict[str, Any]:

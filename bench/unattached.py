@@ -2,7 +2,7 @@
 
 Playwright drives Chromium over the DevTools protocol: it holds each new worker until it has
 attached to it, and it hears every request and console message. Attached, the demo page's
-start-up took 50-70 % longer here and its timer gaps were longer (bench/RESULTS.md run 11). So the
+start-up took 50-70 % longer here and its timer gaps were longer (bench/HISTORY.md run 11). So the
 start-up loads run in a Chromium started for each load, with a fresh profile (an empty HTTP
 cache, as on a first visit) and the switches of Playwright's own browser, minus the debugging
 pipe. Before the page, the browser shows one page of another origin: a new Chromium sets up its

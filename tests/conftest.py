@@ -5,6 +5,7 @@ talk to it."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -202,3 +203,67 @@ def blocking_popups(browser_type: Any, browser_type_launch_args: dict[str, Any])
     browser = browser_type.launch(**browser_type_launch_args, ignore_default_args=["--disable-popup-blocking"])
     yield browser.new_page()
     browser.close()
+
+
+# The decks bundle of the chat host's tests (test_host_*.py): one declaration, each test file
+# taking the tools it needs.
+DECK_OPEN = {
+    "type": "object",
+    "properties": {"id": {"type": "string"}, "slide": {"type": "integer", "minimum": 1}},
+    "required": ["id"],
+    "additionalProperties": False,
+}
+# A schema OpenAI and Anthropic would refuse at the top level, though it is valid JSON Schema.
+DECK_RENAME = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "properties": {"id": {"type": "string"}, "slug": {"type": "string"}, "title": {"type": "string"}},
+    "required": ["title"],
+    "anyOf": [{"required": ["id"]}, {"required": ["slug"]}],
+}
+DECK_ID = {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}
+DECK_TOOLS = {
+    entry["name"]: entry
+    for entry in [
+        {
+            "name": "decks_list_decks",
+            "command": "decks.listDecks",
+            "label": "List decks",
+            "description": "List every deck.",
+        },
+        {
+            "name": "decks_open",
+            "command": "decks.open",
+            "description": "Open a deck at a slide.",
+            "parameters": DECK_OPEN,
+        },
+        {
+            "name": "decks_rename",
+            "command": "decks.rename",
+            "description": "Rename a deck.",
+            "parameters": DECK_RENAME,
+        },
+        {"name": "decks_next_slide", "command": "decks.nextSlide", "description": "Advance one slide."},
+        {"name": "decks_present", "command": "decks.present", "description": "Present the open deck."},
+        {
+            "name": "decks_delete",
+            "command": "decks.delete",
+            "description": "Delete a deck.",
+            "parameters": DECK_ID,
+        },
+        {"name": "decks_wait", "command": "decks.wait", "description": "Wait for the projector."},
+        {"name": "decks_fail", "command": "decks.fail", "description": "Always fails."},
+        {"name": "decks_refuse", "command": "decks.refuse", "description": "Refuses with a code."},
+        {"name": "decks_disabled", "command": "decks.disabled", "description": "Never enabled."},
+        {"name": "decks_missing", "command": "decks.notRegistered", "description": "Its command is gone."},
+        {"name": "decks_hidden", "command": "decks.hidden", "description": "Not in the toolset."},
+    ]
+}
+
+
+def decks_bundle(*names: str, toolset: list[str] | None = None) -> dict[str, Any]:
+    """The decks bundle with the tools named, in that order (`toolset`: those granted, else all)."""
+    from reactor import define_agent_tools
+
+    commands = [copy.deepcopy(DECK_TOOLS[name]) for name in names]
+    return define_agent_tools(id="decks", name="Decks", plugin="decks", commands=commands, toolset=toolset)

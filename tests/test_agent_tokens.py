@@ -15,7 +15,7 @@ from conftest import bearer, start_server, stop_server
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from reactor.server.agent_tokens import PREFIX, RATE_LIMIT
+from reactor.server.agent_tokens import MAX_TOKENS, PREFIX, RATE_LIMIT, TOO_MANY
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -45,6 +45,17 @@ def test_a_signed_in_person_makes_sees_and_revokes_tokens_whose_secret_is_shown_
         assert client.delete(f"/api/agent-tokens/{made['id']}", headers=bearer(app_server, "bob")).status_code == 404
         assert client.delete(f"/api/agent-tokens/{made['id']}", headers=ada).json() == {"revoked": made["id"]}
         assert client.get("/api/agent-tokens", headers=ada).json() == []
+
+
+def test_a_person_with_the_most_tokens_is_told_to_revoke_one_first(app_server):
+    ada = bearer(app_server, "ada")
+    with app_server.client() as client:
+        for number in range(MAX_TOKENS):
+            make_token(client, ada, f"agent {number}")
+        refused = client.post("/api/agent-tokens", json={"name": "one more"}, headers=ada)
+        assert refused.status_code == 409
+        assert refused.json()["error"] == TOO_MANY and str(MAX_TOKENS) in TOO_MANY
+        assert len(client.get("/api/agent-tokens", headers=ada).json()) == MAX_TOKENS
 
 
 def test_the_database_keeps_only_the_hash_of_a_token(app_server):

@@ -4,8 +4,9 @@ import time
 
 import pytest
 
-from reactor import CancelToken, ToolError
+from reactor import CancelToken, ReactorError, ToolError
 from reactor.ai_tools import AiToolCaller, InProcessRunner
+from reactor.ai_tools.context import ToolContext
 from test_ai_tools_declaration import RECORD
 
 
@@ -75,6 +76,13 @@ def test_an_exception_becomes_a_failed_answer_with_its_message_and_type():
     failed = failure(record_with(code), {})
     assert failed.code == "failed" and failed.details["type"] == "ValueError"
     assert "There is no building B-9; buildings: B-101." in str(failed)
+
+
+def test_a_context_without_an_http_client_refuses_a_fetch_as_unavailable():
+    context = ToolContext({}, None, CancelToken())
+    with pytest.raises(ReactorError, match="cannot fetch") as refused:
+        asyncio.run(context.fetch_json("/api/x"))
+    assert isinstance(refused.value, ToolError) and refused.value.code == "unavailable"
 
 
 def test_a_timeout_frees_the_caller_even_when_the_code_ignores_the_signal():

@@ -192,6 +192,20 @@ def test_a_wrong_api_key_is_reported_in_the_chat(server_page, server, provider):
     assert "401" in error and "Check the API key" in error and "wrong-key" not in error
 
 
+def test_unusable_settings_are_named_in_the_form_and_the_model_stays(server_page, server, provider):
+    page = open_chat(server_page)
+    use_fake_provider(page, server)
+    chat = page.locator("reactor-chat")
+    chat.locator("input[name=baseUrl]").fill("ftp://models.example/v1")
+    chat.get_by_role("button", name="Use this model").click()
+    said = chat.locator(".chat-settings [role=alert]")
+    expect(said).to_contain_text("The base URL must be an http:// or https:// address")
+    expect(page.get_by_test_id("chat-model")).to_contain_text("gpt-test")
+    configure = "(s) => window.reactor.chat.configure(s).catch((e) => [e.name, e.message])"
+    refused = page.evaluate(configure, {"provider": "openai", "model": "x y"})
+    assert refused[0] == "SettingsError" and refused[1].startswith("'x y' is not a model name")
+
+
 def test_webmcp_gets_the_admitted_tools_and_a_write_through_it_still_asks(server_page):
     page = server_page.page
     page.add_init_script("""

@@ -102,6 +102,34 @@ def test_passwd_creates_a_user_in_the_groups_named(tmp_path):
     assert auth.user_for_token(auth.sign_in("olga", "olga-password-1")).groups == ("operators",)
 
 
+def test_an_empty_password_or_an_unknown_user_is_refused_as_a_reactor_error(tmp_path):
+    from reactor import ReactorError
+    from reactor.server.auth import Auth
+    from reactor.server.database import Database
+
+    auth = Auth(Database(tmp_path / "reactor.sqlite3"), seed=False)
+    with pytest.raises(ReactorError, match="There is no user 'nobody'"):
+        auth.set_password("nobody", "a-password-1")
+    with pytest.raises(ReactorError, match="A password cannot be empty"):
+        auth.set_password("nobody", "")
+    with pytest.raises(ReactorError, match="A user needs a name and a password"):
+        auth.create_user("olga", "")
+
+
+def test_a_password_stored_under_an_unknown_scheme_is_a_database_error(tmp_path):
+    from reactor import ReactorError
+    from reactor.server.auth import Auth
+    from reactor.server.database import Database
+
+    database = Database(tmp_path / "reactor.sqlite3")
+    auth = Auth(database, seed=False)
+    auth.create_user("olga", "olga-password-1")
+    with database.transaction() as db:
+        db.execute("UPDATE users SET hash_scheme = ? WHERE username = ?", ("md5", "olga"))
+    with pytest.raises(ReactorError, match="unknown hash scheme 'md5'"):
+        auth.sign_in("olga", "olga-password-1")
+
+
 def test_serve_refuses_a_host_name_that_is_not_one(tmp_path):
     done = run_reactor("serve", "--allow-host", "http://x.example/", "--data", str(tmp_path))
     assert done.returncode == 2 and "is not a host name to serve" in done.stderr

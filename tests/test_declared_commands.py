@@ -130,6 +130,8 @@ def test_unloading_the_plugin_takes_its_commands_and_its_tools():
     ("other_commands", "said"),
     [
         ([{"command": "notes.add"}], "otherCommands[0].command 'notes.add' is declared twice"),
+        ([{"command": " "}], "otherCommands[0].command must be a command id, not ' '"),
+        ([7], "otherCommands[0] must be an object, not int"),
         ([{"command": "notes.x", "name": "notes_x"}], "otherCommands[0].name is not a field of a command without a tool"),
         ([{"command": "notes.x", "label": ""}], "otherCommands[0].label of command 'notes.x' must be the words"),
         ([{"command": "notes.x", "parameters": {"type": "array"}}], "otherCommands[0].parameters of command 'notes.x'"),

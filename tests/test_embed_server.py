@@ -7,8 +7,10 @@ import httpx
 import pytest
 from conftest import app_server_over, run_reactor
 
+from reactor import ReactorError
 from reactor.server.app import create_app
 from reactor.server.cors import check_origins
+from reactor.server.protection import check_hosts
 
 EMBEDDER = "http://127.0.0.1:5500"
 
@@ -92,6 +94,11 @@ def test_what_is_not_an_origin_is_refused_with_the_form_to_use(tmp_path, origin)
 
 def test_origins_are_written_as_browsers_send_them():
     assert check_origins(["http://Shop.Example:8080/", "http://shop.example:8080"]) == ("http://shop.example:8080",)
+    with pytest.raises(ReactorError, match="is not an origin to allow") as refused:
+        check_origins(["*"])
+    assert isinstance(refused.value, ValueError) and refused.value.value == "*"
+    with pytest.raises(ReactorError, match="is not a host name to serve"):
+        check_hosts(["reactor.example.org:8000"])
 
 
 def test_serve_refuses_a_bad_allow_origin_before_starting(tmp_path):

@@ -5,6 +5,7 @@ import math
 
 import pytest
 
+from reactor import ReactorError
 from reactor.envelope import FAILURE_CODES, RAN_WITHOUT_VALUE, envelope_text, is_failure, tool_failure, tool_success
 
 
@@ -32,8 +33,9 @@ def test_a_failure_carries_its_code_sentence_and_details_and_an_unknown_code_is_
         },
     }
     assert "denied" in FAILURE_CODES
-    with pytest.raises(ValueError, match="'oops' is not a tool failure code"):
+    with pytest.raises(ReactorError, match="'oops' is not a tool failure code") as refused:
         tool_failure("oops", "No.")
+    assert isinstance(refused.value, ValueError) and refused.value.field == "code"
 
 
 def test_what_the_model_reads_is_the_envelope_as_json_with_its_words_readable():

@@ -3,7 +3,8 @@
 import pytest
 
 from reactor import DeclarationError, HttpError, NotFoundError, ReactorError, ToolError
-from reactor.errors import ApiError, PageScriptError
+from reactor.answer import error_detail
+from reactor.errors import ApiError, CommandFailedError, InvalidArgumentsError, PageScriptError
 from reactor.http import tool_refusal
 from reactor.json_schema import SchemaError
 from reactor.server.requests import StaleVersion
@@ -40,3 +41,22 @@ def test_a_refused_http_answer_becomes_not_permitted_and_others_stay_http_errors
 def test_a_tool_error_with_a_code_that_is_not_one_is_a_declaration_error():
     with pytest.raises(DeclarationError, match="'oops' is not a tool failure code"):
         ToolError("oops", "x")
+
+
+def test_an_errors_detail_carries_its_command_problems_and_the_persons_words():
+    said = ToolError("not_found", "There is no deck 'x'.", display="That deck is gone.")
+    failed = CommandFailedError("There is no deck 'x'.", command_id="decks.open", cause=said)
+    assert error_detail(failed) == {
+        "type": "CommandFailedError",
+        "message": "There is no deck 'x'.",
+        "command": "decks.open",
+        "display": "That deck is gone.",
+    }
+    problems = [{"path": "$.id", "message": "?"}]
+    refused = InvalidArgumentsError("Fix id.", command_id="decks.open", problems=problems)
+    assert error_detail(refused)["problems"] == problems
+    assert error_detail(ValueError("No."), command="decks.open") == {
+        "type": "ValueError",
+        "message": "No.",
+        "command": "decks.open",
+    }

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from conftest import DECK_OPEN, DECK_RENAME, decks_bundle
 
 from reactor import NO_ARGUMENTS, Reactor, ToolError, define_agent_tools, define_plugin
 from reactor.arguments import parse_tool_arguments
@@ -23,36 +24,7 @@ from reactor.host import (
     tool_success,
 )
 
-OPEN_SCHEMA = {
-    "type": "object",
-    "properties": {"id": {"type": "string"}, "slide": {"type": "integer", "minimum": 1}},
-    "required": ["id"],
-    "additionalProperties": False,
-}
-# A schema OpenAI and Anthropic would refuse at the top level, though it is valid JSON Schema.
-RENAME_SCHEMA = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "type": "object",
-    "properties": {"id": {"type": "string"}, "slug": {"type": "string"}, "title": {"type": "string"}},
-    "required": ["title"],
-    "anyOf": [{"required": ["id"]}, {"required": ["slug"]}],
-}
-BUNDLE = define_agent_tools(
-    id="decks",
-    name="Decks",
-    plugin="decks",
-    commands=[
-        {"name": "decks_list_decks", "command": "decks.listDecks", "label": "List decks", "description": "List every deck."},
-        {"name": "decks_open", "command": "decks.open", "description": "Open a deck by id.", "parameters": OPEN_SCHEMA},
-        {"name": "decks_rename", "command": "decks.rename", "description": "Rename a deck.", "parameters": RENAME_SCHEMA},
-        {
-            "name": "decks_delete",
-            "command": "decks.delete",
-            "description": "Delete a deck.",
-            "parameters": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
-        },
-    ],
-)
+BUNDLE = decks_bundle("decks_list_decks", "decks_open", "decks_rename", "decks_delete")
 LEVELS = {"decks_list_decks": "read", "decks_open": "none", "decks_rename": "write", "decks_delete": "destructive"}
 
 
@@ -84,18 +56,23 @@ def test_openai_chat_completions_tools_are_functions_with_parameters():
             "parameters": NO_ARGUMENTS,
         },
     }
-    assert tools[1]["function"]["parameters"] == OPEN_SCHEMA
+    assert tools[1]["function"]["parameters"] == DECK_OPEN
 
 
 def test_responses_api_tools_are_flat_functions():
     tools = responses_tools(toolbox().tools())
-    assert tools[1] == {"type": "function", "name": "decks_open", "description": "Open a deck by id.", "parameters": OPEN_SCHEMA}
+    assert tools[1] == {
+        "type": "function",
+        "name": "decks_open",
+        "description": "Open a deck at a slide.",
+        "parameters": DECK_OPEN,
+    }
     assert tools[0]["parameters"] == NO_ARGUMENTS
 
 
 def test_anthropic_tools_carry_an_input_schema():
     tools = anthropic_tools(toolbox().tools())
-    assert tools[1] == {"name": "decks_open", "description": "Open a deck by id.", "input_schema": OPEN_SCHEMA}
+    assert tools[1] == {"name": "decks_open", "description": "Open a deck at a slide.", "input_schema": DECK_OPEN}
     assert tools[0]["input_schema"] == NO_ARGUMENTS
 
 
@@ -103,9 +80,9 @@ def test_a_schema_providers_refuse_at_the_top_is_simplified_for_them_but_still_e
     rename = toolbox().tools()[2]
     shown = anthropic_tools([rename])[0]["input_schema"]
     assert "anyOf" not in shown and "$schema" not in shown
-    assert shown["properties"] == RENAME_SCHEMA["properties"]
+    assert shown["properties"] == DECK_RENAME["properties"]
     assert openai_chat_tools([rename])[0]["function"]["parameters"] == shown
-    assert mcp_list_tools([rename])["tools"][0]["inputSchema"] == RENAME_SCHEMA  # MCP takes it whole
+    assert mcp_list_tools([rename])["tools"][0]["inputSchema"] == DECK_RENAME  # MCP takes it whole
     with pytest.raises(ToolError) as refused:
         parse_tool_arguments("decks_rename", {"title": "New"}, rename.parameters)
     assert refused.value.code == "invalid_arguments"

@@ -4,6 +4,7 @@ import asyncio
 import json
 
 import pytest
+from conftest import DECK_OPEN, decks_bundle
 
 from reactor import (
     AbortedError,
@@ -12,6 +13,7 @@ from reactor import (
     CommandOptions,
     DeclarationError,
     Reactor,
+    ReactorError,
     define_agent_tools,
     define_plugin,
 )
@@ -31,47 +33,19 @@ DECKS = [
     {"id": "quarterly-review", "title": "Quarterly review", "slides": 6},
     {"id": "team-offsite", "title": "Team offsite", "slides": 3},
 ]
-OPEN = {
-    "type": "object",
-    "properties": {"id": {"type": "string"}, "slide": {"type": "integer", "minimum": 1}},
-    "required": ["id"],
-    "additionalProperties": False,
-}
-DECKS_BUNDLE = define_agent_tools(
-    id="decks",
-    name="Decks",
-    plugin="decks",
-    commands=[
-        {"name": "decks_list_decks", "command": "decks.listDecks", "description": "List every deck."},
-        {"name": "decks_open", "command": "decks.open", "description": "Open a deck.", "parameters": OPEN},
-        {"name": "decks_next_slide", "command": "decks.nextSlide", "description": "Advance one slide."},
-        {"name": "decks_present", "command": "decks.present", "description": "Present the open deck."},
-        {
-            "name": "decks_delete",
-            "command": "decks.delete",
-            "description": "Delete a deck.",
-            "parameters": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
-        },
-        {"name": "decks_wait", "command": "decks.wait", "description": "Wait for the projector."},
-        {"name": "decks_fail", "command": "decks.fail", "description": "Always fails."},
-        {"name": "decks_refuse", "command": "decks.refuse", "description": "Refuses with a code."},
-        {"name": "decks_disabled", "command": "decks.disabled", "description": "Never enabled."},
-        {"name": "decks_missing", "command": "decks.notRegistered", "description": "Its command is gone."},
-        {"name": "decks_hidden", "command": "decks.hidden", "description": "Not in the toolset."},
-    ],
-    toolset=[
-        "decks_list_decks",
-        "decks_open",
-        "decks_next_slide",
-        "decks_present",
-        "decks_delete",
-        "decks_wait",
-        "decks_fail",
-        "decks_refuse",
-        "decks_disabled",
-        "decks_missing",
-    ],
-)
+TOOLSET = [
+    "decks_list_decks",
+    "decks_open",
+    "decks_next_slide",
+    "decks_present",
+    "decks_delete",
+    "decks_wait",
+    "decks_fail",
+    "decks_refuse",
+    "decks_disabled",
+    "decks_missing",
+]
+DECKS_BUNDLE = decks_bundle(*TOOLSET, "decks_hidden", toolset=TOOLSET)
 CMS_BUNDLE = define_agent_tools(
     id="cms",
     name="CMS",
@@ -218,6 +192,12 @@ def test_only_the_toolset_of_the_specs_plugins_is_offered_to_the_model():
     assert model.requests[0].system == "Help with decks."
 
 
+def test_a_loop_of_no_steps_is_refused_as_a_settings_error():
+    with pytest.raises(HostError, match="max_steps must be at least 1, not 0") as refused:
+        chat(Script(), max_steps=0)
+    assert isinstance(refused.value, ValueError) and isinstance(refused.value, ReactorError)
+
+
 def test_a_tool_outside_the_admitted_set_cannot_be_called_even_when_the_model_names_it():
     page = Page()
     loop = chat(Script(calls(("cms_publish_site_page", {"page_id": "p-7"}), ("decks_hidden", {}), ("made_up_tool", {}))), page)
@@ -245,7 +225,7 @@ def test_a_host_handler_replaces_the_command_but_keeps_the_bundles_name_and_desc
     assert results(loop) == [{"ok": True, "result": {"opened": "team-offsite", "by": "host"}}]
     assert seen == [({"id": "team-offsite"}, False)] and page.open is None
     tool = next(t for t in loop.toolbox.tools() if t.name == "decks_open")
-    assert (tool.description, tool.parameters) == ("Open a deck.", OPEN)
+    assert (tool.description, tool.parameters) == ("Open a deck at a slide.", DECK_OPEN)
 
 
 def test_a_command_result_and_a_command_returning_nothing_are_answered():

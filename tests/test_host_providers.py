@@ -12,8 +12,9 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from conftest import DECK_OPEN, decks_bundle
 
-from reactor import NO_ARGUMENTS, Reactor, define_agent_tools, define_plugin
+from reactor import NO_ARGUMENTS, Reactor, define_plugin
 from reactor.cancellation import CancelToken
 from reactor.host import (
     AgentSpec,
@@ -28,21 +29,7 @@ from reactor.host import (
 from reactor.server.loopback import free_port
 
 KEY = "sk-test-5ecret-key"
-OPEN = {
-    "type": "object",
-    "properties": {"id": {"type": "string"}, "slide": {"type": "integer"}},
-    "required": ["id"],
-    "additionalProperties": False,
-}
-BUNDLE = define_agent_tools(
-    id="decks",
-    name="Decks",
-    plugin="decks",
-    commands=[
-        {"name": "decks_list_decks", "command": "decks.listDecks", "description": "List every deck."},
-        {"name": "decks_open", "command": "decks.open", "description": "Open a deck at a slide.", "parameters": OPEN},
-    ],
-)
+BUNDLE = decks_bundle("decks_list_decks", "decks_open")
 
 
 class LoopbackProvider:
@@ -207,7 +194,7 @@ def test_openai_runs_a_tool_call_and_answers_with_the_result_over_real_http():
     assert first["messages"][0] == {"role": "system", "content": "You present decks."}
     assert first["tools"][1] == {
         "type": "function",
-        "function": {"name": "decks_open", "description": "Open a deck at a slide.", "parameters": OPEN},
+        "function": {"name": "decks_open", "description": "Open a deck at a slide.", "parameters": DECK_OPEN},
     }
     assert first["tools"][0]["function"]["parameters"] == NO_ARGUMENTS
     assert second["messages"][-2]["tool_calls"][0]["function"]["arguments"] == '{"id": "quarterly-review", "slide": 4}'
@@ -422,7 +409,11 @@ def test_anthropic_runs_tool_use_blocks_and_returns_tool_results_over_real_http(
     assert first["headers"]["anthropic-version"] == "2023-06-01"
     assert first["headers"]["anthropic-dangerous-direct-browser-access"] == "true"
     assert first["body"]["system"] == "You present decks." and first["body"]["max_tokens"] == 512
-    assert first["body"]["tools"][1] == {"name": "decks_open", "description": "Open a deck at a slide.", "input_schema": OPEN}
+    assert first["body"]["tools"][1] == {
+        "name": "decks_open",
+        "description": "Open a deck at a slide.",
+        "input_schema": DECK_OPEN,
+    }
     results = second["body"]["messages"][-1]["content"]
     assert [r["tool_use_id"] for r in results] == ["toolu_01", "toolu_02"]
     assert results[1] == {
@@ -522,6 +513,7 @@ def test_anthropic_rendering_merges_adjacent_user_turns_and_skips_empty_text():
         ({"provider": "openai", "model": "gpt", "baseUrl": "not a url"}, "must be an http:// or https:// address"),
         ({"provider": "openai", "model": "gpt", "baseUrl": "ftp://host/v1"}, "must be an http:// or https:// address"),
         ({"provider": "openai", "model": "gpt", "baseUrl": "https://"}, "must be an http:// or https:// address"),
+        ({"provider": "openai", "model": "gpt", "baseUrl": "http://[::1/v1"}, "must be an http"),
         ({"provider": "openai", "model": "gpt 4", "baseUrl": "https://api.openai.com/v1"}, "is not a model name"),
         ({"provider": "openai", "model": "", "baseUrl": "https://api.openai.com/v1"}, "Name the model"),
         ({"provider": "anthropic", "model": "claude", "apiKey": "k", "baseUrl": "javascript:alert(1)"}, "must be an http"),

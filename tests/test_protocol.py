@@ -6,9 +6,15 @@ import json
 
 import pytest
 
-from reactor import AbortedError, CancelToken
+from reactor import AbortedError, CancelToken, CommandOptions, Reactor, ReactorError, define_plugin
 from reactor.errors import PageError, ProtocolError
+from reactor.facade import execute_json
 from reactor.protocol import CALLS, PAGE_REQUESTS, VERSION, WORKER_NOTICES, WORKER_REQUESTS, Raw, WorkerEndpoint
+
+NOTES = CommandOptions(
+    execute=lambda args: {args["of"]: 3},
+    parameters={"type": "object", "properties": {"of": {"type": "string"}}, "required": ["of"]},
+)
 
 
 class Page:
@@ -80,10 +86,11 @@ def test_a_call_taken_by_its_fields_is_answered_as_the_whole_message_would_be():
             raise ValueError("No such deck.")
         return '{"ok": true, "value": ' + args + "}"
 
-    page.endpoint.handle_call("execute", run)
+    page.endpoint.handle_call("execute", run, answers=True)
     whole = page.endpoint.take(json.dumps({"v": VERSION, "id": 3, "type": "execute", "command": "decks.open", "args": "[1]"}))
     by_fields = page.endpoint.take_call("execute", 3, "decks.open", "[1]")
-    assert by_fields == whole and json.loads(by_fields)["value"] == {"ok": True, "value": [1]}
+    assert by_fields == whole
+    assert json.loads(by_fields) == {"v": VERSION, "re": 3, "ok": True, "value": [1]}
     assert seen[0][2] is not None and seen[1][2] is None  # only the whole message may carry a signal
     assert json.loads(page.endpoint.take_call("execute", 4, "boom", "{}"))["error"] == {
         "type": "ValueError",
@@ -91,6 +98,29 @@ def test_a_call_taken_by_its_fields_is_answered_as_the_whole_message_would_be():
     }
     unknown = json.loads(page.endpoint.take_call("callTool", 5, "decks_open", "{}"))
     assert unknown["error"]["type"] == "ProtocolError" and unknown["re"] == 5
+
+
+def test_a_command_answers_in_one_shape_its_failure_rejects_the_call_with_its_detail():
+    reactor = Reactor()
+    register = lambda context: context.register_command("notes.c", NOTES)  # noqa: E731
+    reactor.load_plugin(define_plugin(name="notes", register=register))
+    page = Page()
+
+    def execute(command, args, signal):
+        return execute_json(reactor, command, args)
+
+    page.endpoint.handle_call("execute", execute, answers=True)
+    ran = json.loads(page.endpoint.take_call("execute", 1, "notes.c", '{"of": "todo"}'))
+    assert ran == {"v": VERSION, "re": 1, "ok": True, "value": {"todo": 3}}
+    refused = json.loads(page.endpoint.take_call("execute", 2, "notes.c", '{"of": 1}'))
+    assert refused["re"] == 2 and refused["ok"] is False and "value" not in refused
+    error = refused["error"]
+    assert error["type"] == "InvalidArgumentsError" and error["command"] == "notes.c"
+    assert [problem["path"] for problem in error["problems"]] == ["$.of"]
+    broken = json.loads(page.endpoint.take_call("execute", 3, "notes.c", "{not json"))["error"]
+    assert broken["type"] == "InvalidArgumentsError" and "not valid JSON" in broken["message"]
+    missing = json.loads(page.endpoint.take_call("execute", 4, "notes.gone", "{}"))["error"]
+    assert missing["type"] == "CommandNotFoundError" and missing["command"] == "notes.gone"
 
 
 def test_a_call_that_must_wait_is_posted_when_it_is_done():
@@ -110,7 +140,7 @@ def test_a_call_that_must_wait_is_posted_when_it_is_done():
 
 def test_only_the_declared_calls_can_be_handled_as_calls():
     page = Page()
-    with pytest.raises(ValueError, match="'commands' is not one of the calls"):
+    with pytest.raises(ProtocolError, match="'commands' is not one of the calls"):
         page.endpoint.handle_call("commands", lambda name, args, signal: "[]")
     assert CALLS.keys() <= PAGE_REQUESTS
 
@@ -163,8 +193,9 @@ def test_a_message_that_is_not_a_json_object_is_reported_not_raised(text):
 
 def test_only_declared_types_can_be_handled_or_sent():
     page = Page()
-    with pytest.raises(ValueError, match="'page.show' is not a message the page sends"):
+    with pytest.raises(ReactorError, match="'page.show' is not a message") as refused:
         page.endpoint.handle("page.show", lambda message, signal: None)
+    assert isinstance(refused.value, ProtocolError)
     assert not PAGE_REQUESTS & (WORKER_REQUESTS | WORKER_NOTICES)
 
 

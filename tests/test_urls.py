@@ -2,6 +2,7 @@ from urllib.parse import quote, unquote, urljoin
 
 import pytest
 
+from reactor import ReactorError
 from reactor.urls import on_origin_of, query_string, quote_segment
 
 
@@ -23,5 +24,5 @@ def test_an_absolute_path_lands_on_the_origin_of_the_base_as_urljoin_puts_it(bas
 
 @pytest.mark.parametrize("path", ["blog", "//evil.example/x", ""])
 def test_anything_but_an_absolute_path_is_refused(path: str) -> None:
-    with pytest.raises(ValueError, match="is not an absolute path"):
+    with pytest.raises(ReactorError, match="is not an absolute path"):
         on_origin_of("http://127.0.0.1:8000/api", path)

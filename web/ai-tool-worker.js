@@ -7,6 +7,7 @@
  * Every answer is JSON text: {ok: true, value} or {ok: false, error: {type, message}}.
  */
 
+import { errorDetail } from "./protocol.js";
 import { bootPyodide } from "./pyodide-boot.js";
 import { fetchPythonBundle, installPythonBundles } from "./python-bundle.js";
 
@@ -47,7 +48,7 @@ async function run({ id, job }) {
       try { answer = await pending; } finally { pending.destroy?.(); }
     }
   } catch (error) {
-    answer = JSON.stringify({ ok: false, error: { type: error?.name || "Error", message: String(error?.message ?? error) } });
+    answer = JSON.stringify({ ok: false, error: errorDetail(error) });
   } finally {
     controllers.delete(id);
   }

@@ -7,6 +7,7 @@
  */
 
 import { workerUrl } from "./early-worker.js";
+import { errorDetail } from "./protocol.js";
 
 const GRACE_MS = 300;
 const WORKER_SCRIPT = new URL("./ai-tool-worker.js", import.meta.url);
@@ -53,7 +54,7 @@ export class AiToolWorkers {
 
   runNow(jobJson, signal) {
     return new Promise((resolve) => {
-      const stopped = (why) => JSON.stringify({ ok: false, error: { type: "AbortedError", message: why } });
+      const stopped = (why) => JSON.stringify({ ok: false, error: errorDetail({ name: "AbortedError", message: why }) });
       if (signal.aborted) return resolve(stopped(`Stopped before it started: ${signal.reason}`));
       this.warm();
       const { worker, pending } = this.current;

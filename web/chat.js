@@ -103,13 +103,19 @@ class ReactorChat extends HTMLElement {
    * way to a model the page's code has chosen already with reactor.chat.configure.
    */
   async applySettings(settings, { saved = false } = {}) {
-    let answer = await window.reactor.chat.configure(settings, { unlessChosen: saved });
-    // A choice saved in this tab that the server no longer offers: the page's default instead.
-    if (!answer.ok && saved && Object.keys(settings).length) {
-      answer = await window.reactor.chat.configure({}, { unlessChosen: true });
+    let answer;
+    try {
+      answer = await window.reactor.chat.configure(settings, { unlessChosen: saved });
+    } catch (refused) {
+      // A choice saved in this tab that the server no longer offers: the page's default instead.
+      if (!saved || !Object.keys(settings).length) return refused.message;
+      try {
+        answer = await window.reactor.chat.configure({}, { unlessChosen: true });
+      } catch (error) {
+        return error.message;
+      }
       settings = {};
     }
-    if (!answer.ok) return answer.error;
     if (answer.chosen) sessionStorage.setItem(SETTINGS_KEY, JSON.stringify(settings));
     this.provider.replaceChildren(...answer.providers.map(([value, text]) =>
       el("option", { value, selected: value === answer.provider }, text)));

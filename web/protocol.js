@@ -36,6 +36,15 @@ export class ReactorError extends Error {
 }
 
 /**
+ * A failure's detail as it crosses to the other side: its name and sentence (Python's side
+ * makes its own in reactor/answer.py, which adds the command, problems and `display`).
+ * @param {any} error
+ */
+export function errorDetail(error) {
+  return { type: error?.name || "Error", message: String(error?.message ?? error) };
+}
+
+/**
  * The page's end of the channel to `worker`. `handlers[type](message, signal)` answers the
  * worker's requests (a value or a promise; a throw becomes the error Python raises) and takes
  * its notices.
@@ -106,7 +115,7 @@ export class WorkerChannel {
       const value = await handler(message, controller.signal);
       reply = JSON.stringify({ v: VERSION, re: message.id, ok: true, value: value === undefined ? null : value });
     } catch (error) {
-      reply = JSON.stringify({ v: VERSION, re: message.id, ok: false, error: { type: error?.name || "Error", message: String(error?.message ?? error) } });
+      reply = JSON.stringify({ v: VERSION, re: message.id, ok: false, error: errorDetail(error) });
     } finally {
       this.running.delete(message.id);
     }

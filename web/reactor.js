@@ -80,11 +80,6 @@ function describeCommand(command) {
   return { ...data, execute: typeof execute, ...(isEnabled === undefined ? {} : { isEnabled: typeof isEnabled }) };
 }
 
-function decode(envelope) {
-  if (envelope.ok) return envelope.value;
-  throw new ReactorError(envelope.error);
-}
-
 // Change notices heard from the worker, by number: a definition resolves once the page has the
 // notice that carries it, so agentToolBundles() right after it lists its tools.
 let noticesHeard = 0;
@@ -143,7 +138,7 @@ export const reactor = {
    */
   async executeCommand(id, args = {}) {
     await ready;
-    return decode(await channel.request("execute", { command: id, args: args ?? {} }));
+    return channel.request("execute", { command: id, args: args ?? {} });
   },
 
   /**
@@ -165,7 +160,11 @@ export const reactor = {
    * `reactor:chat` events on window; `approver(request)` must resolve "allow", "always" or "deny".
    */
   chat: {
-    /** Choose the chat's model; `unlessChosen`: only if none was chosen yet (the widget's first choice). */
+    /**
+     * Choose the chat's model; `unlessChosen`: only if none was chosen yet (the widget's first
+     * choice). Resolves with {chosen, label, examples, provider, providers}; settings that cannot
+     * be used reject with a ReactorError (`SettingsError`) saying what to change.
+     */
     async configure(settings, { unlessChosen = false } = {}) {
       await ready;
       return channel.request("chat.configure", { settings, unlessChosen });
@@ -250,7 +249,7 @@ export const reactor = {
       // Functions stay here; Python learns only that they are functions (or what they are instead).
       const described = Array.isArray(commands) ? commands.map(describeCommand) : commands;
       const text = JSON.stringify({ ...declaration, ...(commands === undefined ? {} : { commands: described }) });
-      return decode(await noticed(channel.request("definePlugin", { declaration: text, key })));
+      return await noticed(channel.request("definePlugin", { declaration: text, key }));
     } catch (error) {
       pagePlugins.delete(key);
       throw error;
@@ -263,7 +262,7 @@ export const reactor = {
    */
   async unloadPlugin(name) {
     await ready;
-    const gone = decode(await noticed(channel.request("unloadPlugin", { name })));
+    const gone = await noticed(channel.request("unloadPlugin", { name }));
     for (const [key, entry] of pagePlugins) {
       if (!gone.includes(entry.name)) continue;
       pagePlugins.delete(key);

@@ -38,6 +38,7 @@ OTHER_COMMAND_KEYS = {"command", "label", "description", "parameters"}
 SUMMARY_FIELD = re.compile(r"\{(args|result)((?:\.[A-Za-z_][A-Za-z0-9_]*)+)(?::(count|names))?\}")
 NAMES_SHOWN = 3
 MAX_SUMMARY = 200
+Refuse = Callable[[str, Any, str], DeclarationError]
 # What running a tool does to data; a host asks the person before write and destructive ones.
 SIDE_EFFECTS = ("none", "read", "write", "destructive")
 
@@ -79,11 +80,7 @@ def define_agent_tools(
     declared: set[str] = set()  # the command ids
     for index, tool in enumerate(commands):
         where = f"commands[{index}]"
-        if not isinstance(tool, dict):
-            raise refuse(where, tool, f"must be an object, not {type(tool).__name__}.")
-        unknown = sorted(set(tool) - COMMAND_KEYS)
-        if unknown:
-            raise refuse(f"{where}.{unknown[0]}", tool[unknown[0]], f"is not a tool field; use {sorted(COMMAND_KEYS)}.")
+        _check_fields(tool, where, COMMAND_KEYS, "a tool field", refuse)
         tool_name = tool.get("name")
         if not isinstance(tool_name, str) or not TOOL_NAME.fullmatch(tool_name):
             raise refuse(
@@ -94,9 +91,7 @@ def define_agent_tools(
             )
         if any(t["name"] == tool_name for t in tools):
             raise refuse(f"{where}.name", tool_name, f"{tool_name!r} is declared twice; tool names must be unique.")
-        command = tool.get("command")
-        if not isinstance(command, str) or not command.strip():
-            raise refuse(f"{where}.command", command, f"of tool {tool_name!r} must be a command id, not {command!r}.")
+        command = _command_id(tool, where, f"tool {tool_name!r}", declared, refuse)
         tool_description = tool.get("description")
         if not isinstance(tool_description, str) or not tool_description.strip():
             raise refuse(
@@ -104,8 +99,6 @@ def define_agent_tools(
                 tool_description,
                 f"of tool {tool_name!r} must say, in a sentence, what the tool does and when to use it.",
             )
-        if command in declared:
-            raise refuse(f"{where}.command", command, f"{command!r} is declared twice; a command has one declaration.")
         entry: dict[str, Any] = {"name": tool_name, "command": command, "description": tool_description}
         entry.update(_command_words(tool, where, f"tool {tool_name!r}", refuse))
         if "sideEffect" in tool:
@@ -133,7 +126,6 @@ def define_agent_tools(
                 )
             entry["summary"] = summary
         tools.append(entry)
-        declared.add(command)
 
     names = [t["name"] for t in tools]
     if toolset is None:
@@ -189,24 +181,44 @@ def _command_words(
     return words
 
 
+def _check_fields(entry: Any, where: str, keys: set[str], kind: str, refuse: Refuse) -> None:
+    """A tool's or another command's declaration is an object of `keys` only."""
+    if not isinstance(entry, dict):
+        raise refuse(where, entry, f"must be an object, not {type(entry).__name__}.")
+    unknown = sorted(set(entry) - keys)
+    if unknown:
+        field = unknown[0]
+        raise refuse(f"{where}.{field}", entry[field], f"is not {kind}; use {sorted(keys)}.")
+
+
+def _command_id(
+    entry: dict[str, Any],
+    where: str,
+    what: str,
+    taken: set[str],
+    refuse: Refuse,
+) -> str:
+    """The command a declaration names: an id declared nowhere else in the bundle (now taken)."""
+    command = entry.get("command")
+    if not isinstance(command, str) or not command.strip():
+        of = f"of {what} " if what else ""
+        raise refuse(f"{where}.command", command, f"{of}must be a command id, not {command!r}.")
+    if command in taken:
+        rule = f"{command!r} is declared twice; a command has one declaration."
+        raise refuse(f"{where}.command", command, rule)
+    taken.add(command)
+    return command
+
+
 def _other_commands(commands: Any, taken: set[str], refuse: Callable[[str, Any, str], DeclarationError]) -> list[dict[str, Any]]:
     if isinstance(commands, (str, bytes, dict)) or not isinstance(commands, Iterable):
         raise refuse("otherCommands", commands, "must be a list of commands.")
     checked: list[dict[str, Any]] = []
     for index, declared in enumerate(commands):
         where = f"otherCommands[{index}]"
-        if not isinstance(declared, dict):
-            raise refuse(where, declared, f"must be an object, not {type(declared).__name__}.")
-        unknown = sorted(set(declared) - OTHER_COMMAND_KEYS)
-        if unknown:
-            rule = f"is not a field of a command without a tool; use {sorted(OTHER_COMMAND_KEYS)}."
-            raise refuse(f"{where}.{unknown[0]}", declared[unknown[0]], rule)
-        command = declared.get("command")
-        if not isinstance(command, str) or not command.strip():
-            raise refuse(f"{where}.command", command, f"must be a command id, not {command!r}.")
-        if command in taken:
-            raise refuse(f"{where}.command", command, f"{command!r} is declared twice; a command has one declaration.")
-        taken.add(command)
+        kind = "a field of a command without a tool"
+        _check_fields(declared, where, OTHER_COMMAND_KEYS, kind, refuse)
+        command = _command_id(declared, where, "", taken, refuse)
         description = declared.get("description", "")
         if not isinstance(description, str):
             raise refuse(f"{where}.description", description, f"of command {command!r} must be a string.")

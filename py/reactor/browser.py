@@ -19,6 +19,7 @@ from typing import Any
 import js  # type: ignore[import-not-found]
 from pyodide.ffi import JsException, create_once_callable, create_proxy, to_js  # type: ignore[import-not-found]
 
+from .answer import failure_text, success_text
 from .cancellation import CancelToken
 from .disposable import Disposable
 from .errors import AbortedError, CommandUnavailableError, PageError, PageScriptError, ToolError
@@ -184,9 +185,9 @@ async def _run_ai_tool(job: dict[str, Any], signal: JsSignal) -> str:
         result = load_code(job["id"], job["code"])["invoke"](job["args"], context)
         if inspect.isawaitable(result):
             result = await result
-        return json.dumps({"ok": True, "value": result}, allow_nan=False)
+        return success_text(result)
     except Exception as error:
-        return json.dumps({"ok": False, "error": {"type": type(error).__name__, "message": str(error)}})
+        return failure_text(error)
 
 
 async def browser_send(
@@ -287,23 +288,20 @@ def _serve_chat(endpoint: WorkerEndpoint, reactor: Any, agent: dict[str, Any], a
 
     def configure(message: dict[str, Any], signal: CancelToken) -> dict[str, Any]:
         """Choose the chat's model; with `unlessChosen` (the widget's first choice), a model chosen
-        already stays, and is described. `chosen` in the answer: this call chose."""
+        already stays, and is described. `chosen` in the answer: this call chose. Settings that
+        cannot be used raise SettingsError: the page's call rejects with its sentence."""
         nonlocal chosen
-        try:
-            chat = session()
-            keep = bool(message.get("unlessChosen")) and chosen
-            label = chat.label if keep else chat.configure(message["settings"])
-            chosen = chosen or not message.get("unlessChosen")
-            return {
-                "ok": True,
-                "chosen": not keep,
-                "label": label,
-                "examples": chat.examples,
-                "provider": chat.provider,
-                "providers": chat.providers,
-            }
-        except ValueError as error:  # SettingsError, or a base URL urlsplit cannot read
-            return {"ok": False, "error": str(error)}
+        chat = session()
+        keep = bool(message.get("unlessChosen")) and chosen
+        label = chat.label if keep else chat.configure(message["settings"])
+        chosen = chosen or not message.get("unlessChosen")
+        return {
+            "chosen": not keep,
+            "label": label,
+            "examples": chat.examples,
+            "provider": chat.provider,
+            "providers": chat.providers,
+        }
 
     def tools(message: dict[str, Any], signal: CancelToken) -> list[dict[str, Any]]:
         from .host import tool_annotations
@@ -408,9 +406,14 @@ async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boo
             commands=lambda number: endpoint.notify("commands.changed", notice=number),
         )
 
-        def covered(answer: str) -> str:
-            # The page resolves the call once it has the notice that carries its changes.
-            return f'{{"answer":{answer},"notice":{notices.covering()}}}'
+        def covered(answer_text: str) -> str:
+            # A success's value goes with the notice that carries its changes: the page resolves
+            # the call once it has that notice. A failure changed nothing.
+            answer = json.loads(answer_text)
+            if not answer["ok"]:
+                return answer_text
+            value = {"answer": answer["value"], "notice": notices.covering()}
+            return json.dumps({"ok": True, "value": value})
 
         def define_plugin(message: dict[str, Any], signal: CancelToken) -> str:
             key = message["key"]
@@ -426,13 +429,18 @@ async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boo
 
             return covered(define_plugin_json(reactor, message["declaration"], run, lambda command_id: True))
 
-        # These answer in JSON text, which is sent as it is.
-        endpoint.handle_call("execute", lambda command, args, signal: execute_json(reactor, command, args))
+        # These answer in JSON text, which is sent as it is: the answer's (execute, definePlugin,
+        # unloadPlugin), or the value's (a tool's envelope, which a failed tool call resolves with).
+        def execute(command: str, args: Any, signal: CancelToken | None) -> Any:
+            return execute_json(reactor, command, args)
+
+        def unload_plugin(message: dict[str, Any], signal: CancelToken) -> str:
+            return covered(unload_plugin_json(reactor, message["name"]))
+
+        endpoint.handle_call("execute", execute, answers=True)
         endpoint.handle_call("callTool", lambda name, args, signal: call_tool_json(reactor, name, args, signal))
-        endpoint.handle("definePlugin", define_plugin, json_text=True)
-        endpoint.handle(
-            "unloadPlugin", lambda message, signal: covered(unload_plugin_json(reactor, message["name"])), json_text=True
-        )
+        endpoint.handle("definePlugin", define_plugin, answers=True)
+        endpoint.handle("unloadPlugin", unload_plugin, answers=True)
         endpoint.handle("bundles", lambda message, signal: bundles_json(reactor), json_text=True)
         endpoint.handle("commands", lambda message, signal: commands_json(reactor), json_text=True)
         endpoint.handle("diagnostics", lambda message, signal: _module_report(modules_at_boot, from_snapshot))

@@ -237,7 +237,7 @@ def set_password(data: Path, username: str, groups: list[str], database: str = "
     try:
         auth.set_password(username, password)
         print(f"reactor passwd: {username}'s password is set; their sessions have ended.")
-    except KeyError:
+    except LookupError:  # NotFoundError: no such user
         auth.create_user(username, password, groups)
         print(f"reactor passwd: created {username}" + (f" in {', '.join(groups)}." if groups else "."))
     return 0

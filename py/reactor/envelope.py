@@ -51,9 +51,17 @@ def tool_success(result: Any) -> dict[str, Any]:
 
 
 def tool_failure(code: str, message: str, **details: Any) -> dict[str, Any]:
-    if code not in FAILURE_CODES:
-        raise ValueError(f"{code!r} is not a tool failure code; use one of {sorted(FAILURE_CODES)}.")
+    check_failure_code(code, "tool_failure")
     return {"ok": False, "error": {"code": code, "message": message, **details}}
+
+
+def check_failure_code(code: str, owner: str) -> None:
+    """Refuse a code the envelope does not have (a DeclarationError, also a ValueError)."""
+    if code not in FAILURE_CODES:
+        from .errors import DeclarationError
+
+        rule = f"{code!r} is not a tool failure code; use one of {sorted(FAILURE_CODES)}."
+        raise DeclarationError(rule, owner=owner, field="code", value=code)
 
 
 def is_failure(envelope: dict[str, Any]) -> bool:

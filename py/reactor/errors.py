@@ -129,15 +129,9 @@ class ToolError(ReactorError):
     """Raise from a tool to answer the model with `{"ok": false, "error": {code, message, ...}}`."""
 
     def __init__(self, code: str, message: str, **details: Any) -> None:
-        from .envelope import FAILURE_CODES
+        from .envelope import check_failure_code
 
-        if code not in FAILURE_CODES:
-            raise DeclarationError(
-                f"{code!r} is not a tool failure code; use one of {sorted(FAILURE_CODES)}.",
-                owner="ToolError",
-                field="code",
-                value=code,
-            )
+        check_failure_code(code, "ToolError")
         super().__init__(message)
         self.code = code
         self.details = details

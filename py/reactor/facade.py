@@ -15,11 +15,12 @@ from collections.abc import Callable
 from typing import Any
 
 from .agent_tools import AgentTools, BundleFeed
+from .answer import NOTHING, failure_text, success_text
 from .awaiting import is_awaitable
 from .cancellation import CancelToken
 from .commands import Settled
 from .disposable import DisposableSet
-from .errors import CommandError, CommandFailedError, CommandUnavailableError, InvalidArgumentsError, ToolError
+from .errors import InvalidArgumentsError
 from .json_text import dumps, loads
 from .page_plugins import Run, define_script_plugin
 from .plugins import Reactor
@@ -27,7 +28,7 @@ from .plugins import Reactor
 
 def execute_json(reactor: Reactor, command_id: str, args: str | dict[str, Any] | None) -> Any:
     """Run a command with its arguments (an object, or its JSON text); the answer is
-    `{"ok": true, "value": ...}` or `{"ok": false, "error": {...}}`."""
+    `{"ok": true, "value": ...}` or `{"ok": false, "error": {...}}` (reactor.answer)."""
     try:
         if isinstance(args, str):
             args = loads(args) if args else {}
@@ -38,7 +39,7 @@ def execute_json(reactor: Reactor, command_id: str, args: str | dict[str, Any] |
         return _settle(command_id, outcome)
     if outcome.error is not None:
         return _failure(command_id, outcome.error)
-    return _NOTHING if outcome.value is None else _success(command_id, outcome.value)
+    return NOTHING if outcome.value is None else _success(command_id, outcome.value)
 
 
 def call_tool_json(reactor: Reactor, name: str, args_json: str, signal: CancelToken | None) -> Any:
@@ -77,20 +78,20 @@ def define_plugin_json(reactor: Reactor, declaration_json: str, run: Run, is_ena
         plugin = define_script_plugin(declaration, run, is_enabled)
         reactor.load_plugin(plugin)
     except Exception as error:
-        return json.dumps({"ok": False, "error": {"type": type(error).__name__, "message": str(error)}})
+        return failure_text(error)
     # From the declaration, not by listing every command and bundle: defining plugin 1,000 must
     # cost what defining plugin 10 did.
     commands = [command["id"] for command in declaration.get("commands", [])]
     tools = [tool["name"] for tool in (declaration.get("agentTools") or {}).get("commands", [])]
-    return json.dumps({"ok": True, "value": {"name": plugin.name, "commands": commands, "tools": tools}})
+    return success_text({"name": plugin.name, "commands": commands, "tools": tools})
 
 
 def unload_plugin_json(reactor: Reactor, name: str) -> str:
     """Unload a plugin (and those that require it); the answer lists who went, in order."""
     try:
-        return json.dumps({"ok": True, "value": reactor.unload_plugin(name)})
+        return success_text(reactor.unload_plugin(name))
     except Exception as error:
-        return json.dumps({"ok": False, "error": {"type": type(error).__name__, "message": str(error)}})
+        return failure_text(error)
 
 
 def bundles_json(reactor: Reactor) -> str:
@@ -179,14 +180,9 @@ async def _settle(command_id: str, awaitable: Any) -> str:
     return _success(command_id, result)
 
 
-_NOTHING = '{"ok": true, "value": null}'
-
-
 def _success(command_id: str, value: Any) -> str:
-    if value is None:
-        return _NOTHING
     try:
-        return dumps({"ok": True, "value": value}, allow_nan=False)
+        return success_text(value)
     except (TypeError, ValueError) as error:
         return _failure(
             command_id, TypeError(f"The command {command_id!r} answered with a value that is not JSON data: {error}.")
@@ -194,24 +190,8 @@ def _success(command_id: str, value: Any) -> str:
 
 
 def _failure(command_id: str, error: Exception) -> str:
-    detail: dict[str, Any] = {"type": type(error).__name__, "message": str(error), "command": command_id}
     if isinstance(error, json.JSONDecodeError):
-        detail.update(type="InvalidArgumentsError", message=f"The arguments are not valid JSON: {error}.")
-    if isinstance(error, CommandError):
-        detail["command"] = error.command_id
-    if isinstance(error, InvalidArgumentsError):
-        detail["problems"] = error.problems
-    display = _display(error)
-    if display:
-        detail["display"] = display
-    return json.dumps({"ok": False, "error": detail})
-
-
-def _display(error: Exception) -> str:
-    """The failure in a person's words, when the command gave them (a ToolError's `display`, a
-    disabled command's `disabled_display`): what a palette or a view shows instead of `message`."""
-    if isinstance(error, CommandUnavailableError):
-        return error.display
-    cause = error.cause if isinstance(error, CommandFailedError) else error
-    said = cause.details.get("display") if isinstance(cause, ToolError) else ""
-    return said if isinstance(said, str) else ""
+        problems = [{"path": "$", "message": f"not valid JSON: {error}"}]
+        sentence = f"The arguments are not valid JSON: {error}."
+        error = InvalidArgumentsError(sentence, command_id=command_id, problems=problems)
+    return failure_text(error, command=command_id)

@@ -5,7 +5,8 @@ neither side holds the other's objects. Four shapes:
 
 - a request: `{"id": n, "type": T, ...fields}`; the asker may add `"cancelled": reason` when its
   signal had aborted before it asked;
-- its answer: `{"re": n, "ok": true, "value": V}` or `{"re": n, "ok": false, "error": {"type", "message"}}`;
+- its answer: `{"re": n, "ok": true, "value": V}` or `{"re": n, "ok": false, "error": DETAIL}`, the
+  answer of reactor.answer with the envelope added;
 - a cancel: `{"type": "cancel", "re": n, "reason": text}`: the asker stopped waiting;
 - a notice: `{"type": T, ...fields}` with no answer.
 
@@ -25,6 +26,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .answer import error_detail
 from .awaiting import is_awaitable
 from .cancellation import CancelToken
 from .errors import PageError, ProtocolError
@@ -80,6 +82,9 @@ class Raw(str):
 
 
 Handler = Callable[[dict[str, Any], CancelToken], Any]
+#: What a handler's value is: the value to encode, its JSON text, or the whole answer's text
+#: (`{"ok": true, "value": V}` or `{"ok": false, "error": …}`, reactor.answer), sent as it is.
+VALUE, JSON_TEXT, ANSWER_TEXT = 0, 1, 2
 #: A call's handler: (name, arguments as the page sent them, signal or None) -> JSON text, or an awaitable of it.
 Call = Callable[[Any, Any, CancelToken | None], Any]
 #: The envelope's own keys: a message's fields may not take them.
@@ -94,29 +99,46 @@ class WorkerEndpoint:
 
     def __init__(self, post: Callable[[str], object]) -> None:
         self._post = post
-        self._handlers: dict[str, tuple[Handler, bool]] = {}  # type -> (handler, answers in JSON text)
-        self._calls: dict[str, Call] = {}
+        self._handlers: dict[str, tuple[Handler, int]] = {}  # type -> (handler, what it answers)
+        self._calls: dict[str, tuple[Call, int]] = {}
         self._asked: dict[int, asyncio.Future[Any]] = {}
         self._running: dict[Any, CancelToken] = {}
         self._next_id = 0
 
-    def handle(self, type: str, handler: Handler, *, json_text: bool = False) -> None:
+    def handle(
+        self,
+        type: str,
+        handler: Handler,
+        *,
+        json_text: bool = False,
+        answers: bool = False,
+    ) -> None:
         """Answer requests (or take notices) of `type` with `handler(message, signal)`: its value,
         or awaitable of one, is the answer; what it raises is the error the page's caller gets.
         With `json_text`, the value is JSON text already, and is sent as it is: not encoded again,
-        nor copied (a 4 MB list of bundles; a call's answer, where a copy was a tenth of its time)."""
+        nor copied (a 4 MB list of bundles; a call's answer, where a copy was a tenth of its time).
+        With `answers`, it is the whole answer's text (reactor.answer): a failure it answers
+        rejects the page's call as an error raised here would."""
         if type not in PAGE_REQUESTS | PAGE_NOTICES:
-            raise ValueError(f"{type!r} is not a message the page sends; declare it in PAGE_REQUESTS.")
-        self._handlers[type] = (handler, json_text)
+            rule = f"{type!r} is not a message the page sends; declare it in PAGE_REQUESTS."
+            raise ProtocolError(rule)
+        shape = ANSWER_TEXT if answers else JSON_TEXT if json_text else VALUE
+        self._handlers[type] = (handler, shape)
 
-    def handle_call(self, type: str, call: Call) -> None:
-        """Answer the CALLS request `type` with `call(name, args, signal)`, its value JSON text:
-        from `take_call` (signal None), or from `take` like any request."""
+    def handle_call(self, type: str, call: Call, *, answers: bool = False) -> None:
+        """Answer the CALLS request `type` with `call(name, args, signal)`, its value JSON text
+        (with `answers`, the answer's text, as for `handle`): from `take_call` (signal None), or
+        from `take` like any request."""
         field = CALLS.get(type)
         if field is None:
-            raise ValueError(f"{type!r} is not one of the calls {sorted(CALLS)}; handle it with handle().")
-        self._calls[type] = call
-        self.handle(type, lambda message, signal: call(message[field], message["args"], signal), json_text=True)
+            rule = f"{type!r} is not one of the calls {sorted(CALLS)}; handle it with handle()."
+            raise ProtocolError(rule)
+        self._calls[type] = (call, ANSWER_TEXT if answers else JSON_TEXT)
+
+        def run(message: dict[str, Any], signal: CancelToken) -> Any:
+            return call(message[field], message["args"], signal)
+
+        self.handle(type, run, json_text=True, answers=answers)
 
     def notify(self, type: str, **fields: Any) -> None:
         """Tell the page something; no answer comes. Raw fields are spliced in as they are."""
@@ -182,65 +204,73 @@ class WorkerEndpoint:
             handling = self._handlers.get(message.get("type"))  # type: ignore[arg-type]
             if handling is None:
                 raise ProtocolError(f"The worker has no message type {message.get('type')!r}.")
-            handler, json_text = handling
+            handler, shape = handling
             signal = CancelToken()
             if "cancelled" in message:
                 signal.abort(message["cancelled"])
             outcome = handler(message, signal)
         except Exception as error:
             return self._error_text(id, error)
-        return self._outcome_text(id, outcome, json_text, signal)
+        return self._outcome_text(id, outcome, shape, signal)
 
     def take_call(self, type: str, id: Any, name: Any, args: Any) -> str | None:
         """`take` for a CALLS request without a signal, whose envelope the worker's JavaScript
         has read and checked: only the arguments are parsed here. In Pyodide, parsing the whole
         message and the bookkeeping around it were a third of a no-op call's time in the worker."""
-        call = self._calls.get(type)
-        if call is None:
+        calling = self._calls.get(type)
+        if calling is None:
             return self._error_text(id, ProtocolError(f"The worker has no message type {type!r}."))
+        call, shape = calling
         try:
             outcome = call(name, args, None)
         except Exception as error:
             return self._error_text(id, error)
-        return self._outcome_text(id, outcome, True, None)
+        return self._outcome_text(id, outcome, shape, None)
 
-    def _outcome_text(self, id: Any, outcome: Any, json_text: bool, signal: CancelToken | None) -> str | None:
+    def _outcome_text(
+        self,
+        id: Any,
+        outcome: Any,
+        shape: int,
+        signal: CancelToken | None,
+    ) -> str | None:
         if is_awaitable(outcome):
             task = _eager_task(outcome)
             if task.done():  # it never had to wait: answered now, not a few event-loop turns later
-                return self._finished_text(id, task, json_text)
+                return self._finished_text(id, task, shape)
             if signal is not None:
                 self._running[id] = signal
-            task.add_done_callback(lambda done: self._finished(id, done, json_text))
+            task.add_done_callback(lambda done: self._finished(id, done, shape))
             return None
-        return self._answer_text(id, outcome, json_text)
+        return self._answer_text(id, outcome, shape)
 
-    def _finished(self, id: Any, task: asyncio.Future[Any], json_text: bool) -> None:
+    def _finished(self, id: Any, task: asyncio.Future[Any], shape: int) -> None:
         self._running.pop(id, None)
-        reply = self._finished_text(id, task, json_text)
+        reply = self._finished_text(id, task, shape)
         if reply is not None:
             self._post(reply)
 
-    def _finished_text(self, id: Any, task: asyncio.Future[Any], json_text: bool) -> str | None:
+    def _finished_text(self, id: Any, task: asyncio.Future[Any], shape: int) -> str | None:
         if task.cancelled():
             return self._error_text(id, ProtocolError("The worker stopped this request."))
         if task.exception() is not None:
             return self._error_text(id, task.exception())  # type: ignore[arg-type]
-        return self._answer_text(id, task.result(), json_text)
+        return self._answer_text(id, task.result(), shape)
 
-    def _answer_text(self, id: Any, value: Any, json_text: bool) -> str | None:
+    def _answer_text(self, id: Any, value: Any, shape: int) -> str | None:
         if id is None:
             return None  # a notice
-        if not json_text:
-            text = dumps(value)
-        elif isinstance(value, str):
-            text = value
-        else:
-            return self._error_text(id, TypeError(f"The worker's answer should have been JSON text, not {type(value).__name__}."))
-        return f'{{"v":{VERSION},"re":{id if type(id) is int else dumps(id)},"ok":true,"value":{text}}}'
+        if shape == VALUE:
+            value = dumps(value)
+        elif not isinstance(value, str):
+            kind = type(value).__name__
+            wrong = TypeError(f"The worker's answer should have been JSON text, not {kind}.")
+            return self._error_text(id, wrong)
+        head = f'{{"v":{VERSION},"re":{id if type(id) is int else dumps(id)},'
+        return head + value[1:] if shape == ANSWER_TEXT else f'{head}"ok":true,"value":{value}}}'
 
     def _error_text(self, id: Any, error: BaseException) -> str:
-        detail = {"type": type(error).__name__, "message": str(error)}
+        detail = error_detail(error)
         if id is None:
             return dumps({"v": VERSION, "type": "fail", "message": detail["message"]})
         return dumps({"v": VERSION, "re": id, "ok": False, "error": detail})

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .errors import DeclarationError
+
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 
@@ -37,7 +39,8 @@ def on_origin_of(base: str, path: str) -> str:
     if path.startswith(("http://", "https://")):
         return path
     if not path.startswith("/") or path.startswith("//"):
-        raise ValueError(f"{path!r} is not an absolute path")
+        rule = f"{path!r} is not an absolute path"
+        raise DeclarationError(rule, owner="on_origin_of", field="path", value=path)
     start = base.find("://")
     if start < 0:
         return path

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..errors import ToolError
+
 Fetch = Callable[..., Awaitable[Any]]
 
 
@@ -25,6 +27,7 @@ class ToolContext:
     async def fetch_json(self, url: str, *, method: str = "GET", body: Any = None, headers: dict[str, str] | None = None) -> Any:
         """Fetch JSON with this call's signal, so a timeout or a stop aborts the request."""
         if self._fetch is None:
-            raise RuntimeError("This context cannot fetch: no HTTP client was given to the runner.")
+            sentence = "This context cannot fetch: no HTTP client was given to the runner."
+            raise ToolError("unavailable", sentence)
         self.signal.throw_if_aborted()
         return await self._fetch(url, method=method, body=body, headers=headers or {}, signal=self.signal)

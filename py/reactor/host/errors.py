@@ -2,7 +2,7 @@
 
 ReactorError
 └── HostError                 the host was used in a way it cannot serve (e.g. two sends at once)
-    ├── SettingsError         the chat's model settings cannot be used (also a ValueError): the
+    ├── SettingsError         the chat's settings cannot be used (also a ValueError): the
     │                         message says the person what to change
     └── ProviderError         the model provider refused or failed: .provider, .status, .kind,
                               .retry_after, .detail (the provider's own words) — the message is
@@ -20,7 +20,7 @@ class HostError(ReactorError):
 
 
 class SettingsError(HostError, ValueError):
-    """Model settings that cannot be used: no such provider, no model named, a key missing."""
+    """Settings that cannot be used: no such provider, no model named, a key missing, no steps."""
 
 
 class ProviderError(HostError):

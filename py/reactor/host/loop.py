@@ -19,7 +19,7 @@ from ..envelope import is_failure, tool_failure
 from ..errors import AbortedError
 from ..events import Emitter
 from .approval import ApprovalGate, ApprovalRequest, Approve
-from .errors import HostError
+from .errors import HostError, SettingsError
 from .model import MAX_TOKENS, Model, ModelRequest, ModelTurn, ToolCall
 from .tools import Toolbox, outcome_line
 
@@ -61,7 +61,7 @@ class ChatLoop:
         history: list[dict[str, Any]] | None = None,
     ) -> None:
         if max_steps < 1:
-            raise ValueError(f"max_steps must be at least 1, not {max_steps!r}.")
+            raise SettingsError(f"max_steps must be at least 1, not {max_steps!r}.")
         self.model = model
         self.toolbox = toolbox
         self.instructions = toolbox.spec.instructions if instructions is None else instructions

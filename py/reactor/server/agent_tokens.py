@@ -39,6 +39,7 @@ MAX_NAME = 80
 # A token's name: text that tells the person which agent holds it; no control characters, not blank.
 NAME_PATTERN = "^[^\\u0000-\\u001f\\u007f]*[^\\u0000-\\u0020\\u007f][^\\u0000-\\u001f\\u007f]*$"
 MAX_TOKENS = 50  # per person: enough for every agent on every machine, not a table to fill
+TOO_MANY = f"You have {MAX_TOKENS} agent tokens already; revoke one you no longer use first."
 RATE_LIMIT, RATE_WINDOW = 120, 60.0
 STEPS = [
     """
@@ -114,7 +115,7 @@ class AgentTokens:
         with self.database.transaction(immediate=True) as db:
             count = db.execute("SELECT COUNT(*) FROM agent_tokens WHERE username = ?", (user.username,)).fetchone()[0]
             if count >= MAX_TOKENS:
-                raise OverflowError(f"You have {MAX_TOKENS} agent tokens already; revoke one you no longer use first.")
+                raise ApiError(409, TOO_MANY)
             db.execute(
                 "INSERT INTO agent_tokens (id, username, name, token_hash, created) VALUES (?, ?, ?, ?, ?)",
                 (row["id"], user.username, name, _digest(secret), row["created"]),
@@ -198,10 +199,7 @@ class AgentTokens:
             who=self.auth.signed_in("Sign in to make an agent token."),
         )
         async def make_token(call: Call) -> Response:
-            try:
-                made = self.make(call.user, call.body["name"].strip(" "))
-            except OverflowError as full:
-                raise ApiError(409, str(full)) from None
+            made = self.make(call.user, call.body["name"].strip(" "))
             return JSONResponse(made, 201, headers={"cache-control": "no-store"})
 
         @declare(

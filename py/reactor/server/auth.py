@@ -23,7 +23,7 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..errors import ApiError
+from ..errors import ApiError, DeclarationError, NotFoundError
 from .api import NO_STORE, Call, Reply, declare
 from .database import Database
 from .passwords import LEGACY, burn_time, hash_password, is_current, verify_password
@@ -94,7 +94,8 @@ class Auth:
 
     def create_user(self, username: str, password: str, groups: Iterable[str] = ()) -> User:
         if not username or not password:
-            raise ValueError("A user needs a name and a password.")
+            rule = "A user needs a name and a password."
+            raise DeclarationError(rule, owner=username or "user", field="password")
         with self.database.transaction() as db:
             db.execute(
                 "INSERT INTO users (username, salt, password_hash, hash_scheme, groups) VALUES (?, ?, ?, ?, ?)",
@@ -105,12 +106,12 @@ class Auth:
     def set_password(self, username: str, password: str) -> None:
         """Replace a user's password; their sessions end."""
         if not password:
-            raise ValueError("A password cannot be empty.")
+            raise DeclarationError("A password cannot be empty.", owner=username, field="password")
         with self.database.transaction() as db:
             if not db.execute(
                 "UPDATE users SET salt = ?, password_hash = ?, hash_scheme = ? WHERE username = ?", (*_stored(password), username)
             ).rowcount:
-                raise KeyError(username)
+                raise NotFoundError(f"There is no user {username!r}.")
             db.execute("DELETE FROM sessions WHERE username = ?", (username,))
 
     def set_groups(self, username: str, groups: Iterable[str]) -> None:

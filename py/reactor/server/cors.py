@@ -18,6 +18,8 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Send
 
+from ..errors import DeclarationError
+
 ALLOWED_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 PREFLIGHT_MAX_AGE = 600
 
@@ -36,9 +38,12 @@ def check_origins(origins: Iterable[str]) -> tuple[str, ...]:
             or parts.fragment
             or parts.username
         ):
-            raise ValueError(
+            raise DeclarationError(
                 f"{origin!r} is not an origin to allow: write scheme, host and port only, "
-                "like http://127.0.0.1:5500 (no path, no '*')."
+                "like http://127.0.0.1:5500 (no path, no '*').",
+                owner="allow_origins",
+                field="origin",
+                value=origin,
             )
         normal = f"{parts.scheme}://{parts.netloc.lower()}"
         if normal not in checked:

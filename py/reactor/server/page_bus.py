@@ -23,6 +23,7 @@ import threading
 import time
 from typing import Any
 
+from ..errors import DatabaseError
 from .database import Database
 from .page_relay import PageLink, PageRelay
 
@@ -117,7 +118,7 @@ class PostgresPageBus:
         self.thread = threading.Thread(target=self._listen, name="reactor-page-bus", daemon=True)
         self.thread.start()
         if not self.listening.wait(10):
-            raise RuntimeError("The page bus could not LISTEN on the database.")
+            raise DatabaseError("The page bus could not LISTEN on the database.")
 
     def stop(self) -> None:
         self.stopping.set()

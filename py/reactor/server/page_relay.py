@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..envelope import tool_failure
 from ..errors import ReactorError
 
 PROGRESS_SECONDS = 5.0
@@ -260,4 +261,4 @@ async def _quietly(notice: Awaitable[None]) -> None:
 
 
 def failure(code: str, message: str) -> dict[str, Any]:
-    return {"ok": False, "error": {"code": code, "message": message}}
+    return tool_failure(code, message)

@@ -13,6 +13,8 @@ import hmac
 import secrets
 from functools import lru_cache
 
+from ..errors import DatabaseError
+
 CURRENT = "scrypt:16384:8:1"
 LEGACY = "pbkdf2-sha256:120000"
 
@@ -46,7 +48,7 @@ def _derive(scheme: str, password: str, salt: bytes) -> bytes:
         return hashlib.scrypt(secret, salt=salt, n=n, r=r, p=p, maxmem=256 * n * r * p, dklen=32)
     if name == "pbkdf2-sha256":
         return hashlib.pbkdf2_hmac("sha256", secret, salt, int(numbers[0]))
-    raise ValueError(f"Unknown password hash scheme {scheme!r}.")
+    raise DatabaseError(f"A password is stored with an unknown hash scheme {scheme!r}.")
 
 
 @lru_cache(maxsize=1)

@@ -132,7 +132,7 @@ class PluginRecords:
         database.migrate("plugin_records", STEPS)
 
     def save(self, record: dict[str, Any], *, by: str, create: bool) -> dict[str, Any]:
-        """Check and store a record; DeclarationError when refused, KeyError/ValueError on id clashes."""
+        """Check and store a record; DeclarationError if refused, ApiError 409/404 on id clashes."""
         record = check_ai_tool_record(record)
         if record["id"] in self.reserved:
             raise DeclarationError(
@@ -140,10 +140,13 @@ class PluginRecords:
             )
         with self.database.transaction() as db:
             exists = db.execute("SELECT 1 FROM plugin_records WHERE id = ?", (record["id"],)).fetchone()
+            name = record["id"]
             if create and exists:
-                raise ValueError(f"A plugin {record['id']!r} already exists; update it with PUT /plugins/{record['id']}.")
+                taken = f"A plugin {name!r} already exists; update it with PUT /plugins/{name}."
+                raise ApiError(409, taken)
             if not create and not exists:
-                raise KeyError(record["id"])
+                missing = f"There is no plugin {name!r}; create it with POST /plugins."
+                raise ApiError(404, missing, field="id")
             db.execute(
                 "INSERT INTO plugin_records VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
                 "record = excluded.record, updated_at = excluded.updated_at, updated_by = excluded.updated_by",
@@ -151,9 +154,9 @@ class PluginRecords:
             )
         return record
 
-    def get(self, record_id: str) -> dict[str, Any] | None:
+    def get(self, name: str) -> dict[str, Any] | None:
         with self.database.transaction() as db:
-            row = db.execute("SELECT record FROM plugin_records WHERE id = ?", (record_id,)).fetchone()
+            row = db.execute("SELECT record FROM plugin_records WHERE id = ?", (name,)).fetchone()
         return None if row is None else json.loads(row["record"])
 
     def visible(self, user: User | None) -> list[dict[str, Any]]:
@@ -242,8 +245,4 @@ class PluginRecords:
             record = self.save(body, by=user.username, create=create)
         except DeclarationError as error:
             raise ApiError(422, str(error), field=error.field) from None
-        except ValueError as error:
-            raise ApiError(409, str(error)) from None
-        except KeyError:
-            raise ApiError(404, f"There is no plugin {body['id']!r}; create it with POST /plugins.", field="id") from None
         return JSONResponse(record, status_code=201 if create else 200)

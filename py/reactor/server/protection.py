@@ -19,6 +19,7 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..errors import DeclarationError
 from .api import error_response
 
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -26,14 +27,17 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 def check_hosts(hosts: Iterable[str]) -> tuple[str, ...]:
-    """Host names as `Host` carries them, without port; ValueError for anything else."""
+    """Host names as `Host` carries them, without port; DeclarationError for anything else."""
     checked: list[str] = []
     for host in hosts:
         name = host.strip().lower().removeprefix("[").removesuffix("]") if isinstance(host, str) else ""
         if not name or any(c in name for c in "/@?#* \t") or (name.count(":") == 1):
-            raise ValueError(
+            raise DeclarationError(
                 f"{host!r} is not a host name to serve: write a name or an address, "
-                "like reactor.example.org or 192.0.2.10 (no scheme, no port, no '*')."
+                "like reactor.example.org or 192.0.2.10 (no scheme, no port, no '*').",
+                owner="allow_hosts",
+                field="host",
+                value=host,
             )
         if name not in checked:
             checked.append(name)

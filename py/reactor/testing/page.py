@@ -217,9 +217,10 @@ class ReactorPage:
         self.allow_origin(stand_in.url)
         self.page.get_by_test_id("chat-model").wait_for()  # the widget has set up its own model first
         settings = {"provider": stand_in.provider, "baseUrl": stand_in.url, "model": "stand-in", "apiKey": stand_in.key}
-        answer = self.page.evaluate("(s) => window.reactor.chat.configure(s)", settings)
-        if not answer["ok"]:
-            pytest.fail(f"The chat refused the stand-in model: {answer['error']}")
+        configure = "(s) => window.reactor.chat.configure(s).then(() => null, (error) => error.message)"
+        refused = self.page.evaluate(configure, settings)
+        if refused is not None:
+            pytest.fail(f"The chat refused the stand-in model: {refused}")
         self.page.get_by_test_id("chat-model").get_by_text("stand-in").wait_for()
         return self
 
