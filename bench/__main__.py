@@ -79,7 +79,15 @@ def set_up() -> None:
             sys.exit("bench: npm is needed once, to vendor @lumino/commands into bench/vendor/")
         say(f"vendoring {LUMINO} into bench/vendor/")
         subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(BENCH / "vendor"), LUMINO],
+            [
+                "npm",
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--prefix",
+                str(BENCH / "vendor"),
+                LUMINO,
+            ],
             check=True,
             stdout=subprocess.DEVNULL,
         )
@@ -157,18 +165,28 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
             app = WithMarks(lab, PAGE_MARKS, MARKS_QUERY)
             with serving(app) as url:
                 if count == plan["plugins"][0]:
-                    say("calls: no-op, decks_get_deck and Lumino, as commands and as tools, interleaved")
-                    results["call"] = call_figures(command, offline, url, plan["batches"], plan["call_warmup_ms"])
+                    say(
+                        "calls: no-op, decks_get_deck and Lumino, as commands and as tools, interleaved"
+                    )
+                    results["call"] = call_figures(
+                        command, offline, url, plan["batches"], plan["call_warmup_ms"]
+                    )
                 with lab_page(browser, url, strays) as (page, boot):
                     point = scale_point(page, boot, count, plan["batches"], plan["call_warmup_ms"])
                     if count == plan["plugins"][0]:
                         say("validation, and where a plugin's load goes")
-                        results["validation"] = execute(page, "bench.validation", {"calls": plan["validation_calls"]})
-                        results["scale"]["load_profile"] = execute(page, "bench.profileLoad", {"plugins": 5})
+                        results["validation"] = execute(
+                            page, "bench.validation", {"calls": plan["validation_calls"]}
+                        )
+                        results["scale"]["load_profile"] = execute(
+                            page, "bench.profileLoad", {"plugins": 5}
+                        )
                 for _ in range(plan["boots"] - 1):  # load times are medians of several fresh boots
                     with lab_page(browser, url, strays) as (page, boot):
                         point["boots"].append(load_times(page, boot))
-                point.update({key: median([b[key] for b in point["boots"]]) for key in point["boots"][0]})
+                point.update(
+                    {key: median([b[key] for b in point["boots"]]) for key in point["boots"][0]}
+                )
                 if count == plan["plugins"][0]:
                     results["define"] = []
                     for defined in plan["defined"]:
@@ -179,7 +197,9 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
     return bench.results
 
 
-def call_figures(command: list[str], offline: Offline, url: str, batches: int, warmup_ms: int) -> dict[str, Any]:
+def call_figures(
+    command: list[str], offline: Offline, url: str, batches: int, warmup_ms: int
+) -> dict[str, Any]:
     """The lab page's call timings, in a browser no debugger is attached to (bench/unattached.py):
     attached, the worker's half of a no-op call cost ~20 us more here."""
     names = ["lumino", "echo", "noop", "getDeck", "noopTool", "getDeckTool"]
@@ -219,7 +239,9 @@ def call_figures(command: list[str], offline: Offline, url: str, batches: int, w
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     kind = parser.add_mutually_exclusive_group()
-    kind.add_argument("--quick", action="store_true", help="fewer rounds and plugins: a smoke test (~1 minute)")
+    kind.add_argument(
+        "--quick", action="store_true", help="fewer rounds and plugins: a smoke test (~1 minute)"
+    )
     kind.add_argument(
         "--startup",
         action="store_true",
@@ -232,7 +254,13 @@ def main(argv: list[str] | None = None) -> int:
         help="where to write the JSON (default bench/results.json; bench/out/quick.json with --quick)",
     )
     options = parser.parse_args(argv)
-    default = BENCH / ("out/quick.json" if options.quick else "startup-results.json" if options.startup else "results.json")
+    default = BENCH / (
+        "out/quick.json"
+        if options.quick
+        else "startup-results.json"
+        if options.startup
+        else "results.json"
+    )
     out = options.out or default
     set_up()
     started = time.monotonic()
@@ -248,7 +276,9 @@ def main(argv: list[str] | None = None) -> int:
     print(snapshot_table(results, goals) if options.startup else table(results, goals))
     say(f"wrote {out} in {results['seconds']} s")
     if results["external_requests"]:
-        say(f"FAILED: the pages asked for something off loopback: {results['external_requests'][:5]}")
+        say(
+            f"FAILED: the pages asked for something off loopback: {results['external_requests'][:5]}"
+        )
         return 1
     return 0
 

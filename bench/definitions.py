@@ -51,12 +51,18 @@ DEFINE = """async (count) => {
 def run(plugins: int) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
-    with tempfile.TemporaryDirectory() as data, LoopbackServer(create_app(data)) as url, sync_playwright() as playwright:
+    with (
+        tempfile.TemporaryDirectory() as data,
+        LoopbackServer(create_app(data)) as url,
+        sync_playwright() as playwright,
+    ):
         browser = launch(playwright)
         page = browser.new_page()
         page.goto(url)
         page.evaluate("window.reactor.ready")
-        page.locator("reactor-chat [data-testid=chat-model]").wait_for()  # every listener is in place
+        page.locator(
+            "reactor-chat [data-testid=chat-model]"
+        ).wait_for()  # every listener is in place
         figures: dict[str, Any] = page.evaluate(DEFINE, plugins)
         browser.close()
     figures = {k: (round(v, 2) if isinstance(v, float) else v) for k, v in figures.items()}
@@ -71,7 +77,9 @@ def run(plugins: int) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.definitions", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.definitions", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--plugins", type=int, default=1000)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()

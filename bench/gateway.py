@@ -58,7 +58,11 @@ def percentile(values: list[float], share: float) -> float:
 
 
 def summary(values: list[float]) -> dict[str, float]:
-    return {"p50": round(statistics.median(values), 2), "p95": round(percentile(values, 0.95), 2), "n": len(values)}
+    return {
+        "p50": round(statistics.median(values), 2),
+        "p95": round(percentile(values, 0.95), 2),
+        "n": len(values),
+    }
 
 
 def run(rounds: int, deltas: int, gap_ms: float) -> dict[str, Any]:
@@ -67,10 +71,18 @@ def run(rounds: int, deltas: int, gap_ms: float) -> dict[str, Any]:
     stand_in = StandIn("openai", KEY, cors=True)
     stand_in.delta_gap = gap_ms / 1000
     config = AssistantConfig(
-        provider="openai", model="bench-model", api_key=KEY, base_url=stand_in.url, anonymous=True, limit_rpm=10_000
+        provider="openai",
+        model="bench-model",
+        api_key=KEY,
+        base_url=stand_in.url,
+        anonymous=True,
+        limit_rpm=10_000,
     )
     paths = {"direct": {"first": [], "later": []}, "gateway": {"first": [], "later": []}}
-    with tempfile.TemporaryDirectory() as data, LoopbackServer(create_app(data, assistant=config, browser_keys=True)) as url:
+    with (
+        tempfile.TemporaryDirectory() as data,
+        LoopbackServer(create_app(data, assistant=config, browser_keys=True)) as url,
+    ):
         with sync_playwright() as playwright:
             browser = launch(playwright)
             page = browser.new_page()
@@ -78,7 +90,12 @@ def run(rounds: int, deltas: int, gap_ms: float) -> dict[str, Any]:
             page.evaluate("window.reactor.ready")
             page.locator("reactor-chat [data-testid=chat-model]").wait_for()
             settings = {
-                "direct": {"provider": "openai", "baseUrl": stand_in.url, "model": "bench-model", "apiKey": KEY},
+                "direct": {
+                    "provider": "openai",
+                    "baseUrl": stand_in.url,
+                    "model": "bench-model",
+                    "apiKey": KEY,
+                },
                 "gateway": {"provider": "site"},
             }
             for number in range(rounds + 1):  # round 0 warms both paths up and is not counted
@@ -96,31 +113,49 @@ def run(rounds: int, deltas: int, gap_ms: float) -> dict[str, Any]:
                     paths[path]["later"] += [seen - at for seen, at in zip(stamps[1:], sent[1:])]
             browser.close()
     stand_in.stop()
-    report = {path: {name: summary(values) for name, values in figures.items()} for path, figures in paths.items()}
+    report = {
+        path: {name: summary(values) for name, values in figures.items()}
+        for path, figures in paths.items()
+    }
     report["added"] = {
-        "first_text_added_ms": round(report["gateway"]["first"]["p50"] - report["direct"]["first"]["p50"], 2),
-        "delta_added_ms": round(report["gateway"]["later"]["p50"] - report["direct"]["later"]["p50"], 2),
+        "first_text_added_ms": round(
+            report["gateway"]["first"]["p50"] - report["direct"]["first"]["p50"], 2
+        ),
+        "delta_added_ms": round(
+            report["gateway"]["later"]["p50"] - report["direct"]["later"]["p50"], 2
+        ),
         "first_text_on_screen_ms": report["gateway"]["first"]["p50"],
     }
-    report["goals"] = {name: {"limit": limit, "met": report["added"][name] <= limit} for name, limit in GOALS.items()}
+    report["goals"] = {
+        name: {"limit": limit, "met": report["added"][name] <= limit}
+        for name, limit in GOALS.items()
+    }
     report["plan"] = {"rounds": rounds, "deltas": deltas, "gap_ms": gap_ms}
     return report
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.gateway", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.gateway", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--rounds", type=int, default=15, help="counted rounds of each path (15)")
     parser.add_argument("--deltas", type=int, default=20, help="text deltas per answer (20)")
-    parser.add_argument("--gap-ms", type=float, default=10.0, help="the provider's pause between deltas (10)")
+    parser.add_argument(
+        "--gap-ms", type=float, default=10.0, help="the provider's pause between deltas (10)"
+    )
     parser.add_argument("--out", type=Path, help="also write the figures as JSON here")
     args = parser.parse_args()
     report = run(args.rounds, args.deltas, args.gap_ms)
-    print(f"{'path':<10}{'first text p50':>16}{'p95':>8}{'later deltas p50':>19}{'p95':>8}   (ms after the provider sent)")
+    print(
+        f"{'path':<10}{'first text p50':>16}{'p95':>8}{'later deltas p50':>19}{'p95':>8}   (ms after the provider sent)"
+    )
     for path in ("direct", "gateway"):
         first, later = report[path]["first"], report[path]["later"]
         print(f"{path:<10}{first['p50']:>16}{first['p95']:>8}{later['p50']:>19}{later['p95']:>8}")
     for name, goal in report["goals"].items():
-        print(f"{name}: {report['added'][name]} ms (goal <= {goal['limit']} ms) {'met' if goal['met'] else 'NOT met'}")
+        print(
+            f"{name}: {report['added'][name]} ms (goal <= {goal['limit']} ms) {'met' if goal['met'] else 'NOT met'}"
+        )
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
     return 0 if all(goal["met"] for goal in report["goals"].values()) else 1

@@ -39,7 +39,9 @@ def serve(data: Path, database: str) -> tuple[subprocess.Popen[str], str]:
     command = [sys.executable, "-m", "reactor", "serve", "--port", "0", "--data", str(data)]
     if database:
         command += ["--database", database]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
     assert process.stdout is not None
     line = process.stdout.readline()
     if not line.startswith("reactor is serving"):
@@ -61,9 +63,17 @@ def make_users(target: str, count: int) -> list[str]:
 
 
 class Client(threading.Thread):
-    def __init__(self, number: int, username: str, urls: list[str], until: float, start_at: float) -> None:
+    def __init__(
+        self, number: int, username: str, urls: list[str], until: float, start_at: float
+    ) -> None:
         super().__init__(daemon=True)
-        self.number, self.username, self.urls, self.until, self.start_at = number, username, urls, until, start_at
+        self.number, self.username, self.urls, self.until, self.start_at = (
+            number,
+            username,
+            urls,
+            until,
+            start_at,
+        )
         self.latencies: list[float] = []
         self.statuses: Counter[int] = Counter()
         self.decks: dict[str, str] = {}  # acknowledged: id -> title
@@ -83,13 +93,20 @@ class Client(threading.Thread):
     def run(self) -> None:
         time.sleep(max(0.0, self.start_at - time.time()))
         with httpx.Client(timeout=60) as self.http:
-            signed = self.call("POST", "/auth/sign-in", json={"username": self.username, "password": PASSWORD})
+            signed = self.call(
+                "POST", "/auth/sign-in", json={"username": self.username, "password": PASSWORD}
+            )
             if signed.status_code != 200:
                 self.failures.append(f"sign-in answered {signed.status_code}")
                 return
             auth = {"authorization": f"Bearer {signed.json()['token']}"}
             slug = f"load-{self.number}"
-            made = self.call("POST", "/api/cms/sites/acme/entries", json={"title": slug, "slug": slug}, headers=auth)
+            made = self.call(
+                "POST",
+                "/api/cms/sites/acme/entries",
+                json={"title": slug, "slug": slug},
+                headers=auth,
+            )
             if made.status_code != 201:
                 self.failures.append(f"creating the entry answered {made.status_code}")
                 return
@@ -97,16 +114,29 @@ class Client(threading.Thread):
             while time.time() < self.until:
                 n += 1
                 id, title = f"load-{self.number}-{n}", f"Deck {n} of client {self.number}"
-                deck = {"id": id, "title": title, "slides": [{"title": "One", "body": f"Written at {time.time()}"}]}
-                put = self.call("PUT", f"/api/decks/{id}", json=deck, headers={**auth, "if-match": '"0"'})
+                deck = {
+                    "id": id,
+                    "title": title,
+                    "slides": [{"title": "One", "body": f"Written at {time.time()}"}],
+                }
+                put = self.call(
+                    "PUT", f"/api/decks/{id}", json=deck, headers={**auth, "if-match": '"0"'}
+                )
                 if put.status_code == 201:
                     self.decks[id] = title
                 read = self.call("GET", f"/api/decks/{id}")
-                if put.status_code == 201 and (read.status_code != 200 or read.json()["title"] != title):
-                    self.failures.append(f"deck {id} acknowledged but read back as {read.status_code}")
+                if put.status_code == 201 and (
+                    read.status_code != 200 or read.json()["title"] != title
+                ):
+                    self.failures.append(
+                        f"deck {id} acknowledged but read back as {read.status_code}"
+                    )
                 body = f"Change {n}"
                 changed = self.call(
-                    "PATCH", f"/api/cms/sites/acme/entries/{slug}", json={"body": body, "version": version}, headers=auth
+                    "PATCH",
+                    f"/api/cms/sites/acme/entries/{slug}",
+                    json={"body": body, "version": version},
+                    headers=auth,
                 )
                 if changed.status_code == 200:
                     version, self.entry = changed.json()["version"], (slug, body)
@@ -135,7 +165,10 @@ def run(urls: list[str], users: list[str], seconds: float) -> dict[str, Any]:
                 answer = http.get(f"{urls[-1]}/api/decks/{id}")
                 lost += answer.status_code != 200 or answer.json()["title"] != title
             if client.entry:
-                signed = http.post(f"{urls[0]}/auth/sign-in", json={"username": client.username, "password": PASSWORD})
+                signed = http.post(
+                    f"{urls[0]}/auth/sign-in",
+                    json={"username": client.username, "password": PASSWORD},
+                )
                 entry = http.get(
                     f"{urls[0]}/api/cms/sites/acme/entries/{client.entry[0]}",
                     headers={"authorization": f"Bearer {signed.json()['token']}"},
@@ -154,7 +187,9 @@ def run(urls: list[str], users: list[str], seconds: float) -> dict[str, Any]:
     }
 
 
-def scenario(name: str, database: str, processes: int, folder: Path, clients: int, seconds: float) -> dict[str, Any]:
+def scenario(
+    name: str, database: str, processes: int, folder: Path, clients: int, seconds: float
+) -> dict[str, Any]:
     started = [serve(folder / f"{name}-{i}", database or "") for i in range(processes)]
     if not database:  # SQLite: the one process's file
         database = str(folder / f"{name}-0" / "reactor.sqlite3")
@@ -170,7 +205,9 @@ def scenario(name: str, database: str, processes: int, folder: Path, clients: in
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.load", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.load", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--clients", type=int, default=50)
     args = parser.parse_args(argv)
@@ -183,7 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     cluster.start()
     try:
         results = [
-            scenario("PostgreSQL, 2 processes", cluster.database(), 2, folder, args.clients, args.seconds),
+            scenario(
+                "PostgreSQL, 2 processes", cluster.database(), 2, folder, args.clients, args.seconds
+            ),
             scenario("SQLite, 1 process", "", 1, folder, args.clients, args.seconds),
         ]
     finally:
@@ -197,8 +236,15 @@ def main(argv: list[str] | None = None) -> int:
             f"| {r['server_errors']} | {r['acknowledged']} | {r['lost']} |"
         )
     for r in results:
-        print(f"\n{r['name']}: statuses {r['statuses']}" + (f"; failures {r['failures']}" if r["failures"] else ""))
-    return 0 if all(r["server_errors"] == 0 and r["lost"] == 0 and not r["failures"] for r in results) else 1
+        print(
+            f"\n{r['name']}: statuses {r['statuses']}"
+            + (f"; failures {r['failures']}" if r["failures"] else "")
+        )
+    return (
+        0
+        if all(r["server_errors"] == 0 and r["lost"] == 0 and not r["failures"] for r in results)
+        else 1
+    )
 
 
 if __name__ == "__main__":

@@ -63,14 +63,24 @@ class Wire:
     def __init__(self, url: str, token: str) -> None:
         import httpx
 
-        headers = {"authorization": f"Bearer {token}", "accept": "application/json, text/event-stream"}
+        headers = {
+            "authorization": f"Bearer {token}",
+            "accept": "application/json, text/event-stream",
+        }
         self.http = httpx.Client(base_url=url, headers=headers, timeout=30)
         self.next_id = 0
         opened = self.http.post("/mcp", json=self.request("initialize", {
             "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"},
         }))  # fmt: skip
-        self.http.headers.update({"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"})
-        self.http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}).raise_for_status()
+        self.http.headers.update(
+            {
+                "mcp-session-id": opened.headers["mcp-session-id"],
+                "mcp-protocol-version": "2025-11-25",
+            }
+        )
+        self.http.post(
+            "/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}
+        ).raise_for_status()
 
     def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         self.next_id += 1
@@ -104,7 +114,10 @@ def run(rounds: int, calls: int) -> dict[str, Any]:
 
     # "server" and "wire_server": reactor_pages, answered by the server alone: each client's floor.
     times: dict[str, list[float]] = {path: [] for path in PATHS}
-    with tempfile.TemporaryDirectory() as data, LoopbackServer(create_app(data, seed_demo=True)) as url:
+    with (
+        tempfile.TemporaryDirectory() as data,
+        LoopbackServer(create_app(data, seed_demo=True)) as url,
+    ):
 
         class Live:  # what the tests' page helpers read of a live server
             pass
@@ -123,7 +136,11 @@ def run(rounds: int, calls: int) -> dict[str, Any]:
                         if path == "page":
                             measured = page.evaluate(IN_PAGE, [calls, ARGS])
                         else:
-                            tool, arguments = ("reactor_pages", {}) if path.endswith("server") else ("decks_get_deck", ARGS)
+                            tool, arguments = (
+                                ("reactor_pages", {})
+                                if path.endswith("server")
+                                else ("decks_get_deck", ARGS)
+                            )
                             measured = []
                             for _ in range(calls):
                                 started = time.perf_counter()
@@ -140,7 +157,11 @@ def run(rounds: int, calls: int) -> dict[str, Any]:
                 wire.close()
                 browser.close()
     report: dict[str, Any] = {
-        path: {"p50": round(statistics.median(v), 2), "p95": round(percentile(v, 0.95), 2), "n": len(v)}
+        path: {
+            "p50": round(statistics.median(v), 2),
+            "p95": round(percentile(v, 0.95), 2),
+            "n": len(v),
+        }
         for path, v in times.items()
     }
     report["added_ms"] = round(report["mcp"]["p50"] - report["page"]["p50"], 2)
@@ -154,7 +175,9 @@ def run(rounds: int, calls: int) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.mcp_call", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.mcp_call", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--out", type=Path)
@@ -162,10 +185,14 @@ def main() -> int:
     report = run(args.rounds, args.calls)
     for path in PATHS:
         figures = report[path]
-        print(f"{LABELS[path]:<58} p50 {figures['p50']:>7} ms   p95 {figures['p95']:>7} ms   ({figures['n']} calls)")
+        print(
+            f"{LABELS[path]:<58} p50 {figures['p50']:>7} ms   p95 {figures['p95']:>7} ms   ({figures['n']} calls)"
+        )
     for client, key in (("with the SDK's client", "added_ms"), ("on the wire", "wire_added_ms")):
         met = report[key] <= GOAL_MS
-        print(f"/mcp adds {report[key]} ms at p50 {client} (goal <= {GOAL_MS} ms): {'met' if met else 'NOT met'}")
+        print(
+            f"/mcp adds {report[key]} ms at p50 {client} (goal <= {GOAL_MS} ms): {'met' if met else 'NOT met'}"
+        )
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
     return 0 if report["goal"]["met_on_the_wire"] else 1

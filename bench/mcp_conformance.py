@@ -22,7 +22,9 @@ def main() -> None:
     width = max(map(len, found))
     for name, (status, why) in sorted(found.items()):
         known = (
-            "" if EXPECTED.get(name) in (status, None) or (status == "fail" and EXPECTED[name] in why) else "  (not as expected)"
+            ""
+            if EXPECTED.get(name) in (status, None) or (status == "fail" and EXPECTED[name] in why)
+            else "  (not as expected)"
         )
         print(f"{name:<{width}}  {status:<4}  {why[:100]}{known}")
     print(f"{sum(status == 'pass' for status, _ in found.values())} of {len(found)} scenarios pass")

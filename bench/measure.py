@@ -97,7 +97,10 @@ def fresh_page(browser: Any, strays: list[str]) -> Iterator[Any]:
 
     def watch(request: Any) -> None:
         parts = urlsplit(request.url)
-        if parts.scheme in {"http", "https", "ws", "wss"} and parts.hostname not in {"127.0.0.1", "localhost"}:
+        if parts.scheme in {"http", "https", "ws", "wss"} and parts.hostname not in {
+            "127.0.0.1",
+            "localhost",
+        }:
             strays.append(request.url)
 
     page.on("request", watch)
@@ -112,13 +115,20 @@ def load(page: Any, url: str) -> dict[str, Any]:
     """Navigate, wait until the page says it is done, and read its marks and resource timing.
     The wait listens to the console: Playwright's wait_for_function would evaluate its own script
     in the page during the boot (a 40-70 ms task here, the longest timer gap of a bare page)."""
-    with page.expect_console_message(lambda message: message.text == DONE, timeout=READY_TIMEOUT_MS):
+    with page.expect_console_message(
+        lambda message: message.text == DONE, timeout=READY_TIMEOUT_MS
+    ):
         page.goto(url)
     marks = page.evaluate("window.__bench ?? {}")
     if "error" in marks:
         raise RuntimeError(f"{url} did not start: {marks['error']}")
     done = page.evaluate("window.__benchDone")
-    return {"done": done, **marks, "resources": page.evaluate(RESOURCES), "blocking": blocking(page, 0, done)}
+    return {
+        "done": done,
+        **marks,
+        "resources": page.evaluate(RESOURCES),
+        "blocking": blocking(page, 0, done),
+    }
 
 
 def blocking(page: Any, start: float, end: float) -> dict[str, float]:
@@ -172,7 +182,9 @@ def startup(
         order = list(pages.items())
         for name, path in order[round % len(order) :] + order[: round % len(order)]:
             warm = round <= (warm_rounds or rounds)
-            reports = visit(command, offline, url + path, warm=warm, timeout_s=READY_TIMEOUT_MS / 1000)
+            reports = visit(
+                command, offline, url + path, warm=warm, timeout_s=READY_TIMEOUT_MS / 1000
+            )
             strays.extend(url for report in reports for url in report["offsite"])
             if round:
                 runs[name]["cold"].append(reports[0])
@@ -181,11 +193,15 @@ def startup(
     result: dict[str, Any] = {}
     for name, by in runs.items():
         result[name] = {
-            kind: {"median_ms": median([r["done"] for r in by[kind]]), "runs_ms": [r["done"] for r in by[kind]]}
+            kind: {
+                "median_ms": median([r["done"] for r in by[kind]]),
+                "runs_ms": [r["done"] for r in by[kind]],
+            }
             for kind in ("cold", "warm")
         }
         result[name]["cold"]["blocking"] = {
-            key: median([r["blocking"][key] for r in by["cold"]]) for key in by["cold"][0]["blocking"]
+            key: median([r["blocking"][key] for r in by["cold"]])
+            for key in by["cold"][0]["blocking"]
         }
     for kind in ("cold", "warm"):
         split = [phases(r) for r in runs["reactor"][kind]]
@@ -214,9 +230,13 @@ def startup(
     }
     for key, (name, base, figure, kind) in figures.items():
         if name in runs and base in runs:  # paired: each round's figure, then their median
-            result[key] = median([figure(page, other) for page, other in zip(runs[name][kind], runs[base][kind])])
+            result[key] = median(
+                [figure(page, other) for page, other in zip(runs[name][kind], runs[base][kind])]
+            )
     if "bare_pyodide" in runs:
-        result["ratio_of_cold_medians"] = result["reactor"]["cold"]["median_ms"] / result["bare_pyodide"]["cold"]["median_ms"]
+        result["ratio_of_cold_medians"] = (
+            result["reactor"]["cold"]["median_ms"] / result["bare_pyodide"]["cold"]["median_ms"]
+        )
     result["rounds"] = rounds
     result["warm_rounds"] = warm_rounds or rounds
     return result
@@ -243,7 +263,10 @@ def transfer(browser: Any, url: str, counter: Any, strays: list[str]) -> dict[st
                     "requests": len(sent),
                     "from_cache": len(first_paths - paths),
                     "not_modified": sum(e["status"] == 304 for e in sent),
-                    "largest": sorted(({"path": e["path"], "bytes": e["bytes"]} for e in sent), key=lambda e: -e["bytes"])[:6],
+                    "largest": sorted(
+                        ({"path": e["path"], "bytes": e["bytes"]} for e in sent),
+                        key=lambda e: -e["bytes"],
+                    )[:6],
                 }
             )
             first_paths = first_paths or paths
@@ -267,7 +290,12 @@ def transfer(browser: Any, url: str, counter: Any, strays: list[str]) -> dict[st
 
 
 # Chromium's network emulation for the slow link: 10 Mbit/s each way, 40 ms of latency.
-SLOW_LINK = {"offline": False, "latency": 40, "downloadThroughput": 10e6 / 8, "uploadThroughput": 10e6 / 8}
+SLOW_LINK = {
+    "offline": False,
+    "latency": 40,
+    "downloadThroughput": 10e6 / 8,
+    "uploadThroughput": 10e6 / 8,
+}
 
 
 def slow_link(browser: Any, url: str, strays: list[str], rounds: int) -> dict[str, Any]:
@@ -286,7 +314,9 @@ def slow_link(browser: Any, url: str, strays: list[str], rounds: int) -> dict[st
         "link": SLOW_LINK,
         **{f"{name}_ms": median(values) for name, values in runs.items()},
         "runs_ms": runs,
-        "ratio_vs_bare_worker": median([r / b for r, b in zip(runs["reactor"], runs["bare_worker"])]),
+        "ratio_vs_bare_worker": median(
+            [r / b for r, b in zip(runs["reactor"], runs["bare_worker"])]
+        ),
     }
 
 
@@ -301,7 +331,13 @@ def execute(page: Any, command: str, args: dict[str, Any] | None = None) -> Any:
     return page.evaluate("([c, a]) => window.reactor.executeCommand(c, a)", [command, args or {}])
 
 
-def calls(page: Any, names: list[str], batches: int, extra: dict[str, Any] | None = None, warmup_ms: int = 0) -> dict[str, Any]:
+def calls(
+    page: Any,
+    names: list[str],
+    batches: int,
+    extra: dict[str, Any] | None = None,
+    warmup_ms: int = 0,
+) -> dict[str, Any]:
     """p50/p99 per call of each subject, timed in batches of >= 2 ms after `warmup_ms` of untimed
     calls, and the mean of each one's first calls (see bench/pages/lab.js)."""
     return page.evaluate(
@@ -331,7 +367,9 @@ def load_times(page: Any, boot: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def scale_point(page: Any, boot: dict[str, Any], plugins: int, batches: int, warmup_ms: int) -> dict[str, Any]:
+def scale_point(
+    page: Any, boot: dict[str, Any], plugins: int, batches: int, warmup_ms: int
+) -> dict[str, Any]:
     """One page with `plugins` synthetic plugins of 10 tools: load, list, call (after `warmup_ms`
     of untimed calls, as the call figures: each point is a fresh page), memory."""
     listing = page.evaluate("(n) => window.bench.list(n)", 9)

@@ -15,10 +15,21 @@ LINEAR = 1.25  # per-plugin load time at the largest count may be up to 1.25x th
 
 def machine() -> dict[str, Any]:
     cpu = next(
-        (line.split(":", 1)[1].strip() for line in _read("/proc/cpuinfo").splitlines() if line.startswith("model name")),
+        (
+            line.split(":", 1)[1].strip()
+            for line in _read("/proc/cpuinfo").splitlines()
+            if line.startswith("model name")
+        ),
         platform.processor(),
     )
-    memory_kb = next((int(line.split()[1]) for line in _read("/proc/meminfo").splitlines() if line.startswith("MemTotal")), 0)
+    memory_kb = next(
+        (
+            int(line.split()[1])
+            for line in _read("/proc/meminfo").splitlines()
+            if line.startswith("MemTotal")
+        ),
+        0,
+    )
     return {
         "cpu": cpu,
         "cores": os.cpu_count(),
@@ -40,10 +51,14 @@ def summarize(results: dict[str, Any]) -> list[dict[str, Any]]:
     startup, call, scale = results["startup"], results["call"], results["scale"]
     points = scale["points"]
     base, top = points[0], points[-1]
-    hundred = next((p for p in points if p["plugins"] >= 100), points[1] if len(points) > 1 else top)
+    hundred = next(
+        (p for p in points if p["plugins"] >= 100), points[1] if len(points) > 1 else top
+    )
     # Marginal cost per synthetic plugin: the first point's load is mostly the product's own plugins.
     per_plugin = {
-        p["plugins"]: (p["load_ms"] - base["load_ms"]) / (p["plugins"] - base["plugins"]) for p in points if p is not base
+        p["plugins"]: (p["load_ms"] - base["load_ms"]) / (p["plugins"] - base["plugins"])
+        for p in points
+        if p is not base
     }
     scale.update(
         list_ms=top["list_ms"],
@@ -64,34 +79,91 @@ def summarize(results: dict[str, Any]) -> list[dict[str, Any]]:
     defined = results["define"]
     most = defined[-1]
     hundred_defined = next((d for d in defined if d["plugins"] >= 100), defined[0])
-    results["define_growth"] = most["last_tenth_ms_per_plugin"] / hundred_defined["last_tenth_ms_per_plugin"]
+    results["define_growth"] = (
+        most["last_tenth_ms_per_plugin"] / hundred_defined["last_tenth_ms_per_plugin"]
+    )
     held = startup["reactor"]["cold"]["blocking"]
     return [
-        _goal("start-up: tools ready / bare main-thread Pyodide (cold, paired)", startup["ratio_vs_bare_pyodide"], 1.05, "x"),
-        _goal("start-up: tools ready - bare worker Pyodide (cold, paired)", startup["ms_over_bare_worker"], 150.0, "ms"),
+        _goal(
+            "start-up: tools ready / bare main-thread Pyodide (cold, paired)",
+            startup["ratio_vs_bare_pyodide"],
+            1.05,
+            "x",
+        ),
+        _goal(
+            "start-up: tools ready - bare worker Pyodide (cold, paired)",
+            startup["ms_over_bare_worker"],
+            150.0,
+            "ms",
+        ),
         *snapshot_goals(results),
-        _goal("main thread: longest 10 ms timer gap, navigation to ready", held["longest_timer_gap_ms"], 50.0, "ms"),
-        _goal("main thread: long tasks during the timed calls", call["blocking_during_calls"]["long_tasks"], 0, "tasks"),
-        _goal("call: executeCommand no-op p50, across the thread boundary", call["noop_p50_ms"], 0.1, "ms"),
-        _goal("call: callTool no-op p50, across the thread boundary", call["noop_tool_p50_ms"], 0.15, "ms"),
-        _goal(f"scale: load per plugin at {n} / at {hundred['plugins']}", scale["load_growth"], LINEAR, "x"),
+        _goal(
+            "main thread: longest 10 ms timer gap, navigation to ready",
+            held["longest_timer_gap_ms"],
+            50.0,
+            "ms",
+        ),
+        _goal(
+            "main thread: long tasks during the timed calls",
+            call["blocking_during_calls"]["long_tasks"],
+            0,
+            "tasks",
+        ),
+        _goal(
+            "call: executeCommand no-op p50, across the thread boundary",
+            call["noop_p50_ms"],
+            0.1,
+            "ms",
+        ),
+        _goal(
+            "call: callTool no-op p50, across the thread boundary",
+            call["noop_tool_p50_ms"],
+            0.15,
+            "ms",
+        ),
+        _goal(
+            f"scale: load per plugin at {n} / at {hundred['plugins']}",
+            scale["load_growth"],
+            LINEAR,
+            "x",
+        ),
         _goal(f"scale: list {top['tools']} tools", top["list_ms"], 20.0, "ms"),
-        _goal(f"scale: call with {n} plugins / with 10 tools", scale["call_ratio_vs_10_tools"], SAME_SPEED, "x"),
-        _goal("agent: callTool / executeCommand, decks_get_deck p50", call["tool_vs_command"], 1.5, "x"),
+        _goal(
+            f"scale: call with {n} plugins / with 10 tools",
+            scale["call_ratio_vs_10_tools"],
+            SAME_SPEED,
+            "x",
+        ),
+        _goal(
+            "agent: callTool / executeCommand, decks_get_deck p50",
+            call["tool_vs_command"],
+            1.5,
+            "x",
+        ),
         _goal(
             f"agent: callTool's path with {top['tools']} tools / with 10 (one page, interleaved)",
             scale["tool_path_ratio_vs_10_tools"],
             1.1,
             "x",
         ),
-        _goal(f"agent: define {most['plugins']} plugins x 10 tools, total", most["total_ms"] / 1000, 5.0, "s"),
+        _goal(
+            f"agent: define {most['plugins']} plugins x 10 tools, total",
+            most["total_ms"] / 1000,
+            5.0,
+            "s",
+        ),
         _goal(
             f"agent: definePlugin per plugin at {most['plugins']} / at {hundred_defined['plugins']}",
             results["define_growth"],
             LINEAR,
             "x",
         ),
-        _goal("agent: first listener hears the final list after the last definition", most["heard_after_last_ms"], 50.0, "ms"),
+        _goal(
+            "agent: first listener hears the final list after the last definition",
+            most["heard_after_last_ms"],
+            50.0,
+            "ms",
+        ),
     ]
 
 
@@ -118,7 +190,12 @@ def snapshot_goals(results: dict[str, Any]) -> list[dict[str, Any]]:
             10.0,
             "ms",
         ),
-        _goal("bytes: first visit / a bare Pyodide boot's (gzip), same run", size["first_vs_bare_gzip"], 1.25, "x"),
+        _goal(
+            "bytes: first visit / a bare Pyodide boot's (gzip), same run",
+            size["first_vs_bare_gzip"],
+            1.25,
+            "x",
+        ),
         _goal("bytes: repeat load / first load", size["repeat_share"], 0.05, "share"),
     ]
     if "slow_link" in results:
@@ -138,8 +215,12 @@ def snapshot_table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
     s, b = results["startup"], results["bytes"]
     lines = [
         "start-up, cold, median (ms): "
-        + " | ".join(f"{name} {s[name]['cold']['median_ms']:.0f}" for name in ("bare_snapshot", "host_snapshot", "reactor")),
-        "reactor cold phases (ms): " + " | ".join(f"{k} {v:.0f}" for k, v in s["reactor"]["cold"]["phases_ms"].items()),
+        + " | ".join(
+            f"{name} {s[name]['cold']['median_ms']:.0f}"
+            for name in ("bare_snapshot", "host_snapshot", "reactor")
+        ),
+        "reactor cold phases (ms): "
+        + " | ".join(f"{k} {v:.0f}" for k, v in s["reactor"]["cold"]["phases_ms"].items()),
         "longest timer gap, median (ms): "
         + " | ".join(
             f"{name} {s[name]['cold']['blocking']['longest_timer_gap_ms']:.0f}"
@@ -147,11 +228,16 @@ def snapshot_table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
         ),
         f"bytes: first visit {b['first']['bytes']:,} B ({b['first']['requests']} requests) | bare Pyodide boot (gzip) "
         f"{b['bare_pyodide_gzip']['bytes']:,} B | repeat {b['repeat']['bytes']:,} B",
-        "largest: " + ", ".join(f"{e['path'].rsplit('/', 1)[-1]} {e['bytes']:,}" for e in b["first"]["largest"]),
+        "largest: "
+        + ", ".join(
+            f"{e['path'].rsplit('/', 1)[-1]} {e['bytes']:,}" for e in b["first"]["largest"]
+        ),
     ]
     if "slow_link" in results:
         link = results["slow_link"]
-        lines.append(f"slow link ready (ms): reactor {link['reactor_ms']:.0f} | bare worker {link['bare_worker_ms']:.0f}")
+        lines.append(
+            f"slow link ready (ms): reactor {link['reactor_ms']:.0f} | bare worker {link['bare_worker_ms']:.0f}"
+        )
     lines.append("")
     width = max(len(g["goal"]) for g in goals)
     lines += [
@@ -169,7 +255,14 @@ def table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
     """The run as text: the headline figures, then the goals."""
     s, b, c, v, sc = (results[k] for k in ("startup", "bytes", "call", "validation", "scale"))
     phases = s["reactor"]["cold"]["phases_ms"]
-    pages = ("bare_pyodide", "bare_worker", "bare_snapshot", "host_snapshot", "pyscript_print", "reactor")
+    pages = (
+        "bare_pyodide",
+        "bare_worker",
+        "bare_snapshot",
+        "host_snapshot",
+        "pyscript_print",
+        "reactor",
+    )
     rows = [
         *(
             (

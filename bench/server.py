@@ -32,7 +32,14 @@ from reactor.server.loopback import LoopbackServer
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 # The PyScript baseline page (pages/pyscript.html) loads none of PyScript's optional plugins.
-PYSCRIPT_PLUGINS_OFF = ["!codemirror", "!py-editor", "!py-game", "!py-terminal", "!deprecations-manager", "!donkey"]
+PYSCRIPT_PLUGINS_OFF = [
+    "!codemirror",
+    "!py-editor",
+    "!py-game",
+    "!py-terminal",
+    "!deprecations-manager",
+    "!donkey",
+]
 PAGES = BENCH / "pages"
 LUMINO = BENCH / "vendor" / "node_modules"
 
@@ -44,11 +51,17 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
     if lab:
         plugins += [
             PluginSpec(name="bench", page="reactor_bench:PROBE_PLUGIN"),
-            *(PluginSpec(name=f"synth_{i:04d}", page=f"reactor_bench:SYNTH_{i:04d}") for i in range(synthetic)),
+            *(
+                PluginSpec(name=f"synth_{i:04d}", page=f"reactor_bench:SYNTH_{i:04d}")
+                for i in range(synthetic)
+            ),
         ]
     product = create_app(data, plugins=plugins, seed_demo=True)
     runtime = runtime_manifest()
-    stamp, snapshot = runtime.stamp, product.state.snapshot  # the very snapshot the product page restores
+    stamp, snapshot = (
+        runtime.stamp,
+        product.state.snapshot,
+    )  # the very snapshot the product page restores
     archive = SourceArchive({"reactor_bench": BENCH / "reactor_bench"}, set())
 
     async def page(request: Request) -> Response:
@@ -56,7 +69,9 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
         path = PAGES / f"{name}.html"
         if name == "host" and not lab:
             text = host_page()
-        elif not path.is_file() or ((name == "lab") != lab and name != "launch"):  # launch: bench/unattached.py
+        elif not path.is_file() or (
+            (name == "lab") != lab and name != "launch"
+        ):  # launch: bench/unattached.py
             return JSONResponse({"error": f"No bench page {name!r} on this server."}, 404)
         else:
             text = path.read_text()
@@ -92,7 +107,9 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
     async def refused(request: Request, error: Exception) -> Response:
         return error_answer(error)  # serve_file's 404
 
-    return Starlette(routes=[*routes, Mount("/", app=product)], exception_handlers={ApiError: refused})
+    return Starlette(
+        routes=[*routes, Mount("/", app=product)], exception_handlers={ApiError: refused}
+    )
 
 
 def host_page() -> str:
@@ -101,7 +118,9 @@ def host_page() -> str:
     Pyodide cost the main thread before reactor adds anything. Its placeholders are filled in as
     every bench page's are."""
     worker = (PAGES / "snapshot.html").read_text()
-    worker = worker[worker.index('<script type="module">') : worker.index("</script>") + len("</script>")]
+    worker = worker[
+        worker.index('<script type="module">') : worker.index("</script>") + len("</script>")
+    ]
     lines = (ROOT / "index.html").read_text().splitlines()
     kept = [line for line in lines if "<script" not in line and "reactor:early-boot" not in line]
     return "\n".join(kept).replace("</head>", f"{worker}\n</head>")
@@ -118,7 +137,9 @@ class WireCounter:
     def __init__(self, app: Any) -> None:
         self.app = app
         self.sent: list[dict[str, Any]] = []
-        self.encodings: str | None = None  # when set, the Accept-Encoding every request is answered as
+        self.encodings: str | None = (
+            None  # when set, the Accept-Encoding every request is answered as
+        )
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -133,7 +154,9 @@ class WireCounter:
         async def counted(message: Any) -> None:
             if message["type"] == "http.response.start":
                 entry["status"] = message["status"]
-                entry["bytes"] += 17 + sum(len(k) + len(v) + 4 for k, v in message.get("headers", []))
+                entry["bytes"] += 17 + sum(
+                    len(k) + len(v) + 4 for k, v in message.get("headers", [])
+                )
             elif message["type"] == "http.response.body":
                 entry["bytes"] += len(message.get("body", b""))
             await send(message)
@@ -158,10 +181,15 @@ class WithMarks:
         self.source = f"'sha256-{digest}'".encode()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or self.query not in scope.get("query_string", b"").decode("latin-1"):
+        if scope["type"] != "http" or self.query not in scope.get("query_string", b"").decode(
+            "latin-1"
+        ):
             await self.app(scope, receive, send)
             return
-        scope = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"accept-encoding"]}
+        scope = {
+            **scope,
+            "headers": [(k, v) for k, v in scope["headers"] if k != b"accept-encoding"],
+        }
         start: dict[str, Any] = {}
         body: list[bytes] = []
 
@@ -175,15 +203,21 @@ class WithMarks:
             page = b"".join(body)
             if start["status"] == 200 and page.lstrip().lower().startswith(b"<!doctype html"):
                 page = page.replace(b"<head>", b"<head><script>" + self.script + b"</script>", 1)
-            headers = [(k, self._allow(k, v)) for k, v in start["headers"] if k != b"content-length"]
-            await send({**start, "headers": [*headers, (b"content-length", str(len(page)).encode())]})
+            headers = [
+                (k, self._allow(k, v)) for k, v in start["headers"] if k != b"content-length"
+            ]
+            await send(
+                {**start, "headers": [*headers, (b"content-length", str(len(page)).encode())]}
+            )
             await send({"type": "http.response.body", "body": page})
 
         await self.app(scope, receive, marked)
 
     def _allow(self, name: bytes, value: bytes) -> bytes:
         return (
-            value.replace(b"script-src ", b"script-src " + self.source + b" ", 1) if name == b"content-security-policy" else value
+            value.replace(b"script-src ", b"script-src " + self.source + b" ", 1)
+            if name == b"content-security-policy"
+            else value
         )
 
 

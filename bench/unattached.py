@@ -101,15 +101,27 @@ def launcher(target: str) -> str:
     `localhost`, which goes to `target` (on 127.0.0.1) after IN_USE_MS."""
     origin = "/".join(target.replace("//127.0.0.1:", "//localhost:", 1).split("/", 3)[:3])
     first = f"{origin}/bench/launch.html?wait={IN_USE_MS}#{quote(target, safe='')}"
-    return "data:text/html," + quote(f"<script>setTimeout(() => location.assign({json.dumps(first)}), {SETTLE_MS})</script>")
+    return "data:text/html," + quote(
+        f"<script>setTimeout(() => location.assign({json.dumps(first)}), {SETTLE_MS})</script>"
+    )
 
 
 def visit(
-    command: list[str], offline: Offline, url: str, *, warm: bool, timeout_s: float, calls: dict[str, Any] | None = None
+    command: list[str],
+    offline: Offline,
+    url: str,
+    *,
+    warm: bool,
+    timeout_s: float,
+    calls: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The reports of a first visit to `url` in a new browser and, with `warm`, of a second one;
     `calls` ({names, options} of lab.js's calls) has the lab page time calls before it reports."""
-    query = MARKS_QUERY + ("&bench-warm" if warm else "") + (f"&bench-calls={quote(json.dumps(calls))}" if calls else "")
+    query = (
+        MARKS_QUERY
+        + ("&bench-warm" if warm else "")
+        + (f"&bench-calls={quote(json.dumps(calls))}" if calls else "")
+    )
     target = url + ("&" if "?" in url else "?") + query
     wanted = 2 if warm else 1
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
@@ -129,7 +141,9 @@ def visit(
             start_new_session=True,
         )
         lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(line) for line in browser.stderr], daemon=True).start()  # type: ignore[union-attr]
+        threading.Thread(
+            target=lambda: [lines.put(line) for line in browser.stderr], daemon=True
+        ).start()  # type: ignore[union-attr]
         reports: list[dict[str, Any]] = []
         errors: list[str] = []
         deadline = time.monotonic() + timeout_s

@@ -24,7 +24,13 @@ from reactor.server.loopback import LoopbackServer
 
 def run_reactor(*args: str, **options: Any) -> subprocess.CompletedProcess[str]:
     """The `reactor` command line as a person runs it: its exit code, output and errors as text."""
-    return subprocess.run([sys.executable, "-m", "reactor", *args], capture_output=True, text=True, timeout=60, **options)
+    return subprocess.run(
+        [sys.executable, "-m", "reactor", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        **options,
+    )
 
 
 IN_PROCESS_URL = "http://127.0.0.1"  # a host the app serves: its Host check holds in process too
@@ -63,14 +69,19 @@ class AppClient:
     loop per request (Starlette's TestClient would share one, but warns on this httpx), a cookie
     jar kept from answer to answer as a browser's is, and the app's own exceptions raised here."""
 
-    def __init__(self, app: Any, base_url: str = IN_PROCESS_URL, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, app: Any, base_url: str = IN_PROCESS_URL, headers: dict[str, str] | None = None
+    ) -> None:
         self.app, self.base_url, self.headers = app, base_url, dict(headers or {})
         self.cookies = httpx.Cookies()
 
     def request(self, method: str, url: str, **options: Any) -> httpx.Response:
         async def send() -> httpx.Response:
             async with httpx.AsyncClient(
-                transport=httpx.ASGITransport(app=self.app), base_url=self.base_url, headers=self.headers, cookies=self.cookies
+                transport=httpx.ASGITransport(app=self.app),
+                base_url=self.base_url,
+                headers=self.headers,
+                cookies=self.cookies,
             ) as client:
                 answer = await client.request(method, url, **options)
                 self.cookies = client.cookies
@@ -177,7 +188,10 @@ def bearer(server: LiveServer | AppServer, username: str) -> dict[str, str]:
     """The headers of a client signed in as a demo user (password `<name>-demo`) with a bearer token."""
     client = server.client() if isinstance(server, AppServer) else httpx.Client()
     with client:
-        answer = client.post(f"{server.url}/auth/sign-in", json={"username": username, "password": f"{username}-demo"})
+        answer = client.post(
+            f"{server.url}/auth/sign-in",
+            json={"username": username, "password": f"{username}-demo"},
+        )
     answer.raise_for_status()
     return {"authorization": f"Bearer {answer.json()['token']}"}
 
@@ -200,7 +214,9 @@ def live_server(reactor_server: LiveServer) -> LiveServer:
 @pytest.fixture
 def blocking_popups(browser_type: Any, browser_type_launch_args: dict[str, Any]) -> Iterator[Any]:
     """A page in a Chromium that blocks popups as a person's browser does (Playwright turns that off)."""
-    browser = browser_type.launch(**browser_type_launch_args, ignore_default_args=["--disable-popup-blocking"])
+    browser = browser_type.launch(
+        **browser_type_launch_args, ignore_default_args=["--disable-popup-blocking"]
+    )
     yield browser.new_page()
     browser.close()
 
@@ -217,7 +233,11 @@ DECK_OPEN = {
 DECK_RENAME = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
-    "properties": {"id": {"type": "string"}, "slug": {"type": "string"}, "title": {"type": "string"}},
+    "properties": {
+        "id": {"type": "string"},
+        "slug": {"type": "string"},
+        "title": {"type": "string"},
+    },
     "required": ["title"],
     "anyOf": [{"required": ["id"]}, {"required": ["slug"]}],
 }
@@ -243,8 +263,16 @@ DECK_TOOLS = {
             "description": "Rename a deck.",
             "parameters": DECK_RENAME,
         },
-        {"name": "decks_next_slide", "command": "decks.nextSlide", "description": "Advance one slide."},
-        {"name": "decks_present", "command": "decks.present", "description": "Present the open deck."},
+        {
+            "name": "decks_next_slide",
+            "command": "decks.nextSlide",
+            "description": "Advance one slide.",
+        },
+        {
+            "name": "decks_present",
+            "command": "decks.present",
+            "description": "Present the open deck.",
+        },
         {
             "name": "decks_delete",
             "command": "decks.delete",
@@ -255,7 +283,11 @@ DECK_TOOLS = {
         {"name": "decks_fail", "command": "decks.fail", "description": "Always fails."},
         {"name": "decks_refuse", "command": "decks.refuse", "description": "Refuses with a code."},
         {"name": "decks_disabled", "command": "decks.disabled", "description": "Never enabled."},
-        {"name": "decks_missing", "command": "decks.notRegistered", "description": "Its command is gone."},
+        {
+            "name": "decks_missing",
+            "command": "decks.notRegistered",
+            "description": "Its command is gone.",
+        },
         {"name": "decks_hidden", "command": "decks.hidden", "description": "Not in the toolset."},
     ]
 }
@@ -266,4 +298,6 @@ def decks_bundle(*names: str, toolset: list[str] | None = None) -> dict[str, Any
     from reactor import define_agent_tools
 
     commands = [copy.deepcopy(DECK_TOOLS[name]) for name in names]
-    return define_agent_tools(id="decks", name="Decks", plugin="decks", commands=commands, toolset=toolset)
+    return define_agent_tools(
+        id="decks", name="Decks", plugin="decks", commands=commands, toolset=toolset
+    )

@@ -19,7 +19,13 @@ def tool_call_turn(name: str, arguments: dict[str, Any], call_id: str = "call_1"
     return {
         "role": "assistant",
         "content": None,
-        "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}],
+        "tool_calls": [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+        ],
     }
 
 
@@ -39,7 +45,9 @@ class FakeOpenAI:
         self.disconnected = 0
         self.asked = threading.Event()  # set at the first request: a test waits on it, not a clock
         self.hung_up = threading.Event()  # set when a caller left before the answer
-        self.stream = False  # answer requests that ask for a stream with chat.completion.chunk events
+        self.stream = (
+            False  # answer requests that ask for a stream with chat.completion.chunk events
+        )
         self.hold = threading.Event()  # cleared: a stream's last events wait until it is set
         self.hold.set()
         self.last_sent = threading.Event()
@@ -78,7 +86,9 @@ class FakeOpenAI:
             message = self.turns.pop(0) if self.turns else text_turn("Done.")
             finish = "tool_calls" if message.get("tool_calls") else "stop"
             if self.stream and body.get("stream"):
-                return StreamingResponse(self._events(message, finish), media_type="text/event-stream")
+                return StreamingResponse(
+                    self._events(message, finish), media_type="text/event-stream"
+                )
             return JSONResponse(
                 {
                     "id": "chatcmpl-1",
@@ -121,12 +131,17 @@ class FakeOpenAI:
                             "index": index,
                             "id": call["id"],
                             "type": "function",
-                            "function": {"name": call["function"]["name"], "arguments": arguments[:5]},
+                            "function": {
+                                "name": call["function"]["name"],
+                                "arguments": arguments[:5],
+                            },
                         }
                     ]
                 }
             )
-            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments[5:]}}]})
+            yield chunk(
+                {"tool_calls": [{"index": index, "function": {"arguments": arguments[5:]}}]}
+            )
         while not self.hold.is_set():
             await asyncio.sleep(0.05)
         yield chunk({}, finish)

@@ -20,7 +20,11 @@ from mcp.client.streamable_http import streamable_http_client
 
 async def main(url: str, token: str, tool: str, arguments: dict) -> dict:
     async with httpx.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=30) as http:
-        async with streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, session_id):
+        async with streamable_http_client(f"{url}/mcp", http_client=http) as (
+            read,
+            write,
+            session_id,
+        ):
             async with ClientSession(read, write) as session:
                 initialized = await session.initialize()
                 listed = await session.list_tools()
@@ -29,14 +33,29 @@ async def main(url: str, token: str, tool: str, arguments: dict) -> dict:
                     "sdk": version("mcp"),
                     "protocolVersion": initialized.protocolVersion,
                     "sessionId": session_id(),
-                    "listChanged": bool(initialized.capabilities.tools and initialized.capabilities.tools.listChanged),
+                    "listChanged": bool(
+                        initialized.capabilities.tools
+                        and initialized.capabilities.tools.listChanged
+                    ),
                     "tools": {
-                        t.name: (t.annotations.model_dump(exclude_none=True) if t.annotations else {}) for t in listed.tools
+                        t.name: (
+                            t.annotations.model_dump(exclude_none=True) if t.annotations else {}
+                        )
+                        for t in listed.tools
                     },
-                    "call": {"isError": called.isError, "structuredContent": called.structuredContent},
+                    "call": {
+                        "isError": called.isError,
+                        "structuredContent": called.structuredContent,
+                    },
                 }
 
 
 if __name__ == "__main__":
     url, token, tool = sys.argv[1:4]
-    print(json.dumps(asyncio.run(main(url, token, tool, json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}))))
+    print(
+        json.dumps(
+            asyncio.run(
+                main(url, token, tool, json.loads(sys.argv[4]) if len(sys.argv) > 4 else {})
+            )
+        )
+    )

@@ -24,7 +24,9 @@ def postgres_bin() -> Path | None:
     found = shutil.which("initdb")
     if found:
         return Path(found).parent
-    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
+    versions = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3])
+    )
     return versions[-1].parent if versions else None
 
 
@@ -43,10 +45,23 @@ class Cluster:
 
     def start(self) -> None:
         data = self.folder / "data"
-        self._run("initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "--locale=C.UTF-8")
+        self._run(
+            "initdb",
+            "-D",
+            str(data),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+            "--locale=C.UTF-8",
+        )
         options = f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories={self.folder} -c fsync=off"
         options += " -c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
-        self._run("pg_ctl", "-D", str(data), "-l", str(self.folder / "log"), "-o", options, "-w", "start")
+        self._run(
+            "pg_ctl", "-D", str(data), "-l", str(self.folder / "log"), "-o", options, "-w", "start"
+        )
 
     def url(self, name: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
@@ -67,6 +82,10 @@ class Cluster:
             shutil.rmtree(self.folder, ignore_errors=True)
 
     def _run(self, tool: str, *args: str) -> None:
-        done = subprocess.run([*self.run_as, str(self.bin / tool), *args], capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [*self.run_as, str(self.bin / tool), *args], capture_output=True, text=True, timeout=120
+        )
         if done.returncode != 0:
-            raise RuntimeError(f"{tool} failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}")
+            raise RuntimeError(
+                f"{tool} failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}"
+            )

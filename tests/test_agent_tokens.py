@@ -21,7 +21,11 @@ INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
 }
 MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
@@ -37,13 +41,26 @@ def test_a_signed_in_person_makes_sees_and_revokes_tokens_whose_secret_is_shown_
     with app_server.client() as client:
         made = make_token(client, ada)
         assert set(made) == {"id", "name", "token", "created"} and made["name"] == "Claude Code"
-        assert made["token"].startswith(PREFIX) and len(made["token"]) >= len(PREFIX) + 43  # 256 bits, URL-safe
+        assert (
+            made["token"].startswith(PREFIX) and len(made["token"]) >= len(PREFIX) + 43
+        )  # 256 bits, URL-safe
         listed = client.get("/api/agent-tokens", headers=ada).json()
-        assert listed == [{"id": made["id"], "name": "Claude Code", "created": made["created"], "lastUsed": None}]
+        assert listed == [
+            {"id": made["id"], "name": "Claude Code", "created": made["created"], "lastUsed": None}
+        ]
         assert made["token"] not in json.dumps(listed)
-        assert client.get("/api/agent-tokens", headers=bearer(app_server, "bob")).json() == [], "never another person's"
-        assert client.delete(f"/api/agent-tokens/{made['id']}", headers=bearer(app_server, "bob")).status_code == 404
-        assert client.delete(f"/api/agent-tokens/{made['id']}", headers=ada).json() == {"revoked": made["id"]}
+        assert client.get("/api/agent-tokens", headers=bearer(app_server, "bob")).json() == [], (
+            "never another person's"
+        )
+        assert (
+            client.delete(
+                f"/api/agent-tokens/{made['id']}", headers=bearer(app_server, "bob")
+            ).status_code
+            == 404
+        )
+        assert client.delete(f"/api/agent-tokens/{made['id']}", headers=ada).json() == {
+            "revoked": made["id"]
+        }
         assert client.get("/api/agent-tokens", headers=ada).json() == []
 
 
@@ -83,7 +100,11 @@ def test_the_database_keeps_only_the_hash_of_a_token(app_server):
 )
 def test_a_bad_token_request_gets_a_sentence_not_a_500(app_server, body, status, sentence):
     with app_server.client() as client:
-        answer = client.post("/api/agent-tokens", content=json.dumps(body), headers={**bearer(app_server, "ada"), **MCP_HEADERS})
+        answer = client.post(
+            "/api/agent-tokens",
+            content=json.dumps(body),
+            headers={**bearer(app_server, "ada"), **MCP_HEADERS},
+        )
     assert answer.status_code == status, answer.text
     assert sentence in answer.json()["error"]
 
@@ -92,8 +113,17 @@ def test_signed_out_nobody_makes_lists_or_revokes_tokens(app_server):
     with app_server.client() as client:
         assert client.post("/api/agent-tokens", json={"name": "x"}).status_code == 401
         assert client.get("/api/agent-tokens").status_code == 401
-        assert client.delete("/api/agent-tokens/abc", headers={"content-type": "application/json"}).status_code == 401
-        answer = client.post("/api/agent-tokens", content="not json", headers={**bearer(app_server, "ada"), **MCP_HEADERS})
+        assert (
+            client.delete(
+                "/api/agent-tokens/abc", headers={"content-type": "application/json"}
+            ).status_code
+            == 401
+        )
+        answer = client.post(
+            "/api/agent-tokens",
+            content="not json",
+            headers={**bearer(app_server, "ada"), **MCP_HEADERS},
+        )
         assert answer.status_code == 400 and "not valid JSON" in answer.json()["error"]
 
 
@@ -124,17 +154,26 @@ def agent_token(live, username="ada") -> str:
         return make_token(client, bearer(live, username))["token"]
 
 
-def test_mcp_refuses_no_token_a_session_token_a_cookie_and_a_revoked_token_with_www_authenticate(live):
+def test_mcp_refuses_no_token_a_session_token_a_cookie_and_a_revoked_token_with_www_authenticate(
+    live,
+):
     session = bearer(live, "ada")
     token = agent_token(live)
     with httpx.Client(base_url=live.url, headers=MCP_HEADERS) as client:
         for headers in [{}, session, {"authorization": "Bearer reactor_agent_made-up"}]:
             answer = client.post("/mcp", json=INITIALIZE, headers=headers)
-            assert answer.status_code == 401 and answer.headers["www-authenticate"].startswith("Bearer"), headers
+            assert answer.status_code == 401 and answer.headers["www-authenticate"].startswith(
+                "Bearer"
+            ), headers
         client.cookies.set("reactor_session", session["authorization"].removeprefix("Bearer "))
         assert client.post("/mcp", json=INITIALIZE).status_code == 401, "no cookie opens /mcp"
         client.cookies.clear()
-        assert client.post("/mcp", json=INITIALIZE, headers={"authorization": f"Bearer {token}"}).status_code == 200
+        assert (
+            client.post(
+                "/mcp", json=INITIALIZE, headers={"authorization": f"Bearer {token}"}
+            ).status_code
+            == 200
+        )
         listed = client.get("/api/agent-tokens", headers=session).json()
         assert listed[0]["lastUsed"] is not None
         client.delete(f"/api/agent-tokens/{listed[0]['id']}", headers=session)
@@ -144,7 +183,9 @@ def test_mcp_refuses_no_token_a_session_token_a_cookie_and_a_revoked_token_with_
 
 def test_mcp_answers_403_to_a_foreign_origin_and_serves_its_own(live):
     token = agent_token(live)
-    with httpx.Client(base_url=live.url, headers={**MCP_HEADERS, "authorization": f"Bearer {token}"}) as client:
+    with httpx.Client(
+        base_url=live.url, headers={**MCP_HEADERS, "authorization": f"Bearer {token}"}
+    ) as client:
         answer = client.post("/mcp", json=INITIALIZE, headers={"origin": "http://evil.example"})
         assert answer.status_code == 403 and "evil.example" in answer.json()["error"]
         assert client.get("/mcp", headers={"origin": "null"}).status_code == 403
@@ -154,7 +195,9 @@ def test_mcp_answers_403_to_a_foreign_origin_and_serves_its_own(live):
 def test_mcp_answers_421_to_a_host_it_does_not_serve(live):
     token = agent_token(live)
     answer = httpx.post(
-        f"{live.url}/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "authorization": f"Bearer {token}", "host": "rebound.example"}
+        f"{live.url}/mcp",
+        json=INITIALIZE,
+        headers={**MCP_HEADERS, "authorization": f"Bearer {token}", "host": "rebound.example"},
     )
     assert answer.status_code == 421
 
@@ -163,12 +206,20 @@ def test_a_token_past_its_rate_gets_429_with_retry_after(live):
     token = agent_token(live)
     headers = {**MCP_HEADERS, "authorization": f"Bearer {token}"}
     with httpx.Client(base_url=live.url, headers=headers) as client:
-        statuses = [client.post("/mcp", json={"jsonrpc": "2.0", "method": "ping"}).status_code for _ in range(RATE_LIMIT + 1)]
+        statuses = [
+            client.post("/mcp", json={"jsonrpc": "2.0", "method": "ping"}).status_code
+            for _ in range(RATE_LIMIT + 1)
+        ]
         assert 429 not in statuses[:RATE_LIMIT] and statuses[-1] == 429
         answer = client.post("/mcp", json=INITIALIZE)
         assert answer.status_code == 429 and int(answer.headers["retry-after"]) >= 1
         other = agent_token(live)
-        assert client.post("/mcp", json=INITIALIZE, headers={"authorization": f"Bearer {other}"}).status_code == 200
+        assert (
+            client.post(
+                "/mcp", json=INITIALIZE, headers={"authorization": f"Bearer {other}"}
+            ).status_code
+            == 200
+        )
 
 
 async def mcp_session_run(url: str, token: str, work):
@@ -182,9 +233,15 @@ async def mcp_session_run(url: str, token: str, work):
 def test_the_sdk_client_with_no_page_connected_hears_where_to_switch_it_on(live):
     async def work(session):
         listed = await session.list_tools()
-        return listed, await session.call_tool("decks_list_decks", {}), await session.call_tool("reactor_pages", {})
+        return (
+            listed,
+            await session.call_tool("decks_list_decks", {}),
+            await session.call_tool("reactor_pages", {}),
+        )
 
-    initialized, (listed, call, pages) = asyncio.run(mcp_session_run(live.url, agent_token(live), work))
+    initialized, (listed, call, pages) = asyncio.run(
+        mcp_session_run(live.url, agent_token(live), work)
+    )
     assert initialized.protocol_version == "2025-11-25"
     assert initialized.capabilities.tools.list_changed is True
     assert [t.name for t in listed.tools] == ["reactor_pages", "reactor_call"]
@@ -202,7 +259,11 @@ def test_an_mcp_session_opened_with_one_token_is_not_another_tokens(live):
         answer = client.post(
             "/mcp",
             json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-            headers={"authorization": f"Bearer {bob}", "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"},
+            headers={
+                "authorization": f"Bearer {bob}",
+                "mcp-session-id": session,
+                "mcp-protocol-version": "2025-11-25",
+            },
         )
         assert answer.status_code == 404
 
@@ -215,7 +276,11 @@ def test_the_2026_07_28_protocol_is_served_too(live):
             async with streamable_http_client(f"{live.url}/mcp", http_client=http) as (read, write):
                 async with ClientSession(read, write) as session:
                     discovered = await session.discover()
-                    return discovered, await session.list_tools(), await session.call_tool("decks_list_decks", {})
+                    return (
+                        discovered,
+                        await session.list_tools(),
+                        await session.call_tool("decks_list_decks", {}),
+                    )
 
     discovered, listed, call = asyncio.run(run(agent_token(live)))
     assert "2026-07-28" in discovered.supported_versions

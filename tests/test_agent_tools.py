@@ -27,7 +27,11 @@ OPEN = {
         "required": ["id"],
     },
 }
-NEXT = {"name": "decks_next_slide", "command": "decks.nextSlide", "description": "Advance the open deck by one slide."}
+NEXT = {
+    "name": "decks_next_slide",
+    "command": "decks.nextSlide",
+    "description": "Advance the open deck by one slide.",
+}
 
 
 def bundle(**overrides):
@@ -89,7 +93,9 @@ def test_parameters_that_are_not_an_object_json_schema_are_refused(parameters, r
 
 
 def test_a_toolset_naming_a_tool_the_bundle_lacks_is_refused():
-    with pytest.raises(DeclarationError, match="names 'decks_present', which the bundle does not declare"):
+    with pytest.raises(
+        DeclarationError, match="names 'decks_present', which the bundle does not declare"
+    ):
         bundle(toolset=["decks_open", "decks_present"])
 
 
@@ -116,7 +122,9 @@ def test_the_caller_cannot_change_a_bundle_through_its_input():
 
 
 def decks_plugin(tools=None):
-    return define_plugin(name="decks", contributes=[contribution(AgentTools, tools or bundle(), id="decks")])
+    return define_plugin(
+        name="decks", contributes=[contribution(AgentTools, tools or bundle(), id="decks")]
+    )
 
 
 def test_bundles_are_listed_from_loaded_plugins_and_follow_unloading():
@@ -132,8 +140,15 @@ def test_bundles_are_listed_from_loaded_plugins_and_follow_unloading():
 
 def test_a_raw_dict_contributed_to_agent_tools_is_checked_too():
     page = Reactor()
-    raw = {"id": "decks", "name": "Decks", "plugin": "decks", "commands": [{**NEXT, "name": "decks.next"}]}
-    report = page.load_plugins([define_plugin(name="decks", contributes=[contribution(AgentTools, raw, id="d")])])
+    raw = {
+        "id": "decks",
+        "name": "Decks",
+        "plugin": "decks",
+        "commands": [{**NEXT, "name": "decks.next"}],
+    }
+    report = page.load_plugins(
+        [define_plugin(name="decks", contributes=[contribution(AgentTools, raw, id="d")])]
+    )
     assert "'decks.next' is not a name a model can call" in str(report.failed["decks"])
 
 
@@ -160,7 +175,9 @@ def test_a_bundle_file_with_an_unknown_field_is_refused(tmp_path):
 
 def server_decks(folder):
     (folder / "agent-tools.json").write_text(json.dumps(bundle()))
-    return PluginSpec(name="decks", description="Slide decks", folder=folder, agent_tools="agent-tools.json")
+    return PluginSpec(
+        name="decks", description="Slide decks", folder=folder, agent_tools="agent-tools.json"
+    )
 
 
 def test_the_platform_collects_bundles_of_enabled_plugins_only(tmp_path):
@@ -168,16 +185,24 @@ def test_the_platform_collects_bundles_of_enabled_plugins_only(tmp_path):
     assert platform.collect_agent_tools() == [bundle()]
     platform.disable("decks")
     assert platform.collect_agent_tools() == []
-    assert platform.list_plugins() == [{"name": "decks", "description": "Slide decks", "enabled": False}]
+    assert platform.list_plugins() == [
+        {"name": "decks", "description": "Slide decks", "enabled": False}
+    ]
     platform.enable("decks")
     assert platform.is_enabled("decks")
 
 
 def test_a_refused_bundle_file_refuses_the_plugin_when_it_is_declared(tmp_path):
-    broken = {"id": "broken", "name": "B", "plugin": "broken", "commands": [{**NEXT, "name": "a.b"}]}
+    broken = {
+        "id": "broken",
+        "name": "B",
+        "plugin": "broken",
+        "commands": [{**NEXT, "name": "a.b"}],
+    }
     (tmp_path / "agent-tools.json").write_text(json.dumps(broken))
     with pytest.raises(
-        DeclarationError, match="Plugin 'broken': agent_tools is refused: .*'a.b' is not a name a model can call"
+        DeclarationError,
+        match="Plugin 'broken': agent_tools is refused: .*'a.b' is not a name a model can call",
     ) as refused:
         PluginSpec(name="broken", folder=tmp_path, agent_tools="agent-tools.json")
     assert refused.value.field == "agent_tools"
@@ -185,13 +210,19 @@ def test_a_refused_bundle_file_refuses_the_plugin_when_it_is_declared(tmp_path):
 
 def test_the_platform_refuses_unknown_and_duplicate_plugins_and_undeclared_ones(tmp_path):
     platform = PluginPlatform([server_decks(tmp_path)])
-    with pytest.raises(reactor.PluginNotFoundError, match="There is no plugin 'cms'. Plugins: decks."):
+    with pytest.raises(
+        reactor.PluginNotFoundError, match="There is no plugin 'cms'. Plugins: decks."
+    ):
         platform.enable("cms")
     with pytest.raises(reactor.PluginError, match="already on the platform"):
         platform.add_plugin(server_decks(tmp_path))
-    with pytest.raises(reactor.PluginError, match=r"declared with reactor.PluginSpec\(...\), not object"):
+    with pytest.raises(
+        reactor.PluginError, match=r"declared with reactor.PluginSpec\(...\), not object"
+    ):
         platform.add_plugin(object())
-    with pytest.raises(reactor.PluginError, match="'notes' requires 'decks', which is not on the platform"):
+    with pytest.raises(
+        reactor.PluginError, match="'notes' requires 'decks', which is not on the platform"
+    ):
         PluginPlatform([PluginSpec(name="notes", requires=["decks"])])
 
 
@@ -204,12 +235,24 @@ def test_the_public_names_are_exactly_those_exported():
 
 def test_a_tool_may_declare_its_side_effect_and_an_unknown_one_is_refused():
     assert bundle(commands=[{**NEXT, "sideEffect": "none"}])["commands"][0]["sideEffect"] == "none"
-    with pytest.raises(DeclarationError, match="must be one of none, read, write, destructive, not 'harmless'"):
+    with pytest.raises(
+        DeclarationError, match="must be one of none, read, write, destructive, not 'harmless'"
+    ):
         bundle(commands=[{**NEXT, "sideEffect": "harmless"}])
 
 
 @pytest.mark.parametrize(
-    "summary", ["", 7, "x" * 201, "Opened {title}", "Opened {result.title", "{os.environ}", "Opened {result.}", "{args.id} }"]
+    "summary",
+    [
+        "",
+        7,
+        "x" * 201,
+        "Opened {title}",
+        "Opened {result.title",
+        "{os.environ}",
+        "Opened {result.}",
+        "{args.id} }",
+    ],
 )
 def test_a_summary_line_that_is_not_text_with_args_or_result_fields_is_refused(summary):
     with pytest.raises(DeclarationError, match="summary of tool 'decks_open' must be a line"):
@@ -221,7 +264,10 @@ def test_a_summary_line_is_filled_from_the_call_and_left_out_when_a_field_is_mis
 
     line = "Opened ‘{result.title}’ ({args.id}) at slide {result.slide}"
     assert bundle(commands=[{**OPEN, "summary": line}])["commands"][0]["summary"] == line
-    assert fill_summary(line, {"id": "q3"}, {"title": "Q3 <b>", "slide": 3}) == "Opened ‘Q3 <b>’ (q3) at slide 3"
+    assert (
+        fill_summary(line, {"id": "q3"}, {"title": "Q3 <b>", "slide": 3})
+        == "Opened ‘Q3 <b>’ (q3) at slide 3"
+    )
     assert fill_summary(line, {"id": "q3"}, {"presenting": False}) is None
     assert fill_summary(line, "not an object", None) is None
 
@@ -243,7 +289,10 @@ def test_a_finished_call_reads_as_its_summary_else_its_label_and_what_the_result
     assert outcome_line(tool, "{}", refused) == "Decks: Present: Full screen needs a click."
     assert outcome_line(tool, "{", {"ok": True, "result": None}) == "Decks: Present: done."
     # A failure: the person's sentence (display), never the model's (message).
-    failed = {"ok": False, "error": {"code": "not_found", "message": "There is no deck 'q3'; call decks_list_decks."}}
+    failed = {
+        "ok": False,
+        "error": {"code": "not_found", "message": "There is no deck 'q3'; call decks_list_decks."},
+    }
     assert outcome_line(tool, {}, failed) == "Not found."
     failed["error"]["display"] = "There is no deck ‘q3’."
     assert outcome_line(tool, {}, failed) == "There is no deck ‘q3’."
@@ -254,7 +303,17 @@ def test_a_bundle_says_what_its_patterns_ask_for_in_words_or_is_refused():
 
     tool = {"name": "t_x", "command": "t.x", "description": "X."}
     words = {"^[a-z]+$": "Lowercase letters only."}
-    bundle = check_agent_tools({"id": "t", "name": "T", "plugin": "t", "commands": [tool], "patternMessages": words})
+    bundle = check_agent_tools(
+        {"id": "t", "name": "T", "plugin": "t", "commands": [tool], "patternMessages": words}
+    )
     assert bundle["patternMessages"] == words
     with pytest.raises(DeclarationError, match="patternMessages"):
-        check_agent_tools({"id": "t", "name": "T", "plugin": "t", "commands": [tool], "patternMessages": {"^a$": ""}})
+        check_agent_tools(
+            {
+                "id": "t",
+                "name": "T",
+                "plugin": "t",
+                "commands": [tool],
+                "patternMessages": {"^a$": ""},
+            }
+        )

@@ -45,7 +45,11 @@ def failure(record, args, **options):
 
 def test_a_call_returns_what_invoke_returned_with_config_and_view_in_context():
     code = "def invoke(args, context):\n    return {'q': args.get('q'), 'config': context.config, 'view': context.view_id}\n"
-    assert call(record_with(code), {"q": "x"}) == {"q": "x", "config": {"endpoint": "/x"}, "view": "decks/onboarding"}
+    assert call(record_with(code), {"q": "x"}) == {
+        "q": "x",
+        "config": {"endpoint": "/x"},
+        "view": "decks/onboarding",
+    }
 
 
 def test_an_async_invoke_is_awaited():
@@ -61,7 +65,13 @@ def test_missing_empty_and_string_arguments_are_read_as_an_object(raw):
 
 @pytest.mark.parametrize(
     "raw, path",
-    [({"q": 3}, "$.q"), ({"made_up": 1}, "$"), ("{not json", "$"), ([1], "$"), ({"q": "x" * 10, "r": 1}, "$")],
+    [
+        ({"q": 3}, "$.q"),
+        ({"made_up": 1}, "$"),
+        ("{not json", "$"),
+        ([1], "$"),
+        ({"q": "x" * 10, "r": 1}, "$"),
+    ],
 )
 def test_bad_arguments_are_refused_with_json_paths_before_the_code_runs(raw, path):
     code = "def invoke(args, context):\n    raise AssertionError('must not run')\n"
@@ -168,5 +178,8 @@ def test_a_disabled_or_misdeclared_record_on_the_server_does_not_run():
 
 
 def test_javascript_tools_run_only_in_the_page():
-    record = {**record_with("async function Invoke(args, context) { return 1; }"), "language": "javascript"}
+    record = {
+        **record_with("async function Invoke(args, context) { return 1; }"),
+        "language": "javascript",
+    }
     assert failure(record, {}).code == "unavailable"

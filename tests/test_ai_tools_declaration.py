@@ -15,7 +15,11 @@ RECORD = {
     "settings": {
         "tool": {
             "description": "Returns the answer. Use when asked for it.",
-            "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}, "additionalProperties": False},
+            "inputSchema": {
+                "type": "object",
+                "properties": {"q": {"type": "string"}},
+                "additionalProperties": False,
+            },
             "annotations": {"sideEffect": "none", "timeoutMs": 2000},
         },
         "config": {"endpoint": "/x"},
@@ -53,14 +57,24 @@ def test_a_good_record_is_accepted_with_its_defaults_filled():
         ("settings.tool", DELETE, "settings.tool", "is required for an AI Tool"),
         ("settings.tool.description", "  ", "settings.tool.description", "must not be empty"),
         ("settings.tool.description", None, "settings.tool.description", "must not be empty"),
-        ("settings.tool.inputSchema", {"type": "array"}, "settings.tool.inputSchema", 'top-level "type" must be "object"'),
+        (
+            "settings.tool.inputSchema",
+            {"type": "array"},
+            "settings.tool.inputSchema",
+            'top-level "type" must be "object"',
+        ),
         (
             "settings.tool.inputSchema",
             {"type": "object", "properties": {"q": {"type": "text"}}},
             "settings.tool.inputSchema",
             "not a valid JSON Schema",
         ),
-        ("settings.tool.inputSchema", DELETE, "settings.tool.inputSchema", "must be a JSON Schema object"),
+        (
+            "settings.tool.inputSchema",
+            DELETE,
+            "settings.tool.inputSchema",
+            "must be a JSON Schema object",
+        ),
         ("name", "the.answer", "name", "is not a name a model can call"),
         ("name", "x" * 65, "name", "is not a name a model can call"),
         (
@@ -69,10 +83,30 @@ def test_a_good_record_is_accepted_with_its_defaults_filled():
             "settings.tool.annotations.sideEffect",
             "use one of none, read, write, destructive",
         ),
-        ("settings.tool.annotations.timeoutMs", 50, "settings.tool.annotations.timeoutMs", "from 100 to 120000"),
-        ("settings.tool.annotations.timeoutMs", 999_999, "settings.tool.annotations.timeoutMs", "from 100 to 120000"),
-        ("settings.tool.annotations.timeoutMs", "20s", "settings.tool.annotations.timeoutMs", "whole number"),
-        ("settings.tool.annotations.timeoutMs", True, "settings.tool.annotations.timeoutMs", "whole number"),
+        (
+            "settings.tool.annotations.timeoutMs",
+            50,
+            "settings.tool.annotations.timeoutMs",
+            "from 100 to 120000",
+        ),
+        (
+            "settings.tool.annotations.timeoutMs",
+            999_999,
+            "settings.tool.annotations.timeoutMs",
+            "from 100 to 120000",
+        ),
+        (
+            "settings.tool.annotations.timeoutMs",
+            "20s",
+            "settings.tool.annotations.timeoutMs",
+            "whole number",
+        ),
+        (
+            "settings.tool.annotations.timeoutMs",
+            True,
+            "settings.tool.annotations.timeoutMs",
+            "whole number",
+        ),
         ("code", "def run(params):\n    pass\n", "code", "defines no `invoke`"),
         ("code", "invoke = 3\n", "code", "defines no `invoke`"),
         ("code", "def invoke(args, context)\n", "code", "syntax error at line 1"),
@@ -98,8 +132,14 @@ def test_a_wrong_declaration_is_refused_naming_the_field_and_the_rule(path, valu
 
 
 def test_javascript_invoke_is_accepted_in_its_forms():
-    for code in ("async function Invoke(args, context) { return 1; }", "const Invoke = async (args) => 1;"):
-        assert check_ai_tool_record({**RECORD, "language": "javascript", "code": code})["language"] == "javascript"
+    for code in (
+        "async function Invoke(args, context) { return 1; }",
+        "const Invoke = async (args) => 1;",
+    ):
+        assert (
+            check_ai_tool_record({**RECORD, "language": "javascript", "code": code})["language"]
+            == "javascript"
+        )
     with pytest.raises(DeclarationError, match="defines no `Invoke`"):
         check_ai_tool_record({**RECORD, "language": "javascript", "code": "function invoke() {}"})
 

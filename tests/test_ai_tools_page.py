@@ -20,7 +20,9 @@ def sign_in(reactor_page, username):
 
 
 def operator(server):
-    token = httpx.post(f"{server.url}/auth/sign-in", json={"username": "ada", "password": "ada-demo"}).json()["token"]
+    token = httpx.post(
+        f"{server.url}/auth/sign-in", json={"username": "ada", "password": "ada-demo"}
+    ).json()["token"]
     return httpx.Client(base_url=server.url, headers={"authorization": f"Bearer {token}"})
 
 
@@ -38,12 +40,17 @@ def test_a_call_succeeds_with_the_backlog_newest_first(reactor_page):
     assert answer["ok"] is True
     assert [t["id"] for t in answer["result"]["tasks"]] == ["T-3", "T-1"]
     unknown = reactor_page.call_tool("maintenance_backlog", {"buildingId": "B-9"})
-    assert unknown["error"]["code"] == "failed" and "There is no building 'B-9'" in unknown["error"]["message"]
+    assert (
+        unknown["error"]["code"] == "failed"
+        and "There is no building 'B-9'" in unknown["error"]["message"]
+    )
 
 
 def test_bad_arguments_come_back_with_each_problem_and_its_path(reactor_page):
     sign_in(reactor_page, "bob")
-    answer = reactor_page.call_tool("maintenance_backlog", {"buildingId": 7, "limit": 0, "colour": "red"})
+    answer = reactor_page.call_tool(
+        "maintenance_backlog", {"buildingId": 7, "limit": 0, "colour": "red"}
+    )
     assert answer["ok"] is False and answer["error"]["code"] == "invalid_arguments"
     assert {p["path"] for p in answer["error"]["problems"]} == {"$", "$.buildingId", "$.limit"}
 
@@ -57,23 +64,36 @@ def test_a_revoked_permission_takes_effect_on_the_very_next_call(reactor_page, l
         assert ada.put("/plugins/maintenance-backlog", json=record).status_code == 200
     answer = reactor_page.call_tool("maintenance_backlog", {"buildingId": "B-102"})
     assert answer["error"]["code"] == "not_permitted"
-    assert any(b["id"] == "ai-tools" for b in reactor_page.page.evaluate("window.reactor.agentToolBundles()")), (
-        "the page still lists the tool: the refusal came from the server, not the cache"
-    )
+    assert any(
+        b["id"] == "ai-tools"
+        for b in reactor_page.page.evaluate("window.reactor.agentToolBundles()")
+    ), "the page still lists the tool: the refusal came from the server, not the cache"
 
 
-def test_a_timeout_frees_the_caller_and_code_that_honours_the_signal_stops_its_request(reactor_page, live_server):
+def test_a_timeout_frees_the_caller_and_code_that_honours_the_signal_stops_its_request(
+    reactor_page, live_server
+):
     sign_in(reactor_page, "bob")
     started = time.monotonic()
     answer = reactor_page.call_tool("slow_lookup", {"ms": 20_000})
     assert answer["error"]["code"] == "timeout" and time.monotonic() - started < 5
     slow = live_server.app.state.context.platform.server_half("maintenance").wait_slow("cancelled")
-    assert slow == {"started": 1, "completed": 0, "cancelled": 1}, "the aborted signal stopped the request"
+    assert slow == {"started": 1, "completed": 0, "cancelled": 1}, (
+        "the aborted signal stopped the request"
+    )
     assert reactor_page.page.evaluate("window.reactor.aiToolWorkerStats()")["terminated"] == 0
 
 
-def test_a_timeout_with_code_that_ignores_the_signal_answers_at_once_and_kills_the_worker(reactor_page, live_server):
-    save_tool(live_server, "sleepy", "sleepy", "import time\ndef invoke(args, context):\n    time.sleep(8)\n    return 1\n", 1000)
+def test_a_timeout_with_code_that_ignores_the_signal_answers_at_once_and_kills_the_worker(
+    reactor_page, live_server
+):
+    save_tool(
+        live_server,
+        "sleepy",
+        "sleepy",
+        "import time\ndef invoke(args, context):\n    time.sleep(8)\n    return 1\n",
+        1000,
+    )
     sign_in(reactor_page, "bob")
     started = time.monotonic()
     answer = reactor_page.call_tool("sleepy", {})
@@ -82,7 +102,13 @@ def test_a_timeout_with_code_that_ignores_the_signal_answers_at_once_and_kills_t
 
 
 def test_a_runaway_loop_is_killed_while_the_page_keeps_answering_clicks(reactor_page, live_server):
-    save_tool(live_server, "runaway", "runaway", "def invoke(args, context):\n    while True:\n        pass\n", 2000)
+    save_tool(
+        live_server,
+        "runaway",
+        "runaway",
+        "def invoke(args, context):\n    while True:\n        pass\n",
+        2000,
+    )
     page = sign_in(reactor_page, "bob")
     page.evaluate("window.reactor.executeCommand('decks.open', {id: 'onboarding'})")
     page.evaluate("""() => {

@@ -9,11 +9,17 @@ from test_ai_tools_declaration import RECORD
 
 @pytest.fixture
 def server(tmp_path, database_target):
-    return app_server_over(tmp_path, plugins=discover_plugins(), seed_demo=True, database=database_target)
+    return app_server_over(
+        tmp_path, plugins=discover_plugins(), seed_demo=True, database=database_target
+    )
 
 
 def signed_in(server, username):
-    token = server.client().post("/auth/sign-in", json={"username": username, "password": f"{username}-demo"}).json()["token"]
+    token = (
+        server.client()
+        .post("/auth/sign-in", json={"username": username, "password": f"{username}-demo"})
+        .json()["token"]
+    )
     return server.client({"authorization": f"Bearer {token}"})
 
 
@@ -34,10 +40,19 @@ def bob(server):
     [
         (lambda r: r["settings"].pop("tool"), "settings.tool"),
         (lambda r: r["settings"]["tool"].update(description=""), "settings.tool.description"),
-        (lambda r: r["settings"]["tool"].update(inputSchema={"type": "string"}), "settings.tool.inputSchema"),
+        (
+            lambda r: r["settings"]["tool"].update(inputSchema={"type": "string"}),
+            "settings.tool.inputSchema",
+        ),
         (lambda r: r.update(name="not callable"), "name"),
-        (lambda r: r["settings"]["tool"]["annotations"].update(sideEffect="maybe"), "settings.tool.annotations.sideEffect"),
-        (lambda r: r["settings"]["tool"]["annotations"].update(timeoutMs=0), "settings.tool.annotations.timeoutMs"),
+        (
+            lambda r: r["settings"]["tool"]["annotations"].update(sideEffect="maybe"),
+            "settings.tool.annotations.sideEffect",
+        ),
+        (
+            lambda r: r["settings"]["tool"]["annotations"].update(timeoutMs=0),
+            "settings.tool.annotations.timeoutMs",
+        ),
         (lambda r: r.update(code="print('no entry point')"), "code"),
         (lambda r: r.update(id="maintenance"), "id"),
     ],
@@ -51,9 +66,14 @@ def test_saving_a_wrong_ai_tool_is_a_422_naming_the_field_and_nothing_is_saved(a
     assert ada.get(f"/plugins/{record['id']}").status_code == 404
 
 
-@pytest.mark.parametrize("body, status", [(b"{", 400), (b"[]", 400), (b'{"id": "' + b"x" * 300_000 + b'"}', 413)])
+@pytest.mark.parametrize(
+    "body, status", [(b"{", 400), (b"[]", 400), (b'{"id": "' + b"x" * 300_000 + b'"}', 413)]
+)
 def test_malformed_saves_are_refused(ada, body, status):
-    assert ada.post("/plugins", content=body, headers={"content-type": "application/json"}).status_code == status
+    assert (
+        ada.post("/plugins", content=body, headers={"content-type": "application/json"}).status_code
+        == status
+    )
 
 
 def test_only_operators_save_and_only_signed_in_users_read(server, bob):
@@ -67,7 +87,10 @@ def test_an_operator_creates_updates_and_deletes_a_record(ada):
     assert ada.post("/plugins", json=RECORD).status_code == 409
     changed = copy.deepcopy(RECORD)
     changed["settings"]["tool"]["description"] = "Returns the answer, again."
-    assert ada.put("/plugins/answer", json=changed).json()["settings"]["tool"]["description"] == "Returns the answer, again."
+    assert (
+        ada.put("/plugins/answer", json=changed).json()["settings"]["tool"]["description"]
+        == "Returns the answer, again."
+    )
     assert ada.put("/plugins/other", json=changed).status_code == 422
     assert ada.put("/plugins/nothing", json={**changed, "id": "nothing"}).status_code == 404
     assert ada.delete("/plugins/answer").json() == {"deleted": "answer"}
@@ -107,10 +130,14 @@ def test_the_maintenance_data_lists_a_buildings_open_work_newest_first(server, b
     assert answer["total"] == 3 and answer["building"]["name"] == "North Hall"
     assert server.client().get("/api/maintenance/entities").status_code == 401
     assert bob.get("/api/maintenance/entities", params={"limit": "ten"}).status_code == 422
-    assert bob.get("/api/maintenance/entities", params={"limit": "0"}).json()["field"] == "limit"  # not clamped
+    assert (
+        bob.get("/api/maintenance/entities", params={"limit": "0"}).json()["field"] == "limit"
+    )  # not clamped
 
 
-def test_the_page_plugin_calls_the_backlog_tool_against_the_server_and_sees_a_revocation(server, ada, bob):
+def test_the_page_plugin_calls_the_backlog_tool_against_the_server_and_sees_a_revocation(
+    server, ada, bob
+):
     import asyncio
 
     from reactor import MemoryPage, Reactor
@@ -121,22 +148,31 @@ def test_the_page_plugin_calls_the_backlog_tool_against_the_server_and_sees_a_re
     reactor = Reactor(
         services={
             "page": MemoryPage(base_url=server.url, headers=session, send=server.send),
-            "ai_tool_runner": InProcessRunner(base_url=server.url, headers=session, send=server.send),
+            "ai_tool_runner": InProcessRunner(
+                base_url=server.url, headers=session, send=server.send
+            ),
         }
     )
     reactor.load_plugins([AI_TOOLS_PAGE_PLUGIN])
 
     async def scenario():
         await reactor.activate_plugins()
-        backlog = await reactor.commands.execute("aiTools.invoke.maintenance-backlog", {"buildingId": "B-102"})
+        backlog = await reactor.commands.execute(
+            "aiTools.invoke.maintenance-backlog", {"buildingId": "B-102"}
+        )
         record = ada.get("/plugins/maintenance-backlog").json()
         record["visibility"] = {"users": [], "groups": []}
         ada.put("/plugins/maintenance-backlog", json=record)
         try:
-            await reactor.commands.execute("aiTools.invoke.maintenance-backlog", {"buildingId": "B-102"})
+            await reactor.commands.execute(
+                "aiTools.invoke.maintenance-backlog", {"buildingId": "B-102"}
+            )
         except Exception as error:
             return backlog, error
 
     backlog, refused = asyncio.run(scenario())
-    assert backlog["outstanding"] == 2 and backlog["tasks"][0]["title"] == "Recalibrate humidity sensors"
+    assert (
+        backlog["outstanding"] == 2
+        and backlog["tasks"][0]["title"] == "Recalibrate humidity sensors"
+    )
     assert refused.cause.code == "not_permitted"

@@ -10,35 +10,55 @@ def server(tmp_path, database_target):
 def test_signing_in_gives_a_cookie_and_a_token_that_both_identify_the_user(server):
     with server.client() as browser:
         signed_out = browser.get("/auth/session")
-        assert (signed_out.status_code, signed_out.json()) == (200, {"user": None})  # no error for a visitor
+        assert (signed_out.status_code, signed_out.json()) == (
+            200,
+            {"user": None},
+        )  # no error for a visitor
         answer = browser.post("/auth/sign-in", json={"username": "bob", "password": "bob-demo"})
         assert answer.json()["user"] == {"username": "bob", "groups": ["staff"]}
         assert "httponly" in answer.headers["set-cookie"].lower()
         assert browser.get("/auth/me").json()["username"] == "bob"
-        assert browser.get("/auth/session").json() == {"user": {"username": "bob", "groups": ["staff"]}}
+        assert browser.get("/auth/session").json() == {
+            "user": {"username": "bob", "groups": ["staff"]}
+        }
         token = answer.json()["token"]
     with server.client({"authorization": f"Bearer {token}"}) as client:
         assert client.get("/auth/me").json()["username"] == "bob"
 
 
-@pytest.mark.parametrize("username, password", [("bob", "wrong"), ("nobody", "bob-demo"), ("bob", "")])
+@pytest.mark.parametrize(
+    "username, password", [("bob", "wrong"), ("nobody", "bob-demo"), ("bob", "")]
+)
 def test_a_wrong_name_or_password_is_refused_with_the_same_sentence(server, username, password):
-    answer = server.client().post("/auth/sign-in", json={"username": username, "password": password})
+    answer = server.client().post(
+        "/auth/sign-in", json={"username": username, "password": password}
+    )
     assert answer.status_code == 401 and answer.json() == {"error": "Wrong user name or password."}
     assert "set-cookie" not in answer.headers
 
 
 @pytest.mark.parametrize(
     "body, status",
-    [(b"{", 400), (b'{"username": 1, "password": []}', 422), (b'{"username": "bob"}', 422), (b"x" * 10_000, 413)],
+    [
+        (b"{", 400),
+        (b'{"username": 1, "password": []}', 422),
+        (b'{"username": "bob"}', 422),
+        (b"x" * 10_000, 413),
+    ],
 )
 def test_malformed_sign_ins_are_refused(server, body, status):
-    answer = server.client().post("/auth/sign-in", content=body, headers={"content-type": "application/json"})
+    answer = server.client().post(
+        "/auth/sign-in", content=body, headers={"content-type": "application/json"}
+    )
     assert answer.status_code == status and answer.json()["error"]
 
 
 def test_signing_out_ends_the_session_everywhere(server):
-    token = server.client().post("/auth/sign-in", json={"username": "ada", "password": "ada-demo"}).json()["token"]
+    token = (
+        server.client()
+        .post("/auth/sign-in", json={"username": "ada", "password": "ada-demo"})
+        .json()["token"]
+    )
     headers = {"authorization": f"Bearer {token}"}
     assert server.client().post("/auth/sign-out", headers=headers).json() == {"signedOut": True}
     assert server.client().get("/auth/me", headers=headers).status_code == 401

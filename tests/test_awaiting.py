@@ -28,7 +28,11 @@ def test_a_coroutine_a_future_and_an_object_with_await_are_awaitable():
     coroutine = later()
     loop = asyncio.new_event_loop()
     try:
-        assert is_awaitable(coroutine) and is_awaitable(loop.create_future()) and is_awaitable(Awaitable())
+        assert (
+            is_awaitable(coroutine)
+            and is_awaitable(loop.create_future())
+            and is_awaitable(Awaitable())
+        )
     finally:
         coroutine.close()
         loop.close()

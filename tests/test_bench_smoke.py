@@ -25,9 +25,14 @@ from reactor import MemoryPage, Reactor, agent_tool_bundles  # noqa: E402
 
 def test_synthetic_plugins_load_with_ten_validated_tools_each() -> None:
     reactor = Reactor(services={"page": MemoryPage()})
-    report = reactor.load_plugins([reactor_bench.PROBE_PLUGIN, reactor_bench.SYNTH_0000, reactor_bench.SYNTH_0001])
+    report = reactor.load_plugins(
+        [reactor_bench.PROBE_PLUGIN, reactor_bench.SYNTH_0000, reactor_bench.SYNTH_0001]
+    )
     assert report.failed == {} and len(agent_tool_bundles(reactor)) == 3
-    assert reactor.commands.execute("synth_0001.t9", {"id": "x", "count": 2}).result() == {"id": "x", "count": 2}
+    assert reactor.commands.execute("synth_0001.t9", {"id": "x", "count": 2}).result() == {
+        "id": "x",
+        "count": 2,
+    }
     assert reactor.commands.execute("bench.noop", {"n": 1}).result() is None
     assert reactor_bench.validation(calls=20)["cache_misses"] == 0
     scaling = reactor_bench.call_scaling("synth_0001.t3", rounds=2, calls=5)
@@ -36,7 +41,9 @@ def test_synthetic_plugins_load_with_ten_validated_tools_each() -> None:
 
 def get(app: Any, *paths: str) -> list[httpx.Response]:
     async def fetch() -> list[httpx.Response]:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1"
+        ) as client:
             return [await client.get(path) for path in paths]
 
     return asyncio.run(fetch())
@@ -45,33 +52,59 @@ def get(app: Any, *paths: str) -> list[httpx.Response]:
 def test_the_lab_server_ships_the_bench_package_and_lists_its_plugins(tmp_path: Path) -> None:
     app = bench_app(tmp_path, lab=True, synthetic=2)
     boot, page = get(app, "/app/boot.json", "/bench/lab.html")
-    archive = next(url for url in boot.json()["python"]["bundles"] if url.startswith("/bench/python-"))
+    archive = next(
+        url for url in boot.json()["python"]["bundles"] if url.startswith("/bench/python-")
+    )
     assert get(app, archive)[0].status_code == 200 and page.status_code == 200
     specs = [p["plugin"] for p in boot.json()["plugins"]]
-    assert specs[-3:] == ["reactor_bench:PROBE_PLUGIN", "reactor_bench:SYNTH_0000", "reactor_bench:SYNTH_0001"]
+    assert specs[-3:] == [
+        "reactor_bench:PROBE_PLUGIN",
+        "reactor_bench:SYNTH_0000",
+        "reactor_bench:SYNTH_0001",
+    ]
 
 
 def test_the_product_server_serves_the_baseline_pages_and_the_product_boot(tmp_path: Path) -> None:
-    bare, lab, boot = get(bench_app(tmp_path), "/bench/bare.html", "/bench/lab.html", "/app/boot.json")
+    bare, lab, boot = get(
+        bench_app(tmp_path), "/bench/bare.html", "/bench/lab.html", "/app/boot.json"
+    )
     assert "loadPyodide" in bare.text and lab.status_code == 404
     assert not any(url.startswith("/bench/") for url in boot.json()["python"]["bundles"])
 
 
-def test_the_host_baseline_is_the_demo_markup_with_a_bare_worker_and_none_of_reactors_scripts(tmp_path: Path) -> None:
+def test_the_host_baseline_is_the_demo_markup_with_a_bare_worker_and_none_of_reactors_scripts(
+    tmp_path: Path,
+) -> None:
     host, demo = get(bench_app(tmp_path), "/bench/host.html", "/")
-    assert host.status_code == 200 and '<reactor-chat id="chat"' in host.text and "/web/reactor.css" in host.text
+    assert (
+        host.status_code == 200
+        and '<reactor-chat id="chat"' in host.text
+        and "/web/reactor.css" in host.text
+    )
     assert "_loadSnapshot" in host.text and "{{" not in host.text
-    assert "/web/reactor.js" in demo.text and "/web/reactor.js" not in host.text and "early-worker" not in host.text
+    assert (
+        "/web/reactor.js" in demo.text
+        and "/web/reactor.js" not in host.text
+        and "early-worker" not in host.text
+    )
 
 
-def test_a_start_up_page_asked_for_with_marks_gets_them_under_its_content_security_policy(tmp_path: Path) -> None:
+def test_a_start_up_page_asked_for_with_marks_gets_them_under_its_content_security_policy(
+    tmp_path: Path,
+) -> None:
     script = "window.__marked = true;"
     app = WithMarks(bench_app(tmp_path), script, MARKS_QUERY)
     marked, plain, host, boot = get(
-        app, f"/?{MARKS_QUERY}", "/", f"/bench/host.html?{MARKS_QUERY}", f"/app/boot.json?{MARKS_QUERY}"
+        app,
+        f"/?{MARKS_QUERY}",
+        "/",
+        f"/bench/host.html?{MARKS_QUERY}",
+        f"/app/boot.json?{MARKS_QUERY}",
     )
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
-    assert marked.text.index("<head>") + len("<head>") == marked.text.index(f"<script>{script}</script>")  # before all else
+    assert marked.text.index("<head>") + len("<head>") == marked.text.index(
+        f"<script>{script}</script>"
+    )  # before all else
     assert f"script-src 'sha256-{digest}' 'self'" in marked.headers["content-security-policy"]
     assert int(marked.headers["content-length"]) == len(marked.content)
     assert script not in plain.text and digest not in plain.headers["content-security-policy"]

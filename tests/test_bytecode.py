@@ -38,7 +38,13 @@ def import_in_pyodide(source: bytes, pyc: bytes) -> dict:
 
     script = IMPORT_IN_PYODIDE % {"pyodide": PYODIDE.as_posix()}
     answer = subprocess.run(
-        ["node", "--input-type=module", "-e", script, json.dumps([source.decode(), base64.b64encode(pyc).decode()])],
+        [
+            "node",
+            "--input-type=module",
+            "-e",
+            script,
+            json.dumps([source.decode(), base64.b64encode(pyc).decode()]),
+        ],
         capture_output=True,
         text=True,
         timeout=120,
@@ -50,7 +56,9 @@ def import_in_pyodide(source: bytes, pyc: bytes) -> dict:
 @pytest.fixture(scope="module")
 def pycs(tmp_path_factory) -> tuple[Path, dict[str, bytes]]:
     cache = tmp_path_factory.mktemp("bytecode")
-    return cache, compiled({"m.py": b"x = 1\n", "broken.py": b"def (:\n"}, pyodide=PYODIDE, cache=cache)
+    return cache, compiled(
+        {"m.py": b"x = 1\n", "broken.py": b"def (:\n"}, pyodide=PYODIDE, cache=cache
+    )
 
 
 def test_each_source_gets_a_checked_hash_pyc_and_a_broken_one_none(pycs) -> None:
@@ -62,7 +70,9 @@ def test_each_source_gets_a_checked_hash_pyc_and_a_broken_one_none(pycs) -> None
 
 def test_the_cache_answers_without_compiling_again(pycs) -> None:
     cache, found = pycs
-    assert compiled({"m.py": b"x = 1\n"}, pyodide=PYODIDE, cache=cache, node="no-such-node") == found
+    assert (
+        compiled({"m.py": b"x = 1\n"}, pyodide=PYODIDE, cache=cache, node="no-such-node") == found
+    )
 
 
 def test_pyodide_imports_the_pyc_instead_of_compiling_the_source(pycs) -> None:
@@ -75,6 +85,9 @@ def test_a_pyc_that_no_longer_matches_its_source_is_ignored(pycs) -> None:
 
 def test_without_node_the_page_gets_sources_only_and_the_log_says_why(tmp_path, caplog) -> None:
     with caplog.at_level(logging.WARNING, logger="reactor.server"):
-        assert compiled({"m.py": b"x = 1\n"}, pyodide=PYODIDE, cache=tmp_path, node="no-such-node") == {}
+        assert (
+            compiled({"m.py": b"x = 1\n"}, pyodide=PYODIDE, cache=tmp_path, node="no-such-node")
+            == {}
+        )
     assert "Node is not on PATH" in caplog.text
     assert not list(tmp_path.iterdir())

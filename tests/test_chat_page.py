@@ -23,7 +23,11 @@ def server(tmp_path, provider):
         tmp_path,
         plugins=[*discover_plugins(), provider.spec()],
         seed_demo=True,
-        agent_spec={"name": "Decks helper", "instructions": "Help with decks.", "plugins": ["decks"]},
+        agent_spec={
+            "name": "Decks helper",
+            "instructions": "Help with decks.",
+            "plugins": ["decks"],
+        },
     )
     yield live
     stop_server(live)
@@ -83,7 +87,10 @@ def test_the_scripted_model_lists_opens_at_a_slide_and_presents(reactor_page):
     listed = card(page, "decks_list_decks")
     assert listed.get_attribute("data-status") == "finished"
     line = listed.get_by_test_id("tool-summary").inner_text()
-    assert line == "Decks (3): ‘Onboarding: your first week’, ‘Quarterly review — Q3’, ‘Reactor in 5 minutes’."
+    assert (
+        line
+        == "Decks (3): ‘Onboarding: your first week’, ‘Quarterly review — Q3’, ‘Reactor in 5 minutes’."
+    )
     reply = page.locator("reactor-chat .chat-assistant").last.inner_text()
     assert reply == "Say “open deck Onboarding: your first week” to open one." and line not in reply
     assert chat.locator("[data-testid=approval]").count() == 0, "reading needs no approval"
@@ -92,7 +99,10 @@ def test_the_scripted_model_lists_opens_at_a_slide_and_presents(reactor_page):
     idle(page)
     opened = card(page, "decks_open")
     visible = opened.inner_text()  # what the person sees: the summary, with the JSON folded away
-    assert "Decks: Open Deck" in visible and "Opened ‘Onboarding: your first week’ at slide 4 of 5" in visible
+    assert (
+        "Decks: Open Deck" in visible
+        and "Opened ‘Onboarding: your first week’ at slide 4 of 5" in visible
+    )
     assert "{" not in visible
     opened.locator("summary").click()
     assert '"slide": 4' in opened.locator(".chat-tool-args").inner_text()
@@ -113,17 +123,25 @@ def test_a_write_waits_for_approval_and_a_denial_reaches_the_model(server_page, 
     approval = page.get_by_test_id("approval")
     approval.wait_for()
     # What will happen, in the person's words: the deck's title, not the tool's name.
-    assert approval.get_by_test_id("approval-question").inner_text() == "Change slide 1 of ‘Onboarding: your first week’?"
+    assert (
+        approval.get_by_test_id("approval-question").inner_text()
+        == "Change slide 1 of ‘Onboarding: your first week’?"
+    )
     time.sleep(1)  # not an ordering: a second in which nothing may happen without the person
     assert approval.is_visible(), "the approval stays until the person answers"
     approval.get_by_role("button", name="Deny").click()
-    page.locator("reactor-chat .chat-assistant").get_by_text("I left the slide as it was").wait_for()
+    page.locator("reactor-chat .chat-assistant").get_by_text(
+        "I left the slide as it was"
+    ).wait_for()
     assert approval.get_by_test_id("approval-choice").inner_text() == "Denied; it did not run."
     assert approval.get_by_role("button").count() == 0  # the choice is recorded, not greyed out
     assert card(page, "decks_update_slide").get_attribute("data-status") == "denied"
     tool_message = next(m for m in provider.requests[-1]["messages"] if m["role"] == "tool")
     assert '"code": "denied"' in tool_message["content"]
-    assert page.request.get(f"{server.url}/api/decks/onboarding").json()["slides"][0]["title"] != "Renamed"
+    assert (
+        page.request.get(f"{server.url}/api/decks/onboarding").json()["slides"][0]["title"]
+        != "Renamed"
+    )
 
 
 def test_always_allow_runs_the_next_call_of_that_tool_without_asking(server_page, server, provider):
@@ -132,7 +150,9 @@ def test_always_allow_runs_the_next_call_of_that_tool_without_asking(server_page
     provider.turns = [
         tool_call_turn("decks_update_slide", {"id": "onboarding", "slide": 1, "title": "One"}),
         text_turn("Renamed."),
-        tool_call_turn("decks_update_slide", {"id": "onboarding", "slide": 2, "title": "Two"}, "call_2"),
+        tool_call_turn(
+            "decks_update_slide", {"id": "onboarding", "slide": 2, "title": "Two"}, "call_2"
+        ),
         text_turn("Renamed again."),
     ]
     say(page, "rename slide 1")
@@ -154,7 +174,9 @@ def test_stop_aborts_the_model_request(server_page, server, provider):
     page.locator("reactor-chat").get_by_role("button", name="Stop").click()
     idle(page)
     assert page.locator("reactor-chat .chat-note").last.inner_text() == "You stopped the assistant."
-    assert provider.hung_up.wait(5) and provider.disconnected == 1, "the fetch to the provider was aborted, not left running"
+    assert provider.hung_up.wait(5) and provider.disconnected == 1, (
+        "the fetch to the provider was aborted, not left running"
+    )
 
 
 def test_a_tool_outside_the_agents_plugins_is_refused_and_model_text_is_shown_as_text(
@@ -176,7 +198,10 @@ def test_a_tool_outside_the_agents_plugins_is_refused_and_model_text_is_shown_as
     assert reply.locator("a").count() == 0  # a javascript: link stays text
     assert card(page, "cms_delete_site_page").get_attribute("data-status") == "failed"
     tool_message = next(m for m in provider.requests[-1]["messages"] if m["role"] == "tool")
-    assert '"code": "not_admitted"' in tool_message["content"] or '"code": "unknown_tool"' in tool_message["content"]
+    assert (
+        '"code": "not_admitted"' in tool_message["content"]
+        or '"code": "unknown_tool"' in tool_message["content"]
+    )
     assert page.evaluate("window.pwned") is None and page.locator("reactor-chat img").count() == 0
 
 
@@ -220,7 +245,10 @@ def test_webmcp_gets_the_admitted_tools_and_a_write_through_it_still_asks(server
         .execute({id: 'onboarding', slide: 1, title: 'Via WebMCP'}, {}); }""")
     page.get_by_test_id("approval").get_by_role("button", name="Allow", exact=True).click()
     assert page.evaluate("window.__answer")["ok"] is True
-    assert page.evaluate("window.__webmcp.find(t => t.name === 'decks_open').annotations.readOnlyHint") is True
+    assert (
+        page.evaluate("window.__webmcp.find(t => t.name === 'decks_open').annotations.readOnlyHint")
+        is True
+    )
 
 
 def test_webmcp_hears_only_what_changed_when_a_plugin_comes_and_goes(server_page):
@@ -255,7 +283,9 @@ def test_stop_reaches_a_running_ai_tool_through_its_signal(new_reactor_page, tmp
         agent_spec={"name": "Helper", "plugins": ["ai-tools"]},
     )
     try:
-        token = httpx.post(f"{live.url}/auth/sign-in", json={"username": "ada", "password": "ada-demo"}).json()["token"]
+        token = httpx.post(
+            f"{live.url}/auth/sign-in", json={"username": "ada", "password": "ada-demo"}
+        ).json()["token"]
         record = copy.deepcopy(RECORD)
         record.update(
             id="archive",
@@ -264,7 +294,12 @@ def test_stop_reaches_a_running_ai_tool_through_its_signal(new_reactor_page, tmp
             code="async def invoke(args, context):\n    return await context.fetch_json('/api/maintenance/slow?ms=30000')\n",
         )
         record["settings"]["tool"]["annotations"] = {"sideEffect": "none", "timeoutMs": 60000}
-        assert httpx.post(f"{live.url}/plugins", json=record, headers={"authorization": f"Bearer {token}"}).status_code == 201
+        assert (
+            httpx.post(
+                f"{live.url}/plugins", json=record, headers={"authorization": f"Bearer {token}"}
+            ).status_code
+            == 201
+        )
         page = open_chat(new_reactor_page(live), "bob")
         page.wait_for_function("window.reactor.aiToolWorkerStats().booted >= 1", timeout=60_000)
         use_fake_provider(page, live)
@@ -272,7 +307,9 @@ def test_stop_reaches_a_running_ai_tool_through_its_signal(new_reactor_page, tmp
         say(page, "check the archive")
         card(page, "archive_lookup").wait_for()
         archive = live.app.state.context.platform.server_half("maintenance")
-        assert archive.wait_slow("started", timeout=30)["started"] == 1, "the tool's request reached the archive"
+        assert archive.wait_slow("started", timeout=30)["started"] == 1, (
+            "the tool's request reached the archive"
+        )
         page.locator("reactor-chat").get_by_role("button", name="Stop").click()
         idle(page)
         slow = archive.wait_slow("cancelled")
@@ -315,9 +352,13 @@ def test_the_chat_driven_from_code_shows_its_model_and_the_person_can_stop_its_r
         "(url) => window.reactor.chat.configure({provider: 'openai', baseUrl: url, model: 'gpt-from-code', apiKey: 'test-key'})",
         f"{server.url}/v1",
     )
-    page.get_by_test_id("chat-model").get_by_text("gpt-from-code").wait_for()  # the label follows the code's choice
+    page.get_by_test_id("chat-model").get_by_text(
+        "gpt-from-code"
+    ).wait_for()  # the label follows the code's choice
     provider.delay = 20
-    page.evaluate("() => { window.reactor.chat.send('started by the page'); }")  # not awaited: it runs on
+    page.evaluate(
+        "() => { window.reactor.chat.send('started by the page'); }"
+    )  # not awaited: it runs on
     assert provider.asked.wait(10), "the model was asked"
     stop = page.locator("reactor-chat").get_by_role("button", name="Stop")
     stop.click()  # Playwright waits until it is enabled: a reply the widget did not start can be stopped
@@ -339,8 +380,12 @@ def test_a_model_chosen_by_code_before_the_widget_is_ready_stays_chosen(
     )  # as a page's own script does at start, before the widget has chosen its model
     label = page.get_by_test_id("chat-model")
     expect(label).to_contain_text("gpt-at-start")
-    page.locator("reactor-chat select[name=provider] option").first.wait_for(state="attached")  # the widget chose
-    expect(label).to_contain_text("gpt-at-start")  # the widget's own first choice did not replace it
+    page.locator("reactor-chat select[name=provider] option").first.wait_for(
+        state="attached"
+    )  # the widget chose
+    expect(label).to_contain_text(
+        "gpt-at-start"
+    )  # the widget's own first choice did not replace it
     provider.turns = [text_turn("From the page's model.")]
     say(page, "hello")
     idle(page)
@@ -354,7 +399,10 @@ def test_a_failed_call_shows_the_person_their_sentence_not_the_models(reactor_pa
     idle(page)
     failed = card(page, "cms_list_site_pages")
     assert failed.get_attribute("data-status") == "failed"
-    assert failed.get_by_test_id("tool-summary").inner_text() == "Sign in at the top of the page first."
+    assert (
+        failed.get_by_test_id("tool-summary").inner_text()
+        == "Sign in at the top of the page first."
+    )
     visible = page.locator("reactor-chat").inner_text()
     assert "the person" not in visible and "cms_list_site_pages" not in visible
 
@@ -376,12 +424,18 @@ def test_the_readmes_cms_try_this_works_as_written(reactor_page):
     idle(page)
     imported = card(page, "cms_crawl_blog")
     assert imported.get_attribute("data-status") == "finished"
-    assert imported.get_by_test_id("tool-summary").inner_text().endswith("/demo-sources/blog/: ‘Hello from the demo blog’.")
+    assert (
+        imported.get_by_test_id("tool-summary")
+        .inner_text()
+        .endswith("/demo-sources/blog/: ‘Hello from the demo blog’.")
+    )
     page.locator('#cms [data-slug="hello-from-the-demo-blog"][data-status="draft"]').wait_for()
     say(page, "publish the post about hello from the demo blog")
     allow(page, "Publish ‘Hello from the demo blog’ on Acme Corp?")
     idle(page)
     line = card(page, "cms_publish_site_page").get_by_test_id("tool-summary").inner_text()
     assert line == "Published ‘Hello from the demo blog’ (hello-from-the-demo-blog)."
-    assert line not in page.locator("reactor-chat .chat-assistant").last.inner_text()  # the card says it; the reply does not
+    assert (
+        line not in page.locator("reactor-chat .chat-assistant").last.inner_text()
+    )  # the card says it; the reply does not
     page.locator('#cms [data-slug="hello-from-the-demo-blog"][data-status="published"]').wait_for()

@@ -35,7 +35,10 @@ def test_tools_in_mcp_format_is_a_valid_tools_list_result():
 
 def test_tools_refuses_an_unknown_plugin_naming_those_there_are():
     done = run_reactor("tools", "--format", "openai", "--plugin", "weather")
-    assert done.returncode == 2 and "no plugin 'weather' provides tools; plugins: cms, decks." in done.stderr
+    assert (
+        done.returncode == 2
+        and "no plugin 'weather' provides tools; plugins: cms, decks." in done.stderr
+    )
 
 
 def test_serve_on_port_zero_prints_the_address_it_serves(tmp_path):
@@ -55,11 +58,15 @@ def test_ctrl_c_stops_serve_with_one_line_not_a_traceback(tmp_path):
     command = [sys.executable, "-m", "reactor", "serve", "--port", "0", "--data", str(tmp_path)]
     # As from a terminal: SIGINT at its default (a shell's background job would ignore it).
     reset = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=reset) as server:
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=reset
+    ) as server:
         line = server.stdout.readline()
         assert line.startswith("reactor is serving http://127.0.0.1:")
         with urllib.request.urlopen(line.split()[3] + "plugins") as answer:
-            assert answer.status == 200  # serving: the Ctrl-C reaches uvicorn, which re-raises it after shutting down
+            assert (
+                answer.status == 200
+            )  # serving: the Ctrl-C reaches uvicorn, which re-raises it after shutting down
         server.send_signal(signal.SIGINT)
         out, err = server.communicate(timeout=30)
     assert err == "reactor stopped.\n" and out == "" and server.returncode == 130
@@ -72,19 +79,38 @@ def test_serve_on_a_taken_port_says_so_and_exits(tmp_path):
         port = taken.getsockname()[1]
         answer = run_reactor("serve", "--port", str(port), "--data", str(tmp_path))
     assert answer.returncode == 2
-    assert f"reactor serve: cannot listen on 127.0.0.1:{port}: Address already in use." in answer.stderr
+    assert (
+        f"reactor serve: cannot listen on 127.0.0.1:{port}: Address already in use."
+        in answer.stderr
+    )
 
 
 def test_serve_refuses_a_public_address_while_demo_passwords_remain_then_passwd_sets_them(tmp_path):
     refused = run_reactor("serve", "--host", "0.0.0.0", "--port", "0", "--data", str(tmp_path))
     assert refused.returncode == 2
-    assert "ada, bob, eve still have the demo passwords" in refused.stderr and "reactor passwd NAME" in refused.stderr
+    assert (
+        "ada, bob, eve still have the demo passwords" in refused.stderr
+        and "reactor passwd NAME" in refused.stderr
+    )
     for name in ("ada", "bob", "eve"):
-        done = run_reactor("passwd", name, "--data", str(tmp_path), input=f"a-new-{name}-password\n")
+        done = run_reactor(
+            "passwd", name, "--data", str(tmp_path), input=f"a-new-{name}-password\n"
+        )
         assert done.returncode == 0 and f"{name}'s password is set" in done.stdout
     short = run_reactor("passwd", "ada", "--data", str(tmp_path), input="short\n")
     assert short.returncode == 1 and "at least 8 characters" in short.stderr
-    command = [sys.executable, "-m", "reactor", "serve", "--host", "0.0.0.0", "--port", "0", "--data", str(tmp_path)]
+    command = [
+        sys.executable,
+        "-m",
+        "reactor",
+        "serve",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "0",
+        "--data",
+        str(tmp_path),
+    ]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as server:
         try:
             assert server.stdout.readline().startswith("reactor is serving http://0.0.0.0:")
@@ -93,7 +119,9 @@ def test_serve_refuses_a_public_address_while_demo_passwords_remain_then_passwd_
 
 
 def test_passwd_creates_a_user_in_the_groups_named(tmp_path):
-    done = run_reactor("passwd", "olga", "--group", "operators", "--data", str(tmp_path), input="olga-password-1\n")
+    done = run_reactor(
+        "passwd", "olga", "--group", "operators", "--data", str(tmp_path), input="olga-password-1\n"
+    )
     assert done.returncode == 0 and "created olga in operators" in done.stdout
     from reactor.server.auth import Auth
     from reactor.server.database import Database

@@ -32,7 +32,9 @@ class BrowserLikePage(MemoryPage):
 
     def __init__(self, **options):
         super().__init__(**options)
-        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+        self.opener = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        )
         self.requests: list[tuple[str, str]] = []
 
     async def fetch_json(self, method, url, body=None, headers=None):
@@ -41,7 +43,9 @@ class BrowserLikePage(MemoryPage):
 
     def _send(self, method, url, body):
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(url, data=data, method=method, headers={"content-type": "application/json"})
+        request = urllib.request.Request(
+            url, data=data, method=method, headers={"content-type": "application/json"}
+        )
         try:
             with self.opener.open(request, timeout=10) as response:
                 raw = response.read()
@@ -76,7 +80,9 @@ def run(reactor, command, args=None):
 def signed_in(server, user="ada", **page_options):
     """Signed in as the header's form does it (POST /auth/sign-in), then followed by the CMS."""
     reactor, page = start(server, **page_options)
-    asyncio.run(page.fetch_json("POST", "/auth/sign-in", {"username": user, "password": f"{user}-demo"}))
+    asyncio.run(
+        page.fetch_json("POST", "/auth/sign-in", {"username": user, "password": f"{user}-demo"})
+    )
     run(reactor, "cms.restoreSession")
     return reactor, page
 
@@ -97,15 +103,23 @@ def test_every_command_the_bundle_declares_is_registered_as_it_declares_it(serve
     for entry in declared:
         options = reactor.commands.get_command(entry["command"]).options
         assert (options.label, options.description) == (entry["label"], entry["description"])
-        assert options.parameters == entry.get("parameters", {"type": "object", "properties": {}, "additionalProperties": False})
-    assert [c.id for c in reactor.commands.list_commands()] == [entry["command"] for entry in declared]
+        assert options.parameters == entry.get(
+            "parameters", {"type": "object", "properties": {}, "additionalProperties": False}
+        )
+    assert [c.id for c in reactor.commands.list_commands()] == [
+        entry["command"] for entry in declared
+    ]
     tools = {t["command"] for t in CMS_AGENT_TOOLS["commands"]}
     assert {"cms.signIn", "cms.selectSite"}.isdisjoint(tools)  # the person's commands are not tools
 
 
 def test_the_server_lists_the_same_bundle_file(server):
     with urllib.request.urlopen(server.url + "/plugins/agent-tools") as response:
-        assert json.loads(response.read()) == [load_agent_tools(HERE / "agent-tools.json")] == [CMS_AGENT_TOOLS]
+        assert (
+            json.loads(response.read())
+            == [load_agent_tools(HERE / "agent-tools.json")]
+            == [CMS_AGENT_TOOLS]
+        )
 
 
 # Signing in and the live state ------------------------------------------------------------
@@ -122,15 +136,22 @@ def test_before_signing_in_a_tool_says_to_sign_in_and_sends_nothing(server):
 
 def test_signing_in_keeps_the_user_and_sites_but_not_the_token(server):
     reactor, page = start(server)
-    asyncio.run(page.fetch_json("POST", "/auth/sign-in", {"username": "bob", "password": "bob-demo"}))
+    asyncio.run(
+        page.fetch_json("POST", "/auth/sign-in", {"username": "bob", "password": "bob-demo"})
+    )
     answer = run(reactor, "cms.restoreSession")
     assert answer == {
         "signedIn": True,
         "username": "bob",
         "site": "acme",
-        "sites": [{"id": "acme", "title": "Acme Corp", "role": "editor"}, {"id": "globex", "title": "Globex", "role": "viewer"}],
+        "sites": [
+            {"id": "acme", "title": "Acme Corp", "role": "editor"},
+            {"id": "globex", "title": "Globex", "role": "viewer"},
+        ],
     }
-    assert "token" not in json.dumps(answer) and "token" not in json.dumps(vars(reactor.services["cms_state"]))
+    assert "token" not in json.dumps(answer) and "token" not in json.dumps(
+        vars(reactor.services["cms_state"])
+    )
     panel = page.views["cms"]
     assert panel["signedIn"] and panel["site"] == "acme" and panel["role"] == "editor"
     assert {e["slug"]: e["status"] for e in panel["entries"]} == {
@@ -169,7 +190,9 @@ def test_switching_the_site_changes_where_the_next_call_goes(server):
     answer = run(reactor, "cms.listSitePages")
     assert answer["site"] == "globex" and "launch-plan" in [e["slug"] for e in answer["entries"]]
     assert page.requests == [("GET", "/api/cms/sites/globex/entries")]
-    assert [c.options.execute for c in reactor.commands.list_commands()] == handlers_before  # same handlers, live state
+    assert [
+        c.options.execute for c in reactor.commands.list_commands()
+    ] == handlers_before  # same handlers, live state
 
 
 def test_the_api_address_is_read_at_call_time_too(server):
@@ -183,13 +206,17 @@ def test_the_api_address_is_read_at_call_time_too(server):
 
 def test_a_site_the_user_has_no_role_on_cannot_be_selected(server):
     reactor, _ = signed_in(server, "bob")
-    assert "has no site 'initech'; their sites: acme, globex" in failure(reactor, "cms.selectSite", {"site": "initech"})
+    assert "has no site 'initech'; their sites: acme, globex" in failure(
+        reactor, "cms.selectSite", {"site": "initech"}
+    )
     assert reactor.services["cms_state"].site == "acme"
 
 
 def test_a_session_cookie_from_before_a_reload_signs_the_page_back_in(server):
     _, page = signed_in(server, "bob")
-    reloaded = Reactor(services={"page": page, "cms_api": "/api/cms"})  # a new page, the same cookie jar
+    reloaded = Reactor(
+        services={"page": page, "cms_api": "/api/cms"}
+    )  # a new page, the same cookie jar
     reloaded.load_plugins([CMS_PLUGIN])
     assert run(reloaded, "cms.restoreSession")["username"] == "bob"
     assert reloaded.services["cms_state"].site == "acme"
@@ -202,7 +229,9 @@ def test_a_session_ended_on_the_server_signs_the_page_out(server):
     reactor, page = signed_in(server)
     asyncio.run(page.fetch_json("POST", "/auth/sign-out", {}))
     assert "Ask the person to sign in" in failure(reactor, "cms.listSitePages")
-    assert reactor.services["cms_state"].signed_in is False and page.views["cms"]["signedIn"] is False
+    assert (
+        reactor.services["cms_state"].signed_in is False and page.views["cms"]["signedIn"] is False
+    )
 
 
 # Drafts first, publish on request, show ---------------------------------------------------
@@ -211,21 +240,33 @@ def test_a_session_ended_on_the_server_signs_the_page_out(server):
 def test_creating_makes_a_draft_and_publishing_is_its_own_call(server):
     reactor, _ = signed_in(server)
     made = run(reactor, "cms.createSitePage", {"title": "Draft first", "body": "Hello *there*"})
-    assert made["status"] == "draft" and made["url"] is None and "Publish it with cms_publish_site_page" in made["note"]
+    assert (
+        made["status"] == "draft"
+        and made["url"] is None
+        and "Publish it with cms_publish_site_page" in made["note"]
+    )
     assert run(reactor, "cms.getCurrentSitePage")["slug"] == "draft-first"
-    assert "is a draft, so it has no public page" in failure(reactor, "cms.showSitePage", {"slug": "draft-first"})
+    assert "is a draft, so it has no public page" in failure(
+        reactor, "cms.showSitePage", {"slug": "draft-first"}
+    )
     published = run(reactor, "cms.publishSitePage", {"slug": "draft-first"})
     assert published["status"] == "published" and published["url"] == "/sites/acme/draft-first"
 
 
 def test_publish_true_publishes_only_when_said_and_only_for_a_publisher(server):
     ada, _ = signed_in(server)
-    assert run(ada, "cms.createSitePage", {"title": "Said so", "publish": True})["status"] == "published"
+    assert (
+        run(ada, "cms.createSitePage", {"title": "Said so", "publish": True})["status"]
+        == "published"
+    )
     with pytest.raises(InvalidArgumentsError):
         run(ada, "cms.createSitePage", {"title": "Not a boolean", "publish": "yes"})
     bob, _ = signed_in(server, "bob")
     message = failure(bob, "cms.createSitePage", {"title": "Bob says publish", "publish": True})
-    assert message == "User 'bob' is an editor on site 'acme'; creating an entry as published needs the publisher role."
+    assert (
+        message
+        == "User 'bob' is an editor on site 'acme'; creating an entry as published needs the publisher role."
+    )
     assert "needs the publisher role" in failure(bob, "cms.publishSitePage", {"slug": "roadmap"})
 
 
@@ -254,11 +295,20 @@ def test_show_with_the_tab_blocked_answers_with_the_link(server):
 def test_delete_needs_confirmation_and_refuses_a_published_entry(server):
     reactor, _ = signed_in(server)
     run(reactor, "cms.createSitePage", {"title": "To delete"})
-    for args in ({"slug": "to-delete"}, {"slug": "to-delete", "confirm": False}, {"slug": "to-delete", "confirm": 1}):
+    for args in (
+        {"slug": "to-delete"},
+        {"slug": "to-delete", "confirm": False},
+        {"slug": "to-delete", "confirm": 1},
+    ):
         with pytest.raises(InvalidArgumentsError):
             run(reactor, "cms.deleteSitePage", args)
-    assert "unpublish it first" in failure(reactor, "cms.deleteSitePage", {"slug": "about", "confirm": True})
-    assert run(reactor, "cms.deleteSitePage", {"slug": "to-delete", "confirm": True})["deleted"] == "to-delete"
+    assert "unpublish it first" in failure(
+        reactor, "cms.deleteSitePage", {"slug": "about", "confirm": True}
+    )
+    assert (
+        run(reactor, "cms.deleteSitePage", {"slug": "to-delete", "confirm": True})["deleted"]
+        == "to-delete"
+    )
 
 
 def test_updating_changes_fields_and_never_the_status(server):
@@ -273,12 +323,16 @@ def test_updating_changes_fields_and_never_the_status(server):
 
 def test_the_demo_blog_is_crawled_into_drafts_and_the_panel_shows_them(server):
     reactor, page = signed_in(server)
-    answer = run(reactor, "cms.crawlBlog", {"url": "/demo-sources/blog/", "limit": 2, "collection": "pages"})
+    answer = run(
+        reactor, "cms.crawlBlog", {"url": "/demo-sources/blog/", "limit": 2, "collection": "pages"}
+    )
     assert [i["status"] for i in answer["imported"]] == ["draft", "draft"]
     assert answer["note"] == "2 drafts imported; nothing was published."
     shown = {e["slug"]: e["status"] for e in page.views["cms"]["entries"]}
     assert shown["hello-from-the-demo-blog"] == "draft"
-    feed = run(reactor, "cms.crawlFeed", {"url": "/demo-sources/atom.xml", "limit": 1, "dry_run": True})
+    feed = run(
+        reactor, "cms.crawlFeed", {"url": "/demo-sources/atom.xml", "limit": 1, "dry_run": True}
+    )
     assert feed["found"] == 1 and "imported" not in feed
     wordpress = run(reactor, "cms.crawlWordpress", {"url": "/demo-sources", "limit": 3})
     assert len(wordpress["imported"]) + len(wordpress["skipped"]) == 3
@@ -299,7 +353,10 @@ def test_the_crawler_refuses_the_servers_own_api(server):
         ("cms.createSitePage", {"title": ""}),
         ("cms.createSitePage", {"title": "x" * 201}),
         ("cms.createSitePage", {"title": "x", "body": "y" * 100_001}),
-        ("cms.createSitePage", {"title": "x", "site": "globex"}),  # the site is the page's, not the model's
+        (
+            "cms.createSitePage",
+            {"title": "x", "site": "globex"},
+        ),  # the site is the page's, not the model's
         ("cms.crawlBlog", {"url": "/x", "limit": 50}),
         ("cms.listSitePages", {"status": "secret"}),
         ("cms.getCurrentSitePage", {"slug": "about"}),
@@ -318,7 +375,9 @@ def test_two_pages_changing_one_entry_never_lose_a_change_silently(server):
     second, second_page = signed_in(server)
     for reactor in (first, second):
         run(reactor, "cms.selectSite", {"site": "acme"})
-    assert run(first, "cms.updateSitePage", {"slug": "roadmap", "excerpt": "From the first page"})["excerpt"]
+    assert run(first, "cms.updateSitePage", {"slug": "roadmap", "excerpt": "From the first page"})[
+        "excerpt"
+    ]
     with pytest.raises(CommandFailedError) as refused:
         run(second, "cms.updateSitePage", {"slug": "roadmap", "excerpt": "From the second page"})
     assert refused.value.cause.code == "conflict" and "Read it again" in str(refused.value)

@@ -36,7 +36,9 @@ class HostileSource:
         ),
         "/drip-blog/": (
             b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n"
-            + b"".join(b'<article><a href="/drip-status?%d">Post</a></article>' % n for n in range(6))
+            + b"".join(
+                b'<article><a href="/drip-status?%d">Post</a></article>' % n for n in range(6)
+            )
         ),
     }
 
@@ -83,7 +85,9 @@ class HostileSource:
                     self._drip(connection, b"X-Slow: " + b"a" * 100_000)
                 elif route == "/slow-redirect":  # each hop takes a while, and leads to another
                     self._drip(
-                        connection, b"HTTP/1.1 302 Found\r\nLocation: /slow-redirect\r\nContent-Length: 0\r\n\r\n", gap=0.01
+                        connection,
+                        b"HTTP/1.1 302 Found\r\nLocation: /slow-redirect\r\nContent-Length: 0\r\n\r\n",
+                        gap=0.01,
                     )
             except OSError:
                 pass  # the crawler hung up: what these pages are for
@@ -114,7 +118,9 @@ def allowing(origin: str, **options: float) -> FetchPolicy:
 
 
 @pytest.mark.parametrize("path", ["/drip-status", "/drip-headers", "/slow-redirect"])
-def test_a_source_that_drips_its_status_line_headers_or_redirects_is_cut_off_at_the_deadline(hostile, path):
+def test_a_source_that_drips_its_status_line_headers_or_redirects_is_cut_off_at_the_deadline(
+    hostile, path
+):
     started = time.monotonic()
     with pytest.raises(CrawlFailed, match=r"did not answer within 1 seconds"):
         fetch(hostile.url + path, allowing(hostile.url, timeout=1))
@@ -130,7 +136,9 @@ def test_a_source_that_never_finishes_the_tls_handshake_is_cut_off_at_the_deadli
 
 
 def test_a_blog_of_dripping_pages_ends_within_the_crawls_budget(tmp_path, hostile):
-    client, database = serve_cms(tmp_path, crawl_allow=hostile.url.removeprefix("http://"), crawl_timeout=0.5)
+    client, database = serve_cms(
+        tmp_path, crawl_allow=hostile.url.removeprefix("http://"), crawl_timeout=0.5
+    )
     count = entry_count(database)
     started = time.monotonic()
     body = {"kind": "blog", "url": hostile.url + "/drip-blog/", "limit": 6}
@@ -149,9 +157,14 @@ def test_a_blog_of_dripping_pages_ends_within_the_crawls_budget(tmp_path, hostil
 
 def test_a_crawl_url_that_is_not_a_url_is_refused_with_a_sentence(tmp_path):
     client, _ = serve_cms(tmp_path)
-    answer = client.as_user("bob").post("/api/cms/sites/acme/crawl", json={"kind": "feed", "url": "http://[::1/"})
+    answer = client.as_user("bob").post(
+        "/api/cms/sites/acme/crawl", json={"kind": "feed", "url": "http://[::1/"}
+    )
     assert answer.status_code == 422
-    assert answer.json()["error"] == "The address 'http://[::1/' is not a well-formed URL (Invalid IPv6 URL)."
+    assert (
+        answer.json()["error"]
+        == "The address 'http://[::1/' is not a well-formed URL (Invalid IPv6 URL)."
+    )
 
 
 def test_a_redirect_to_something_that_is_not_a_url_fails_with_a_sentence(hostile):
@@ -163,17 +176,26 @@ def test_a_redirect_to_something_that_is_not_a_url_fails_with_a_sentence(hostile
 
 
 def test_an_article_link_that_is_not_a_url_is_skipped_and_the_others_imported(tmp_path, hostile):
-    client, _ = serve_cms(tmp_path, crawl_allow=hostile.url.removeprefix("http://"), crawl_timeout=2)
-    answer = client.as_user("bob").post("/api/cms/sites/acme/crawl", json={"kind": "blog", "url": hostile.url + "/bad-links/"})
+    client, _ = serve_cms(
+        tmp_path, crawl_allow=hostile.url.removeprefix("http://"), crawl_timeout=2
+    )
+    answer = client.as_user("bob").post(
+        "/api/cms/sites/acme/crawl", json={"kind": "blog", "url": hostile.url + "/bad-links/"}
+    )
     assert answer.status_code == 200, answer.text
     assert [i["title"] for i in answer.json()["imported"]] == ["A fine post"]
     assert answer.json()["skipped"] == [
-        {"source_url": "http://[::1/", "reason": "the link 'http://[::1/' is not a well-formed address"}
+        {
+            "source_url": "http://[::1/",
+            "reason": "the link 'http://[::1/' is not a well-formed address",
+        }
     ]
 
 
 def test_a_path_with_spaces_and_non_ascii_is_sent_percent_encoded(hostile):
     # http.client would refuse to encode 'ü' (UnicodeEncodeError, once a 500) and sends a space as is.
-    with pytest.raises(CrawlFailed, match="could not be read"):  # the source hangs up on unknown paths
+    with pytest.raises(
+        CrawlFailed, match="could not be read"
+    ):  # the source hangs up on unknown paths
         fetch(hostile.url + "/a page/ü", allowing(hostile.url, timeout=1))
     assert hostile.hits.get("/a%20page/%C3%BC") == 1

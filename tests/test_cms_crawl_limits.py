@@ -39,7 +39,11 @@ def hostile() -> Iterator[HostileSource]:
 def server(tmp_path, hostile) -> Iterator[tuple[str, dict[str, str]]]:
     """The CMS over real HTTP; yields its URL and a bearer token per demo user."""
     client, _ = serve_cms(
-        tmp_path, crawl_allow=hostile.url.removeprefix("http://"), crawl_timeout=TIMEOUT, crawl_per_user=2, crawl_at_once=3
+        tmp_path,
+        crawl_allow=hostile.url.removeprefix("http://"),
+        crawl_timeout=TIMEOUT,
+        crawl_per_user=2,
+        crawl_at_once=3,
     )
     tokens = {name: client.as_user(name).token for name in ("ada", "bob")}
     with LoopbackServer(client.app, start_timeout=10) as url:
@@ -55,13 +59,17 @@ def crawl(url: str, token: str, source: str) -> httpx.Response:
     )
 
 
-def start_hanging_crawls(url: str, token: str, source: str, count: int, hostile: HostileSource) -> list[Any]:
+def start_hanging_crawls(
+    url: str, token: str, source: str, count: int, hostile: HostileSource
+) -> list[Any]:
     """`count` crawls of a dripping source, running once the source has seen each of them."""
     pool = ThreadPoolExecutor(count)
     before = hostile.hits.get("/drip-status", 0)
     futures = [pool.submit(crawl, url, token, source) for _ in range(count)]
     with hostile.hit:
-        reached = hostile.hit.wait_for(lambda: hostile.hits.get("/drip-status", 0) >= before + count, timeout=5)
+        reached = hostile.hit.wait_for(
+            lambda: hostile.hits.get("/drip-status", 0) >= before + count, timeout=5
+        )
     assert reached, "the crawls never reached the source"
     pool.shutdown(wait=False)
     return futures
@@ -94,15 +102,25 @@ def test_past_the_bounds_a_crawl_is_refused_at_once_and_other_requests_stay_fast
 
     # A burst of forty more, as one editor once sent: all refused, none queued.
     with ThreadPoolExecutor(40) as burst:
-        answers = list(burst.map(lambda _: crawl(url, tokens["bob"], source).status_code, range(40)))
+        answers = list(
+            burst.map(lambda _: crawl(url, tokens["bob"], source).status_code, range(40))
+        )
     assert answers == [429] * 40
     for path in ("/api/cms/session", "/api/cms/sites/acme/entries"):
         status, seconds = timed_get(url, tokens["ada"], path)
-        assert status == 200 and seconds < TIMEOUT / 2, f"GET {path} took {seconds:.2f} s with crawls hanging"
+        assert status == 200 and seconds < TIMEOUT / 2, (
+            f"GET {path} took {seconds:.2f} s with crawls hanging"
+        )
 
-    assert [f.result().status_code for f in running] == [502, 502, 502]  # each cut off at its deadline
+    assert [f.result().status_code for f in running] == [
+        502,
+        502,
+        502,
+    ]  # each cut off at its deadline
     assert f"did not answer within {TIMEOUT:g} seconds" in running[0].result().json()["error"]
-    assert crawl(url, tokens["bob"], hostile.url + "/post").status_code != 429  # the slots are free again
+    assert (
+        crawl(url, tokens["bob"], hostile.url + "/post").status_code != 429
+    )  # the slots are free again
 
 
 def test_a_refused_or_invalid_crawl_takes_no_slot(server, hostile):
@@ -118,7 +136,9 @@ def test_a_refused_or_invalid_crawl_takes_no_slot(server, hostile):
     assert [f.result().status_code for f in running] == [502, 502]
 
 
-@pytest.mark.parametrize("options", [{"per_user": 0}, {"at_once": -1}, {"per_user": True}, {"retry_after": 1.5}])
+@pytest.mark.parametrize(
+    "options", [{"per_user": 0}, {"at_once": -1}, {"per_user": True}, {"retry_after": 1.5}]
+)
 def test_the_bounds_must_be_whole_numbers_of_at_least_one(options):
     with pytest.raises(ValueError, match="must be a whole number of at least 1"):
         CrawlPool(**options)

@@ -30,7 +30,9 @@ class Client(AppClient):
     is JSON unless it says otherwise."""
 
     def __init__(self, app: Any, auth: Auth, token: str = "") -> None:
-        super().__init__(app, "http://cms.test", {"authorization": f"Bearer {token}"} if token else {})
+        super().__init__(
+            app, "http://cms.test", {"authorization": f"Bearer {token}"} if token else {}
+        )
         self.auth, self.token = auth, token
 
     def as_user(self, username: str) -> Client:
@@ -44,7 +46,9 @@ class Client(AppClient):
         return super().request(method, url, **options)
 
 
-def serve_cms(tmp_path: Any, *, seed: bool = True, target: str = "", **options: Any) -> tuple[Client, Database]:
+def serve_cms(
+    tmp_path: Any, *, seed: bool = True, target: str = "", **options: Any
+) -> tuple[Client, Database]:
     """The CMS server plugin alone in a Starlette app, over demo users (and demo sites with `seed`)."""
     database = Database(target or tmp_path / "cms.sqlite3")
     platform = PluginPlatform([cms_plugin(**options)])

@@ -17,7 +17,9 @@ def ready(reactor_page):
 
 
 def execute(page, command, args=None):
-    return page.evaluate("([command, args]) => window.reactor.executeCommand(command, args)", [command, args or {}])
+    return page.evaluate(
+        "([command, args]) => window.reactor.executeCommand(command, args)", [command, args or {}]
+    )
 
 
 def sign_in(reactor_page, user="ada"):
@@ -121,7 +123,10 @@ def test_switching_the_site_in_the_panel_sends_the_next_call_there(reactor_page,
     with page.expect_request(lambda r: "/api/cms/sites/" in r.url) as sent:
         answer = execute(page, "cms.listSitePages")
     assert sent.value.url == live_server.url + "/api/cms/sites/globex/entries"
-    assert answer["site"] == "globex" and {e["slug"] for e in answer["entries"]} == {"about", "launch-plan"}
+    assert answer["site"] == "globex" and {e["slug"] for e in answer["entries"]} == {
+        "about",
+        "launch-plan",
+    }
 
 
 def test_a_reload_keeps_the_person_signed_in_through_the_cookie(reactor_page):
@@ -132,7 +137,9 @@ def test_a_reload_keeps_the_person_signed_in_through_the_cookie(reactor_page):
     assert page.get_by_test_id("signed-in-as").inner_text() == "Signed in as bob"
     page.locator("#session").get_by_role("button", name="Sign out").click()
     page.locator("#cms").get_by_test_id("cms-signed-out").wait_for()
-    assert page.context.cookies() == [] or all(c["name"] != "reactor_session" for c in page.context.cookies())
+    assert page.context.cookies() == [] or all(
+        c["name"] != "reactor_session" for c in page.context.cookies()
+    )
 
 
 def command_button(page, label):
@@ -144,10 +151,15 @@ def test_one_sign_in_the_palette_brings_the_headers_form_and_every_part_follows(
     page.locator("#cms [data-testid=cms-signed-out]").wait_for()
     sign_in_command = command_button(page, "CMS: Sign in")
     sign_in_command.wait_for()
-    assert command_button(page, "CMS: Sign out").is_disabled() and command_button(page, "CMS: Crawl blog").is_disabled()
+    assert (
+        command_button(page, "CMS: Sign out").is_disabled()
+        and command_button(page, "CMS: Crawl blog").is_disabled()
+    )
     sign_in_command.click()
     assert page.locator('form[data-form="cms.signIn"]').count() == 0  # no second form
-    page.wait_for_function("document.activeElement?.name === 'username' && document.activeElement.closest('#session')")
+    page.wait_for_function(
+        "document.activeElement?.name === 'username' && document.activeElement.closest('#session')"
+    )
     for field in page.locator("input[type=password], input[name*=password]").all():
         assert field.get_attribute("type") == "password" and field.get_attribute("autocomplete")
     page.keyboard.type("bob")
@@ -155,14 +167,20 @@ def test_one_sign_in_the_palette_brings_the_headers_form_and_every_part_follows(
     page.keyboard.press("Enter")
     page.get_by_test_id("signed-in-as").get_by_text("Signed in as bob").wait_for()
     page.locator("#cms").get_by_test_id("cms-site").wait_for()  # the CMS panel, without a reload
-    page.locator("#plugin-panels:not([hidden])").get_by_text("backlog_chart").wait_for()  # the plugin panels
-    page.wait_for_function("!document.querySelector('#palette [data-command=\"cms.signOut\"]').disabled")
+    page.locator("#plugin-panels:not([hidden])").get_by_text(
+        "backlog_chart"
+    ).wait_for()  # the plugin panels
+    page.wait_for_function(
+        "!document.querySelector('#palette [data-command=\"cms.signOut\"]').disabled"
+    )
     assert command_button(page, "CMS: Sign in").is_disabled()
 
     command_button(page, "CMS: Sign out").click()  # signing out elsewhere: the header follows too
     page.locator("#session input[name=username]").wait_for()
     page.locator("#cms [data-testid=cms-signed-out]").wait_for()
     page.locator("#plugin-panels[hidden]").wait_for(state="attached")
-    page.wait_for_function("document.querySelector('#palette [data-command=\"cms.signOut\"]').disabled")
+    page.wait_for_function(
+        "document.querySelector('#palette [data-command=\"cms.signOut\"]').disabled"
+    )
     assert page.locator("#palette-status").inner_text() == "CMS: Sign out: done."
     assert page.get_by_test_id("signed-in-as").count() == 0

@@ -68,13 +68,25 @@ MATRIX = [
     ("bob", "POST", "/api/cms/sites/globex/entries", draft(), 403),  # viewer writing
     ("bob", "PATCH", "/api/cms/sites/globex/entries/launch-plan", {"title": "x"}, 403),
     ("bob", "DELETE", "/api/cms/sites/globex/entries/launch-plan?confirm=launch-plan", None, 403),
-    ("bob", "POST", "/api/cms/sites/globex/crawl", {"kind": "feed", "url": "/demo-sources/feed.xml"}, 403),
+    (
+        "bob",
+        "POST",
+        "/api/cms/sites/globex/crawl",
+        {"kind": "feed", "url": "/demo-sources/feed.xml"},
+        403,
+    ),
     ("bob", "POST", f"{ACME}/entries", draft(), 201),  # editor writes drafts
     ("bob", "POST", f"{ACME}/entries", draft(publish=True), 403),  # editor publishing
     ("bob", "POST", f"{ACME}/entries/roadmap/publish", None, 403),
     ("bob", "POST", f"{ACME}/entries/welcome/unpublish", None, 403),
     ("bob", "PATCH", f"{ACME}/entries/roadmap", {"title": "Roadmap v2"}, 200),
-    ("bob", "PATCH", f"{ACME}/entries/welcome", {"title": "Sneaky"}, 403),  # published: changes the public page
+    (
+        "bob",
+        "PATCH",
+        f"{ACME}/entries/welcome",
+        {"title": "Sneaky"},
+        403,
+    ),  # published: changes the public page
     ("bob", "DELETE", f"{ACME}/entries/roadmap?confirm=roadmap", None, 200),
     ("ada", "POST", f"{ACME}/entries/roadmap/publish", None, 200),
     ("ada", "POST", f"{ACME}/entries/welcome/unpublish", None, 200),
@@ -90,7 +102,11 @@ def test_the_role_on_the_site_decides(served, user, method, path, body, status):
     watcher = client.as_user("ada")
     before = watcher.get(f"/api/cms/sites/{site}/entries").json() if site != "initech" else None
     caller = client.as_user(user)
-    answer = caller.request(method, path, json=body) if body is not None else caller.request(method, path)
+    answer = (
+        caller.request(method, path, json=body)
+        if body is not None
+        else caller.request(method, path)
+    )
     assert answer.status_code == status, answer.text
     if status == 403:
         assert repr(user) in answer.json()["error"]
@@ -100,7 +116,10 @@ def test_the_role_on_the_site_decides(served, user, method, path, body, status):
 
 def test_the_refusal_names_the_role_and_what_is_needed(client):
     answer = client.as_user("bob").post(f"{ACME}/entries/roadmap/publish")
-    assert answer.json()["error"] == "User 'bob' is an editor on site 'acme'; publishing needs the publisher role."
+    assert (
+        answer.json()["error"]
+        == "User 'bob' is an editor on site 'acme'; publishing needs the publisher role."
+    )
     answer = client.as_user("eve").get(f"{ACME}/entries")
     assert answer.json()["error"].startswith("User 'eve' has no role on site 'acme'")
 
@@ -108,7 +127,10 @@ def test_the_refusal_names_the_role_and_what_is_needed(client):
 def test_the_session_lists_the_users_sites_and_roles(client):
     assert client.as_user("bob").get("/api/cms/session").json() == {
         "user": {"username": "bob"},
-        "sites": [{"id": "acme", "title": "Acme Corp", "role": "editor"}, {"id": "globex", "title": "Globex", "role": "viewer"}],
+        "sites": [
+            {"id": "acme", "title": "Acme Corp", "role": "editor"},
+            {"id": "globex", "title": "Globex", "role": "viewer"},
+        ],
     }
     assert client.as_user("eve").get("/api/cms/session").json()["sites"] == []
 
@@ -137,7 +159,12 @@ def test_drafts_are_not_public_and_publishing_makes_the_page(client):
 
 
 def test_an_unknown_site_or_slug_is_the_same_404_as_a_draft(client):
-    for path in ("/sites/acme/nothing", "/sites/initech/about", "/sites/initech/", "/sites/globex/launch-plan"):
+    for path in (
+        "/sites/acme/nothing",
+        "/sites/initech/about",
+        "/sites/initech/",
+        "/sites/globex/launch-plan",
+    ):
         assert client.get(path).status_code == 404
 
 
@@ -150,7 +177,10 @@ def test_a_published_entry_cannot_be_deleted_and_a_draft_needs_the_exact_slug(se
     assert ada.delete(f"{ACME}/entries/roadmap").status_code == 422
     assert ada.delete(f"{ACME}/entries/roadmap?confirm=welcome").status_code == 422
     assert entry_count(database) == count
-    assert ada.delete(f"{ACME}/entries/roadmap?confirm=roadmap").json() == {"deleted": "roadmap", "site": "acme"}
+    assert ada.delete(f"{ACME}/entries/roadmap?confirm=roadmap").json() == {
+        "deleted": "roadmap",
+        "site": "acme",
+    }
     assert entry_count(database) == count - 1
 
 
@@ -186,10 +216,17 @@ def test_a_bad_field_is_refused_naming_it(served, body, field, words):
     [
         (b"{not json", {"content-type": "application/json"}, 400, "not valid JSON"),
         (b"[1, 2]", {"content-type": "application/json"}, 400, "must be a JSON object"),
-        (b'{"title": "' + b"x" * 600_000 + b'"}', {"content-type": "application/json"}, 413, "larger than"),
+        (
+            b'{"title": "' + b"x" * 600_000 + b'"}',
+            {"content-type": "application/json"},
+            413,
+            "larger than",
+        ),
     ],
 )
-def test_a_body_that_is_not_a_json_object_of_sane_size_is_refused(client, content, headers, status, words):
+def test_a_body_that_is_not_a_json_object_of_sane_size_is_refused(
+    client, content, headers, status, words
+):
     answer = client.as_user("ada").post(f"{ACME}/entries", content=content, headers=headers)
     assert answer.status_code == status and words in answer.json()["error"]
 
@@ -206,7 +243,12 @@ def test_entries_made_at_once_with_one_title_each_get_their_own_slug(served):
     with LoopbackServer(client.app, start_timeout=10) as url:
 
         def post(body):
-            return httpx.post(f"{url}{ACME}/entries", json=body, headers={"authorization": f"Bearer {token}"}, timeout=60)
+            return httpx.post(
+                f"{url}{ACME}/entries",
+                json=body,
+                headers={"authorization": f"Bearer {token}"},
+                timeout=60,
+            )
 
         with ThreadPoolExecutor(50) as pool:
             derived = list(pool.map(post, [{"title": "Race"}] * 100))
@@ -216,7 +258,10 @@ def test_entries_made_at_once_with_one_title_each_get_their_own_slug(served):
     assert len(slugs) == 100 and "race" in slugs and "race-100" in slugs
     assert sorted(a.status_code for a in chosen) == [201] + [409] * 9
     refused = next(a for a in chosen if a.status_code == 409)
-    assert refused.json()["error"] == "The slug 'the-one' is already used on site 'acme'; choose another or update that entry."
+    assert (
+        refused.json()["error"]
+        == "The slug 'the-one' is already used on site 'acme'; choose another or update that entry."
+    )
     assert entry_count(database) == count + 101
 
 
@@ -224,12 +269,16 @@ def test_a_database_too_busy_to_answer_is_503_not_500(served, monkeypatch):
     client, _ = served
 
     def locked(*args, **kwargs):
-        raise DatabaseBusy("database is locked")  # what the database layer raises (tests/test_database.py)
+        raise DatabaseBusy(
+            "database is locked"
+        )  # what the database layer raises (tests/test_database.py)
 
     monkeypatch.setattr(SiteStore, "list_entries", locked)
     answer = client.as_user("ada").get(f"{ACME}/entries")
     assert answer.status_code == 503 and answer.headers["retry-after"] == "1"
-    assert answer.json()["error"] == "The database is busy with other changes; try again in a moment."
+    assert (
+        answer.json()["error"] == "The database is busy with other changes; try again in a moment."
+    )
 
 
 def test_an_update_must_change_something_and_cannot_rename(client):
@@ -244,11 +293,18 @@ def test_an_update_must_change_something_and_cannot_rename(client):
 def test_a_change_naming_an_old_version_is_a_409_with_the_entry_as_it_is_now(client):
     ada = client.as_user("ada")
     read = ada.get(f"{ACME}/entries/roadmap").json()
-    first = ada.patch(f"{ACME}/entries/roadmap", json={"title": "First", "version": read["version"]})
+    first = ada.patch(
+        f"{ACME}/entries/roadmap", json={"title": "First", "version": read["version"]}
+    )
     assert first.status_code == 200 and first.json()["version"] == read["version"] + 1
-    late = ada.patch(f"{ACME}/entries/roadmap", json={"title": "Second", "version": read["version"]})
+    late = ada.patch(
+        f"{ACME}/entries/roadmap", json={"title": "Second", "version": read["version"]}
+    )
     assert late.status_code == 409 and late.json()["current"]["title"] == "First"
-    assert late.json()["version"] == first.json()["version"] and "Read it again" in late.json()["error"]
+    assert (
+        late.json()["version"] == first.json()["version"]
+        and "Read it again" in late.json()["error"]
+    )
     assert ada.get(f"{ACME}/entries/roadmap").json()["title"] == "First"
     for bad in (0, "2", 1.5, True):
         refused = ada.patch(f"{ACME}/entries/roadmap", json={"title": "x", "version": bad})
@@ -257,8 +313,12 @@ def test_a_change_naming_an_old_version_is_a_409_with_the_entry_as_it_is_now(cli
 
 def test_listing_filters_are_checked(client):
     ada = client.as_user("ada")
-    assert [e["slug"] for e in ada.get(f"{ACME}/entries?status=draft").json()["entries"]] == ["roadmap"]
-    assert [e["slug"] for e in ada.get(f"{ACME}/entries?collection=pages").json()["entries"]] == ["about"]
+    assert [e["slug"] for e in ada.get(f"{ACME}/entries?status=draft").json()["entries"]] == [
+        "roadmap"
+    ]
+    assert [e["slug"] for e in ada.get(f"{ACME}/entries?collection=pages").json()["entries"]] == [
+        "about"
+    ]
     assert ada.get(f"{ACME}/entries?status=secret").status_code == 422
 
 
@@ -287,11 +347,21 @@ def test_hostile_text_in_an_entry_is_escaped_on_its_public_page(client):
     ada = client.as_user("ada")
     hostile = '<script>window.pwned=1</script><img src=x onerror="window.pwned=1">'
     body = f"{hostile}\n\n[click](javascript:alert(1)) and [ok](https://example.com/?a=1&b=2)\n\n- {hostile}"
-    made = ada.post(f"{ACME}/entries", json={"title": hostile, "excerpt": hostile, "body": body, "publish": True}).json()
+    made = ada.post(
+        f"{ACME}/entries",
+        json={"title": hostile, "excerpt": hostile, "body": body, "publish": True},
+    ).json()
     page = client.get(made["url"])
     assert page.status_code == 200
-    assert "<script" not in page.text and "<img" not in page.text and "javascript:" not in page.text.split("[click]")[0]
+    assert (
+        "<script" not in page.text
+        and "<img" not in page.text
+        and "javascript:" not in page.text.split("[click]")[0]
+    )
     assert "&lt;script&gt;window.pwned=1&lt;/script&gt;" in page.text
-    assert '<a href="https://example.com/?a=1&amp;b=2"' in page.text and 'href="javascript' not in page.text
+    assert (
+        '<a href="https://example.com/?a=1&amp;b=2"' in page.text
+        and 'href="javascript' not in page.text
+    )
     assert "script-src" not in page.headers["content-security-policy"]
     assert page.headers["content-security-policy"].startswith("default-src 'none'")

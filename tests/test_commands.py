@@ -65,7 +65,8 @@ def test_disposing_removes_exactly_that_registration_and_is_idempotent(registry)
 def test_an_unknown_id_is_rejected_naming_the_id_and_what_exists(registry):
     registry.register_command("x.a", lambda args: 1)
     with pytest.raises(
-        CommandNotFoundError, match=r"There is no command 'x\.b'\. Did you mean 'x\.a'\? Registered commands: x\.a"
+        CommandNotFoundError,
+        match=r"There is no command 'x\.b'\. Did you mean 'x\.a'\? Registered commands: x\.a",
     ) as info:
         run(registry.execute("x.b"))
     assert info.value.command_id == "x.b"
@@ -73,7 +74,9 @@ def test_an_unknown_id_is_rejected_naming_the_id_and_what_exists(registry):
 
 def test_an_unavailable_command_is_listed_but_refused(registry):
     ran = []
-    options = CommandOptions(ran.append, is_enabled=lambda args: False, disabled_reason="open a deck first.")
+    options = CommandOptions(
+        ran.append, is_enabled=lambda args: False, disabled_reason="open a deck first."
+    )
     registry.register_command("x.next", options)
     assert [c.id for c in registry.list_commands()] == ["x.next"]
     assert registry.list_commands()[0].describe()["available"] is False
@@ -87,7 +90,9 @@ def test_a_handler_exception_surfaces_with_its_own_sentence_and_cause(registry):
         raise ValueError("The deck has slides 1 to 5; there is no slide 7.")
 
     registry.register_command("x.go", fail)
-    with pytest.raises(CommandFailedError, match="^The deck has slides 1 to 5; there is no slide 7.$") as info:
+    with pytest.raises(
+        CommandFailedError, match="^The deck has slides 1 to 5; there is no slide 7.$"
+    ) as info:
         run(registry.execute("x.go"))
     assert isinstance(info.value.cause, ValueError)
 
@@ -139,9 +144,16 @@ def test_a_command_with_a_broken_schema_is_refused_at_registration(registry):
 
 @pytest.mark.parametrize(
     ("id", "execute", "field"),
-    [("", lambda a: 1, "id"), ("  ", lambda a: 1, "id"), (None, lambda a: 1, "id"), ("x.a", "not a function", "execute")],
+    [
+        ("", lambda a: 1, "id"),
+        ("  ", lambda a: 1, "id"),
+        (None, lambda a: 1, "id"),
+        ("x.a", "not a function", "execute"),
+    ],
 )
-def test_an_empty_id_or_a_handler_that_is_no_function_is_a_declaration_error(registry, id, execute, field):
+def test_an_empty_id_or_a_handler_that_is_no_function_is_a_declaration_error(
+    registry, id, execute, field
+):
     with pytest.raises(DeclarationError) as refused:
         registry.register_command(id, execute, plugin="notes")
     assert refused.value.field == field and refused.value.owner == "notes"
@@ -172,9 +184,15 @@ def test_is_enabled_asks_the_command_with_the_arguments_of_the_call(registry):
         asked.append(args)
         return args.get("n", 0) < 10
 
-    registry.register_command("x.a", CommandOptions(lambda a: a["n"], is_enabled=only_small, disabled_reason="n is too big."))
+    registry.register_command(
+        "x.a",
+        CommandOptions(lambda a: a["n"], is_enabled=only_small, disabled_reason="n is too big."),
+    )
     registry.register_command("x.free", lambda a: 1)
-    assert registry.is_enabled("x.a", {"n": 3}) is True and registry.is_enabled("x.a", {"n": 30}) is False
+    assert (
+        registry.is_enabled("x.a", {"n": 3}) is True
+        and registry.is_enabled("x.a", {"n": 30}) is False
+    )
     assert registry.is_enabled("x.free") is True and registry.is_enabled("x.none") is False
     assert run(registry.execute("x.a", {"n": 3})) == 3
     with pytest.raises(CommandUnavailableError, match="unavailable right now: n is too big."):
@@ -194,15 +212,23 @@ def test_the_executed_signal_tells_each_run_with_its_answer_or_its_error(registr
     registry.register_command("x.broken", broken)
     registry.register_command("x.closed", CommandOptions(lambda a: 1, is_enabled=lambda a: False))
     told = []
-    listening = registry.executed.connect(lambda ran: told.append((ran.command_id, ran.args, ran.result, ran.error)))
+    listening = registry.executed.connect(
+        lambda ran: told.append((ran.command_id, ran.args, ran.result, ran.error))
+    )
     assert registry.execute("x.sync", {"n": 1}).result() == 2
     assert run(registry.execute("x.async", {"n": 4})) == 8
     with pytest.raises(CommandFailedError):
         run(registry.execute("x.broken"))
     with pytest.raises(CommandUnavailableError):
-        run(registry.execute("x.closed"))  # refused before its handler ran: nothing ran, nothing told
+        run(
+            registry.execute("x.closed")
+        )  # refused before its handler ran: nothing ran, nothing told
     assert told[:2] == [("x.sync", {"n": 1}, 2, None), ("x.async", {"n": 4}, 8, None)]
-    assert told[2][0] == "x.broken" and str(told[2][3]) == "The deck has no slide 7." and len(told) == 3
+    assert (
+        told[2][0] == "x.broken"
+        and str(told[2][3]) == "The deck has no slide 7."
+        and len(told) == 3
+    )
     listening.dispose()
     registry.execute("x.sync", {"n": 1})
     assert len(told) == 3
@@ -230,7 +256,10 @@ def test_an_unknown_command_suggests_the_closest_ones():
     registry = CommandRegistry()
     for id in ("decks.goToSlide", "decks.nextSlide", "decks.open", "cms.publishSitePage"):
         registry.register_command(id, lambda args: None)
-    with pytest.raises(CommandNotFoundError, match=r"There is no command 'decks\.goTo'\. Did you mean 'decks\.goToSlide'\?"):
+    with pytest.raises(
+        CommandNotFoundError,
+        match=r"There is no command 'decks\.goTo'\. Did you mean 'decks\.goToSlide'\?",
+    ):
         registry.get_command("decks.goTo")
     with pytest.raises(CommandNotFoundError, match=r"Did you mean 'decks\.nextSlide'\?"):
         registry.get_command("decks.nextslide")

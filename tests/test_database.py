@@ -10,7 +10,9 @@ from conftest import run_reactor
 from reactor.errors import DatabaseBusy, DatabaseError, UniqueViolation
 from reactor.server.database import Database
 
-STEPS = ["CREATE TABLE things (id TEXT PRIMARY KEY, n INTEGER NOT NULL, at REAL NOT NULL, data BLOB, flag INTEGER)"]
+STEPS = [
+    "CREATE TABLE things (id TEXT PRIMARY KEY, n INTEGER NOT NULL, at REAL NOT NULL, data BLOB, flag INTEGER)"
+]
 
 
 @pytest.fixture
@@ -24,12 +26,23 @@ def database(database_target):
 def test_rows_read_by_name_by_position_and_as_a_mapping(database):
     now = time.time()
     with database.transaction() as db:
-        db.execute("INSERT INTO things (id, n, at, data, flag) VALUES (?, ?, ?, ?, ?)", ("a", 2**40, now, b"\x00\xff", True))
-        db.executemany("INSERT INTO things (id, n, at) VALUES (:id, :n, :at)", [{"id": "b", "n": 1, "at": now}])
+        db.execute(
+            "INSERT INTO things (id, n, at, data, flag) VALUES (?, ?, ?, ?, ?)",
+            ("a", 2**40, now, b"\x00\xff", True),
+        )
+        db.executemany(
+            "INSERT INTO things (id, n, at) VALUES (:id, :n, :at)", [{"id": "b", "n": 1, "at": now}]
+        )
     with database.transaction() as db:
         row = db.execute("SELECT id, n, at, data, flag FROM things WHERE id = ?", ("a",)).fetchone()
         count = db.execute("SELECT COUNT(*) FROM things").fetchone()[0]
-    assert (row["id"], row[1], row["at"], bytes(row["data"]), row["flag"]) == ("a", 2**40, now, b"\x00\xff", 1)
+    assert (row["id"], row[1], row["at"], bytes(row["data"]), row["flag"]) == (
+        "a",
+        2**40,
+        now,
+        b"\x00\xff",
+        1,
+    )
     assert dict(zip(row.keys(), row, strict=True))["n"] == 2**40 and count == 2
 
 
@@ -37,8 +50,15 @@ def test_percent_and_colons_in_sql_are_text_not_parameters(database):
     with database.transaction() as db:
         db.execute("INSERT INTO things (id, n, at) VALUES ('100%: done', 1, 0)")
         db.execute("INSERT INTO things (id, n, at) VALUES (?, 2, 0)", ("50% off",))
-        liked = [r["id"] for r in db.execute("SELECT id FROM things WHERE id LIKE '%\\%%' ESCAPE '\\' ORDER BY id")]
-        matched = db.execute("SELECT id FROM things WHERE id LIKE ? ORDER BY id", ("%off",)).fetchall()
+        liked = [
+            r["id"]
+            for r in db.execute(
+                "SELECT id FROM things WHERE id LIKE '%\\%%' ESCAPE '\\' ORDER BY id"
+            )
+        ]
+        matched = db.execute(
+            "SELECT id FROM things WHERE id LIKE ? ORDER BY id", ("%off",)
+        ).fetchall()
     assert liked == ["100%: done", "50% off"] and [r["id"] for r in matched] == ["50% off"]
 
 
@@ -58,12 +78,18 @@ def test_any_error_rolls_the_whole_transaction_back_and_the_connection_serves_th
         1 / 0  # noqa: B018
     with database.transaction() as db:
         assert db.execute("SELECT COUNT(*) FROM things").fetchone()[0] == 0
-        db.execute("INSERT INTO things (id, n, at) VALUES ('a', 1, 0) ON CONFLICT (id) DO UPDATE SET n = excluded.n")
-        db.execute("INSERT INTO things (id, n, at) VALUES ('a', 5, 0) ON CONFLICT (id) DO UPDATE SET n = excluded.n")
+        db.execute(
+            "INSERT INTO things (id, n, at) VALUES ('a', 1, 0) ON CONFLICT (id) DO UPDATE SET n = excluded.n"
+        )
+        db.execute(
+            "INSERT INTO things (id, n, at) VALUES ('a', 5, 0) ON CONFLICT (id) DO UPDATE SET n = excluded.n"
+        )
         assert db.execute("SELECT n FROM things").fetchone()["n"] == 5
 
 
-def test_a_second_process_sees_what_the_first_committed_and_runs_no_step_twice(database, database_target):
+def test_a_second_process_sees_what_the_first_committed_and_runs_no_step_twice(
+    database, database_target
+):
     other = Database(database_target)  # what another server process opens
     other.migrate("things", STEPS)  # already there: nothing runs (a CREATE TABLE again would fail)
     with database.transaction() as db:
@@ -101,4 +127,7 @@ def test_an_unreachable_postgresql_says_where_without_the_password():
 
 def test_serve_refuses_a_database_that_is_not_a_postgresql_url(tmp_path):
     done = run_reactor("serve", "--data", str(tmp_path), "--database", "mysql://x/y")
-    assert done.returncode == 2 and "--database takes a postgresql:// URL, not 'mysql://x/y'" in done.stderr
+    assert (
+        done.returncode == 2
+        and "--database takes a postgresql:// URL, not 'mysql://x/y'" in done.stderr
+    )

@@ -23,7 +23,9 @@ from reactor.facade import call_tool_json
 from reactor.server.loopback import free_port
 from reactor_plugins.decks import DECKS_AGENT_TOOLS, DECKS_PLUGIN
 
-SEEDS = json.loads((Path(decks_package.__file__).parent / "seed.json").read_text(encoding="utf-8"))["decks"]
+SEEDS = json.loads((Path(decks_package.__file__).parent / "seed.json").read_text(encoding="utf-8"))[
+    "decks"
+]
 IDS = sorted(d["id"] for d in SEEDS)
 
 
@@ -64,12 +66,19 @@ def test_every_tool_names_a_registered_command_with_the_tools_own_parameters(dec
     reactor, _ = decks
     for tool in DECKS_AGENT_TOOLS["commands"]:
         command = reactor.commands.get_command(tool["command"])
-        assert (command.options.label, command.options.description) == (tool["label"], tool["description"])
+        assert (command.options.label, command.options.description) == (
+            tool["label"],
+            tool["description"],
+        )
         if "parameters" in tool:
             assert command.options.parameters == tool["parameters"]
             assert command.options.parameters["additionalProperties"] is False
         else:
-            assert command.options.parameters == {"type": "object", "properties": {}, "additionalProperties": False}
+            assert command.options.parameters == {
+                "type": "object",
+                "properties": {},
+                "additionalProperties": False,
+            }
 
 
 def test_every_decks_command_is_a_tool_with_a_label(decks):
@@ -128,14 +137,21 @@ def test_open_shows_the_first_slide_and_answers_where_the_screen_is(decks):
         "presenting": False,
     }
     state = view(page)
-    assert state["deck"]["id"] == "quarterly-review" and state["slide"] == 1 and "decks" not in state
+    assert (
+        state["deck"]["id"] == "quarterly-review" and state["slide"] == 1 and "decks" not in state
+    )
     assert state["deck"]["theme"] == "light"
-    assert state["deck"]["slides"][0]["body"].startswith("Revenue grew 18% quarter on quarter, ahead of the 12% plan.")
+    assert state["deck"]["slides"][0]["body"].startswith(
+        "Revenue grew 18% quarter on quarter, ahead of the 12% plan."
+    )
 
 
 def test_open_at_a_slide_shows_that_slide(decks):
     reactor, page = decks
-    assert execute(reactor, "decks.open", {"id": "onboarding", "slide": 4})["slideTitle"] == "Days 3–4: ship something small"
+    assert (
+        execute(reactor, "decks.open", {"id": "onboarding", "slide": 4})["slideTitle"]
+        == "Days 3–4: ship something small"
+    )
     assert view(page)["slide"] == 4
 
 
@@ -152,16 +168,23 @@ def test_an_agent_asking_for_an_unknown_deck_gets_not_found_with_the_decks_there
     reactor, _ = decks
     answer = json.loads(run(call_tool_json(reactor, "decks_get_deck", '{"id": "nope"}', None)))
     assert answer["ok"] is False
-    assert answer["error"] == {"code": "not_found", "message": f"There is no deck 'nope'. Decks: {', '.join(IDS)}."}
+    assert answer["error"] == {
+        "code": "not_found",
+        "message": f"There is no deck 'nope'. Decks: {', '.join(IDS)}.",
+    }
 
 
 def test_opening_past_the_last_slide_says_which_slides_there_are(decks):
     reactor, _ = decks
-    with pytest.raises(CommandFailedError, match=r"^The deck has slides 1 to 5; there is no slide 7\.$"):
+    with pytest.raises(
+        CommandFailedError, match=r"^The deck has slides 1 to 5; there is no slide 7\.$"
+    ):
         execute(reactor, "decks.open", {"id": "onboarding", "slide": 7})
 
 
-@pytest.mark.parametrize("command", ["decks.goToSlide", "decks.nextSlide", "decks.previousSlide", "decks.present"])
+@pytest.mark.parametrize(
+    "command", ["decks.goToSlide", "decks.nextSlide", "decks.previousSlide", "decks.present"]
+)
 def test_moving_without_an_open_deck_is_unavailable_not_failed(decks, command):
     reactor, _ = decks
     assert reactor.commands.get_command(command).describe()["available"] is False
@@ -181,7 +204,10 @@ def test_next_previous_and_go_to_move_through_the_deck(decks):
     assert execute(reactor, "decks.nextSlide")["slide"] == 2
     assert execute(reactor, "decks.goToSlide", {"slide": 5})["slideTitle"] == "Day 5: look back"
     assert execute(reactor, "decks.previousSlide")["slide"] == 4
-    assert view(page)["slide"] == 4 and view(page)["deck"]["slides"][3]["title"] == "Days 3–4: ship something small"
+    assert (
+        view(page)["slide"] == 4
+        and view(page)["deck"]["slides"][3]["title"] == "Days 3–4: ship something small"
+    )
 
 
 def test_next_on_the_last_slide_stays_and_says_so(decks):
@@ -202,7 +228,9 @@ def test_previous_on_the_first_slide_stays_and_says_so(decks):
 def test_go_to_a_slide_out_of_range_is_refused_and_the_screen_stays(decks):
     reactor, page = decks
     execute(reactor, "decks.open", {"id": "onboarding", "slide": 2})
-    with pytest.raises(CommandFailedError, match="The deck has slides 1 to 5; there is no slide 6."):
+    with pytest.raises(
+        CommandFailedError, match="The deck has slides 1 to 5; there is no slide 6."
+    ):
         execute(reactor, "decks.goToSlide", {"slide": 6})
     assert view(page)["slide"] == 2
 
@@ -212,7 +240,9 @@ def test_present_refused_by_the_browser_answers_why_and_tells_the_person():
     execute(reactor, "decks.open", {"id": "onboarding"})
     answer = execute(reactor, "decks.present")
     assert answer["presenting"] is False
-    assert answer["reason"].startswith("Full screen needs a click: press the Present button on the page")
+    assert answer["reason"].startswith(
+        "Full screen needs a click: press the Present button on the page"
+    )
     assert view(page)["message"] == answer["reason"] and view(page)["presenting"] is False
 
 
@@ -243,7 +273,9 @@ def test_print_blocked_answers_the_address_for_the_person_to_open():
 
 def test_print_without_a_deck_asks_which(decks):
     reactor, _ = decks
-    with pytest.raises(CommandFailedError, match=r"^Which deck\? Pass its `id`, as listed by decks_list_decks"):
+    with pytest.raises(
+        CommandFailedError, match=r"^Which deck\? Pass its `id`, as listed by decks_list_decks"
+    ):
         execute(reactor, "decks.print")
     with pytest.raises(CommandFailedError, match="There is no deck 'nope'"):
         execute(reactor, "decks.print", {"id": "nope"})
@@ -289,7 +321,9 @@ def test_create_deck_makes_an_id_from_the_title_and_answers_it():
 def test_create_deck_with_an_id_slides_and_theme(decks):
     reactor, _ = decks
     slides = [{"title": "Hi", "body": "- a\n- b", "notes": "smile"}]
-    answer = execute(reactor, "decks.createDeck", {"id": "hi", "title": "Hi", "theme": "dark", "slides": slides})
+    answer = execute(
+        reactor, "decks.createDeck", {"id": "hi", "title": "Hi", "theme": "dark", "slides": slides}
+    )
     assert answer["id"] == "hi"
     assert execute(reactor, "decks.getDeck", {"id": "hi"})["deck"] == {
         "id": "hi",
@@ -317,51 +351,80 @@ def test_update_deck_changes_only_what_is_given(decks):
     answer = execute(reactor, "decks.updateDeck", {"id": "onboarding", "title": "Week one"})
     assert answer["title"] == "Week one" and answer["slides"] == 5
     deck = execute(reactor, "decks.getDeck", {"id": "onboarding"})["deck"]
-    assert deck["title"] == "Week one" and deck["slides"] == next(d for d in SEEDS if d["id"] == "onboarding")["slides"]
+    assert (
+        deck["title"] == "Week one"
+        and deck["slides"] == next(d for d in SEEDS if d["id"] == "onboarding")["slides"]
+    )
 
 
 def test_update_deck_can_replace_every_slide(decks):
     reactor, _ = decks
-    answer = execute(reactor, "decks.updateDeck", {"id": "onboarding", "slides": [{"title": "Only", "body": ""}]})
+    answer = execute(
+        reactor, "decks.updateDeck", {"id": "onboarding", "slides": [{"title": "Only", "body": ""}]}
+    )
     assert answer["outline"] == [{"slide": 1, "title": "Only"}]
 
 
 def test_update_deck_with_nothing_to_change_says_what_it_takes(decks):
     reactor, _ = decks
-    with pytest.raises(CommandFailedError, match="Say what to change: pass a new `title`, `theme` or `slides`."):
+    with pytest.raises(
+        CommandFailedError, match="Say what to change: pass a new `title`, `theme` or `slides`."
+    ):
         execute(reactor, "decks.updateDeck", {"id": "onboarding"})
 
 
 def test_update_slide_changes_one_slide_and_redraws_it_when_on_screen(decks):
     reactor, page = decks
     execute(reactor, "decks.open", {"id": "onboarding", "slide": 2})
-    answer = execute(reactor, "decks.updateSlide", {"id": "onboarding", "slide": 2, "body": "# New\n\nText"})
-    assert answer["slide"] == 2 and answer["title"] == "Day 1: set up" and answer["body"] == "# New\n\nText"
+    answer = execute(
+        reactor, "decks.updateSlide", {"id": "onboarding", "slide": 2, "body": "# New\n\nText"}
+    )
+    assert (
+        answer["slide"] == 2
+        and answer["title"] == "Day 1: set up"
+        and answer["body"] == "# New\n\nText"
+    )
     assert view(page)["deck"]["slides"][1]["body"] == "# New\n\nText"
 
 
 def test_update_slide_out_of_range_changes_nothing(decks):
     reactor, _ = decks
-    with pytest.raises(CommandFailedError, match="^The deck has slides 1 to 5; there is no slide 9.$"):
+    with pytest.raises(
+        CommandFailedError, match="^The deck has slides 1 to 5; there is no slide 9.$"
+    ):
         execute(reactor, "decks.updateSlide", {"id": "onboarding", "slide": 9, "title": "x"})
-    with pytest.raises(CommandFailedError, match="Say what to change: pass a new `title`, `body` or `notes`."):
+    with pytest.raises(
+        CommandFailedError, match="Say what to change: pass a new `title`, `body` or `notes`."
+    ):
         execute(reactor, "decks.updateSlide", {"id": "onboarding", "slide": 1})
 
 
 def test_add_slide_appends_and_answers_its_number(decks):
     reactor, _ = decks
-    answer = execute(reactor, "decks.addSlide", {"id": "onboarding", "title": "Extra", "body": "More"})
+    answer = execute(
+        reactor, "decks.addSlide", {"id": "onboarding", "title": "Extra", "body": "More"}
+    )
     assert answer["slide"] == 6 and answer["outline"][-1] == {"slide": 6, "title": "Extra"}
 
 
 def test_insert_slide_takes_the_number_given_and_moves_the_rest_down(decks):
     reactor, _ = decks
-    answer = execute(reactor, "decks.insertSlide", {"id": "onboarding", "slide": 2, "title": "Agenda", "body": ""})
+    answer = execute(
+        reactor,
+        "decks.insertSlide",
+        {"id": "onboarding", "slide": 2, "title": "Agenda", "body": ""},
+    )
     assert [s["title"] for s in answer["outline"][:3]] == ["Welcome", "Agenda", "Day 1: set up"]
-    last = execute(reactor, "decks.insertSlide", {"id": "onboarding", "slide": 7, "title": "End", "body": ""})
+    last = execute(
+        reactor, "decks.insertSlide", {"id": "onboarding", "slide": 7, "title": "End", "body": ""}
+    )
     assert last["outline"][-1] == {"slide": 7, "title": "End"}
-    with pytest.raises(CommandFailedError, match="A new slide can take the numbers 1 to 8; there is no slide 9"):
-        execute(reactor, "decks.insertSlide", {"id": "onboarding", "slide": 9, "title": "x", "body": ""})
+    with pytest.raises(
+        CommandFailedError, match="A new slide can take the numbers 1 to 8; there is no slide 9"
+    ):
+        execute(
+            reactor, "decks.insertSlide", {"id": "onboarding", "slide": 9, "title": "x", "body": ""}
+        )
 
 
 def test_delete_slide_moves_the_rest_up_and_keeps_the_screen_in_range(decks):
@@ -377,15 +440,24 @@ def test_the_last_slide_of_a_deck_cannot_be_deleted(decks):
     execute(reactor, "decks.createDeck", {"id": "one", "title": "One"})
     with pytest.raises(CommandFailedError, match="A deck keeps at least one slide"):
         execute(reactor, "decks.deleteSlide", {"id": "one", "slide": 1})
-    assert execute(reactor, "decks.listSlides", {"id": "one"})["slides"] == [{"slide": 1, "title": "One"}]
+    assert execute(reactor, "decks.listSlides", {"id": "one"})["slides"] == [
+        {"slide": 1, "title": "One"}
+    ]
 
 
 def test_list_slides_and_get_slide_read_without_changing_the_screen(decks):
     reactor, page = decks
     listed = execute(reactor, "decks.listSlides", {"id": "quarterly-review"})
-    assert listed["title"] == "Quarterly review — Q3" and listed["slides"][2] == {"slide": 3, "title": "What did not"}
+    assert listed["title"] == "Quarterly review — Q3" and listed["slides"][2] == {
+        "slide": 3,
+        "title": "What did not",
+    }
     slide = execute(reactor, "decks.getSlide", {"id": "quarterly-review", "slide": 3})
-    assert slide["of"] == 5 and slide["notes"].startswith("Be direct") and slide["body"].startswith("- The EU")
+    assert (
+        slide["of"] == 5
+        and slide["notes"].startswith("Be direct")
+        and slide["body"].startswith("- The EU")
+    )
     assert "decks" not in page.views
 
 
@@ -395,7 +467,9 @@ def test_delete_deck_answers_the_remaining_decks_and_closes_it_on_screen(decks):
     answer = execute(reactor, "decks.deleteDeck", {"id": "onboarding"})
     assert answer["deleted"] == "onboarding"
     assert [d["id"] for d in answer["decks"]] == ["quarterly-review", "reactor-in-5-minutes"]
-    assert "deck" not in view(page) and view(page)["message"] == "The deck 'onboarding' was deleted."
+    assert (
+        "deck" not in view(page) and view(page)["message"] == "The deck 'onboarding' was deleted."
+    )
     assert reactor.commands.get_command("decks.nextSlide").describe()["available"] is False
     with pytest.raises(CommandFailedError, match="There is no deck 'onboarding'"):
         execute(reactor, "decks.deleteDeck", {"id": "onboarding"})
@@ -420,7 +494,11 @@ def test_delete_deck_answers_the_remaining_decks_and_closes_it_on_screen(decks):
         ("decks.createDeck", {"title": "x", "theme": "neon"}, "$.theme"),
         ("decks.createDeck", {"title": "x", "slides": []}, "$.slides"),
         ("decks.createDeck", {"title": "x", "slides": [{"title": "a"}]}, "$.slides[0]"),
-        ("decks.createDeck", {"title": "x", "slides": [{"title": "a", "body": "b", "html": "<b>"}]}, "$.slides[0]"),
+        (
+            "decks.createDeck",
+            {"title": "x", "slides": [{"title": "a", "body": "b", "html": "<b>"}]},
+            "$.slides[0]",
+        ),
         ("decks.createDeck", {"title": "x", "slides": "one slide"}, "$.slides"),
         ("decks.updateSlide", {"id": "onboarding", "slide": 1, "body": None}, "$.body"),
         ("decks.updateSlide", {"id": "onboarding", "slide": 1, "body": "x" * 20_001}, "$.body"),
@@ -429,7 +507,9 @@ def test_delete_deck_answers_the_remaining_decks_and_closes_it_on_screen(decks):
         ("decks.deleteDeck", {"id": ["onboarding"]}, "$.id"),
     ],
 )
-def test_bad_arguments_are_refused_with_the_path_of_each_problem_and_change_nothing(decks, command, args, path):
+def test_bad_arguments_are_refused_with_the_path_of_each_problem_and_change_nothing(
+    decks, command, args, path
+):
     reactor, _ = decks
     before = execute(reactor, "decks.getDeck", {"id": "onboarding"})
     with pytest.raises(InvalidArgumentsError) as refused:
@@ -458,8 +538,12 @@ def test_a_deck_that_grows_past_the_size_limit_is_refused_and_unchanged(decks):
     body = "é" * 20_000
     for n in range(8):
         execute(reactor, "decks.addSlide", {"id": "onboarding", "title": str(n), "body": body})
-    with pytest.raises(CommandFailedError, match="The deck is not valid: \\$: the deck is \\d+ bytes"):
-        execute(reactor, "decks.addSlide", {"id": "onboarding", "title": "last straw", "body": body})
+    with pytest.raises(
+        CommandFailedError, match="The deck is not valid: \\$: the deck is \\d+ bytes"
+    ):
+        execute(
+            reactor, "decks.addSlide", {"id": "onboarding", "title": "last straw", "body": body}
+        )
     assert len(execute(reactor, "decks.listSlides", {"id": "onboarding"})["slides"]) == 13
 
 
@@ -467,7 +551,11 @@ def test_markup_in_a_slide_reaches_the_view_unchanged_as_data(decks):
     # The view draws it with CommonMark, raw HTML off (web/markdown.js; test_decks_page.py).
     reactor, page = decks
     hostile = '<img src=x onerror="alert(1)">'
-    execute(reactor, "decks.createDeck", {"id": "xss", "title": hostile, "slides": [{"title": hostile, "body": hostile}]})
+    execute(
+        reactor,
+        "decks.createDeck",
+        {"id": "xss", "title": hostile, "slides": [{"title": hostile, "body": hostile}]},
+    )
     execute(reactor, "decks.open", {"id": "xss"})
     state = view(page)
     assert state["deck"]["title"] == hostile and state["deck"]["slides"][0]["body"] == hostile
@@ -483,25 +571,43 @@ def test_when_the_server_is_down_the_change_is_kept_and_the_answer_and_screen_sa
     assert "cannot be reached" in listed["warning"] and "cannot be reached" in view(page)["message"]
     answer = execute(reactor, "decks.createDeck", {"title": "Offline notes"})
     assert answer["saved"] is False and "kept in this page but was not saved" in answer["warning"]
-    assert view(page)["decks"] == [{"id": "offline-notes", "title": "Offline notes", "slides": 1, "saved": False}]
+    assert view(page)["decks"] == [
+        {"id": "offline-notes", "title": "Offline notes", "slides": 1, "saved": False}
+    ]
     assert "not saved" in view(page)["message"]
-    update = execute(reactor, "decks.updateSlide", {"id": "offline-notes", "slide": 1, "body": "Still here"})
+    update = execute(
+        reactor, "decks.updateSlide", {"id": "offline-notes", "slide": 1, "body": "Still here"}
+    )
     assert update["saved"] is False
-    assert execute(reactor, "decks.getSlide", {"id": "offline-notes", "slide": 1})["body"] == "Still here"
+    assert (
+        execute(reactor, "decks.getSlide", {"id": "offline-notes", "slide": 1})["body"]
+        == "Still here"
+    )
 
 
 def test_the_commands_read_and_write_the_real_server(app_server):
     reactor, page = start(
-        MemoryPage(base_url=app_server.url, headers=bearer(app_server, "ada"), send=app_server.send), api="/api/decks", seed=False
+        MemoryPage(
+            base_url=app_server.url, headers=bearer(app_server, "ada"), send=app_server.send
+        ),
+        api="/api/decks",
+        seed=False,
     )
     assert [d["id"] for d in execute(reactor, "decks.listDecks")["decks"]] == IDS
-    answer = execute(reactor, "decks.updateSlide", {"id": "onboarding", "slide": 1, "title": "Hello"})
+    answer = execute(
+        reactor, "decks.updateSlide", {"id": "onboarding", "slide": 1, "title": "Hello"}
+    )
     assert answer["saved"] is True
     created = execute(reactor, "decks.createDeck", {"title": "From the agent"})
     assert created["saved"] is True
-    other, _ = start(MemoryPage(base_url=app_server.url, send=app_server.send), api="/api/decks", seed=False)
+    other, _ = start(
+        MemoryPage(base_url=app_server.url, send=app_server.send), api="/api/decks", seed=False
+    )
     assert execute(other, "decks.getSlide", {"id": "onboarding", "slide": 1})["title"] == "Hello"
-    assert execute(other, "decks.getDeck", {"id": "from-the-agent"})["deck"]["title"] == "From the agent"
+    assert (
+        execute(other, "decks.getDeck", {"id": "from-the-agent"})["deck"]["title"]
+        == "From the agent"
+    )
     assert execute(reactor, "decks.print", {"id": "onboarding"})["opened"] is True
 
 
@@ -509,14 +615,28 @@ def test_the_commands_read_and_write_the_real_server(app_server):
     "user, sentence",
     [
         (None, "Sign in to save decks. Ask the person to sign in"),
-        ("bob", "The deck 'onboarding' is not bob's; only its owner or an operator may replace it."),
+        (
+            "bob",
+            "The deck 'onboarding' is not bob's; only its owner or an operator may replace it.",
+        ),
     ],
 )
 def test_a_write_the_server_refuses_answers_the_model_not_permitted(app_server, user, sentence):
     headers = bearer(app_server, user) if user else {}
-    reactor, _ = start(MemoryPage(base_url=app_server.url, headers=headers, send=app_server.send), api="/api/decks", seed=False)
+    reactor, _ = start(
+        MemoryPage(base_url=app_server.url, headers=headers, send=app_server.send),
+        api="/api/decks",
+        seed=False,
+    )
     answer = json.loads(
-        run(call_tool_json(reactor, "decks_update_slide", '{"id": "onboarding", "slide": 1, "title": "Hello"}', None))
+        run(
+            call_tool_json(
+                reactor,
+                "decks_update_slide",
+                '{"id": "onboarding", "slide": 1, "title": "Hello"}',
+                None,
+            )
+        )
     )
     assert answer["ok"] is False and answer["error"]["code"] == "not_permitted"
     assert answer["error"]["message"].startswith(sentence)
@@ -533,7 +653,9 @@ def test_leaving_full_screen_stops_presenting():
         page = MemoryPage(allow_fullscreen=True)
         reactor = Reactor(services={"page": page, "decks_api": None})
         reactor.load_plugins([DECKS_PLUGIN])
-        await reactor.commands.execute("decks.createDeck", {"title": "T", "slides": [{"title": "S", "body": "b"}]})
+        await reactor.commands.execute(
+            "decks.createDeck", {"title": "T", "slides": [{"title": "S", "body": "b"}]}
+        )
         await reactor.commands.execute("decks.open", {"id": "t"})
         stop = reactor.commands.get_command("decks.stopPresenting")
         assert stop.describe()["available"] is False  # nothing to stop yet
@@ -555,7 +677,9 @@ def test_the_page_opens_on_the_deck_list_but_never_over_a_deck_opened_meanwhile(
         page = MemoryPage()
         reactor = Reactor(services={"page": page, "decks_api": None})
         reactor.load_plugins([DECKS_PLUGIN])
-        await reactor.commands.execute("decks.createDeck", {"title": "T", "slides": [{"title": "S", "body": "b"}]})
+        await reactor.commands.execute(
+            "decks.createDeck", {"title": "T", "slides": [{"title": "S", "body": "b"}]}
+        )
         await reactor.activate_plugins()  # does not wait for the list: the page is ready at once
         if open_first:
             await reactor.commands.execute("decks.open", {"id": "t"})

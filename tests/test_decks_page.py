@@ -20,7 +20,9 @@ def ready(reactor_page, username=None):
 
 
 def execute(page, command, args=None):
-    return page.evaluate("([command, args]) => window.reactor.executeCommand(command, args)", [command, args or {}])
+    return page.evaluate(
+        "([command, args]) => window.reactor.executeCommand(command, args)", [command, args or {}]
+    )
 
 
 def test_opening_a_deck_at_a_slide_shows_that_slide(reactor_page):
@@ -32,9 +34,15 @@ def test_opening_a_deck_at_a_slide_shows_that_slide(reactor_page):
     assert stage.get_by_test_id("slide-title").inner_text() == "Day 1: set up"
     items = stage.get_by_test_id("slide-body").locator("ul > li")
     items.first.wait_for()
-    assert items.count() == 3 and items.first.inner_text() == "Collect your laptop and badge from the front desk"
+    assert (
+        items.count() == 3
+        and items.first.inner_text() == "Collect your laptop and badge from the front desk"
+    )
     # CommonMark: the code span is code, its backticks gone.
-    assert items.nth(2).locator("code").inner_text() == "make dev" and "`" not in items.nth(2).inner_text()
+    assert (
+        items.nth(2).locator("code").inner_text() == "make dev"
+        and "`" not in items.nth(2).inner_text()
+    )
 
 
 def test_the_list_of_decks_opens_a_deck_from_its_button(reactor_page):
@@ -59,7 +67,11 @@ def test_the_next_button_and_the_arrow_key_advance_the_slide(reactor_page):
 def test_slide_text_that_looks_like_html_is_shown_as_text(reactor_page):
     page = ready(reactor_page, "bob")
     hostile = '<img src=x onerror="window.pwned=1">'
-    execute(page, "decks.createDeck", {"title": hostile, "slides": [{"title": hostile, "body": hostile}]})
+    execute(
+        page,
+        "decks.createDeck",
+        {"title": hostile, "slides": [{"title": hostile, "body": hostile}]},
+    )
     answer = execute(page, "decks.listDecks")
     deck_id = next(d["id"] for d in answer["decks"] if d["title"] == hostile)
     execute(page, "decks.open", {"id": deck_id})
@@ -96,7 +108,9 @@ def test_presenting_fills_the_screen_with_the_slide_and_the_keys_move_it(reactor
     stage, view = page.locator("#decks").bounding_box(), page.viewport_size
     assert stage["width"] * stage["height"] >= 0.9 * view["width"] * view["height"]
     for part in ("slide-title", "slide-body"):
-        assert page.get_by_test_id(part).is_visible() and inside_viewport(page, page.get_by_test_id(part))
+        assert page.get_by_test_id(part).is_visible() and inside_viewport(
+            page, page.get_by_test_id(part)
+        )
     assert page.get_by_test_id("slide-title").inner_text() == "Day 1: set up"
     assert sidebar_is_covered(page)  # the sidebar and chat are not on screen
     slide = page.get_by_test_id("slide-body").bounding_box()
@@ -118,7 +132,9 @@ def test_presenting_fills_the_screen_with_the_slide_and_the_keys_move_it(reactor
 def test_stopping_from_the_palette_or_an_agent_leaves_full_screen(reactor_page):
     page = ready(reactor_page)
     execute(page, "decks.open", {"id": "onboarding"})
-    assert execute(page, "decks.present")["presenting"] is True  # Playwright's evaluate counts as a gesture
+    assert (
+        execute(page, "decks.present")["presenting"] is True
+    )  # Playwright's evaluate counts as a gesture
     assert page.evaluate("document.fullscreenElement?.id") == "decks"
     assert execute(page, "decks.stopPresenting") == {"presenting": False}
     page.wait_for_function("document.fullscreenElement === null")
@@ -133,7 +149,9 @@ def test_present_without_a_click_is_refused_by_chromium_and_says_to_press_presen
             ("decks.present", {}),
         ],
     )
-    assert present["presenting"] is False and present["reason"].startswith("Full screen needs a click")
+    assert present["presenting"] is False and present["reason"].startswith(
+        "Full screen needs a click"
+    )
     assert "Permissions check failed" in present["reason"]
     assert page.get_by_test_id("decks-message").inner_text() == present["reason"]
     assert page.evaluate("document.fullscreenElement") is None
@@ -156,22 +174,35 @@ def test_print_with_popups_blocked_answers_with_the_address(blocking_popups, new
 
 def test_a_deck_created_from_the_page_is_on_the_server_after_a_reload(reactor_page, live_server):
     page = ready(reactor_page, "bob")
-    made = execute(page, "decks.createDeck", {"title": "Made in the page", "slides": [{"title": "One", "body": "Hi"}]})
+    made = execute(
+        page,
+        "decks.createDeck",
+        {"title": "Made in the page", "slides": [{"title": "One", "body": "Hi"}]},
+    )
     assert made["saved"] is True
     page.reload()
     page.evaluate("window.reactor.ready")
     listed = execute(page, "decks.listDecks")
     assert made["id"] in [d["id"] for d in listed["decks"]]
-    assert page.request.get(f"{live_server.url}/api/decks/{made['id']}").json()["title"] == "Made in the page"
+    assert (
+        page.request.get(f"{live_server.url}/api/decks/{made['id']}").json()["title"]
+        == "Made in the page"
+    )
 
 
 def test_with_the_server_down_a_change_is_kept_in_the_page_and_reported(page, live_server):
-    ready(ReactorPage(page, live_server).open())  # unwatched: its requests fail once the server is down
+    ready(
+        ReactorPage(page, live_server).open()
+    )  # unwatched: its requests fail once the server is down
     execute(page, "decks.open", {"id": "onboarding"})
     stop_server(live_server)
-    answer = execute(page, "decks.updateSlide", {"id": "onboarding", "slide": 1, "title": "Kept offline"})
+    answer = execute(
+        page, "decks.updateSlide", {"id": "onboarding", "slide": 1, "title": "Kept offline"}
+    )
     assert answer["saved"] is False and "could not" in answer["warning"]
-    assert execute(page, "decks.getSlide", {"id": "onboarding", "slide": 1})["title"] == "Kept offline"
+    assert (
+        execute(page, "decks.getSlide", {"id": "onboarding", "slide": 1})["title"] == "Kept offline"
+    )
     assert page.get_by_test_id("slide-title").inner_text() == "Kept offline"
 
 
@@ -188,7 +219,9 @@ def test_print_opens_the_printable_page_in_a_new_tab(reactor_page):
 
 def test_signed_out_a_change_answers_the_agent_not_permitted_and_stays_unsaved(reactor_page):
     page = ready(reactor_page)
-    answer = page.evaluate("window.reactor.callTool('decks_update_slide', {id: 'onboarding', slide: 1, title: 'Anonymous'})")
+    answer = page.evaluate(
+        "window.reactor.callTool('decks_update_slide', {id: 'onboarding', slide: 1, title: 'Anonymous'})"
+    )
     assert answer["ok"] is False and answer["error"]["code"] == "not_permitted"
     assert "Ask the person to sign in" in answer["error"]["message"]
     spec = page.evaluate("fetch('/api/decks/onboarding').then(r => r.json())")
@@ -197,7 +230,9 @@ def test_signed_out_a_change_answers_the_agent_not_permitted_and_stays_unsaved(r
 
 def test_a_change_saved_from_the_page_reaches_the_server(reactor_page):
     page = ready(reactor_page, "ada")
-    answer = execute(page, "decks.updateSlide", {"id": "onboarding", "slide": 1, "title": "Hello from the page"})
+    answer = execute(
+        page, "decks.updateSlide", {"id": "onboarding", "slide": 1, "title": "Hello from the page"}
+    )
     assert answer["saved"] is True
     spec = page.evaluate("fetch('/api/decks/onboarding').then(r => r.json())")
     assert spec["slides"][0]["title"] == "Hello from the page"
@@ -212,8 +247,12 @@ def test_the_palette_follows_the_page_state_without_a_reload(reactor_page):
     next_slide = palette_button(page, "Decks: Next Slide")
     next_slide.wait_for()
     assert next_slide.is_disabled() and palette_button(page, "Decks: Stop Presenting").is_disabled()
-    page.locator('[data-deck-id="onboarding"]').get_by_test_id("open-deck").click()  # the main area's list
-    page.wait_for_function("!document.querySelector('#palette [data-command=\"decks.nextSlide\"]').disabled")
+    page.locator('[data-deck-id="onboarding"]').get_by_test_id(
+        "open-deck"
+    ).click()  # the main area's list
+    page.wait_for_function(
+        "!document.querySelector('#palette [data-command=\"decks.nextSlide\"]').disabled"
+    )
     next_slide.click()
     page.get_by_text("Slide 2 of 5").wait_for()
     assert "Decks: Next Slide: done." in page.locator("#palette-status").inner_text()
@@ -226,13 +265,17 @@ def test_a_palette_command_with_arguments_opens_a_form_from_its_schema(reactor_p
     palette_button(page, "Decks: Create Deck").click()
     form = page.locator('form[data-form="decks.createDeck"]')
     assert form.locator("label").first.inner_text() == "title *"  # required fields first
-    assert form.locator("select#palette-decks-createDeck-theme option").count() >= 2  # an enum is a select
+    assert (
+        form.locator("select#palette-decks-createDeck-theme option").count() >= 2
+    )  # an enum is a select
     form.get_by_role("button", name="Run").click()  # nothing filled in: said under the field
     form.locator('[data-problem="title"]', has_text="Fill this in.").wait_for()
     form.locator("#palette-decks-createDeck-title").fill("Made in the palette")
     form.get_by_role("button", name="Run").click()
     page.locator("#palette-status", has_text="Decks: Create Deck: done.").wait_for()
-    assert any(d["title"] == "Made in the palette" for d in execute(page, "decks.listDecks")["decks"])
+    assert any(
+        d["title"] == "Made in the palette" for d in execute(page, "decks.listDecks")["decks"]
+    )
     assert page.locator('form[data-form="decks.createDeck"]').count() == 0
 
 
@@ -259,7 +302,10 @@ def test_at_390_px_nothing_overflows_and_the_chat_stays_reachable(reactor_page):
 def test_a_signed_out_visit_logs_no_error_in_the_console(reactor_page):
     page = reactor_page.page
     logged = []
-    page.on("console", lambda message: message.type in ("error", "warning") and logged.append(message.text))
+    page.on(
+        "console",
+        lambda message: message.type in ("error", "warning") and logged.append(message.text),
+    )
     page = ready(reactor_page.open())  # a visit watched from its start
     page.get_by_test_id("deck-list").wait_for()
     page.locator("#cms [data-testid=cms-signed-out]").wait_for()
@@ -279,7 +325,9 @@ def test_a_deck_opened_from_its_button_takes_the_arrow_keys_at_once(reactor_page
     page.keyboard.press("ArrowRight")
     page.keyboard.press("ArrowRight")
     page.get_by_text("Slide 3 of 5").wait_for()
-    page.get_by_test_id("previous-slide").click()  # the view's own button, redrawn away: the keys stay
+    page.get_by_test_id(
+        "previous-slide"
+    ).click()  # the view's own button, redrawn away: the keys stay
     page.get_by_text("Slide 2 of 5").wait_for()
     page.keyboard.press("ArrowLeft")
     page.get_by_text("Slide 1 of 5").wait_for()
@@ -316,7 +364,9 @@ def test_esc_leaves_the_presentation(reactor_page):
     page.locator('[data-deck-id="onboarding"]').get_by_test_id("open-deck").click()
     page.get_by_test_id("present").click()
     page.locator("#decks.decks--presenting").wait_for()
-    page.keyboard.press("Escape")  # headless Chromium does not leave full screen on Esc itself: the view's key does
+    page.keyboard.press(
+        "Escape"
+    )  # headless Chromium does not leave full screen on Esc itself: the view's key does
     page.locator("#decks:not(.decks--presenting)").wait_for()
     page.wait_for_function("document.fullscreenElement === null")
     assert not sidebar_is_covered(page) and page.get_by_test_id("present").is_visible()
@@ -324,7 +374,9 @@ def test_esc_leaves_the_presentation(reactor_page):
     page.get_by_text("Slide 2 of 5").wait_for()
 
 
-def test_a_form_says_every_fields_problem_at_once_in_words_and_the_status_says_the_last_attempt(reactor_page):
+def test_a_form_says_every_fields_problem_at_once_in_words_and_the_status_says_the_last_attempt(
+    reactor_page,
+):
     page = ready(reactor_page, "bob")
     palette_button(page, "Decks: Show All Decks").click()
     page.locator("#palette-status", has_text="Decks: Show All Decks: done.").wait_for()
@@ -334,11 +386,21 @@ def test_a_form_says_every_fields_problem_at_once_in_words_and_the_status_says_t
     form.locator("#palette-decks-createDeck-slides").fill('[{"title": 3}]')
     form.get_by_role("button", name="Run").click()
     id_problem = form.locator('[data-problem="id"]')
-    id_problem.get_by_text("Use lowercase letters and digits, with single hyphens between words, like team-offsite.").wait_for()
-    assert form.locator('[data-problem="title"]').inner_text() == "Fill this in."  # every field at once
-    assert form.locator('[data-problem="slides"]').inner_text() == "Item 1: needs “body”. Item 1, title: should be text."
+    id_problem.get_by_text(
+        "Use lowercase letters and digits, with single hyphens between words, like team-offsite."
+    ).wait_for()
+    assert (
+        form.locator('[data-problem="title"]').inner_text() == "Fill this in."
+    )  # every field at once
+    assert (
+        form.locator('[data-problem="slides"]').inner_text()
+        == "Item 1: needs “body”. Item 1, title: should be text."
+    )
     assert "does not match" not in form.inner_text() and "^[a-z0-9]" not in form.inner_text()
-    assert page.locator("#palette-status").inner_text() == "Decks: Create Deck: check the fields above."
+    assert (
+        page.locator("#palette-status").inner_text()
+        == "Decks: Create Deck: check the fields above."
+    )
     form.locator("#palette-decks-createDeck-title").fill("Made in the form")
     form.locator("#palette-decks-createDeck-id").fill("made-in-the-form")
     form.locator("#palette-decks-createDeck-slides").fill("")
@@ -418,7 +480,10 @@ def test_a_palette_form_never_shows_a_secret_as_typed(reactor_page):
     form = page.locator('form[data-form="vault.open"]')
     for name in ("password", "pin"):
         field = form.locator(f"#palette-vault-open-{name}")
-        assert field.get_attribute("type") == "password" and field.get_attribute("autocomplete") == "current-password"
+        assert (
+            field.get_attribute("type") == "password"
+            and field.get_attribute("autocomplete") == "current-password"
+        )
 
 
 def test_back_from_the_first_deck_opened_returns_to_the_list(reactor_page):

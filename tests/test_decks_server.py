@@ -24,7 +24,11 @@ SEED_IDS = ["onboarding", "quarterly-review", "reactor-in-5-minutes"]
 
 
 def deck(id="demo", title="Demo"):
-    return {"id": id, "title": title, "slides": [{"title": "One", "body": "Hello"}, {"title": "Two", "body": "- a\n- b"}]}
+    return {
+        "id": id,
+        "title": title,
+        "slides": [{"title": "One", "body": "Hello"}, {"title": "Two", "body": "- a\n- b"}],
+    }
 
 
 @pytest.fixture
@@ -38,7 +42,9 @@ class Client(AppClient):
 
     def __init__(self, app: Any, auth: Auth, username: str | None = "ada") -> None:
         token = auth.sign_in(username, f"{username}-demo") if username else None
-        super().__init__(app, "http://decks.test", {"authorization": f"Bearer {token}"} if token else {})
+        super().__init__(
+            app, "http://decks.test", {"authorization": f"Bearer {token}"} if token else {}
+        )
         self.auth = auth
 
     def as_user(self, username: str | None) -> Client:
@@ -80,7 +86,10 @@ def test_setup_twice_neither_duplicates_nor_overwrites_the_decks(database):
     client.put("/api/decks/onboarding", json={**deck("onboarding"), "title": "Mine"})
     client.delete("/api/decks/quarterly-review")
     decks = serve(database).get("/api/decks").json()
-    assert [(d["id"], d["title"]) for d in decks] == [("onboarding", "Mine"), ("reactor-in-5-minutes", "Reactor in 5 minutes")]
+    assert [(d["id"], d["title"]) for d in decks] == [
+        ("onboarding", "Mine"),
+        ("reactor-in-5-minutes", "Reactor in 5 minutes"),
+    ]
 
 
 def test_the_server_provides_the_same_bundle_the_page_contributes():
@@ -94,7 +103,9 @@ def test_the_page_plugin_loads_without_starlette_or_the_server_module():
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('starlette', 'js', 'pyodide') "
         "or m == 'reactor_plugins.decks.server'))"
     )
-    answer = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    answer = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     assert answer.stdout.strip() == "[]"
 
 
@@ -122,30 +133,56 @@ def test_an_unknown_deck_is_a_404_with_a_sentence(client):
 
 def test_put_creates_then_replaces_a_deck_and_each_save_is_a_version(client):
     created = client.put("/api/decks/demo", json=deck())
-    assert created.status_code == 201 and created.json() == {"id": "demo", "title": "Demo", "slides": 2, "version": 1}
+    assert created.status_code == 201 and created.json() == {
+        "id": "demo",
+        "title": "Demo",
+        "slides": 2,
+        "version": 1,
+    }
     replaced = client.put("/api/decks/demo", json=deck(title="Again"), headers={"if-match": '"1"'})
-    assert replaced.status_code == 200 and replaced.json()["version"] == 2 and replaced.headers["etag"] == '"2"'
+    assert (
+        replaced.status_code == 200
+        and replaced.json()["version"] == 2
+        and replaced.headers["etag"] == '"2"'
+    )
     read = client.get("/api/decks/demo")
     assert read.json() == deck(title="Again") and read.headers["etag"] == '"2"'
 
 
-def test_a_write_that_names_an_old_version_is_a_409_with_the_current_deck_and_changes_nothing(client):
+def test_a_write_that_names_an_old_version_is_a_409_with_the_current_deck_and_changes_nothing(
+    client,
+):
     client.put("/api/decks/demo", json=deck())
-    assert client.put("/api/decks/demo", json=deck(title="First"), headers={"if-match": '"1"'}).status_code == 200
+    assert (
+        client.put(
+            "/api/decks/demo", json=deck(title="First"), headers={"if-match": '"1"'}
+        ).status_code
+        == 200
+    )
     late = client.put("/api/decks/demo", json=deck(title="Second"), headers={"if-match": '"1"'})
-    assert late.status_code == 409 and late.json()["version"] == 2 and late.json()["current"]["title"] == "First"
+    assert (
+        late.status_code == 409
+        and late.json()["version"] == 2
+        and late.json()["current"]["title"] == "First"
+    )
     assert "is now version 2. Read it again" in late.json()["error"]
     gone = client.delete("/api/decks/demo", headers={"if-match": '"1"'})
     assert gone.status_code == 409 and client.get("/api/decks/demo").json()["title"] == "First"
     assert client.delete("/api/decks/demo", headers={"if-match": '"2"'}).status_code == 204
     deleted = client.put("/api/decks/demo", json=deck(title="Third"), headers={"if-match": '"2"'})
-    assert deleted.status_code == 409 and deleted.json()["current"] is None and "was deleted" in deleted.json()["error"]
+    assert (
+        deleted.status_code == 409
+        and deleted.json()["current"] is None
+        and "was deleted" in deleted.json()["error"]
+    )
 
 
 @pytest.mark.parametrize("header", ["3a", '"-1"', "*", '"' + "9" * 30 + '"', ""])
 def test_an_if_match_that_is_not_a_version_is_a_400(client, header):
     answer = client.put("/api/decks/demo", json=deck(), headers={"if-match": header})
-    assert answer.status_code == 400 and "If-Match must name a deck version" in answer.json()["error"]
+    assert (
+        answer.status_code == 400 and "If-Match must name a deck version" in answer.json()["error"]
+    )
 
 
 def test_of_many_writes_naming_one_version_exactly_one_wins(database):
@@ -162,13 +199,20 @@ def test_of_many_writes_naming_one_version_exactly_one_wins(database):
 
         def put(number):
             body = deck(title=f"Writer {number}")
-            return httpx.put(f"{url}/api/decks/demo", json=body, headers={"authorization": token, "if-match": '"1"'}, timeout=60)
+            return httpx.put(
+                f"{url}/api/decks/demo",
+                json=body,
+                headers={"authorization": token, "if-match": '"1"'},
+                timeout=60,
+            )
 
         with ThreadPoolExecutor(8) as pool:
             answers = list(pool.map(put, range(16)))
     assert sorted(a.status_code for a in answers) == [200] + [409] * 15
     winner = next(a for a in answers if a.status_code == 200).json()
-    assert winner["version"] == 2 and client.get("/api/decks/demo").json()["title"] == winner["title"]
+    assert (
+        winner["version"] == 2 and client.get("/api/decks/demo").json()["title"] == winner["title"]
+    )
 
 
 def test_put_refuses_a_body_whose_id_is_not_the_address(client, database):
@@ -185,20 +229,33 @@ def test_put_refuses_a_malformed_deck_naming_each_problem_and_writes_nothing(cli
     assert answer.status_code == 422
     body = answer.json()
     assert {p["path"] for p in body["problems"]} == {"$", "$.title", "$.slides[0].title"}
-    assert body["error"].startswith("The deck is not valid: ") and "'script' was unexpected" in body["error"]
+    assert (
+        body["error"].startswith("The deck is not valid: ")
+        and "'script' was unexpected" in body["error"]
+    )
     assert count_rows(database) == 3
 
 
 @pytest.mark.parametrize("body", [b"{not json", b"", b"\xff\xfe", b"[" * 100_000])
 def test_put_refuses_a_body_that_is_not_json(client, body):
-    answer = client.put("/api/decks/demo", content=body, headers={"content-type": "application/json"})
+    answer = client.put(
+        "/api/decks/demo", content=body, headers={"content-type": "application/json"}
+    )
     assert answer.status_code == 400 and "not valid JSON" in answer.json()["error"]
 
 
-@pytest.mark.parametrize("body, kind", [(b"[]", "an array"), (b'"deck"', "a string"), (b"3", "a number"), (b"null", "null")])
+@pytest.mark.parametrize(
+    "body, kind",
+    [(b"[]", "an array"), (b'"deck"', "a string"), (b"3", "a number"), (b"null", "null")],
+)
 def test_put_refuses_json_that_is_not_an_object(client, body, kind):
-    answer = client.put("/api/decks/demo", content=body, headers={"content-type": "application/json"})
-    assert answer.status_code == 400 and answer.json()["error"] == f"The body must be a JSON object, not {kind}."
+    answer = client.put(
+        "/api/decks/demo", content=body, headers={"content-type": "application/json"}
+    )
+    assert (
+        answer.status_code == 400
+        and answer.json()["error"] == f"The body must be a JSON object, not {kind}."
+    )
 
 
 @pytest.mark.parametrize("where", ["title", "slides[0].body"])
@@ -208,8 +265,12 @@ def test_put_refuses_a_lone_surrogate_naming_the_field_and_stores_nothing(client
         spec["title"] = "Bad \ud800 title"
     else:
         spec["slides"][0]["body"] = "\udfff"
-    raw = json.dumps(spec)  # ensure_ascii: the surrogate travels as an escape (`\\ud800`), as a hostile client sends it
-    answer = client.put("/api/decks/demo", content=raw.encode(), headers={"content-type": "application/json"})
+    raw = json.dumps(
+        spec
+    )  # ensure_ascii: the surrogate travels as an escape (`\\ud800`), as a hostile client sends it
+    answer = client.put(
+        "/api/decks/demo", content=raw.encode(), headers={"content-type": "application/json"}
+    )
     assert answer.status_code == 422 and answer.json()["field"] == where
     assert "lone UTF-16 surrogate" in answer.json()["error"]
     assert count_rows(database) == 3 and client.get("/api/decks").status_code == 200
@@ -217,7 +278,9 @@ def test_put_refuses_a_lone_surrogate_naming_the_field_and_stores_nothing(client
 
 def test_put_refuses_a_body_over_one_megabyte_by_its_declared_length(client, database):
     big = json.dumps({**deck(), "pad": "x" * MAX_BODY_BYTES}).encode()
-    answer = client.put("/api/decks/demo", content=big, headers={"content-type": "application/json"})
+    answer = client.put(
+        "/api/decks/demo", content=big, headers={"content-type": "application/json"}
+    )
     assert answer.status_code == 413 and "larger than" in answer.json()["error"]
     assert count_rows(database) == 3
 
@@ -227,7 +290,9 @@ def test_put_stops_reading_a_streamed_body_once_it_passes_one_megabyte(client):
         for _ in range(20):
             yield b"x" * 100_000
 
-    answer = client.put("/api/decks/demo", content=chunks(), headers={"content-type": "application/json"})
+    answer = client.put(
+        "/api/decks/demo", content=chunks(), headers={"content-type": "application/json"}
+    )
     assert answer.status_code == 413
 
 
@@ -239,7 +304,9 @@ def test_an_id_that_is_not_a_slug_can_never_be_written(client):
 
 def test_writes_need_a_session(client, database):
     anonymous = client.as_user(None)
-    assert anonymous.put("/api/decks/demo", json=deck()).json() == {"error": "Sign in to save decks."}
+    assert anonymous.put("/api/decks/demo", json=deck()).json() == {
+        "error": "Sign in to save decks."
+    }
     answer = anonymous.delete("/api/decks/onboarding")
     assert answer.status_code == 401 and answer.json() == {"error": "Sign in to delete decks."}
     assert count_rows(database) == 3
@@ -251,14 +318,20 @@ def test_a_deck_belongs_to_its_creator_and_operators(client):
     assert bob.put("/api/decks/demo", json=deck(title="Bob's again")).status_code == 200
     refused = eve.put("/api/decks/demo", json=deck(title="Eve's"))
     assert refused.status_code == 403
-    assert refused.json() == {"error": "The deck 'demo' is not eve's; only its owner or an operator may replace it."}
+    assert refused.json() == {
+        "error": "The deck 'demo' is not eve's; only its owner or an operator may replace it."
+    }
     assert eve.delete("/api/decks/demo").status_code == 403
-    assert bob.put("/api/decks/onboarding", json=deck("onboarding")).status_code == 403  # seeded: the operators'
+    assert (
+        bob.put("/api/decks/onboarding", json=deck("onboarding")).status_code == 403
+    )  # seeded: the operators'
     assert bob.delete("/api/decks/onboarding").status_code == 403
     summaries = {d["id"]: d for d in client.get("/api/decks").json()}
     assert summaries["demo"]["title"] == "Bob's again" and summaries["demo"]["owner"] == "bob"
     assert summaries["onboarding"]["owner"] is None
-    assert client.put("/api/decks/demo", json=deck(title="Ada's edit")).status_code == 200  # an operator may
+    assert (
+        client.put("/api/decks/demo", json=deck(title="Ada's edit")).status_code == 200
+    )  # an operator may
     assert client.get("/api/decks/demo").json()["title"] == "Ada's edit"
     assert bob.delete("/api/decks/demo").status_code == 204
 
@@ -279,7 +352,10 @@ def test_the_print_page_shows_every_slide_with_print_css(client):
     html = answer.text
     assert "<title>Onboarding: your first week</title>" in html and "@page" in html
     assert html.count('<section class="slide">') == 5
-    assert "Slide 5 of 5" in html and "<li>Collect your laptop and badge from the front desk</li>" in html
+    assert (
+        "Slide 5 of 5" in html
+        and "<li>Collect your laptop and badge from the front desk</li>" in html
+    )
 
 
 def test_the_print_page_escapes_slide_text_and_allows_no_script(client):
@@ -310,6 +386,8 @@ def test_the_app_serves_the_decks_api_and_tells_the_page_where_it_is(app_server)
     boot = client.get("/app/boot.json").json()
     entry = next(p for p in boot["plugins"] if p["name"] == "decks")
     assert entry["plugin"] == "reactor_plugins.decks:DECKS_PLUGIN"
-    assert entry["scripts"] == ["/assets/plugins/decks/view.js"] and entry["styles"] == ["/assets/plugins/decks/decks.css"]
+    assert entry["scripts"] == ["/assets/plugins/decks/view.js"] and entry["styles"] == [
+        "/assets/plugins/decks/decks.css"
+    ]
     assert boot["services"]["decks_api"] == "/api/decks"
     assert b"export function renderDecks" in client.get("/assets/plugins/decks/view.js").content

@@ -24,7 +24,11 @@ HERE = Path(decks_package.__file__).parent
 
 
 def deck(**changes):
-    spec = {"id": "demo", "title": "Demo", "slides": [{"title": "One", "body": "Hello"}, {"title": "Two", "body": ""}]}
+    spec = {
+        "id": "demo",
+        "title": "Demo",
+        "slides": [{"title": "One", "body": "Hello"}, {"title": "Two", "body": ""}],
+    }
     spec.update(changes)
     return spec
 
@@ -37,7 +41,10 @@ def without_descriptions(schema):
 
 def test_a_well_formed_deck_has_no_problems():
     assert deck_problems(deck()) == []
-    assert deck_problems(deck(theme="dark", slides=[{"title": "A", "body": "b", "notes": "say hi"}])) == []
+    assert (
+        deck_problems(deck(theme="dark", slides=[{"title": "A", "body": "b", "notes": "say hi"}]))
+        == []
+    )
 
 
 def test_every_seed_deck_is_valid_and_has_four_to_six_slides():
@@ -71,7 +78,9 @@ def test_things_that_are_not_decks_are_refused(bad):
     assert deck_problems(bad)
 
 
-@pytest.mark.parametrize("id", ["../etc", "a b", "UPPER", "-lead", "trail-", "double--hyphen", "x" * 65, ""])
+@pytest.mark.parametrize(
+    "id", ["../etc", "a b", "UPPER", "-lead", "trail-", "double--hyphen", "x" * 65, ""]
+)
 def test_an_id_must_be_a_short_slug(id):
     assert [p["path"] for p in deck_problems(deck(id=id))] == ["$.id"]
 
@@ -98,10 +107,16 @@ def test_the_tools_describe_a_slide_exactly_as_the_deck_schema_does():
     slide = without_descriptions(DECK_SCHEMA["properties"]["slides"]["items"])
     tools = {t["command"]: t for t in DECKS_AGENT_TOOLS["commands"]}
     for command in ("decks.createDeck", "decks.updateDeck"):
-        assert without_descriptions(tools[command]["parameters"]["properties"]["slides"]["items"]) == slide
+        assert (
+            without_descriptions(tools[command]["parameters"]["properties"]["slides"]["items"])
+            == slide
+        )
     for command in ("decks.addSlide", "decks.insertSlide", "decks.updateSlide"):
         for field in ("title", "body", "notes"):
-            assert without_descriptions(tools[command]["parameters"]["properties"][field]) == slide["properties"][field]
+            assert (
+                without_descriptions(tools[command]["parameters"]["properties"][field])
+                == slide["properties"][field]
+            )
 
 
 def test_the_outline_numbers_slides_from_one():
@@ -147,13 +162,24 @@ def test_a_slide_body_is_commonmark_under_the_slide_title():
 
 
 @pytest.mark.parametrize(
-    "hostile", ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "[click](javascript:alert(1))", "<a href='x'>y</a>"]
+    "hostile",
+    [
+        "<script>alert(1)</script>",
+        "<img src=x onerror=alert(1)>",
+        "[click](javascript:alert(1))",
+        "<a href='x'>y</a>",
+    ],
 )
 def test_html_in_a_slide_body_stays_text(hostile):
     from reactor_plugins.decks.printable import blocks_html
 
     html = blocks_html(hostile)
-    assert "<script" not in html and "<img" not in html and 'href="javascript' not in html and "<a href='x'" not in html
+    assert (
+        "<script" not in html
+        and "<img" not in html
+        and 'href="javascript' not in html
+        and "<a href='x'" not in html
+    )
 
 
 def test_checking_a_deck_never_changes_it():

@@ -20,7 +20,11 @@ def run(coro):
 
 
 def deck(id="demo", title="Demo", slides=2):
-    return {"id": id, "title": title, "slides": [{"title": f"Slide {n}", "body": f"Body {n}"} for n in range(1, slides + 1)]}
+    return {
+        "id": id,
+        "title": title,
+        "slides": [{"title": f"Slide {n}", "body": f"Body {n}"} for n in range(1, slides + 1)],
+    }
 
 
 class FakeServerPage(MemoryPage):
@@ -37,7 +41,10 @@ class FakeServerPage(MemoryPage):
         if self.failure is not None:
             raise self.failure
         if url == API:
-            return [{"id": d["id"], "title": d["title"], "slides": len(d["slides"])} for d in self.server.values()]
+            return [
+                {"id": d["id"], "title": d["title"], "slides": len(d["slides"])}
+                for d in self.server.values()
+            ]
         id = url.rsplit("/", 1)[1]
         if method == "PUT":
             self.server[id] = json.loads(json.dumps(body))
@@ -94,7 +101,10 @@ def test_get_returns_a_copy_so_a_caller_cannot_change_the_store_by_accident():
 
 def test_an_unknown_deck_is_refused_naming_the_decks_there_are():
     store = DeckStore(MemoryPage())
-    with pytest.raises(LookupError, match="^There is no deck 'x'; there are no decks yet. Create one with decks_create_deck.$"):
+    with pytest.raises(
+        LookupError,
+        match="^There is no deck 'x'; there are no decks yet. Create one with decks_create_deck.$",
+    ):
         run(store.get_deck("x"))
     run(store.create_deck(deck("b")))
     run(store.create_deck(deck("a")))
@@ -161,7 +171,9 @@ def test_a_deck_the_server_lost_is_reported_unknown():
     assert run(store.list_decks()) == []
 
 
-@pytest.mark.parametrize("failure", [ConnectionError("refused"), OSError("unreachable"), HttpError(503, "Busy.")])
+@pytest.mark.parametrize(
+    "failure", [ConnectionError("refused"), OSError("unreachable"), HttpError(503, "Busy.")]
+)
 def test_when_the_server_is_down_a_change_is_kept_in_the_page_and_reported_unsaved(failure):
     page = FakeServerPage()
     store = DeckStore(page, API)
@@ -194,7 +206,10 @@ def test_a_refused_new_deck_is_rolled_back_and_the_server_sentence_is_raised(sta
     store = DeckStore(page, API)
     run(store.list_decks())
     page.failure = HttpError(status, "Decks are read-only today.")
-    with pytest.raises(ValueError, match="^The decks server refused the change to deck 'demo': Decks are read-only today.$"):
+    with pytest.raises(
+        ValueError,
+        match="^The decks server refused the change to deck 'demo': Decks are read-only today.$",
+    ):
         run(store.create_deck(deck()))
     page.failure = None
     assert run(store.list_decks()) == []
@@ -283,7 +298,12 @@ def test_a_deck_on_an_unreachable_server_cannot_be_read_and_says_to_try_again():
 
 
 def test_the_store_reads_and_writes_the_real_server(app_server):
-    store = DeckStore(MemoryPage(base_url=app_server.url, headers=bearer(app_server, "ada"), send=app_server.send), API)
+    store = DeckStore(
+        MemoryPage(
+            base_url=app_server.url, headers=bearer(app_server, "ada"), send=app_server.send
+        ),
+        API,
+    )
     ids = [d["id"] for d in run(store.list_decks())]
     assert sorted(ids) == ["onboarding", "quarterly-review", "reactor-in-5-minutes"]
     spec = run(store.get_deck("onboarding"))
@@ -293,12 +313,20 @@ def test_the_store_reads_and_writes_the_real_server(app_server):
         assert client.get(f"{API}/onboarding").json()["title"] == "Onboarding, revised"
     assert run(store.delete_deck("quarterly-review")) == {"saved": True}
     fresh = DeckStore(MemoryPage(base_url=app_server.url, send=app_server.send), API)
-    assert sorted(d["id"] for d in run(fresh.list_decks())) == ["onboarding", "reactor-in-5-minutes"]
+    assert sorted(d["id"] for d in run(fresh.list_decks())) == [
+        "onboarding",
+        "reactor-in-5-minutes",
+    ]
 
 
 def test_two_pages_changing_one_deck_never_lose_a_change_silently(app_server):
     def page_of(user):
-        return DeckStore(MemoryPage(base_url=app_server.url, headers=bearer(app_server, user), send=app_server.send), API)
+        return DeckStore(
+            MemoryPage(
+                base_url=app_server.url, headers=bearer(app_server, user), send=app_server.send
+            ),
+            API,
+        )
 
     first, second = page_of("ada"), page_of("ada")  # two tabs, or two people, on one deck
     mine, theirs = run(first.get_deck("onboarding")), run(second.get_deck("onboarding"))
@@ -313,11 +341,16 @@ def test_two_pages_changing_one_deck_never_lose_a_change_silently(app_server):
     assert run(second.update_deck(again)) == {"saved": True}
     with app_server.client() as client:
         stored = client.get(f"{API}/onboarding").json()
-    assert stored["title"] == "First tab's title" and stored["slides"][0]["title"] == "Changed on the current deck"
+    assert (
+        stored["title"] == "First tab's title"
+        and stored["slides"][0]["title"] == "Changed on the current deck"
+    )
     new = {"id": "both", "title": "Made twice", "slides": [{"title": "x", "body": ""}]}
     assert run(first.create_deck(new)) == {"saved": True}
     with pytest.raises(ToolError, match="since this page read it"):
-        run(second.create_deck({**new, "title": "Made again"}))  # its index predates the first's deck
+        run(
+            second.create_deck({**new, "title": "Made again"})
+        )  # its index predates the first's deck
     assert run(second.get_deck("both"))["title"] == "Made twice"
 
 

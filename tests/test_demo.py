@@ -25,7 +25,9 @@ def test_the_demo_through_the_chat(reactor_demo):
     with demo.step("Sign in as ada, an operator"):
         page.sign_in("ada")
         # The label appears once the chat has configured its model, a moment after the widget.
-        screen.get_by_test_id("chat-model").get_by_text("Scripted model (no AI)", exact=True).wait_for()
+        screen.get_by_test_id("chat-model").get_by_text(
+            "Scripted model (no AI)", exact=True
+        ).wait_for()
 
     demo.chapter("Decks")
     with demo.step("“list decks”"):
@@ -47,9 +49,14 @@ def test_the_demo_through_the_chat(reactor_demo):
     assert imported.get_attribute("data-status") == "finished" and "draft" in said[0].cards[-1]
     with demo.step("“publish the post about hello from the demo blog”, allowed"):
         page.chat("publish the post about hello from the demo blog", approve=True)
-    published = screen.locator("reactor-chat [data-testid=tool-card][data-tool=cms_publish_site_page]").last
+    published = screen.locator(
+        "reactor-chat [data-testid=tool-card][data-tool=cms_publish_site_page]"
+    ).last
     assert published.get_attribute("data-status") == "finished"
-    with screen.context.expect_page() as shown, demo.step("“show the post about hello from the demo blog”"):
+    with (
+        screen.context.expect_page() as shown,
+        demo.step("“show the post about hello from the demo blog”"),
+    ):
         page.chat("show the post about hello from the demo blog")
     public = shown.value
     public.wait_for_load_state()
@@ -60,6 +67,8 @@ def test_the_demo_through_the_chat(reactor_demo):
     video = demo.finish()
     # A video a person can watch: it decodes, and lasts at least as long as the session did.
     steps = json.loads((out / "demo.json").read_text())["steps"]
-    assert [s["chapter"] for s in steps].count("Decks") == 3 and all((out / s["screenshot"]).is_file() for s in steps)
+    assert [s["chapter"] for s in steps].count("Decks") == 3 and all(
+        (out / s["screenshot"]).is_file() for s in steps
+    )
     assert video.stat().st_size > 10_000
     assert duration_s(video) >= steps[-1]["started_s"] + steps[-1]["seconds"]

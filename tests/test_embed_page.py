@@ -59,21 +59,33 @@ def embedded(new_reactor_page, tmp_path):
         yield reactor
 
 
-def test_the_example_on_another_origin_boots_reactor_with_its_python_and_javascript_plugins(embedded):
+def test_the_example_on_another_origin_boots_reactor_with_its_python_and_javascript_plugins(
+    embedded,
+):
     page = embedded.page
     assert embedded.ready == {"loaded": ["todo-stats"], "failures": []}
     assert page.locator("[data-reactor-progress]").get_attribute("data-state") == "ready"
-    assert page.evaluate("window.reactor.diagnostics()")["snapshot"] is True, "restored from the server's snapshot"
+    assert page.evaluate("window.reactor.diagnostics()")["snapshot"] is True, (
+        "restored from the server's snapshot"
+    )
     assert set(embedded.tools()) == TODO_TOOLS | {"todo_stats"}
     commands = {c["id"]: c for c in page.evaluate("window.reactor.listCommands()")}
-    assert {"todo.add", "todo.list", "todo.complete", "todo.select", "todoStats.count"} <= set(commands)
-    assert commands["todo.add"]["plugin"] == "todo" and commands["todoStats.count"]["plugin"] == "todo-stats"
+    assert {"todo.add", "todo.list", "todo.complete", "todo.select", "todoStats.count"} <= set(
+        commands
+    )
+    assert (
+        commands["todo.add"]["plugin"] == "todo"
+        and commands["todoStats.count"]["plugin"] == "todo-stats"
+    )
 
 
 def test_both_plugins_tools_answer_with_the_envelope_and_read_the_live_list(embedded):
     page, call = embedded.page, embedded.call_tool
     listed = call("todo_list")
-    assert listed["ok"] is True and [t["title"] for t in listed["result"]] == ["Water the plants", "Write to the landlord"]
+    assert listed["ok"] is True and [t["title"] for t in listed["result"]] == [
+        "Water the plants",
+        "Write to the landlord",
+    ]
     # The person changes the page after the plugins registered: the next calls see it.
     page.fill("#new-todo input[name=title]", "Buy milk")
     page.press("#new-todo input[name=title]", "Enter")
@@ -94,10 +106,15 @@ def test_a_javascript_handler_s_failure_and_bad_arguments_come_back_as_envelopes
     assert missing["ok"] is False and missing["error"]["code"] == "failed"
     assert missing["error"]["message"] == "There is no to-do 99; the list has 1, 2."
     bad = embedded.call_tool("todo_add", {"title": ""})
-    assert bad["error"]["code"] == "invalid_arguments" and bad["error"]["problems"][0]["path"] == "$.title"
+    assert (
+        bad["error"]["code"] == "invalid_arguments"
+        and bad["error"]["problems"][0]["path"] == "$.title"
+    )
 
 
-def test_a_misdeclared_javascript_plugin_is_refused_with_the_sentence_and_nothing_is_registered(embedded):
+def test_a_misdeclared_javascript_plugin_is_refused_with_the_sentence_and_nothing_is_registered(
+    embedded,
+):
     page = embedded.page
     before = page.evaluate("window.reactor.listCommands()")
     error = page.evaluate("""window.reactor.definePlugin({
@@ -112,7 +129,10 @@ def test_a_misdeclared_javascript_plugin_is_refused_with_the_sentence_and_nothin
     assert "weather" not in {b["id"] for b in embedded.bundles()}
     taken = page.evaluate("""window.reactor.definePlugin({name: "copycat", commands: [{id: "todo.add", execute() {}}]})
         .then(() => null, (e) => ({name: e.name, message: e.message}))""")
-    assert taken["name"] == "PluginLoadError" and "'todo.add' is already registered by plugin 'todo'" in taken["message"]
+    assert (
+        taken["name"] == "PluginLoadError"
+        and "'todo.add' is already registered by plugin 'todo'" in taken["message"]
+    )
     assert embedded.call_tool("todo_add", {"title": "Still mine"})["ok"] is True, "the first's stay"
 
 
@@ -155,7 +175,9 @@ def test_a_definition_s_tools_are_listed_the_moment_it_resolves(embedded):
     assert listed == [True, True, True, True, True, False]
 
 
-def test_a_javascript_command_s_is_enabled_reads_the_page_s_state_at_the_moment_of_the_call(embedded):
+def test_a_javascript_command_s_is_enabled_reads_the_page_s_state_at_the_moment_of_the_call(
+    embedded,
+):
     page = embedded.page
     page.evaluate("""() => {
         window.__open = false;
@@ -164,7 +186,9 @@ def test_a_javascript_command_s_is_enabled_reads_the_page_s_state_at_the_moment_
     }""")
     available = "window.reactor.listCommands().then((all) => all.find((c) => c.id === 'door.walk').available)"
     assert page.evaluate(available) is False
-    refused = page.evaluate("window.reactor.executeCommand('door.walk').then(() => null, (e) => [e.name, e.message])")
+    refused = page.evaluate(
+        "window.reactor.executeCommand('door.walk').then(() => null, (e) => [e.name, e.message])"
+    )
     assert refused == [
         "CommandUnavailableError",
         "The command 'door.walk' is unavailable right now: it is disabled in the current state of the page",
@@ -189,7 +213,10 @@ def test_a_call_stopped_in_the_page_is_stopped_in_the_worker_and_its_late_result
         await new Promise((resolve) => setTimeout(resolve, 100));
         return answer;
     }""")
-    assert answer == {"ok": False, "error": {"code": "aborted", "message": answer["error"]["message"]}}
+    assert answer == {
+        "ok": False,
+        "error": {"code": "aborted", "message": answer["error"]["message"]},
+    }
     assert "The person changed their mind." in answer["error"]["message"]
     follow_up = embedded.call_tool("todo_list")
     assert follow_up["ok"], "the worker still answers after a stopped call"
@@ -223,7 +250,10 @@ def test_ai_tools_run_in_a_worker_started_from_the_embedding_page(new_reactor_pa
         reactor.execute("aiTools.refresh")
         page.wait_for_function("window.reactor.aiToolWorkerStats().booted >= 1", timeout=60_000)
         answer = reactor.call_tool("maintenance_backlog", {"buildingId": "B-101", "limit": 2})
-        assert answer["ok"] is True and [t["id"] for t in answer["result"]["tasks"]] == ["T-3", "T-1"]
+        assert answer["ok"] is True and [t["id"] for t in answer["result"]["tasks"]] == [
+            "T-3",
+            "T-1",
+        ]
 
 
 def test_a_page_whose_origin_the_server_does_not_allow_is_refused_visibly(

@@ -26,9 +26,18 @@ TODO = {
                 "command": "todo.add",
                 "description": "Add a to-do.",
                 "sideEffect": "write",
-                "parameters": {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]},
+                "parameters": {
+                    "type": "object",
+                    "properties": {"title": {"type": "string"}},
+                    "required": ["title"],
+                },
             },
-            {"name": "todo_list", "command": "todo.list", "description": "List the to-dos.", "sideEffect": "read"},
+            {
+                "name": "todo_list",
+                "command": "todo.list",
+                "description": "List the to-dos.",
+                "sideEffect": "read",
+            },
         ],
     },
 }
@@ -57,7 +66,9 @@ class FakeScript:
 
 def declare(reactor, declaration, script=None):
     script = script or FakeScript()
-    return json.loads(define_plugin_json(reactor, json.dumps(declaration), script.run, script.is_enabled))
+    return json.loads(
+        define_plugin_json(reactor, json.dumps(declaration), script.run, script.is_enabled)
+    )
 
 
 def with_tools(tools):
@@ -69,14 +80,20 @@ def test_a_javascript_plugin_lands_in_the_one_registry_with_its_bundle():
     answer = declare(reactor, TODO)
     assert answer == {
         "ok": True,
-        "value": {"name": "todo", "commands": ["todo.add", "todo.list"], "tools": ["todo_add", "todo_list"]},
+        "value": {
+            "name": "todo",
+            "commands": ["todo.add", "todo.list"],
+            "tools": ["todo_add", "todo_list"],
+        },
     }
     assert reactor.plugins == ["todo"]
     [bundle] = agent_tool_bundles(reactor)
     assert bundle["plugin"] == "todo" and bundle["toolset"] == ["todo_add", "todo_list"]
     command = reactor.commands.get_command("todo.add")
     assert command.options.label == "Add a to-do" and command.plugin == "todo"
-    assert command.options.parameters == TODO["agentTools"]["commands"][0]["parameters"], "its tool's schema"
+    assert command.options.parameters == TODO["agentTools"]["commands"][0]["parameters"], (
+        "its tool's schema"
+    )
 
 
 def test_the_listed_bundles_follow_every_load_and_unload_and_match_the_bundles():
@@ -84,7 +101,9 @@ def test_the_listed_bundles_follow_every_load_and_unload_and_match_the_bundles()
     assert json.loads(bundles_json(reactor)) == []
     declare(reactor, TODO)
     first = bundles_json(reactor)
-    assert json.loads(first) == agent_tool_bundles(reactor) and bundles_json(reactor) is first, "kept until a change"
+    assert json.loads(first) == agent_tool_bundles(reactor) and bundles_json(reactor) is first, (
+        "kept until a change"
+    )
     declare(
         reactor,
         {
@@ -93,12 +112,21 @@ def test_the_listed_bundles_follow_every_load_and_unload_and_match_the_bundles()
             "agentTools": {
                 **TODO["agentTools"],
                 "id": "notes",
-                "commands": [{"name": "notes_list", "command": "notes.list", "description": "List the notes."}],
+                "commands": [
+                    {
+                        "name": "notes_list",
+                        "command": "notes.list",
+                        "description": "List the notes.",
+                    }
+                ],
             },
             "commands": [{"id": "notes.list", "execute": "function"}],
         },
     )
-    assert json.loads(bundles_json(reactor)) == agent_tool_bundles(reactor) and len(agent_tool_bundles(reactor)) == 2
+    assert (
+        json.loads(bundles_json(reactor)) == agent_tool_bundles(reactor)
+        and len(agent_tool_bundles(reactor)) == 2
+    )
     unload_plugin_json(reactor, "todo")
     assert [b["id"] for b in json.loads(bundles_json(reactor))] == ["notes"]
     unload_plugin_json(reactor, "notes")
@@ -123,14 +151,23 @@ def test_a_javascript_handler_is_awaited_and_reads_the_page_at_call_time():
 
 def test_a_command_without_a_tool_is_declared_by_itself_and_offered_to_no_model():
     reactor = Reactor()
-    schema = {"type": "object", "properties": {"pin": {"type": "string"}}, "additionalProperties": False}
-    commands = [*TODO["commands"], {"id": "todo.unlock", "label": "Unlock", "parameters": schema, "execute": "function"}]
+    schema = {
+        "type": "object",
+        "properties": {"pin": {"type": "string"}},
+        "additionalProperties": False,
+    }
+    commands = [
+        *TODO["commands"],
+        {"id": "todo.unlock", "label": "Unlock", "parameters": schema, "execute": "function"},
+    ]
     assert declare(reactor, {**TODO, "commands": commands})["ok"]
     unlock = reactor.commands.get_command("todo.unlock").options
     assert (unlock.label, unlock.parameters) == ("Unlock", schema)
     [bundle] = agent_tool_bundles(reactor)
     assert [t["command"] for t in bundle["commands"]] == ["todo.add", "todo.list"]
-    assert bundle["otherCommands"] == [{"command": "todo.unlock", "label": "Unlock", "description": "", "parameters": schema}]
+    assert bundle["otherCommands"] == [
+        {"command": "todo.unlock", "label": "Unlock", "description": "", "parameters": schema}
+    ]
 
 
 def test_is_enabled_asks_the_page_each_time():
@@ -155,7 +192,16 @@ def test_is_enabled_asks_the_page_each_time():
             "of tool 'todo_add' must say, in a sentence, what the tool does",
         ),
         (
-            with_tools([{"name": "todo_add", "command": "todo.add", "description": "Add.", "sideEffect": "maybe"}]),
+            with_tools(
+                [
+                    {
+                        "name": "todo_add",
+                        "command": "todo.add",
+                        "description": "Add.",
+                        "sideEffect": "maybe",
+                    }
+                ]
+            ),
             "DeclarationError",
             "must be one of none, read, write, destructive, not 'maybe'",
         ),
@@ -164,24 +210,45 @@ def test_is_enabled_asks_the_page_each_time():
             "DeclarationError",
             "Plugin 'todo': commands[0].execute of command 'todo.add' must be a function, not missing.",
         ),
-        ({**TODO, "commands": [{"id": "todo.add", "execute": "string"}]}, "DeclarationError", "must be a function, not string."),
+        (
+            {**TODO, "commands": [{"id": "todo.add", "execute": "string"}]},
+            "DeclarationError",
+            "must be a function, not string.",
+        ),
         (
             {**TODO, "commands": [{"id": "todo.add", "execute": "function", "run": "function"}]},
             "DeclarationError",
             "commands[0].run is not a command field",
         ),
-        ({**TODO, "commands": [{"id": "", "execute": "function"}]}, "DeclarationError", "commands[0].id must be a non-empty"),
         (
-            {**TODO, "commands": [{"id": "a", "execute": "function"}, {"id": "a", "execute": "function"}]},
+            {**TODO, "commands": [{"id": "", "execute": "function"}]},
+            "DeclarationError",
+            "commands[0].id must be a non-empty",
+        ),
+        (
+            {
+                **TODO,
+                "commands": [
+                    {"id": "a", "execute": "function"},
+                    {"id": "a", "execute": "function"},
+                ],
+            },
             "DeclarationError",
             "'a' is declared twice",
         ),
         (
-            {**TODO, "commands": [{"id": "a", "execute": "function", "parameters": {"type": "objet"}}]},
+            {
+                **TODO,
+                "commands": [{"id": "a", "execute": "function", "parameters": {"type": "objet"}}],
+            },
             "DeclarationError",
             "commands[0].parameters of command 'a' are refused",
         ),
-        ({**TODO, "commands": {"id": "a"}}, "DeclarationError", "commands must be an array of commands, not an object."),
+        (
+            {**TODO, "commands": {"id": "a"}},
+            "DeclarationError",
+            "commands must be an array of commands, not an object.",
+        ),
         (
             {**TODO, "commands": TODO["commands"][:1]},
             "DeclarationError",
@@ -189,30 +256,57 @@ def test_is_enabled_asks_the_page_each_time():
             "do not define; define it there.",
         ),
         (
-            {**TODO, "commands": [{**TODO["commands"][0], "parameters": {"type": "object"}}, TODO["commands"][1]]},
+            {
+                **TODO,
+                "commands": [
+                    {**TODO["commands"][0], "parameters": {"type": "object"}},
+                    TODO["commands"][1],
+                ],
+            },
             "DeclarationError",
             "Plugin 'todo': commands[0].parameters of command 'todo.add' is its tool's 'todo_add': declare it once, "
             "in agentTools.",
         ),
         ({**TODO, "tools": []}, "DeclarationError", "tools is not a plugin field"),
         ({**TODO, "name": ""}, "PluginError", "A plugin needs a non-empty name, not ''."),
-        ({**TODO, "requires": "decks"}, "DeclarationError", "requires must be an array of plugin names."),
-        ({**TODO, "requires": ["decks"]}, "PluginDependencyError", "Plugin 'todo' needs 'decks' loaded first."),
+        (
+            {**TODO, "requires": "decks"},
+            "DeclarationError",
+            "requires must be an array of plugin names.",
+        ),
+        (
+            {**TODO, "requires": ["decks"]},
+            "PluginDependencyError",
+            "Plugin 'todo' needs 'decks' loaded first.",
+        ),
     ],
 )
-def test_a_misdeclared_javascript_plugin_is_refused_with_a_sentence_and_nothing_registered(declaration, error_type, sentence):
+def test_a_misdeclared_javascript_plugin_is_refused_with_a_sentence_and_nothing_registered(
+    declaration, error_type, sentence
+):
     reactor = Reactor()
     answer = declare(reactor, declaration)
     assert answer["ok"] is False and answer["error"]["type"] == error_type
     assert sentence in answer["error"]["message"]
-    assert reactor.plugins == [] and reactor.commands.list_commands() == [] and agent_tool_bundles(reactor) == []
+    assert (
+        reactor.plugins == []
+        and reactor.commands.list_commands() == []
+        and agent_tool_bundles(reactor) == []
+    )
 
 
 def test_a_taken_command_id_rolls_the_whole_plugin_back():
     reactor = Reactor()
     declare(reactor, TODO)
     answer = declare(
-        reactor, {"name": "copy", "commands": [{"id": "mine", "execute": "function"}, {"id": "todo.add", "execute": "function"}]}
+        reactor,
+        {
+            "name": "copy",
+            "commands": [
+                {"id": "mine", "execute": "function"},
+                {"id": "todo.add", "execute": "function"},
+            ],
+        },
     )
     assert answer["error"]["type"] == "PluginLoadError"
     assert "'todo.add' is already registered by plugin 'todo'" in answer["error"]["message"]
@@ -222,14 +316,27 @@ def test_a_taken_command_id_rolls_the_whole_plugin_back():
 def test_unloading_takes_commands_and_bundle_and_names_who_went():
     reactor = Reactor()
     declare(reactor, TODO)
-    declare(reactor, {"name": "todo-extra", "requires": ["todo"], "commands": [{"id": "x", "execute": "function"}]})
+    declare(
+        reactor,
+        {
+            "name": "todo-extra",
+            "requires": ["todo"],
+            "commands": [{"id": "x", "execute": "function"}],
+        },
+    )
     seen = []
     reactor.contributions.changed.connect(lambda point: seen.append(point.id))
-    assert json.loads(unload_plugin_json(reactor, "todo")) == {"ok": True, "value": ["todo-extra", "todo"]}
+    assert json.loads(unload_plugin_json(reactor, "todo")) == {
+        "ok": True,
+        "value": ["todo-extra", "todo"],
+    }
     assert reactor.commands.list_commands() == [] and agent_tool_bundles(reactor) == []
     assert seen == ["reactor.agentTools"]
     missing = json.loads(unload_plugin_json(reactor, "todo"))
-    assert missing["error"] == {"type": "PluginNotFoundError", "message": "No plugin 'todo' is loaded. Loaded: none."}
+    assert missing["error"] == {
+        "type": "PluginNotFoundError",
+        "message": "No plugin 'todo' is loaded. Loaded: none.",
+    }
 
 
 def test_the_declaration_itself_must_be_an_object():
@@ -258,13 +365,19 @@ def test_an_inline_python_plugin_is_indented_code_defining_plugin_and_calls_java
     declare(reactor, TODO, script)
     script.items += ["a", "b"]
     assert report.loaded == ["stats"]
-    assert json.loads(asyncio.run(call_tool_json(reactor, "stats_count", "{}", None))) == {"ok": True, "result": 2}
+    assert json.loads(asyncio.run(call_tool_json(reactor, "stats_count", "{}", None))) == {
+        "ok": True,
+        "result": 2,
+    }
 
 
 @pytest.mark.parametrize(
     "code, sentence",
     [
-        ("x = 1", "The page's Python plugin #p must define PLUGIN = define_plugin(...), not nothing."),
+        (
+            "x = 1",
+            "The page's Python plugin #p must define PLUGIN = define_plugin(...), not nothing.",
+        ),
         ("PLUGIN = 3", "must define PLUGIN = define_plugin(...), not int."),
         ("PLUGIN = (", "The page's Python plugin #p failed to run: SyntaxError"),
         (

@@ -6,7 +6,14 @@ import math
 import pytest
 
 from reactor import ReactorError
-from reactor.envelope import FAILURE_CODES, RAN_WITHOUT_VALUE, envelope_text, is_failure, tool_failure, tool_success
+from reactor.envelope import (
+    FAILURE_CODES,
+    RAN_WITHOUT_VALUE,
+    envelope_text,
+    is_failure,
+    tool_failure,
+    tool_success,
+)
 
 
 def test_a_value_is_wrapped_and_none_says_the_command_ran():
@@ -19,11 +26,15 @@ def test_a_value_is_wrapped_and_none_says_the_command_ran():
 def test_a_value_that_is_not_json_data_is_a_failed_answer_naming_why(value):
     answer = tool_success(value)
     assert is_failure(answer) and answer["error"]["code"] == "failed"
-    assert answer["error"]["message"].startswith("The tool answered with a value that is not JSON data:")
+    assert answer["error"]["message"].startswith(
+        "The tool answered with a value that is not JSON data:"
+    )
 
 
 def test_a_failure_carries_its_code_sentence_and_details_and_an_unknown_code_is_refused():
-    answer = tool_failure("invalid_arguments", "Fix the title.", problems=[{"path": "$.title", "message": "too long"}])
+    answer = tool_failure(
+        "invalid_arguments", "Fix the title.", problems=[{"path": "$.title", "message": "too long"}]
+    )
     assert answer == {
         "ok": False,
         "error": {

@@ -29,7 +29,11 @@ def test_every_error_belongs_to_the_one_tree(error):
 def test_not_found_is_a_tool_error_with_its_code_and_still_a_lookup_error():
     error = NotFoundError("There is no deck 'x'. Decks: a, b.", decks=["a", "b"])
     assert isinstance(error, ToolError) and isinstance(error, LookupError)
-    assert (error.code, str(error), error.details) == ("not_found", "There is no deck 'x'. Decks: a, b.", {"decks": ["a", "b"]})
+    assert (error.code, str(error), error.details) == (
+        "not_found",
+        "There is no deck 'x'. Decks: a, b.",
+        {"decks": ["a", "b"]},
+    )
 
 
 def test_a_refused_http_answer_becomes_not_permitted_and_others_stay_http_errors():

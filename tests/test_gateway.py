@@ -37,7 +37,13 @@ def stand_in(provider):
 
 
 def gateway_app(tmp_path, stand_in, **options):
-    config = AssistantConfig(provider=stand_in.provider, model="site-model", api_key=KEY, base_url=stand_in.url, **options)
+    config = AssistantConfig(
+        provider=stand_in.provider,
+        model="site-model",
+        api_key=KEY,
+        base_url=stand_in.url,
+        **options,
+    )
     return app_server_over(tmp_path / "data", seed_demo=True, assistant=config)
 
 
@@ -53,22 +59,35 @@ def events(answer):
     return [json.loads(line[6:]) for line in answer.text.splitlines() if line.startswith("data: {")]
 
 
-def test_a_signed_in_request_is_relayed_as_the_provider_streams_it_with_the_key_added(tmp_path, stand_in, provider):
+def test_a_signed_in_request_is_relayed_as_the_provider_streams_it_with_the_key_added(
+    tmp_path, stand_in, provider
+):
     server = gateway_app(tmp_path, stand_in)
     stand_in.answers = [call("decks_open", {"id": "onboarding", "slide": 4}, words="Opening it.")]
     answer = ask(server, bearer(server, "bob"), provider=provider)
-    assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/event-stream")
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith(
+        "text/event-stream"
+    )
     relayed = events(answer)
     if provider == "openai":
-        assert "".join(c["choices"][0]["delta"].get("content") or "" for c in relayed if c.get("choices")) == "Opening it. "
+        assert (
+            "".join(
+                c["choices"][0]["delta"].get("content") or "" for c in relayed if c.get("choices")
+            )
+            == "Opening it. "
+        )
         assert stand_in.headers[0]["authorization"] == f"Bearer {KEY}"
-        assert stand_in.requests[0]["stream_options"] == {"include_usage": True}  # the usage the allowance counts
+        assert stand_in.requests[0]["stream_options"] == {
+            "include_usage": True
+        }  # the usage the allowance counts
         assert answer.text.rstrip().endswith("data: [DONE]")
     else:
         assert [e["type"] for e in relayed][-2:] == ["message_delta", "message_stop"]
         assert stand_in.headers[0]["x-api-key"] == KEY and stand_in.headers[0]["anthropic-version"]
     sent = stand_in.requests[0]
-    assert sent["model"] == "site-model" and sent["max_tokens"] == (100 if provider == "anthropic" else 4096)
+    assert sent["model"] == "site-model" and sent["max_tokens"] == (
+        100 if provider == "anthropic" else 4096
+    )
     assert "bob" not in json.dumps(sent), "the provider sees a hashed id, not the person's name"
     assert KEY not in answer.text and KEY not in json.dumps(dict(answer.headers))
 
@@ -85,17 +104,39 @@ def test_signed_out_pages_are_refused_unless_the_operator_opened_it(tmp_path, st
 @pytest.mark.parametrize(
     ("body", "field", "sentence"),
     [
-        ({"messages": [{"role": "user", "content": "x"}], "store": True}, "store", "does not pass on the field 'store'"),
-        ({"messages": [{"role": "user", "content": "x"}], "model": "gpt-5"}, "model", "is site-model; the request named 'gpt-5'"),
-        ({"messages": [{"role": "user", "content": "x"}], "max_tokens": 5000}, "max_tokens", "from 1 to 4096"),
-        ({"messages": [{"role": "user", "content": "x"}], "max_tokens": "9"}, "max_tokens", "from 1 to 4096"),
+        (
+            {"messages": [{"role": "user", "content": "x"}], "store": True},
+            "store",
+            "does not pass on the field 'store'",
+        ),
+        (
+            {"messages": [{"role": "user", "content": "x"}], "model": "gpt-5"},
+            "model",
+            "is site-model; the request named 'gpt-5'",
+        ),
+        (
+            {"messages": [{"role": "user", "content": "x"}], "max_tokens": 5000},
+            "max_tokens",
+            "from 1 to 4096",
+        ),
+        (
+            {"messages": [{"role": "user", "content": "x"}], "max_tokens": "9"},
+            "max_tokens",
+            "from 1 to 4096",
+        ),
         ({"messages": [{"role": "user", "content": "x"}], "n": 3}, "n", "n must be 1"),
         ({"messages": []}, "messages", "messages, a list that is not empty"),
         ({"messages": "hello"}, "messages", "messages, a list that is not empty"),
-        ({"messages": [{"role": "user", "content": "x"}], "stream": "yes"}, "stream", "true or false"),
+        (
+            {"messages": [{"role": "user", "content": "x"}], "stream": "yes"},
+            "stream",
+            "true or false",
+        ),
     ],
 )
-def test_what_the_provider_does_not_define_or_the_site_does_not_allow_is_refused_naming_it(tmp_path, body, field, sentence):
+def test_what_the_provider_does_not_define_or_the_site_does_not_allow_is_refused_naming_it(
+    tmp_path, body, field, sentence
+):
     stand_in = StandIn("openai", KEY)
     try:
         server = gateway_app(tmp_path, stand_in)
@@ -113,7 +154,10 @@ def test_hostile_bodies_are_refused_at_the_door(tmp_path):
         server = gateway_app(tmp_path, stand_in, max_body=10_000)
         headers = {**bearer(server, "bob"), "content-type": "application/json"}
         with server.client(headers) as client:
-            huge = client.post(ROUTE["openai"], content=json.dumps({"messages": [{"role": "user", "content": "x" * 20_000}]}))
+            huge = client.post(
+                ROUTE["openai"],
+                content=json.dumps({"messages": [{"role": "user", "content": "x" * 20_000}]}),
+            )
             broken = client.post(ROUTE["openai"], content=b"{not json")
             deep = client.post(ROUTE["openai"], content=b"[" * 5000 + b"]" * 5000)
             listed = client.post(ROUTE["openai"], content=b"[]")
@@ -133,7 +177,9 @@ def test_requests_per_minute_are_limited_per_person_with_retry_after(tmp_path, s
     refused = ask(server, bob, provider=provider)
     assert refused.status_code == 429 and 1 <= int(refused.headers["retry-after"]) <= 61
     assert "You have sent 2 messages to the assistant in the last minute" in refused.json()["error"]
-    assert ask(server, ada, provider=provider).status_code == 200, "another person has their own allowance"
+    assert ask(server, ada, provider=provider).status_code == 200, (
+        "another person has their own allowance"
+    )
     assert len(stand_in.requests) == 3
 
 
@@ -142,7 +188,9 @@ def test_the_daily_allowance_counts_the_tokens_the_provider_reports(tmp_path, st
     bob = bearer(server, "bob")
     stand_in.usage = (10, 20)  # 30 tokens an answer
     assert ask(server, bob, provider=provider).status_code == 200
-    assert ask(server, bob, provider=provider, stream=False).status_code == 200  # a whole answer counts too
+    assert (
+        ask(server, bob, provider=provider, stream=False).status_code == 200
+    )  # a whole answer counts too
     refused = ask(server, bob, provider=provider)
     assert refused.status_code == 429 and refused.json()["error"] == ALLOWANCE_USED
     assert 1 <= int(refused.headers["retry-after"]) <= 86_401
@@ -181,20 +229,30 @@ def test_an_overloaded_provider_is_a_503_saying_to_try_again(tmp_path):
         stand_in.stop()
     assert (
         answer.status_code == 503
-        and answer.json()["error"] == "This site's model is overloaded right now; try again in a minute."
+        and answer.json()["error"]
+        == "This site's model is overloaded right now; try again in a minute."
     )
 
 
-def test_a_wrong_key_on_the_server_is_never_the_persons_fault_nor_shown(tmp_path, stand_in, provider, caplog):
-    config = AssistantConfig(provider=provider, model="site-model", api_key="sk-wrong-key-0000", base_url=stand_in.url)
+def test_a_wrong_key_on_the_server_is_never_the_persons_fault_nor_shown(
+    tmp_path, stand_in, provider, caplog
+):
+    config = AssistantConfig(
+        provider=provider, model="site-model", api_key="sk-wrong-key-0000", base_url=stand_in.url
+    )
     server = app_server_over(tmp_path / "data", seed_demo=True, assistant=config)
     with caplog.at_level(logging.INFO):
         answer = ask(server, bearer(server, "bob"), provider=provider)
-    assert answer.status_code == 502 and "The site's operator can see why in the server's log." in answer.json()["error"]
+    assert (
+        answer.status_code == 502
+        and "The site's operator can see why in the server's log." in answer.json()["error"]
+    )
     assert "sk-wrong-key-0000" not in answer.text and "sk-wrong-key-0000" not in caplog.text
 
 
-def test_a_stream_cut_short_ends_with_an_error_event_in_the_providers_own_format(tmp_path, stand_in, provider, caplog):
+def test_a_stream_cut_short_ends_with_an_error_event_in_the_providers_own_format(
+    tmp_path, stand_in, provider, caplog
+):
     server = gateway_app(tmp_path, stand_in)
     stand_in.answers = [text("Half of an answer")]
     stand_in.cut_next = True
@@ -204,27 +262,36 @@ def test_a_stream_cut_short_ends_with_an_error_event_in_the_providers_own_format
     error = last["error"]
     assert error["message"].startswith("The answer was cut off: the site's model stopped sending")
     assert provider == "openai" or last["type"] == "error"
-    assert any("stream cut" in r.getMessage() for r in caplog.records if r.name == "reactor.assistant")
+    assert any(
+        "stream cut" in r.getMessage() for r in caplog.records if r.name == "reactor.assistant"
+    )
 
 
 def test_an_unreachable_provider_is_a_502_sentence(tmp_path):
-    config = AssistantConfig(provider="openai", model="m", base_url=f"http://127.0.0.1:{free_port()}/v1")
+    config = AssistantConfig(
+        provider="openai", model="m", base_url=f"http://127.0.0.1:{free_port()}/v1"
+    )
     server = app_server_over(tmp_path / "data", seed_demo=True, assistant=config)
     answer = ask(server, bearer(server, "bob"))
     assert (
         answer.status_code == 502
-        and answer.json()["error"] == "This site's assistant could not reach its model; try again in a moment."
+        and answer.json()["error"]
+        == "This site's assistant could not reach its model; try again in a moment."
     )
 
 
-def test_a_person_leaving_mid_answer_closes_the_request_to_the_provider(tmp_path, stand_in, provider):
+def test_a_person_leaving_mid_answer_closes_the_request_to_the_provider(
+    tmp_path, stand_in, provider
+):
     server = gateway_app(tmp_path, stand_in)
     stand_in.answers = [text("The first words and then the rest")]
     stand_in.hold.clear()
     with LoopbackServer(server.app) as url:
         headers = bearer(server, "bob")
         body = {"messages": [{"role": "user", "content": "hi"}], "stream": True, "max_tokens": 50}
-        with httpx.stream("POST", url + ROUTE[provider], json=body, headers=headers, timeout=10) as answer:
+        with httpx.stream(
+            "POST", url + ROUTE[provider], json=body, headers=headers, timeout=10
+        ) as answer:
             for line in answer.iter_lines():
                 if "The " in line:
                     break  # the first text arrived while the provider still holds the rest
@@ -239,20 +306,40 @@ def test_boot_json_names_the_model_and_never_the_key(tmp_path, stand_in):
     site = boot.json()["assistant"]["site"]
     assert site["label"] == "site-model · via this site" and site["url"] == "/api/assistant"
     assert boot.json()["assistant"]["browserKeys"] is False
-    assert "connect-src 'self';" in page.headers["content-security-policy"], "no provider is reachable from the page"
+    assert "connect-src 'self';" in page.headers["content-security-policy"], (
+        "no provider is reachable from the page"
+    )
     assert KEY not in boot.text and stand_in.url not in boot.text
 
 
 @pytest.mark.parametrize(
     ("options", "sentence"),
     [
-        ({"provider": "gemini", "model": "m", "api_key": "k"}, "There is no model provider 'gemini'"),
+        (
+            {"provider": "gemini", "model": "m", "api_key": "k"},
+            "There is no model provider 'gemini'",
+        ),
         ({"provider": "openai", "model": "", "api_key": "k"}, "Name the site's model with --model"),
-        ({"provider": "openai", "model": "gpt 4", "api_key": "k"}, "Name the site's model with --model"),
-        ({"provider": "anthropic", "model": "claude"}, "set REACTOR_MODEL_API_KEY (or ANTHROPIC_API_KEY)"),
-        ({"provider": "openai", "model": "gpt-4o-mini"}, "set REACTOR_MODEL_API_KEY (or OPENAI_API_KEY)"),
-        ({"provider": "openai", "model": "m", "base_url": "ftp://x"}, "must be an http:// or https:// address"),
-        ({"provider": "openai", "model": "m", "api_key": "k", "limit_rpm": 0}, "--model-limit-rpm must be between"),
+        (
+            {"provider": "openai", "model": "gpt 4", "api_key": "k"},
+            "Name the site's model with --model",
+        ),
+        (
+            {"provider": "anthropic", "model": "claude"},
+            "set REACTOR_MODEL_API_KEY (or ANTHROPIC_API_KEY)",
+        ),
+        (
+            {"provider": "openai", "model": "gpt-4o-mini"},
+            "set REACTOR_MODEL_API_KEY (or OPENAI_API_KEY)",
+        ),
+        (
+            {"provider": "openai", "model": "m", "base_url": "ftp://x"},
+            "must be an http:// or https:// address",
+        ),
+        (
+            {"provider": "openai", "model": "m", "api_key": "k", "limit_rpm": 0},
+            "--model-limit-rpm must be between",
+        ),
     ],
 )
 def test_a_configuration_that_cannot_work_is_one_sentence_naming_what_to_set(options, sentence):
@@ -262,14 +349,27 @@ def test_a_configuration_that_cannot_work_is_one_sentence_naming_what_to_set(opt
 
 
 def test_a_local_openai_compatible_server_needs_no_key():
-    config = AssistantConfig(provider="openai", model="llama3.1", base_url="http://127.0.0.1:11434/v1")
+    config = AssistantConfig(
+        provider="openai", model="llama3.1", base_url="http://127.0.0.1:11434/v1"
+    )
     assert config.url == "http://127.0.0.1:11434/v1" and "api_key" not in repr(config)
 
 
 def test_reactor_serve_says_in_one_line_what_to_set(tmp_path):
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    wrong = run_reactor("serve", "--data", str(tmp_path), "--model-provider", "gemini", "--model", "m", env=env)
-    keyless = run_reactor("serve", "--data", str(tmp_path), "--model-provider", "anthropic", "--model", "claude", env=env)
+    wrong = run_reactor(
+        "serve", "--data", str(tmp_path), "--model-provider", "gemini", "--model", "m", env=env
+    )
+    keyless = run_reactor(
+        "serve",
+        "--data",
+        str(tmp_path),
+        "--model-provider",
+        "anthropic",
+        "--model",
+        "claude",
+        env=env,
+    )
     port = free_port()
     away = run_reactor(
         "serve", "--data", str(tmp_path), "--model-provider", "openai", "--model", "llama3.1",
@@ -291,7 +391,9 @@ def serve_with_a_model(tmp_path, name, database, base_url):
         "--model-provider", "openai", "--model", "site-model", "--model-base-url", base_url, "--model-limit-rpm", "3",
     ]  # fmt: skip
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "REACTOR_MODEL_API_KEY": KEY}
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+    )
     line = process.stdout.readline()
     if not line.startswith("reactor is serving"):
         process.kill()
@@ -305,10 +407,17 @@ def test_two_server_processes_on_postgresql_share_one_persons_limit(tmp_path, po
     started = [serve_with_a_model(tmp_path, name, database, stand_in.url) for name in ("a", "b")]
     try:
         (_, a), (_, b) = started
-        token = httpx.post(f"{a}/auth/sign-in", json={"username": "bob", "password": "bob-demo"}).json()["token"]
+        token = httpx.post(
+            f"{a}/auth/sign-in", json={"username": "bob", "password": "bob-demo"}
+        ).json()["token"]
         body = {"messages": [{"role": "user", "content": "hi"}], "stream": True}
         statuses = [
-            httpx.post(url + ROUTE["openai"], json=body, headers={"authorization": f"Bearer {token}"}, timeout=10).status_code
+            httpx.post(
+                url + ROUTE["openai"],
+                json=body,
+                headers={"authorization": f"Bearer {token}"},
+                timeout=10,
+            ).status_code
             for url in (a, b, a, b)
         ]
     finally:
@@ -317,33 +426,53 @@ def test_two_server_processes_on_postgresql_share_one_persons_limit(tmp_path, po
             process.terminate()
             process.wait(timeout=30)
             process.stdout.close()
-    assert statuses == [200, 200, 200, 429], "the fourth request in a minute is over the limit, on whichever process"
+    assert statuses == [200, 200, 200, 429], (
+        "the fourth request in a minute is over the limit, on whichever process"
+    )
     assert len(stand_in.requests) == 3
 
 
 def site_model(url, provider="openai"):
-    return SiteModel({"provider": provider, "model": "site-model", "url": f"{url}/api/assistant", "maxTokens": 100}, urllib_send)
+    return SiteModel(
+        {
+            "provider": provider,
+            "model": "site-model",
+            "url": f"{url}/api/assistant",
+            "maxTokens": 100,
+        },
+        urllib_send,
+    )
 
 
-def test_the_pages_adapter_reads_the_relayed_stream_into_text_and_tool_calls(tmp_path, stand_in, provider):
+def test_the_pages_adapter_reads_the_relayed_stream_into_text_and_tool_calls(
+    tmp_path, stand_in, provider
+):
     server = gateway_app(tmp_path, stand_in, anonymous=True)
-    stand_in.answers = [call("decks_open", {"id": "onboarding", "slide": 4}, "call_7", words="Opening it.")]
+    stand_in.answers = [
+        call("decks_open", {"id": "onboarding", "slide": 4}, "call_7", words="Opening it.")
+    ]
     pieces = []
     with LoopbackServer(server.app) as url:
-        request = ModelRequest("", [{"role": "user", "content": "open onboarding at 4"}], on_text=pieces.append)
+        request = ModelRequest(
+            "", [{"role": "user", "content": "open onboarding at 4"}], on_text=pieces.append
+        )
         turn = asyncio.run(site_model(url, provider).complete(request, CancelToken()))
     assert "".join(pieces).strip() == turn.text.strip() == "Opening it."
-    assert [(c.name, json.loads(c.arguments) if isinstance(c.arguments, str) else c.arguments) for c in turn.tool_calls] == [
-        ("decks_open", {"id": "onboarding", "slide": 4})
-    ]
+    assert [
+        (c.name, json.loads(c.arguments) if isinstance(c.arguments, str) else c.arguments)
+        for c in turn.tool_calls
+    ] == [("decks_open", {"id": "onboarding", "slide": 4})]
 
 
 def test_the_pages_adapter_words_what_only_the_page_sees():
     model = site_model(f"http://127.0.0.1:{free_port()}")
     with pytest.raises(ProviderError) as error:
-        asyncio.run(model.complete(ModelRequest("", [{"role": "user", "content": "x"}]), CancelToken()))
+        asyncio.run(
+            model.complete(ModelRequest("", [{"role": "user", "content": "x"}]), CancelToken())
+        )
     assert (
-        str(error.value) == "This site could not be reached, so its assistant cannot answer; check your connection and try again."
+        str(error.value)
+        == "This site could not be reached, so its assistant cannot answer; check your connection and try again."
     )
 
 

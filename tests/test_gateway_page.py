@@ -26,7 +26,12 @@ def serve(tmp_path, stand_in, **options):
         base_url=stand_in.url,
         **{k: v for k, v in options.items() if k != "browser_keys"},
     )
-    server = start_server(tmp_path / "data", seed_demo=True, assistant=config, browser_keys=options.get("browser_keys"))
+    server = start_server(
+        tmp_path / "data",
+        seed_demo=True,
+        assistant=config,
+        browser_keys=options.get("browser_keys"),
+    )
     try:
         yield server
     finally:
@@ -109,17 +114,27 @@ def test_a_signed_in_person_chats_through_the_site_and_the_tools_run_in_the_page
             received = kept_answers(reactor.page)
             page = open_chat(reactor, "bob")
             stand_in.answers = [
-                call("decks_open", {"id": "onboarding", "slide": 4}, words="Opening the onboarding deck for you."),
+                call(
+                    "decks_open",
+                    {"id": "onboarding", "slide": 4},
+                    words="Opening the onboarding deck for you.",
+                ),
                 text("It is open at slide 4."),
             ]
             stand_in.hold.clear()  # the stream waits after its first words
             say(page, "open the onboarding deck at slide 4")
             streaming = page.locator("reactor-chat [data-streaming=true]")
             streaming.get_by_text("Opening").wait_for()
-            assert not stand_in.hold.is_set(), "the first words are on screen while the provider still holds the rest"
+            assert not stand_in.hold.is_set(), (
+                "the first words are on screen while the provider still holds the rest"
+            )
             stand_in.hold.set()
-            page.get_by_test_id("slide-number").get_by_text("Slide 4 of 5").wait_for()  # the tool ran in the page
-            page.locator("reactor-chat .chat-assistant").get_by_text("It is open at slide 4.").wait_for()
+            page.get_by_test_id("slide-number").get_by_text(
+                "Slide 4 of 5"
+            ).wait_for()  # the tool ran in the page
+            page.locator("reactor-chat .chat-assistant").get_by_text(
+                "It is open at slide 4."
+            ).wait_for()
             idle(page)
             page.wait_for_load_state("networkidle")
         assert len(stand_in.requests) == 2
@@ -127,7 +142,9 @@ def test_a_signed_in_person_chats_through_the_site_and_the_tools_run_in_the_page
         assert '"ok": true' in tool_result["content"], "the page's envelope went back to the model"
         assert all(KEY.encode() not in body for body in received), "the key reached the browser"
         assert KEY not in caplog.text, "the key reached the server's log"
-        assert any(KEY in (h.get("authorization") or "") for h in stand_in.headers), "the provider did get it"
+        assert any(KEY in (h.get("authorization") or "") for h in stand_in.headers), (
+            "the provider did get it"
+        )
 
 
 def test_anthropic_behind_the_site_streams_text_and_a_tool_call(
@@ -138,12 +155,20 @@ def test_anthropic_behind_the_site_streams_text_and_a_tool_call(
     stand_in = anthropic_stand_in
     with serve(tmp_path, stand_in) as server:
         page = open_chat(new_reactor_page(server), "bob")
-        stand_in.answers = [call("decks_list_decks", {}, "toolu_1", words="Let me look."), text("There are three decks.")]
+        stand_in.answers = [
+            call("decks_list_decks", {}, "toolu_1", words="Let me look."),
+            text("There are three decks."),
+        ]
         say(page, "list the decks")
-        page.locator("reactor-chat .chat-assistant").get_by_text("There are three decks.").wait_for()
+        page.locator("reactor-chat .chat-assistant").get_by_text(
+            "There are three decks."
+        ).wait_for()
         card = page.locator("reactor-chat [data-testid=tool-card][data-tool=decks_list_decks]")
         assert card.get_attribute("data-status") == "finished"
-        assert stand_in.requests[0]["model"] == "site-model" and stand_in.headers[0]["x-api-key"] == KEY
+        assert (
+            stand_in.requests[0]["model"] == "site-model"
+            and stand_in.headers[0]["x-api-key"] == KEY
+        )
 
 
 def test_stop_ends_the_request_to_the_provider_within_a_second(
@@ -156,9 +181,15 @@ def test_stop_ends_the_request_to_the_provider_within_a_second(
         page = open_chat(new_reactor_page(server), "bob")
         ask_and_hold(page, stand_in)
         page.locator("reactor-chat").get_by_role("button", name="Stop").click()
-        assert stand_in.hung_up.wait(1.0), "the provider saw its connection close within a second of Stop"
+        assert stand_in.hung_up.wait(1.0), (
+            "the provider saw its connection close within a second of Stop"
+        )
         idle(page)
-        assert page.locator("reactor-chat [data-streaming=stopped]").inner_text().startswith("Partially")
+        assert (
+            page.locator("reactor-chat [data-streaming=stopped]")
+            .inner_text()
+            .startswith("Partially")
+        )
 
 
 def test_closing_the_page_mid_answer_ends_the_request_to_the_provider_within_a_second(
@@ -171,7 +202,9 @@ def test_closing_the_page_mid_answer_ends_the_request_to_the_provider_within_a_s
         page = open_chat(new_reactor_page(server), "bob")
         ask_and_hold(page, stand_in)
         page.close()
-        assert stand_in.hung_up.wait(1.0), "the provider saw its connection close within a second of the page closing"
+        assert stand_in.hung_up.wait(1.0), (
+            "the provider saw its connection close within a second of the page closing"
+        )
 
 
 def test_a_signed_out_page_is_asked_to_sign_in_unless_the_site_opened_the_assistant(
@@ -183,7 +216,10 @@ def test_a_signed_out_page_is_asked_to_sign_in_unless_the_site_opened_the_assist
     with serve(tmp_path, stand_in) as server:
         page = open_chat(new_reactor_page(server))
         say(page, "hello")
-        assert error_note(page).inner_text() == "Sign in at the top of the page to use this site's assistant."
+        assert (
+            error_note(page).inner_text()
+            == "Sign in at the top of the page to use this site's assistant."
+        )
         assert stand_in.requests == []
     with serve(tmp_path / "open", stand_in, anonymous=True) as opened:
         page = open_chat(new_reactor_page(opened))  # in a browser context of its own

@@ -25,12 +25,19 @@ from reactor.host import (
 )
 
 BUNDLE = decks_bundle("decks_list_decks", "decks_open", "decks_rename", "decks_delete")
-LEVELS = {"decks_list_decks": "read", "decks_open": "none", "decks_rename": "write", "decks_delete": "destructive"}
+LEVELS = {
+    "decks_list_decks": "read",
+    "decks_open": "none",
+    "decks_rename": "write",
+    "decks_delete": "destructive",
+}
 
 
 def toolbox(side_effects=LEVELS):
     def register(context):
-        nothing = {command: lambda args: None for command in ("decks.open", "decks.rename", "decks.delete")}
+        nothing = {
+            command: lambda args: None for command in ("decks.open", "decks.rename", "decks.delete")
+        }
         context.register_bundle(BUNDLE, {"decks.listDecks": lambda args: [], **nothing})
 
     reactor = Reactor()
@@ -72,7 +79,11 @@ def test_responses_api_tools_are_flat_functions():
 
 def test_anthropic_tools_carry_an_input_schema():
     tools = anthropic_tools(toolbox().tools())
-    assert tools[1] == {"name": "decks_open", "description": "Open a deck at a slide.", "input_schema": DECK_OPEN}
+    assert tools[1] == {
+        "name": "decks_open",
+        "description": "Open a deck at a slide.",
+        "input_schema": DECK_OPEN,
+    }
     assert tools[0]["input_schema"] == NO_ARGUMENTS
 
 
@@ -86,14 +97,22 @@ def test_a_schema_providers_refuse_at_the_top_is_simplified_for_them_but_still_e
     with pytest.raises(ToolError) as refused:
         parse_tool_arguments("decks_rename", {"title": "New"}, rename.parameters)
     assert refused.value.code == "invalid_arguments"
-    assert parse_tool_arguments("decks_rename", {"title": "New", "id": "q"}, rename.parameters) == {"title": "New", "id": "q"}
+    assert parse_tool_arguments("decks_rename", {"title": "New", "id": "q"}, rename.parameters) == {
+        "title": "New",
+        "id": "q",
+    }
 
 
 def test_mcp_tools_list_is_valid_for_the_mcp_package_and_loses_nothing():
     mcp_types = mcp_models()
     listed = mcp_list_tools(toolbox().tools())
     parsed = mcp_types.ListToolsResult.model_validate(listed)
-    assert [tool.name for tool in parsed.tools] == ["decks_list_decks", "decks_open", "decks_rename", "decks_delete"]
+    assert [tool.name for tool in parsed.tools] == [
+        "decks_list_decks",
+        "decks_open",
+        "decks_rename",
+        "decks_delete",
+    ]
     for ours, theirs in zip(listed["tools"], parsed.tools):
         assert theirs.model_dump(by_alias=True, exclude_none=True, mode="json") == ours
     assert listed["tools"][0]["title"] == "List decks"  # the command's label
@@ -128,8 +147,16 @@ def test_a_tool_with_no_level_given_counts_as_write_and_needs_approval():
 
 def test_results_render_per_provider_with_the_same_envelope():
     ok = tool_success([{"id": "q", "title": "Q"}])
-    assert openai_chat_result("call_1", ok) == {"role": "tool", "tool_call_id": "call_1", "content": json.dumps(ok)}
-    assert responses_result("call_1", ok) == {"type": "function_call_output", "call_id": "call_1", "output": json.dumps(ok)}
+    assert openai_chat_result("call_1", ok) == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": json.dumps(ok),
+    }
+    assert responses_result("call_1", ok) == {
+        "type": "function_call_output",
+        "call_id": "call_1",
+        "output": json.dumps(ok),
+    }
     assert anthropic_result("toolu_1", ok) == {
         "type": "tool_result",
         "tool_use_id": "toolu_1",
@@ -146,7 +173,10 @@ def test_results_render_per_provider_with_the_same_envelope():
 
 def test_mcp_call_results_are_valid_and_errors_are_results_not_exceptions():
     mcp_types = mcp_models()
-    for envelope, is_error in ((tool_success({"slide": 4}), False), (tool_failure("unknown_tool", "No such tool."), True)):
+    for envelope, is_error in (
+        (tool_success({"slide": 4}), False),
+        (tool_failure("unknown_tool", "No such tool."), True),
+    ):
         rendered = mcp_call_result(envelope)
         parsed = mcp_types.CallToolResult.model_validate(rendered)
         assert parsed.is_error is is_error
@@ -154,7 +184,11 @@ def test_mcp_call_results_are_valid_and_errors_are_results_not_exceptions():
 
 
 def test_a_command_returning_nothing_answers_that_it_ran():
-    assert tool_success(None) == {"ok": True, "result": None, "note": "The command ran; it returns no value."}
+    assert tool_success(None) == {
+        "ok": True,
+        "result": None,
+        "note": "The command ran; it returns no value.",
+    }
     assert tool_success(0) == {"ok": True, "result": 0}
 
 
@@ -185,9 +219,19 @@ def test_a_tool_and_its_command_share_one_validator_even_past_the_schema_cache()
         id="one",
         name="One",
         plugin="one",
-        commands=[{"name": "one_get", "command": "one.get", "description": "Get.", "parameters": parameters}],
+        commands=[
+            {
+                "name": "one_get",
+                "command": "one.get",
+                "description": "Get.",
+                "parameters": parameters,
+            }
+        ],
     )
-    plugin = define_plugin(name="one", register=lambda context: context.register_bundle(bundle, {"one.get": lambda args: args}))
+    plugin = define_plugin(
+        name="one",
+        register=lambda context: context.register_bundle(bundle, {"one.get": lambda args: args}),
+    )
     reactor = Reactor()
     reactor.load_plugins([plugin])
     schema._validator.cache_clear()  # evicted, as thousands of other schemas would

@@ -56,7 +56,11 @@ CMS_BUNDLE = define_agent_tools(
             "name": "cms_publish_site_page",
             "command": "cms.publish",
             "description": "Publish a page.",
-            "parameters": {"type": "object", "properties": {"page_id": {"type": "string"}}, "required": ["page_id"]},
+            "parameters": {
+                "type": "object",
+                "properties": {"page_id": {"type": "string"}},
+                "required": ["page_id"],
+            },
         },
     ],
 )
@@ -93,7 +97,9 @@ def reactor_with(page, *, cms=True):
     def decks(context):
         def open_deck(args):
             if args["id"] not in {d["id"] for d in DECKS}:
-                raise ValueError(f"There is no deck {args['id']!r}; ids come from decks_list_decks.")
+                raise ValueError(
+                    f"There is no deck {args['id']!r}; ids come from decks_list_decks."
+                )
             page.open, page.slide = args["id"], args.get("slide", 1)
             return {"open": page.open, "slide": page.slide}
 
@@ -128,12 +134,17 @@ def reactor_with(page, *, cms=True):
         context.register_command("decks.wait", wait)
         context.register_command("decks.fail", lambda args: {}["nope"])
         context.register_command("decks.refuse", refuse)
-        never = CommandOptions(lambda args: 1, is_enabled=lambda args: False, disabled_reason="no deck is open.")
+        never = CommandOptions(
+            lambda args: 1, is_enabled=lambda args: False, disabled_reason="no deck is open."
+        )
         context.register_command("decks.disabled", never)
 
     def cms_register(context):
         pages = [{"id": "p-7", "title": "Pricing", "status": "draft"}]
-        handlers = {"cms.listPages": lambda args: pages, "cms.publish": lambda args: page.published.append(args["page_id"])}
+        handlers = {
+            "cms.listPages": lambda args: pages,
+            "cms.publish": lambda args: page.published.append(args["page_id"]),
+        }
         context.register_bundle(CMS_BUNDLE, handlers)
 
     reactor = Reactor()
@@ -161,15 +172,24 @@ class Script:
 
 
 def calls(*specs):
-    return ModelTurn("", tuple(ToolCall(f"call_{i}", name, args) for i, (name, args) in enumerate(specs)), "tool_use")
+    return ModelTurn(
+        "",
+        tuple(ToolCall(f"call_{i}", name, args) for i, (name, args) in enumerate(specs)),
+        "tool_use",
+    )
 
 
 def chat(model, page=None, *, plugins=("decks",), handlers=None, events=None, **options):
     page = page or Page()
     toolbox = Toolbox(
-        reactor_with(page), AgentSpec("presenter", "Help with decks.", tuple(plugins)), handlers=handlers, side_effects=LEVELS
+        reactor_with(page),
+        AgentSpec("presenter", "Help with decks.", tuple(plugins)),
+        handlers=handlers,
+        side_effects=LEVELS,
     )
-    return ChatLoop(model, toolbox, on_event=events.append if events is not None else None, **options)
+    return ChatLoop(
+        model, toolbox, on_event=events.append if events is not None else None, **options
+    )
 
 
 def results(loop):
@@ -200,7 +220,16 @@ def test_a_loop_of_no_steps_is_refused_as_a_settings_error():
 
 def test_a_tool_outside_the_admitted_set_cannot_be_called_even_when_the_model_names_it():
     page = Page()
-    loop = chat(Script(calls(("cms_publish_site_page", {"page_id": "p-7"}), ("decks_hidden", {}), ("made_up_tool", {}))), page)
+    loop = chat(
+        Script(
+            calls(
+                ("cms_publish_site_page", {"page_id": "p-7"}),
+                ("decks_hidden", {}),
+                ("made_up_tool", {}),
+            )
+        ),
+        page,
+    )
     asyncio.run(loop.send("publish it"))
     assert codes(loop) == ["not_admitted", "not_admitted", "unknown_tool"]
     assert page.published == []
@@ -208,7 +237,9 @@ def test_a_tool_outside_the_admitted_set_cannot_be_called_even_when_the_model_na
 
 
 def test_an_agent_spec_names_plugins_and_refuses_tools():
-    assert AgentSpec.from_dict({"name": "a", "plugins": ["decks"]}) == AgentSpec("a", "", ("decks",))
+    assert AgentSpec.from_dict({"name": "a", "plugins": ["decks"]}) == AgentSpec(
+        "a", "", ("decks",)
+    )
     with pytest.raises(DeclarationError, match="a spec names plugins"):
         AgentSpec.from_dict({"name": "a", "plugins": ["decks"], "tools": ["decks_open"]})
 
@@ -220,7 +251,11 @@ def test_a_host_handler_replaces_the_command_but_keeps_the_bundles_name_and_desc
         seen.append((args, signal.aborted))
         return {"opened": args["id"], "by": "host"}
 
-    loop = chat(Script(calls(("decks_open", {"id": "team-offsite"}))), page, handlers={"decks_open": richer_open})
+    loop = chat(
+        Script(calls(("decks_open", {"id": "team-offsite"}))),
+        page,
+        handlers={"decks_open": richer_open},
+    )
     asyncio.run(loop.send("open it"))
     assert results(loop) == [{"ok": True, "result": {"opened": "team-offsite", "by": "host"}}]
     assert seen == [({"id": "team-offsite"}, False)] and page.open is None
@@ -231,7 +266,14 @@ def test_a_host_handler_replaces_the_command_but_keeps_the_bundles_name_and_desc
 def test_a_command_result_and_a_command_returning_nothing_are_answered():
     page = Page()
     loop = chat(
-        Script(calls(("decks_list_decks", ""), ("decks_open", '{"id": "quarterly-review"}'), ("decks_present", None))), page
+        Script(
+            calls(
+                ("decks_list_decks", ""),
+                ("decks_open", '{"id": "quarterly-review"}'),
+                ("decks_present", None),
+            )
+        ),
+        page,
     )
     outcome = asyncio.run(loop.send("go"))
     assert results(loop) == [
@@ -257,10 +299,16 @@ def test_failures_of_commands_become_envelopes_with_their_code():
     asyncio.run(loop.send("try everything"))
     assert codes(loop) == ["failed", "unavailable", "unavailable", "unavailable", "failed"]
     refused, disabled, missing, nowhere = results(loop)[1:]
-    assert refused["error"] == {"code": "unavailable", "message": "The projector is off.", "retry": False}
+    assert refused["error"] == {
+        "code": "unavailable",
+        "message": "The projector is off.",
+        "retry": False,
+    }
     assert "no deck is open" in disabled["error"]["message"]
     assert "'decks.notRegistered' is not registered" in missing["error"]["message"]
-    assert nowhere["error"]["message"] == "There is no deck 'nowhere'; ids come from decks_list_decks."
+    assert (
+        nowhere["error"]["message"] == "There is no deck 'nowhere'; ids come from decks_list_decks."
+    )
 
 
 # Several calls, steps
@@ -269,13 +317,33 @@ def test_failures_of_commands_become_envelopes_with_their_code():
 def test_calls_of_one_turn_run_in_order_each_seeing_the_state_the_previous_left():
     events = []
     loop = chat(
-        Script(calls(("decks_open", {"id": "quarterly-review", "slide": 2}), ("decks_next_slide", {}), ("decks_next_slide", {}))),
+        Script(
+            calls(
+                ("decks_open", {"id": "quarterly-review", "slide": 2}),
+                ("decks_next_slide", {}),
+                ("decks_next_slide", {}),
+            )
+        ),
         events=events,
     )
     asyncio.run(loop.send("two slides on"))
-    assert [r["result"] for r in results(loop)] == [{"open": "quarterly-review", "slide": 2}, {"slide": 3}, {"slide": 4}]
-    assert [e.type for e in events] == ["message"] + ["tool_call.started", "tool_call.finished"] * 3 + ["message"]
-    assert [m["role"] for m in loop.history] == ["user", "assistant", "tool", "tool", "tool", "assistant"]
+    assert [r["result"] for r in results(loop)] == [
+        {"open": "quarterly-review", "slide": 2},
+        {"slide": 3},
+        {"slide": 4},
+    ]
+    assert [e.type for e in events] == ["message"] + [
+        "tool_call.started",
+        "tool_call.finished",
+    ] * 3 + ["message"]
+    assert [m["role"] for m in loop.history] == [
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "tool",
+        "assistant",
+    ]
 
 
 def test_the_model_sees_the_results_of_its_calls_in_the_next_step():
@@ -313,19 +381,29 @@ def test_the_step_cap_stops_a_model_that_keeps_calling_and_answers_the_last_call
         ("decks_present", None, "ok"),  # null
         ("decks_present", "  ", "ok"),
         ("decks_open", '{"id": "team-offsite"}', "ok"),  # a JSON string
-        ("decks_open", json.dumps('{"id": "team-offsite"}'), "ok"),  # a JSON string of a JSON string
+        (
+            "decks_open",
+            json.dumps('{"id": "team-offsite"}'),
+            "ok",
+        ),  # a JSON string of a JSON string
         ("decks_open", {"id": "team-offsite", "slide": 2}, "ok"),
         ("decks_open", '{"id": "team-offsite"', "not valid JSON"),  # cut short
         ("decks_open", "{id: team-offsite}", "not valid JSON"),
         ("decks_open", {"id": "team-offsite", "colour": "red"}, "'colour' was unexpected"),
-        ("decks_open", {"id": "team-offsite", "slide": "4"}, "$.slide: '4' is not of type 'integer'"),
+        (
+            "decks_open",
+            {"id": "team-offsite", "slide": "4"},
+            "$.slide: '4' is not of type 'integer'",
+        ),
         ("decks_open", {"slide": 0}, "'id' is a required property"),
         ("decks_open", "", "'id' is a required property"),
         ("decks_open", ["team-offsite"], "expected a JSON object, got an array"),
         ("decks_open", "42", "expected a JSON object, got a number"),
     ],
 )
-def test_model_written_arguments_are_parsed_and_checked_before_the_command_runs(tool, raw, expected):
+def test_model_written_arguments_are_parsed_and_checked_before_the_command_runs(
+    tool, raw, expected
+):
     page = Page()
     loop = chat(Script(calls((tool, raw))), page)
     asyncio.run(loop.send("do it"))
@@ -335,14 +413,18 @@ def test_model_written_arguments_are_parsed_and_checked_before_the_command_runs(
     else:
         assert result["error"]["code"] == "invalid_arguments"
         assert expected in result["error"]["message"]
-        assert result["error"]["problems"] and all({"path", "message"} <= set(p) for p in result["error"]["problems"])
+        assert result["error"]["problems"] and all(
+            {"path", "message"} <= set(p) for p in result["error"]["problems"]
+        )
         assert "call it again" in result["error"]["message"]
         assert page.open is None
 
 
 def test_calls_cut_off_by_the_token_limit_do_not_run():
     page = Page()
-    cut = ModelTurn("", (ToolCall("c", "decks_open", {"id": "team-offsite"}),), "max_tokens", "max_tokens")
+    cut = ModelTurn(
+        "", (ToolCall("c", "decks_open", {"id": "team-offsite"}),), "max_tokens", "max_tokens"
+    )
     loop = chat(Script(cut), page)
     asyncio.run(loop.send("open"))
     assert codes(loop) == ["invalid_arguments"] and page.open is None
@@ -369,13 +451,22 @@ def test_a_destructive_call_runs_once_approved_within_the_same_turn():
     asyncio.run(chat(model, page, approve=approve, events=events).send("delete it"))
     assert page.deleted == ["team-offsite"] and len(model.requests) == 2
     [request] = approve.asked
-    assert (request.tool, request.arguments, request.side_effect) == ("decks_delete", {"id": "team-offsite"}, "destructive")
+    assert (request.tool, request.arguments, request.side_effect) == (
+        "decks_delete",
+        {"id": "team-offsite"},
+        "destructive",
+    )
     assert "tool_call.approved" in [e.type for e in events]
 
 
 def test_a_denied_call_does_not_run_and_the_model_is_told_so():
     page, events = Page(), []
-    loop = chat(Script(calls(("decks_delete", {"id": "team-offsite"}))), page, approve=approver("deny"), events=events)
+    loop = chat(
+        Script(calls(("decks_delete", {"id": "team-offsite"}))),
+        page,
+        approve=approver("deny"),
+        events=events,
+    )
     asyncio.run(loop.send("delete it"))
     assert page.deleted == [] and codes(loop) == ["denied"]
     assert "declined" in results(loop)[0]["error"]["message"]
@@ -386,7 +477,13 @@ def test_always_allows_the_tool_for_the_rest_of_the_session_without_asking_again
     page = Page()
     approve = approver("always")
     loop = chat(
-        Script(calls(("decks_delete", {"id": "a"})), ModelTurn("ok"), calls(("decks_delete", {"id": "b"}))), page, approve=approve
+        Script(
+            calls(("decks_delete", {"id": "a"})),
+            ModelTurn("ok"),
+            calls(("decks_delete", {"id": "b"})),
+        ),
+        page,
+        approve=approve,
     )
     asyncio.run(loop.send("delete a"))
     asyncio.run(loop.send("delete b"))
@@ -468,7 +565,9 @@ def test_stop_during_the_model_request_ends_the_turn_and_drops_its_answer():
     loop, outcome, page = asyncio.run(scenario())
     assert outcome.status == "stopped"
     assert loop.history == [{"role": "user", "content": "hello"}] and page.deleted == []
-    assert events[-1].type == "stopped" and events[-1].data["reason"] == "You stopped the assistant."
+    assert (
+        events[-1].type == "stopped" and events[-1].data["reason"] == "You stopped the assistant."
+    )
     assert not loop.running
 
 
@@ -486,7 +585,12 @@ def test_stop_during_a_tool_cancels_it_and_answers_the_remaining_calls_as_aborte
     loop, outcome = asyncio.run(scenario())
     assert outcome.status == "stopped" and page.cancelled and not page.presenting
     assert codes(loop) == ["aborted", "aborted"]
-    assert [m["role"] for m in loop.history] == ["user", "assistant", "tool", "tool"]  # every call answered
+    assert [m["role"] for m in loop.history] == [
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+    ]  # every call answered
 
 
 def test_a_tool_result_that_arrives_after_stop_is_dropped():
@@ -519,7 +623,9 @@ def test_a_tool_result_that_arrives_after_stop_is_dropped():
     assert asyncio.run(scenario()).status == "stopped"
     assert codes(loop) == ["aborted"] and "late value" not in json.dumps(loop.history)
 
-    loop = chat(Script(calls(("decks_wait", {}))), handlers={"decks_wait": stops_the_chat_then_answers})
+    loop = chat(
+        Script(calls(("decks_wait", {}))), handlers={"decks_wait": stops_the_chat_then_answers}
+    )
     assert asyncio.run(loop.send("go")).status == "stopped"
     assert codes(loop) == ["aborted"] and "also late" not in json.dumps(loop.history)
 
@@ -646,13 +752,21 @@ def test_race_returns_the_value_or_raises_when_aborted_first():
 
 
 def scripted(page=None, **options):
-    return chat(ScriptedModel(), page or Page(), plugins=("decks", "cms"), approve=approver(*["allow"] * 5), **options)
+    return chat(
+        ScriptedModel(),
+        page or Page(),
+        plugins=("decks", "cms"),
+        approve=approver(*["allow"] * 5),
+        **options,
+    )
 
 
 def test_the_scripted_model_lists_decks_with_the_list_tool():
     loop = scripted()
     outcome = asyncio.run(loop.send("list decks"))
-    assert [m["tool_calls"][0]["name"] for m in loop.history if m.get("tool_calls")] == ["decks_list_decks"]
+    assert [m["tool_calls"][0]["name"] for m in loop.history if m.get("tool_calls")] == [
+        "decks_list_decks"
+    ]
     assert "Quarterly review (quarterly-review)" in outcome.text and outcome.steps == 2
 
 
@@ -666,7 +780,11 @@ def test_the_scripted_model_finds_a_deck_by_title_listing_first_when_it_must():
     outcome = asyncio.run(loop.send("open the team offsite deck, then next slide and present"))
     assert (page.open, page.slide, page.presenting) == ("team-offsite", 2, True)
     later = [c["name"] for m in loop.history[4:] for c in m.get("tool_calls") or []]
-    assert later == ["decks_open", "decks_next_slide", "decks_present"]  # the earlier listing was enough
+    assert later == [
+        "decks_open",
+        "decks_next_slide",
+        "decks_present",
+    ]  # the earlier listing was enough
     assert outcome.status == "done" and outcome.steps == 2  # three calls in one turn
 
 
@@ -681,7 +799,10 @@ def test_the_scripted_model_reports_failures_and_what_it_cannot_find():
     loop = scripted()
     # The reply is read by the person: the failure in their words, not the model's sentence.
     assert asyncio.run(loop.send("next slide")).text == "That did not work; its card says why."
-    assert "could not find a deck called “board meeting”" in asyncio.run(loop.send("open deck board meeting")).text
+    assert (
+        "could not find a deck called “board meeting”"
+        in asyncio.run(loop.send("open deck board meeting")).text
+    )
 
 
 def test_the_scripted_model_drives_the_real_decks_plugin():
@@ -692,9 +813,13 @@ def test_the_scripted_model_drives_the_real_decks_plugin():
         reactor = Reactor(services={"page": MemoryPage(allow_fullscreen=True)})
         reactor.load_plugin(DECKS_PLUGIN)
         for title in ("Quarterly review", "Team offsite"):
-            await reactor.commands.execute("decks.createDeck", {"title": title, "slides": [{"title": "S", "body": "x"}] * 5})
+            await reactor.commands.execute(
+                "decks.createDeck", {"title": title, "slides": [{"title": "S", "body": "x"}] * 5}
+            )
         loop = ChatLoop(
-            ScriptedModel(), Toolbox(reactor, AgentSpec("presenter", plugins=("decks",))), approve=approver(*["allow"] * 9)
+            ScriptedModel(),
+            Toolbox(reactor, AgentSpec("presenter", plugins=("decks",))),
+            approve=approver(*["allow"] * 9),
         )
         listed = await loop.send("list decks")
         await loop.send("open deck team offsite at slide 2")
@@ -732,4 +857,6 @@ def test_an_unknown_tool_suggests_the_closest_name_and_lists_every_callable_tool
     asyncio.run(loop.send("open q3"))
     message = results(loop)[0]["error"]["message"]
     assert "There is no tool named 'decks_opne'; nothing ran. Did you mean 'decks_open'?" in message
-    assert "Tools you can call: decks_list_decks, " in message and message.endswith(", decks_missing.")
+    assert "Tools you can call: decks_list_decks, " in message and message.endswith(
+        ", decks_missing."
+    )

@@ -55,7 +55,15 @@ def root_schema(rng: random.Random):
     declared = schema(rng)
     if isinstance(declared, dict):
         declared["$defs"] = {
-            "leaf": rng.choice([{"type": rng.choice(TYPES)}, {"minimum": 1}, {"enum": STRINGS[:3]}, {"required": ["a"]}, False])
+            "leaf": rng.choice(
+                [
+                    {"type": rng.choice(TYPES)},
+                    {"minimum": 1},
+                    {"enum": STRINGS[:3]},
+                    {"required": ["a"]},
+                    False,
+                ]
+            )
         }
     return declared
 
@@ -65,7 +73,9 @@ def subschemas(rng, depth):
 
 
 GENERATORS = {
-    "type": lambda rng, d: rng.choice(TYPES) if rng.random() < 0.7 else rng.sample(TYPES, rng.randint(1, 3)),
+    "type": lambda rng, d: (
+        rng.choice(TYPES) if rng.random() < 0.7 else rng.sample(TYPES, rng.randint(1, 3))
+    ),
     "enum": lambda rng, d: [scalar(rng) for _ in range(rng.randint(1, 4))],
     "const": lambda rng, d: value(rng),
     "multipleOf": lambda rng, d: rng.choice([1, 2, 3, 0.5, 0.1, 1.5]),
@@ -87,7 +97,9 @@ GENERATORS = {
     "required": lambda rng, d: rng.sample(NAMES, rng.randint(0, 3)),
     "dependentRequired": lambda rng, d: {rng.choice(NAMES): rng.sample(NAMES, rng.randint(0, 2))},
     "dependentSchemas": lambda rng, d: {rng.choice(NAMES): schema(rng, d)},
-    "properties": lambda rng, d: {name: schema(rng, d) for name in rng.sample(NAMES, rng.randint(1, 3))},
+    "properties": lambda rng, d: {
+        name: schema(rng, d) for name in rng.sample(NAMES, rng.randint(1, 3))
+    },
     "patternProperties": lambda rng, d: {rng.choice(PATTERNS): schema(rng, d)},
     "additionalProperties": lambda rng, d: schema(rng, d),
     "propertyNames": lambda rng, d: schema(rng, d),
@@ -107,7 +119,9 @@ GENERATORS_KEYS = sorted(GENERATORS)
 
 
 def reference_problems(validator: Draft202012Validator, instance) -> list[tuple[tuple, str]]:
-    return sorted((tuple(error.path), in_order(worded(error))) for error in validator.iter_errors(instance))
+    return sorted(
+        (tuple(error.path), in_order(worded(error))) for error in validator.iter_errors(instance)
+    )
 
 
 # jsonschema 4.21 words a bound of 1 (minimum) or 0 (maximum) apart ("[] should be non-empty"); reactor
@@ -135,7 +149,9 @@ def has_false_schema(schema) -> bool:
     if schema is False:
         return True
     if isinstance(schema, dict):
-        return any(has_false_schema(v) for k, v in schema.items() if k not in ("enum", "const", "default"))
+        return any(
+            has_false_schema(v) for k, v in schema.items() if k not in ("enum", "const", "default")
+        )
     if isinstance(schema, list):
         return any(has_false_schema(v) for v in schema)
     return False
@@ -143,7 +159,9 @@ def has_false_schema(schema) -> bool:
 
 def in_order(message: str) -> str:
     """jsonschema lists unexpected properties in set order; reactor sorts them."""
-    found = re.fullmatch(r"Additional properties are not allowed \((.*) (was|were) unexpected\)", message)
+    found = re.fullmatch(
+        r"Additional properties are not allowed \((.*) (was|were) unexpected\)", message
+    )
     if not found:
         return message
     return f"Additional properties are not allowed ({', '.join(sorted(found[1].split(', ')))} {found[2]} unexpected)"
@@ -153,8 +171,12 @@ def test_the_generated_patterns_and_strings_are_read_alike_by_ecma_262_and_pytho
     """Else the comparison above would hold reactor to Python's reading of a pattern."""
     for pattern in PATTERNS:
         for text in [*STRINGS, *NAMES]:
-            assert (ecma_regex(pattern).search(text) is None) == (re.search(pattern, text) is None), (pattern, text)
-    assert re.search("^[a-z0-9-]+$", "ab\n") and not ecma_regex("^[a-z0-9-]+$").search("ab\n")  # where they part
+            assert (ecma_regex(pattern).search(text) is None) == (
+                re.search(pattern, text) is None
+            ), (pattern, text)
+    assert re.search("^[a-z0-9-]+$", "ab\n") and not ecma_regex("^[a-z0-9-]+$").search(
+        "ab\n"
+    )  # where they part
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -192,9 +214,16 @@ def tool_arguments(rng: random.Random, depth: int = 0) -> dict:
             properties[name] = {"type": rng.choice(TYPES), "description": "words"}
         else:
             properties[name] = schema(rng, depth + 1)
-    declared = {"type": "object", "properties": properties, "title": "Arguments", "$defs": {"leaf": {"minimum": 1}}}
+    declared = {
+        "type": "object",
+        "properties": properties,
+        "title": "Arguments",
+        "$defs": {"leaf": {"minimum": 1}},
+    }
     if rng.random() < 0.6:
-        declared["required"] = rng.sample(sorted(properties) or NAMES, rng.randint(0, len(properties) or 1))
+        declared["required"] = rng.sample(
+            sorted(properties) or NAMES, rng.randint(0, len(properties) or 1)
+        )
     if rng.random() < 0.6:
         declared["additionalProperties"] = False
     return declared
@@ -203,9 +232,15 @@ def tool_arguments(rng: random.Random, depth: int = 0) -> dict:
 @pytest.mark.parametrize("seed", range(4))
 def test_a_tool_arguments_shape_gets_the_references_verdicts_and_messages(seed: int) -> None:
     def arguments(rng: random.Random, declared: dict):
-        instance = value(rng) if rng.random() < 0.2 else {n: value(rng, 1) for n in rng.sample(NAMES, rng.randint(0, 4))}
+        instance = (
+            value(rng)
+            if rng.random() < 0.2
+            else {n: value(rng, 1) for n in rng.sample(NAMES, rng.randint(0, 4))}
+        )
         if rng.random() < 0.5:  # the values it asks for, as a model mostly sends
-            instance = {n: rng.choice([None, True, 1, 2.0, "a", [], {}]) for n in declared["properties"]}
+            instance = {
+                n: rng.choice([None, True, 1, 2.0, "a", [], {}]) for n in declared["properties"]
+            }
         return instance
 
     assert_like_the_reference(random.Random(seed), 300, tool_arguments, arguments)
@@ -278,7 +313,9 @@ def refusal(declared) -> str:
     return f"{info.value.message} at {list(info.value.path)}"
 
 
-@pytest.mark.parametrize("keyword", ["unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"])
+@pytest.mark.parametrize(
+    "keyword", ["unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"]
+)
 def test_a_keyword_it_does_not_implement_is_refused_not_ignored(keyword: str) -> None:
     assert refusal({"type": "object", "properties": {"a": {keyword: False}}}) == (
         f"{keyword!r} is not supported by reactor's validator at ['properties', 'a', {keyword!r}]"
@@ -299,7 +336,9 @@ def test_a_reference_it_cannot_resolve_is_refused_when_declared(reference: str, 
 
 
 def test_an_invalid_regular_expression_is_refused_when_declared_not_at_the_first_call() -> None:
-    assert "'[a-' is not a valid regular expression" in refusal({"properties": {"a": {"pattern": "[a-"}}})
+    assert "'[a-' is not a valid regular expression" in refusal(
+        {"properties": {"a": {"pattern": "[a-"}}}
+    )
     assert "'(' is not a valid regular expression" in refusal({"patternProperties": {"(": {}}})
 
 
@@ -310,19 +349,29 @@ def test_a_hostile_nesting_is_refused_and_a_deep_value_answers_without_crashing(
     assert "nested more than 64 levels deep" in refusal(deep)
 
     tree = Validator(
-        {"$defs": {"node": {"type": "object", "properties": {"child": {"$ref": "#/$defs/node"}}}}, "$ref": "#/$defs/node"}
+        {
+            "$defs": {
+                "node": {"type": "object", "properties": {"child": {"$ref": "#/$defs/node"}}}
+            },
+            "$ref": "#/$defs/node",
+        }
     )
     value: dict = {}
     for _ in range(5000):
         value = {"child": value}
     assert tree.problems(value) == [((), "the value is nested too deeply to validate")]
-    assert tree.problems({"child": {"child": 3}}) == [(("child", "child"), "3 is not of type 'object'")]
+    assert tree.problems({"child": {"child": 3}}) == [
+        (("child", "child"), "3 is not of type 'object'")
+    ]
 
 
 def test_references_may_recurse_and_escape_pointer_characters() -> None:
     validator = Validator(
         {
-            "$defs": {"a/b": {"type": "integer"}, "list": {"type": "array", "items": {"$ref": "#/$defs/list"}}},
+            "$defs": {
+                "a/b": {"type": "integer"},
+                "list": {"type": "array", "items": {"$ref": "#/$defs/list"}},
+            },
             "properties": {"n": {"$ref": "#/$defs/a~1b"}, "l": {"$ref": "#/$defs/list"}},
         }
     )
@@ -336,5 +385,7 @@ def test_references_may_recurse_and_escape_pointer_characters() -> None:
 def test_unique_items_is_checked_in_one_pass_even_for_a_long_array() -> None:
     validator = Validator({"type": "array", "uniqueItems": True})
     assert validator.problems(list(range(200_000))) == []
-    assert validator.problems([{"a": [1, True]}, {"a": [1.0, True]}]) != [], "1 and 1.0 are the same JSON number"
+    assert validator.problems([{"a": [1, True]}, {"a": [1.0, True]}]) != [], (
+        "1 and 1.0 are the same JSON number"
+    )
     assert validator.problems([1, True, "1", [1], {"1": 1}]) == [], "but true is not 1"

@@ -37,8 +37,15 @@ def test_dollar_is_the_very_end_of_the_input_not_before_a_final_newline() -> Non
     assert validator.problems("abc") == []
     assert validator.problems("abc\n") == [((), "'abc\\n' does not match '^[a-z0-9-]+$'")]
     assert validator.problems("abc\n\n") == [((), "'abc\\n\\n' does not match '^[a-z0-9-]+$'")]
-    assert Validator({"pattern": "^[a-z]+$"}).problems("abc\n") == [((), "'abc\\n' does not match '^[a-z]+$'")]
-    assert not matches("a$", "a\n") and matches("a$", "ba") and matches("^a", "ab") and not matches("^a", "\na")
+    assert Validator({"pattern": "^[a-z]+$"}).problems("abc\n") == [
+        ((), "'abc\\n' does not match '^[a-z]+$'")
+    ]
+    assert (
+        not matches("a$", "a\n")
+        and matches("a$", "ba")
+        and matches("^a", "ab")
+        and not matches("^a", "\na")
+    )
     assert matches("(?=$)", "") and not matches("a(?=$)", "a\n")
 
 
@@ -65,7 +72,9 @@ def test_dot_stops_at_every_ecma_line_terminator() -> None:
         ("^[\\W\\d]+$", ["é3"], ["a"]),
     ],
 )
-def test_digits_words_and_boundaries_are_ascii(pattern: str, accepted: list[str], refused: list[str]) -> None:
+def test_digits_words_and_boundaries_are_ascii(
+    pattern: str, accepted: list[str], refused: list[str]
+) -> None:
     for text in accepted:
         assert matches(pattern, text), (pattern, text)
     for text in refused:
@@ -89,7 +98,9 @@ NOT_SPACES = "\x1c\x1d\x1e\x1f\u0085\u180e\u200b\x00a"
         ("^[^\\s\\S]$", False, False),
     ],
 )
-def test_s_is_ecma_whitespace_inside_and_outside_a_class(pattern: str, spaces: bool, others: bool) -> None:
+def test_s_is_ecma_whitespace_inside_and_outside_a_class(
+    pattern: str, spaces: bool, others: bool
+) -> None:
     for char in ECMA_SPACES:
         assert matches(pattern, char) == spaces, (pattern, char)
     for char in NOT_SPACES:
@@ -99,8 +110,18 @@ def test_s_is_ecma_whitespace_inside_and_outside_a_class(pattern: str, spaces: b
 def test_s_in_the_brief_examples_and_in_classes_with_other_members() -> None:
     assert matches("\\s", "\u00a0") and matches("\\s", "\ufeff") and not matches("\\s", "\x1c")
     assert [matches("^[a\\S]$", c) for c in ("a", "b", " ", "\ufeff")] == [True, True, False, False]
-    assert [matches("^[^a\\S]$", c) for c in ("a", "b", " ", "\ufeff")] == [False, False, True, True]
-    assert [matches("^[^\\S\\n]$", c) for c in ("\n", " ", "\u3000", "x")] == [False, True, True, False]
+    assert [matches("^[^a\\S]$", c) for c in ("a", "b", " ", "\ufeff")] == [
+        False,
+        False,
+        True,
+        True,
+    ]
+    assert [matches("^[^\\S\\n]$", c) for c in ("\n", " ", "\u3000", "x")] == [
+        False,
+        True,
+        True,
+        False,
+    ]
     assert [matches("^[\\S\\d]+$", c) for c in ("x1", " ", "1")] == [True, False, True]
 
 
@@ -109,10 +130,16 @@ def test_dollar_and_other_syntax_characters_in_a_class_or_escaped_are_literal() 
     assert matches("^a\\$$", "a$") and not matches("^a\\$", "a")
     assert matches("^[.^|*+?(){}-]+$", ".^|*+?(){}-") and not matches("^[.]$", "a")
     assert matches("^\\.\\*\\+\\?\\(\\)\\[\\]\\{\\}\\|\\/\\\\$", ".*+?()[]{}|/\\")
-    assert matches("^[--0]+$", "-./0") and matches("^[a-c-]+$", "a-c") and not matches("^[a-c-]$", "b-")
+    assert (
+        matches("^[--0]+$", "-./0")
+        and matches("^[a-c-]+$", "a-c")
+        and not matches("^[a-c-]$", "b-")
+    )
     assert matches("^[\\]]$", "]") and matches("^[\\b]$", "\b")
     assert matches("^\\cJ$", "\n") and matches("^[\\cI]$", "\t") and matches("^\\cj$", "\n")
-    assert matches("^x{$", "x{") and matches("^}]$", "}]")  # not a quantifier: literal, as in ECMA-262
+    assert matches("^x{$", "x{") and matches(
+        "^}]$", "}]"
+    )  # not a quantifier: literal, as in ECMA-262
 
 
 def test_unicode_escapes_and_surrogate_pairs_mean_code_points() -> None:
@@ -125,11 +152,19 @@ def test_unicode_escapes_and_surrogate_pairs_mean_code_points() -> None:
 def test_named_groups_and_back_references_work() -> None:
     quoted = Validator({"type": "string", "pattern": "^(?<q>['\"]).*\\k<q>$"})
     assert quoted.problems("'it'") == [] and quoted.problems('"it"') == []
-    assert quoted.problems("'it\"") == [((), "'\\'it\"' does not match '^(?<q>[\\'\"]).*\\\\k<q>$'")]
+    assert quoted.problems("'it\"") == [
+        ((), "'\\'it\"' does not match '^(?<q>[\\'\"]).*\\\\k<q>$'")
+    ]
     assert matches("^(a|b)\\1$", "aa") and not matches("^(a|b)\\1$", "ab")
-    assert matches("^(?<x>\\d)-\\k<x>-\\1$", "7-7-7") and not matches("^(?<x>\\d)-\\k<x>-\\1$", "7-7-8")
+    assert matches("^(?<x>\\d)-\\k<x>-\\1$", "7-7-7") and not matches(
+        "^(?<x>\\d)-\\k<x>-\\1$", "7-7-8"
+    )
     # A group that took no part matches the empty string in ECMA-262 (Python's re would fail).
-    assert matches("^(?:(a)|b)\\1$", "b") and matches("^(?:(a)|b)\\1$", "aa") and not matches("^(?:(a)|b)\\1$", "a")
+    assert (
+        matches("^(?:(a)|b)\\1$", "b")
+        and matches("^(?:(a)|b)\\1$", "aa")
+        and not matches("^(?:(a)|b)\\1$", "a")
+    )
     assert matches("^(a)?b\\1$", "b") and matches("(?<=(a))b\\1", "aba")
 
 
@@ -174,9 +209,15 @@ def test_named_groups_and_back_references_work() -> None:
         ("(" * 101 + ")" * 101, "groups nested more than 100 deep"),
     ],
 )
-def test_a_pattern_python_cannot_honour_is_refused_with_a_sentence_naming_it(pattern: str, words: str) -> None:
-    message = refusal({"type": "object", "properties": {"a": {"type": "string", "pattern": pattern}}})
-    assert message.startswith(f"{pattern!r} is not supported by reactor's validator: it uses "), message
+def test_a_pattern_python_cannot_honour_is_refused_with_a_sentence_naming_it(
+    pattern: str, words: str
+) -> None:
+    message = refusal(
+        {"type": "object", "properties": {"a": {"type": "string", "pattern": pattern}}}
+    )
+    assert message.startswith(f"{pattern!r} is not supported by reactor's validator: it uses "), (
+        message
+    )
     assert words in message, message
     assert message.endswith(" at ['properties', 'a', 'pattern']"), message
 
@@ -209,16 +250,26 @@ def test_an_invalid_pattern_is_refused_as_before(pattern: str, words: str) -> No
 
 def test_pattern_properties_and_additional_properties_follow_the_same_rules() -> None:
     validator = Validator(
-        {"type": "object", "patternProperties": {"^[a-z]+$": {"type": "integer"}, "^\\d+$": {}}, "additionalProperties": False}
+        {
+            "type": "object",
+            "patternProperties": {"^[a-z]+$": {"type": "integer"}, "^\\d+$": {}},
+            "additionalProperties": False,
+        }
     )
     assert validator.problems({"abc": 1, "12": "x"}) == []
     assert validator.problems({"abc": "x"}) == [(("abc",), "'x' is not of type 'integer'")]
-    assert validator.problems({"abc\n": 1}) == [((), "'abc\\n' does not match any of the regexes: '^[a-z]+$', '^\\\\d+$'")]
-    assert validator.problems({"٣": 1, "é": 2}) == [((), "'é', '٣' do not match any of the regexes: '^[a-z]+$', '^\\\\d+$'")]
+    assert validator.problems({"abc\n": 1}) == [
+        ((), "'abc\\n' does not match any of the regexes: '^[a-z]+$', '^\\\\d+$'")
+    ]
+    assert validator.problems({"٣": 1, "é": 2}) == [
+        ((), "'é', '٣' do not match any of the regexes: '^[a-z]+$', '^\\\\d+$'")
+    ]
     typed = Validator({"patternProperties": {"^\\w+$": {"type": "string"}}})
     assert typed.problems({"é": 1, "\u00a0": 2}) == []
     assert typed.problems({"a_1": 1}) == [(("a_1",), "1 is not of type 'string'")]
-    assert "'\\\\p{L}' is not supported by reactor's validator" in refusal({"patternProperties": {"\\p{L}": {}}})
+    assert "'\\\\p{L}' is not supported by reactor's validator" in refusal(
+        {"patternProperties": {"\\p{L}": {}}}
+    )
     assert refusal({"properties": {"m": {"patternProperties": {"(?i)x": {}}}}}).endswith(
         "at ['properties', 'm', 'patternProperties', '(?i)x']"
     )
@@ -235,7 +286,9 @@ def test_a_translation_is_made_once_and_shared() -> None:
 def test_cms_slug_parameters_refuse_a_trailing_newline_through_the_tool_argument_check() -> None:
     bundle = load_agent_tools(ROOT / "plugins" / "cms" / "agent-tools.json")
     slugged = [
-        tool for tool in bundle["commands"] if "pattern" in (tool.get("parameters") or {}).get("properties", {}).get("slug", {})
+        tool
+        for tool in bundle["commands"]
+        if "pattern" in (tool.get("parameters") or {}).get("properties", {}).get("slug", {})
     ]
     assert len(slugged) == 7
     for tool in slugged:
@@ -244,16 +297,19 @@ def test_cms_slug_parameters_refuse_a_trailing_newline_through_the_tool_argument
             with pytest.raises(ToolError) as info:
                 parse_tool_arguments(tool["name"], raw, tool["parameters"])
             assert info.value.code == "invalid_arguments"
-            assert {"path": "$.slug", "message": "'hello-world\\n' does not match '^[a-z0-9]+(-[a-z0-9]+)*$'"} in (
-                info.value.details["problems"]
-            ), tool["name"]
+            assert {
+                "path": "$.slug",
+                "message": "'hello-world\\n' does not match '^[a-z0-9]+(-[a-z0-9]+)*$'",
+            } in (info.value.details["problems"]), tool["name"]
         for bad in ("Hello-World", "hello--world", "héllo", "hello-world\r", "\nhello-world"):
             with pytest.raises(ToolError):
                 parse_tool_arguments(tool["name"], {"slug": bad}, tool["parameters"])
         try:
             parse_tool_arguments(tool["name"], {"slug": "hello-world-2"}, tool["parameters"])
         except ToolError as error:  # another required argument may be missing, but not the slug's
-            assert all(problem["path"] != "$.slug" for problem in error.details["problems"]), tool["name"]
+            assert all(problem["path"] != "$.slug" for problem in error.details["problems"]), tool[
+                "name"
+            ]
 
 
 # --- against ECMA-262 itself: Node's RegExp ---
@@ -395,11 +451,16 @@ def generated_pattern(rng: random.Random) -> str:
     return pattern
 
 
-@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js, the reference ECMA-262 engine")
+@pytest.mark.skipif(
+    shutil.which("node") is None, reason="needs Node.js, the reference ECMA-262 engine"
+)
 def test_every_verdict_matches_nodes_regexp_on_generated_patterns_and_strings() -> None:
     rng = random.Random(20262)
     cases = [
-        (generated_pattern(rng), ["".join(rng.choice(CHARS) for _ in range(rng.randint(0, 4))) for _ in range(10)])
+        (
+            generated_pattern(rng),
+            ["".join(rng.choice(CHARS) for _ in range(rng.randint(0, 4))) for _ in range(10)],
+        )
         for _ in range(2500)
     ]
     script = """
@@ -411,7 +472,13 @@ def test_every_verdict_matches_nodes_regexp_on_generated_patterns_and_strings() 
         })));
     """
     node = subprocess.run(
-        ["node", "-e", script], input=json.dumps(cases), capture_output=True, text=True, encoding="utf-8", check=True, timeout=120
+        ["node", "-e", script],
+        input=json.dumps(cases),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        check=True,
+        timeout=120,
     )
     compared = refused = 0
     for (pattern, texts), expected in zip(cases, json.loads(node.stdout)):
@@ -420,7 +487,10 @@ def test_every_verdict_matches_nodes_regexp_on_generated_patterns_and_strings() 
         except SchemaError as error:
             refused += 1
             # Refused: ECMA-262 refuses it too, or ECMA-262 and Python's re would disagree on it.
-            assert isinstance(expected, str) or "the back-reference" in error.message, (pattern, error.message)
+            assert isinstance(expected, str) or "the back-reference" in error.message, (
+                pattern,
+                error.message,
+            )
             continue
         assert not isinstance(expected, str), (pattern, expected)
         assert [regex.search(text) is not None for text in texts] == expected, pattern

@@ -26,7 +26,9 @@ VALUES = [
 @pytest.mark.parametrize("value", VALUES)
 def test_dumps_and_loads_agree_with_json(value):
     assert dumps(value) == json.dumps(value)
-    assert dumps(value, sort_keys=True, allow_nan=False) == json.dumps(value, sort_keys=True, allow_nan=False)
+    assert dumps(value, sort_keys=True, allow_nan=False) == json.dumps(
+        value, sort_keys=True, allow_nan=False
+    )
     assert loads(json.dumps(value)) == json.loads(json.dumps(value))
 
 
@@ -35,7 +37,9 @@ def test_loads_takes_what_json_takes_around_the_text(text):
     assert loads(text) == json.loads(text)
 
 
-@pytest.mark.parametrize("text", ["", "not json", "{", '{"a": 1} x', "[1,]", "{'a': 1}", "\ufeff{}"])
+@pytest.mark.parametrize(
+    "text", ["", "not json", "{", '{"a": 1} x', "[1,]", "{'a': 1}", "\ufeff{}"]
+)
 def test_loads_refuses_what_json_refuses_with_its_sentence(text):
     with pytest.raises(json.JSONDecodeError) as expected:
         json.loads(text)
@@ -78,4 +82,7 @@ def test_a_copy_shares_nothing_with_its_original():
     assert copy == original and list(copy) == list(original)  # the same keys, in the same order
     copy["properties"]["id"]["enum"].append("c")
     copy["required"].clear()
-    assert original == {"properties": {"id": {"type": "string", "enum": ["a", "b"]}}, "required": ["id"]}
+    assert original == {
+        "properties": {"id": {"type": "string", "enum": ["a", "b"]}},
+        "required": ["id"],
+    }

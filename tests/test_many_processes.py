@@ -15,14 +15,29 @@ RECORD = {
     "location": "ai-tool",
     "language": "python",
     "code": "def invoke(args, context):\n    return 'shared'\n",
-    "settings": {"tool": {"description": "Seen by both processes.", "inputSchema": {"type": "object"}}},
+    "settings": {
+        "tool": {"description": "Seen by both processes.", "inputSchema": {"type": "object"}}
+    },
     "visibility": {"users": [], "groups": ["staff"]},
 }
 
 
 def serve(tmp_path, database, name):
-    command = [sys.executable, "-m", "reactor", "serve", "--port", "0", "--data", str(tmp_path / name), "--database", database]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    command = [
+        sys.executable,
+        "-m",
+        "reactor",
+        "serve",
+        "--port",
+        "0",
+        "--data",
+        str(tmp_path / name),
+        "--database",
+        database,
+    ]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
     line = process.stdout.readline()
     if not line.startswith("reactor is serving"):
         process.kill()
@@ -35,7 +50,9 @@ def serve(tmp_path, database, name):
 def two_servers(tmp_path_factory, postgres_cluster):
     tmp_path = tmp_path_factory.mktemp("two")
     database = postgres_cluster.database()
-    with ThreadPoolExecutor(2) as pool:  # started together: both migrate and seed the empty database
+    with ThreadPoolExecutor(
+        2
+    ) as pool:  # started together: both migrate and seed the empty database
         started = list(pool.map(lambda name: serve(tmp_path, database, name), ["a", "b"]))
     yield [url for _, url in started]
     for process, _ in started:
@@ -45,7 +62,10 @@ def two_servers(tmp_path_factory, postgres_cluster):
 
 
 def sign_in(url, username, password=None):
-    return httpx.post(f"{url}/auth/sign-in", json={"username": username, "password": password or f"{username}-demo"})
+    return httpx.post(
+        f"{url}/auth/sign-in",
+        json={"username": username, "password": password or f"{username}-demo"},
+    )
 
 
 def bearer(token):
@@ -56,7 +76,11 @@ def test_both_started_on_one_empty_database_with_the_demo_seeded_once(two_server
     a, b = two_servers
     for url in (a, b):
         decks = httpx.get(f"{url}/api/decks").json()
-        assert sorted(d["id"] for d in decks) == ["onboarding", "quarterly-review", "reactor-in-5-minutes"]
+        assert sorted(d["id"] for d in decks) == [
+            "onboarding",
+            "quarterly-review",
+            "reactor-in-5-minutes",
+        ]
 
 
 def test_a_session_made_by_one_process_is_valid_on_the_other_and_ends_on_both(two_servers):
@@ -95,10 +119,15 @@ def test_a_plugin_record_and_a_plugin_switch_made_on_one_hold_on_the_other(two_s
     hidden = {**RECORD, "visibility": {"users": [], "groups": ["operators"]}}
     assert httpx.put(f"{a}/plugins/shared-tool", json=hidden, headers=ada).status_code == 200
     assert httpx.get(f"{b}/plugins/shared-tool", headers=bob).status_code in (403, 404)
-    assert httpx.patch(f"{a}/plugins/decks", json={"enabled": False}, headers=ada).status_code == 200
+    assert (
+        httpx.patch(f"{a}/plugins/decks", json={"enabled": False}, headers=ada).status_code == 200
+    )
     try:
         assert httpx.get(f"{b}/api/decks").status_code == 404
         assert "decks" not in {p["name"] for p in httpx.get(f"{b}/app/boot.json").json()["plugins"]}
     finally:
-        assert httpx.patch(f"{b}/plugins/decks", json={"enabled": True}, headers=ada).status_code == 200
+        assert (
+            httpx.patch(f"{b}/plugins/decks", json={"enabled": True}, headers=ada).status_code
+            == 200
+        )
     assert httpx.get(f"{a}/api/decks").status_code == 200

@@ -31,19 +31,35 @@ NO_ARGUMENTS = {"type": "object", "properties": {}}
 SCHEMA_2020_12 = {  # as the json-schema-2020-12 scenario asks: $schema, $defs and additionalProperties kept
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
-    "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+    "$defs": {
+        "address": {
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
     "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
     "additionalProperties": False,
 }
 TOOLS = [
-    {"name": "test_simple_text", "description": "Returns simple text.", "inputSchema": NO_ARGUMENTS},
+    {
+        "name": "test_simple_text",
+        "description": "Returns simple text.",
+        "inputSchema": NO_ARGUMENTS,
+    },
     {"name": "test_error_handling", "description": "Always fails.", "inputSchema": NO_ARGUMENTS},
-    {"name": "json_schema_2020_12_tool", "description": "Tool with JSON Schema 2020-12 features", "inputSchema": SCHEMA_2020_12},
+    {
+        "name": "json_schema_2020_12_tool",
+        "description": "Tool with JSON Schema 2020-12 features",
+        "inputSchema": SCHEMA_2020_12,
+    },
     {"name": "test_reconnection", "description": "Answers at once.", "inputSchema": NO_ARGUMENTS},
 ]
 ANSWERS = {
     "test_simple_text": {"ok": True, "result": "This is a simple text response for testing."},
-    "test_error_handling": {"ok": False, "error": {"code": "failed", "message": "This tool intentionally returns an error."}},
+    "test_error_handling": {
+        "ok": False,
+        "error": {"code": "failed", "message": "This tool intentionally returns an error."},
+    },
     "json_schema_2020_12_tool": {"ok": True, "result": {"received": True}},
     "test_reconnection": {"ok": True, "result": "Reconnection test completed successfully"},
 }
@@ -92,7 +108,9 @@ EXPECTED = {
 
 
 def answer(call: dict[str, Any]) -> dict[str, Any]:
-    return ANSWERS.get(call["tool"], {"ok": False, "error": {"code": "not_found", "message": "No such tool."}})
+    return ANSWERS.get(
+        call["tool"], {"ok": False, "error": {"code": "not_found", "message": "No such tool."}}
+    )
 
 
 def with_token(app: Any, token: list[str]) -> Any:
@@ -101,7 +119,10 @@ def with_token(app: Any, token: list[str]) -> Any:
 
     async def serve(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["path"] == "/mcp" and token:
-            scope = {**scope, "headers": [*scope["headers"], (b"authorization", f"Bearer {token[0]}".encode())]}
+            scope = {
+                **scope,
+                "headers": [*scope["headers"], (b"authorization", f"Bearer {token[0]}".encode())],
+            }
         await app(scope, receive, send)
 
     return serve
@@ -110,7 +131,13 @@ def with_token(app: Any, token: list[str]) -> Any:
 def node() -> str:
     """Node.js 22 or later, which the harness needs: this machine's, else the one ./dev installed."""
     found = shutil.which("node")
-    if found and subprocess.run([found, "-e", "process.exit(process.versions.node.split('.')[0] < 22 ? 1 : 0)"]).returncode == 0:
+    if (
+        found
+        and subprocess.run(
+            [found, "-e", "process.exit(process.versions.node.split('.')[0] < 22 ? 1 : 0)"]
+        ).returncode
+        == 0
+    ):
         return found
     return str(NPM_MCP / "node_modules" / "node" / "bin" / "node")
 
@@ -118,17 +145,34 @@ def node() -> str:
 def run_scenarios(data: Path) -> dict[str, tuple[str, str]]:
     """Every server scenario of the harness against a fresh server over `data`: its name →
     ("pass" | "warn" | "fail", the first failure's or warning's message)."""
-    assert HARNESS.exists(), "run ./dev test once: it installs the conformance harness into .npm-mcp"
+    assert HARNESS.exists(), (
+        "run ./dev test once: it installs the conformance harness into .npm-mcp"
+    )
     token: list[str] = []  # made once the server runs, through its own API
-    rate, agent_tokens.RATE_LIMIT = agent_tokens.RATE_LIMIT, 1_000_000  # the harness sends ~200 requests at once
+    rate, agent_tokens.RATE_LIMIT = (
+        agent_tokens.RATE_LIMIT,
+        1_000_000,
+    )  # the harness sends ~200 requests at once
     server = LoopbackServer(with_token(create_app(data, seed_demo=True), token), start_timeout=10)
     try:
         session = bearer(server, "ada")
-        made = httpx.post(f"{server.url}/api/agent-tokens", json={"name": "conformance"}, headers=session)
+        made = httpx.post(
+            f"{server.url}/api/agent-tokens", json={"name": "conformance"}, headers=session
+        )
         token.append(made.json()["token"])
         page = ScriptedPage(server.url, session, answer, tools=TOOLS)
         out = data.parent / "conformance"
-        command = [node(), str(HARNESS), "server", "--url", f"{server.url}/mcp", "--suite", "all", "-o", str(out)]
+        command = [
+            node(),
+            str(HARNESS),
+            "server",
+            "--url",
+            f"{server.url}/mcp",
+            "--suite",
+            "all",
+            "-o",
+            str(out),
+        ]
         subprocess.run(command, capture_output=True, timeout=300, check=False)
         page.close()
     finally:
@@ -136,9 +180,12 @@ def run_scenarios(data: Path) -> dict[str, tuple[str, str]]:
         agent_tokens.RATE_LIMIT = rate
     found = {}
     for checks in out.glob("server-*/checks.json"):
-        name = re.sub(r"-\d{4}-\d\d-\d\dT[\d-]+Z$", "", checks.parent.name.removeprefix("server-"))  # the run's time
+        name = re.sub(
+            r"-\d{4}-\d\d-\d\dT[\d-]+Z$", "", checks.parent.name.removeprefix("server-")
+        )  # the run's time
         judged = {
-            status: [c for c in json.loads(checks.read_text()) if c.get("status") == status] for status in ("FAILURE", "WARNING")
+            status: [c for c in json.loads(checks.read_text()) if c.get("status") == status]
+            for status in ("FAILURE", "WARNING")
         }
         worst = judged["FAILURE"] or judged["WARNING"]
         found[name] = (
@@ -148,7 +195,9 @@ def run_scenarios(data: Path) -> dict[str, tuple[str, str]]:
     return found
 
 
-def test_the_conformance_harness_passes_what_mcp_serves_and_fails_only_what_it_does_not_offer(tmp_path):
+def test_the_conformance_harness_passes_what_mcp_serves_and_fails_only_what_it_does_not_offer(
+    tmp_path,
+):
     found = run_scenarios(tmp_path / "data")
     assert set(found) == set(EXPECTED), "the harness's scenarios are the ones this test knows"
     for name, expected in EXPECTED.items():

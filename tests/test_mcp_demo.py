@@ -13,7 +13,10 @@ from test_mcp_page import Agent, connect_page, make_token_in_panel
 
 pytestmark = [pytest.mark.browser, pytest.mark.demo]
 
-OUT = Path(os.environ.get("REACTOR_DEMO_DIR", Path(__file__).resolve().parents[1] / "demo-output")) / "mcp"
+OUT = (
+    Path(os.environ.get("REACTOR_DEMO_DIR", Path(__file__).resolve().parents[1] / "demo-output"))
+    / "mcp"
+)
 
 
 def test_a_desktop_agent_drives_the_demo_page(browser, live_server):
@@ -29,7 +32,9 @@ def test_a_desktop_agent_drives_the_demo_page(browser, live_server):
         agent = Agent(live_server.url, token)
         with demo.step("The agent lists the decks"):
             listed = agent.call("decks_list_decks", {}).result(30)
-        assert not listed.is_error and "onboarding" in [d["id"] for d in listed.structured_content["decks"]]
+        assert not listed.is_error and "onboarding" in [
+            d["id"] for d in listed.structured_content["decks"]
+        ]
         with demo.step("The agent opens the onboarding deck at slide 4"):
             opened = agent.call("decks_open", {"id": "onboarding", "slide": 4}).result(30)
             screen.get_by_test_id("slide-number").get_by_text("Slide 4 of 5").wait_for()
@@ -42,7 +47,9 @@ def test_a_desktop_agent_drives_the_demo_page(browser, live_server):
         screen.evaluate("document.exitFullscreen()")
         with demo.step("The agent asks to add a deck; Ada allows it in the page"):
             made = agent.call("decks_create_deck", {"title": "Made by my agent"})
-            screen.locator("[data-testid=approval]:not([data-decision])").get_by_role("button", name="Allow", exact=True).click()
+            screen.locator("[data-testid=approval]:not([data-decision])").get_by_role(
+                "button", name="Allow", exact=True
+            ).click()
             assert not made.result(30).is_error
         demo.finish()
     finally:

@@ -56,10 +56,14 @@ class Agent:
                 self.heard_list_change.set()
 
         try:
-            async with httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=30) as http:
+            async with httpx2.AsyncClient(
+                headers={"authorization": f"Bearer {token}"}, timeout=30
+            ) as http:
                 async with streamable_http_client(f"{url}/mcp", http_client=http) as (read, write):
                     async with ClientSession(read, write, message_handler=heard) as session:
-                        initialized = await (session.discover() if self.modern else session.initialize())
+                        initialized = await (
+                            session.discover() if self.modern else session.initialize()
+                        )
                         self.session = session
                         self.opening.set_result(initialized)
                         await self.stop.wait()
@@ -75,7 +79,9 @@ class Agent:
     def list_names(self) -> list[str]:
         return [t.name for t in self.do(lambda s: s.list_tools()).result(30).tools]
 
-    def call(self, name: str, arguments: dict[str, Any], progress: list[Any] | None = None) -> Future[types.CallToolResult]:
+    def call(
+        self, name: str, arguments: dict[str, Any], progress: list[Any] | None = None
+    ) -> Future[types.CallToolResult]:
         async def heard(value: float, total: float | None, message: str | None) -> None:
             if progress is not None:
                 progress.append((value, message))
@@ -125,7 +131,10 @@ def make_token_in_panel(page, name="Claude Code") -> str:
     secret = page.get_by_test_id("agent-token-secret").inner_text()
     url, bearer = f"{page.url}mcp", f"Bearer {secret}"
     shown = lambda testid: page.get_by_test_id(testid).inner_text()  # noqa: E731
-    assert shown("agent-claude-code") == f'claude mcp add --transport http reactor {url} --header "Authorization: {bearer}"'
+    assert (
+        shown("agent-claude-code")
+        == f'claude mcp add --transport http reactor {url} --header "Authorization: {bearer}"'
+    )
     # Claude Desktop takes no remote `url` in its file: the mcp-remote bridge, the header from env.
     assert json.loads(shown("agent-desktop-json")) == {
         "mcpServers": {
@@ -142,13 +151,20 @@ def make_token_in_panel(page, name="Claude Code") -> str:
     assert json.loads(shown("agent-vscode-json")) == {
         "servers": {"reactor": {"type": "http", "url": url, "headers": {"Authorization": bearer}}}
     }
-    for title in ["Claude Code: run in a terminal", "Claude Desktop: claude_desktop_config.json", "Cursor: ~/.cursor/mcp.json"]:
+    for title in [
+        "Claude Code: run in a terminal",
+        "Claude Desktop: claude_desktop_config.json",
+        "Cursor: ~/.cursor/mcp.json",
+    ]:
         assert page.locator("#agents").get_by_text(title).is_visible(), title
     return secret
 
 
 def titles_now(agent: Agent) -> list[str]:
-    return [deck["title"] for deck in agent.call("decks_list_decks", {}).result(30).structured_content["decks"]]
+    return [
+        deck["title"]
+        for deck in agent.call("decks_list_decks", {}).result(30).structured_content["decks"]
+    ]
 
 
 def test_an_agent_lists_and_calls_the_pages_tools_and_the_person_decides_the_writes(
@@ -189,8 +205,13 @@ def test_an_agent_lists_and_calls_the_pages_tools_and_the_person_decides_the_wri
     assert sorted(titles_now(agent)) == sorted([*titles, "From my agent"])
 
     # Denied in the page (through reactor_call, naming the page): a tool error with its code, nothing made.
-    denied = agent.call("reactor_call", {"page": page_id, "tool": "decks_create_deck", "arguments": {"title": "Never"}})
-    page.locator("[data-testid=approval]:not([data-decision])").get_by_role("button", name="Deny").click()
+    denied = agent.call(
+        "reactor_call",
+        {"page": page_id, "tool": "decks_create_deck", "arguments": {"title": "Never"}},
+    )
+    page.locator("[data-testid=approval]:not([data-decision])").get_by_role(
+        "button", name="Deny"
+    ).click()
     refused = denied.result(30)
     assert refused.is_error is True
     assert refused.structured_content["error"]["code"] == "denied"
@@ -237,18 +258,24 @@ def test_bobs_token_never_reaches_adas_page_and_a_revoked_token_stops_at_the_nex
     page, live = reactor_page.page, reactor_page.server
     ada_page = connect_page(reactor_page, "ada")
     ada = agents(live.url, make_token_in_panel(page, "ada's agent"))
-    bob_secret = httpx2.post(f"{live.url}/api/agent-tokens", json={"name": "bob's"}, headers=bearer(live, "bob")).json()["token"]
+    bob_secret = httpx2.post(
+        f"{live.url}/api/agent-tokens", json={"name": "bob's"}, headers=bearer(live, "bob")
+    ).json()["token"]
     bob = agents(live.url, bob_secret)
     assert bob.list_names() == ["reactor_pages", "reactor_call"]
     assert bob.call("reactor_pages", {}).result(30).structured_content["pages"] == []
     assert bob.call("decks_list_decks", {}).result(30).is_error
-    other = bob.call("reactor_call", {"page": ada_page, "tool": "decks_list_decks", "arguments": {}}).result(30)
+    other = bob.call(
+        "reactor_call", {"page": ada_page, "tool": "decks_list_decks", "arguments": {}}
+    ).result(30)
     assert other.is_error and other.structured_content["error"]["code"] == "not_found"
 
     assert ada.call("decks_list_decks", {}).result(30).is_error is False
     page.locator("#agents [data-token-id]").get_by_role("button", name="Revoke").click()
     page.locator("#agents [data-token-id]").wait_for(state="detached")
-    with pytest.raises(MCPError):  # the server answered 401: tests/test_agent_tokens.py reads its sentence
+    with pytest.raises(
+        MCPError
+    ):  # the server answered 401: tests/test_agent_tokens.py reads its sentence
         ada.call("decks_list_decks", {}).result(30)
 
 
@@ -261,7 +288,9 @@ def test_the_switch_is_remembered_and_a_dropped_connection_is_made_again(reactor
     assert page.get_by_test_id("agents-switch").is_checked()
     again = status.get_attribute("data-page")
     relay = live.app.state.agents.relay
-    assert [p.id for p in relay.pages_of("ada")] == [again], "the reloaded page's connection replaced the first"
+    assert [p.id for p in relay.pages_of("ada")] == [again], (
+        "the reloaded page's connection replaced the first"
+    )
     relay.pages[again].end()  # the server ends the stream, as a lost connection would
     page.locator(f"[data-testid=agents-status][data-page]:not([data-page='{again}'])").wait_for()
     assert [p.id for p in relay.pages_of("ada")] == [status.get_attribute("data-page")]
@@ -275,7 +304,11 @@ def test_an_agent_that_gives_up_stops_the_call_in_the_page(reactor_page, agents)
     answered = lambda payload: '"answer"' in payload  # noqa: E731
     with link.value.expect_event("framesent", answered, timeout=30_000) as answer:
         # The client's own timeout sends notifications/cancelled; the relay passes the cancel down.
-        gave_up = agent.do(lambda s: s.call_tool("decks_create_deck", {"title": "Abandoned"}, read_timeout_seconds=1.5))
+        gave_up = agent.do(
+            lambda s: s.call_tool(
+                "decks_create_deck", {"title": "Abandoned"}, read_timeout_seconds=1.5
+            )
+        )
         page.get_by_test_id("approval").wait_for()
         with pytest.raises(MCPError):
             gave_up.result(30)
@@ -298,14 +331,18 @@ def test_an_agent_on_the_2026_07_28_protocol_calls_the_page_too(reactor_page, ag
 
 def test_connecting_needs_a_signed_in_person_and_signing_out_disconnects(reactor_page, agents):
     page, live = reactor_page.page, reactor_page.server
-    refused = page.evaluate("window.reactor.agents.connect().then(() => 'connected', (error) => error.message)")
+    refused = page.evaluate(
+        "window.reactor.agents.connect().then(() => 'connected', (error) => error.message)"
+    )
     assert refused == "Sign in to let your agents use this page."
     connect_page(reactor_page)
     agent = agents(live.url, make_token_in_panel(page))
     assert "decks_list_decks" in agent.list_names()
     agent.heard_list_change.clear()
     page.locator("#session").get_by_role("button", name="Sign out").click()
-    page.get_by_test_id("agents-status").get_by_text("Sign in to let your agents use this page.").wait_for()
+    page.get_by_test_id("agents-status").get_by_text(
+        "Sign in to let your agents use this page."
+    ).wait_for()
     assert agent.heard_list_change.wait(10), "the page's tools went with its person"
     assert agent.list_names() == ["reactor_pages", "reactor_call"]
 
@@ -318,7 +355,13 @@ def test_a_2025_11_25_client_of_the_sdks_1x_line_lists_and_calls_the_pages_tools
     connect_page(reactor_page)
     token = make_token_in_panel(page)
     run = subprocess.run(
-        [str(MCP1_PYTHON), str(ROOT / "tests" / "mcp1_client.py"), live.url, token, "decks_list_decks"],
+        [
+            str(MCP1_PYTHON),
+            str(ROOT / "tests" / "mcp1_client.py"),
+            live.url,
+            token,
+            "decks_list_decks",
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -333,7 +376,9 @@ def test_a_2025_11_25_client_of_the_sdks_1x_line_lists_and_calls_the_pages_tools
     assert seen["tools"]["decks_create_deck"]["readOnlyHint"] is False
     assert {"reactor_pages", "reactor_call"} <= set(seen["tools"])
     assert seen["call"]["isError"] is False
-    assert "reactor-in-5-minutes" in [deck["id"] for deck in seen["call"]["structuredContent"]["decks"]]
+    assert "reactor-in-5-minutes" in [
+        deck["id"] for deck in seen["call"]["structuredContent"]["decks"]
+    ]
 
 
 def test_claude_desktops_lines_from_the_panel_run_the_mcp_remote_bridge_to_the_page(
@@ -343,7 +388,9 @@ def test_claude_desktops_lines_from_the_panel_run_the_mcp_remote_bridge_to_the_p
     """What Claude Desktop does with the copied claude_desktop_config.json entry: start its
     command with its args and env and speak MCP over stdio (here the SDK's stdio client)."""
     page, live = reactor_page.page, reactor_page.server
-    assert (NPM_MCP / "node_modules" / ".bin" / "mcp-remote").exists(), "run ./dev test once: it installs mcp-remote"
+    assert (NPM_MCP / "node_modules" / ".bin" / "mcp-remote").exists(), (
+        "run ./dev test once: it installs mcp-remote"
+    )
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live.url)
     connect_page(reactor_page)
     make_token_in_panel(page, "Claude Desktop")
@@ -354,15 +401,24 @@ def test_claude_desktops_lines_from_the_panel_run_the_mcp_remote_bridge_to_the_p
     pasted = page.evaluate("navigator.clipboard.readText()")
     assert pasted == page.get_by_test_id("agent-desktop-json").inner_text()
     entry = json.loads(pasted)["mcpServers"]["reactor"]
-    environment = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "MCP_REMOTE_CONFIG_DIR": str(tmp_path), **entry["env"]}
-    server = StdioServerParameters(command=entry["command"], args=entry["args"], env=environment, cwd=NPM_MCP)
+    environment = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "MCP_REMOTE_CONFIG_DIR": str(tmp_path),
+        **entry["env"],
+    }
+    server = StdioServerParameters(
+        command=entry["command"], args=entry["args"], env=environment, cwd=NPM_MCP
+    )
 
     async def run():
         with open(tmp_path / "mcp-remote.log", "w") as log:
             async with stdio_client(server, errlog=log) as (read, write):
                 async with ClientSession(read, write) as session:
                     await session.initialize()
-                    return await session.list_tools(), await session.call_tool("decks_list_decks", {})
+                    return await session.list_tools(), await session.call_tool(
+                        "decks_list_decks", {}
+                    )
 
     with ThreadPoolExecutor(1) as thread:  # Playwright's sync API holds this thread's loop
         listed, called = thread.submit(asyncio.run, run()).result(60)
@@ -382,14 +438,18 @@ def test_an_agent_on_the_2026_07_28_protocol_that_gives_up_stops_the_call_in_the
     answered = lambda payload: '"answer"' in payload  # noqa: E731
     with link.value.expect_event("framesent", answered, timeout=30_000) as answer:
         # The call's task is cancelled: its request's stream closes, which is how this era says it.
-        gave_up = agent.do(lambda s: asyncio.wait_for(s.call_tool("decks_create_deck", {"title": "Dropped"}), 1.5))
+        gave_up = agent.do(
+            lambda s: asyncio.wait_for(s.call_tool("decks_create_deck", {"title": "Dropped"}), 1.5)
+        )
         page.get_by_test_id("approval").wait_for()
         with pytest.raises(TimeoutError):
             gave_up.result(30)
     envelope = json.loads(answer.value)["envelope"]
     assert envelope["ok"] is False and envelope["error"]["code"] == "aborted"
     withdrawn = page.get_by_test_id("approval")
-    expect(withdrawn.get_by_test_id("approval-choice")).to_have_text("No longer asked; it did not run.")
+    expect(withdrawn.get_by_test_id("approval-choice")).to_have_text(
+        "No longer asked; it did not run."
+    )
     expect(withdrawn.get_by_role("button")).to_have_count(0)  # nothing left to allow
     assert "Dropped" not in titles_now(agent)
 
@@ -408,7 +468,10 @@ def test_an_agent_on_one_server_process_reaches_a_page_connected_to_another(
         page = reactor.page
         page_id = connect_page(reactor)  # the page's WebSocket is held by the second process
         agent = agents(first.url, make_token_in_panel(page))  # the agent's requests reach the first
-        assert agent.call("reactor_pages", {}).result(30).structured_content["pages"][0]["page"] == page_id
+        assert (
+            agent.call("reactor_pages", {}).result(30).structured_content["pages"][0]["page"]
+            == page_id
+        )
         made = agent.call("decks_create_deck", {"title": "Across processes"})
         page.get_by_test_id("approval").get_by_role("button", name="Allow", exact=True).click()
         assert made.result(30).structured_content["title"] == "Across processes"

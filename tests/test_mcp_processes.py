@@ -85,7 +85,9 @@ class ScriptedPage:
 
 
 def agent_token(server, username="ada") -> str:
-    answer = httpx.post(f"{server.url}/api/agent-tokens", json={"name": "agent"}, headers=bearer(server, username))
+    answer = httpx.post(
+        f"{server.url}/api/agent-tokens", json={"name": "agent"}, headers=bearer(server, username)
+    )
     return answer.json()["token"]
 
 
@@ -100,12 +102,18 @@ async def with_session(url: str, token: str, work):
 def test_an_agent_on_one_process_calls_a_page_held_by_another_and_the_answer_crosses_back(two_apps):
     first, second = two_apps
     # The page answers its own process: the answer crosses back to the first.
-    page = ScriptedPage(second.url, bearer(second, "ada"), lambda call: {"ok": True, "result": {"notes": 3}})
+    page = ScriptedPage(
+        second.url, bearer(second, "ada"), lambda call: {"ok": True, "result": {"notes": 3}}
+    )
     try:
 
         async def work(session):
             listed = await session.list_tools()
-            return listed, await session.call_tool("notes_count", {}), await session.call_tool("reactor_pages", {})
+            return (
+                listed,
+                await session.call_tool("notes_count", {}),
+                await session.call_tool("reactor_pages", {}),
+            )
 
         listed, called, pages = asyncio.run(with_session(first.url, agent_token(first), work))
     finally:
@@ -121,13 +129,17 @@ def test_an_agent_on_one_process_calls_a_page_held_by_another_and_the_answer_cro
 def test_a_page_that_goes_on_its_process_fails_the_call_waiting_on_the_other_at_once(two_apps):
     first, second = two_apps
     called = threading.Event()
-    page = ScriptedPage(second.url, bearer(second, "ada"), lambda call: called.set())  # never answers
+    page = ScriptedPage(
+        second.url, bearer(second, "ada"), lambda call: called.set()
+    )  # never answers
 
     async def work(session):
         waiting = asyncio.ensure_future(session.call_tool("notes_count", {}))
         await asyncio.get_running_loop().run_in_executor(None, called.wait, 10)
         went = time.monotonic()
-        next(iter(second.app.state.agents.relay.pages.values())).end()  # the page's link ends on its process
+        next(
+            iter(second.app.state.agents.relay.pages.values())
+        ).end()  # the page's link ends on its process
         result = await waiting
         return result, time.monotonic() - went
 
@@ -141,11 +153,17 @@ def test_a_page_that_goes_on_its_process_fails_the_call_waiting_on_the_other_at_
 
 def test_a_large_call_crosses_by_the_message_table(two_apps):
     first, second = two_apps
-    page = ScriptedPage(second.url, bearer(second, "ada"), lambda call: {"ok": True, "result": call["arguments"]})
+    page = ScriptedPage(
+        second.url, bearer(second, "ada"), lambda call: {"ok": True, "result": call["arguments"]}
+    )
     text = "x" * 20_000  # over NOTIFY's 8,000 bytes, both ways
     try:
         result = asyncio.run(
-            with_session(first.url, agent_token(first), lambda session: session.call_tool("notes_count", {"text": text}))
+            with_session(
+                first.url,
+                agent_token(first),
+                lambda session: session.call_tool("notes_count", {"text": text}),
+            )
         )
     finally:
         page.close()
@@ -157,7 +175,11 @@ def test_bobs_agent_on_either_process_never_sees_adas_page(two_apps):
     page = ScriptedPage(second.url, bearer(second, "ada"), lambda call: {"ok": True, "result": 1})
     try:
         for server in (first, second):
-            listed = asyncio.run(with_session(server.url, agent_token(server, "bob"), lambda session: session.list_tools()))
+            listed = asyncio.run(
+                with_session(
+                    server.url, agent_token(server, "bob"), lambda session: session.list_tools()
+                )
+            )
             assert [t.name for t in listed.tools] == ["reactor_pages", "reactor_call"]
     finally:
         page.close()
@@ -171,7 +193,10 @@ def test_a_tokens_rate_holds_across_processes_and_revoking_it_stops_it_on_both(t
     headers = {"authorization": f"Bearer {token}", "accept": "application/json, text/event-stream"}
     with httpx.Client(headers=headers, timeout=30) as client:
         # Half the token's rate on each process: the whole rate used, though neither saw it all.
-        statuses = [client.post(f"{(first, second)[n % 2].url}/mcp", json=ping).status_code for n in range(RATE_LIMIT)]
+        statuses = [
+            client.post(f"{(first, second)[n % 2].url}/mcp", json=ping).status_code
+            for n in range(RATE_LIMIT)
+        ]
         assert 429 not in statuses
         for server in (first, second):
             refused = client.post(f"{server.url}/mcp", json=ping)
@@ -179,7 +204,12 @@ def test_a_tokens_rate_holds_across_processes_and_revoking_it_stops_it_on_both(t
             assert 1 <= int(refused.headers["retry-after"]) <= 60
             assert "try again in" in refused.json()["error"]
         other = agent_token(second)
-        assert client.post(f"{second.url}/mcp", json=ping, headers={"authorization": f"Bearer {other}"}).status_code != 429
+        assert (
+            client.post(
+                f"{second.url}/mcp", json=ping, headers={"authorization": f"Bearer {other}"}
+            ).status_code
+            != 429
+        )
         session = bearer(first, "ada")
         for listed in httpx.get(f"{first.url}/api/agent-tokens", headers=session).json():
             httpx.delete(f"{first.url}/api/agent-tokens/{listed['id']}", headers=session)

@@ -22,9 +22,17 @@ def test_a_call_goes_down_the_pages_stream_and_its_answer_comes_back():
         page = relay.connect("ada", "reactor", "http://127.0.0.1:8000/")
         call = asyncio.ensure_future(relay.call(page, "decks_list_decks", {}, quiet, "Claude Code"))
         sent = await page.outbox.get()
-        assert sent == {"type": "call", "call": sent["call"], "tool": "decks_list_decks", "arguments": {}, "agent": "Claude Code"}
+        assert sent == {
+            "type": "call",
+            "call": sent["call"],
+            "tool": "decks_list_decks",
+            "arguments": {},
+            "agent": "Claude Code",
+        }
         assert relay.answer(page, sent["call"], {"ok": True, "result": {"decks": []}})
-        assert not relay.answer(page, sent["call"], {"ok": True, "result": 1}), "one answer per call"
+        assert not relay.answer(page, sent["call"], {"ok": True, "result": 1}), (
+            "one answer per call"
+        )
         return await call, relay.waiting, page.sent
 
     envelope, open_calls, sent = asyncio.run(run())
@@ -60,7 +68,10 @@ def test_a_person_who_does_not_answer_ends_the_call_after_the_limit_with_progres
         return envelope, await page.outbox.get()
 
     envelope, cancel = asyncio.run(run())
-    assert envelope["error"]["code"] == "timeout" and "did not answer in the page within 0.3 s" in envelope["error"]["message"]
+    assert (
+        envelope["error"]["code"] == "timeout"
+        and "did not answer in the page within 0.3 s" in envelope["error"]["message"]
+    )
     assert cancel["type"] == "cancel", "the page stops asking"
     assert len(heard) >= 3
 
@@ -89,7 +100,9 @@ def test_pages_are_found_by_their_person_only_the_most_recently_active_first():
         told: list[str] = []
         relay.changed = told.append  # type: ignore[method-assign]
         relay.touch(second)
-        assert relay.pages_of("ada") == [second, first] and told == ["ada"], "another page is the first now"
+        assert relay.pages_of("ada") == [second, first] and told == ["ada"], (
+            "another page is the first now"
+        )
         relay.touch(second)
         assert told == ["ada"], "still the same first page: nothing to tell"
         assert relay.page_of("bob", first.id) is None and relay.page_of("bob", bobs.id) is bobs
@@ -99,12 +112,22 @@ def test_pages_are_found_by_their_person_only_the_most_recently_active_first():
 
 def test_an_envelope_becomes_structured_content_and_text_and_a_failure_a_tool_error():
     ok = tool_result({"ok": True, "result": {"decks": [1]}})
-    assert ok.is_error is not True and ok.structured_content == {"decks": [1]} and ok.content[0].text == '{"decks": [1]}'
+    assert (
+        ok.is_error is not True
+        and ok.structured_content == {"decks": [1]}
+        and ok.content[0].text == '{"decks": [1]}'
+    )
     listed = tool_result({"ok": True, "result": [1, 2]})
     assert listed.structured_content == {"result": [1, 2]} and listed.content[0].text == "[1, 2]"
-    failed = tool_result({"ok": False, "error": {"code": "denied", "message": "The person declined."}})
-    assert failed.is_error is True and failed.content[0].text == "The person declined. (code: denied)"
-    assert failed.structured_content == {"error": {"code": "denied", "message": "The person declined."}}
+    failed = tool_result(
+        {"ok": False, "error": {"code": "denied", "message": "The person declined."}}
+    )
+    assert (
+        failed.is_error is True and failed.content[0].text == "The person declined. (code: denied)"
+    )
+    assert failed.structured_content == {
+        "error": {"code": "denied", "message": "The person declined."}
+    }
 
 
 def test_a_connected_pages_messages_are_checked_and_only_its_person_may_send_them(tmp_path):
@@ -126,22 +149,37 @@ def test_a_connected_pages_messages_are_checked_and_only_its_person_may_send_the
             ({"type": "shout"}, "Send {"),
             ("not json", "a JSON object"),
             ([1, 2], "a JSON object"),
-            ('{"type": "tools", "tools": [' + "{}," * 700_000 + "{}]}", "at most 2,000,000 characters"),
+            (
+                '{"type": "tools", "tools": [' + "{}," * 700_000 + "{}]}",
+                "at most 2,000,000 characters",
+            ),
         ]:
             page.send(message)
             problem = page.said.get(timeout=10)
             assert problem["type"] == "problem" and said in problem["error"], message
-        assert live.app.state.agents.relay.pages[page.page_id].tools != [{}], "nothing of a refused message was kept"
-        page.send({"type": "answer", "call": "nobody.0", "envelope": {"ok": True}})  # nobody waits: dropped
+        assert live.app.state.agents.relay.pages[page.page_id].tools != [{}], (
+            "nothing of a refused message was kept"
+        )
+        page.send(
+            {"type": "answer", "call": "nobody.0", "envelope": {"ok": True}}
+        )  # nobody waits: dropped
         page.send({"type": "active"})
         page.send({"type": "tools", "tools": []})
-        assert page.said.get(timeout=10) == {"type": "listed", "tools": 0}, "the page goes on after a dropped answer"
+        assert page.said.get(timeout=10) == {"type": "listed", "tools": 0}, (
+            "the page goes on after a dropped answer"
+        )
 
         link = f"ws{live.url.removeprefix('http')}/api/agent-pages/link"
-        for foreign in [{"origin": "http://127.0.0.1:5500"}, {"sec-fetch-site": "same-site"}, {"sec-fetch-site": "cross-site"}]:
+        for foreign in [
+            {"origin": "http://127.0.0.1:5500"},
+            {"sec-fetch-site": "same-site"},
+            {"sec-fetch-site": "cross-site"},
+        ]:
             with pytest.raises(InvalidStatus) as refused:
                 connect(link, additional_headers={**ada, **foreign})
-            assert refused.value.response.status_code == 403, f"another site's page may not link: {foreign}"
+            assert refused.value.response.status_code == 403, (
+                f"another site's page may not link: {foreign}"
+            )
         with connect(link) as anonymous:
             with pytest.raises(ConnectionClosed):
                 anonymous.recv(10)
@@ -164,17 +202,39 @@ def test_a_call_answered_at_once_is_one_json_body_and_one_that_waits_an_event_st
     live = start_server(tmp_path / "data", seed_demo=True)
     live.app.state.agents.relay.progress_seconds = 0.05
     session = bearer(live, "ada")
-    page = ScriptedPage(live.url, session, lambda call: None if call["arguments"] else {"ok": True, "result": {"n": 3}})
-    headers = {"authorization": f"Bearer {agent_token(live)}", "accept": "application/json, text/event-stream"}
+    page = ScriptedPage(
+        live.url,
+        session,
+        lambda call: None if call["arguments"] else {"ok": True, "result": {"n": 3}},
+    )
+    headers = {
+        "authorization": f"Bearer {agent_token(live)}",
+        "accept": "application/json, text/event-stream",
+    }
     try:
         with httpx.Client(base_url=live.url, headers=headers, timeout=10) as http:
-            hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-            opened = http.post("/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello})
-            http.headers.update({"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"})
+            hello = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            }
+            opened = http.post(
+                "/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}
+            )
+            http.headers.update(
+                {
+                    "mcp-session-id": opened.headers["mcp-session-id"],
+                    "mcp-protocol-version": "2025-11-25",
+                }
+            )
             http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"})
 
             def call(number: int, arguments: dict) -> dict:
-                params = {"name": "notes_count", "arguments": arguments, "_meta": {"progressToken": number}}
+                params = {
+                    "name": "notes_count",
+                    "arguments": arguments,
+                    "_meta": {"progressToken": number},
+                }
                 return {"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": params}
 
             at_once = http.post("/mcp", json=call(1, {}))
@@ -183,11 +243,24 @@ def test_a_call_answered_at_once_is_one_json_body_and_one_that_waits_an_event_st
 
             with http.stream("POST", "/mcp", json=call(2, {"wait": True})) as waiting:
                 assert waiting.headers["content-type"].startswith("text/event-stream")
-                events = (json.loads(line[6:]) for line in waiting.iter_lines() if line.startswith("data: "))
+                events = (
+                    json.loads(line[6:])
+                    for line in waiting.iter_lines()
+                    if line.startswith("data: ")
+                )
                 first = next(events)
-                assert first["method"] == "notifications/progress" and first["params"]["progressToken"] == 2
+                assert (
+                    first["method"] == "notifications/progress"
+                    and first["params"]["progressToken"] == 2
+                )
                 asked = page.calls[-1]
-                page.send({"type": "answer", "call": asked["call"], "envelope": {"ok": True, "result": {"n": 4}}})
+                page.send(
+                    {
+                        "type": "answer",
+                        "call": asked["call"],
+                        "envelope": {"ok": True, "result": {"n": 4}},
+                    }
+                )
                 answer = next(e for e in events if "id" in e)
                 assert answer["id"] == 2 and answer["result"]["structuredContent"] == {"n": 4}
     finally:

@@ -27,7 +27,11 @@ from reactor.server.auth import Auth
 FUZZ_EXAMPLES = int(os.environ.get("REACTOR_FUZZ_EXAMPLES", "8"))
 
 
-APP = create_app(tempfile.mkdtemp(prefix="reactor-fuzz-"), seed_demo=True, allow_hosts=["testserver", "localhost"])
+APP = create_app(
+    tempfile.mkdtemp(prefix="reactor-fuzz-"),
+    seed_demo=True,
+    allow_hosts=["testserver", "localhost"],
+)
 AUTH: Auth = APP.state.context.auth
 TOKENS: dict[str, str] = {}
 IDENTITIES = {"signed-out": "", "operator": "ada", "plain-user": "eve"}
@@ -66,7 +70,9 @@ schema = schemathesis.openapi.from_asgi(
             "operations": [
                 {
                     "include-operation-id": name,
-                    "checks": {"positive_data_acceptance": {"expected-statuses": [*ACCEPTED, "422"]}},
+                    "checks": {
+                        "positive_data_acceptance": {"expected-statuses": [*ACCEPTED, "422"]}
+                    },
                 }
                 for name in BEYOND_SCHEMA
             ],
@@ -74,7 +80,9 @@ schema = schemathesis.openapi.from_asgi(
     ),
 )
 load_all_checks()
-CHECKS = CHECKS_REGISTRY.get_all()  # every check schemathesis has (a bound on time is bench/'s to measure)
+CHECKS = (
+    CHECKS_REGISTRY.get_all()
+)  # every check schemathesis has (a bound on time is bench/'s to measure)
 
 
 def walk(schema_: Any, where: str = "$"):
@@ -154,7 +162,11 @@ def test_head_answers_wherever_get_does_with_the_same_status_and_no_body():
     with TestClient(APP) as client:
         for name in dict(operations()):
             method, path = name.split()
-            if method != "GET" or "{" in path or path in ("/api/maintenance/slow", "/api/agent-pages/stream", "/mcp"):
+            if (
+                method != "GET"
+                or "{" in path
+                or path in ("/api/maintenance/slow", "/api/agent-pages/stream", "/mcp")
+            ):
                 continue
             got, head = client.get(path), client.head(path)
             assert head.status_code == got.status_code and head.content == b"", path

@@ -31,8 +31,15 @@ def test_pyodide_starts_booting_before_the_boot_list_arrives(reactor_page):
 
 def test_no_module_imported_after_pyodides_boot_is_compiled_in_the_worker(reactor_page):
     found = reactor_page.page.evaluate("window.reactor.diagnostics()")
-    imported_in_snapshot = {"reactor.browser", "reactor.protocol", "reactor.facade", "reactor_plugins.decks"}
-    assert not imported_in_snapshot & set(found["checked"]), "imported in the memory snapshot, with the page's bundle"
+    imported_in_snapshot = {
+        "reactor.browser",
+        "reactor.protocol",
+        "reactor.facade",
+        "reactor_plugins.decks",
+    }
+    assert not imported_in_snapshot & set(found["checked"]), (
+        "imported in the memory snapshot, with the page's bundle"
+    )
     assert found["stdlibFromZip"] == [], "add them to runtime_python.STDLIB_AFTER_BOOT"
     assert found["stale"] == []
 
@@ -65,7 +72,9 @@ def test_the_stdlib_zip_is_downloaded_only_when_python_first_imports_from_it(new
     reactor.page.route(reactor.server.url + "/", with_statistics)
     assert reactor.open().ready["failures"] == []
     assert reactor.page.evaluate("window.reactor.diagnostics()")["snapshot"] is True
-    assert asked == [], "a page restored from the snapshot imports nothing from the zip at its start"
+    assert asked == [], (
+        "a page restored from the snapshot imports nothing from the zip at its start"
+    )
     assert reactor.execute("stats.mean", {"values": [1, 2, 6]}) == 3
     assert len(asked) == 1
     assert reactor.execute("stats.mean", {"values": [2, 4]}) == 3
@@ -185,10 +194,18 @@ def test_every_shape_of_arguments_crosses_to_python_as_it_did_whole(reactor_page
     by_object, by_text, listed, array, not_json, wrong, numbered = outcomes
     assert by_object["value"]["deck"]["id"] == "onboarding" and by_text == by_object
     assert any(deck["id"] == "onboarding" for deck in listed["value"]["decks"])
-    assert array == {"name": "InvalidArgumentsError", "message": "The arguments of 'decks.getDeck' must be an object, not list."}
+    assert array == {
+        "name": "InvalidArgumentsError",
+        "message": "The arguments of 'decks.getDeck' must be an object, not list.",
+    }
     assert not_json["name"] == "InvalidArgumentsError" and "not valid JSON" in not_json["message"]
-    assert wrong["name"] == "InvalidArgumentsError" and "$.id: 7 is not of type 'string'" in wrong["message"]
-    assert numbered["name"] == "CommandNotFoundError" and numbered["message"].startswith("There is no command 5.")
+    assert (
+        wrong["name"] == "InvalidArgumentsError"
+        and "$.id: 7 is not of type 'string'" in wrong["message"]
+    )
+    assert numbered["name"] == "CommandNotFoundError" and numbered["message"].startswith(
+        "There is no command 5."
+    )
 
 
 def test_executing_before_ready_waits_for_python(new_reactor_page):

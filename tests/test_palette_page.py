@@ -20,7 +20,9 @@ def test_a_palette_of_hundreds_draws_a_hundred_and_the_filter_finds_the_rest(rea
     total = len(page.evaluate("window.reactor.listCommands()"))
     assert total > 400
     palette = page.locator("#palette")
-    palette.get_by_text(f"…and {total - 100} more commands: type in the filter to find one.").wait_for()
+    palette.get_by_text(
+        f"…and {total - 100} more commands: type in the filter to find one."
+    ).wait_for()
     assert palette.locator("button").count() == 100
     page.fill("#palette-filter", "Many 39: command 9")
     palette.get_by_role("button", name="Many 39: command 9").click()

@@ -31,18 +31,40 @@ class Half:
         ({"name": 7}, "name", "must be 1 to 64 letters"),
         ({"description": ["x"]}, "description", "must be text"),
         ({"requires": ["ok", "no way"]}, "requires", "must list plugin names"),
-        ({"page": "reactor_plugins.decks"}, "page", 'must name the page half as "module:ATTRIBUTE"'),
+        (
+            {"page": "reactor_plugins.decks"},
+            "page",
+            'must name the page half as "module:ATTRIBUTE"',
+        ),
         ({"page": "x:y; import os"}, "page", 'must name the page half as "module:ATTRIBUTE"'),
         ({"server": Half()}, "server", "must be a function (or class) that makes the server half"),
         ({"assets": ["view.js"]}, "assets", "is not a file in the plugin's folder (None)"),
-        ({"folder": "FOLDER", "assets": ["../secret.txt"]}, "assets", "must be file names inside the plugin's folder"),
-        ({"folder": "FOLDER", "assets": ["/etc/passwd"]}, "assets", "must be file names inside the plugin's folder"),
-        ({"folder": "FOLDER", "assets": ["missing.js"]}, "assets", "is not a file in the plugin's folder"),
+        (
+            {"folder": "FOLDER", "assets": ["../secret.txt"]},
+            "assets",
+            "must be file names inside the plugin's folder",
+        ),
+        (
+            {"folder": "FOLDER", "assets": ["/etc/passwd"]},
+            "assets",
+            "must be file names inside the plugin's folder",
+        ),
+        (
+            {"folder": "FOLDER", "assets": ["missing.js"]},
+            "assets",
+            "is not a file in the plugin's folder",
+        ),
         ({"page_services": {"api": 5}}, "page_services", "must map service names to text"),
-        ({"folder": "FOLDER", "agent_tools": "none.json"}, "agent_tools", "is not a file in the plugin's folder"),
+        (
+            {"folder": "FOLDER", "agent_tools": "none.json"},
+            "agent_tools",
+            "is not a file in the plugin's folder",
+        ),
     ],
 )
-def test_a_wrong_part_is_refused_when_the_spec_is_made_naming_its_field(tmp_path, fields, field, sentence):
+def test_a_wrong_part_is_refused_when_the_spec_is_made_naming_its_field(
+    tmp_path, fields, field, sentence
+):
     fields = {k: (tmp_path if v == "FOLDER" else v) for k, v in fields.items()}
     with pytest.raises(DeclarationError) as refused:
         PluginSpec(**{"name": "notes", **fields})
@@ -51,7 +73,9 @@ def test_a_wrong_part_is_refused_when_the_spec_is_made_naming_its_field(tmp_path
 
 def test_an_agent_tools_file_that_is_not_json_is_refused_with_its_line(tmp_path):
     (tmp_path / "agent-tools.json").write_text('{"id": "notes",\n  oops}')
-    with pytest.raises(DeclarationError, match="agent_tools is refused: agent-tools.json is not valid JSON.*line 2"):
+    with pytest.raises(
+        DeclarationError, match="agent_tools is refused: agent-tools.json is not valid JSON.*line 2"
+    ):
         PluginSpec(name="notes", folder=tmp_path, agent_tools="agent-tools.json")
 
 
@@ -74,5 +98,9 @@ def test_the_installed_plugins_are_found_through_the_entry_point_group():
 
 
 def test_the_core_names_no_plugin():
-    named = [path.relative_to(CORE) for path in CORE.rglob("*.py") if "reactor_plugins" in path.read_text()]
+    named = [
+        path.relative_to(CORE)
+        for path in CORE.rglob("*.py")
+        if "reactor_plugins" in path.read_text()
+    ]
     assert named == []

@@ -21,14 +21,21 @@ def commands_plugin(name, *ids, requires=()):
         for id in ids:
             context.register_command(id, lambda args, id=id: id)
 
-    return define_plugin(name=name, register=register, requires=requires, contributes=[contribution(Panels, name, id=name)])
+    return define_plugin(
+        name=name,
+        register=register,
+        requires=requires,
+        contributes=[contribution(Panels, name, id=name)],
+    )
 
 
 def test_plugins_load_in_dependency_order_whatever_order_they_are_given():
     order = []
 
     def tracking(name, requires=()):
-        return define_plugin(name=name, requires=requires, register=lambda c: order.append(c.plugin))
+        return define_plugin(
+            name=name, requires=requires, register=lambda c: order.append(c.plugin)
+        )
 
     reactor = Reactor()
     report = reactor.load_plugins([tracking("c", ["b"]), tracking("b", ["a"]), tracking("a")])
@@ -63,7 +70,9 @@ def test_a_plugin_whose_register_raises_is_rolled_back_and_the_others_keep_worki
 
 def test_a_plugin_registering_a_taken_command_id_fails_alone():
     reactor = Reactor()
-    report = reactor.load_plugins([commands_plugin("one", "x.a"), commands_plugin("two", "x.b", "x.a")])
+    report = reactor.load_plugins(
+        [commands_plugin("one", "x.a"), commands_plugin("two", "x.b", "x.a")]
+    )
     assert report.loaded == ["one"]
     assert "already registered by plugin 'one'" in str(report.failed["two"])
     assert not reactor.commands.has_command("x.b")
@@ -71,7 +80,9 @@ def test_a_plugin_registering_a_taken_command_id_fails_alone():
 
 def test_a_missing_dependency_stops_only_the_plugin_that_needs_it():
     reactor = Reactor()
-    report = reactor.load_plugins([commands_plugin("a", "a.x", requires=["nowhere"]), commands_plugin("b", "b.x")])
+    report = reactor.load_plugins(
+        [commands_plugin("a", "a.x", requires=["nowhere"]), commands_plugin("b", "b.x")]
+    )
     assert report.loaded == ["b"]
     assert isinstance(report.failed["a"], PluginDependencyError)
     assert "'nowhere' (not loaded)" in str(report.failed["a"])
@@ -87,14 +98,18 @@ def test_dependents_of_a_failed_plugin_are_not_loaded():
 
 def test_a_dependency_cycle_is_reported_not_looped():
     reactor = Reactor()
-    report = reactor.load_plugins([commands_plugin("a", requires=["b"]), commands_plugin("b", requires=["a"])])
+    report = reactor.load_plugins(
+        [commands_plugin("a", requires=["b"]), commands_plugin("b", requires=["a"])]
+    )
     assert report.loaded == []
     assert "cycle: a -> b -> a" in str(report.failed["a"])
 
 
 def test_unloading_takes_the_plugin_commands_and_contributions_and_its_dependents():
     reactor = Reactor()
-    reactor.load_plugins([commands_plugin("base", "base.x"), commands_plugin("child", "child.x", requires=["base"])])
+    reactor.load_plugins(
+        [commands_plugin("base", "base.x"), commands_plugin("child", "child.x", requires=["base"])]
+    )
     assert reactor.unload_plugin("base") == ["child", "base"]
     assert reactor.commands.list_commands() == []
     assert reactor.contributions.values(Panels) == []
@@ -122,12 +137,16 @@ def test_unloading_an_unknown_plugin_names_what_is_loaded():
 def test_on_dispose_runs_when_the_plugin_unloads():
     closed = []
     reactor = Reactor()
-    reactor.load_plugin(define_plugin(name="p", register=lambda c: c.on_dispose(lambda: closed.append(1))))
+    reactor.load_plugin(
+        define_plugin(name="p", register=lambda c: c.on_dispose(lambda: closed.append(1)))
+    )
     reactor.unload_plugin("p")
     assert closed == [1]
 
 
-@pytest.mark.parametrize("bad", [dict(name=""), dict(name="p", contributes=["x"]), dict(name="p", register=3)])
+@pytest.mark.parametrize(
+    "bad", [dict(name=""), dict(name="p", contributes=["x"]), dict(name="p", register=3)]
+)
 def test_bad_plugin_declarations_are_refused(bad):
     with pytest.raises(PluginError):
         define_plugin(**bad)
@@ -148,7 +167,11 @@ def test_activate_runs_once_after_loading_and_a_failing_one_is_unloaded():
     reactor.load_plugins(
         [
             define_plugin(name="ok", activate=fetch_first),
-            define_plugin(name="bad", activate=broken, register=lambda c: c.register_command("bad.x", lambda a: 1)),
+            define_plugin(
+                name="bad",
+                activate=broken,
+                register=lambda c: c.register_command("bad.x", lambda a: 1),
+            ),
         ]
     )
     failed = asyncio.run(reactor.activate_plugins())

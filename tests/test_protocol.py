@@ -9,7 +9,15 @@ import pytest
 from reactor import AbortedError, CancelToken, CommandOptions, Reactor, ReactorError, define_plugin
 from reactor.errors import PageError, ProtocolError
 from reactor.facade import execute_json
-from reactor.protocol import CALLS, PAGE_REQUESTS, VERSION, WORKER_NOTICES, WORKER_REQUESTS, Raw, WorkerEndpoint
+from reactor.protocol import (
+    CALLS,
+    PAGE_REQUESTS,
+    VERSION,
+    WORKER_NOTICES,
+    WORKER_REQUESTS,
+    Raw,
+    WorkerEndpoint,
+)
 
 NOTES = CommandOptions(
     execute=lambda args: {args["of"]: 3},
@@ -44,7 +52,9 @@ def test_a_request_is_answered_with_its_value_and_json_text_is_sent_as_is():
 def test_take_hands_back_an_answer_ready_at_once_and_posts_one_that_must_wait():
     page = Page()
     page.endpoint.handle("execute", lambda message, signal: {"ran": message["command"]})
-    reply = page.endpoint.take(json.dumps({"v": VERSION, "id": 4, "type": "execute", "command": "decks.open"}))
+    reply = page.endpoint.take(
+        json.dumps({"v": VERSION, "id": 4, "type": "execute", "command": "decks.open"})
+    )
     assert json.loads(reply) == {"v": VERSION, "re": 4, "ok": True, "value": {"ran": "decks.open"}}
     assert page.sent == []  # the worker's JavaScript posts it
 
@@ -87,11 +97,17 @@ def test_a_call_taken_by_its_fields_is_answered_as_the_whole_message_would_be():
         return '{"ok": true, "value": ' + args + "}"
 
     page.endpoint.handle_call("execute", run, answers=True)
-    whole = page.endpoint.take(json.dumps({"v": VERSION, "id": 3, "type": "execute", "command": "decks.open", "args": "[1]"}))
+    whole = page.endpoint.take(
+        json.dumps(
+            {"v": VERSION, "id": 3, "type": "execute", "command": "decks.open", "args": "[1]"}
+        )
+    )
     by_fields = page.endpoint.take_call("execute", 3, "decks.open", "[1]")
     assert by_fields == whole
     assert json.loads(by_fields) == {"v": VERSION, "re": 3, "ok": True, "value": [1]}
-    assert seen[0][2] is not None and seen[1][2] is None  # only the whole message may carry a signal
+    assert (
+        seen[0][2] is not None and seen[1][2] is None
+    )  # only the whole message may carry a signal
     assert json.loads(page.endpoint.take_call("execute", 4, "boom", "{}"))["error"] == {
         "type": "ValueError",
         "message": "No such deck.",
@@ -172,7 +188,10 @@ def test_json_text_that_is_not_text_is_answered_with_an_error_not_sent_broken():
 @pytest.mark.parametrize(
     "message, sentence",
     [
-        ({"v": 99, "id": 1, "type": "execute"}, "The page speaks protocol version 99; this worker speaks 1."),
+        (
+            {"v": 99, "id": 1, "type": "execute"},
+            "The page speaks protocol version 99; this worker speaks 1.",
+        ),
         ({"v": VERSION, "id": 1, "type": "exec"}, "The worker has no message type 'exec'."),
         ({"v": VERSION, "id": 1}, "The worker has no message type None."),
     ],
@@ -214,7 +233,11 @@ def test_a_cancel_from_the_page_aborts_the_running_requests_token_and_its_late_r
         page.endpoint.handle("callTool", slow)
         page.ask(id=3, type="callTool")
         await asyncio.sleep(0)
-        page.endpoint.receive(json.dumps({"v": VERSION, "type": "cancel", "re": 3, "reason": "The person pressed Stop."}))
+        page.endpoint.receive(
+            json.dumps(
+                {"v": VERSION, "type": "cancel", "re": 3, "reason": "The person pressed Stop."}
+            )
+        )
         await asyncio.sleep(0.01)
         assert seen[0].aborted
         assert page.answer_to(3)["value"] == {"aborted": "Stopped: The person pressed Stop."}
@@ -224,7 +247,9 @@ def test_a_cancel_from_the_page_aborts_the_running_requests_token_and_its_late_r
 
 def test_a_request_the_page_had_already_aborted_arrives_with_its_token_aborted():
     page = Page()
-    page.endpoint.handle("callTool", lambda message, signal: {"aborted": signal.aborted, "reason": signal.reason})
+    page.endpoint.handle(
+        "callTool", lambda message, signal: {"aborted": signal.aborted, "reason": signal.reason}
+    )
     page.ask(id=4, type="callTool", cancelled="Too late.")
     assert page.answer_to(4)["value"] == {"aborted": True, "reason": "Too late."}
 
@@ -233,11 +258,17 @@ def test_the_worker_asks_the_page_and_gets_its_answer_or_its_error():
     async def scenario():
         page = Page()
         opened = asyncio.ensure_future(page.endpoint.ask("page.openTab", url="/decks/a/print"))
-        run = asyncio.ensure_future(page.endpoint.ask("pageCommand.run", key="todo#1", command="todo.add", args={}))
+        run = asyncio.ensure_future(
+            page.endpoint.ask("pageCommand.run", key="todo#1", command="todo.add", args={})
+        )
         await asyncio.sleep(0)
         asked = {m["type"]: m for m in page.sent}
         assert asked["page.openTab"]["url"] == "/decks/a/print"
-        page.endpoint.receive(json.dumps({"v": VERSION, "re": asked["page.openTab"]["id"], "ok": True, "value": False}))
+        page.endpoint.receive(
+            json.dumps(
+                {"v": VERSION, "re": asked["page.openTab"]["id"], "ok": True, "value": False}
+            )
+        )
         page.endpoint.receive(
             json.dumps(
                 {
@@ -266,8 +297,15 @@ def test_an_abort_while_the_worker_waits_tells_the_page_and_drops_the_late_answe
         with pytest.raises(AbortedError):
             await asked
         request = next(m for m in page.sent if m.get("type") == "aiTool.run")
-        assert {"v": VERSION, "type": "cancel", "re": request["id"], "reason": "timed out"} in page.sent
-        page.endpoint.receive(json.dumps({"v": VERSION, "re": request["id"], "ok": True, "value": "late"}))  # ignored
+        assert {
+            "v": VERSION,
+            "type": "cancel",
+            "re": request["id"],
+            "reason": "timed out",
+        } in page.sent
+        page.endpoint.receive(
+            json.dumps({"v": VERSION, "re": request["id"], "ok": True, "value": "late"})
+        )  # ignored
 
     asyncio.run(scenario())
 
@@ -275,7 +313,15 @@ def test_an_abort_while_the_worker_waits_tells_the_page_and_drops_the_late_answe
 def test_a_notice_splices_raw_fields_without_encoding_them_again():
     page = Page()
     page.endpoint.notify("ready", loaded=["decks"], failures=[], bundles=Raw('[{"id": "decks"}]'))
-    assert page.sent == [{"v": VERSION, "type": "ready", "loaded": ["decks"], "failures": [], "bundles": [{"id": "decks"}]}]
+    assert page.sent == [
+        {
+            "v": VERSION,
+            "type": "ready",
+            "loaded": ["decks"],
+            "failures": [],
+            "bundles": [{"id": "decks"}],
+        }
+    ]
 
 
 def test_a_field_that_would_overwrite_the_envelope_is_refused_before_anything_is_sent():
@@ -305,7 +351,12 @@ def test_the_page_and_the_worker_declare_the_same_protocol():
         " WORKER_REQUESTS: [...p.WORKER_REQUESTS], WORKER_NOTICES: [...p.WORKER_NOTICES]}));"
     )
     page = json.loads(
-        subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True, check=True).stdout
+        subprocess.run(
+            ["node", "--input-type=module", "-e", script],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
     )
     assert page["VERSION"] == protocol.VERSION
     for name in ("PAGE_REQUESTS", "PAGE_NOTICES", "WORKER_REQUESTS", "WORKER_NOTICES"):

@@ -25,26 +25,60 @@ def authors_python(tmp_path_factory):
     outer = next(p for p in site.getsitepackages() if p.endswith("site-packages"))
     (packages / "reactor-env.pth").write_text(outer + "\n")
     python = folder / "bin" / "python"
-    install = [str(python), "-m", "pip", "install", "-q", "--no-deps", f"reactor[testing] @ {CHECKOUT.as_uri()}"]
+    install = [
+        str(python),
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--no-deps",
+        f"reactor[testing] @ {CHECKOUT.as_uri()}",
+    ]
     installed = subprocess.run(install, capture_output=True, text=True, timeout=600)
     assert installed.returncode == 0, installed.stderr[-3000:]
-    where = subprocess.run([str(python), "-c", "import reactor.server.files as f; print(f.ROOT)"], capture_output=True, text=True)
-    assert where.stdout.strip() == str(packages / "reactor" / "server" / "static"), "the page's files are the wheel's"
+    where = subprocess.run(
+        [str(python), "-c", "import reactor.server.files as f; print(f.ROOT)"],
+        capture_output=True,
+        text=True,
+    )
+    assert where.stdout.strip() == str(packages / "reactor" / "server" / "static"), (
+        "the page's files are the wheel's"
+    )
     return python
 
 
 @pytest.mark.browser
 @pytest.mark.parametrize("server", [False, True], ids=["page-only", "with-server"])
 def test_a_new_plugin_installs_and_its_own_tests_pass(tmp_path, authors_python, server):
-    made = run_reactor("new", "plugin", "team-notes", "--dir", str(tmp_path), *(["--server"] if server else []))
+    made = run_reactor(
+        "new", "plugin", "team-notes", "--dir", str(tmp_path), *(["--server"] if server else [])
+    )
     assert made.returncode == 0, made.stderr
     assert "team-notes/reactor_team_notes/agent-tools.json" in made.stdout
     assert ("server.py" in made.stdout) is server
-    install = [str(authors_python), "-m", "pip", "install", "-q", "--no-deps", "-e", str(tmp_path / "team-notes")]
+    install = [
+        str(authors_python),
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--no-deps",
+        "-e",
+        str(tmp_path / "team-notes"),
+    ]
     installed = subprocess.run(install, capture_output=True, text=True, timeout=300)
     assert installed.returncode == 0, installed.stderr
     listed = subprocess.run(
-        [str(authors_python), "-m", "reactor", "tools", "--format", "openai", "--plugin", "team-notes"],
+        [
+            str(authors_python),
+            "-m",
+            "reactor",
+            "tools",
+            "--format",
+            "openai",
+            "--plugin",
+            "team-notes",
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -52,7 +86,15 @@ def test_a_new_plugin_installs_and_its_own_tests_pass(tmp_path, authors_python, 
     assert listed.returncode == 0, listed.stderr
     assert "team_notes_add_item" in listed.stdout, "the next `reactor serve` serves it"
     tests = subprocess.run(
-        [str(authors_python), "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "team-notes")],
+        [
+            str(authors_python),
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            str(tmp_path / "team-notes"),
+        ],
         capture_output=True,
         text=True,
         timeout=600,
@@ -76,7 +118,11 @@ def test_a_new_plugin_installs_and_its_own_tests_pass(tmp_path, authors_python, 
 )
 def test_a_name_that_cannot_be_a_plugin_is_refused_in_one_line(tmp_path, name, said):
     result = run_reactor("new", "plugin", name, "--dir", str(tmp_path))
-    assert result.returncode == 2 and said in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert (
+        result.returncode == 2
+        and said in result.stderr
+        and len(result.stderr.strip().splitlines()) == 1
+    )
     assert list(tmp_path.iterdir()) == [], "nothing was written"
 
 

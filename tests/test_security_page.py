@@ -100,10 +100,17 @@ def server_state(live) -> dict:
     """Everything the forged writes could change, read from the database itself."""
     with live.app.state.context.database.transaction() as db:
         return {
-            "records": [tuple(r) for r in db.execute("SELECT id, record FROM plugin_records ORDER BY id")],
+            "records": [
+                tuple(r) for r in db.execute("SELECT id, record FROM plugin_records ORDER BY id")
+            ],
             "decks": [tuple(r) for r in db.execute("SELECT id, spec FROM decks ORDER BY id")],
-            "entries": [tuple(r) for r in db.execute("SELECT slug, title, status FROM cms_entries ORDER BY slug")],
-            "plugins": [tuple(r) for r in db.execute("SELECT name, enabled FROM plugin_state ORDER BY name")],
+            "entries": [
+                tuple(r)
+                for r in db.execute("SELECT slug, title, status FROM cms_entries ORDER BY slug")
+            ],
+            "plugins": [
+                tuple(r) for r in db.execute("SELECT name, enabled FROM plugin_state ORDER BY name")
+            ],
             "sessions": db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0],
             "agent_tokens": db.execute("SELECT COUNT(*) FROM agent_tokens").fetchone()[0],
         }
@@ -130,12 +137,16 @@ def test_an_attacker_page_of_the_same_site_changes_nothing(page, tmp_path):
             page.wait_for_function(f"document.title === 'done {len(WRITES)}'", timeout=60_000)
         assert server_state(live) == before
         page.goto(f"{live.url}/auth/me")
-        assert json.loads(page.inner_text("body"))["username"] == "ada"  # not signed out, not signed in as eve
+        assert (
+            json.loads(page.inner_text("body"))["username"] == "ada"
+        )  # not signed out, not signed in as eve
     finally:
         stop_server(live)
 
 
-def test_an_allowed_origin_writes_with_json_and_the_cookie_and_anyone_with_a_bearer_token(page, tmp_path):
+def test_an_allowed_origin_writes_with_json_and_the_cookie_and_anyone_with_a_bearer_token(
+    page, tmp_path
+):
     with attacker_site("") as other:  # a second origin, allowed this time
         live = start_server(tmp_path, seed_demo=True, allow_origins=[other])
         try:

@@ -23,7 +23,9 @@ RECORD = {
     "location": "ai-tool",
     "language": "python",
     "code": "def invoke(args, context):\n    return 'planted'\n",
-    "settings": {"tool": {"description": "Planted by another site.", "inputSchema": {"type": "object"}}},
+    "settings": {
+        "tool": {"description": "Planted by another site.", "inputSchema": {"type": "object"}}
+    },
     "visibility": {"users": [], "groups": ["staff"]},
 }
 
@@ -32,21 +34,28 @@ RECORD = {
 def server(request, tmp_path_factory, backend):
     folder = tmp_path_factory.mktemp("data")
     database = new_database(request, backend, folder)
-    return app_server_over(folder, seed_demo=True, allow_origins=["http://127.0.0.1:5500"], database=database)
+    return app_server_over(
+        folder, seed_demo=True, allow_origins=["http://127.0.0.1:5500"], database=database
+    )
 
 
 @contextmanager
 def cookie_client(live, username="ada"):
     """A client that, like a browser, holds the session as a cookie (and sends no bearer token)."""
     with live.client() as client:
-        answer = client.post("/auth/sign-in", json={"username": username, "password": f"{username}-demo"})
+        answer = client.post(
+            "/auth/sign-in", json={"username": username, "password": f"{username}-demo"}
+        )
         assert answer.status_code == 200, answer.text
         yield client
 
 
 def record_exists(live, record_id="planted") -> bool:
     with live.app.state.context.database.transaction() as db:
-        return db.execute("SELECT 1 FROM plugin_records WHERE id = ?", (record_id,)).fetchone() is not None
+        return (
+            db.execute("SELECT 1 FROM plugin_records WHERE id = ?", (record_id,)).fetchone()
+            is not None
+        )
 
 
 # Cross-site writes ----------------------------------------------------------------------------
@@ -65,7 +74,9 @@ FORGED = [
 
 
 @pytest.mark.parametrize("headers, status", FORGED)
-def test_a_cookie_write_that_is_not_same_origin_json_is_refused_and_nothing_is_saved(server, headers, status):
+def test_a_cookie_write_that_is_not_same_origin_json_is_refused_and_nothing_is_saved(
+    server, headers, status
+):
     with cookie_client(server) as ada:
         answer = ada.post("/plugins", content=json.dumps(RECORD).encode(), headers=headers)
         assert answer.status_code == status and answer.json()["error"]
@@ -76,7 +87,11 @@ def test_a_cookie_write_that_is_not_same_origin_json_is_refused_and_nothing_is_s
     "method, path, body",
     [
         ("PATCH", "/plugins/cms", {"enabled": False}),
-        ("PUT", "/api/decks/onboarding", {"id": "onboarding", "title": "x", "slides": [{"title": "x"}]}),
+        (
+            "PUT",
+            "/api/decks/onboarding",
+            {"id": "onboarding", "title": "x", "slides": [{"title": "x"}]},
+        ),
         ("DELETE", "/api/decks/onboarding", None),
         ("POST", "/api/cms/sites/acme/entries", {"title": "Planted"}),
         ("POST", "/auth/sign-out", {}),
@@ -88,11 +103,17 @@ def test_every_write_route_refuses_a_cross_site_cookie(server, method, path, bod
         before = ada.get("/api/decks").json(), ada.get("/plugins").json()
         content = b"" if body is None else json.dumps(body).encode()
         answer = ada.request(
-            method, path, content=content, headers={"content-type": "text/plain", "origin": "http://evil.example"}
+            method,
+            path,
+            content=content,
+            headers={"content-type": "text/plain", "origin": "http://evil.example"},
         )
         assert answer.status_code == 415
         answer = ada.request(
-            method, path, content=content, headers={"content-type": "application/json", "origin": "http://evil.example"}
+            method,
+            path,
+            content=content,
+            headers={"content-type": "application/json", "origin": "http://evil.example"},
         )
         assert answer.status_code == 403
         assert (ada.get("/api/decks").json(), ada.get("/plugins").json()) == before
@@ -107,7 +128,9 @@ def test_sign_in_from_another_site_is_refused(server):
     )
     assert answer.status_code == 415 and "set-cookie" not in answer.headers
     answer = server.client().post(
-        "/auth/sign-in", json={"username": "eve", "password": "eve-demo"}, headers={"origin": "http://evil.example"}
+        "/auth/sign-in",
+        json={"username": "eve", "password": "eve-demo"},
+        headers={"origin": "http://evil.example"},
     )
     assert answer.status_code == 403 and "set-cookie" not in answer.headers
 
@@ -116,18 +139,27 @@ def test_same_origin_and_allowed_origin_json_writes_work(server):
     with cookie_client(server) as ada:
         own = ada.post("/plugins", json=RECORD, headers={"origin": server.url})
         assert own.status_code == 201
-        allowed = ada.put("/plugins/planted", json={**RECORD, "enabled": False}, headers={"origin": "http://127.0.0.1:5500"})
+        allowed = ada.put(
+            "/plugins/planted",
+            json={**RECORD, "enabled": False},
+            headers={"origin": "http://127.0.0.1:5500"},
+        )
         assert allowed.status_code == 200 and allowed.json()["enabled"] is False
         assert (
             ada.delete(
-                "/plugins/planted", headers={"content-type": "application/json", "sec-fetch-site": "same-origin"}
+                "/plugins/planted",
+                headers={"content-type": "application/json", "sec-fetch-site": "same-origin"},
             ).status_code
             == 200
         )
 
 
 def test_a_bearer_token_needs_neither_json_nor_an_origin(server):
-    headers = {**bearer(server, "ada"), "content-type": "text/plain", "origin": "http://evil.example"}
+    headers = {
+        **bearer(server, "ada"),
+        "content-type": "text/plain",
+        "origin": "http://evil.example",
+    }
     answer = server.client().post("/plugins", content=json.dumps(RECORD).encode(), headers=headers)
     assert answer.status_code == 201
     assert server.client().delete("/plugins/planted", headers=headers).status_code == 200
@@ -149,21 +181,35 @@ def test_loopback_names_are_served(server, host):
 
 def test_the_app_page_has_a_content_security_policy_and_nosniff(server):
     answer = server.client().get("/")
-    policy = dict(part.strip().split(" ", 1) for part in answer.headers["content-security-policy"].split(";"))
+    policy = dict(
+        part.strip().split(" ", 1) for part in answer.headers["content-security-policy"].split(";")
+    )
     assert policy["default-src"] == "'self'" and policy["object-src"] == "'none'"
-    assert "'wasm-unsafe-eval'" in policy["script-src"] and "'unsafe-inline'" not in policy["script-src"]
+    assert (
+        "'wasm-unsafe-eval'" in policy["script-src"]
+        and "'unsafe-inline'" not in policy["script-src"]
+    )
     assert policy["frame-ancestors"] == "'self' http://127.0.0.1:5500"
     assert answer.headers["x-content-type-options"] == "nosniff"
     assert server.client().get("/api/decks").headers["x-content-type-options"] == "nosniff"
 
 
-@pytest.mark.parametrize("path", ["/web/%00", "/web/a%00b.js", "/web/%0a", "/vendor/x/%00", "/assets/plugins/decks/%00"])
+@pytest.mark.parametrize(
+    "path", ["/web/%00", "/web/a%00b.js", "/web/%0a", "/vendor/x/%00", "/assets/plugins/decks/%00"]
+)
 def test_a_path_with_a_control_character_is_a_404_not_a_crash(server, path):
     assert server.client().get(f"{path}").status_code == 404
 
 
 @pytest.mark.parametrize(
-    "where", ["/web/", "/web/sub/", "/vendor/{stamp}/", "/vendor/{stamp}/pyodide/", "/assets/plugins/decks/"]
+    "where",
+    [
+        "/web/",
+        "/web/sub/",
+        "/vendor/{stamp}/",
+        "/vendor/{stamp}/pyodide/",
+        "/assets/plugins/decks/",
+    ],
 )
 def test_a_file_name_longer_than_the_file_system_allows_is_a_404_not_a_500(server, where):
     from reactor.server.app import runtime_manifest
@@ -175,7 +221,9 @@ def test_a_file_name_longer_than_the_file_system_allows_is_a_404_not_a_500(serve
 
 def test_the_demo_sources_run_no_script(server):
     answer = server.client().get("/demo-sources/blog/")
-    assert answer.status_code == 200 and answer.headers["content-security-policy"].startswith("default-src 'none'")
+    assert answer.status_code == 200 and answer.headers["content-security-policy"].startswith(
+        "default-src 'none'"
+    )
 
 
 # Authorization ----------------------------------------------------------------------------------
@@ -185,9 +233,18 @@ def test_maintenance_data_is_for_those_who_may_use_a_tool_that_reads_it(server):
     url = "/api/maintenance/entities?building=B-101"
     assert server.client().get(f"{url}").status_code == 401
     refused = server.client().get(f"{url}", headers=bearer(server, "eve"))
-    assert refused.status_code == 403 and "may use no tool that reads /api/maintenance/entities" in refused.json()["error"]
-    assert server.client().get(f"{url}", headers=bearer(server, "bob")).json()["building"]["id"] == "B-101"
-    assert server.client().get("/api/maintenance/slow?ms=0", headers=bearer(server, "eve")).status_code == 403
+    assert (
+        refused.status_code == 403
+        and "may use no tool that reads /api/maintenance/entities" in refused.json()["error"]
+    )
+    assert (
+        server.client().get(f"{url}", headers=bearer(server, "bob")).json()["building"]["id"]
+        == "B-101"
+    )
+    assert (
+        server.client().get("/api/maintenance/slow?ms=0", headers=bearer(server, "eve")).status_code
+        == 403
+    )
 
 
 # Hostile bodies ---------------------------------------------------------------------------------
@@ -226,14 +283,21 @@ def test_hostile_json_is_a_4xx_on_every_route(server, method, path, body, status
         content=body.encode(),
         headers={**bearer(server, "ada"), "content-type": "application/json"},
     )
-    too_large = path == "/plugins/cms" and len(body) > 1024  # that route takes 1 KB: refused by its size first
+    too_large = (
+        path == "/plugins/cms" and len(body) > 1024
+    )  # that route takes 1 KB: refused by its size first
     assert answer.status_code == (413 if too_large else status), answer.text
     assert answer.json()["error"]
 
 
-@pytest.mark.parametrize("code", ["x = " + "x+" * 40_000 + "x", "x = " + "-" * 90_000 + "1", "x = " + "(" * 5000 + ")" * 5000])
+@pytest.mark.parametrize(
+    "code",
+    ["x = " + "x+" * 40_000 + "x", "x = " + "-" * 90_000 + "1", "x = " + "(" * 5000 + ")" * 5000],
+)
 def test_ai_tool_code_that_exhausts_the_parser_is_refused_naming_the_code(server, code):
-    answer = server.client().post("/plugins", json={**RECORD, "id": "deep-code", "code": code}, headers=bearer(server, "ada"))
+    answer = server.client().post(
+        "/plugins", json={**RECORD, "id": "deep-code", "code": code}, headers=bearer(server, "ada")
+    )
     assert answer.status_code == 422 and answer.json()["field"] == "code"
     assert not record_exists(server, "deep-code")
 
@@ -247,7 +311,9 @@ def fresh(tmp_path, database_target):
 
 
 def sign_in(live, username, password, **options):
-    return live.client().post("/auth/sign-in", json={"username": username, "password": password}, **options)
+    return live.client().post(
+        "/auth/sign-in", json={"username": username, "password": password}, **options
+    )
 
 
 def test_failed_sign_ins_are_limited_per_user_even_with_the_right_password_after(fresh):
@@ -298,11 +364,19 @@ def test_a_legacy_hash_is_upgraded_at_the_next_sign_in(tmp_path):
     with database.transaction() as db:
         db.execute(
             "INSERT INTO users (username, salt, password_hash, hash_scheme) VALUES (?, ?, ?, ?)",
-            ("old", salt, passwords._derive(passwords.LEGACY, "old-password", salt), passwords.LEGACY),
+            (
+                "old",
+                salt,
+                passwords._derive(passwords.LEGACY, "old-password", salt),
+                passwords.LEGACY,
+            ),
         )
     assert auth.sign_in("old", "old-password")
     with database.transaction() as db:
-        assert db.execute("SELECT hash_scheme FROM users WHERE username = 'old'").fetchone()[0] == passwords.CURRENT
+        assert (
+            db.execute("SELECT hash_scheme FROM users WHERE username = 'old'").fetchone()[0]
+            == passwords.CURRENT
+        )
     assert auth.sign_in("old", "old-password") and not auth.sign_in("old", "wrong")
 
 
@@ -328,7 +402,10 @@ def test_a_database_of_the_previous_schema_is_brought_forward(tmp_path):
             (json.dumps({"id": "old", "title": "Old", "slides": [{"title": "x"}]}),),
         )
     live = app_server_over(tmp_path, seed_demo=False)
-    assert live.client().get("/auth/me", headers={"authorization": "Bearer raw-token"}).status_code == 401
+    assert (
+        live.client().get("/auth/me", headers={"authorization": "Bearer raw-token"}).status_code
+        == 401
+    )
     token = sign_in(live, "ada", "ada-1234").json()["token"]
     headers = {"authorization": f"Bearer {token}"}
     assert live.client().get("/api/decks").json()[0] == {

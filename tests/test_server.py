@@ -23,15 +23,21 @@ BUNDLE = define_agent_tools(
 def notes_plugin(folder):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "agent-tools.json").write_text(json.dumps(BUNDLE))
-    return PluginSpec(name="notes", description="Notes", folder=folder, agent_tools="agent-tools.json")
+    return PluginSpec(
+        name="notes", description="Notes", folder=folder, agent_tools="agent-tools.json"
+    )
 
 
 @contextmanager
 def serving(data, username="ada", database=""):
     """A client of a server with the notes plugin, signed in as `username` (ada is an operator)."""
-    live = start_server(data, plugins=[notes_plugin(data / "notes")], seed_demo=True, database=database)
+    live = start_server(
+        data, plugins=[notes_plugin(data / "notes")], seed_demo=True, database=database
+    )
     try:
-        with httpx.Client(base_url=live.url, headers=bearer(live, username) if username else {}) as client:
+        with httpx.Client(
+            base_url=live.url, headers=bearer(live, username) if username else {}
+        ) as client:
             yield client
     finally:
         stop_server(live)
@@ -47,7 +53,9 @@ def test_the_agent_tools_listing_has_the_seed_shape(client):
     assert client.get("/plugins/agent-tools").json() == [BUNDLE]
 
 
-def test_disabling_a_plugin_removes_its_tools_and_survives_a_restart(client, tmp_path, database_target):
+def test_disabling_a_plugin_removes_its_tools_and_survives_a_restart(
+    client, tmp_path, database_target
+):
     answer = client.patch("/plugins/notes", json={"enabled": False})
     assert answer.json() == {"name": "notes", "description": "Notes", "enabled": False}
     assert client.get("/plugins/agent-tools").json() == []
@@ -68,7 +76,9 @@ def test_disabling_a_plugin_removes_its_tools_and_survives_a_restart(client, tmp
     ],
 )
 def test_bad_enable_requests_are_refused_and_change_nothing(client, body, status, words):
-    answer = client.patch("/plugins/notes", content=body, headers={"content-type": "application/json"})
+    answer = client.patch(
+        "/plugins/notes", content=body, headers={"content-type": "application/json"}
+    )
     assert answer.status_code == status
     assert words in answer.json()["error"]
     assert client.get("/plugins").json()[0]["enabled"] is True
@@ -117,17 +127,26 @@ def test_browsers_that_take_zstd_get_the_smaller_twin_and_the_same_bytes(client)
     for url in (boot["runtime"]["snapshot"], wasm, *boot["python"]["bundles"]):
         plain = client.get(url, headers={"accept-encoding": "identity"})
         gzipped = client.get(url, headers={"accept-encoding": "gzip"})
-        squeezed = client.get(url, headers={"accept-encoding": "gzip, deflate, br, zstd"})  # what Chromium sends
-        assert squeezed.headers["content-encoding"] == "zstd" and squeezed.headers["vary"] == "Accept-Encoding"
+        squeezed = client.get(
+            url, headers={"accept-encoding": "gzip, deflate, br, zstd"}
+        )  # what Chromium sends
+        assert (
+            squeezed.headers["content-encoding"] == "zstd"
+            and squeezed.headers["vary"] == "Accept-Encoding"
+        )
         assert int(squeezed.headers["content-length"]) < int(gzipped.headers["content-length"])
-        assert squeezed.content == plain.content  # httpx decoded the zstd body (with zstandard installed)
+        assert (
+            squeezed.content == plain.content
+        )  # httpx decoded the zstd body (with zstandard installed)
 
 
 def test_the_page_starts_its_worker_from_its_head_with_the_served_runtime(client):
     page = client.get("/")
     runtime = client.get("/app/boot.json").json()["runtime"]
     head = page.text.split("</head>")[0]
-    assert runtime["snapshot"].startswith(runtime["interpreter"].split("/pyodide/")[0] + "/snapshot/")
+    assert runtime["snapshot"].startswith(
+        runtime["interpreter"].split("/pyodide/")[0] + "/snapshot/"
+    )
     assert f'm.startWorker("{runtime["interpreter"]}", "{runtime["snapshot"]}")' in head
     assert "reactor:early-boot" not in page.text
     assert head.index("early-worker.js") < head.index("/web/reactor.js")
@@ -150,7 +169,9 @@ def test_an_old_runtime_stamp_is_not_served(client):
     assert client.get("/vendor/0000/pyodide/pyodide.mjs").status_code == 404
 
 
-@pytest.mark.parametrize("path", ["/web/../pyproject.toml", "/web/%2e%2e/pyproject.toml", "/web/nothing.js"])
+@pytest.mark.parametrize(
+    "path", ["/web/../pyproject.toml", "/web/%2e%2e/pyproject.toml", "/web/nothing.js"]
+)
 def test_files_outside_the_web_folder_are_never_served(client, path):
     assert client.get(path).status_code == 404
 
@@ -159,7 +180,10 @@ def test_the_python_archive_holds_the_page_code_and_no_server_code(client):
     boot = client.get("/app/boot.json").json()
     [bundle_url] = boot["python"]["bundles"]
     answer = client.get(bundle_url, headers={"accept-encoding": "gzip"})
-    assert "immutable" in answer.headers["cache-control"] and answer.headers["content-encoding"] == "gzip"
+    assert (
+        "immutable" in answer.headers["cache-control"]
+        and answer.headers["content-encoding"] == "gzip"
+    )
     files = read_bundle(answer.content)  # httpx undid the gzip
     assert "reactor/commands.py" in files and "reactor/browser.py" in files
     assert files["reactor/commands.py"] == Path(reactor.commands.__file__).read_bytes()
@@ -177,7 +201,11 @@ def test_our_own_scripts_are_gzipped_with_a_javascript_mime(client):
 @pytest.mark.parametrize(
     ("method", "path", "allowed"),
     [
-        ("OPTIONS", "/plugins/x", "DELETE, GET, HEAD, PATCH, PUT"),  # records and the plugin switch share the path
+        (
+            "OPTIONS",
+            "/plugins/x",
+            "DELETE, GET, HEAD, PATCH, PUT",
+        ),  # records and the plugin switch share the path
         ("PUT", "/openapi.json", "GET, HEAD"),
         ("DELETE", "/", "GET, HEAD"),
     ],

@@ -19,7 +19,12 @@ NOTE = {
     "required": ["text"],
     "additionalProperties": False,
     "properties": {
-        "text": {"type": "string", "minLength": 1, "maxLength": 20, "x-refusal": "A note is 1 to 20 characters."},
+        "text": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 20,
+            "x-refusal": "A note is 1 to 20 characters.",
+        },
         "pinned": {"type": "boolean"},
     },
     "x-unknown": "A note has no field {field}; send text and pinned.",
@@ -42,7 +47,9 @@ def app() -> TestClient:
             raise DatabaseBusy("database is locked")
         raise ApiError(429, "Too many notes; wait a minute.", retry_after=60)
 
-    return TestClient(Starlette(routes=[Route("/notes", add_note, methods=["POST"]), Route("/refuse", refuse)]))
+    return TestClient(
+        Starlette(routes=[Route("/notes", add_note, methods=["POST"]), Route("/refuse", refuse)])
+    )
 
 
 @pytest.mark.parametrize(
@@ -51,8 +58,16 @@ def app() -> TestClient:
         ({}, "text", "A note is 1 to 20 characters."),
         ({"text": ""}, "text", "A note is 1 to 20 characters."),
         ({"text": 5}, "text", "A note is 1 to 20 characters."),
-        ({"text": "x", "colour": "red"}, "colour", "A note has no field 'colour'; send text and pinned."),
-        ({"text": "x", "pinned": "yes"}, "pinned", "The body is not what this route takes: 'yes' is not of type 'boolean'."),
+        (
+            {"text": "x", "colour": "red"},
+            "colour",
+            "A note has no field 'colour'; send text and pinned.",
+        ),
+        (
+            {"text": "x", "pinned": "yes"},
+            "pinned",
+            "The body is not what this route takes: 'yes' is not of type 'boolean'.",
+        ),
     ],
 )
 def test_a_body_outside_its_declaration_is_a_422_naming_the_field(body, field, sentence):
@@ -66,7 +81,9 @@ def test_a_body_inside_its_declaration_reaches_the_handler_with_its_one_success_
     assert answer.status_code == 201 and answer.json() == {"text": "milk", "copies": 2}
 
 
-@pytest.mark.parametrize("query", ["copies=0", "copies=-5", "copies=4", "copies=two", "copies=", "copies=1&copies=2"])
+@pytest.mark.parametrize(
+    "query", ["copies=0", "copies=-5", "copies=4", "copies=two", "copies=", "copies=1&copies=2"]
+)
 def test_a_query_value_outside_its_declaration_is_refused_never_clamped(query):
     answer = app().post(f"/notes?{query}", json={"text": "milk"})
     assert answer.status_code == 422 and answer.json()["field"] == "copies"

@@ -15,7 +15,9 @@ from reactor.server.snapshot import KEPT, memory_snapshot
 
 PYODIDE = Path(__file__).resolve().parents[1] / "web" / "vendor" / "pyodide"
 
-needs_pyodide = pytest.mark.skipif(not (PYODIDE / "pyodide.mjs").is_file(), reason="run web/vendor.py first")
+needs_pyodide = pytest.mark.skipif(
+    not (PYODIDE / "pyodide.mjs").is_file(), reason="run web/vendor.py first"
+)
 
 
 @needs_pyodide
@@ -33,35 +35,68 @@ def test_a_snapshot_is_made_once_and_served_with_its_gzip_and_zstd_twins(tmp_pat
     data = (tmp_path / name).read_bytes()
     assert len(data) > 1_000_000, "a memory snapshot holds Python's whole heap"
     assert gzip.decompress((tmp_path / f"{name}.gz").read_bytes()) == data
-    assert zstandard.ZstdDecompressor().decompressobj().decompress((tmp_path / f"{name}.zst").read_bytes()) == data
-    kept = [name, *made_before[1:]]
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{k}{s}" for k in kept for s in ("", ".gz", ".zst")), (
-        "no work files, the oldest gone"
+    assert (
+        zstandard.ZstdDecompressor()
+        .decompressobj()
+        .decompress((tmp_path / f"{name}.zst").read_bytes())
+        == data
     )
+    kept = [name, *made_before[1:]]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"{k}{s}" for k in kept for s in ("", ".gz", ".zst")
+    ), "no work files, the oldest gone"
     # Made before: found without Node.
-    assert memory_snapshot(PYODIDE, tmp_path, "stamp-1", STDLIB_AFTER_BOOT, node="no-such-node") == name
+    assert (
+        memory_snapshot(PYODIDE, tmp_path, "stamp-1", STDLIB_AFTER_BOOT, node="no-such-node")
+        == name
+    )
     # Another runtime, module list or bundle is another snapshot.
-    assert memory_snapshot(PYODIDE, tmp_path, "stamp-2", STDLIB_AFTER_BOOT, node="no-such-node") is None
-    assert memory_snapshot(PYODIDE, tmp_path, "stamp-1", STDLIB_AFTER_BOOT, bundle=b"x", node="no-such-node") is None
+    assert (
+        memory_snapshot(PYODIDE, tmp_path, "stamp-2", STDLIB_AFTER_BOOT, node="no-such-node")
+        is None
+    )
+    assert (
+        memory_snapshot(
+            PYODIDE, tmp_path, "stamp-1", STDLIB_AFTER_BOOT, bundle=b"x", node="no-such-node"
+        )
+        is None
+    )
 
 
 @needs_pyodide
-def test_the_pages_bundle_is_installed_and_its_modules_imported_but_none_that_keeps_a_js_object(tmp_path, caplog) -> None:
+def test_the_pages_bundle_is_installed_and_its_modules_imported_but_none_that_keeps_a_js_object(
+    tmp_path, caplog
+) -> None:
     package = tmp_path / "mine"
     package.mkdir()
-    (package / "__init__.py").write_text("import statistics\nimport js\nLOG = js.console.log\n")  # looked up again by name
+    (package / "__init__.py").write_text(
+        "import statistics\nimport js\nLOG = js.console.log\n"
+    )  # looked up again by name
     (package / "page.py").write_text("import js\nMADE = js.Object.new()\n")
     bundle = SourceArchive({"mine": package}, set()).data
     site = "/lib/python3.14/site-packages"
-    assert memory_snapshot(PYODIDE, tmp_path / "a", "stamp", ("mine",), bundle=bundle, site=site) is not None
+    assert (
+        memory_snapshot(PYODIDE, tmp_path / "a", "stamp", ("mine",), bundle=bundle, site=site)
+        is not None
+    )
     with caplog.at_level(logging.WARNING, logger="reactor.server"):
-        assert memory_snapshot(PYODIDE, tmp_path / "b", "stamp", ("mine.page",), bundle=bundle, site=site) is None
+        assert (
+            memory_snapshot(
+                PYODIDE, tmp_path / "b", "stamp", ("mine.page",), bundle=bundle, site=site
+            )
+            is None
+        )
     assert "serialize" in caplog.text
 
 
 def test_without_node_there_is_no_snapshot_and_the_log_says_why(tmp_path, caplog) -> None:
     with caplog.at_level(logging.WARNING, logger="reactor.server"):
-        assert memory_snapshot(PYODIDE, tmp_path / "snapshots", "stamp", ("difflib",), node="no-such-node") is None
+        assert (
+            memory_snapshot(
+                PYODIDE, tmp_path / "snapshots", "stamp", ("difflib",), node="no-such-node"
+            )
+            is None
+        )
     assert "Node is not on PATH" in caplog.text
     assert not (tmp_path / "snapshots").exists()
 

@@ -31,7 +31,11 @@ def plugin(name: str, tools: int = 2, handler=None):
 
     def register(context):
         context.register_bundle(
-            bundle, {f"{name}.c{i}": handler or (lambda args, i=i: {"tool": i, **args}) for i in range(tools)}
+            bundle,
+            {
+                f"{name}.c{i}": handler or (lambda args, i=i: {"tool": i, **args})
+                for i in range(tools)
+            },
         )
 
     return define_plugin(name=name, register=register)
@@ -75,9 +79,17 @@ def test_a_tool_and_its_command_share_one_schema_and_one_compiled_validator():
     command = reactor.commands.get_command("a.c0")
     assert toolbox.tool("a_0").parameters == command.options.parameters
     assert toolbox.tool("a_0").validator is command.validator
-    for answer in (call(toolbox, "a_0", {"n": "one"}), json.loads(call_tool_json(reactor, "a_0", '{"n": "one"}', None))):
-        assert answer["error"]["code"] == "invalid_arguments" and answer["error"]["problems"][0]["path"] == "$.n"
-        assert answer["error"]["message"].startswith("The arguments for a_0 were refused and it did not run: $.n:")
+    for answer in (
+        call(toolbox, "a_0", {"n": "one"}),
+        json.loads(call_tool_json(reactor, "a_0", '{"n": "one"}', None)),
+    ):
+        assert (
+            answer["error"]["code"] == "invalid_arguments"
+            and answer["error"]["problems"][0]["path"] == "$.n"
+        )
+        assert answer["error"]["message"].startswith(
+            "The arguments for a_0 were refused and it did not run: $.n:"
+        )
 
 
 def test_a_synchronous_command_is_answered_at_once_and_an_async_one_as_an_awaitable():
@@ -87,7 +99,10 @@ def test_a_synchronous_command_is_answered_at_once_and_an_async_one_as_an_awaita
 
     reactor = Reactor()
     reactor.load_plugins([plugin("a"), plugin("s", tools=1, handler=slow)])
-    assert json.loads(call_tool_json(reactor, "a_0", "{}", None)) == {"ok": True, "result": {"tool": 0}}
+    assert json.loads(call_tool_json(reactor, "a_0", "{}", None)) == {
+        "ok": True,
+        "result": {"tool": 0},
+    }
     pending = call_tool_json(reactor, "s_0", "", None)
     assert inspect.isawaitable(pending)
     assert json.loads(asyncio.run(_await(pending))) == {"ok": True, "result": "later"}
@@ -101,14 +116,18 @@ def test_a_burst_of_loads_and_unloads_is_one_notification_each_with_what_changed
         told: list[dict] = []
         commands: list[int] = []
         notices = watch_changes(
-            reactor, bundles=lambda text, number: told.append(json.loads(text)), commands=lambda number: commands.append(number)
+            reactor,
+            bundles=lambda text, number: told.append(json.loads(text)),
+            commands=lambda number: commands.append(number),
         )
         for index in range(100):
             reactor.load_plugin(plugin(f"p{index}"))
         assert notices.covering() == 1  # the notice still to come
         await asyncio.sleep(0)  # one turn of the loop: the notice is sent on the next
         assert len(told) == 1 and commands == [1] and notices.covering() == 1
-        assert [b["id"] for b in told[0]["added"]] == [f"p{i}" for i in range(100)] and told[0]["removed"] == []
+        assert [b["id"] for b in told[0]["added"]] == [f"p{i}" for i in range(100)] and told[0][
+            "removed"
+        ] == []
         for index in range(50):
             reactor.unload_plugin(f"p{index}")
         await asyncio.sleep(0)  # one turn of the loop: the notice is sent on the next
@@ -128,12 +147,19 @@ def test_defining_a_page_plugin_answers_from_its_own_declaration():
         "agentTools": {
             "id": "todo",
             "name": "To-do",
-            "commands": [{"name": "todo_list", "command": "todo.list", "description": "List the to-dos."}],
+            "commands": [
+                {"name": "todo_list", "command": "todo.list", "description": "List the to-dos."}
+            ],
         },
     }
 
     async def run(command_id, args):
         return []
 
-    answer = json.loads(define_plugin_json(reactor, json.dumps(declaration), run, lambda command_id: True))
-    assert answer == {"ok": True, "value": {"name": "todo", "commands": ["todo.list"], "tools": ["todo_list"]}}
+    answer = json.loads(
+        define_plugin_json(reactor, json.dumps(declaration), run, lambda command_id: True)
+    )
+    assert answer == {
+        "ok": True,
+        "value": {"name": "todo", "commands": ["todo.list"], "tools": ["todo_list"]},
+    }

@@ -111,7 +111,9 @@ def test_a_record_that_goes_away_has_its_dispose_run_and_its_panel_removed(chang
         elif change == "deleted":
             del server.records["hello"]
             listing = server.listing()
-        elif change == "hidden":  # listed a moment ago, refused when re-read with the user's session
+        elif (
+            change == "hidden"
+        ):  # listed a moment ago, refused when re-read with the user's session
             del server.records["hello"]
         elif change == "moved":
             server.records["hello"]["location"] = "ai-tool"
@@ -157,28 +159,56 @@ def test_a_javascript_record_is_handed_to_the_page_with_its_code() -> None:
 @pytest.mark.parametrize(
     ("code", "shown"),
     [
-        ("def run(params):\n    raise ValueError('no data today')", "hello failed to start: ValueError: no data today"),
-        ("def run(params):\n    params['container'].text('drawn')", "run(params) returned NoneType, not a function"),
+        (
+            "def run(params):\n    raise ValueError('no data today')",
+            "hello failed to start: ValueError: no data today",
+        ),
+        (
+            "def run(params):\n    params['container'].text('drawn')",
+            "run(params) returned NoneType, not a function",
+        ),
         ("async def run(params):\n    return 42", "run(params) returned int, not a function"),
         # In the worker `js` is its global scope, which has no `document` (the browser test meets the real one).
-        ("def run(params):\n    import types\n    return types.SimpleNamespace().document", "needs the page's DOM directly"),
-        ("def run(params):\n    from pyscript import document", "cross-origin-isolated page (COOP/COEP headers)"),
-        ("def run(params):\n    params['container'].on('click()', print)", "'click()' is not an event name"),
-        ("def run(params):\n    params['container'].on('click', print, '')", "the selector must be CSS text"),
-        ("def run(params):\n    params['container'].on('click', 'alert(1)')", "the handler must be a function, not str"),
+        (
+            "def run(params):\n    import types\n    return types.SimpleNamespace().document",
+            "needs the page's DOM directly",
+        ),
+        (
+            "def run(params):\n    from pyscript import document",
+            "cross-origin-isolated page (COOP/COEP headers)",
+        ),
+        (
+            "def run(params):\n    params['container'].on('click()', print)",
+            "'click()' is not an event name",
+        ),
+        (
+            "def run(params):\n    params['container'].on('click', print, '')",
+            "the selector must be CSS text",
+        ),
+        (
+            "def run(params):\n    params['container'].on('click', 'alert(1)')",
+            "the handler must be a function, not str",
+        ),
     ],
 )
-def test_a_failing_run_shows_its_error_in_its_own_panel_and_hurts_no_other(code: str, shown: str) -> None:
+def test_a_failing_run_shows_its_error_in_its_own_panel_and_hurts_no_other(
+    code: str, shown: str
+) -> None:
     server = Server(record(code=code), record("other"))
     panels, page = panels_for(server)
     assert asyncio.run(panels.refresh(server.listing())) == ["hello", "other"]
     assert shown in page.panels["hello"]["error"]
-    assert page.panels["other"]["html"] == "<b>Hello</b> in decks" and page.panels["other"]["error"] is None
+    assert (
+        page.panels["other"]["html"] == "<b>Hello</b> in decks"
+        and page.panels["other"]["error"] is None
+    )
     asyncio.run(panels.refresh([]))  # a failed panel still goes cleanly
     assert page.panels == {}
 
 
-def test_a_failing_dispose_is_reported_and_the_panel_still_goes(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_failing_dispose_is_reported_and_the_panel_still_goes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     code = "async def run(params):\n    async def stop():\n        raise RuntimeError('stuck')\n    return stop"
     server = Server(record(code=code))
     panels, page = panels_for(server)

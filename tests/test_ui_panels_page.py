@@ -51,7 +51,11 @@ def ui_record(id, code, language="javascript", **extra):
 def operator(server):
     # No kept-alive connections: the client waits while the page boots, longer than the server
     # keeps an idle connection, and reusing one it is closing is reset (a flaky test, not a bug).
-    return httpx.Client(base_url=server.url, headers=bearer(server, "ada"), limits=httpx.Limits(max_keepalive_connections=0))
+    return httpx.Client(
+        base_url=server.url,
+        headers=bearer(server, "ada"),
+        limits=httpx.Limits(max_keepalive_connections=0),
+    )
 
 
 def refresh(page):
@@ -73,7 +77,9 @@ def test_the_demo_chart_record_draws_its_panel_after_sign_in_and_goes_at_sign_ou
     open_as_bob(reactor_page)
     chart = panel(page, "backlog-chart")
     expect(chart.get_by_role("heading", name="backlog_chart")).to_be_visible()
-    expect(chart.get_by_role("list", name="Open maintenance tasks per building")).to_contain_text("B-101")
+    expect(chart.get_by_role("list", name="Open maintenance tasks per building")).to_contain_text(
+        "B-101"
+    )
     expect(chart).to_contain_text("open")
     page.click("#session button:has-text('Sign out')")
     expect(chart).to_have_count(0)
@@ -95,7 +101,9 @@ def test_disabling_a_record_runs_its_dispose_and_removes_its_panel(reactor_page,
     assert page.evaluate("window.panelLog") == ["run logged in cms", "disposed logged"]
 
 
-def test_a_record_made_invisible_to_the_user_is_disposed_on_the_next_refresh(reactor_page, live_server):
+def test_a_record_made_invisible_to_the_user_is_disposed_on_the_next_refresh(
+    reactor_page, live_server
+):
     page = reactor_page.page
     with operator(live_server) as ada:
         assert ada.post("/plugins", json=ui_record("logged", LOGGED_PANEL)).status_code == 201
@@ -118,20 +126,27 @@ def test_one_record_moves_between_the_panel_area_and_the_agents_tools(reactor_pa
     assert page.evaluate(call)["error"]["code"] == "unknown_tool"
     with operator(live_server) as ada:
         record = ada.get("/plugins/backlog-chart").json()
-        assert ada.put("/plugins/backlog-chart", json={**record, "location": "ai-tool"}).status_code == 200
+        assert (
+            ada.put("/plugins/backlog-chart", json={**record, "location": "ai-tool"}).status_code
+            == 200
+        )
         assert refresh(page)["panels"] == []
         expect(chart).to_have_count(0)
         page.wait_for_function("window.reactor.aiToolWorkerStats().booted >= 1", timeout=60_000)
         answer = page.evaluate(call)
         assert answer["ok"] is True, answer
         assert answer["result"]["openByBuilding"]["B-101"] >= 1 and answer["result"]["busiest"]
-        assert ada.put("/plugins/backlog-chart", json={**record, "location": "ui"}).status_code == 200
+        assert (
+            ada.put("/plugins/backlog-chart", json={**record, "location": "ui"}).status_code == 200
+        )
     assert refresh(page)["panels"] == ["backlog-chart"]
     expect(chart).to_contain_text("B-101")
     assert page.evaluate(call)["error"]["code"] == "unknown_tool"
 
 
-def test_a_throwing_run_shows_its_error_in_its_panel_and_the_rest_of_the_page_works(reactor_page, live_server):
+def test_a_throwing_run_shows_its_error_in_its_panel_and_the_rest_of_the_page_works(
+    reactor_page, live_server
+):
     page = reactor_page.page
     broken = "function Run(params) { throw new RangeError('the chart needs a building'); }"
     no_dispose = "function Run(params) { params.container.textContent = 'drawn'; }"
@@ -142,7 +157,9 @@ def test_a_throwing_run_shows_its_error_in_its_panel_and_the_rest_of_the_page_wo
     expect(panel(page, "broken").get_by_role("alert")).to_have_text(
         "broken failed to start: RangeError: the chart needs a building"
     )
-    expect(panel(page, "no-dispose").get_by_role("alert")).to_contain_text("returned undefined, not a function")
+    expect(panel(page, "no-dispose").get_by_role("alert")).to_contain_text(
+        "returned undefined, not a function"
+    )
     expect(panel(page, "backlog-chart")).to_contain_text("B-101")  # the other panel is drawn
     page.get_by_role("button", name="Open", exact=True).first.click()  # and the page still works
     expect(page.locator("#decks")).to_contain_text("Slide 1 of 5")
@@ -155,14 +172,32 @@ def test_a_throwing_run_shows_its_error_in_its_panel_and_the_rest_of_the_page_wo
 
 def test_a_python_ui_record_draws_from_the_worker_and_hears_clicks(reactor_page, live_server):
     page = reactor_page.page
-    dom = "def run(params):\n    import js\n    js.document.body.append('x')\n    return lambda: None"
+    dom = (
+        "def run(params):\n    import js\n    js.document.body.append('x')\n    return lambda: None"
+    )
     bad_selector = "def run(params):\n    params['container'].on('click', print, 'a[')\n    return lambda: None"
     with operator(live_server) as ada:
-        assert ada.post("/plugins", json=ui_record("bad-selector", bad_selector, language="python")).status_code == 201
-        assert ada.post("/plugins", json=ui_record("counter", PYTHON_PANEL, language="python")).status_code == 201
-        assert ada.post("/plugins", json=ui_record("needs-dom", dom, language="python")).status_code == 201
+        assert (
+            ada.post(
+                "/plugins", json=ui_record("bad-selector", bad_selector, language="python")
+            ).status_code
+            == 201
+        )
+        assert (
+            ada.post(
+                "/plugins", json=ui_record("counter", PYTHON_PANEL, language="python")
+            ).status_code
+            == 201
+        )
+        assert (
+            ada.post("/plugins", json=ui_record("needs-dom", dom, language="python")).status_code
+            == 201
+        )
     csp = []  # the markup's onclick is never tried: no CSP violation (reactor_page fails on any)
-    page.on("console", lambda message: "Content Security Policy" in message.text and csp.append(message.text))
+    page.on(
+        "console",
+        lambda message: "Content Security Policy" in message.text and csp.append(message.text),
+    )
     open_as_bob(reactor_page)
     counter = panel(page, "counter")
     expect(counter.locator("#py-count")).to_have_text("No clicks yet")
@@ -176,7 +211,9 @@ def test_a_python_ui_record_draws_from_the_worker_and_hears_clicks(reactor_page,
     expect(counter.locator("#py-count")).to_have_text("2 clicks on py-more")
     assert page.evaluate("window.pwned") is None  # the markup's script and onclick were dropped
     assert csp == []
-    expect(panel(page, "needs-dom").get_by_role("alert")).to_contain_text("cross-origin-isolated page (COOP/COEP headers)")
+    expect(panel(page, "needs-dom").get_by_role("alert")).to_contain_text(
+        "cross-origin-isolated page (COOP/COEP headers)"
+    )
     expect(panel(page, "bad-selector").get_by_role("alert")).to_have_text(
         'container.on: "a[" is not a CSS selector this browser reads.'
     )

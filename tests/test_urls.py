@@ -13,10 +13,15 @@ def test_a_segment_is_quoted_as_urllib_does_with_nothing_safe(text: str) -> None
 
 
 def test_a_query_string_quotes_keys_and_values() -> None:
-    assert query_string({"status": "draft", "q": "a&b=c d", "n": 3}) == "status=draft&q=a%26b%3Dc%20d&n=3"
+    assert (
+        query_string({"status": "draft", "q": "a&b=c d", "n": 3})
+        == "status=draft&q=a%26b%3Dc%20d&n=3"
+    )
 
 
-@pytest.mark.parametrize("base", ["/api/cms", "http://127.0.0.1:8000/api/cms", "https://cms.example", "api"])
+@pytest.mark.parametrize(
+    "base", ["/api/cms", "http://127.0.0.1:8000/api/cms", "https://cms.example", "api"]
+)
 def test_an_absolute_path_lands_on_the_origin_of_the_base_as_urljoin_puts_it(base: str) -> None:
     for path in ("/blog/hello", "https://elsewhere.example/x"):
         assert on_origin_of(base, path) == urljoin(base, path)

@@ -20,7 +20,9 @@ from reactor_plugins.cms import CMS_PLUGIN
 from reactor_plugins.decks import DECKS_PLUGIN
 
 # Words a model's sentence has and a person's must not.
-FOR_THE_MODEL = re.compile(r"\bthe person\b|\bdo not call\b|\bthe model\b|\bcall it\b|\b[a-z]+_[a-z0-9_]+\b", re.IGNORECASE)
+FOR_THE_MODEL = re.compile(
+    r"\bthe person\b|\bdo not call\b|\bthe model\b|\bcall it\b|\b[a-z]+_[a-z0-9_]+\b", re.IGNORECASE
+)
 
 
 def sample(schema: dict[str, Any]) -> Any:
@@ -57,8 +59,16 @@ def sentences_for_people(reactor: Reactor, toolbox: Toolbox) -> list[str]:
             shown.append(tool.summary)
         model_sentence = f"{tool.name} failed; tell the person, and do not call {tool.name} again."
         for code in sorted(FAILURE_CODES):
-            shown.append(outcome_line(tool, args, {"ok": False, "error": {"code": code, "message": model_sentence}}))
-    shown += [c.options.disabled_display for c in reactor.commands.list_commands() if c.options.disabled_display]
+            shown.append(
+                outcome_line(
+                    tool, args, {"ok": False, "error": {"code": code, "message": model_sentence}}
+                )
+            )
+    shown += [
+        c.options.disabled_display
+        for c in reactor.commands.list_commands()
+        if c.options.disabled_display
+    ]
     try:
         reactor.services["cms_state"].require_site()
     except ToolError as refused:
@@ -78,10 +88,19 @@ def test_every_sentence_the_demo_shows_a_person_about_its_tools_is_for_the_perso
 def test_an_approval_says_what_will_happen_in_words_from_the_call(demo):
     reactor, toolbox = demo
     state = reactor.services["cms_state"]
-    state.username, state.sites, state.site = "ada", [{"id": "acme", "title": "Acme Corp", "role": "publisher"}], "acme"
-    assert toolbox.tool("cms_publish_site_page").question({"slug": "hello"}) == "Publish ‘hello’ on Acme Corp?"
+    state.username, state.sites, state.site = (
+        "ada",
+        [{"id": "acme", "title": "Acme Corp", "role": "publisher"}],
+        "acme",
+    )
+    assert (
+        toolbox.tool("cms_publish_site_page").question({"slug": "hello"})
+        == "Publish ‘hello’ on Acme Corp?"
+    )
     crawl = toolbox.tool("cms_crawl_blog").question({"url": "https://example.org/blog", "limit": 1})
-    assert crawl == "Import 1 post from the blog at https://example.org/blog into Acme Corp as drafts?"
+    assert (
+        crawl == "Import 1 post from the blog at https://example.org/blog into Acme Corp as drafts?"
+    )
     assert toolbox.tool("decks_delete_slide").question({"id": "nowhere", "slide": 2}) == (
         "Delete slide 2 of ‘nowhere’? This cannot be undone."
     )
@@ -90,15 +109,36 @@ def test_an_approval_says_what_will_happen_in_words_from_the_call(demo):
 def test_every_demo_tool_has_a_line_for_its_card_and_a_list_says_how_many_and_which(demo):
     _, toolbox = demo
     assert [tool.name for tool in toolbox.tools() if not tool.summary] == []
-    listed = {"decks": [{"id": i, "title": t} for i, t in [("a", "Alpha"), ("b", "Beta"), ("c", "Gamma"), ("d", "Delta")]]}
+    listed = {
+        "decks": [
+            {"id": i, "title": t}
+            for i, t in [("a", "Alpha"), ("b", "Beta"), ("c", "Gamma"), ("d", "Delta")]
+        ]
+    }
     line = outcome_line(toolbox.tool("decks_list_decks"), {}, {"ok": True, "result": listed})
     assert line == "Decks (4): ‘Alpha’, ‘Beta’, ‘Gamma’ and 1 more."
-    shown = {"site": "acme", "slug": "welcome", "url": "/sites/acme/welcome", "opened": True, "shown": "Welcome"}
-    assert outcome_line(toolbox.tool("cms_show_site_page"), {}, {"ok": True, "result": shown}) == "Opened ‘Welcome’ in a new tab."
-    blocked = {**shown, "opened": False, "message": "The browser blocked the new tab; the page is at /sites/acme/welcome"}
+    shown = {
+        "site": "acme",
+        "slug": "welcome",
+        "url": "/sites/acme/welcome",
+        "opened": True,
+        "shown": "Welcome",
+    }
+    assert (
+        outcome_line(toolbox.tool("cms_show_site_page"), {}, {"ok": True, "result": shown})
+        == "Opened ‘Welcome’ in a new tab."
+    )
+    blocked = {
+        **shown,
+        "opened": False,
+        "message": "The browser blocked the new tab; the page is at /sites/acme/welcome",
+    }
     del blocked["shown"]
     line = outcome_line(toolbox.tool("cms_show_site_page"), {}, {"ok": True, "result": blocked})
-    assert line == "CMS: Show site page: The browser blocked the new tab; the page is at /sites/acme/welcome"
+    assert (
+        line
+        == "CMS: Show site page: The browser blocked the new tab; the page is at /sites/acme/welcome"
+    )
 
 
 def test_a_refused_command_tells_a_page_the_persons_words_beside_the_callers():
@@ -108,7 +148,12 @@ def test_a_refused_command_tells_a_page_the_persons_words_beside_the_callers():
     from reactor.facade import _failure
 
     refusal = tool_refusal(HttpError(401, "Sign in first."))
-    failed = json.loads(_failure("decks.updateSlide", CommandFailedError("x", command_id="decks.updateSlide", cause=refusal)))
+    failed = json.loads(
+        _failure(
+            "decks.updateSlide",
+            CommandFailedError("x", command_id="decks.updateSlide", cause=refusal),
+        )
+    )
     assert failed["error"]["message"] == "x"  # the caller's sentence, as the command said it
     assert failed["error"]["display"] == "Sign in at the top of the page first."
 

@@ -83,7 +83,9 @@ def run_command(argv: list[str], what: str) -> None:
     result = subprocess.run(argv, capture_output=True, text=True)
     if result.returncode != 0:
         tail = (result.stderr or result.stdout).strip().splitlines()[-15:]
-        raise VendorError(f"{what} failed (exit {result.returncode}): {' '.join(argv)}\n" + "\n".join(tail))
+        raise VendorError(
+            f"{what} failed (exit {result.returncode}): {' '.join(argv)}\n" + "\n".join(tail)
+        )
 
 
 def install_npm_packages() -> Path:
@@ -173,8 +175,12 @@ def write_manifest() -> None:
 
 def vendor_all(force: bool) -> None:
     if not force and is_up_to_date():
-        say(f"up to date (pyodide {PYODIDE_VERSION}, @pyscript/core {PYSCRIPT_VERSION}); --force to redo")
-        compress_files(missing_only=True)  # twins a newer reactor serves (zstd) that an older set-up did not make
+        say(
+            f"up to date (pyodide {PYODIDE_VERSION}, @pyscript/core {PYSCRIPT_VERSION}); --force to redo"
+        )
+        compress_files(
+            missing_only=True
+        )  # twins a newer reactor serves (zstd) that an older set-up did not make
         return
     shutil.rmtree(VENDOR, ignore_errors=True)  # no stale files from old versions
     VENDOR.mkdir()

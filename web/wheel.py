@@ -30,7 +30,10 @@ class BuildPy(build_py):
         if getattr(self, "editable_mode", False):
             return
         vendored = (WEB / "vendor" / "manifest.json").is_file()
-        if not vendored and subprocess.run([sys.executable, str(WEB / "vendor.py")]).returncode != 0:
+        if (
+            not vendored
+            and subprocess.run([sys.executable, str(WEB / "vendor.py")]).returncode != 0
+        ):
             raise SystemExit(
                 "A wheel of reactor carries the browser runtime, and web/vendor.py could not vendor it (it said why"
                 " above): run `python web/vendor.py` where npm and the npm registry are reachable, then build again."
@@ -43,4 +46,6 @@ class BuildPy(build_py):
         for file in WEB.iterdir():
             if file.is_file() and file.suffix in PAGE_FILES:
                 shutil.copy2(file, static / "web" / file.name)
-        shutil.copytree(WEB / "vendor", static / "web" / "vendor", ignore=shutil.ignore_patterns(*NOT_SHIPPED))
+        shutil.copytree(
+            WEB / "vendor", static / "web" / "vendor", ignore=shutil.ignore_patterns(*NOT_SHIPPED)
+        )

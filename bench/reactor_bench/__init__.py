@@ -37,7 +37,11 @@ TOOLS_PER_PLUGIN = 10
 IMPORTED_AT = now()  # the first plugin spec of this module is being imported
 DEFINED_AT = IMPORTED_AT  # moved on by each synthetic plugin declared
 LOADED_AT = IMPORTED_AT  # moved on by each synthetic plugin registered
-NOOP_PARAMETERS = {"type": "object", "properties": {"n": {"type": "integer"}}, "additionalProperties": False}
+NOOP_PARAMETERS = {
+    "type": "object",
+    "properties": {"n": {"type": "integer"}},
+    "additionalProperties": False,
+}
 # The decks_open schema: a realistic tool's arguments for the validation figures.
 DECK_PARAMETERS = {
     "type": "object",
@@ -63,7 +67,12 @@ def synthetic_plugin(index: int, tools: int = TOOLS_PER_PLUGIN, *, timed: bool =
             "parameters": {
                 "type": "object",
                 "properties": {
-                    "id": {"type": "string", "minLength": 1, "maxLength": 64, "description": f"An id for {name}.t{t}."},
+                    "id": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 64,
+                        "description": f"An id for {name}.t{t}.",
+                    },
                     "count": {"type": "integer", "minimum": 0},
                 },
                 "required": ["id"],
@@ -88,7 +97,9 @@ def __getattr__(attribute: str) -> Any:
     global DEFINED_AT
     if not attribute.startswith("SYNTH_"):
         raise AttributeError(f"module 'reactor_bench' has no attribute {attribute!r}")
-    plugin = globals()[attribute] = synthetic_plugin(int(attribute.removeprefix("SYNTH_")), timed=True)
+    plugin = globals()[attribute] = synthetic_plugin(
+        int(attribute.removeprefix("SYNTH_")), timed=True
+    )
     DEFINED_AT = now()
     return plugin
 
@@ -131,12 +142,16 @@ def validation(calls: int = 2000) -> dict[str, Any]:
     before = _validator.cache_info()
     cached = _rate(lambda: argument_problems(DECK_PARAMETERS, args), calls)
     after = _validator.cache_info()
-    compiled_each_time = _rate(lambda: Validator(DECK_PARAMETERS).problems(args), max(calls // 10, 20))
+    compiled_each_time = _rate(
+        lambda: Validator(DECK_PARAMETERS).problems(args), max(calls // 10, 20)
+    )
     bare_validator = Validator(DECK_PARAMETERS)
     validator_only = _rate(lambda: bare_validator.problems(args), calls)
     cache_key = _rate(lambda: json.dumps(DECK_PARAMETERS, sort_keys=True), calls)
     registry = _reactor.commands if _reactor else None
-    registry_rate = _rate(lambda: registry.execute("bench.noop", {"n": 1}), calls) if registry else None
+    registry_rate = (
+        _rate(lambda: registry.execute("bench.noop", {"n": 1}), calls) if registry else None
+    )
     return {
         "argument_problems_per_s": cached,
         "compiled_each_call_per_s": compiled_each_time,
@@ -192,7 +207,11 @@ def profile_load(plugins: int = 5) -> dict[str, Any]:
     for (_, _, function), (_, _, _, cumulative, _) in pstats.Stats(profile).stats.items():  # type: ignore[attr-defined]
         if function in PROFILED:
             shares[function] = max(shares.get(function, 0.0), cumulative)
-    return {"plugins": plugins, "total_ms": total * 1000, "share": {k: v / total for k, v in sorted(shares.items())}}
+    return {
+        "plugins": plugins,
+        "total_ms": total * 1000,
+        "share": {k: v / total for k, v in sorted(shares.items())},
+    }
 
 
 def call_scaling(command: str, rounds: int = 40, calls: int = 200) -> dict[str, Any]:
@@ -218,7 +237,9 @@ def call_scaling(command: str, rounds: int = 40, calls: int = 200) -> dict[str, 
                 call()
             times[name].append((time.perf_counter() - start) * 1000 / calls)
     ms = {name: statistics.median(each) for name, each in times.items()}
-    assert '"ok": true' in call_tool_json(small, "synth_0000_t3", args_json, None)  # timed a call, not a refusal
+    assert '"ok": true' in call_tool_json(
+        small, "synth_0000_t3", args_json, None
+    )  # timed a call, not a refusal
     return {
         "page_ms": ms["page"],
         "ten_tools_ms": ms["ten_tools"],
@@ -236,10 +257,14 @@ def _register_probe(context: PluginContext) -> None:
     _reactor = context.reactor
     context.register_bundle(PROBE_TOOLS, {"bench.noop": lambda args: None})
     context.register_command("bench.stats", lambda args: stats())
-    context.register_command("bench.validation", lambda args: validation(int(args.get("calls", 2000))))
+    context.register_command(
+        "bench.validation", lambda args: validation(int(args.get("calls", 2000)))
+    )
     context.register_command("bench.listing", lambda args: listing())
     context.register_command("bench.callScaling", lambda args: call_scaling(args["command"]))
-    context.register_command("bench.profileLoad", lambda args: profile_load(int(args.get("plugins", 5))))
+    context.register_command(
+        "bench.profileLoad", lambda args: profile_load(int(args.get("plugins", 5)))
+    )
 
 
 PROBE_TOOLS = define_agent_tools(
@@ -255,4 +280,8 @@ PROBE_TOOLS = define_agent_tools(
         }
     ],
 )
-PROBE_PLUGIN = define_plugin(name="bench", description="Bench probes: a no-op tool and measurements.", register=_register_probe)
+PROBE_PLUGIN = define_plugin(
+    name="bench",
+    description="Bench probes: a no-op tool and measurements.",
+    register=_register_probe,
+)

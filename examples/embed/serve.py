@@ -28,7 +28,12 @@ class ExampleHandler(http.server.SimpleHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path.split("?")[0] not in ("/", "/index.html"):
             return super().do_GET()
-        body = (HERE / "index.html").read_text(encoding="utf-8").replace("__REACTOR__", self.reactor).encode()
+        body = (
+            (HERE / "index.html")
+            .read_text(encoding="utf-8")
+            .replace("__REACTOR__", self.reactor)
+            .encode()
+        )
         self.send_response(200)
         self.send_header("content-type", "text/html; charset=utf-8")
         self.send_header("content-length", str(len(body)))
@@ -40,17 +45,23 @@ class ExampleHandler(http.server.SimpleHTTPRequestHandler):
         pass  # quiet: the browser's console is the place to look
 
 
-def make_server(port: int, reactor: str, host: str = "127.0.0.1") -> http.server.ThreadingHTTPServer:
+def make_server(
+    port: int, reactor: str, host: str = "127.0.0.1"
+) -> http.server.ThreadingHTTPServer:
     """The example's server, not yet serving; `server_address` holds the port when `port` is 0."""
     handler = functools.partial(ExampleHandler, reactor=reactor.rstrip("/"))
     return http.server.ThreadingHTTPServer((host, port), handler)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Serve the reactor embedding example (a to-do page).")
+    parser = argparse.ArgumentParser(
+        description="Serve the reactor embedding example (a to-do page)."
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=5500, help="0 picks a free one (default 5500)")
-    parser.add_argument("--reactor", default="http://127.0.0.1:8001", help="the reactor server's address")
+    parser.add_argument(
+        "--reactor", default="http://127.0.0.1:8001", help="the reactor server's address"
+    )
     args = parser.parse_args()
     server = make_server(args.port, args.reactor, args.host)
     host, port = server.server_address[:2]

@@ -23,7 +23,11 @@ def make_app(data: Path) -> Any:
     from reactor.server.app import create_app, runtime_manifest
 
     app = create_app(data)
-    page = (HERE / "index.html").read_text(encoding="utf-8").replace("__STAMP__", runtime_manifest().stamp)
+    page = (
+        (HERE / "index.html")
+        .read_text(encoding="utf-8")
+        .replace("__STAMP__", runtime_manifest().stamp)
+    )
 
     async def pyscript_page(request: Request) -> HTMLResponse:
         return HTMLResponse(page, headers={"cache-control": "no-cache"})

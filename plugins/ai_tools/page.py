@@ -51,10 +51,14 @@ class AiTools:
                     f"You may not use the plugin {record_id!r} now ({error.detail}); "
                     "nothing ran. Do not call it again unless the person restores access.",
                 ) from None
-            raise ToolError("unavailable", f"The server could not check the plugin {record_id!r}: {error.detail}") from None
+            raise ToolError(
+                "unavailable",
+                f"The server could not check the plugin {record_id!r}: {error.detail}",
+            ) from None
         except OSError as error:
             raise ToolError(
-                "unavailable", f"The server could not be reached to check the plugin {record_id!r}; nothing ran ({error})."
+                "unavailable",
+                f"The server could not be reached to check the plugin {record_id!r}; nothing ran ({error}).",
             ) from None
 
     async def refresh(self, args: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -67,7 +71,9 @@ class AiTools:
         offered = [r for r in records if r.get("location") == "ai-tool" and r.get("enabled")]
         self.offered.clear()  # the tools offered before this refresh go; the set stays the plugin's
         if offered:
-            handlers = {ai_tool_command(record["id"]): self._handler(record["id"]) for record in offered}
+            handlers = {
+                ai_tool_command(record["id"]): self._handler(record["id"]) for record in offered
+            }
             self.offered.add(self.context.register_bundle(ai_tool_bundle(offered), handlers))
         panels = await self.panels.refresh(records)
         return {"tools": [r["name"] for r in offered], "panels": panels}

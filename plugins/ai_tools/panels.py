@@ -46,16 +46,26 @@ class PanelContainer:
         """Replace the panel's content with plain text."""
         self._page.draw_panel(self.id, text=str(text))
 
-    def on(self, event: str, handler: Callable[[dict[str, Any]], Any], selector: str | None = None) -> Disposable:
+    def on(
+        self, event: str, handler: Callable[[dict[str, Any]], Any], selector: str | None = None
+    ) -> Disposable:
         """Call `handler(event)` (sync or async) on each `event` ("click", "change", …) in the panel,
         on an element matching `selector` when given; `event["target"]` holds its id, tag, value,
         dataset and text. Listeners end with the panel."""
         if not isinstance(event, str) or not _EVENT.fullmatch(event):
-            raise ValueError(f"container.on: {event!r} is not an event name; use one like 'click' or 'change'.")
-        if selector is not None and (not isinstance(selector, str) or not selector.strip() or len(selector) > 200):
-            raise ValueError(f"container.on: the selector must be CSS text of at most 200 characters, not {selector!r}.")
+            raise ValueError(
+                f"container.on: {event!r} is not an event name; use one like 'click' or 'change'."
+            )
+        if selector is not None and (
+            not isinstance(selector, str) or not selector.strip() or len(selector) > 200
+        ):
+            raise ValueError(
+                f"container.on: the selector must be CSS text of at most 200 characters, not {selector!r}."
+            )
         if not callable(handler):
-            raise TypeError(f"container.on: the handler must be a function, not {type(handler).__name__}.")
+            raise TypeError(
+                f"container.on: the handler must be a function, not {type(handler).__name__}."
+            )
         return self.listeners.add(self._page.listen_panel(self.id, event, selector, handler))
 
 
@@ -63,7 +73,10 @@ class _Mounted:
     __slots__ = ("record", "dispose", "container")
 
     def __init__(
-        self, record: dict[str, Any], dispose: Callable[[], Any] | None = None, container: PanelContainer | None = None
+        self,
+        record: dict[str, Any],
+        dispose: Callable[[], Any] | None = None,
+        container: PanelContainer | None = None,
     ) -> None:
         self.record = record
         self.dispose = dispose
@@ -91,12 +104,18 @@ class UiPanels:
                     current[record_id] = await self.read_record(record_id)
                 except ToolError as error:
                     if error.code == "unavailable" and record_id in self.mounted:
-                        current[record_id] = self.mounted[record_id].record  # the server is away: keep it
+                        current[record_id] = self.mounted[
+                            record_id
+                        ].record  # the server is away: keep it
             for record_id in list(self.mounted):
                 if current.get(record_id) != self.mounted[record_id].record:
                     await self._close(record_id)
             for record_id, record in current.items():
-                if record_id not in self.mounted and record.get("location") == "ui" and record.get("enabled"):
+                if (
+                    record_id not in self.mounted
+                    and record.get("location") == "ui"
+                    and record.get("enabled")
+                ):
                     await self._open(record)
             return sorted(self.mounted)
 
@@ -111,7 +130,13 @@ class UiPanels:
     async def _open(self, record: dict[str, Any]) -> None:
         view_id = getattr(self.page, "active_view", None)
         config = record["settings"].get("config", {})
-        panel = {"id": record["id"], "name": record["name"], "language": record["language"], "config": config, "viewId": view_id}
+        panel = {
+            "id": record["id"],
+            "name": record["name"],
+            "language": record["language"],
+            "config": config,
+            "viewId": view_id,
+        }
         if record["language"] == "javascript":
             if await self.page.open_panel({**panel, "code": record["code"]}):
                 self.mounted[record["id"]] = _Mounted(record)
@@ -150,7 +175,14 @@ class UiPanels:
             await pending
         await self.page.close_panel(record_id)
 
-    async def _fetch_json(self, url: str, *, method: str = "GET", body: Any = None, headers: dict[str, str] | None = None) -> Any:
+    async def _fetch_json(
+        self,
+        url: str,
+        *,
+        method: str = "GET",
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
         """JSON from the reactor server with the user's session (root-relative URLs mean it)."""
         return await self.page.fetch_json(method, url, body, headers)
 

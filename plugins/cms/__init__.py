@@ -26,13 +26,19 @@ def _register(context: PluginContext) -> None:
     services = context.reactor.services
     page = services.get("page")
     if page is None:
-        raise PluginError("The CMS plugin needs the page service: Reactor(services={'page': ...}).", plugin="cms")
+        raise PluginError(
+            "The CMS plugin needs the page service: Reactor(services={'page': ...}).", plugin="cms"
+        )
     state = CmsState(api=str(services.get("cms_api") or "/api/cms").rstrip("/"))
     services["cms_state"] = state  # the live state, for the host and for tests
     panel = CmsPanel(page, state)
-    client = CmsClient(page, state, on_session_lost=lambda: panel.draw("The session ended; sign in again."))
+    client = CmsClient(
+        page, state, on_session_lost=lambda: panel.draw("The session ended; sign in again.")
+    )
     tools = create_cms_agent_tools(state, client, panel, page)
-    context.register_bundle(CMS_AGENT_TOOLS, cms_handlers(tools, PanelCommands(state, client, panel)))
+    context.register_bundle(
+        CMS_AGENT_TOOLS, cms_handlers(tools, PanelCommands(state, client, panel))
+    )
     context.on_dispose(lambda: services.pop("cms_state", None))
 
 
@@ -42,4 +48,11 @@ CMS_PLUGIN = define_plugin(
     register=_register,
 )
 
-__all__ = ["CMS_AGENT_TOOLS", "CMS_PLUGIN", "CmsClient", "CmsPanel", "CmsState", "create_cms_agent_tools"]
+__all__ = [
+    "CMS_AGENT_TOOLS",
+    "CMS_PLUGIN",
+    "CmsClient",
+    "CmsPanel",
+    "CmsState",
+    "create_cms_agent_tools",
+]

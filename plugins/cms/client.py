@@ -17,7 +17,9 @@ from .state import CmsState
 class CmsClient:
     """Talks to the CMS server of `state.api`, as the user the session cookie names."""
 
-    def __init__(self, page: Page, state: CmsState, on_session_lost: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, page: Page, state: CmsState, on_session_lost: Callable[[], None] | None = None
+    ) -> None:
         self.page = page
         self.state = state
         self.on_session_lost = on_session_lost  # the panel redraws signed out
@@ -35,7 +37,9 @@ class CmsClient:
         except HttpError as error:
             if error.status == 401:
                 return None
-            raise ConnectionError(f"The CMS server failed ({error.status}): {error.detail}") from None
+            raise ConnectionError(
+                f"The CMS server failed ({error.status}): {error.detail}"
+            ) from None
         except OSError as error:
             raise ConnectionError(f"The CMS server cannot be reached right now: {error}") from None
 
@@ -53,10 +57,16 @@ class CmsClient:
         """Change fields, naming the version this page saw: someone else's change in between is a
         `conflict` (the server's 409), never overwritten."""
         version = self.state.versions.get(slug)
-        return await self._call("PATCH", self._entry(slug), changes if version is None else {**changes, "version": version})
+        return await self._call(
+            "PATCH",
+            self._entry(slug),
+            changes if version is None else {**changes, "version": version},
+        )
 
     async def set_published(self, slug: str, published: bool) -> dict[str, Any]:
-        return await self._call("POST", self._entry(slug) + ("/publish" if published else "/unpublish"), {})
+        return await self._call(
+            "POST", self._entry(slug) + ("/publish" if published else "/unpublish"), {}
+        )
 
     async def delete_entry(self, slug: str) -> dict[str, Any]:
         return await self._call("DELETE", self._entry(slug) + "?" + query_string({"confirm": slug}))
@@ -95,9 +105,13 @@ class CmsClient:
                 raise ToolError("conflict", error.detail) from None
             if error.status in (400, 409, 413, 415, 422):
                 raise ValueError(error.detail) from None
-            raise ConnectionError(f"The CMS server failed ({error.status}): {error.detail}") from None
+            raise ConnectionError(
+                f"The CMS server failed ({error.status}): {error.detail}"
+            ) from None
         except OSError as error:
-            raise ConnectionError(f"The CMS server at {url} cannot be reached right now: {error}") from None
+            raise ConnectionError(
+                f"The CMS server at {url} cannot be reached right now: {error}"
+            ) from None
         if isinstance(answer, dict):  # the versions of what it names, for the next change of it
             entries = answer.get("entries")
             self.state.saw(*(entries if isinstance(entries, list) else [answer]))

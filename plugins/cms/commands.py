@@ -30,7 +30,9 @@ class PanelCommands:
         self.state = state
         self.client = client
         self.panel = panel
-        self._newest: asyncio.Future[dict[str, Any]] | None = None  # the latest restore_session's answer
+        self._newest: asyncio.Future[dict[str, Any]] | None = (
+            None  # the latest restore_session's answer
+        )
 
     def sign_in(self, args: dict[str, Any]) -> dict[str, Any]:
         """Bring the header's sign-in form forward: the page's one sign-in, its password hidden."""
@@ -73,7 +75,9 @@ class PanelCommands:
         finally:
             self.state.sign_out()
             self.panel.draw("Signed out.")
-            self.panel.page.show(SESSION_VIEW, {"signedIn": False})  # the header, the panels, the palette follow
+            self.panel.page.show(
+                SESSION_VIEW, {"signedIn": False}
+            )  # the header, the panels, the palette follow
         return {"signedIn": False}
 
     async def select_site(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -82,7 +86,9 @@ class PanelCommands:
             raise ToolError("not_permitted", SIGNED_OUT, display=SIGN_IN_FIRST)
         if site not in {s["id"] for s in self.state.sites}:
             names = ", ".join(s["id"] for s in self.state.sites) or "none"
-            raise NotFoundError(f"User {self.state.username!r} has no site {site!r}; their sites: {names}.")
+            raise NotFoundError(
+                f"User {self.state.username!r} has no site {site!r}; their sites: {names}."
+            )
         self.state.site, self.state.current = site, ""
         entries = (await self.client.list_entries())["entries"]
         self.panel.show_entries(entries, f"Site {site!r} selected ({self.state.role()}).")
@@ -98,7 +104,12 @@ class PanelCommands:
         state = self.state
         if not state.signed_in:
             return {"signedIn": False}
-        return {"signedIn": True, "username": state.username, "sites": state.sites, "site": state.site}
+        return {
+            "signedIn": True,
+            "username": state.username,
+            "sites": state.sites,
+            "site": state.site,
+        }
 
     async def _adopt(self, session: dict[str, Any], message: str) -> dict[str, Any]:
         state = self.state
@@ -114,7 +125,9 @@ class PanelCommands:
         return self._where()
 
 
-def cms_handlers(tools: dict[str, Handler], panel_commands: PanelCommands) -> dict[str, Handler | CommandOptions]:
+def cms_handlers(
+    tools: dict[str, Handler], panel_commands: PanelCommands
+) -> dict[str, Handler | CommandOptions]:
     """The code of each command agent-tools.json declares: the tools' (`tools`), then the
     panel's. All but restoring the session need someone signed in; signing in needs nobody."""
     state = panel_commands.state

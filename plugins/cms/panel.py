@@ -50,12 +50,17 @@ class CmsPanel:
         }
 
 
-def change_questions(state: CmsState, panel: CmsPanel) -> dict[str, Callable[[dict[str, Any]], str]]:
+def change_questions(
+    state: CmsState, panel: CmsPanel
+) -> dict[str, Callable[[dict[str, Any]], str]]:
     """What the person is asked before each change an assistant makes, by command id: the entry's
     title as the panel lists it and the site's name, read when asked."""
 
     def site() -> str:
-        return next((s["title"] for s in state.sites if s["id"] == state.site), state.site or "the selected site")
+        return next(
+            (s["title"] for s in state.sites if s["id"] == state.site),
+            state.site or "the selected site",
+        )
 
     def entry(args: dict[str, Any]) -> str:
         slug = str(args.get("slug", ""))
@@ -82,6 +87,10 @@ def change_questions(state: CmsState, panel: CmsPanel) -> dict[str, Callable[[di
         ),
         "cms.updateSitePage": lambda args: f"Change {entry(args)} on {site()}?",
         "cms.publishSitePage": lambda args: f"Publish {entry(args)} on {site()}?",
-        "cms.unpublishSitePage": lambda args: f"Unpublish {entry(args)} on {site()}? Its public page goes away.",
-        "cms.deleteSitePage": lambda args: f"Delete {entry(args)} from {site()}? This cannot be undone.",
+        "cms.unpublishSitePage": lambda args: (
+            f"Unpublish {entry(args)} on {site()}? Its public page goes away."
+        ),
+        "cms.deleteSitePage": lambda args: (
+            f"Delete {entry(args)} from {site()}? This cannot be undone."
+        ),
     }

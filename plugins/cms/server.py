@@ -49,12 +49,16 @@ class CmsServerPlugin:
         crawl_per_user: int = 2,
         crawl_at_once: int = 4,
     ) -> None:
-        self.allow_rules = parse_allow_list(crawl_allow) + parse_allow_list(os.environ.get("REACTOR_CRAWL_ALLOW"))
+        self.allow_rules = parse_allow_list(crawl_allow) + parse_allow_list(
+            os.environ.get("REACTOR_CRAWL_ALLOW")
+        )
         self.crawl_timeout = crawl_timeout
         self.crawl_max_bytes = crawl_max_bytes
         # A crawl lasts at most a few timeouts; one timeout is a fair time to come back after.
         retry_after = max(1, math.ceil(crawl_timeout))
-        self.crawls = CrawlPool(per_user=crawl_per_user, at_once=crawl_at_once, retry_after=retry_after)
+        self.crawls = CrawlPool(
+            per_user=crawl_per_user, at_once=crawl_at_once, retry_after=retry_after
+        )
         self.demo = False
         self.store: SiteStore | None = None
 

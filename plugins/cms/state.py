@@ -30,7 +30,11 @@ class CmsState:
     def saw(self, *entries: dict[str, Any]) -> None:
         """Remember the versions of entries the server answered with (a change names its own)."""
         for entry in entries:
-            if isinstance(entry, dict) and isinstance(entry.get("slug"), str) and isinstance(entry.get("version"), int):
+            if (
+                isinstance(entry, dict)
+                and isinstance(entry.get("slug"), str)
+                and isinstance(entry.get("version"), int)
+            ):
                 self.versions[entry["slug"]] = entry["version"]
 
     @property

@@ -19,10 +19,14 @@ from .panel import CmsPanel
 from .state import CmsState
 
 Handler = Callable[[dict[str, Any]], Awaitable[Any]]
-DRAFT_NOTE = "It is a draft, not public. Publish it with cms_publish_site_page only when the person asks."
+DRAFT_NOTE = (
+    "It is a draft, not public. Publish it with cms_publish_site_page only when the person asks."
+)
 
 
-def create_cms_agent_tools(state: CmsState, client: CmsClient, panel: CmsPanel, page: Page) -> dict[str, Handler]:
+def create_cms_agent_tools(
+    state: CmsState, client: CmsClient, panel: CmsPanel, page: Page
+) -> dict[str, Handler]:
     """Handlers by command id, for every command the CMS bundle names."""
 
     async def refresh(message: str = "") -> list[dict[str, Any]]:
@@ -40,14 +44,18 @@ def create_cms_agent_tools(state: CmsState, client: CmsClient, panel: CmsPanel, 
             answer = await client.crawl(kind, args)
             if not args.get("dry_run"):
                 count = len(answer.get("imported", []))
-                answer["note"] = f"{count} draft{'' if count == 1 else 's'} imported; nothing was published."
+                answer["note"] = (
+                    f"{count} draft{'' if count == 1 else 's'} imported; nothing was published."
+                )
                 await refresh(answer["note"])
             return answer
 
         return crawl
 
     async def list_site_pages(args: dict[str, Any]) -> dict[str, Any]:
-        answer = await client.list_entries(collection=args.get("collection", ""), status=args.get("status", ""))
+        answer = await client.list_entries(
+            collection=args.get("collection", ""), status=args.get("status", "")
+        )
         if not args:
             panel.show_entries(answer["entries"], panel.message)
         return answer
@@ -73,18 +81,26 @@ def create_cms_agent_tools(state: CmsState, client: CmsClient, panel: CmsPanel, 
             fields.pop("publish", None)  # only an explicit true publishes; anything else is a draft
         entry = await client.create_entry(fields)
         state.current = entry["slug"]
-        note = DRAFT_NOTE if entry["status"] == "draft" else f"Published at {entry['url']}, as the call asked."
+        note = (
+            DRAFT_NOTE
+            if entry["status"] == "draft"
+            else f"Published at {entry['url']}, as the call asked."
+        )
         await refresh(f"Created ‘{entry['title']}’ ({entry['status']}).")
         return {**entry, "note": note}
 
     async def update_site_page(args: dict[str, Any]) -> dict[str, Any]:
         changes = {key: value for key, value in args.items() if key != "slug"}
         if not changes:
-            raise ValueError("Say what to change: pass a new title, excerpt, body, collection or source_url.")
+            raise ValueError(
+                "Say what to change: pass a new title, excerpt, body, collection or source_url."
+            )
         try:
             entry = await client.update_entry(args["slug"], changes)
         except ToolError as error:
-            if error.code == "conflict":  # someone else's change came first: show the entry as it is now
+            if (
+                error.code == "conflict"
+            ):  # someone else's change came first: show the entry as it is now
                 await refresh(str(error))
             raise
         state.current = entry["slug"]
@@ -120,7 +136,12 @@ def create_cms_agent_tools(state: CmsState, client: CmsClient, panel: CmsPanel, 
             )
         url = client.public_url(entry["url"])
         state.current = entry["slug"]
-        answer: dict[str, Any] = {"site": entry["site"], "slug": entry["slug"], "url": url, "opened": await page.open_tab(url)}
+        answer: dict[str, Any] = {
+            "site": entry["site"],
+            "slug": entry["slug"],
+            "url": url,
+            "opened": await page.open_tab(url),
+        }
         if answer["opened"]:
             answer["shown"] = entry["title"]  # what the new tab shows (the card's line names it)
         else:
@@ -130,7 +151,9 @@ def create_cms_agent_tools(state: CmsState, client: CmsClient, panel: CmsPanel, 
 
     async def refresh_site_view(args: dict[str, Any]) -> dict[str, Any]:
         answer = await client.list_entries()
-        panel.show_entries(answer["entries"], f"Site {answer['site']!r}: {len(answer['entries'])} entries.")
+        panel.show_entries(
+            answer["entries"], f"Site {answer['site']!r}: {len(answer['entries'])} entries."
+        )
         return answer
 
     return {

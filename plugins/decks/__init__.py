@@ -25,7 +25,10 @@ def _register(context: PluginContext) -> None:
     services = context.reactor.services
     page = services.get("page")
     if page is None:
-        raise PluginError("The decks plugin needs the page service: Reactor(services={'page': ...}).", plugin="decks")
+        raise PluginError(
+            "The decks plugin needs the page service: Reactor(services={'page': ...}).",
+            plugin="decks",
+        )
     store = DeckStore(page, services.get("decks_api"))
     commands = DeckCommands(store, DeckView(page), page)
     context.register_bundle(DECKS_AGENT_TOOLS, deck_handlers(commands))

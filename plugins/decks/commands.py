@@ -25,9 +25,7 @@ NO_DECK_OPEN = "no deck is open; open one with decks_open, using an id from deck
 NOT_PRESENTING = "no deck is being presented."
 OPEN_A_DECK_FIRST = "Open a deck first."
 
-FULL_SCREEN_REFUSED = (
-    "Full screen needs a click: press the Present button on the page (browsers only allow full screen after a user gesture)."
-)
+FULL_SCREEN_REFUSED = "Full screen needs a click: press the Present button on the page (browsers only allow full screen after a user gesture)."
 
 
 class DeckCommands:
@@ -53,7 +51,9 @@ class DeckCommands:
 
     async def show_list(self, args: dict[str, Any]) -> dict[str, Any]:
         decks = await self.store.list_decks()
-        self.view.show_list(decks, self.store.warning or ("" if decks else "There are no decks yet."))
+        self.view.show_list(
+            decks, self.store.warning or ("" if decks else "There are no decks yet.")
+        )
         return {"shown": "list", "decks": decks, **_warning(self.store.warning)}
 
     async def open_deck(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -71,7 +71,9 @@ class DeckCommands:
     def next_slide(self, args: dict[str, Any]) -> dict[str, Any]:
         self._open_deck()
         if self.view.slide >= self.view.slide_count:
-            return self._stay(f"This is the last slide ({self.view.slide} of {self.view.slide_count}).")
+            return self._stay(
+                f"This is the last slide ({self.view.slide} of {self.view.slide_count})."
+            )
         self.view.show_slide(self.view.slide + 1)
         return self.view.position()
 
@@ -100,7 +102,9 @@ class DeckCommands:
     async def print_deck(self, args: dict[str, Any]) -> dict[str, Any]:
         id = args.get("id") or (self.view.deck["id"] if self.view.deck else None)
         if id is None:
-            raise ValueError("Which deck? Pass its `id`, as listed by decks_list_decks, or open one first.")
+            raise ValueError(
+                "Which deck? Pass its `id`, as listed by decks_list_decks, or open one first."
+            )
         deck = await self.store.get_deck(id)
         url = f"/decks/{quote_segment(id)}/print"
         answer: dict[str, Any] = {"id": id, "url": url, "opened": await self.page.open_tab(url)}
@@ -110,9 +114,13 @@ class DeckCommands:
             answer["message"] = f"The browser blocked the new tab; the printable page is at {url}"
             self.view.say(answer["message"])
         if not self.store.has_server:
-            answer["warning"] = "This page keeps its decks without a server, so the printable page cannot show them."
+            answer["warning"] = (
+                "This page keeps its decks without a server, so the printable page cannot show them."
+            )
         elif not self.store.is_saved(id):
-            answer["warning"] = "The printable page shows the server's copy; this deck's latest changes are only in this page."
+            answer["warning"] = (
+                "The printable page shows the server's copy; this deck's latest changes are only in this page."
+            )
         return answer
 
     # Data commands ---------------------------------------------------------------------
@@ -138,7 +146,9 @@ class DeckCommands:
         return {**deck_summary(deck), "outline": deck_outline(deck), **report}
 
     async def update_deck(self, args: dict[str, Any]) -> dict[str, Any]:
-        changes: dict[str, Any] = {key: args[key] for key in ("title", "theme", "slides") if key in args}
+        changes: dict[str, Any] = {
+            key: args[key] for key in ("title", "theme", "slides") if key in args
+        }
         if not changes:
             raise ValueError("Say what to change: pass a new `title`, `theme` or `slides`.")
         deck, report = await self._edit(args["id"], lambda deck: deck.update(changes))
@@ -163,11 +173,24 @@ class DeckCommands:
 
         deck, report = await self._edit(args["id"], change)
         slide = deck["slides"][args["slide"] - 1]
-        return {"id": deck["id"], "slide": args["slide"], "of": len(deck["slides"]), **slide, **report}
+        return {
+            "id": deck["id"],
+            "slide": args["slide"],
+            "of": len(deck["slides"]),
+            **slide,
+            **report,
+        }
 
     async def add_slide(self, args: dict[str, Any]) -> dict[str, Any]:
-        deck, report = await self._edit(args["id"], lambda deck: deck["slides"].append(_new_slide(args)))
-        return {"id": deck["id"], "slide": len(deck["slides"]), "outline": deck_outline(deck), **report}
+        deck, report = await self._edit(
+            args["id"], lambda deck: deck["slides"].append(_new_slide(args))
+        )
+        return {
+            "id": deck["id"],
+            "slide": len(deck["slides"]),
+            "outline": deck_outline(deck),
+            **report,
+        }
 
     async def insert_slide(self, args: dict[str, Any]) -> dict[str, Any]:
         def change(deck: dict[str, Any]) -> None:
@@ -210,7 +233,9 @@ class DeckCommands:
         self.view.say(message)
         return {**self.view.position(), "message": message}
 
-    async def _edit(self, id: str, change: Callable[[dict[str, Any]], object]) -> tuple[dict[str, Any], dict[str, Any]]:
+    async def _edit(
+        self, id: str, change: Callable[[dict[str, Any]], object]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Change a copy of the deck, store it whole (validated there), then redraw."""
         deck = await self.store.get_deck(id)
         change(deck)
@@ -257,10 +282,15 @@ def deck_handlers(commands: DeckCommands) -> dict[str, Handler | CommandOptions]
     handlers: dict[str, Handler | CommandOptions] = dict(run)
     for id in ("decks.goToSlide", "decks.nextSlide", "decks.previousSlide", "decks.present"):
         handlers[id] = CommandOptions(
-            run[id], is_enabled=lambda args: view.is_open, disabled_reason=NO_DECK_OPEN, disabled_display=OPEN_A_DECK_FIRST
+            run[id],
+            is_enabled=lambda args: view.is_open,
+            disabled_reason=NO_DECK_OPEN,
+            disabled_display=OPEN_A_DECK_FIRST,
         )
     handlers["decks.stopPresenting"] = CommandOptions(
-        commands.stop_presenting, is_enabled=lambda args: view.presenting, disabled_reason=NOT_PRESENTING
+        commands.stop_presenting,
+        is_enabled=lambda args: view.presenting,
+        disabled_reason=NOT_PRESENTING,
     )
     for id, question in change_questions(commands.store.title_of).items():
         handlers[id] = CommandOptions(run[id], confirmation=question)

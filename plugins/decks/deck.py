@@ -13,7 +13,9 @@ from typing import Any
 from reactor import urls
 from reactor.schema import argument_problems
 
-DECK_SCHEMA: dict[str, Any] = json.loads(Path(__file__).with_name("deck.schema.json").read_text(encoding="utf-8"))
+DECK_SCHEMA: dict[str, Any] = json.loads(
+    Path(__file__).with_name("deck.schema.json").read_text(encoding="utf-8")
+)
 
 # Measured as `json.dumps` writes it (ASCII-escaped), the largest encoding a client sends,
 # so a deck the page accepts always fits the server's 1 MiB body limit.
@@ -25,11 +27,19 @@ _MAX_MESSAGE = 200
 
 def deck_problems(spec: Any) -> list[dict[str, str]]:
     """Each way `spec` is not a valid deck, as {path, message}; [] when it is one."""
-    problems = [{"path": p["path"], "message": _shorten(p["message"])} for p in argument_problems(DECK_SCHEMA, spec)]
+    problems = [
+        {"path": p["path"], "message": _shorten(p["message"])}
+        for p in argument_problems(DECK_SCHEMA, spec)
+    ]
     if not problems:
         size = len(json.dumps(spec).encode())
         if size > MAX_DECK_BYTES:
-            problems.append({"path": "$", "message": f"the deck is {size} bytes as JSON; the limit is {MAX_DECK_BYTES}"})
+            problems.append(
+                {
+                    "path": "$",
+                    "message": f"the deck is {size} bytes as JSON; the limit is {MAX_DECK_BYTES}",
+                }
+            )
     return problems
 
 
@@ -52,7 +62,9 @@ def deck_summary(spec: dict[str, Any]) -> dict[str, Any]:
 
 def deck_outline(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """Slide numbers and titles: enough for a model to pick the slide to read or change."""
-    return [{"slide": number, "title": slide["title"]} for number, slide in enumerate(spec["slides"], 1)]
+    return [
+        {"slide": number, "title": slide["title"]} for number, slide in enumerate(spec["slides"], 1)
+    ]
 
 
 def slide_index(spec: dict[str, Any], number: int, *, insert: bool = False) -> int:
@@ -61,7 +73,9 @@ def slide_index(spec: dict[str, Any], number: int, *, insert: bool = False) -> i
     last = count + 1 if insert else count
     if not 1 <= number <= last:
         if insert:
-            raise ValueError(f"A new slide can take the numbers 1 to {last}; there is no slide {number} to insert.")
+            raise ValueError(
+                f"A new slide can take the numbers 1 to {last}; there is no slide {number} to insert."
+            )
         have = "only slide 1" if count == 1 else f"slides 1 to {count}"
         raise ValueError(f"The deck has {have}; there is no slide {number}.")
     return number - 1

@@ -37,7 +37,11 @@ def printable_html(spec: dict[str, Any]) -> str:
             f'<p class="number">Slide {number} of {count}</p>'
             f"<h2>{escape(slide['title'])}</h2>"
             f"{blocks_html(slide['body'])}"
-            + (f'<aside class="notes"><strong>Notes:</strong> {escape(notes)}</aside>' if notes else "")
+            + (
+                f'<aside class="notes"><strong>Notes:</strong> {escape(notes)}</aside>'
+                if notes
+                else ""
+            )
             + "</section>"
         )
     title = escape(spec["title"])

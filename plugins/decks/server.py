@@ -72,11 +72,19 @@ SUMMARY: dict[str, Any] = {
 LISTED = {
     **SUMMARY,
     "required": ["id", "title", "slides", "updated_at", "owner", "version"],
-    "properties": {**SUMMARY["properties"], "updated_at": {"type": "string"}, "owner": {"type": ["string", "null"]}},
+    "properties": {
+        **SUMMARY["properties"],
+        "updated_at": {"type": "string"},
+        "owner": {"type": ["string", "null"]},
+    },
 }
 DECK_ID = DECK["properties"]["id"]
 # The body of a PUT: a deck, and when it is not one, every problem in one sentence.
-DECK_BODY = {**DECK, "x-refusal": "The deck is not valid: {problems}.", "x-unknown": "The deck is not valid: {problems}."}
+DECK_BODY = {
+    **DECK,
+    "x-refusal": "The deck is not valid: {problems}.",
+    "x-unknown": "The deck is not valid: {problems}.",
+}
 # The print page runs no script and loads nothing: a slide's text can only ever be text.
 PRINT_HEADERS = {"content-security-policy": "default-src 'none'; style-src 'unsafe-inline'"}
 
@@ -100,7 +108,9 @@ class DecksServerPlugin:
         database, auth = context.database, context.auth
         signed_in = auth.signed_in
 
-        @declare("Summaries of every deck", replies={200: Reply({"type": "array", "items": LISTED})})
+        @declare(
+            "Summaries of every deck", replies={200: Reply({"type": "array", "items": LISTED})}
+        )
         async def list_decks(call: Call) -> Any:
             return await run_in_threadpool(_summaries, database)
 
@@ -123,7 +133,11 @@ class DecksServerPlugin:
             body=DECK_BODY,
             body_limit=MAX_BODY_BYTES,
             too_large=f"The deck is larger than {MAX_BODY_BYTES} bytes; split it into smaller decks.",
-            replies={200: Reply(SUMMARY, headers=ETAG), 201: Reply(SUMMARY, headers=ETAG), 409: Reply(STALE_SCHEMA)},
+            replies={
+                200: Reply(SUMMARY, headers=ETAG),
+                201: Reply(SUMMARY, headers=ETAG),
+                409: Reply(STALE_SCHEMA),
+            },
             refusals={
                 400: "If-Match names no deck version.",
                 401: "Nobody is signed in.",
@@ -137,15 +151,35 @@ class DecksServerPlugin:
             expected = _if_match(call.request)
             problems = deck_problems(spec)
             if spec["id"] != id:
-                problems.insert(0, {"path": "$.id", "message": f"the deck's id {spec['id']!r} is not the address's {id!r}"[:200]})
+                problems.insert(
+                    0,
+                    {
+                        "path": "$.id",
+                        "message": f"the deck's id {spec['id']!r} is not the address's {id!r}"[
+                            :200
+                        ],
+                    },
+                )
             if problems:
-                raise ApiError(422, problems_sentence(problems), field=problems[0]["path"].removeprefix("$."), problems=problems)
+                raise ApiError(
+                    422,
+                    problems_sentence(problems),
+                    field=problems[0]["path"].removeprefix("$."),
+                    problems=problems,
+                )
             saved = await run_in_threadpool(_save, database, spec, user, expected)
             if saved is None:
                 raise _not_yours(user, id, "replace")
             created, version = saved
-            summary = {"id": id, "title": spec["title"], "slides": len(spec["slides"]), "version": version}
-            return JSONResponse(summary, status_code=201 if created else 200, headers={"etag": f'"{version}"'})
+            summary = {
+                "id": id,
+                "title": spec["title"],
+                "slides": len(spec["slides"]),
+                "version": version,
+            }
+            return JSONResponse(
+                summary, status_code=201 if created else 200, headers={"etag": f'"{version}"'}
+            )
 
         @declare(
             "Delete a deck: its owner or an operator",
@@ -171,12 +205,17 @@ class DecksServerPlugin:
 
         @declare(
             "Every slide of a deck as one printable page",
-            replies={200: Reply(content=HTML), 404: Reply(content=HTML)},  # a page a person opened says so
+            replies={
+                200: Reply(content=HTML),
+                404: Reply(content=HTML),
+            },  # a page a person opened says so
         )
         async def print_deck(call: Call) -> Response:
             found = await run_in_threadpool(_read, database, call.path["id"])
             if found is None:  # a page a person opened: an HTML page, not the API's JSON
-                return HTMLResponse(missing_html(call.path["id"]), status_code=404, headers=PRINT_HEADERS)
+                return HTMLResponse(
+                    missing_html(call.path["id"]), status_code=404, headers=PRINT_HEADERS
+                )
             return HTMLResponse(printable_html(found[0]), headers=PRINT_HEADERS)
 
         return [
@@ -190,7 +229,9 @@ class DecksServerPlugin:
 
 def _summaries(database: Database) -> list[dict[str, Any]]:
     with database.transaction() as db:
-        rows = db.execute("SELECT id, title, spec, updated_at, owner, version FROM decks ORDER BY lower(title), id").fetchall()
+        rows = db.execute(
+            "SELECT id, title, spec, updated_at, owner, version FROM decks ORDER BY lower(title), id"
+        ).fetchall()
     return [
         {
             "id": r["id"],
@@ -235,15 +276,25 @@ def _may_change(user: User, owner: str | None) -> bool:
     return OPERATORS in user.groups or (owner is not None and owner == user.username)
 
 
-def _save(database: Database, spec: dict[str, Any], user: User, expected: int | None = None) -> tuple[bool, int] | None:
+def _save(
+    database: Database, spec: dict[str, Any], user: User, expected: int | None = None
+) -> tuple[bool, int] | None:
     """Insert or replace in one transaction: (new?, version), None when `user` may not replace it;
     StaleVersion when `expected` is not the version there is."""
     with database.transaction(immediate=True) as db:
-        row = db.execute("SELECT owner, version, spec FROM decks WHERE id = ?", (spec["id"],)).fetchone()
+        row = db.execute(
+            "SELECT owner, version, spec FROM decks WHERE id = ?", (spec["id"],)
+        ).fetchone()
         if row is not None and not _may_change(user, row["owner"]):
             return None
-        if expected is not None and (0 if row is None else row["version"]) != expected:  # 0: "must be new"
-            raise _stale(spec["id"], 0, None) if row is None else _stale(spec["id"], row["version"], json.loads(row["spec"]))
+        if (
+            expected is not None and (0 if row is None else row["version"]) != expected
+        ):  # 0: "must be new"
+            raise (
+                _stale(spec["id"], 0, None)
+                if row is None
+                else _stale(spec["id"], row["version"], json.loads(row["spec"]))
+            )
         version = 1 if row is None else row["version"] + 1
         _write(db, spec, owner=user.username if row is None else row["owner"], version=version)
     return row is None, version
@@ -254,7 +305,14 @@ def _write(db: Any, spec: dict[str, Any], *, owner: str | None, version: int = 1
         "INSERT INTO decks (id, title, spec, updated_at, owner, version) VALUES (?, ?, ?, ?, ?, ?) "
         "ON CONFLICT(id) DO UPDATE SET title = excluded.title, spec = excluded.spec, "
         "updated_at = excluded.updated_at, version = excluded.version",
-        (spec["id"], spec["title"], json.dumps(spec), datetime.now(UTC).isoformat(), owner, version),
+        (
+            spec["id"],
+            spec["title"],
+            json.dumps(spec),
+            datetime.now(UTC).isoformat(),
+            owner,
+            version,
+        ),
     )
 
 
@@ -274,7 +332,10 @@ def _delete(database: Database, id: str, user: User, expected: int | None = None
 
 
 def _not_yours(user: User, id: str, doing: str) -> ApiError:
-    return ApiError(403, f"The deck {id[:80]!r} is not {user.username}'s; only its owner or an operator may {doing} it.")
+    return ApiError(
+        403,
+        f"The deck {id[:80]!r} is not {user.username}'s; only its owner or an operator may {doing} it.",
+    )
 
 
 def _no_deck(id: str) -> ApiError:

@@ -32,7 +32,9 @@ class DeckStore:
         self._decks: dict[str, dict[str, Any]] = {}  # full specs the page holds
         self._remote: dict[str, dict[str, Any]] = {}  # summaries of server decks not fetched yet
         self._unsaved: dict[str, str] = {}  # id -> "PUT" | "DELETE" the server has not had yet
-        self._versions: dict[str, int] = {}  # id -> the server's version the page's copy is based on
+        self._versions: dict[
+            str, int
+        ] = {}  # id -> the server's version the page's copy is based on
         self._indexed = self._api is None
         self._index_lock = asyncio.Lock()
         self.warning = ""  # why the list may be incomplete, while the server is down
@@ -74,7 +76,9 @@ class DeckStore:
             if error.status == 404:
                 self._remote.pop(id, None)
                 raise NotFoundError(self._unknown(id)) from None
-            raise ConnectionError(f"The decks server could not give deck {id!r}: {error.detail}") from None
+            raise ConnectionError(
+                f"The decks server could not give deck {id!r}: {error.detail}"
+            ) from None
         except OSError as error:
             raise ConnectionError(
                 f"The deck {id!r} is on the decks server, which cannot be reached right now ({error}); try again shortly."
@@ -116,7 +120,9 @@ class DeckStore:
 
         return await self._send(id, "DELETE", undo)
 
-    async def _replace(self, spec: dict[str, Any], *, before: dict[str, Any] | None) -> dict[str, Any]:
+    async def _replace(
+        self, spec: dict[str, Any], *, before: dict[str, Any] | None
+    ) -> dict[str, Any]:
         stored = copy.deepcopy(spec)
         self._decks[stored["id"]] = stored
 
@@ -137,14 +143,18 @@ class DeckStore:
         try:
             await self._request(id, method)
         except HttpError as error:
-            if error.status == 409 and "version" in error.body:  # a save came first: its deck is in the answer
+            if (
+                error.status == 409 and "version" in error.body
+            ):  # a save came first: its deck is in the answer
                 raise self._conflict(id, error) from None
             if error.status < 500:
                 undo()
                 refusal = tool_refusal(error)
                 if refusal is not None:
                     raise refusal from None
-                raise ValueError(f"The decks server refused the change to deck {id!r}: {error.detail}") from None
+                raise ValueError(
+                    f"The decks server refused the change to deck {id!r}: {error.detail}"
+                ) from None
             return self._kept(id, method, f"the server answered {error.status}: {error.detail}")
         except OSError as error:
             return self._kept(id, method, f"the server could not be reached: {error}")
@@ -153,11 +163,17 @@ class DeckStore:
         return {"saved": True}
 
     async def _request(self, id: str, method: str) -> None:
-        headers = {"if-match": f'"{self._versions.get(id, 0)}"'}  # 0: a deck the server must not have yet
+        headers = {
+            "if-match": f'"{self._versions.get(id, 0)}"'
+        }  # 0: a deck the server must not have yet
         try:
-            answer = await self._page.fetch_json(method, self._url(id), self._decks[id] if method == "PUT" else None, headers)
+            answer = await self._page.fetch_json(
+                method, self._url(id), self._decks[id] if method == "PUT" else None, headers
+            )
         except HttpError as error:
-            if not (method == "DELETE" and error.status == 404):  # never reached the server: already gone
+            if not (
+                method == "DELETE" and error.status == 404
+            ):  # never reached the server: already gone
                 raise
             answer = None
         if method == "PUT" and isinstance(answer, dict) and isinstance(answer.get("version"), int):
@@ -178,7 +194,10 @@ class DeckStore:
             )
         self._decks.pop(id, None)
         self._versions.pop(id, None)
-        return ToolError("conflict", f"Someone else deleted deck {id!r} since this page read it; nothing was saved.")
+        return ToolError(
+            "conflict",
+            f"Someone else deleted deck {id!r} since this page read it; nothing was saved.",
+        )
 
     def _kept(self, id: str, method: str, why: str) -> dict[str, Any]:
         self._unsaved[id] = method
@@ -211,7 +230,9 @@ class DeckStore:
                 summaries = await self._page.fetch_json("GET", self._api or "")
             except HttpError as error:
                 if error.status < 500:
-                    raise ConnectionError(f"The decks server refused to list the decks: {error.detail}") from None
+                    raise ConnectionError(
+                        f"The decks server refused to list the decks: {error.detail}"
+                    ) from None
                 self.warning = f"The decks server answered {error.status}, so only this page's decks are listed."
                 return
             except OSError as error:
@@ -220,7 +241,11 @@ class DeckStore:
             for summary in summaries:
                 id = summary["id"]
                 if id not in self._decks and id not in self._unsaved:
-                    self._remote[id] = {"id": id, "title": summary["title"], "slides": summary["slides"]}
+                    self._remote[id] = {
+                        "id": id,
+                        "title": summary["title"],
+                        "slides": summary["slides"],
+                    }
                     if isinstance(summary.get("version"), int):
                         self._versions[id] = summary["version"]
             self._indexed = True

@@ -38,7 +38,9 @@ class DeckView:
         self.deck, self.decks, self.presenting, self.slide = None, decks, False, 1
         self._draw(message)
 
-    def show_deck(self, deck: dict[str, Any], slide: int, message: str = "", *, focus: bool = False) -> None:
+    def show_deck(
+        self, deck: dict[str, Any], slide: int, message: str = "", *, focus: bool = False
+    ) -> None:
         """Show `deck` at `slide`; `focus`: the person opened it, so ←/→ move it at once."""
         if self.deck is None or self.deck["id"] != deck["id"]:
             self.presenting = False
@@ -107,6 +109,8 @@ def change_questions(title_of: Callable[[str], str]) -> dict[str, Callable[[dict
         "decks.updateSlide": lambda args: f"Change slide {args['slide']} of {deck(args)}?",
         "decks.addSlide": lambda args: f"Add a slide to {deck(args)}?",
         "decks.insertSlide": lambda args: f"Insert a slide at {args['slide']} in {deck(args)}?",
-        "decks.deleteSlide": lambda args: f"Delete slide {args['slide']} of {deck(args)}? This cannot be undone.",
+        "decks.deleteSlide": lambda args: (
+            f"Delete slide {args['slide']} of {deck(args)}? This cannot be undone."
+        ),
         "decks.deleteDeck": lambda args: f"Delete the deck {deck(args)}? This cannot be undone.",
     }

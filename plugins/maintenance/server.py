@@ -81,7 +81,10 @@ def demo_records() -> list[dict[str, Any]]:
                     "inputSchema": {
                         "type": "object",
                         "properties": {
-                            "buildingId": {"type": "string", "description": "Entity ID of the building, e.g. B-101."},
+                            "buildingId": {
+                                "type": "string",
+                                "description": "Entity ID of the building, e.g. B-101.",
+                            },
                             "limit": {
                                 "type": "integer",
                                 "minimum": 1,
@@ -94,7 +97,10 @@ def demo_records() -> list[dict[str, Any]]:
                     },
                     "annotations": {"sideEffect": "none", "timeoutMs": 20000},
                 },
-                "config": {"entityTypeId": "maintenance_task", "endpoint": "/api/maintenance/entities"},
+                "config": {
+                    "entityTypeId": "maintenance_task",
+                    "endpoint": "/api/maintenance/entities",
+                },
             },
             "visibility": {"users": [], "groups": ["staff"]},
         },
@@ -128,7 +134,11 @@ def demo_records() -> list[dict[str, Any]]:
             "settings": {
                 "tool": {
                     "description": "Counts the open maintenance tasks in each building. Use for an overview.",
-                    "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
+                    "inputSchema": {
+                        "type": "object",
+                        "properties": {},
+                        "additionalProperties": False,
+                    },
                     "annotations": {"sideEffect": "none", "timeoutMs": 10000},
                 },
                 "config": {"endpoint": "/api/maintenance/entities"},
@@ -147,7 +157,11 @@ def demo_records() -> list[dict[str, Any]]:
                 "tool": {
                     "description": "Counts the open maintenance tasks per building and names the busiest. "
                     "Use to say where the backlog is.",
-                    "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
+                    "inputSchema": {
+                        "type": "object",
+                        "properties": {},
+                        "additionalProperties": False,
+                    },
                     "annotations": {"sideEffect": "none", "timeoutMs": 10000},
                 },
                 "config": {"endpoint": "/api/maintenance/entities"},
@@ -162,7 +176,9 @@ class MaintenanceServerPlugin:
 
     def __init__(self) -> None:
         self.slow = {"started": 0, "completed": 0, "cancelled": 0}  # what the slow endpoint saw
-        self.slow_seen = threading.Condition()  # notified at each count: a test waits on it, not a clock
+        self.slow_seen = (
+            threading.Condition()
+        )  # notified at each count: a test waits on it, not a clock
 
     def count_slow(self, what: str) -> None:
         with self.slow_seen:
@@ -199,11 +215,15 @@ class MaintenanceServerPlugin:
             user = signed_in(request)
             if not context.records.grants_endpoint(user, request.url.path):
                 raise ApiError(
-                    403, f"User {user.username!r} may use no tool that reads {request.url.path}; ask an operator for access."
+                    403,
+                    f"User {user.username!r} may use no tool that reads {request.url.path}; ask an operator for access.",
                 )
             return user
 
-        refusals = {401: "Nobody is signed in.", 403: "The user may use no tool that reads this data."}
+        refusals = {
+            401: "Nobody is signed in.",
+            403: "The user may use no tool that reads this data.",
+        }
 
         @declare(
             "A building's open maintenance tasks, for those who may use a tool that reads them",
@@ -227,7 +247,10 @@ class MaintenanceServerPlugin:
                     {
                         "type": "object",
                         "required": ["value", "waitedMs"],
-                        "properties": {"value": {"type": "integer"}, "waitedMs": {"type": "integer"}},
+                        "properties": {
+                            "value": {"type": "integer"},
+                            "waitedMs": {"type": "integer"},
+                        },
                     }
                 )
             },
@@ -255,10 +278,14 @@ class MaintenanceServerPlugin:
 
 def _backlog(context: ServerContext, building: str | None, limit: int) -> dict[str, Any]:
     with context.database.transaction() as db:
-        buildings = {r["id"]: r["name"] for r in db.execute("SELECT id, name FROM buildings ORDER BY id")}
+        buildings = {
+            r["id"]: r["name"] for r in db.execute("SELECT id, name FROM buildings ORDER BY id")
+        }
         open_by_building = {
             r["building"]: r["n"]
-            for r in db.execute("SELECT building, COUNT(*) AS n FROM maintenance_tasks WHERE status = 'open' GROUP BY building")
+            for r in db.execute(
+                "SELECT building, COUNT(*) AS n FROM maintenance_tasks WHERE status = 'open' GROUP BY building"
+            )
         }
         tasks = db.execute(
             "SELECT id, title, priority, opened FROM maintenance_tasks WHERE status = 'open' AND building = ? "

@@ -15,7 +15,14 @@ from .agent_tools import (
     watch_agent_tool_bundles,
 )
 from .cancellation import CancelToken
-from .commands import Command, CommandExecuted, CommandOptions, CommandRegistry, CommandsChanged, Settled
+from .commands import (
+    Command,
+    CommandExecuted,
+    CommandOptions,
+    CommandRegistry,
+    CommandsChanged,
+    Settled,
+)
 from .contributions import Contribution, ContributionPoint, ContributionRegistry, contribution
 from .disposable import Disposable, DisposableSet
 from .errors import (

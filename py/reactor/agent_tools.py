@@ -30,7 +30,16 @@ from .schema import NO_ARGUMENTS, schema_problem
 
 # The tool names OpenAI, Anthropic and Gemini all accept: a letter or _, then up to 63 of [A-Za-z0-9_-].
 TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
-BUNDLE_KEYS = {"id", "name", "description", "plugin", "commands", "toolset", "patternMessages", "otherCommands"}
+BUNDLE_KEYS = {
+    "id",
+    "name",
+    "description",
+    "plugin",
+    "commands",
+    "toolset",
+    "patternMessages",
+    "otherCommands",
+}
 COMMAND_KEYS = {"name", "command", "label", "description", "parameters", "sideEffect", "summary"}
 OTHER_COMMAND_KEYS = {"command", "label", "description", "parameters"}
 # A summary's placeholders: {args.name} or {result.a.b}, and for a list {result.decks:count}
@@ -90,7 +99,11 @@ def define_agent_tools(
                 "starting with a letter or '_' (no dots or spaces).",
             )
         if any(t["name"] == tool_name for t in tools):
-            raise refuse(f"{where}.name", tool_name, f"{tool_name!r} is declared twice; tool names must be unique.")
+            raise refuse(
+                f"{where}.name",
+                tool_name,
+                f"{tool_name!r} is declared twice; tool names must be unique.",
+            )
         command = _command_id(tool, where, f"tool {tool_name!r}", declared, refuse)
         tool_description = tool.get("description")
         if not isinstance(tool_description, str) or not tool_description.strip():
@@ -99,7 +112,11 @@ def define_agent_tools(
                 tool_description,
                 f"of tool {tool_name!r} must say, in a sentence, what the tool does and when to use it.",
             )
-        entry: dict[str, Any] = {"name": tool_name, "command": command, "description": tool_description}
+        entry: dict[str, Any] = {
+            "name": tool_name,
+            "command": command,
+            "description": tool_description,
+        }
         entry.update(_command_words(tool, where, f"tool {tool_name!r}", refuse))
         if "sideEffect" in tool:
             if tool["sideEffect"] not in SIDE_EFFECTS:
@@ -155,9 +172,14 @@ def define_agent_tools(
     )
     if pattern_messages is not None:
         if not isinstance(pattern_messages, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in pattern_messages.items()
+            isinstance(k, str) and isinstance(v, str) and v.strip()
+            for k, v in pattern_messages.items()
         ):
-            raise refuse("patternMessages", pattern_messages, "must map each pattern to a sentence for a person.")
+            raise refuse(
+                "patternMessages",
+                pattern_messages,
+                "must map each pattern to a sentence for a person.",
+            )
         bundle["patternMessages"] = dict(pattern_messages)
     if other_commands is not None:
         bundle["otherCommands"] = _other_commands(other_commands, declared, refuse)
@@ -165,18 +187,27 @@ def define_agent_tools(
 
 
 def _command_words(
-    entry: dict[str, Any], where: str, what: str, refuse: Callable[[str, Any, str], DeclarationError]
+    entry: dict[str, Any],
+    where: str,
+    what: str,
+    refuse: Callable[[str, Any, str], DeclarationError],
 ) -> dict[str, Any]:
     """The label and parameters of a command's declaration, checked."""
     words: dict[str, Any] = {}
     if "label" in entry:
         if not isinstance(entry["label"], str) or not entry["label"].strip():
-            raise refuse(f"{where}.label", entry["label"], f"of {what} must be the words a palette shows for it.")
+            raise refuse(
+                f"{where}.label",
+                entry["label"],
+                f"of {what} must be the words a palette shows for it.",
+            )
         words["label"] = entry["label"]
     if entry.get("parameters") is not None:
         problem = schema_problem(entry["parameters"])
         if problem:
-            raise refuse(f"{where}.parameters", entry["parameters"], f"of {what} are refused: {problem}.")
+            raise refuse(
+                f"{where}.parameters", entry["parameters"], f"of {what} are refused: {problem}."
+            )
         words["parameters"] = copied(entry["parameters"])
     return words
 
@@ -210,7 +241,9 @@ def _command_id(
     return command
 
 
-def _other_commands(commands: Any, taken: set[str], refuse: Callable[[str, Any, str], DeclarationError]) -> list[dict[str, Any]]:
+def _other_commands(
+    commands: Any, taken: set[str], refuse: Callable[[str, Any, str], DeclarationError]
+) -> list[dict[str, Any]]:
     if isinstance(commands, (str, bytes, dict)) or not isinstance(commands, Iterable):
         raise refuse("otherCommands", commands, "must be a list of commands.")
     checked: list[dict[str, Any]] = []
@@ -221,7 +254,9 @@ def _other_commands(commands: Any, taken: set[str], refuse: Callable[[str, Any, 
         command = _command_id(declared, where, "", taken, refuse)
         description = declared.get("description", "")
         if not isinstance(description, str):
-            raise refuse(f"{where}.description", description, f"of command {command!r} must be a string.")
+            raise refuse(
+                f"{where}.description", description, f"of command {command!r} must be a string."
+            )
         entry: dict[str, Any] = {"command": command, "description": description}
         entry.update(_command_words(declared, where, f"command {command!r}", refuse))
         checked.append(entry)
@@ -238,31 +273,50 @@ def declared_commands(
     owner = str(bundle["id"])
 
     def refuse(field: str, value: Any, sentence: str) -> DeclarationError:
-        return DeclarationError(f"AgentTools bundle {owner!r} {sentence}", owner=owner, field=field, value=value)
+        return DeclarationError(
+            f"AgentTools bundle {owner!r} {sentence}", owner=owner, field=field, value=value
+        )
 
     declared = [*bundle["commands"], *bundle.get("otherCommands", ())]
     ids = [entry["command"] for entry in declared]
     if not isinstance(handlers, Mapping):
-        raise refuse("handlers", handlers, "needs its handlers as a mapping of command id to handler.")
+        raise refuse(
+            "handlers", handlers, "needs its handlers as a mapping of command id to handler."
+        )
     missing = [id for id in ids if id not in handlers]
     if missing:
         more = f" (nor for {', '.join(map(repr, missing[1:]))})" if missing[1:] else ""
-        raise refuse("handlers", missing, f"declares the command {missing[0]!r}, but no handler was given for it{more}.")
+        raise refuse(
+            "handlers",
+            missing,
+            f"declares the command {missing[0]!r}, but no handler was given for it{more}.",
+        )
     extra = [id for id in handlers if id not in ids]
     if extra:
         sentence = f"declares no command {extra[0]!r}, yet a handler was given for it.{did_you_mean(extra[0], ids)}"
-        raise refuse("handlers", extra, f"{sentence} Declare it in the bundle, or drop the handler.")
+        raise refuse(
+            "handlers", extra, f"{sentence} Declare it in the bundle, or drop the handler."
+        )
     options = []
     for entry in declared:
         code = handlers[entry["command"]]
         if not isinstance(code, CommandOptions):
             code = CommandOptions(code)
-        written = [field for field in ("label", "description", "parameters") if getattr(code, field) not in ("", None)]
+        written = [
+            field
+            for field in ("label", "description", "parameters")
+            if getattr(code, field) not in ("", None)
+        ]
         if written:
             sentence = f"declares the {written[0]} of {entry['command']!r}; its handler may not say it again."
             raise refuse("handlers", entry["command"], sentence)
         parameters = entry.get("parameters", NO_ARGUMENTS)
-        options.append((entry["command"], code.declared(entry.get("label", ""), entry.get("description", ""), parameters)))
+        options.append(
+            (
+                entry["command"],
+                code.declared(entry.get("label", ""), entry.get("description", ""), parameters),
+            )
+        )
     return options
 
 
@@ -295,7 +349,10 @@ def _names(items: list[Any]) -> str:
     names = []
     for item in items[:NAMES_SHOWN]:
         if isinstance(item, dict):
-            item = next((item[k] for k in ("title", "name", "slug", "id") if isinstance(item.get(k), str)), "?")
+            item = next(
+                (item[k] for k in ("title", "name", "slug", "id") if isinstance(item.get(k), str)),
+                "?",
+            )
         names.append(f"‘{item}’")
     if not names:
         return "none"
@@ -309,7 +366,10 @@ def check_agent_tools(bundle: Any) -> dict[str, Any]:
         return bundle
     if not isinstance(bundle, dict):
         raise DeclarationError(
-            f"An AgentTools bundle must be an object, not {type(bundle).__name__}.", owner="?", field="", value=bundle
+            f"An AgentTools bundle must be an object, not {type(bundle).__name__}.",
+            owner="?",
+            field="",
+            value=bundle,
         )
     unknown = sorted(set(bundle) - BUNDLE_KEYS)
     if unknown:
@@ -356,7 +416,9 @@ def agent_tool_bundles(reactor: Any) -> list[dict[str, Any]]:
     return copied(reactor.contributions.values(AgentTools))
 
 
-def watch_agent_tool_bundles(reactor: Any, listener: Callable[[list[dict[str, Any]]], object]) -> Disposable:
+def watch_agent_tool_bundles(
+    reactor: Any, listener: Callable[[list[dict[str, Any]]], object]
+) -> Disposable:
     """Call `listener` with the new list whenever a plugin adds or withdraws a bundle."""
     return reactor.contributions.watch(AgentTools, lambda _: listener(agent_tool_bundles(reactor)))
 

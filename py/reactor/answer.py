@@ -13,7 +13,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .errors import CommandError, CommandFailedError, CommandUnavailableError, InvalidArgumentsError, ToolError
+from .errors import (
+    CommandError,
+    CommandFailedError,
+    CommandUnavailableError,
+    InvalidArgumentsError,
+    ToolError,
+)
 from .json_text import dumps
 
 NOTHING = '{"ok": true, "value": null}'

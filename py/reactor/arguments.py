@@ -16,7 +16,9 @@ from .json_text import loads
 from .schema import NO_ARGUMENTS, argument_problems
 
 
-def parse_tool_arguments(tool: str, raw: Any, schema: dict[str, Any] | Validator | None) -> dict[str, Any]:
+def parse_tool_arguments(
+    tool: str, raw: Any, schema: dict[str, Any] | Validator | None
+) -> dict[str, Any]:
     """The arguments as an object that fits `schema` (or its compiled Validator; none: no
     arguments), or ToolError("invalid_arguments", problems=[...])."""
     value = decoded_arguments(tool, raw)
@@ -39,11 +41,15 @@ def decoded_arguments(tool: str, raw: Any) -> dict[str, Any]:
         try:
             value = loads(text)
         except (ValueError, RecursionError) as error:
-            raise invalid_arguments(tool, [{"path": "$", "message": f"not valid JSON ({error}); send one JSON object"}]) from None
+            raise invalid_arguments(
+                tool, [{"path": "$", "message": f"not valid JSON ({error}); send one JSON object"}]
+            ) from None
     if value is None:
         value = {}
     if not isinstance(value, dict):
-        raise invalid_arguments(tool, [{"path": "$", "message": f"expected a JSON object, got {json_kind(value)}"}])
+        raise invalid_arguments(
+            tool, [{"path": "$", "message": f"expected a JSON object, got {json_kind(value)}"}]
+        )
     return value
 
 
@@ -60,5 +66,12 @@ def invalid_arguments(tool: str, problems: list[dict[str, str]]) -> ToolError:
 def json_kind(value: Any) -> str:
     """What a decoded JSON value is, in JSON's words: "an object", "an array", "a string"…; for
     the sentences that refuse a value of the wrong kind."""
-    kinds = {dict: "an object", list: "an array", bool: "a boolean", int: "a number", float: "a number", str: "a string"}
+    kinds = {
+        dict: "an object",
+        list: "an array",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+    }
     return "null" if value is None else kinds.get(type(value), type(value).__name__)

@@ -16,4 +16,8 @@ _PLAIN_TYPES = frozenset(_PLAIN)
 
 def is_awaitable(value: Any) -> bool:
     """Whether `await value` works: False at once for JSON-like data."""
-    return type(value) not in _PLAIN_TYPES and not isinstance(value, _PLAIN) and inspect.isawaitable(value)
+    return (
+        type(value) not in _PLAIN_TYPES
+        and not isinstance(value, _PLAIN)
+        and inspect.isawaitable(value)
+    )

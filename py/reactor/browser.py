@@ -46,7 +46,9 @@ class WorkerPage:
     async def request_fullscreen(self, view: str | None = None) -> str:
         return str(await self._endpoint.ask("page.fullscreen", view=view))
 
-    async def fetch_json(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
+    async def fetch_json(
+        self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> Any:
         return await _fetch_json(url, method=method, body=body, headers=headers or {})
 
     async def open_panel(self, panel: dict[str, Any]) -> bool:
@@ -55,14 +57,25 @@ class WorkerPage:
     async def close_panel(self, panel_id: str) -> dict[str, Any]:
         return dict(await self._endpoint.ask("panel.close", panel=panel_id) or {})
 
-    def draw_panel(self, panel_id: str, *, html: str | None = None, text: str | None = None, error: str | None = None) -> None:
+    def draw_panel(
+        self,
+        panel_id: str,
+        *,
+        html: str | None = None,
+        text: str | None = None,
+        error: str | None = None,
+    ) -> None:
         self._endpoint.notify("panel.draw", panel=panel_id, html=html, text=text, error=error)
 
-    def listen_panel(self, panel_id: str, event: str, selector: str | None, handler: Any) -> Disposable:
+    def listen_panel(
+        self, panel_id: str, event: str, selector: str | None, handler: Any
+    ) -> Disposable:
         self._next_listener += 1
         key = self._next_listener
         self._panel_listeners[key] = handler
-        self._endpoint.notify("panel.listen", panel=panel_id, listener=key, event=event, selector=selector)
+        self._endpoint.notify(
+            "panel.listen", panel=panel_id, listener=key, event=event, selector=selector
+        )
 
         def stop() -> None:
             if self._panel_listeners.pop(key, None) is not None:
@@ -99,7 +112,9 @@ def server_url(url: str) -> str:
     return str(js.URL.new(url, _server).href) if _server else url
 
 
-async def _fetch_json(url: str, *, method: str = "GET", body: Any = None, headers: dict[str, str], signal: Any = None) -> Any:
+async def _fetch_json(
+    url: str, *, method: str = "GET", body: Any = None, headers: dict[str, str], signal: Any = None
+) -> Any:
     url = server_url(url)
     # The reactor session cookie goes to the reactor server, wherever the page is; to no one else.
     own = bool(_server) and str(js.URL.new(url).origin) == str(js.URL.new(_server).origin)
@@ -155,7 +170,13 @@ class WorkerRunner:
     def __init__(self, endpoint: WorkerEndpoint) -> None:
         self._endpoint = endpoint
 
-    async def run(self, record: dict[str, Any], args: dict[str, Any], context: dict[str, Any], signal: CancelToken) -> Any:
+    async def run(
+        self,
+        record: dict[str, Any],
+        args: dict[str, Any],
+        context: dict[str, Any],
+        signal: CancelToken,
+    ) -> Any:
         job = {
             "id": record["id"],
             "language": record["language"],
@@ -164,11 +185,15 @@ class WorkerRunner:
             "config": context["config"],
             "viewId": context["view_id"],
         }
-        answer = json.loads(await self._endpoint.ask("aiTool.run", signal=signal, job=json.dumps(job)))
+        answer = json.loads(
+            await self._endpoint.ask("aiTool.run", signal=signal, job=json.dumps(job))
+        )
         if answer["ok"]:
             return answer["value"]
         error = answer["error"]
-        raise ToolError("failed", f"{record['name']} failed: {error['message']}", type=error["type"])
+        raise ToolError(
+            "failed", f"{record['name']} failed: {error['message']}", type=error["type"]
+        )
 
 
 def run_ai_tool(job_json: str, signal: Any) -> Any:
@@ -191,19 +216,34 @@ async def _run_ai_tool(job: dict[str, Any], signal: JsSignal) -> str:
 
 
 async def browser_send(
-    method: str, url: str, headers: dict[str, str], body: str | None, on_chunk: Any = None, *, credentials: str = "omit"
+    method: str,
+    url: str,
+    headers: dict[str, str],
+    body: str | None,
+    on_chunk: Any = None,
+    *,
+    credentials: str = "omit",
 ) -> tuple[int, dict[str, str], str]:
     """The chat host's HTTP: fetch to the provider; cancelling the task aborts the request. With
     `on_chunk`, an event stream's text goes there as it arrives (reactor.host.transport)."""
     controller = js.AbortController.new()
-    options = {"method": method, "headers": headers, "signal": controller.signal, "credentials": credentials}
+    options = {
+        "method": method,
+        "headers": headers,
+        "signal": controller.signal,
+        "credentials": credentials,
+    }
     if body is not None:
         options["body"] = body
     try:
         response = await js.fetch(url, to_js(options, dict_converter=js.Object.fromEntries))
         answer_headers = js.Object.fromEntries(response.headers.entries()).to_py()
         answer_headers = {k.lower(): v for k, v in answer_headers.items()}
-        streamed = on_chunk is not None and response.ok and "text/event-stream" in answer_headers.get("content-type", "")
+        streamed = (
+            on_chunk is not None
+            and response.ok
+            and "text/event-stream" in answer_headers.get("content-type", "")
+        )
         if not streamed:
             return response.status, answer_headers, await response.text()
         reader, decoder = response.body.getReader(), js.TextDecoder.new()
@@ -234,10 +274,14 @@ async def server_send(
     that server, and its session cookie goes along, as with the plugins' requests."""
     url = server_url(url)
     own = not _server or str(js.URL.new(url).origin) == str(js.URL.new(_server).origin)
-    return await browser_send(method, url, headers, body, on_chunk, credentials="include" if own else "omit")
+    return await browser_send(
+        method, url, headers, body, on_chunk, credentials="include" if own else "omit"
+    )
 
 
-def _serve_chat(endpoint: WorkerEndpoint, reactor: Any, agent: dict[str, Any], assistant: dict[str, Any]) -> None:
+def _serve_chat(
+    endpoint: WorkerEndpoint, reactor: Any, agent: dict[str, Any], assistant: dict[str, Any]
+) -> None:
     """The chat widget's requests: a ChatSession whose events and approvals cross as messages.
 
     The host is imported and the session made on first use, not at boot: tools are ready sooner."""
@@ -325,7 +369,10 @@ def _serve_chat(endpoint: WorkerEndpoint, reactor: Any, agent: dict[str, Any], a
     endpoint.handle("chat.label", lambda message, signal: session().label)
     endpoint.handle("chat.send", lambda message, signal: session().send(message["text"]))
     endpoint.handle("chat.tools", tools)
-    endpoint.handle("chat.callTool", lambda message, signal: session().call_tool(message["name"], message["args"], signal))
+    endpoint.handle(
+        "chat.callTool",
+        lambda message, signal: session().call_tool(message["name"], message["args"], signal),
+    )
     endpoint.handle("chat.stop", stop)
 
 
@@ -347,7 +394,9 @@ def restored() -> None:
 
     random.seed()
     year = time.localtime().tm_year
-    january, july = (time.localtime(time.mktime((year, month, 1, 12, 0, 0, 0, 0, -1))) for month in (1, 7))
+    january, july = (
+        time.localtime(time.mktime((year, month, 1, 12, 0, 0, 0, 0, -1))) for month in (1, 7)
+    )
     standard, summer = (january, july) if january.tm_gmtoff <= july.tm_gmtoff else (july, january)
     time.timezone, time.altzone = -standard.tm_gmtoff, -summer.tm_gmtoff  # type: ignore[misc]
     time.daylight = int(standard.tm_gmtoff != summer.tm_gmtoff)  # type: ignore[misc]
@@ -361,13 +410,24 @@ def start(config_json: str, modules_at_boot: str, from_snapshot: bool = False) -
     if from_snapshot:
         restored()
     endpoint = WorkerEndpoint(js.postMessage)
-    asyncio.ensure_future(_boot(endpoint, json.loads(config_json), modules_at_boot.split(","), from_snapshot))
+    asyncio.ensure_future(
+        _boot(endpoint, json.loads(config_json), modules_at_boot.split(","), from_snapshot)
+    )
     # The worker's JavaScript takes every message with `take`, a CALLS request with `takeCall`.
-    taking = {"take": create_proxy(endpoint.take), "takeCall": create_proxy(endpoint.take_call), "calls": CALLS}
+    taking = {
+        "take": create_proxy(endpoint.take),
+        "takeCall": create_proxy(endpoint.take_call),
+        "calls": CALLS,
+    }
     return to_js(taking, dict_converter=js.Object.fromEntries)
 
 
-async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boot: list[str], from_snapshot: bool) -> None:
+async def _boot(
+    endpoint: WorkerEndpoint,
+    config: dict[str, Any],
+    modules_at_boot: list[str],
+    from_snapshot: bool,
+) -> None:
     from .facade import (
         bundles_json,
         call_tool_json,
@@ -382,9 +442,20 @@ async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boo
 
     try:
         use_server(config.get("server", ""))
-        endpoint.notify("progress", text="Loading plugins…", phase="plugins", at=js.performance.timeOrigin + js.performance.now())
+        endpoint.notify(
+            "progress",
+            text="Loading plugins…",
+            phase="plugins",
+            at=js.performance.timeOrigin + js.performance.now(),
+        )
         page = WorkerPage(endpoint)
-        reactor = Reactor(services={"page": page, "ai_tool_runner": WorkerRunner(endpoint), **config.get("services", {})})
+        reactor = Reactor(
+            services={
+                "page": page,
+                "ai_tool_runner": WorkerRunner(endpoint),
+                **config.get("services", {}),
+            }
+        )
         plugins, failures = [], []
         for entry in config.get("plugins", []):
             try:
@@ -402,7 +473,9 @@ async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boo
         failures += [str(error) for error in [*report.failed.values(), *activation.values()]]
         notices = watch_changes(
             reactor,
-            bundles=lambda delta, number: endpoint.notify("bundles.changed", delta=Raw(delta), notice=number),
+            bundles=lambda delta, number: endpoint.notify(
+                "bundles.changed", delta=Raw(delta), notice=number
+            ),
             commands=lambda number: endpoint.notify("commands.changed", notice=number),
         )
 
@@ -421,13 +494,19 @@ async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boo
             async def run(command_id: str, args: dict[str, Any]) -> Any:
                 # The page checks the command's isEnabled as it runs it: that reads the page's live state.
                 try:
-                    return await endpoint.ask("pageCommand.run", key=key, command=command_id, args=args)
+                    return await endpoint.ask(
+                        "pageCommand.run", key=key, command=command_id, args=args
+                    )
                 except PageError as error:
                     if error.name == "CommandUnavailableError":
-                        raise CommandUnavailableError(str(error), command_id=command_id, reason=str(error)) from None
+                        raise CommandUnavailableError(
+                            str(error), command_id=command_id, reason=str(error)
+                        ) from None
                     raise PageScriptError(error.name, str(error)) from None
 
-            return covered(define_plugin_json(reactor, message["declaration"], run, lambda command_id: True))
+            return covered(
+                define_plugin_json(reactor, message["declaration"], run, lambda command_id: True)
+            )
 
         # These answer in JSON text, which is sent as it is: the answer's (execute, definePlugin,
         # unloadPlugin), or the value's (a tool's envelope, which a failed tool call resolves with).
@@ -438,18 +517,26 @@ async def _boot(endpoint: WorkerEndpoint, config: dict[str, Any], modules_at_boo
             return covered(unload_plugin_json(reactor, message["name"]))
 
         endpoint.handle_call("execute", execute, answers=True)
-        endpoint.handle_call("callTool", lambda name, args, signal: call_tool_json(reactor, name, args, signal))
+        endpoint.handle_call(
+            "callTool", lambda name, args, signal: call_tool_json(reactor, name, args, signal)
+        )
         endpoint.handle("definePlugin", define_plugin, answers=True)
         endpoint.handle("unloadPlugin", unload_plugin, answers=True)
         endpoint.handle("bundles", lambda message, signal: bundles_json(reactor), json_text=True)
         endpoint.handle("commands", lambda message, signal: commands_json(reactor), json_text=True)
-        endpoint.handle("diagnostics", lambda message, signal: _module_report(modules_at_boot, from_snapshot))
+        endpoint.handle(
+            "diagnostics", lambda message, signal: _module_report(modules_at_boot, from_snapshot)
+        )
         endpoint.handle("panel.event", page.panel_event)
         endpoint.handle("panels.unload", lambda message, signal: _unload_panels(reactor))
         _serve_chat(endpoint, reactor, config["agent"], config.get("assistant") or {})
-        endpoint.notify("ready", loaded=reactor.plugins, failures=failures, bundles=Raw(bundles_json(reactor)))
+        endpoint.notify(
+            "ready", loaded=reactor.plugins, failures=failures, bundles=Raw(bundles_json(reactor))
+        )
     except Exception as error:
-        endpoint.notify("fail", message=f"Python failed to start: {error}", detail=traceback.format_exc())
+        endpoint.notify(
+            "fail", message=f"Python failed to start: {error}", detail=traceback.format_exc()
+        )
         raise
 
 
@@ -470,7 +557,10 @@ def _module_report(modules_at_boot: list[str], from_snapshot: bool) -> dict[str,
     from_zip, checked, stale = [], [], []
     for name in after_boot:
         module = sys.modules[name]
-        source, cached = getattr(module, "__file__", None) or "", getattr(module, "__cached__", None)
+        source, cached = (
+            getattr(module, "__file__", None) or "",
+            getattr(module, "__cached__", None),
+        )
         if ".zip" in source:
             from_zip.append(name)
         elif source.endswith(".py"):
@@ -481,4 +571,9 @@ def _module_report(modules_at_boot: list[str], from_snapshot: bool) -> dict[str,
                         stale.append(name)
             except (OSError, TypeError):
                 stale.append(name)
-    return {"snapshot": from_snapshot, "stdlibFromZip": from_zip, "checked": checked, "stale": stale}
+    return {
+        "snapshot": from_snapshot,
+        "stdlibFromZip": from_zip,
+        "checked": checked,
+        "stale": stale,
+    }

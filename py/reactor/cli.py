@@ -11,13 +11,21 @@ from typing import Any
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="reactor", description="Serve reactor: the page, its runtime and plugins.")
+    parser = argparse.ArgumentParser(
+        prog="reactor", description="Serve reactor: the page, its runtime and plugins."
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="start the server with the page and the SQLite data")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="port; 0 picks a free one (default 8000)")
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    serve.add_argument(
+        "--port", type=int, default=8000, help="port; 0 picks a free one (default 8000)"
+    )
     _storage_arguments(serve)
-    serve.add_argument("--no-seed", action="store_true", help="do not add the demo decks to an empty database")
+    serve.add_argument(
+        "--no-seed", action="store_true", help="do not add the demo decks to an empty database"
+    )
     serve.add_argument(
         "--allow-origin",
         action="append",
@@ -35,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
         "(repeat for more; also $REACTOR_ALLOW_HOSTS)",
     )
     _assistant_arguments(serve)
-    password = commands.add_parser("passwd", help="set a user's password (creating the user if needed)")
+    password = commands.add_parser(
+        "passwd", help="set a user's password (creating the user if needed)"
+    )
     password.add_argument("username")
     _storage_arguments(password)
     password.add_argument(
@@ -45,8 +55,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="GROUP",
         help="for a new user: a group to put them in (operators, staff...; repeat for more)",
     )
-    tools = commands.add_parser("tools", help="print the enabled plugins' tools in a provider's format")
-    tools.add_argument("--format", required=True, choices=sorted(FORMATS), help="the wire format to print")
+    tools = commands.add_parser(
+        "tools", help="print the enabled plugins' tools in a provider's format"
+    )
+    tools.add_argument(
+        "--format", required=True, choices=sorted(FORMATS), help="the wire format to print"
+    )
     tools.add_argument(
         "--plugin",
         action="append",
@@ -57,9 +71,15 @@ def main(argv: list[str] | None = None) -> int:
     new = commands.add_parser("new", help="start something new from a scaffold")
     scaffolds = new.add_subparsers(dest="scaffold", required=True)
     plugin = scaffolds.add_parser("plugin", help="an installable plugin package, with tests")
-    plugin.add_argument("name", help="the plugin's name: lowercase letters, digits and hyphens (e.g. team-notes)")
-    plugin.add_argument("--server", action="store_true", help="with a server half (a table and an API)")
-    plugin.add_argument("--dir", type=Path, default=Path("."), help="the folder to create it in (default: here)")
+    plugin.add_argument(
+        "name", help="the plugin's name: lowercase letters, digits and hyphens (e.g. team-notes)"
+    )
+    plugin.add_argument(
+        "--server", action="store_true", help="with a server half (a table and an API)"
+    )
+    plugin.add_argument(
+        "--dir", type=Path, default=Path("."), help="the folder to create it in (default: here)"
+    )
     args = parser.parse_args(argv)
     if args.command == "new":
         return new_plugin(args.name, args.dir, server=args.server)
@@ -67,10 +87,15 @@ def main(argv: list[str] | None = None) -> int:
         return print_tools(args.format, args.plugin)
     if args.command == "passwd":
         return set_password(args.data, args.username, args.group, args.database)
-    origins = [*args.allow_origin, *os.environ.get("REACTOR_ALLOW_ORIGINS", "").replace(",", " ").split()]
+    origins = [
+        *args.allow_origin,
+        *os.environ.get("REACTOR_ALLOW_ORIGINS", "").replace(",", " ").split(),
+    ]
     hosts = [*args.allow_host, *os.environ.get("REACTOR_ALLOW_HOSTS", "").replace(",", " ").split()]
     if args.database and not args.database.startswith(("postgresql://", "postgres://")):
-        parser.error(f"--database takes a postgresql:// URL, not {args.database[:40]!r}; the SQLite file is --data.")
+        parser.error(
+            f"--database takes a postgresql:// URL, not {args.database[:40]!r}; the SQLite file is --data."
+        )
     assistant, problem = assistant_config(args)
     if problem:
         print(f"reactor serve: {problem}", file=sys.stderr)
@@ -80,7 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         from .server.protection import LOOPBACK_HOSTS, check_hosts
 
         allowed = check_origins(origins)
-        served = check_hosts([*LOOPBACK_HOSTS, *([] if _is_wildcard(args.host) else [args.host]), *hosts])
+        served = check_hosts(
+            [*LOOPBACK_HOSTS, *([] if _is_wildcard(args.host) else [args.host]), *hosts]
+        )
     except ValueError as error:
         parser.error(str(error))
     return serve_forever(
@@ -127,15 +154,28 @@ def _assistant_arguments(serve: argparse.ArgumentParser) -> None:
         metavar="openai|anthropic",
         help="the provider's wire format (also $REACTOR_MODEL_PROVIDER)",
     )
-    group.add_argument("--model", default=env("REACTOR_MODEL", ""), metavar="NAME", help="the model (also $REACTOR_MODEL)")
+    group.add_argument(
+        "--model",
+        default=env("REACTOR_MODEL", ""),
+        metavar="NAME",
+        help="the model (also $REACTOR_MODEL)",
+    )
     group.add_argument(
         "--model-base-url",
         default=env("REACTOR_MODEL_BASE_URL", ""),
         metavar="URL",
         help="an OpenAI-compatible server of your own, e.g. http://127.0.0.1:11434/v1 for Ollama (also $REACTOR_MODEL_BASE_URL)",
     )
-    group.add_argument("--model-anonymous", action="store_true", help="let signed-out pages use it too")
-    group.add_argument("--model-limit-rpm", type=int, default=20, metavar="N", help="requests per minute per user (20)")
+    group.add_argument(
+        "--model-anonymous", action="store_true", help="let signed-out pages use it too"
+    )
+    group.add_argument(
+        "--model-limit-rpm",
+        type=int,
+        default=20,
+        metavar="N",
+        help="requests per minute per user (20)",
+    )
     group.add_argument(
         "--model-limit-tokens",
         type=int,
@@ -143,7 +183,13 @@ def _assistant_arguments(serve: argparse.ArgumentParser) -> None:
         metavar="N",
         help="tokens per user per UTC day, as the provider reports them (200000)",
     )
-    group.add_argument("--model-max-tokens", type=int, default=4096, metavar="N", help="the cap on max_tokens (4096)")
+    group.add_argument(
+        "--model-max-tokens",
+        type=int,
+        default=4096,
+        metavar="N",
+        help="the cap on max_tokens (4096)",
+    )
     group.add_argument(
         "--model-browser-keys",
         action=argparse.BooleanOptionalAction,
@@ -159,7 +205,9 @@ def assistant_config(args: argparse.Namespace) -> tuple[Any, str]:
     from .errors import DeclarationError
     from .server.gateway import KEY_VARIABLES, AssistantConfig, check_reachable
 
-    key = os.environ.get("REACTOR_MODEL_API_KEY") or os.environ.get(KEY_VARIABLES.get(args.model_provider, ""), "")
+    key = os.environ.get("REACTOR_MODEL_API_KEY") or os.environ.get(
+        KEY_VARIABLES.get(args.model_provider, ""), ""
+    )
     try:
         config = AssistantConfig(
             provider=args.model_provider,
@@ -176,7 +224,12 @@ def assistant_config(args: argparse.Namespace) -> tuple[Any, str]:
     return config, check_reachable(config)
 
 
-FORMATS = {"openai": "openai_chat_tools", "responses": "responses_tools", "anthropic": "anthropic_tools", "mcp": "mcp_list_tools"}
+FORMATS = {
+    "openai": "openai_chat_tools",
+    "responses": "responses_tools",
+    "anthropic": "anthropic_tools",
+    "mcp": "mcp_list_tools",
+}
 
 
 def print_tools(format: str, plugins: list[str]) -> int:
@@ -191,10 +244,15 @@ def print_tools(format: str, plugins: list[str]) -> int:
     known = sorted({bundle["plugin"] for bundle in bundles})
     unknown = [name for name in plugins if name not in known]
     if unknown:
-        print(f"reactor tools: no plugin {unknown[0]!r} provides tools; plugins: {', '.join(known)}.", file=sys.stderr)
+        print(
+            f"reactor tools: no plugin {unknown[0]!r} provides tools; plugins: {', '.join(known)}.",
+            file=sys.stderr,
+        )
         return 2
     spec = host.AgentSpec("cli", plugins=tuple(plugins or known))
-    rendered = getattr(host, FORMATS[format])(host.Toolbox(Reactor(), spec, bundles=bundles).tools())
+    rendered = getattr(host, FORMATS[format])(
+        host.Toolbox(Reactor(), spec, bundles=bundles).tools()
+    )
     print(json.dumps(rendered, indent=2, ensure_ascii=False))
     return 0
 
@@ -231,7 +289,10 @@ def set_password(data: Path, username: str, groups: list[str], database: str = "
     else:
         password = sys.stdin.readline().rstrip("\n")
     if len(password) < 8:
-        print("reactor passwd: a password needs at least 8 characters; nothing changed.", file=sys.stderr)
+        print(
+            "reactor passwd: a password needs at least 8 characters; nothing changed.",
+            file=sys.stderr,
+        )
         return 1
     auth = Auth(Database(database or data / "reactor.sqlite3"), seed=False)
     try:
@@ -239,7 +300,9 @@ def set_password(data: Path, username: str, groups: list[str], database: str = "
         print(f"reactor passwd: {username}'s password is set; their sessions have ended.")
     except LookupError:  # NotFoundError: no such user
         auth.create_user(username, password, groups)
-        print(f"reactor passwd: created {username}" + (f" in {', '.join(groups)}." if groups else "."))
+        print(
+            f"reactor passwd: created {username}" + (f" in {', '.join(groups)}." if groups else ".")
+        )
     return 0
 
 
@@ -314,7 +377,9 @@ def _serve(
     # The socket is bound here and handed to uvicorn, so the address printed is the one bound
     # (`--port 0` picks a free port) and a taken port is one clear sentence.
     try:
-        listener = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+        listener = socket.create_server(
+            (host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET
+        )
     except OSError as error:
         print(
             f"reactor serve: cannot listen on {host}:{port}: {os.strerror(error.errno) if error.errno else error}.",
@@ -328,9 +393,14 @@ def _serve(
     if allow_origins:
         print(f"pages of {', '.join(allow_origins)} may embed it", flush=True)
     if assistant is not None:
-        print(f"the page's chat uses {assistant.model} at {assistant.url} through this server", flush=True)
+        print(
+            f"the page's chat uses {assistant.model} at {assistant.url} through this server",
+            flush=True,
+        )
     # Pages connected for their agents hold an event stream open (server/mcp_relay.py).
-    uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=GRACE_SECONDS)).run(sockets=[listener])
+    uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=GRACE_SECONDS)
+    ).run(sockets=[listener])
     return 0
 
 

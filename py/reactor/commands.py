@@ -57,13 +57,24 @@ class CommandOptions:
         disabled_display: str = "",
         confirmation: Callable[[dict[str, Any]], str] | None = None,
     ) -> None:
-        self.execute, self.label, self.description, self.parameters = execute, label, description, parameters
-        self.is_enabled, self.disabled_reason, self.disabled_display = is_enabled, disabled_reason, disabled_display
+        self.execute, self.label, self.description, self.parameters = (
+            execute,
+            label,
+            description,
+            parameters,
+        )
+        self.is_enabled, self.disabled_reason, self.disabled_display = (
+            is_enabled,
+            disabled_reason,
+            disabled_display,
+        )
         self.confirmation = confirmation
 
     def declared(self, label: str, description: str, parameters: dict[str, Any]) -> CommandOptions:
         """These options with the words and the schema a bundle declares."""
-        declared = CommandOptions(self.execute, label=label, description=description, parameters=parameters)
+        declared = CommandOptions(
+            self.execute, label=label, description=description, parameters=parameters
+        )
         declared.is_enabled, declared.disabled_reason = self.is_enabled, self.disabled_reason
         declared.disabled_display, declared.confirmation = self.disabled_display, self.confirmation
         return declared
@@ -119,7 +130,9 @@ class CommandExecuted:
 
     __slots__ = ("command_id", "args", "result", "error")
 
-    def __init__(self, command_id: str, args: dict[str, Any], result: Any, error: CommandError | None) -> None:
+    def __init__(
+        self, command_id: str, args: dict[str, Any], result: Any, error: CommandError | None
+    ) -> None:
         self.command_id, self.args, self.result, self.error = command_id, args, result, error
 
 
@@ -152,12 +165,17 @@ class CommandRegistry:
         self.changed: Emitter[CommandsChanged] = Emitter()
         self.executed: Emitter[CommandExecuted] = Emitter()
 
-    def register_command(self, id: str, options: CommandOptions | Handler, *, plugin: str = "") -> Disposable:
+    def register_command(
+        self, id: str, options: CommandOptions | Handler, *, plugin: str = ""
+    ) -> Disposable:
         """Add a command (`options` may be just its handler); the Disposable removes exactly this
         registration. A plugin declares its commands in its bundle instead (`register_bundle`)."""
         if not isinstance(id, str) or not id.strip():
             raise DeclarationError(
-                f"A command id must be a non-empty string, not {id!r}.", owner=plugin or "?", field="id", value=id
+                f"A command id must be a non-empty string, not {id!r}.",
+                owner=plugin or "?",
+                field="id",
+                value=id,
             )
         if id in self._commands:
             owner = self._commands[id].plugin
@@ -236,7 +254,9 @@ class CommandRegistry:
         try:
             _check_arguments(command, args)
             if options.is_enabled is not None and not options.is_enabled(args):
-                reason = options.disabled_reason or "it is disabled in the current state of the page"
+                reason = (
+                    options.disabled_reason or "it is disabled in the current state of the page"
+                )
                 raise CommandUnavailableError(
                     f"The command {id!r} is unavailable right now: {reason}",
                     command_id=id,
@@ -313,7 +333,9 @@ def did_you_mean(name: Any, known: Iterable[str]) -> str:
 
     known = list(known)
     # A name typed short of its end ("decks.goTo") first, then the closest spelling.
-    close = [k for k in known if k.startswith(name)][:1] or difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    close = [k for k in known if k.startswith(name)][:1] or difflib.get_close_matches(
+        name, known, n=1, cutoff=0.6
+    )
     return f" Did you mean {close[0]!r}?" if close else ""
 
 

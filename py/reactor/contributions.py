@@ -18,7 +18,9 @@ class ContributionPoint(Generic[T]):
 
     __slots__ = ("id", "description", "check")
 
-    def __init__(self, id: str, description: str = "", check: Callable[[Any], T] | None = None) -> None:
+    def __init__(
+        self, id: str, description: str = "", check: Callable[[Any], T] | None = None
+    ) -> None:
         self.id, self.description, self.check = id, description, check
 
     def __repr__(self) -> str:
@@ -30,14 +32,18 @@ class Contribution(Generic[T]):
 
     __slots__ = ("point", "value", "id", "order", "plugin")
 
-    def __init__(self, point: ContributionPoint[T], value: T, id: str, order: int = 0, plugin: str = "") -> None:
+    def __init__(
+        self, point: ContributionPoint[T], value: T, id: str, order: int = 0, plugin: str = ""
+    ) -> None:
         self.point, self.value, self.id, self.order, self.plugin = point, value, id, order, plugin
 
     def __repr__(self) -> str:
         return f"Contribution({self.point.id!r}, id={self.id!r}, plugin={self.plugin!r})"
 
 
-def contribution(point: ContributionPoint[T], value: T, *, id: str, order: int = 0) -> Contribution[T]:
+def contribution(
+    point: ContributionPoint[T], value: T, *, id: str, order: int = 0
+) -> Contribution[T]:
     """Describe a contribution for `define_plugin(contributes=[...])`; the reactor adds it on load."""
     return Contribution(point, value, id, order)
 
@@ -59,12 +65,19 @@ class ContributionRegistry:
         self._revisions[point] = self._revisions.get(point, 0) + 1
         self.changed.emit(point)
 
-    def contribute(self, point: ContributionPoint[T], value: T, *, id: str, order: int = 0, plugin: str = "") -> Disposable:
+    def contribute(
+        self, point: ContributionPoint[T], value: T, *, id: str, order: int = 0, plugin: str = ""
+    ) -> Disposable:
         """Add `value` to `point` under `id`; a taken id is refused, nothing overwritten."""
         if not isinstance(point, ContributionPoint):
-            raise ContributionError(f"{point!r} is not a ContributionPoint.", point_id=str(point), contribution_id=id)
+            raise ContributionError(
+                f"{point!r} is not a ContributionPoint.", point_id=str(point), contribution_id=id
+            )
         if not isinstance(id, str) or not id:
-            raise ContributionError(f"A contribution to {point.id!r} needs a non-empty string id, not {id!r}.", point_id=point.id)
+            raise ContributionError(
+                f"A contribution to {point.id!r} needs a non-empty string id, not {id!r}.",
+                point_id=point.id,
+            )
         entries = self._by_point.setdefault(point, {})
         if id in entries:
             owner = entries[id][1].plugin
@@ -96,6 +109,10 @@ class ContributionRegistry:
     def values(self, point: ContributionPoint[T]) -> list[T]:
         return [c.value for c in self.contributions(point)]
 
-    def watch(self, point: ContributionPoint[T], listener: Callable[[list[T]], object]) -> Disposable:
+    def watch(
+        self, point: ContributionPoint[T], listener: Callable[[list[T]], object]
+    ) -> Disposable:
         """Call `listener` with the point's values each time they change."""
-        return self.changed.connect(lambda changed: changed is point and listener(self.values(point)))
+        return self.changed.connect(
+            lambda changed: changed is point and listener(self.values(point))
+        )

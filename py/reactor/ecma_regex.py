@@ -13,7 +13,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_ECMA_SPACE = r"\t\n\v\f\r\x20\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"  # ECMA-262 \s
+_ECMA_SPACE = (
+    r"\t\n\v\f\r\x20\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"  # ECMA-262 \s
+)
 _CLASS_ESCAPES = {
     "d": r"\d",
     "D": r"\D",
@@ -70,11 +72,17 @@ def _translated(pattern: str) -> str:
     closed: set[int] = set()
     repeated: set[int] = set()  # groups inside (or being) a group that may match more than once
     negative: set[int] = set()  # groups inside a negative look-around
-    references: list[tuple[Any, bool, str]] = []  # (number or name, its group had closed, as written)
-    stack: list[tuple[str, int, int]] = []  # open groups: (how it opened, its first capturing group, where)
+    references: list[
+        tuple[Any, bool, str]
+    ] = []  # (number or name, its group had closed, as written)
+    stack: list[
+        tuple[str, int, int]
+    ] = []  # open groups: (how it opened, its first capturing group, where)
     behind = negated = 0  # open look-behinds, open negative look-arounds
     last: tuple[int, int] | None = None  # the capturing groups (first, last) of a group just closed
-    look: int | None = None  # where a look-around just closed had opened (None: the token before was none)
+    look: int | None = (
+        None  # where a look-around just closed had opened (None: the token before was none)
+    )
     anchored = False  # the token before was ^, $, \b or \B
     quantified: int | None = None  # where the token before started, when it was a quantifier
     while i < end:
@@ -93,7 +101,9 @@ def _translated(pattern: str) -> str:
                 )
             most, after = (None if c != "?" else 1, i + 1) if quantifier is None else quantifier
             if look is not None:
-                raise _Refused(f"a quantifier on a look-around ({pattern[look : i + 1]}), which ECMA-262 refuses")
+                raise _Refused(
+                    f"a quantifier on a look-around ({pattern[look : i + 1]}), which ECMA-262 refuses"
+                )
             if anchored:
                 raise re.error("nothing to repeat")  # after ^, $, \b or \B
             if last is not None and (most is None or most > 1):
@@ -123,7 +133,11 @@ def _translated(pattern: str) -> str:
                 number = value if isinstance(value, int) else names.get(value, 0)
                 references.append((value, number in closed, written))
                 # A group that took no part matches "" in ECMA-262; in Python's re it fails the match.
-                out.append(f"(?({number})\\{number})" if isinstance(value, int) and number < 100 else f"(?({value})(?P={value}))")
+                out.append(
+                    f"(?({number})\\{number})"
+                    if isinstance(value, int) and number < 100
+                    else f"(?({value})(?P={value}))"
+                )
         elif c == "[":
             text, i = _class(pattern, i)
             out.append(text)
@@ -188,7 +202,9 @@ def _translated(pattern: str) -> str:
                     "not ECMA-262's (write {0,n})"
                 )
             else:
-                out.append(_literal(ord(c)))  # ], } and a { that starts no quantifier are literal too
+                out.append(
+                    _literal(ord(c))
+                )  # ], } and a { that starts no quantifier are literal too
             i += 1
         last, look, anchored, quantified = closing, closed_look, anchor, None
     for value, was_closed, written in references:
@@ -271,7 +287,9 @@ def _escape(pattern: str, i: int, in_class: bool) -> tuple[str, Any, int]:
         if c == "0" and digits == after:
             return "char", 0, after
         if c == "0" or in_class:
-            raise _Refused(f"the octal escape {pattern[i:digits]}, which ECMA-262 refuses in a Unicode pattern")
+            raise _Refused(
+                f"the octal escape {pattern[i:digits]}, which ECMA-262 refuses in a Unicode pattern"
+            )
         return "ref", int(pattern[i + 1 : digits]), digits
     if c == "x":
         code = _hex(pattern[after : after + 2], 2)
@@ -288,7 +306,9 @@ def _escape(pattern: str, i: int, in_class: bool) -> tuple[str, Any, int]:
         if code is None:
             raise re.error("incomplete escape \\u" + pattern[after : after + 4])
         after += 4
-        if 0xD800 <= code < 0xDC00 and pattern.startswith("\\u", after):  # a surrogate pair: one code point
+        if 0xD800 <= code < 0xDC00 and pattern.startswith(
+            "\\u", after
+        ):  # a surrogate pair: one code point
             low = _hex(pattern[after + 2 : after + 6], 4)
             if low is not None and 0xDC00 <= low < 0xE000:
                 return "char", 0x10000 + (code - 0xD800) * 0x400 + (low - 0xDC00), after + 6
@@ -296,7 +316,10 @@ def _escape(pattern: str, i: int, in_class: bool) -> tuple[str, Any, int]:
     if c == "k":
         close = pattern.find(">", after)
         if in_class or not pattern.startswith("<", after) or close < 0:
-            raise _Refused("\\k without a group name (\\k<name>)" + (" inside a character class" if in_class else ""))
+            raise _Refused(
+                "\\k without a group name (\\k<name>)"
+                + (" inside a character class" if in_class else "")
+            )
         return "ref", pattern[after + 1 : close], close + 1
     if c in "pP":
         close = pattern.find("}", after) if pattern.startswith("{", after) else -1

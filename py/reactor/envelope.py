@@ -46,7 +46,9 @@ def tool_success(result: Any) -> dict[str, Any]:
         try:
             dumps(result, allow_nan=False)
         except (TypeError, ValueError) as error:
-            return tool_failure("failed", f"The tool answered with a value that is not JSON data: {error}.")
+            return tool_failure(
+                "failed", f"The tool answered with a value that is not JSON data: {error}."
+            )
     return {"ok": True, "result": result}
 
 

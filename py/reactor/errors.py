@@ -54,7 +54,9 @@ class CommandNotFoundError(CommandError):
 
 
 class CommandUnavailableError(CommandError):
-    def __init__(self, message: str, *, command_id: str, reason: str = "", display: str = "") -> None:
+    def __init__(
+        self, message: str, *, command_id: str, reason: str = "", display: str = ""
+    ) -> None:
         super().__init__(message, command_id=command_id)
         self.reason = reason
         self.display = display  # the reason in a person's words, when the command gave one
@@ -114,7 +116,9 @@ class DeclarationError(ReactorError, ValueError):
 def refusal(subject: str, owner: str, field: str, value: Any, rule: str) -> DeclarationError:
     """The DeclarationError of one broken rule: "Plugin 'notes': assets must be file names …"."""
     where = f" {field}" if field else ""
-    return DeclarationError(f"{subject} {owner!r}:{where} {rule}", owner=owner, field=field, value=value)
+    return DeclarationError(
+        f"{subject} {owner!r}:{where} {rule}", owner=owner, field=field, value=value
+    )
 
 
 class AbortedError(ReactorError):

@@ -70,7 +70,9 @@ async def _dumped(answer: Any) -> str:
     return dumps(await answer)
 
 
-def define_plugin_json(reactor: Reactor, declaration_json: str, run: Run, is_enabled: Callable[[str], bool]) -> str:
+def define_plugin_json(
+    reactor: Reactor, declaration_json: str, run: Run, is_enabled: Callable[[str], bool]
+) -> str:
     """Declare and load a plugin the page wrote in JavaScript (`reactor.page_plugins`); the answer is
     `{"ok": true, "value": {name, commands, tools}}`, or the refusal, with nothing registered."""
     try:
@@ -105,7 +107,9 @@ def bundles_json(reactor: Reactor) -> str:
         for item in reactor.contributions.contributions(AgentTools):
             known = cache.texts.get(item.id)
             # Identity, not equality: the cache holds the value, so its id cannot be reused.
-            texts[item.id] = known if known and known[0] is item.value else (item.value, json.dumps(item.value))
+            texts[item.id] = (
+                known if known and known[0] is item.value else (item.value, json.dumps(item.value))
+            )
         cache.texts, cache.revision = texts, revision
         cache.joined = "[" + ",".join(text for _, text in texts.values()) + "]"
     return cache.joined
@@ -134,7 +138,9 @@ class ChangeNotices(DisposableSet):
         return self.posted + 1 if self.due else self.posted
 
 
-def watch_changes(reactor: Reactor, *, bundles: Callable[[str, int], object], commands: Callable[[int], object]) -> ChangeNotices:
+def watch_changes(
+    reactor: Reactor, *, bundles: Callable[[str, int], object], commands: Callable[[int], object]
+) -> ChangeNotices:
     """Tell the page once per burst of changes, after it: `bundles(delta_json, number)` with what
     changed in the AgentTools bundles (BundleFeed), `commands(number)` when commands came or went;
     both of one burst carry the same number. Defining a thousand plugins in a loop is then one
@@ -163,7 +169,9 @@ def watch_changes(reactor: Reactor, *, bundles: Callable[[str, int], object], co
             asyncio.get_event_loop().call_soon(flush)
         notices.due.add(kind)
 
-    notices.add(reactor.contributions.changed.connect(lambda point: point is AgentTools and mark("bundles")))
+    notices.add(
+        reactor.contributions.changed.connect(lambda point: point is AgentTools and mark("bundles"))
+    )
     notices.add(reactor.commands.changed.connect(lambda _: mark("commands")))
     return notices
 
@@ -185,7 +193,10 @@ def _success(command_id: str, value: Any) -> str:
         return success_text(value)
     except (TypeError, ValueError) as error:
         return _failure(
-            command_id, TypeError(f"The command {command_id!r} answered with a value that is not JSON data: {error}.")
+            command_id,
+            TypeError(
+                f"The command {command_id!r} answered with a value that is not JSON data: {error}."
+            ),
         )
 
 

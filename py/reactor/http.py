@@ -41,10 +41,14 @@ def tool_refusal(error: HttpError) -> ToolError | None:
     return None
 
 
-async def fetch_json(send: Send, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
+async def fetch_json(
+    send: Send, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None
+) -> Any:
     """Send `body` as JSON and return the decoded answer (None for an empty one)."""
     text = None if body is None else json.dumps(body)
-    status, _headers, answer = await send(method, url, {"content-type": "application/json", **(headers or {})}, text)
+    status, _headers, answer = await send(
+        method, url, {"content-type": "application/json", **(headers or {})}, text
+    )
     return answer_json(status, answer)
 
 
@@ -61,7 +65,11 @@ def answer_json(status: int, text: str) -> Any:
 
 
 async def urllib_send(
-    method: str, url: str, headers: dict[str, str], body: str | None, on_chunk: Callable[[str], None] | None = None
+    method: str,
+    url: str,
+    headers: dict[str, str],
+    body: str | None,
+    on_chunk: Callable[[str], None] | None = None,
 ) -> tuple[int, dict[str, str], str]:
     """A `send` for CPython (tests, scripts, the CLI). Error statuses are returned, not raised."""
     if on_chunk is None:
@@ -72,11 +80,19 @@ async def urllib_send(
     pieces: asyncio.Queue[Any] = asyncio.Queue()
     reading = asyncio.ensure_future(
         asyncio.to_thread(
-            _urllib_stream, method, url, headers, body, lambda item: loop.call_soon_threadsafe(pieces.put_nowait, item), stop
+            _urllib_stream,
+            method,
+            url,
+            headers,
+            body,
+            lambda item: loop.call_soon_threadsafe(pieces.put_nowait, item),
+            stop,
         )
     )
     # Should the thread end without its last word, the wait below still ends.
-    reading.add_done_callback(lambda done: pieces.put_nowait(("error", OSError("the connection ended unexpectedly"))))
+    reading.add_done_callback(
+        lambda done: pieces.put_nowait(("error", OSError("the connection ended unexpectedly")))
+    )
     try:
         while True:
             item = await pieces.get()
@@ -104,11 +120,20 @@ def _urllib_stream(
     import urllib.request
 
     try:
-        request = urllib.request.Request(url, data=None if body is None else body.encode("utf-8"), method=method, headers=headers)
+        request = urllib.request.Request(
+            url, data=None if body is None else body.encode("utf-8"), method=method, headers=headers
+        )
         with urllib.request.urlopen(request, timeout=120) as response:
             answer_headers = _lower(response.headers.items())
             if "text/event-stream" not in answer_headers.get("content-type", ""):
-                put(("end", response.status, answer_headers, response.read().decode("utf-8", "replace")))
+                put(
+                    (
+                        "end",
+                        response.status,
+                        answer_headers,
+                        response.read().decode("utf-8", "replace"),
+                    )
+                )
                 return
             decoder = codecs.getincrementaldecoder("utf-8")("replace")
             while not stop.is_set():
@@ -119,14 +144,23 @@ def _urllib_stream(
             put(("end", response.status, answer_headers, ""))
     except urllib.error.HTTPError as error:
         with error:
-            put(("end", error.code, _lower(error.headers.items()), error.read().decode("utf-8", "replace")))
+            put(
+                (
+                    "end",
+                    error.code,
+                    _lower(error.headers.items()),
+                    error.read().decode("utf-8", "replace"),
+                )
+            )
     except urllib.error.URLError as error:
         put(("error", OSError(str(error.reason))))
     except Exception as error:
         put(("error", OSError(str(error))))
 
 
-def _urllib_exchange(method: str, url: str, headers: dict[str, str], body: str | None) -> tuple[int, dict[str, str], str]:
+def _urllib_exchange(
+    method: str, url: str, headers: dict[str, str], body: str | None
+) -> tuple[int, dict[str, str], str]:
     import urllib.error
     import urllib.request
 
@@ -134,10 +168,18 @@ def _urllib_exchange(method: str, url: str, headers: dict[str, str], body: str |
     request = urllib.request.Request(url, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=120) as response:
-            return response.status, _lower(response.headers.items()), response.read().decode("utf-8", "replace")
+            return (
+                response.status,
+                _lower(response.headers.items()),
+                response.read().decode("utf-8", "replace"),
+            )
     except urllib.error.HTTPError as error:
         with error:
-            return error.code, _lower(error.headers.items()), error.read().decode("utf-8", "replace")
+            return (
+                error.code,
+                _lower(error.headers.items()),
+                error.read().decode("utf-8", "replace"),
+            )
     except urllib.error.URLError as error:
         raise OSError(str(error.reason)) from None
 

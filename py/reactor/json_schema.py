@@ -77,7 +77,13 @@ def json_equal(one: Any, other: Any) -> bool:
         return len(one) == len(other) and all(json_equal(a, b) for a, b in zip(one, other))
     if isinstance(one, (dict, list)) or isinstance(other, (dict, list)):
         return False
-    return type(one) is type(other) and one == other or _is_number(one) and _is_number(other) and one == other
+    return (
+        type(one) is type(other)
+        and one == other
+        or _is_number(one)
+        and _is_number(other)
+        and one == other
+    )
 
 
 def _is_number(value: Any) -> bool:
@@ -268,7 +274,9 @@ _SHAPES: dict[str, Callable[[Any, tuple[Any, ...], Any, int], None]] = {
 def resolve_pointer(root: Any, reference: str) -> Any:
     """The subschema a local `$ref` ("#", "#/$defs/name", …) points to; LookupError otherwise."""
     if not reference.startswith("#"):
-        raise LookupError(f'{reference!r} is not a local reference ("#/..."); reactor resolves no other')
+        raise LookupError(
+            f'{reference!r} is not a local reference ("#/..."); reactor resolves no other'
+        )
     if reference not in ("#", "#/") and not reference.startswith("#/"):
         raise LookupError(f'{reference!r}: anchors are not supported; point with "#/$defs/..."')
     target = root
@@ -335,7 +343,11 @@ class Validator:
         return self._keywords(schema)
 
     def _keywords(self, schema: dict[str, Any]) -> Check:
-        made = (make(self, schema[keyword], schema) for keyword, make in ((k, _KEYWORDS.get(k)) for k in schema) if make)
+        made = (
+            make(self, schema[keyword], schema)
+            for keyword, make in ((k, _KEYWORDS.get(k)) for k in schema)
+            if make
+        )
         checks: list[Check] = [check for check in made if check is not None]
         if len(checks) == 1:
             return checks[0]
@@ -355,8 +367,15 @@ class Validator:
         maybe no others. A valid one is checked in one call (the three keywords' checks took
         three, and every tool call makes it); any other is left to those checks, for their words."""
         # A property whose schema is one type alone is checked here, by its value's exact type.
-        properties = [(name, _exact_type(sub), self._compile(sub)) for name, sub in schema.get("properties", {}).items()]
-        known = frozenset(schema.get("properties", {})) if schema.get("additionalProperties") is False else None
+        properties = [
+            (name, _exact_type(sub), self._compile(sub))
+            for name, sub in schema.get("properties", {}).items()
+        ]
+        known = (
+            frozenset(schema.get("properties", {}))
+            if schema.get("additionalProperties") is False
+            else None
+        )
         required = tuple(schema.get("required", ()))
         keywords: Check | None = None
 
@@ -368,7 +387,11 @@ class Validator:
                         break
                 else:
                     for name, exact, check in properties:
-                        if name in instance and type(instance[name]) not in exact and check(instance[name]):
+                        if (
+                            name in instance
+                            and type(instance[name]) not in exact
+                            and check(instance[name])
+                        ):
                             break
                     else:
                         return []
@@ -383,7 +406,9 @@ class Validator:
         def run(instance: Any) -> list[Problem]:
             check = self._refs.get(reference)
             if check is None:
-                check = self._refs[reference] = self._compile(resolve_pointer(self.schema, reference))
+                check = self._refs[reference] = self._compile(
+                    resolve_pointer(self.schema, reference)
+                )
             return check(instance)
 
         return run
@@ -414,7 +439,11 @@ _EXACT_TYPES: dict[str, tuple[type, ...]] = {
 
 def _exact_type(schema: Any) -> tuple[type, ...]:
     """The Python types that surely pass `schema` when it checks one type and nothing else; () if not so simple."""
-    if isinstance(schema, dict) and schema.keys() <= _ANNOTATIONS | {"type"} and isinstance(schema.get("type"), str):
+    if (
+        isinstance(schema, dict)
+        and schema.keys() <= _ANNOTATIONS | {"type"}
+        and isinstance(schema.get("type"), str)
+    ):
         return _EXACT_TYPES.get(schema["type"], ())
     return ()
 
@@ -448,7 +477,9 @@ def _const(v: Validator, value: Any, schema: dict[str, Any]) -> Check:
     return lambda instance: [] if json_equal(instance, value) else [((), f"{value!r} was expected")]
 
 
-def _numeric(test: Callable[[Any, Any], bool], words: str) -> Callable[[Validator, Any, dict[str, Any]], Check]:
+def _numeric(
+    test: Callable[[Any, Any], bool], words: str
+) -> Callable[[Validator, Any, dict[str, Any]], Check]:
     def make(v: Validator, limit: Any, schema: dict[str, Any]) -> Check:
         def run(instance: Any) -> list[Problem]:
             if not _is_number(instance) or test(instance, limit):
@@ -532,7 +563,12 @@ def _dependent_schemas(v: Validator, value: dict[str, Any], schema: dict[str, An
     def run(instance: Any) -> list[Problem]:
         if not isinstance(instance, dict):
             return []
-        return [problem for name, check in checks.items() if name in instance for problem in check(instance)]
+        return [
+            problem
+            for name, check in checks.items()
+            if name in instance
+            for problem in check(instance)
+        ]
 
     return run
 
@@ -579,14 +615,20 @@ def _additional_properties(v: Validator, value: Any, schema: dict[str, Any]) -> 
     def run(instance: Any) -> list[Problem]:
         if not isinstance(instance, dict) or instance.keys() <= known:
             return []
-        extras = [name for name in instance if name not in known and not any(p.search(name) for p in patterns)]
+        extras = [
+            name
+            for name in instance
+            if name not in known and not any(p.search(name) for p in patterns)
+        ]
         if not extras:
             return []
         if value is False:
             listed = ", ".join(repr(name) for name in sorted(extras))
             if patterns:
                 verb = "does" if len(extras) == 1 else "do"
-                regexes = ", ".join(repr(pattern) for pattern in sorted(schema["patternProperties"]))
+                regexes = ", ".join(
+                    repr(pattern) for pattern in sorted(schema["patternProperties"])
+                )
                 return [((), f"{listed} {verb} not match any of the regexes: {regexes}")]
             verb = "was" if len(extras) == 1 else "were"
             return [((), f"Additional properties are not allowed ({listed} {verb} unexpected)")]
@@ -612,7 +654,11 @@ def _prefix_items(v: Validator, value: list[Any], schema: dict[str, Any]) -> Che
     def run(instance: Any) -> list[Problem]:
         if not isinstance(instance, list):
             return []
-        return [problem for index, (check, item) in enumerate(zip(checks, instance)) for problem in _under(index, check(item))]
+        return [
+            problem
+            for index, (check, item) in enumerate(zip(checks, instance))
+            for problem in _under(index, check(item))
+        ]
 
     return run
 
@@ -651,7 +697,12 @@ def _contains(v: Validator, value: Any, schema: dict[str, Any]) -> Check:
             return []
         if not matches:
             return [((), f"{instance!r} does not contain items matching the given schema")]
-        return [((), f"Too few items match the given schema (expected at least {least} but only {matches} matched)")]
+        return [
+            (
+                (),
+                f"Too few items match the given schema (expected at least {least} but only {matches} matched)",
+            )
+        ]
 
     return run
 
@@ -661,7 +712,9 @@ def _unique_items(v: Validator, value: bool, schema: dict[str, Any]) -> Check | 
         return None
 
     def run(instance: Any) -> list[Problem]:
-        if not isinstance(instance, list) or len({_identity(item) for item in instance}) == len(instance):
+        if not isinstance(instance, list) or len({_identity(item) for item in instance}) == len(
+            instance
+        ):
             return []
         return [((), f"{instance!r} has non-unique elements")]
 
@@ -704,7 +757,9 @@ def _one_of(v: Validator, value: list[Any], schema: dict[str, Any]) -> Check:
         if not matched:
             return [((), f"{instance!r} is not valid under any of the given schemas")]
         if len(matched) > 1:
-            listed = ", ".join(repr(sub) for sub in [*matched[1:], matched[0]])  # jsonschema's order
+            listed = ", ".join(
+                repr(sub) for sub in [*matched[1:], matched[0]]
+            )  # jsonschema's order
             return [((), f"{instance!r} is valid under each of {listed}")]
         return []
 
@@ -713,7 +768,9 @@ def _one_of(v: Validator, value: list[Any], schema: dict[str, Any]) -> Check:
 
 def _not(v: Validator, value: Any, schema: dict[str, Any]) -> Check:
     check = v._compile(value)
-    return lambda instance: [((), f"{instance!r} should not be valid under {value!r}")] if not check(instance) else []
+    return lambda instance: (
+        [((), f"{instance!r} should not be valid under {value!r}")] if not check(instance) else []
+    )
 
 
 def _if(v: Validator, value: Any, schema: dict[str, Any]) -> Check:
@@ -734,15 +791,23 @@ _KEYWORDS: dict[str, Callable[[Validator, Any, dict[str, Any]], Check | None]] =
     "const": _const,
     "multipleOf": _multiple_of,
     "maximum": _numeric(lambda value, limit: value <= limit, "is greater than the maximum of"),
-    "exclusiveMaximum": _numeric(lambda value, limit: value < limit, "is greater than or equal to the maximum of"),
+    "exclusiveMaximum": _numeric(
+        lambda value, limit: value < limit, "is greater than or equal to the maximum of"
+    ),
     "minimum": _numeric(lambda value, limit: value >= limit, "is less than the minimum of"),
-    "exclusiveMinimum": _numeric(lambda value, limit: value > limit, "is less than or equal to the minimum of"),
+    "exclusiveMinimum": _numeric(
+        lambda value, limit: value > limit, "is less than or equal to the minimum of"
+    ),
     "maxLength": _sized("string", len, lambda size, limit: size <= limit, "is too long"),
     "minLength": _sized("string", len, lambda size, limit: size >= limit, "is too short"),
     "maxItems": _sized("array", len, lambda size, limit: size <= limit, "is too long"),
     "minItems": _sized("array", len, lambda size, limit: size >= limit, "is too short"),
-    "maxProperties": _sized("object", len, lambda size, limit: size <= limit, "has too many properties"),
-    "minProperties": _sized("object", len, lambda size, limit: size >= limit, "does not have enough properties"),
+    "maxProperties": _sized(
+        "object", len, lambda size, limit: size <= limit, "has too many properties"
+    ),
+    "minProperties": _sized(
+        "object", len, lambda size, limit: size >= limit, "does not have enough properties"
+    ),
     "pattern": _pattern,
     "required": _required,
     "dependentRequired": _dependent_required,

@@ -23,7 +23,17 @@ def _c_encoder(allow_nan: bool, sort_keys: bool) -> Any:
     if _make_encoder is None:
         return None
     default = json.JSONEncoder().default
-    return _make_encoder(None, default, encoder.encode_basestring_ascii, None, ": ", ", ", sort_keys, False, allow_nan)
+    return _make_encoder(
+        None,
+        default,
+        encoder.encode_basestring_ascii,
+        None,
+        ": ",
+        ", ",
+        sort_keys,
+        False,
+        allow_nan,
+    )
 
 
 _ENCODERS = {(nan, keys): _c_encoder(nan, keys) for nan in (True, False) for keys in (True, False)}

@@ -33,7 +33,9 @@ class Page(Protocol):
         """Put `view`'s element (the whole page when None) in full screen; "" on success, else
         the browser's reason for refusing."""
 
-    async def fetch_json(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
+    async def fetch_json(
+        self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> Any:
         """Send JSON, return the decoded answer; HttpError on a 4xx/5xx, OSError when unreachable."""
 
     async def open_panel(self, panel: dict[str, Any]) -> bool:
@@ -44,12 +46,23 @@ class Page(Protocol):
     async def close_panel(self, panel_id: str) -> dict[str, Any]:
         """Remove a panel, running a JavaScript panel's dispose first: {"disposed": bool, "error"?}."""
 
-    def draw_panel(self, panel_id: str, *, html: str | None = None, text: str | None = None, error: str | None = None) -> None:
+    def draw_panel(
+        self,
+        panel_id: str,
+        *,
+        html: str | None = None,
+        text: str | None = None,
+        error: str | None = None,
+    ) -> None:
         """Replace a panel's content with `html` (scripts and event attributes removed) or `text`,
         or show `error` in it."""
 
     def listen_panel(
-        self, panel_id: str, event: str, selector: str | None, handler: Callable[[dict[str, Any]], Any]
+        self,
+        panel_id: str,
+        event: str,
+        selector: str | None,
+        handler: Callable[[dict[str, Any]], Any],
     ) -> Disposable:
         """Call `handler({type, target: {id, tag, value, dataset, text}})` on each `event` in the
         panel (on an element matching `selector`, when given)."""
@@ -79,7 +92,9 @@ class MemoryPage:
         self.fullscreen_view: str | None = None  # whose element went full screen (None: the page)
         self.panels: dict[str, dict[str, Any]] = {}  # id -> {panel, html, text, error}
         self.closed_panels: list[str] = []
-        self._listeners: dict[int, tuple[str, str, str | None, Callable[[dict[str, Any]], Any]]] = {}
+        self._listeners: dict[
+            int, tuple[str, str, str | None, Callable[[dict[str, Any]], Any]]
+        ] = {}
         self._listener_ids = itertools.count(1)
 
     def show(self, view: str, state: dict[str, Any]) -> None:
@@ -96,11 +111,20 @@ class MemoryPage:
         self.fullscreen, self.fullscreen_view = True, view
         return ""
 
-    async def fetch_json(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
-        return await fetch_json(self.send, method, self.base_url + url, body, {**self.headers, **(headers or {})})
+    async def fetch_json(
+        self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> Any:
+        return await fetch_json(
+            self.send, method, self.base_url + url, body, {**self.headers, **(headers or {})}
+        )
 
     async def open_panel(self, panel: dict[str, Any]) -> bool:
-        self.panels[panel["id"]] = {"panel": json.loads(json.dumps(panel)), "html": None, "text": None, "error": None}
+        self.panels[panel["id"]] = {
+            "panel": json.loads(json.dumps(panel)),
+            "html": None,
+            "text": None,
+            "error": None,
+        }
         return True
 
     async def close_panel(self, panel_id: str) -> dict[str, Any]:
@@ -108,12 +132,23 @@ class MemoryPage:
         self.closed_panels.append(panel_id)
         return {"disposed": False}  # no JavaScript runs here
 
-    def draw_panel(self, panel_id: str, *, html: str | None = None, text: str | None = None, error: str | None = None) -> None:
+    def draw_panel(
+        self,
+        panel_id: str,
+        *,
+        html: str | None = None,
+        text: str | None = None,
+        error: str | None = None,
+    ) -> None:
         if panel_id in self.panels:
             self.panels[panel_id].update(html=html, text=text, error=error)
 
     def listen_panel(
-        self, panel_id: str, event: str, selector: str | None, handler: Callable[[dict[str, Any]], Any]
+        self,
+        panel_id: str,
+        event: str,
+        selector: str | None,
+        handler: Callable[[dict[str, Any]], Any],
     ) -> Disposable:
         key = next(self._listener_ids)
         self._listeners[key] = (panel_id, event, selector, handler)

@@ -42,7 +42,9 @@ def define_script_plugin(declaration: Any, run: Run, is_enabled: Callable[[str],
     tool (its description and parameters are the tool's), the others as commands that are no tool.
     """
     if not isinstance(declaration, dict):
-        raise DeclarationError(f"A plugin must be an object, not {json_kind(declaration)}.", owner="?", field="")
+        raise DeclarationError(
+            f"A plugin must be an object, not {json_kind(declaration)}.", owner="?", field=""
+        )
     name = declaration.get("name")
     if not isinstance(name, str) or not name.strip():
         raise PluginError(f"A plugin needs a non-empty name, not {name!r}.", plugin=str(name))
@@ -52,7 +54,11 @@ def define_script_plugin(declaration: Any, run: Run, is_enabled: Callable[[str],
 
     unknown = sorted(set(declaration) - set(PLUGIN_FIELDS))
     if unknown:
-        raise refuse(unknown[0], declaration[unknown[0]], f"is not a plugin field; use {list(PLUGIN_FIELDS)}.")
+        raise refuse(
+            unknown[0],
+            declaration[unknown[0]],
+            f"is not a plugin field; use {list(PLUGIN_FIELDS)}.",
+        )
     description = declaration.get("description", "")
     if not isinstance(description, str):
         raise refuse("description", description, "must be a string.")
@@ -63,7 +69,8 @@ def define_script_plugin(declaration: Any, run: Run, is_enabled: Callable[[str],
     bundle = _bundle(name, declaration.get("agentTools"), commands, refuse)
     handlers = {
         command["id"]: CommandOptions(
-            _handler(run, command["id"]), is_enabled=_asking(is_enabled, command["id"]) if command["isEnabled"] else None
+            _handler(run, command["id"]),
+            is_enabled=_asking(is_enabled, command["id"]) if command["isEnabled"] else None,
         )
         for command in commands
     }
@@ -75,7 +82,10 @@ def define_script_plugin(declaration: Any, run: Run, is_enabled: Callable[[str],
 
 
 def _bundle(
-    plugin: str, tools: Any, commands: list[dict[str, Any]], refuse: Callable[[str, Any, str], DeclarationError]
+    plugin: str,
+    tools: Any,
+    commands: list[dict[str, Any]],
+    refuse: Callable[[str, Any, str], DeclarationError],
 ) -> dict[str, Any]:
     """The page plugin's one declaration: its AgentTools bundle, each tool labelled as its command
     is, and the commands without a tool as the bundle's other commands."""
@@ -103,9 +113,13 @@ def _bundle(
     return check_agent_tools({**bundle, "commands": entries, "otherCommands": others})
 
 
-def _checked_commands(commands: Any, refuse: Callable[[str, Any, str], DeclarationError]) -> list[dict[str, Any]]:
+def _checked_commands(
+    commands: Any, refuse: Callable[[str, Any, str], DeclarationError]
+) -> list[dict[str, Any]]:
     if not isinstance(commands, list):
-        raise refuse("commands", commands, f"must be an array of commands, not {json_kind(commands)}.")
+        raise refuse(
+            "commands", commands, f"must be an array of commands, not {json_kind(commands)}."
+        )
     checked: list[dict[str, Any]] = []
     for index, command in enumerate(commands):
         where = f"commands[{index}]"
@@ -113,12 +127,22 @@ def _checked_commands(commands: Any, refuse: Callable[[str, Any, str], Declarati
             raise refuse(where, command, f"must be an object, not {json_kind(command)}.")
         unknown = sorted(set(command) - set(COMMAND_FIELDS))
         if unknown:
-            raise refuse(f"{where}.{unknown[0]}", command[unknown[0]], f"is not a command field; use {list(COMMAND_FIELDS)}.")
+            raise refuse(
+                f"{where}.{unknown[0]}",
+                command[unknown[0]],
+                f"is not a command field; use {list(COMMAND_FIELDS)}.",
+            )
         command_id = command.get("id")
         if not isinstance(command_id, str) or not command_id.strip():
-            raise refuse(f"{where}.id", command_id, f"must be a non-empty string, not {command_id!r}.")
+            raise refuse(
+                f"{where}.id", command_id, f"must be a non-empty string, not {command_id!r}."
+            )
         if any(c["id"] == command_id for c in checked):
-            raise refuse(f"{where}.id", command_id, f"{command_id!r} is declared twice; command ids must be unique.")
+            raise refuse(
+                f"{where}.id",
+                command_id,
+                f"{command_id!r} is declared twice; command ids must be unique.",
+            )
         if command.get("execute") != FUNCTION:
             raise refuse(
                 f"{where}.execute",
@@ -126,13 +150,25 @@ def _checked_commands(commands: Any, refuse: Callable[[str, Any, str], Declarati
                 f"of command {command_id!r} must be a function, not {command.get('execute') or 'missing'}.",
             )
         if command.get("isEnabled", FUNCTION) != FUNCTION:
-            raise refuse(f"{where}.isEnabled", command["isEnabled"], f"of command {command_id!r} must be a function.")
+            raise refuse(
+                f"{where}.isEnabled",
+                command["isEnabled"],
+                f"of command {command_id!r} must be a function.",
+            )
         for field in ("label", "description"):
             if not isinstance(command.get(field, ""), str):
-                raise refuse(f"{where}.{field}", command[field], f"of command {command_id!r} must be a string.")
+                raise refuse(
+                    f"{where}.{field}",
+                    command[field],
+                    f"of command {command_id!r} must be a string.",
+                )
         parameters = command.get("parameters")
         if parameters is not None and (problem := schema_problem(parameters)):
-            raise refuse(f"{where}.parameters", parameters, f"of command {command_id!r} are refused: {problem}.")
+            raise refuse(
+                f"{where}.parameters",
+                parameters,
+                f"of command {command_id!r} are refused: {problem}.",
+            )
         checked.append(
             {
                 "id": command_id,
@@ -168,7 +204,8 @@ def python_page_plugin(code: str, source: str) -> Plugin:
         exec(compile(textwrap.dedent(code), f"<{source}>", "exec"), namespace)
     except Exception as error:
         raise PluginError(
-            f"The page's Python plugin {source} failed to run: {type(error).__name__}: {error}", plugin=source
+            f"The page's Python plugin {source} failed to run: {type(error).__name__}: {error}",
+            plugin=source,
         ) from error
     plugin = namespace.get("PLUGIN")
     if not isinstance(plugin, Plugin):

@@ -24,7 +24,8 @@ class PluginPlatform:
             missing = [name for name in spec.requires if name not in self._plugins]
             if missing:
                 raise PluginError(
-                    f"Plugin {spec.name!r} requires {missing[0]!r}, which is not on the platform.", plugin=spec.name
+                    f"Plugin {spec.name!r} requires {missing[0]!r}, which is not on the platform.",
+                    plugin=spec.name,
                 )
         for name in disabled:
             if name in self._plugins:
@@ -40,7 +41,9 @@ class PluginPlatform:
                 plugin=str(getattr(plugin, "name", "?")),
             )
         if plugin.name in self._plugins:
-            raise PluginError(f"A plugin named {plugin.name!r} is already on the platform.", plugin=plugin.name)
+            raise PluginError(
+                f"A plugin named {plugin.name!r} is already on the platform.", plugin=plugin.name
+            )
         self._servers[plugin.name] = plugin.make_server()
         self._plugins[plugin.name] = plugin
         self._enabled[plugin.name] = enabled
@@ -48,7 +51,10 @@ class PluginPlatform:
     def get_plugin(self, name: str) -> Any:
         """The PluginSpec named `name`."""
         if name not in self._plugins:
-            raise PluginNotFoundError(f"There is no plugin {name!r}. Plugins: {', '.join(self._plugins) or 'none'}.", plugin=name)
+            raise PluginNotFoundError(
+                f"There is no plugin {name!r}. Plugins: {', '.join(self._plugins) or 'none'}.",
+                plugin=name,
+            )
         return self._plugins[name]
 
     def server_half(self, name: str) -> Any:
@@ -79,7 +85,10 @@ class PluginPlatform:
 
     def list_plugins(self) -> list[dict[str, Any]]:
         """Every plugin as plain data: name, description, enabled."""
-        return [{"name": n, "description": p.description, "enabled": self._enabled[n]} for n, p in self._plugins.items()]
+        return [
+            {"name": n, "description": p.description, "enabled": self._enabled[n]}
+            for n, p in self._plugins.items()
+        ]
 
     def collect_agent_tools(self) -> list[dict[str, Any]]:
         """Every enabled plugin's bundles (checked when its spec was made)."""

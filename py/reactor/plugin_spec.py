@@ -68,7 +68,12 @@ class PluginSpec:
         agent_tools: str | None = None,
     ) -> None:
         if not isinstance(name, str) or not NAME.fullmatch(name):
-            raise _refuse(str(name), "name", name, "must be 1 to 64 letters, digits, '_' or '-', starting with a letter.")
+            raise _refuse(
+                str(name),
+                "name",
+                name,
+                "must be 1 to 64 letters, digits, '_' or '-', starting with a letter.",
+            )
         self.name = name
         if not isinstance(description, str):
             raise _refuse(name, "description", description, "must be text.")
@@ -77,27 +82,52 @@ class PluginSpec:
         if not all(isinstance(r, str) and NAME.fullmatch(r) for r in self.requires):
             raise _refuse(name, "requires", self.requires, "must list plugin names.")
         if page is not None and (not isinstance(page, str) or not PAGE_REFERENCE.fullmatch(page)):
-            raise _refuse(name, "page", page, 'must name the page half as "module:ATTRIBUTE", e.g. "my_plugin:PLUGIN".')
+            raise _refuse(
+                name,
+                "page",
+                page,
+                'must name the page half as "module:ATTRIBUTE", e.g. "my_plugin:PLUGIN".',
+            )
         self.page = page
         if server is not None and not callable(server):
-            raise _refuse(name, "server", server, "must be a function (or class) that makes the server half.")
+            raise _refuse(
+                name, "server", server, "must be a function (or class) that makes the server half."
+            )
         self.server = server
         self.folder = None if folder is None else Path(folder)
         self.assets = tuple(assets)
         for asset in self.assets:
             if not isinstance(asset, str) or asset.startswith("/") or ".." in Path(asset).parts:
-                raise _refuse(name, "assets", asset, "must be file names inside the plugin's folder.")
+                raise _refuse(
+                    name, "assets", asset, "must be file names inside the plugin's folder."
+                )
             if self.folder is None or not (self.folder / asset).is_file():
-                raise _refuse(name, "assets", asset, f"is not a file in the plugin's folder ({self.folder}).")
+                raise _refuse(
+                    name, "assets", asset, f"is not a file in the plugin's folder ({self.folder})."
+                )
         services = dict(page_services or {})
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in services.items()):
-            raise _refuse(name, "page_services", services, "must map service names to text (e.g. an API's path).")
+            raise _refuse(
+                name,
+                "page_services",
+                services,
+                "must map service names to text (e.g. an API's path).",
+            )
         self.page_services = services
         self.agent_tools = agent_tools
         self.bundles: list[dict[str, Any]] = []
         if agent_tools is not None:
-            if self.folder is None or not isinstance(agent_tools, str) or not (self.folder / agent_tools).is_file():
-                raise _refuse(name, "agent_tools", agent_tools, f"is not a file in the plugin's folder ({self.folder}).")
+            if (
+                self.folder is None
+                or not isinstance(agent_tools, str)
+                or not (self.folder / agent_tools).is_file()
+            ):
+                raise _refuse(
+                    name,
+                    "agent_tools",
+                    agent_tools,
+                    f"is not a file in the plugin's folder ({self.folder}).",
+                )
             try:
                 self.bundles = [load_agent_tools(self.folder / agent_tools)]
             except DeclarationError as error:
@@ -109,7 +139,12 @@ class PluginSpec:
             return None
         half = self.server()
         if not isinstance(half, ServerHalf):
-            raise _refuse(self.name, "server", half, "made an object without setup(context, *, seed) and routes(context).")
+            raise _refuse(
+                self.name,
+                "server",
+                half,
+                "made an object without setup(context, *, seed) and routes(context).",
+            )
         return half
 
     def __repr__(self) -> str:
@@ -127,7 +162,10 @@ def discover_plugins(group: str = ENTRY_POINT_GROUP) -> list[PluginSpec]:
         spec = loaded() if callable(loaded) else loaded  # a PluginSpec, or a function making one
         if not isinstance(spec, PluginSpec):
             raise _refuse(
-                entry.name, "entry point", entry.value, f"names {type(spec).__name__}, not a PluginSpec (group {group!r})."
+                entry.name,
+                "entry point",
+                entry.value,
+                f"names {type(spec).__name__}, not a PluginSpec (group {group!r}).",
             )
         specs.append(spec)
     return specs

@@ -28,7 +28,12 @@ class Plugin:
         description: str = "",
         activate: Callable[[PluginContext], Awaitable[object]] | None = None,
     ) -> None:
-        self.name, self.register, self.contributes, self.requires = name, register, contributes, requires
+        self.name, self.register, self.contributes, self.requires = (
+            name,
+            register,
+            contributes,
+            requires,
+        )
         self.description, self.activate = description, activate
 
     def __repr__(self) -> str:
@@ -53,7 +58,10 @@ def define_plugin(
         raise PluginError(f"A plugin needs a non-empty name, not {name!r}.", plugin=str(name))
     for item in contributes:
         if not isinstance(item, Contribution):
-            raise PluginError(f"Plugin {name!r} contributes {item!r}; use contribution(Point, value, id=...).", plugin=name)
+            raise PluginError(
+                f"Plugin {name!r} contributes {item!r}; use contribution(Point, value, id=...).",
+                plugin=name,
+            )
     for field, value in (("register", register), ("activate", activate)):
         if value is not None and not callable(value):
             raise PluginError(f"The {field} of plugin {name!r} must be callable.", plugin=name)
@@ -68,7 +76,9 @@ class PluginContext:
     def __init__(self, reactor: Reactor, plugin: str) -> None:
         self.reactor, self.plugin, self.disposables = reactor, plugin, DisposableSet()
 
-    def register_bundle(self, bundle: dict[str, Any], handlers: Mapping[str, Handler | CommandOptions]) -> Disposable:
+    def register_bundle(
+        self, bundle: dict[str, Any], handlers: Mapping[str, Handler | CommandOptions]
+    ) -> Disposable:
         """Register every command `bundle` (an AgentTools bundle) declares, with its words and
         schema, running the handler `handlers` gives for it by command id; and offer its tools.
         A declared command without a handler, or a handler for no declared command, is refused
@@ -79,9 +89,15 @@ class PluginContext:
         try:
             if checked["commands"]:  # a bundle of commands that are no tool offers nothing
                 contributions = self.reactor.contributions
-                registered.add(contributions.contribute(AgentTools, checked, id=checked["id"], plugin=self.plugin))
+                registered.add(
+                    contributions.contribute(
+                        AgentTools, checked, id=checked["id"], plugin=self.plugin
+                    )
+                )
             for id, options in declared:
-                registered.add(self.reactor.commands.register_command(id, options, plugin=self.plugin))
+                registered.add(
+                    self.reactor.commands.register_command(id, options, plugin=self.plugin)
+                )
         except Exception:
             registered.dispose()
             raise
@@ -89,10 +105,18 @@ class PluginContext:
 
     def register_command(self, id: str, options: CommandOptions | Handler) -> Disposable:
         """Register one command by itself (one a plugin makes up as it runs)."""
-        return self.disposables.add(self.reactor.commands.register_command(id, options, plugin=self.plugin))
+        return self.disposables.add(
+            self.reactor.commands.register_command(id, options, plugin=self.plugin)
+        )
 
-    def contribute(self, point: ContributionPoint[Any], value: Any, *, id: str, order: int = 0) -> Disposable:
-        return self.disposables.add(self.reactor.contributions.contribute(point, value, id=id, order=order, plugin=self.plugin))
+    def contribute(
+        self, point: ContributionPoint[Any], value: Any, *, id: str, order: int = 0
+    ) -> Disposable:
+        return self.disposables.add(
+            self.reactor.contributions.contribute(
+                point, value, id=id, order=order, plugin=self.plugin
+            )
+        )
 
     def on_dispose(self, undo: Callable[[], object]) -> Disposable:
         """Run `undo` when the plugin unloads (close a store, drop a subscription)."""
@@ -144,8 +168,12 @@ class Reactor:
             missing = [r for r in plugin.requires if r not in self._loaded]
             try:
                 if missing:
-                    why = ", ".join(f"{r!r} ({'failed' if r in failed else 'not loaded'})" for r in missing)
-                    raise PluginDependencyError(f"Plugin {plugin.name!r} needs {why}; load those first.", plugin=plugin.name)
+                    why = ", ".join(
+                        f"{r!r} ({'failed' if r in failed else 'not loaded'})" for r in missing
+                    )
+                    raise PluginDependencyError(
+                        f"Plugin {plugin.name!r} needs {why}; load those first.", plugin=plugin.name
+                    )
                 self.load_plugin(plugin)
                 loaded.append(plugin.name)
             except PluginError as error:
@@ -157,11 +185,14 @@ class Reactor:
     def load_plugin(self, plugin: Plugin) -> None:
         """Load one plugin; if its register raises, everything it registered is rolled back."""
         if plugin.name in self._loaded:
-            raise PluginError(f"Plugin {plugin.name!r} is already loaded; unload it first.", plugin=plugin.name)
+            raise PluginError(
+                f"Plugin {plugin.name!r} is already loaded; unload it first.", plugin=plugin.name
+            )
         missing = [r for r in plugin.requires if r not in self._loaded]
         if missing:
             raise PluginDependencyError(
-                f"Plugin {plugin.name!r} needs {', '.join(map(repr, missing))} loaded first.", plugin=plugin.name
+                f"Plugin {plugin.name!r} needs {', '.join(map(repr, missing))} loaded first.",
+                plugin=plugin.name,
             )
         context = PluginContext(self, plugin.name)
         try:
@@ -189,7 +220,9 @@ class Reactor:
                 await plugin.activate(context)
             except Exception as error:
                 failed[name] = PluginLoadError(
-                    f"Plugin {name!r} failed to start and was unloaded: {error}", plugin=name, cause=error
+                    f"Plugin {name!r} failed to start and was unloaded: {error}",
+                    plugin=name,
+                    cause=error,
                 )
                 self.unload_plugin(name)
         for refusal in failed.values():
@@ -199,7 +232,10 @@ class Reactor:
     def unload_plugin(self, name: str) -> list[str]:
         """Unload a plugin and, first, every loaded plugin that requires it; return who went."""
         if name not in self._loaded:
-            raise PluginNotFoundError(f"No plugin {name!r} is loaded. Loaded: {', '.join(self._loaded) or 'none'}.", plugin=name)
+            raise PluginNotFoundError(
+                f"No plugin {name!r} is loaded. Loaded: {', '.join(self._loaded) or 'none'}.",
+                plugin=name,
+            )
         gone: list[str] = []
         for dependent in [n for n, (p, _) in self._loaded.items() if name in p.requires]:
             if dependent in self._loaded:

@@ -58,7 +58,15 @@ CALLS = {"execute": "command", "callTool": "name"}
 PAGE_NOTICES = frozenset({"chat.stop", "panel.event", "panels.unload"})
 #: What the worker asks the page (each is answered).
 WORKER_REQUESTS = frozenset(
-    {"page.openTab", "page.fullscreen", "pageCommand.run", "chat.approve", "aiTool.run", "panel.open", "panel.close"}
+    {
+        "page.openTab",
+        "page.fullscreen",
+        "pageCommand.run",
+        "chat.approve",
+        "aiTool.run",
+        "panel.open",
+        "panel.close",
+    }
 )
 #: What the worker tells the page: boot progress and failure, readiness, changes, views, chat.
 WORKER_NOTICES = frozenset(
@@ -158,7 +166,11 @@ class WorkerEndpoint:
         id = self._next_id
         answer = self._asked[id] = asyncio.get_running_loop().create_future()
         self._post(json.dumps({"v": VERSION, "id": id, "type": type, **fields}))
-        listening = signal.add_listener(lambda reason: self._cancel(id, reason)) if signal is not None else None
+        listening = (
+            signal.add_listener(lambda reason: self._cancel(id, reason))
+            if signal is not None
+            else None
+        )
         try:
             if signal is None:
                 return await answer
@@ -173,7 +185,9 @@ class WorkerEndpoint:
 
     def _cancel(self, id: int, reason: Any) -> None:
         if id in self._asked:
-            self._post(json.dumps({"v": VERSION, "type": "cancel", "re": id, "reason": str(reason)}))
+            self._post(
+                json.dumps({"v": VERSION, "type": "cancel", "re": id, "reason": str(reason)})
+            )
 
     def receive(self, text: str) -> None:
         """Take one message from the page; a request's answer is posted when it is ready."""
@@ -188,9 +202,17 @@ class WorkerEndpoint:
         try:
             message = loads(text)
             if not isinstance(message, dict):
-                raise ProtocolError(f"A message must be a JSON object, not {type(message).__name__}.")
+                raise ProtocolError(
+                    f"A message must be a JSON object, not {type(message).__name__}."
+                )
         except (ValueError, RecursionError, ProtocolError) as error:
-            return dumps({"v": VERSION, "type": "fail", "message": f"The worker got a message that is not JSON: {error}"})
+            return dumps(
+                {
+                    "v": VERSION,
+                    "type": "fail",
+                    "message": f"The worker got a message that is not JSON: {error}",
+                }
+            )
         if "re" in message:
             self._settle(message)
             return None
@@ -288,15 +310,21 @@ class WorkerEndpoint:
             answer.set_result(message.get("value"))
         else:
             error = message.get("error") or {}
-            answer.set_exception(PageError(str(error.get("type", "Error")), str(error.get("message", ""))))
+            answer.set_exception(
+                PageError(str(error.get("type", "Error")), str(error.get("message", "")))
+            )
 
 
 def _check_fields(type: str, declared: frozenset[str], fields: dict[str, Any]) -> None:
     if type not in declared:
-        raise ProtocolError(f"{type!r} is not a message the worker sends; declare it in reactor/protocol.py.")
+        raise ProtocolError(
+            f"{type!r} is not a message the worker sends; declare it in reactor/protocol.py."
+        )
     taken = sorted(ENVELOPE_KEYS & fields.keys())
     if taken:
-        raise ProtocolError(f"A {type!r} message cannot carry a field {taken[0]!r}: the envelope uses it.")
+        raise ProtocolError(
+            f"A {type!r} message cannot carry a field {taken[0]!r}: the envelope uses it."
+        )
 
 
 def _eager_task(awaitable: Awaitable[Any]) -> asyncio.Future[Any]:

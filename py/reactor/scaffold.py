@@ -30,7 +30,9 @@ def new_plugin(name: str, where: Path, *, server: bool = False) -> list[Path]:
         )
     root = where / name
     if root.exists():
-        raise ScaffoldError(f"{root} already exists; choose another name or folder (nothing was written).")
+        raise ScaffoldError(
+            f"{root} already exists; choose another name or folder (nothing was written)."
+        )
     package = "reactor_" + name.replace("-", "_")
     tool = name.replace("-", "_")
     title = name.replace("-", " ").capitalize()
@@ -78,7 +80,12 @@ def _bundle(name: str, tool: str, title: str) -> dict[str, object]:
                 "parameters": {
                     "type": "object",
                     "properties": {
-                        "text": {"type": "string", "minLength": 1, "maxLength": 200, "description": "What the item says."}
+                        "text": {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 200,
+                            "description": "What the item says.",
+                        }
                     },
                     "required": ["text"],
                     "additionalProperties": False,
@@ -355,8 +362,13 @@ reactor serve                 # open http://127.0.0.1:8000/ and try the palette 
 - `{package}/__init__.py`: the page half, the commands' code{
         " (it keeps the items on the server)" if server else " (the items live in the page)"
     }.
-- `{package}/spec.py`: the declaration `reactor serve` finds through the entry point in pyproject.toml.{
-        chr(10) + f"- `{package}/server.py`: the server half, a table and `GET`/`POST /api/{name}/items`." if server else ""
+- `{
+        package
+    }/spec.py`: the declaration `reactor serve` finds through the entry point in pyproject.toml.{
+        chr(10)
+        + f"- `{package}/server.py`: the server half, a table and `GET`/`POST /api/{name}/items`."
+        if server
+        else ""
     }
 - `tests/`: tests with reactor.testing's `reactor_server` and `reactor_page` fixtures.
 """

@@ -30,7 +30,9 @@ def quote_segment(text: str) -> str:
 
 def query_string(params: dict[str, Any]) -> str:
     """`{"a": "x y"}` as `a=x%20y`."""
-    return "&".join(f"{quote_segment(str(key))}={quote_segment(str(value))}" for key, value in params.items())
+    return "&".join(
+        f"{quote_segment(str(key))}={quote_segment(str(value))}" for key, value in params.items()
+    )
 
 
 def on_origin_of(base: str, path: str) -> str:

@@ -55,14 +55,20 @@ class Access:
     def username(self, request: Request) -> str:
         user = self.auth.user_for(request)
         if user is None:
-            raise AccessDenied(401, "Nobody is signed in, or the session has expired; sign in at /auth/sign-in first.")
+            raise AccessDenied(
+                401,
+                "Nobody is signed in, or the session has expired; sign in at /auth/sign-in first.",
+            )
         return user.username
 
     def grant(self, request: Request, site: str, action: str, doing: str) -> Grant:
         username = self.username(request)
         role = self.store.role_of(site, username)
         if role is None:
-            raise AccessDenied(403, f"User {username!r} has no role on site {site[:80]!r}; ask its publisher for access.")
+            raise AccessDenied(
+                403,
+                f"User {username!r} has no role on site {site[:80]!r}; ask its publisher for access.",
+            )
         grant = Grant(username, site, role)
         grant.require(action, doing)
         return grant

@@ -41,7 +41,18 @@ MAX_BODY_BYTES = 512 * 1024
 TEXT = {"type": "string"}
 ENTRY = {  # an entry as the API answers it; `body` only when one entry is read
     "type": "object",
-    "required": ["site", "slug", "collection", "status", "title", "excerpt", "source_url", "created_at", "updated_at", "url"],
+    "required": [
+        "site",
+        "slug",
+        "collection",
+        "status",
+        "title",
+        "excerpt",
+        "source_url",
+        "created_at",
+        "updated_at",
+        "url",
+    ],
     "properties": {
         "site": TEXT,
         "slug": TEXT,
@@ -59,7 +70,9 @@ ENTRY = {  # an entry as the API answers it; `body` only when one entry is read
     },
 }
 VISIBLE = "[^ \\t\\n\\r]"  # holds something besides spaces
-FIELDS: dict[str, dict[str, Any]] = {  # what a write may send, and the sentence when a value breaks it
+FIELDS: dict[
+    str, dict[str, Any]
+] = {  # what a write may send, and the sentence when a value breaks it
     "title": {
         "type": "string",
         "minLength": 1,
@@ -74,7 +87,10 @@ FIELDS: dict[str, dict[str, Any]] = {  # what a write may send, and the sentence
         "x-refusal": "The slug {value} is not valid: use lowercase letters, digits and single hyphens, like "
         f"'hello-world' (at most {LIMITS['slug']}).",
     },
-    "collection": {"enum": list(COLLECTIONS), "x-refusal": "The collection {value} does not exist; use 'pages' or 'posts'."},
+    "collection": {
+        "enum": list(COLLECTIONS),
+        "x-refusal": "The collection {value} does not exist; use 'pages' or 'posts'.",
+    },
     "excerpt": {
         "type": "string",
         "maxLength": LIMITS["excerpt"],
@@ -97,7 +113,10 @@ CREATE = {
     "type": "object",
     "required": ["title"],
     "additionalProperties": False,
-    "properties": {**FIELDS, "publish": {"type": "boolean", "x-refusal": "publish must be true or false."}},
+    "properties": {
+        **FIELDS,
+        "publish": {"type": "boolean", "x-refusal": "publish must be true or false."},
+    },
     "x-unknown": "{field} is not a field you can set here; use collection, title, slug, excerpt, body, source_url, publish.",
 }
 CHANGEABLE = [k for k in FIELDS if k != "slug"]
@@ -122,7 +141,10 @@ CRAWL = {
     "required": ["kind", "url"],
     "additionalProperties": False,
     "properties": {
-        "kind": {"enum": list(KINDS), "x-refusal": "The kind {value} is not one the crawler reads; use blog, feed or wordpress."},
+        "kind": {
+            "enum": list(KINDS),
+            "x-refusal": "The kind {value} is not one the crawler reads; use blog, feed or wordpress.",
+        },
         "url": {
             "type": "string",
             "maxLength": 2000,
@@ -137,7 +159,11 @@ CRAWL = {
             "x-refusal": f"The limit {{value}} must be a whole number from 1 to {MAX_LIMIT}.",
         },
         "collection": {**FIELDS["collection"], "default": "posts"},
-        "dry_run": {"type": "boolean", "default": False, "x-refusal": "dry_run must be true or false."},
+        "dry_run": {
+            "type": "boolean",
+            "default": False,
+            "x-refusal": "dry_run must be true or false.",
+        },
     },
     "x-unknown": "{field} is not a crawl field; use kind, url, limit, collection, dry_run.",
 }
@@ -174,13 +200,22 @@ LISTED = {
     "required": ["site", "role", "entries"],
     "properties": {"site": TEXT, "role": TEXT, "entries": {"type": "array", "items": ENTRY}},
 }
-DELETED = {"type": "object", "required": ["deleted", "site"], "properties": {"deleted": TEXT, "site": TEXT}}
+DELETED = {
+    "type": "object",
+    "required": ["deleted", "site"],
+    "properties": {"deleted": TEXT, "site": TEXT},
+}
 SIGNED_IN = {401: "Nobody is signed in."}
 READ = {**SIGNED_IN, 403: "The user has no role on the site."}
 WRITE = {**SIGNED_IN, 403: "The user's role on the site does not allow this."}
 ONE = {404: "The site has no entry with that slug."}
 # What reading a source can fail with, as the route answers it.
-CRAWL_FAILURES: dict[type[Exception], int] = {CrawlRefused: 422, SourceError: 422, CrawlFailed: 502, SlugTaken: 409}
+CRAWL_FAILURES: dict[type[Exception], int] = {
+    CrawlRefused: 422,
+    SourceError: 422,
+    CrawlFailed: 502,
+    SlugTaken: 409,
+}
 
 
 @dataclass(frozen=True)
@@ -194,7 +229,12 @@ class CrawlJob:
 Handler = Callable[[Call], Any]
 
 
-def api_routes(store: SiteStore, access: Access, policy_for: Callable[[Request], FetchPolicy], crawls: CrawlPool) -> list[Route]:
+def api_routes(
+    store: SiteStore,
+    access: Access,
+    policy_for: Callable[[Request], FetchPolicy],
+    crawls: CrawlPool,
+) -> list[Route]:
     def grant(call: Call, action: str, doing: str) -> Grant:
         return access.grant(call.request, call.path["site"], action, doing)
 
@@ -202,7 +242,10 @@ def api_routes(store: SiteStore, access: Access, policy_for: Callable[[Request],
         site, slug = call.path["site"], call.path["slug"]
         entry = store.get_entry(site, slug)
         if entry is None:
-            raise ApiError(404, f"There is no entry {slug[:80]!r} on site {site[:80]!r}; list them with GET .../entries.")
+            raise ApiError(
+                404,
+                f"There is no entry {slug[:80]!r} on site {site[:80]!r}; list them with GET .../entries.",
+            )
         return entry
 
     def session(call: Call) -> Any:
@@ -210,7 +253,11 @@ def api_routes(store: SiteStore, access: Access, policy_for: Callable[[Request],
 
     def list_entries(call: Call) -> Any:
         role = grant(call, "read", "reading entries").role
-        entries = store.list_entries(call.path["site"], collection=call.query.get("collection"), status=call.query.get("status"))
+        entries = store.list_entries(
+            call.path["site"],
+            collection=call.query.get("collection"),
+            status=call.query.get("status"),
+        )
         return {"site": call.path["site"], "role": role, "entries": entries}
 
     def read_entry(call: Call) -> Any:
@@ -249,10 +296,16 @@ def api_routes(store: SiteStore, access: Access, policy_for: Callable[[Request],
         grant(call, "write", "deleting an entry")
         slug = call.path["slug"]
         if call.query["confirm"] != slug:
-            raise ApiError(422, f"Deleting needs confirmation: send ?confirm={slug[:80]} with the exact slug.", field="confirm")
+            raise ApiError(
+                422,
+                f"Deleting needs confirmation: send ?confirm={slug[:80]} with the exact slug.",
+                field="confirm",
+            )
         entry = entry_of(call)
         if entry["status"] == "published":
-            raise ApiError(409, f"The entry {slug!r} is published; unpublish it first, then delete the draft.")
+            raise ApiError(
+                409, f"The entry {slug!r} is published; unpublish it first, then delete the draft."
+            )
         store.delete_entry(entry["site"], slug)
         return {"deleted": slug, "site": entry["site"]}
 
@@ -265,7 +318,12 @@ def api_routes(store: SiteStore, access: Access, policy_for: Callable[[Request],
 
         def read_and_import() -> Any:
             result = crawl(kind, url, limit, policy)
-            answer: dict[str, Any] = {"site": who.site, "kind": kind, "source": url, "found": len(result.items)}
+            answer: dict[str, Any] = {
+                "site": who.site,
+                "kind": kind,
+                "source": url,
+                "found": len(result.items),
+            }
             if dry_run:
                 answer["items"] = [item.describe() for item in result.items]
                 answer["skipped"] = result.skipped
@@ -277,21 +335,34 @@ def api_routes(store: SiteStore, access: Access, policy_for: Callable[[Request],
 
         return CrawlJob(who.username, read_and_import)
 
-    def route(path: str, method: str, handler: Handler, summary: str, replies: dict[int, Reply], **declared: Any) -> Route:
+    def route(
+        path: str,
+        method: str,
+        handler: Handler,
+        summary: str,
+        replies: dict[int, Reply],
+        **declared: Any,
+    ) -> Route:
         """One API call: the session checked first (401, before the body is read), then its declaration."""
 
         async def run(call: Call) -> Any:
             try:
                 answer = await run_in_threadpool(handler, call)
-                if isinstance(answer, CrawlJob):  # checked on the shared pool; read on the crawl pool
+                if isinstance(
+                    answer, CrawlJob
+                ):  # checked on the shared pool; read on the crawl pool
                     answer = await crawls.run(answer.username, answer.run)
             except tuple(CRAWL_FAILURES) as error:
-                status = next(code for kind, code in CRAWL_FAILURES.items() if isinstance(error, kind))
+                status = next(
+                    code for kind, code in CRAWL_FAILURES.items() if isinstance(error, kind)
+                )
                 raise ApiError(status, str(error)) from None
             return answer
 
         run.__name__ = handler.__name__
-        endpoint = declare(summary, replies=replies, who=access.username, body_limit=MAX_BODY_BYTES, **declared)(run)
+        endpoint = declare(
+            summary, replies=replies, who=access.username, body_limit=MAX_BODY_BYTES, **declared
+        )(run)
         return Route(path, endpoint, methods=[method])
 
     site = "/api/cms/sites/{site}"
@@ -324,7 +395,14 @@ def api_routes(store: SiteStore, access: Access, policy_for: Callable[[Request],
             body=CREATE,
             refusals={**WRITE, 409: "The slug is used on the site already."},
         ),
-        route(one, "GET", read_entry, "One entry, with its body (viewer)", {200: entry}, refusals={**READ, **ONE}),
+        route(
+            one,
+            "GET",
+            read_entry,
+            "One entry, with its body (viewer)",
+            {200: entry},
+            refusals={**READ, **ONE},
+        ),
         route(
             one,
             "PATCH",
@@ -342,7 +420,12 @@ def api_routes(store: SiteStore, access: Access, policy_for: Callable[[Request],
             {200: Reply(DELETED)},
             query={"confirm": TEXT},
             required_query=("confirm",),
-            refusals={**WRITE, **ONE, 409: "The entry is published.", 422: "?confirm= is not the entry's slug."},
+            refusals={
+                **WRITE,
+                **ONE,
+                409: "The entry is published.",
+                422: "?confirm= is not the entry's slug.",
+            },
         ),
         route(
             one + "/publish",

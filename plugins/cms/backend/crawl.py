@@ -46,7 +46,9 @@ def import_items(store: SiteStore, site: str, items: list[Item], collection: str
     for item in items:
         existing = store.has_source(site, item.source_url)
         if existing:
-            skipped.append({"source_url": item.source_url, "reason": f"already imported as {existing!r}"})
+            skipped.append(
+                {"source_url": item.source_url, "reason": f"already imported as {existing!r}"}
+            )
             continue
         fields = {
             "title": item.title,
@@ -58,7 +60,12 @@ def import_items(store: SiteStore, site: str, items: list[Item], collection: str
         suggested = item.slug if SLUG.fullmatch(item.slug or "") else ""
         entry = store.create_entry(site, fields, suggested_slug=suggested)
         imported.append(
-            {"slug": entry["slug"], "title": entry["title"], "status": entry["status"], "source_url": entry["source_url"]}
+            {
+                "slug": entry["slug"],
+                "title": entry["title"],
+                "status": entry["status"],
+                "source_url": entry["source_url"],
+            }
         )
     return {"imported": imported, "skipped": skipped}
 
@@ -75,7 +82,9 @@ def _blog(url: str, limit: int, policy: FetchPolicy) -> Crawl:
     for link in links:
         left = budget_end - time.monotonic()
         if left <= 0:
-            result.skipped.append({"source_url": link, "reason": "the crawl ran out of time before this page"})
+            result.skipped.append(
+                {"source_url": link, "reason": "the crawl ran out of time before this page"}
+            )
             continue
         try:
             page = fetch(link, policy, accept="text/html", seconds=left)
@@ -98,7 +107,12 @@ def _article_links(html: str, base: str, limit: int, skipped: list[dict[str, str
             same_site = _same_site(link, base)
         except ValueError:
             if len(skipped) < MAX_LIMIT:
-                skipped.append({"source_url": href[:200], "reason": f"the link {href[:120]!r} is not a well-formed address"})
+                skipped.append(
+                    {
+                        "source_url": href[:200],
+                        "reason": f"the link {href[:120]!r} is not a well-formed address",
+                    }
+                )
             continue
         if same_site and len(links) < limit:
             links.append(link)
@@ -106,7 +120,9 @@ def _article_links(html: str, base: str, limit: int, skipped: list[dict[str, str
 
 
 def _feed(url: str, limit: int, policy: FetchPolicy) -> Crawl:
-    answer = fetch(url, policy, accept="application/rss+xml, application/atom+xml, application/xml, text/xml")
+    answer = fetch(
+        url, policy, accept="application/rss+xml, application/atom+xml, application/xml, text/xml"
+    )
     return Crawl(feed_items(answer.body, answer.url)[:limit])
 
 
@@ -121,7 +137,9 @@ def _wordpress(url: str, limit: int, policy: FetchPolicy) -> Crawl:
 def _text(answer: Fetched, expected: str, what: str) -> str:
     kind = answer.content_type.split(";")[0].strip().lower()
     if kind and kind not in (expected, "application/xhtml+xml"):
-        raise SourceError(f"{answer.url[:120]!r} is {kind!r}, not {what}; use the tool for that kind of source.")
+        raise SourceError(
+            f"{answer.url[:120]!r} is {kind!r}, not {what}; use the tool for that kind of source."
+        )
     charset = "utf-8"
     for part in answer.content_type.split(";")[1:]:
         key, _, value = part.strip().partition("=")

@@ -31,9 +31,15 @@ class CrawlPool:
     """Runs crawl jobs on `at_once` threads, at most `per_user` of them for one user."""
 
     def __init__(self, *, per_user: int = 2, at_once: int = 4, retry_after: int = 10) -> None:
-        for name, value in (("per_user", per_user), ("at_once", at_once), ("retry_after", retry_after)):
+        for name, value in (
+            ("per_user", per_user),
+            ("at_once", at_once),
+            ("retry_after", retry_after),
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"The crawl pool's {name} must be a whole number of at least 1, not {value!r}.")
+                raise ValueError(
+                    f"The crawl pool's {name} must be a whole number of at least 1, not {value!r}."
+                )
         self.per_user, self.at_once, self.retry_after = per_user, at_once, retry_after
         self._executor = ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="cms-crawl")
         self._running: dict[str, int] = {}
@@ -53,13 +59,18 @@ class CrawlPool:
 
     def running(self, username: str | None = None) -> int:
         with self._lock:
-            return sum(self._running.values()) if username is None else self._running.get(username, 0)
+            return (
+                sum(self._running.values()) if username is None else self._running.get(username, 0)
+            )
 
     def _admit(self, username: str) -> None:
         with self._lock:
             mine, everyone = self._running.get(username, 0), sum(self._running.values())
             if mine >= self.per_user:
-                raise CrawlsBusy(f"You already have {_crawls(mine)} running; wait for one to finish.", self.retry_after)
+                raise CrawlsBusy(
+                    f"You already have {_crawls(mine)} running; wait for one to finish.",
+                    self.retry_after,
+                )
             if everyone >= self.at_once:
                 raise CrawlsBusy(
                     f"The server is already running {_crawls(everyone)}, as many as it runs at once; "

@@ -15,7 +15,12 @@ from reactor.server.api import HTML, Call, Reply, declare
 from .store import SiteStore
 
 SITES = [("acme", "Acme Corp"), ("globex", "Globex")]
-ROLES = [("acme", "ada", "publisher"), ("globex", "ada", "publisher"), ("acme", "bob", "editor"), ("globex", "bob", "viewer")]
+ROLES = [
+    ("acme", "ada", "publisher"),
+    ("globex", "ada", "publisher"),
+    ("acme", "bob", "editor"),
+    ("globex", "bob", "viewer"),
+]
 ENTRIES = [
     (
         "acme",
@@ -113,7 +118,11 @@ def seed_demo(store: SiteStore) -> None:
         store.create_entry(site, fields, published=published)
 
 
-RENDERED = {"type": "object", "required": ["rendered"], "properties": {"rendered": {"type": "string"}}}
+RENDERED = {
+    "type": "object",
+    "required": ["rendered"],
+    "properties": {"rendered": {"type": "string"}},
+}
 WORDPRESS_POST = {
     "type": "object",
     "required": ["id", "slug", "date_gmt", "status", "type", "link", "title", "excerpt", "content"],
@@ -130,7 +139,9 @@ WORDPRESS_POST = {
     },
 }
 # The demo's pages run no script and load nothing: what a crawl copies can only ever be text.
-SOURCE_HEADERS = {"content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"}
+SOURCE_HEADERS = {
+    "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+}
 
 
 def demo_source_routes() -> list[Route]:
@@ -150,9 +161,16 @@ def demo_source_routes() -> list[Route]:
         if post is None:
             return _html("Not found", "<p>No such post.</p>", 404)
         slug, title, date, summary, body = post
-        return _html(title, f"<article><h1>{escape(title)}</h1><time>{date}</time>{body}</article>", description=summary)
+        return _html(
+            title,
+            f"<article><h1>{escape(title)}</h1><time>{date}</time>{body}</article>",
+            description=summary,
+        )
 
-    @declare("The demo blog as RSS", replies={200: Reply(content={"application/rss+xml": {"schema": {"type": "string"}}})})
+    @declare(
+        "The demo blog as RSS",
+        replies={200: Reply(content={"application/rss+xml": {"schema": {"type": "string"}}})},
+    )
     async def rss(call: Call) -> Response:
         base = str(call.request.base_url).rstrip("/")
         items = "".join(
@@ -169,7 +187,10 @@ def demo_source_routes() -> list[Route]:
         )
         return Response(document, media_type="application/rss+xml")
 
-    @declare("The demo blog as Atom", replies={200: Reply(content={"application/atom+xml": {"schema": {"type": "string"}}})})
+    @declare(
+        "The demo blog as Atom",
+        replies={200: Reply(content={"application/atom+xml": {"schema": {"type": "string"}}})},
+    )
     async def atom(call: Call) -> Response:
         base = str(call.request.base_url).rstrip("/")
         entries = "".join(

@@ -40,7 +40,9 @@ class FetchPolicy:
     resolve: Resolver | None = None
 
 
-def fetch(url: str, policy: FetchPolicy, *, accept: str = "*/*", seconds: float | None = None) -> Fetched:
+def fetch(
+    url: str, policy: FetchPolicy, *, accept: str = "*/*", seconds: float | None = None
+) -> Fetched:
     """GET `url` under `policy` within `seconds` (the policy's timeout, or less when a crawl's
     budget is nearly spent); CrawlRefused from the guard, CrawlFailed from the exchange."""
     deadline = Deadline(policy.timeout if seconds is None else min(seconds, policy.timeout))
@@ -56,7 +58,9 @@ def fetch(url: str, policy: FetchPolicy, *, accept: str = "*/*", seconds: float 
             return Fetched(url, headers.get("content-type", ""), body)
     finally:
         deadline.cancel()
-    raise CrawlFailed(f"The source redirected more than {MAX_REDIRECTS} times; stopped at {url[:120]!r}.")
+    raise CrawlFailed(
+        f"The source redirected more than {MAX_REDIRECTS} times; stopped at {url[:120]!r}."
+    )
 
 
 def _next_hop(url: str, status: int, location: str | None) -> str:
@@ -70,7 +74,9 @@ def _next_hop(url: str, status: int, location: str | None) -> str:
         ) from None
 
 
-def _exchange(target: Target, policy: FetchPolicy, accept: str, deadline: Deadline) -> tuple[int, dict[str, str], bytes]:
+def _exchange(
+    target: Target, policy: FetchPolicy, accept: str, deadline: Deadline
+) -> tuple[int, dict[str, str], bytes]:
     connection = _connection(target, deadline)
     try:
         connection.request("GET", target.path, headers={"user-agent": USER_AGENT, "accept": accept})
@@ -125,17 +131,23 @@ class _PinnedHTTPS(http.client.HTTPSConnection):
         sock = socket.create_connection((self._address, self.port), self._deadline.remaining())
         # The handshake is done after `watch`, so a source that stalls it is cut off too.
         context: ssl.SSLContext = self._context  # type: ignore[attr-defined]
-        self.sock = context.wrap_socket(sock, server_hostname=self.host, do_handshake_on_connect=False)
+        self.sock = context.wrap_socket(
+            sock, server_hostname=self.host, do_handshake_on_connect=False
+        )
         self._deadline.watch(self.sock)
         self.sock.do_handshake()
 
 
 def _too_large(target: Target, policy: FetchPolicy) -> CrawlFailed:
-    return CrawlFailed(f"The source {target.url[:120]!r} is larger than {policy.max_bytes} bytes; the crawler stops there.")
+    return CrawlFailed(
+        f"The source {target.url[:120]!r} is larger than {policy.max_bytes} bytes; the crawler stops there."
+    )
 
 
 def _too_slow(target: Target, deadline: Deadline) -> CrawlFailed:
-    return CrawlFailed(f"The source {target.url[:120]!r} did not answer within {deadline.seconds:g} seconds.")
+    return CrawlFailed(
+        f"The source {target.url[:120]!r} did not answer within {deadline.seconds:g} seconds."
+    )
 
 
 __all__ = ["CrawlFailed", "CrawlRefused", "Fetched", "FetchPolicy", "fetch"]

@@ -59,7 +59,9 @@ def parse_allow_list(text: str | Iterable[str] | None) -> tuple[AllowRule, ...]:
     for item in items:
         parts = urlsplit(f"//{item.strip()}")
         if not parts.hostname:
-            raise ValueError(f"The allow-list entry {item!r} names no host; write host, host:port or host:port/path.")
+            raise ValueError(
+                f"The allow-list entry {item!r} names no host; write host, host:port or host:port/path."
+            )
         rules.append(AllowRule(parts.hostname.lower(), parts.port, parts.path))
     return tuple(rules)
 
@@ -86,9 +88,13 @@ def check_url(url: str, rules: Iterable[AllowRule], resolve: Resolver | None = N
     except ValueError as error:  # e.g. 'http://[::1/': an unclosed IPv6 bracket
         raise CrawlRefused(f"The address {shown!r} is not a well-formed URL ({error}).") from None
     if parts.scheme not in ("http", "https"):
-        raise CrawlRefused(f"Only http and https addresses can be crawled; {shown!r} uses {parts.scheme or 'no scheme'!r}.")
+        raise CrawlRefused(
+            f"Only http and https addresses can be crawled; {shown!r} uses {parts.scheme or 'no scheme'!r}."
+        )
     if parts.username or parts.password:
-        raise CrawlRefused(f"The address {shown!r} carries credentials; crawl public sources without a user name or password.")
+        raise CrawlRefused(
+            f"The address {shown!r} carries credentials; crawl public sources without a user name or password."
+        )
     try:
         host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
@@ -164,7 +170,9 @@ def _resolve(host: str, port: int, resolve: Resolver) -> list[Address]:
         try:
             found = [ipaddress.ip_address(a.split("%")[0]) for a in resolve(host, port)]
         except (OSError, UnicodeError, ValueError):
-            raise CrawlRefused(f"The host {host[:80]!r} could not be resolved to an address.") from None
+            raise CrawlRefused(
+                f"The host {host[:80]!r} could not be resolved to an address."
+            ) from None
     if not found:
         raise CrawlRefused(f"The host {host[:80]!r} resolves to no address.")
     # An IPv4 address written as IPv6 (::ffff:10.0.0.1) is judged as the IPv4 address it is.

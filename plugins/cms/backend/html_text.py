@@ -11,9 +11,51 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-SKIPPED = {"script", "style", "noscript", "template", "iframe", "svg", "object", "embed", "head", "nav", "form"}
-BLOCKS = {"p", "h1", "h2", "h3", "h4", "h5", "h6", "li", "pre", "blockquote", "dd", "dt", "figcaption", "td", "th"}
-VOID = {"br", "img", "hr", "meta", "link", "input", "source", "area", "base", "col", "wbr", "track", "param"}
+SKIPPED = {
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "iframe",
+    "svg",
+    "object",
+    "embed",
+    "head",
+    "nav",
+    "form",
+}
+BLOCKS = {
+    "p",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "li",
+    "pre",
+    "blockquote",
+    "dd",
+    "dt",
+    "figcaption",
+    "td",
+    "th",
+}
+VOID = {
+    "br",
+    "img",
+    "hr",
+    "meta",
+    "link",
+    "input",
+    "source",
+    "area",
+    "base",
+    "col",
+    "wbr",
+    "track",
+    "param",
+}
 
 
 @dataclass
@@ -34,7 +76,11 @@ class ParsedPage:
 
     def markdown(self) -> str:
         """The body: the article's blocks if there is an article, else main's, else all."""
-        chosen = [b for b in self.blocks if b.in_article] or [b for b in self.blocks if b.in_main] or self.blocks
+        chosen = (
+            [b for b in self.blocks if b.in_article]
+            or [b for b in self.blocks if b.in_main]
+            or self.blocks
+        )
         if chosen and chosen[0].kind == "h1" and chosen[0].text == self.heading:
             chosen = chosen[1:]  # the title is the entry's title, not its first line
         text = ""

@@ -72,4 +72,6 @@ def _page(title: str, body: str, site: str, site_title: str) -> HTMLResponse:
 
 
 def _not_found() -> HTMLResponse:
-    return HTMLResponse("<!doctype html><title>Not found</title><p>There is no such page.</p>", 404, headers=HEADERS)
+    return HTMLResponse(
+        "<!doctype html><title>Not found</title><p>There is no such page.</p>", 404, headers=HEADERS
+    )

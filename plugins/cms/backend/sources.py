@@ -33,7 +33,12 @@ class Item:
     published: str = ""
 
     def describe(self) -> dict[str, str]:
-        return {"title": self.title, "excerpt": self.excerpt, "source_url": self.source_url, "published": self.published}
+        return {
+            "title": self.title,
+            "excerpt": self.excerpt,
+            "source_url": self.source_url,
+            "published": self.published,
+        }
 
 
 def blog_links(html: str) -> list[str]:
@@ -53,16 +58,22 @@ def feed_items(raw: bytes, url: str) -> list[Item]:
     head = raw[:4096].lower()
     if b"<!doctype" in head or b"<!entity" in raw.lower():
         # Entities are how XML bombs and external-entity reads start; feeds do not need them.
-        raise SourceError(f"The feed at {url[:120]!r} declares a DOCTYPE or entities; the crawler does not read those.")
+        raise SourceError(
+            f"The feed at {url[:120]!r} declares a DOCTYPE or entities; the crawler does not read those."
+        )
     try:
         root = ElementTree.fromstring(raw)
     except ElementTree.ParseError as error:
-        raise SourceError(f"The document at {url[:120]!r} is not a feed: its XML is broken ({error}).") from None
+        raise SourceError(
+            f"The document at {url[:120]!r} is not a feed: its XML is broken ({error})."
+        ) from None
     if root.tag == "rss" or root.find("channel") is not None:
         return [_rss_item(node, url) for node in root.iter("item")]
     if root.tag == f"{ATOM}feed":
         return [_atom_item(node, url) for node in root.iter(f"{ATOM}entry")]
-    raise SourceError(f"The document at {url[:120]!r} is XML but neither RSS nor Atom (its root is {root.tag[:60]!r}).")
+    raise SourceError(
+        f"The document at {url[:120]!r} is XML but neither RSS nor Atom (its root is {root.tag[:60]!r})."
+    )
 
 
 def wordpress_items(raw: bytes, url: str) -> list[Item]:
@@ -70,9 +81,13 @@ def wordpress_items(raw: bytes, url: str) -> list[Item]:
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
-        raise SourceError(f"The answer of {url[:120]!r} is not JSON; is this a WordPress site?") from None
+        raise SourceError(
+            f"The answer of {url[:120]!r} is not JSON; is this a WordPress site?"
+        ) from None
     if not isinstance(data, list):
-        raise SourceError(f"The answer of {url[:120]!r} is not a list of posts; is this a WordPress REST API?")
+        raise SourceError(
+            f"The answer of {url[:120]!r} is not a list of posts; is this a WordPress REST API?"
+        )
     items = []
     for post in data:
         if not isinstance(post, dict):
@@ -103,18 +118,29 @@ def _rss_item(node: Any, url: str) -> Item:
 
 
 def _atom_item(node: Any, url: str) -> Item:
-    link = next((link.get("href") for link in node.findall(f"{ATOM}link") if link.get("rel", "alternate") == "alternate"), None)
+    link = next(
+        (
+            link.get("href")
+            for link in node.findall(f"{ATOM}link")
+            if link.get("rel", "alternate") == "alternate"
+        ),
+        None,
+    )
     content = node.findtext(f"{ATOM}content") or node.findtext(f"{ATOM}summary") or ""
     return _item(
         page_text(node.findtext(f"{ATOM}title") or "") or "Untitled",
         html_to_markdown(content),
         page_text(node.findtext(f"{ATOM}summary") or ""),
         (link or url).strip(),
-        published=(node.findtext(f"{ATOM}updated") or node.findtext(f"{ATOM}published") or "").strip(),
+        published=(
+            node.findtext(f"{ATOM}updated") or node.findtext(f"{ATOM}published") or ""
+        ).strip(),
     )
 
 
-def _item(title: str, body: str, excerpt: str, source_url: str, *, slug: str = "", published: str = "") -> Item:
+def _item(
+    title: str, body: str, excerpt: str, source_url: str, *, slug: str = "", published: str = ""
+) -> Item:
     """Cut every field to what an entry may hold: the source decides nothing about our limits."""
     excerpt = " ".join(excerpt.split())
     if len(excerpt) > 300:

@@ -72,18 +72,26 @@ class SiteStore:
 
     def add_site(self, id: str, title: str) -> None:
         with self.database.transaction() as db:
-            db.execute("INSERT INTO cms_sites (id, title) VALUES (?, ?) ON CONFLICT (id) DO NOTHING", (id, title))
+            db.execute(
+                "INSERT INTO cms_sites (id, title) VALUES (?, ?) ON CONFLICT (id) DO NOTHING",
+                (id, title),
+            )
 
     def set_role(self, site: str, username: str, role: str | None) -> None:
         """Give `username` a role on `site`; None takes every role away."""
         with self.database.transaction() as db:
             db.execute("DELETE FROM cms_roles WHERE site = ? AND username = ?", (site, username))
             if role is not None:
-                db.execute("INSERT INTO cms_roles (site, username, role) VALUES (?, ?, ?)", (site, username, role))
+                db.execute(
+                    "INSERT INTO cms_roles (site, username, role) VALUES (?, ?, ?)",
+                    (site, username, role),
+                )
 
     def role_of(self, site: str, username: str) -> str | None:
         with self.database.transaction() as db:
-            row = db.execute("SELECT role FROM cms_roles WHERE site = ? AND username = ?", (site, username)).fetchone()
+            row = db.execute(
+                "SELECT role FROM cms_roles WHERE site = ? AND username = ?", (site, username)
+            ).fetchone()
         return None if row is None else row["role"]
 
     def sites_of(self, username: str) -> list[dict[str, str]]:
@@ -106,7 +114,9 @@ class SiteStore:
 
     # Entries -----------------------------------------------------------------------------
 
-    def list_entries(self, site: str, *, collection: str | None = None, status: str | None = None) -> list[dict[str, Any]]:
+    def list_entries(
+        self, site: str, *, collection: str | None = None, status: str | None = None
+    ) -> list[dict[str, Any]]:
         """Summaries (no body), newest change first."""
         query, params = f"SELECT {SUMMARY} FROM cms_entries WHERE site = ?", [site]
         if collection:
@@ -119,19 +129,27 @@ class SiteStore:
 
     def get_entry(self, site: str, slug: str) -> dict[str, Any] | None:
         with self.database.transaction() as db:
-            row = db.execute("SELECT * FROM cms_entries WHERE site = ? AND slug = ?", (site, slug)).fetchone()
+            row = db.execute(
+                "SELECT * FROM cms_entries WHERE site = ? AND slug = ?", (site, slug)
+            ).fetchone()
         return None if row is None else _entry(row)
 
     def has_source(self, site: str, source_url: str) -> str | None:
         """The slug of the entry imported from `source_url`, if any: imports are not repeated."""
         with self.database.transaction() as db:
             row = db.execute(
-                "SELECT slug FROM cms_entries WHERE site = ? AND source_url = ? AND source_url != ''", (site, source_url)
+                "SELECT slug FROM cms_entries WHERE site = ? AND source_url = ? AND source_url != ''",
+                (site, source_url),
             ).fetchone()
         return None if row is None else row["slug"]
 
     def create_entry(
-        self, site: str, fields: dict[str, Any], *, published: bool = False, suggested_slug: str = ""
+        self,
+        site: str,
+        fields: dict[str, Any],
+        *,
+        published: bool = False,
+        suggested_slug: str = "",
     ) -> dict[str, Any]:
         """Insert an entry. A slug in `fields` is the caller's choice: SlugTaken when it is used.
         Without one, the slug comes from `suggested_slug` or the title, and the next free one is
@@ -168,21 +186,32 @@ class SiteStore:
                 continue  # another call took this slug since we looked: look again
             return self.get_entry(site, slug)  # type: ignore[return-value]
         # Answered as a busy database (503): so many calls made this slug at once that this one never got a turn.
-        raise DatabaseBusy(f"database is busy: {MAX_SLUG_TRIES} tries at a slug like {base!r} all lost")
+        raise DatabaseBusy(
+            f"database is busy: {MAX_SLUG_TRIES} tries at a slug like {base!r} all lost"
+        )
 
     def _free_slug(self, site: str, base: str) -> str:
         with self.database.transaction() as db:
             rows = db.execute(
-                "SELECT slug FROM cms_entries WHERE site = ? AND (slug = ? OR slug LIKE ?)", (site, base, f"{base}-%")
+                "SELECT slug FROM cms_entries WHERE site = ? AND (slug = ? OR slug LIKE ?)",
+                (site, base, f"{base}-%"),
             )
             return free_slug(base, {r["slug"] for r in rows})
 
-    def update_entry(self, site: str, slug: str, changes: dict[str, Any], *, version: int | None = None) -> dict[str, Any]:
+    def update_entry(
+        self, site: str, slug: str, changes: dict[str, Any], *, version: int | None = None
+    ) -> dict[str, Any]:
         """Change fields; with `version` (the one the caller read), StaleEntry when it is not the current."""
-        columns = [key for key in ("collection", "title", "excerpt", "body", "source_url") if key in changes]
+        columns = [
+            key
+            for key in ("collection", "title", "excerpt", "body", "source_url")
+            if key in changes
+        ]
         with self.database.transaction(immediate=True) as db:
             if version is not None:
-                row = db.execute("SELECT * FROM cms_entries WHERE site = ? AND slug = ?", (site, slug)).fetchone()
+                row = db.execute(
+                    "SELECT * FROM cms_entries WHERE site = ? AND slug = ?", (site, slug)
+                ).fetchone()
                 if row is not None and row["version"] != version:
                     raise StaleEntry(_entry(row))
             db.execute(
@@ -214,7 +243,9 @@ def public_path(site: str, slug: str) -> str:
 
 def _entry(row: Any) -> dict[str, Any]:
     entry = {key: row[key] for key in row.keys()}
-    entry["url"] = public_path(entry["site"], entry["slug"]) if entry["status"] == "published" else None
+    entry["url"] = (
+        public_path(entry["site"], entry["slug"]) if entry["status"] == "published" else None
+    )
     return entry
 
 

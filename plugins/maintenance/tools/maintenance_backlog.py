@@ -8,7 +8,9 @@ async def invoke(args, context):
     limit = args.get("limit", 20)
     if not building:
         raise ValueError("Which building? Pass buildingId, e.g. B-101.")
-    query = urlencode({"entityType": context.config["entityTypeId"], "building": building, "limit": limit})
+    query = urlencode(
+        {"entityType": context.config["entityTypeId"], "building": building, "limit": limit}
+    )
     answer = await context.fetch_json(f"{context.config['endpoint']}?{query}")
     if answer["building"] is None:
         known = ", ".join(answer["buildings"])
@@ -17,6 +19,7 @@ async def invoke(args, context):
         "building": answer["building"],
         "outstanding": answer["total"],
         "tasks": [
-            {"id": t["id"], "title": t["title"], "priority": t["priority"], "opened": t["opened"]} for t in answer["tasks"]
+            {"id": t["id"], "title": t["title"], "priority": t["priority"], "opened": t["opened"]}
+            for t in answer["tasks"]
         ],
     }

@@ -25,27 +25,45 @@ RecordReader = Callable[[str], Awaitable[dict[str, Any]]]
 class Runner(Protocol):
     """Runs a record's code: `invoke(args, context)`; returns its value, raises what it raised."""
 
-    async def run(self, record: dict[str, Any], args: dict[str, Any], context: dict[str, Any], signal: CancelToken) -> Any: ...
+    async def run(
+        self,
+        record: dict[str, Any],
+        args: dict[str, Any],
+        context: dict[str, Any],
+        signal: CancelToken,
+    ) -> Any: ...
 
 
 class AiToolCaller:
     """Calls AI Tools by record id; `read_record` must raise ToolError("not_permitted") when the
     user's session may not see the record, and must not answer from a cache."""
 
-    def __init__(self, read_record: RecordReader, runner: Runner, *, view_id: Callable[[], str | None] = lambda: None) -> None:
+    def __init__(
+        self,
+        read_record: RecordReader,
+        runner: Runner,
+        *,
+        view_id: Callable[[], str | None] = lambda: None,
+    ) -> None:
         self.read_record = read_record
         self.runner = runner
         self.view_id = view_id
 
-    async def call(self, record_id: str, raw_args: Any, *, signal: CancelToken | None = None) -> Any:
+    async def call(
+        self, record_id: str, raw_args: Any, *, signal: CancelToken | None = None
+    ) -> Any:
         """The tool's result, or a ToolError the envelope reports."""
         record = await self.read_record(record_id)
         try:
             record = check_ai_tool_record(record)
         except DeclarationError as error:
-            raise ToolError("unavailable", f"The plugin {record_id!r} is misdeclared on the server: {error}") from None
+            raise ToolError(
+                "unavailable", f"The plugin {record_id!r} is misdeclared on the server: {error}"
+            ) from None
         if record["location"] != "ai-tool" or not record["enabled"]:
-            raise ToolError("unavailable", f"The plugin {record['name']!r} is not an enabled AI Tool now.")
+            raise ToolError(
+                "unavailable", f"The plugin {record['name']!r} is not an enabled AI Tool now."
+            )
         tool = record["settings"]["tool"]
         args = parse_tool_arguments(record["name"], raw_args, tool["inputSchema"])
         timeout_ms = tool["annotations"]["timeoutMs"]
@@ -61,12 +79,16 @@ class AiToolCaller:
                     f"{record['name']} did not finish within {timeout_ms} ms and was stopped; nothing was returned.",
                     timeoutMs=timeout_ms,
                 ) from None
-            raise ToolError("aborted", f"{record['name']} was stopped before it finished.") from None
+            raise ToolError(
+                "aborted", f"{record['name']} was stopped before it finished."
+            ) from None
         except ToolError:
             raise
         except Exception as error:
             message = str(error).strip() or type(error).__name__
-            raise ToolError("failed", f"{record['name']} failed: {message}", type=type(error).__name__) from None
+            raise ToolError(
+                "failed", f"{record['name']} failed: {message}", type=type(error).__name__
+            ) from None
         finally:
             timer.cancel()
         return capped(record["name"], result, tool["maxResultBytes"])
@@ -77,7 +99,9 @@ def capped(name: str, result: Any, cap: int) -> Any:
     try:
         size = len(json.dumps(result, allow_nan=False, ensure_ascii=False).encode())
     except (TypeError, ValueError) as error:
-        raise ToolError("failed", f"{name} returned a value that is not JSON data: {error}.") from None
+        raise ToolError(
+            "failed", f"{name} returned a value that is not JSON data: {error}."
+        ) from None
     if size > cap:
         raise ToolError(
             "too_large",

@@ -18,16 +18,27 @@ Fetch = Callable[..., Awaitable[Any]]
 class ToolContext:
     """The context of one call. `view_id` is the view that was active when the agent called."""
 
-    def __init__(self, config: dict[str, Any], view_id: str | None, signal: Any, fetch: Fetch | None = None) -> None:
+    def __init__(
+        self, config: dict[str, Any], view_id: str | None, signal: Any, fetch: Fetch | None = None
+    ) -> None:
         self.config = config
         self.view_id = view_id
         self.signal = signal
         self._fetch = fetch
 
-    async def fetch_json(self, url: str, *, method: str = "GET", body: Any = None, headers: dict[str, str] | None = None) -> Any:
+    async def fetch_json(
+        self,
+        url: str,
+        *,
+        method: str = "GET",
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
         """Fetch JSON with this call's signal, so a timeout or a stop aborts the request."""
         if self._fetch is None:
             sentence = "This context cannot fetch: no HTTP client was given to the runner."
             raise ToolError("unavailable", sentence)
         self.signal.throw_if_aborted()
-        return await self._fetch(url, method=method, body=body, headers=headers or {}, signal=self.signal)
+        return await self._fetch(
+            url, method=method, body=body, headers=headers or {}, signal=self.signal
+        )

@@ -43,12 +43,23 @@ ENTRY_POINTS = {
 def check_ai_tool_record(record: Any) -> dict[str, Any]:
     """Return the record with defaults filled, or raise DeclarationError naming field and rule."""
     if not isinstance(record, dict):
-        raise _refuse("?", "", record, f"a plugin record must be a JSON object, not {type(record).__name__}.")
+        raise _refuse(
+            "?", "", record, f"a plugin record must be a JSON object, not {type(record).__name__}."
+        )
     owner: str = record["id"] if isinstance(record.get("id"), str) else "?"
     unknown = sorted(set(record) - RECORD_KEYS)
     if unknown:
-        raise _refuse(owner, unknown[0], record[unknown[0]], f"is not a record field; use {sorted(RECORD_KEYS)}.")
-    if not isinstance(record.get("id"), str) or not RECORD_ID.fullmatch(record["id"]) or record["id"] in RESERVED_IDS:
+        raise _refuse(
+            owner,
+            unknown[0],
+            record[unknown[0]],
+            f"is not a record field; use {sorted(RECORD_KEYS)}.",
+        )
+    if (
+        not isinstance(record.get("id"), str)
+        or not RECORD_ID.fullmatch(record["id"])
+        or record["id"] in RESERVED_IDS
+    ):
         raise _refuse(
             owner,
             "id",
@@ -78,17 +89,27 @@ def check_ai_tool_record(record: Any) -> dict[str, Any]:
         raise _refuse(owner, "settings", settings, "must be an object with `tool` and `config`.")
     unknown = sorted(set(settings) - {"tool", "config"})
     if unknown:
-        raise _refuse(owner, f"settings.{unknown[0]}", settings[unknown[0]], "is not a settings field; use tool and config.")
+        raise _refuse(
+            owner,
+            f"settings.{unknown[0]}",
+            settings[unknown[0]],
+            "is not a settings field; use tool and config.",
+        )
     config = settings.get("config", {})
     if not isinstance(config, dict):
         raise _refuse(owner, "settings.config", config, "must be an object of per-account values.")
     if len(json.dumps(config)) > CONFIG_LIMIT:
-        raise _refuse(owner, "settings.config", None, f"is larger than {CONFIG_LIMIT} bytes of JSON.")
+        raise _refuse(
+            owner, "settings.config", None, f"is larger than {CONFIG_LIMIT} bytes of JSON."
+        )
     tool = settings.get("tool")
     if location == "ai-tool":
         if tool is None:
             raise _refuse(
-                owner, "settings.tool", None, "is required for an AI Tool: the agent sees only the declaration, never the code."
+                owner,
+                "settings.tool",
+                None,
+                "is required for an AI Tool: the agent sees only the declaration, never the code.",
             )
         tool = _checked_tool(owner, tool)
     elif tool is not None:
@@ -114,31 +135,54 @@ def check_ai_tool_record(record: Any) -> dict[str, Any]:
         "language": language,
         "code": code,
         "settings": checked_settings,
-        "visibility": {"users": list(visibility.get("users", [])), "groups": list(visibility.get("groups", []))},
+        "visibility": {
+            "users": list(visibility.get("users", [])),
+            "groups": list(visibility.get("groups", [])),
+        },
         "enabled": enabled,
     }
 
 
 def _checked_tool(owner: str, tool: Any) -> dict[str, Any]:
     if not isinstance(tool, dict):
-        raise _refuse(owner, "settings.tool", tool, "must be an object with description, inputSchema and annotations.")
+        raise _refuse(
+            owner,
+            "settings.tool",
+            tool,
+            "must be an object with description, inputSchema and annotations.",
+        )
     unknown = sorted(set(tool) - {"description", "inputSchema", "annotations", "maxResultBytes"})
     if unknown:
-        raise _refuse(owner, f"settings.tool.{unknown[0]}", tool[unknown[0]], "is not a tool field.")
+        raise _refuse(
+            owner, f"settings.tool.{unknown[0]}", tool[unknown[0]], "is not a tool field."
+        )
     description = tool.get("description")
     if not isinstance(description, str) or not description.strip():
         raise _refuse(
-            owner, "settings.tool.description", description, "must not be empty: say what the tool returns and when to use it."
+            owner,
+            "settings.tool.description",
+            description,
+            "must not be empty: say what the tool returns and when to use it.",
         )
     if len(description) > DESCRIPTION_LIMIT:
-        raise _refuse(owner, "settings.tool.description", None, f"is longer than {DESCRIPTION_LIMIT} characters.")
+        raise _refuse(
+            owner,
+            "settings.tool.description",
+            None,
+            f"is longer than {DESCRIPTION_LIMIT} characters.",
+        )
     schema = tool.get("inputSchema")
     problem = schema_problem(schema)
     if problem:
         raise _refuse(owner, "settings.tool.inputSchema", schema, f"is refused: {problem}.")
     annotations = tool.get("annotations", {})
     if not isinstance(annotations, dict) or set(annotations) - {"sideEffect", "timeoutMs"}:
-        raise _refuse(owner, "settings.tool.annotations", annotations, "may hold only sideEffect and timeoutMs.")
+        raise _refuse(
+            owner,
+            "settings.tool.annotations",
+            annotations,
+            "may hold only sideEffect and timeoutMs.",
+        )
     side_effect = annotations.get("sideEffect", "write")
     if side_effect not in SIDE_EFFECTS:
         raise _refuse(
@@ -159,7 +203,12 @@ def _checked_tool(owner: str, tool: Any) -> dict[str, Any]:
     cap = tool.get("maxResultBytes", RESULT_CAP_DEFAULT)
     low, high = RESULT_CAP_RANGE
     if isinstance(cap, bool) or not isinstance(cap, int) or not low <= cap <= high:
-        raise _refuse(owner, "settings.tool.maxResultBytes", cap, f"must be a whole number from {low} to {high}.")
+        raise _refuse(
+            owner,
+            "settings.tool.maxResultBytes",
+            cap,
+            f"must be a whole number from {low} to {high}.",
+        )
     return {
         "description": description,
         "inputSchema": copy.deepcopy(schema),
@@ -174,19 +223,35 @@ def _check_entry_point(owner: str, code: str, language: str, entry: str) -> None
             tree = ast.parse(code)
         except SyntaxError as error:
             where = f" at line {error.lineno}" if error.lineno else ""
-            raise _refuse(owner, "code", None, f"has a Python syntax error{where}: {error.msg}.") from None
+            raise _refuse(
+                owner, "code", None, f"has a Python syntax error{where}: {error.msg}."
+            ) from None
         except (RecursionError, MemoryError):
             # Deeply nested expressions (`x+x+…`, `-----1`) exhaust the parser before any syntax error.
-            raise _refuse(owner, "code", None, "nests too deeply for Python to parse; split long expressions.") from None
-        defined = any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry for node in tree.body)
+            raise _refuse(
+                owner, "code", None, "nests too deeply for Python to parse; split long expressions."
+            ) from None
+        defined = any(
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == entry
+            for node in tree.body
+        )
     else:
-        defined = re.search(rf"(?:function\s+{entry}\s*\(|\b(?:const|let|var)\s+{entry}\s*=)", code) is not None
+        defined = (
+            re.search(rf"(?:function\s+{entry}\s*\(|\b(?:const|let|var)\s+{entry}\s*=)", code)
+            is not None
+        )
     if not defined:
-        how = f"def {entry}(args, context)" if language == "python" else f"function {entry}(args, context)"
+        how = (
+            f"def {entry}(args, context)"
+            if language == "python"
+            else f"function {entry}(args, context)"
+        )
         raise _refuse(owner, "code", None, f"defines no `{entry}`: add `{how}` at the top level.")
 
 
-def _one_of(owner: str, record: dict[str, Any], field: str, allowed: tuple[str, ...], default: str = "") -> str:
+def _one_of(
+    owner: str, record: dict[str, Any], field: str, allowed: tuple[str, ...], default: str = ""
+) -> str:
     value = record.get(field, default)
     if value not in allowed:
         raise _refuse(owner, field, value, f"must be one of {', '.join(allowed)}, not {value!r}.")

@@ -28,19 +28,33 @@ class InProcessRunner:
     """Executes Python `invoke(args, context)`; `base_url` is where `context.fetch_json` goes,
     through `send` (reactor.http)."""
 
-    def __init__(self, base_url: str = "", headers: dict[str, str] | None = None, send: Send = urllib_send) -> None:
+    def __init__(
+        self, base_url: str = "", headers: dict[str, str] | None = None, send: Send = urllib_send
+    ) -> None:
         self.base_url = base_url
         self.headers = dict(headers or {})
         self.send = send
 
-    async def run(self, record: dict[str, Any], args: dict[str, Any], context: dict[str, Any], signal: CancelToken) -> Any:
+    async def run(
+        self,
+        record: dict[str, Any],
+        args: dict[str, Any],
+        context: dict[str, Any],
+        signal: CancelToken,
+    ) -> Any:
         if record["language"] != "python":
-            raise ToolError("unavailable", f"{record['name']} is JavaScript; it runs only in the page.")
+            raise ToolError(
+                "unavailable", f"{record['name']} is JavaScript; it runs only in the page."
+            )
         invoke = load_code(record["id"], record["code"])["invoke"]
         tool_context = ToolContext(context["config"], context["view_id"], signal, self._fetch)
         if inspect.iscoroutinefunction(invoke):
             return await invoke(args, tool_context)
         return await asyncio.to_thread(invoke, args, tool_context)
 
-    async def _fetch(self, url: str, *, method: str, body: Any, headers: dict[str, str], signal: CancelToken) -> Any:
-        return await signal.race(fetch_json(self.send, method, self.base_url + url, body, {**self.headers, **headers}))
+    async def _fetch(
+        self, url: str, *, method: str, body: Any, headers: dict[str, str], signal: CancelToken
+    ) -> Any:
+        return await signal.race(
+            fetch_json(self.send, method, self.base_url + url, body, {**self.headers, **headers})
+        )

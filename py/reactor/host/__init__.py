@@ -23,7 +23,13 @@ from __future__ import annotations
 from ..envelope import FAILURE_CODES, envelope_text, is_failure, tool_failure, tool_success
 from ..errors import ToolError
 from .anthropic import AnthropicModel
-from .approval import ApprovalGate, ApprovalRequest, needs_approval, side_effect_level, tool_annotations
+from .approval import (
+    ApprovalGate,
+    ApprovalRequest,
+    needs_approval,
+    side_effect_level,
+    tool_annotations,
+)
 from .errors import HostError, ProviderError, SettingsError
 from .formats import (
     anthropic_result,

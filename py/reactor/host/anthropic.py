@@ -19,7 +19,13 @@ from .model import END_TURN, MAX_TOKENS, OTHER, REFUSAL, TOOL_USE, ModelRequest,
 from .streaming import AnthropicStream
 from .transport import Send, post_json, post_stream
 
-_STOPS = {"end_turn": END_TURN, "stop_sequence": END_TURN, "tool_use": TOOL_USE, "max_tokens": MAX_TOKENS, "refusal": REFUSAL}
+_STOPS = {
+    "end_turn": END_TURN,
+    "stop_sequence": END_TURN,
+    "tool_use": TOOL_USE,
+    "max_tokens": MAX_TOKENS,
+    "refusal": REFUSAL,
+}
 
 
 class AnthropicModel:
@@ -52,7 +58,11 @@ class AnthropicModel:
         return f"AnthropicModel(base_url={self.base_url!r}, model={self.model!r})"
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "messages": _messages(request.messages)}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "messages": _messages(request.messages),
+        }
         if request.system:
             body["system"] = request.system
         if request.tools:
@@ -61,11 +71,24 @@ class AnthropicModel:
 
     async def complete(self, request: ModelRequest, signal: CancelToken) -> ModelTurn:
         headers = {"anthropic-version": self.version}
-        if self._api_key:  # a key typed in the page goes straight to Anthropic, which asks this header of browsers
-            headers |= {"x-api-key": self._api_key, "anthropic-dangerous-direct-browser-access": "true"}
+        if (
+            self._api_key
+        ):  # a key typed in the page goes straight to Anthropic, which asks this header of browsers
+            headers |= {
+                "x-api-key": self._api_key,
+                "anthropic-dangerous-direct-browser-access": "true",
+            }
         url, body = f"{self.base_url}/v1/messages", self.request_body(request)
         if not self.stream:
-            data = await post_json(self._send, url, headers, body, signal=signal, provider=self.provider, secret=self._api_key)
+            data = await post_json(
+                self._send,
+                url,
+                headers,
+                body,
+                signal=signal,
+                provider=self.provider,
+                secret=self._api_key,
+            )
             return self.parse_response(data)
         stream = AnthropicStream(self.provider, request.on_text or (lambda text: None))
         whole = await post_stream(
@@ -86,7 +109,9 @@ class AnthropicModel:
                 kind="cut_off",
             )
         return self.parse_response(
-            whole if whole is not None else {"content": stream.content(), "stop_reason": stream.stop_reason}
+            whole
+            if whole is not None
+            else {"content": stream.content(), "stop_reason": stream.stop_reason}
         )
 
     def parse_response(self, data: dict[str, Any]) -> ModelTurn:
@@ -99,7 +124,11 @@ class AnthropicModel:
                 kind="bad_response",
             )
         text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-        calls = tuple(ToolCall(b["id"], b["name"], b.get("input")) for b in blocks if b.get("type") == "tool_use")
+        calls = tuple(
+            ToolCall(b["id"], b["name"], b.get("input"))
+            for b in blocks
+            if b.get("type") == "tool_use"
+        )
         reason = str(data.get("stop_reason") or "")
         return ModelTurn(text, calls, _STOPS.get(reason, OTHER), reason)
 
@@ -125,7 +154,14 @@ def _parts(message: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     text = message.get("content") or ""
     parts: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
     for call in message.get("tool_calls") or []:
-        parts.append({"type": "tool_use", "id": call["id"], "name": call["name"], "input": _input(call["arguments"])})
+        parts.append(
+            {
+                "type": "tool_use",
+                "id": call["id"],
+                "name": call["name"],
+                "input": _input(call["arguments"]),
+            }
+        )
     return message["role"], parts
 
 

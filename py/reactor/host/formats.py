@@ -22,7 +22,19 @@ from .tools import HostTool
 
 # OpenAI and Anthropic refuse these at the top of a function's schema; both want an object
 # with properties. Dropping them only loosens what the model is shown.
-_TOP_LEVEL_REFUSED = ("$schema", "$id", "oneOf", "anyOf", "allOf", "not", "enum", "const", "if", "then", "else")
+_TOP_LEVEL_REFUSED = (
+    "$schema",
+    "$id",
+    "oneOf",
+    "anyOf",
+    "allOf",
+    "not",
+    "enum",
+    "const",
+    "if",
+    "then",
+    "else",
+)
 
 
 def model_schema(parameters: dict[str, Any]) -> dict[str, Any]:
@@ -35,20 +47,35 @@ def model_schema(parameters: dict[str, Any]) -> dict[str, Any]:
 
 def openai_chat_tools(tools: Iterable[HostTool]) -> list[dict[str, Any]]:
     return [
-        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": model_schema(t.parameters)}}
+        {
+            "type": "function",
+            "function": {
+                "name": t.name,
+                "description": t.description,
+                "parameters": model_schema(t.parameters),
+            },
+        }
         for t in tools
     ]
 
 
 def responses_tools(tools: Iterable[HostTool]) -> list[dict[str, Any]]:
     return [
-        {"type": "function", "name": t.name, "description": t.description, "parameters": model_schema(t.parameters)}
+        {
+            "type": "function",
+            "name": t.name,
+            "description": t.description,
+            "parameters": model_schema(t.parameters),
+        }
         for t in tools
     ]
 
 
 def anthropic_tools(tools: Iterable[HostTool]) -> list[dict[str, Any]]:
-    return [{"name": t.name, "description": t.description, "input_schema": model_schema(t.parameters)} for t in tools]
+    return [
+        {"name": t.name, "description": t.description, "input_schema": model_schema(t.parameters)}
+        for t in tools
+    ]
 
 
 def mcp_list_tools(tools: Iterable[HostTool]) -> dict[str, Any]:
@@ -76,7 +103,12 @@ def responses_result(call_id: str, envelope: dict[str, Any]) -> dict[str, Any]:
 
 
 def anthropic_result(call_id: str, envelope: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "tool_result", "tool_use_id": call_id, "content": envelope_text(envelope), "is_error": is_failure(envelope)}
+    return {
+        "type": "tool_result",
+        "tool_use_id": call_id,
+        "content": envelope_text(envelope),
+        "is_error": is_failure(envelope),
+    }
 
 
 def mcp_call_result(envelope: dict[str, Any]) -> dict[str, Any]:

@@ -101,31 +101,43 @@ class ChatLoop:
                 self.instructions,
                 list(self.history),
                 self.toolbox.tools(),
-                on_text=lambda text: token.aborted or self._emit("message.delta", role="assistant", text=text),
+                on_text=lambda text: (
+                    token.aborted or self._emit("message.delta", role="assistant", text=text)
+                ),
             )
             try:
                 turn = await token.race(self.model.complete(request, token))
             except AbortedError:
                 return self._stopped(token, step)
             except Exception as error:
-                self._emit("error", message=str(error), kind=getattr(error, "kind", "") or type(error).__name__)
+                self._emit(
+                    "error",
+                    message=str(error),
+                    kind=getattr(error, "kind", "") or type(error).__name__,
+                )
                 return LoopOutcome("error", steps=step, error=str(error))
             self.history.append(turn.as_message())
             if turn.text:
-                self._emit("message", role="assistant", text=turn.text, stop_reason=turn.stop_reason)
+                self._emit(
+                    "message", role="assistant", text=turn.text, stop_reason=turn.stop_reason
+                )
             if not turn.tool_calls:
                 return LoopOutcome("done", turn.text, step, turn.stop_reason)
             last = step == self.max_steps
             for call in turn.tool_calls:
                 result = await self._answer(call, turn, token, last)
-                self.history.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "result": result})
+                self.history.append(
+                    {"role": "tool", "tool_call_id": call.id, "name": call.name, "result": result}
+                )
             if token.aborted:
                 return self._stopped(token, step)
         reason = f"The step limit of {self.max_steps} model requests for one message was reached."
         self._emit("stopped", reason=reason, step_limit=True)
         return LoopOutcome("step_limit", turn.text, self.max_steps, turn.stop_reason)
 
-    async def _answer(self, call: ToolCall, turn: ModelTurn, token: CancelToken, last: bool) -> dict[str, Any]:
+    async def _answer(
+        self, call: ToolCall, turn: ModelTurn, token: CancelToken, last: bool
+    ) -> dict[str, Any]:
         if token.aborted:
             return tool_failure("aborted", f"{call.name} did not run: the person stopped the chat.")
         if last:
@@ -145,7 +157,9 @@ class ChatLoop:
         result = await self._run_call(call, turn, token)
         summary = outcome_line(tool, call.arguments, result)
         if result.get("error", {}).get("code") == "denied":
-            self._emit("tool_call.denied", call_id=call.id, name=call.name, result=result, summary=summary)
+            self._emit(
+                "tool_call.denied", call_id=call.id, name=call.name, result=result, summary=summary
+            )
         else:
             self._emit(
                 "tool_call.failed" if is_failure(result) else "tool_call.finished",
@@ -156,7 +170,9 @@ class ChatLoop:
             )
         return result
 
-    async def _run_call(self, call: ToolCall, turn: ModelTurn, token: CancelToken) -> dict[str, Any]:
+    async def _run_call(
+        self, call: ToolCall, turn: ModelTurn, token: CancelToken
+    ) -> dict[str, Any]:
         if turn.stop_reason == MAX_TOKENS:
             return tool_failure(
                 "invalid_arguments",
@@ -168,11 +184,16 @@ class ChatLoop:
         if isinstance(prepared, dict):
             return prepared
         tool, args = prepared
-        request = ApprovalRequest(call.id, tool.name, tool.description, args, tool.side_effect, tool.question(args))
+        request = ApprovalRequest(
+            call.id, tool.name, tool.description, args, tool.side_effect, tool.question(args)
+        )
         try:
             decision = await self.approvals.decide(request, token)
         except AbortedError:
-            return tool_failure("aborted", f"{tool.name} did not run: the chat was stopped while asking to approve it.")
+            return tool_failure(
+                "aborted",
+                f"{tool.name} did not run: the chat was stopped while asking to approve it.",
+            )
         if decision == "deny":
             return tool_failure(
                 "denied",
@@ -191,7 +212,9 @@ class ChatLoop:
     def _stopped(self, token: CancelToken, step: int) -> LoopOutcome:
         reason = token.reason if isinstance(token.reason, str) else "Stopped."
         # The model reads the reason in its tools' answers; the chat shows the person their own words.
-        self._emit("stopped", reason="You stopped the assistant." if reason == PRESSED_STOP else reason)
+        self._emit(
+            "stopped", reason="You stopped the assistant." if reason == PRESSED_STOP else reason
+        )
         return LoopOutcome("stopped", steps=step)
 
     def _emit(self, type: str, **data: Any) -> None:

@@ -21,7 +21,13 @@ from ..cancellation import CancelToken
 from .tools import HostTool
 
 # Stop reasons, the same for every provider.
-END_TURN, TOOL_USE, MAX_TOKENS, REFUSAL, OTHER = "end_turn", "tool_use", "max_tokens", "refusal", "other"
+END_TURN, TOOL_USE, MAX_TOKENS, REFUSAL, OTHER = (
+    "end_turn",
+    "tool_use",
+    "max_tokens",
+    "refusal",
+    "other",
+)
 
 
 @dataclass(frozen=True)

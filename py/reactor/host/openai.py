@@ -18,7 +18,13 @@ from .model import END_TURN, MAX_TOKENS, OTHER, REFUSAL, TOOL_USE, ModelRequest,
 from .streaming import OpenAIStream
 from .transport import Send, post_json, post_stream
 
-_STOPS = {"stop": END_TURN, "tool_calls": TOOL_USE, "function_call": TOOL_USE, "length": MAX_TOKENS, "content_filter": REFUSAL}
+_STOPS = {
+    "stop": END_TURN,
+    "tool_calls": TOOL_USE,
+    "function_call": TOOL_USE,
+    "length": MAX_TOKENS,
+    "content_filter": REFUSAL,
+}
 
 
 class OpenAIChatModel:
@@ -51,7 +57,9 @@ class OpenAIChatModel:
         return f"OpenAIChatModel(base_url={self.base_url!r}, model={self.model!r})"
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
-        messages: list[dict[str, Any]] = [{"role": "system", "content": request.system}] if request.system else []
+        messages: list[dict[str, Any]] = (
+            [{"role": "system", "content": request.system}] if request.system else []
+        )
         messages += [_message(m) for m in request.messages]
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         if request.tools:
@@ -66,7 +74,15 @@ class OpenAIChatModel:
         headers = {"authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         url, body = f"{self.base_url}/chat/completions", self.request_body(request)
         if not self.stream:
-            data = await post_json(self._send, url, headers, body, signal=signal, provider=self.provider, secret=self._api_key)
+            data = await post_json(
+                self._send,
+                url,
+                headers,
+                body,
+                signal=signal,
+                provider=self.provider,
+                secret=self._api_key,
+            )
             return self.parse_response(data)
         stream = OpenAIStream(self.provider, request.on_text or _ignore)
         whole = await post_stream(
@@ -130,7 +146,11 @@ def _message(message: dict[str, Any]) -> dict[str, Any]:
             "role": "assistant",
             "content": message.get("content") or None,
             "tool_calls": [
-                {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": _arguments_text(c["arguments"])}}
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": _arguments_text(c["arguments"])},
+                }
                 for c in message["tool_calls"]
             ],
         }

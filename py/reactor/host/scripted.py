@@ -22,7 +22,19 @@ from .model import END_TURN, TOOL_USE, ModelRequest, ModelTurn, ToolCall
 from .tools import HostTool, outcome_line
 
 LABEL = "Scripted model (no AI)"
-_VERBS = ("list", "show", "open", "next", "previous", "prev", "back", "go", "present", "publish", "import")
+_VERBS = (
+    "list",
+    "show",
+    "open",
+    "next",
+    "previous",
+    "prev",
+    "back",
+    "go",
+    "present",
+    "publish",
+    "import",
+)
 _INTENTS = [
     (
         "import",
@@ -38,7 +50,12 @@ _INTENTS = [
             r"from\s+the\s+demo\s+(?P<noun>blog|feed|wordpress)(?:\s+site)?$"
         ),
     ),
-    ("show", re.compile(r"^show\s+(?:the\s+)?(?P<noun>page|post)\s+(?:about|called|titled|named)\s+(?P<what>.+)$")),
+    (
+        "show",
+        re.compile(
+            r"^show\s+(?:the\s+)?(?P<noun>page|post)\s+(?:about|called|titled|named)\s+(?P<what>.+)$"
+        ),
+    ),
     ("list", re.compile(r"^(?:list|show)(?:\s+(?:all|the|my))*\s+(?P<noun>[a-z]+?)s?$")),
     (
         "open",
@@ -48,7 +65,10 @@ _INTENTS = [
         ),
     ),
     ("next_slide", re.compile(r"^(?:go\s+to\s+)?(?:the\s+)?next(?:\s+slide)?$")),
-    ("previous_slide", re.compile(r"^(?:go\s+)?(?:to\s+)?(?:the\s+)?(?:previous|prev|back)(?:\s+slide)?$")),
+    (
+        "previous_slide",
+        re.compile(r"^(?:go\s+)?(?:to\s+)?(?:the\s+)?(?:previous|prev|back)(?:\s+slide)?$"),
+    ),
     ("go_to_slide", re.compile(r"^go\s+to\s+slide\s+(?P<slide>\d+)$")),
     ("present", re.compile(r"^present(?:\s+it|\s+the\s+deck)?$")),
     (
@@ -77,7 +97,9 @@ class ScriptedModel:
     async def complete(self, request: ModelRequest, signal: CancelToken) -> ModelTurn:
         signal.throw_if_aborted()
         tools = {tool.name: tool for tool in request.tools}
-        start = max((i for i, m in enumerate(request.messages) if m["role"] == "user"), default=None)
+        start = max(
+            (i for i, m in enumerate(request.messages) if m["role"] == "user"), default=None
+        )
         if start is None:
             return ModelTurn(_help(tools))
         earlier = [m["result"] for m in request.messages[:start] if m["role"] == "tool"]
@@ -113,7 +135,10 @@ class ScriptedModel:
             if halt:
                 break
         if batch:
-            calls = tuple(ToolCall(f"scripted_{len(request.messages)}_{i}", s.name, s.args) for i, s in enumerate(batch))
+            calls = tuple(
+                ToolCall(f"scripted_{len(request.messages)}_{i}", s.name, s.args)
+                for i, s in enumerate(batch)
+            )
             return ModelTurn("", calls, TOOL_USE, "tool_use")
         if not understood:
             return ModelTurn(_help(tools, notes[0] if notes else ""), (), END_TURN, "end_turn")
@@ -151,15 +176,21 @@ def _intent(clause: str) -> dict[str, Any] | None:
     return None
 
 
-def _next_step(intent: dict[str, Any], tools: dict[str, HostTool], known: list[Any], looked_up: bool) -> _Step:
+def _next_step(
+    intent: dict[str, Any], tools: dict[str, HostTool], known: list[Any], looked_up: bool
+) -> _Step:
     kind = intent["kind"]
     if kind == "import":
-        name = next((n for n in tools if "crawl" in n.split("_") and intent["noun"] in n.split("_")), "")
+        name = next(
+            (n for n in tools if "crawl" in n.split("_") and intent["noun"] in n.split("_")), ""
+        )
         if not name:
             return _Step(say=f"I have no tool to import from a {intent['noun']}.")
         url = intent.get("url") or _demo_address(tools[name])
         if not url:
-            return _Step(say=f"I do not know where the demo {intent['noun']} is; say “import 1 post from the blog at <address>”.")
+            return _Step(
+                say=f"I do not know where the demo {intent['noun']} is; say “import 1 post from the blog at <address>”."
+            )
         return _Step(name, {"url": url, "limit": int(intent.get("limit", 1))})
     if kind == "list":
         name = _find(tools, "list", intent["noun"])
@@ -183,7 +214,11 @@ def _next_step(intent: dict[str, Any], tools: dict[str, HostTool], known: list[A
             return _Step(lister, {}, lookup=True)
         return _Step(say=f"I could not find a {noun} called “{what}”.")
     args = _arguments(tools[name], item, intent.get("slide"))
-    return _Step(name, args) if args is not None else _Step(say=f"I do not know what {name} needs for “{what}”.")
+    return (
+        _Step(name, args)
+        if args is not None
+        else _Step(say=f"I do not know what {name} needs for “{what}”.")
+    )
 
 
 def _demo_address(tool: HostTool) -> str:
@@ -202,7 +237,11 @@ def _find(tools: dict[str, HostTool], verb: str, noun: str, prefix: str = "") ->
         if verb not in words or (prefix and words[0] != prefix):
             continue
         at = words.index(verb)
-        points = 1 + any(w.startswith(noun) for w in words) + any(w.startswith(noun) for w in words[at + 1 : at + 2])
+        points = (
+            1
+            + any(w.startswith(noun) for w in words)
+            + any(w.startswith(noun) for w in words[at + 1 : at + 2])
+        )
         if points > score:
             best, score = name, points
     return best
@@ -229,7 +268,9 @@ def _items(value: Any, depth: int = 0) -> list[dict[str, Any]]:
         return [i for v in value for i in _items(v, depth + 1)]
     if isinstance(value, dict):
         own = [value] if ("id" in value or "slug" in value) and _title(value) else []
-        return own + [i for v in value.values() if isinstance(v, (list, dict)) for i in _items(v, depth + 1)]
+        return own + [
+            i for v in value.values() if isinstance(v, (list, dict)) for i in _items(v, depth + 1)
+        ]
     return []
 
 
@@ -260,10 +301,14 @@ def _summary(tool: HostTool | None, name: str, envelope: dict[str, Any]) -> str:
     if isinstance(result, list):
         lists = [result]
     else:  # a listing wrapped in an object, as {"decks": [...]}
-        lists = [v for v in result.values() if isinstance(v, list)] if isinstance(result, dict) else []
+        lists = (
+            [v for v in result.values() if isinstance(v, list)] if isinstance(result, dict) else []
+        )
     items = [item for listed in lists for item in _items(listed)]
     if items and not (tool and tool.summary):  # no line of its own on the card: the listing is news
-        listed = ", ".join(f"{i.get('title') or i.get('name')} ({i.get('id', i.get('slug'))})" for i in items)
+        listed = ", ".join(
+            f"{i.get('title') or i.get('name')} ({i.get('id', i.get('slug'))})" for i in items
+        )
         return f"Found {len(items)}: {listed}."
     if not (tool and tool.summary):
         return outcome_line(tool, {}, envelope)
@@ -298,7 +343,11 @@ def examples(tools: Iterable[HostTool]) -> list[str]:
         example = ""
         if "crawl" in words and "blog" in words:
             known = _demo_address(tool)  # the demo's own blog, when the tool's schema names one
-            example = "import the latest post from the demo blog" if known else "import 1 post from the blog at https://…"
+            example = (
+                "import the latest post from the demo blog"
+                if known
+                else "import 1 post from the blog at https://…"
+            )
         elif "list" in words:
             after = words[words.index("list") + 1 :]
             noun = after[-1] if after else words[0]
@@ -325,5 +374,7 @@ def _help(tools: dict[str, HostTool], cannot: str = "") -> str:
             f"{first} am a scripted model, not an AI, and this page gives me no tools I understand. "
             "Choose a model in Model settings to ask anything."
         )
-    quoted = ", ".join(f"“{t}”" for t in tries[:-1]) + (f" or “{tries[-1]}”" if len(tries) > 1 else f"“{tries[0]}”")
+    quoted = ", ".join(f"“{t}”" for t in tries[:-1]) + (
+        f" or “{tries[-1]}”" if len(tries) > 1 else f"“{tries[0]}”"
+    )
     return f"{first} am a scripted model, not an AI, and only understand short commands for this page's tools. Try {quoted}."

@@ -31,7 +31,12 @@ TYPED_KEYS = ("openai", "anthropic")
 
 
 def model_from_settings(
-    settings: dict[str, Any], send: Send, *, site: dict[str, Any] | None = None, site_send: Send | None = None, keys: bool = True
+    settings: dict[str, Any],
+    send: Send,
+    *,
+    site: dict[str, Any] | None = None,
+    site_send: Send | None = None,
+    keys: bool = True,
 ) -> Model:
     """The model the settings name (by default the site's, else the scripted one); a setting
     that cannot be used is a ValueError saying what to do."""
@@ -44,11 +49,17 @@ def model_from_settings(
         return ScriptedModel()
     if provider in TYPED_KEYS and not keys:
         raise SettingsError("This site does not let keys be typed here; use this site's assistant.")
-    model, base_url, key = (str(settings.get(k) or "").strip() for k in ("model", "baseUrl", "apiKey"))
+    model, base_url, key = (
+        str(settings.get(k) or "").strip() for k in ("model", "baseUrl", "apiKey")
+    )
     if not model:
-        raise SettingsError("Name the model to use (for example gpt-4o-mini, claude-sonnet-4-5 or llama3.1).")
+        raise SettingsError(
+            "Name the model to use (for example gpt-4o-mini, claude-sonnet-4-5 or llama3.1)."
+        )
     if len(model) > 200 or any(c.isspace() for c in model):
-        raise SettingsError(f"{model[:60]!r} is not a model name: a model name has no spaces (for example gpt-4o-mini).")
+        raise SettingsError(
+            f"{model[:60]!r} is not a model name: a model name has no spaces (for example gpt-4o-mini)."
+        )
     if base_url:
         try:
             parts = urlsplit(base_url)
@@ -67,7 +78,12 @@ def model_from_settings(
             )
         where = urlsplit(base_url).netloc
         return OpenAIChatModel(
-            base_url=base_url, model=model, send=send, api_key=key, stream=True, label=f"{model} · OpenAI-compatible at {where}"
+            base_url=base_url,
+            model=model,
+            send=send,
+            api_key=key,
+            stream=True,
+            label=f"{model} · OpenAI-compatible at {where}",
         )
     if provider == "anthropic":
         if not key:
@@ -132,7 +148,10 @@ class ChatSession:
         offered = [["site", f"This site's assistant ({self.site['model']})"]] if self.site else []
         offered.append(["scripted", "Scripted model (no AI)"])
         if self.keys:
-            offered += [["openai", "OpenAI-compatible (OpenAI, llama.cpp, Ollama…)"], ["anthropic", "Anthropic"]]
+            offered += [
+                ["openai", "OpenAI-compatible (OpenAI, llama.cpp, Ollama…)"],
+                ["anthropic", "Anthropic"],
+            ]
         return offered
 
     def configure(self, settings: dict[str, Any]) -> str:
@@ -146,7 +165,9 @@ class ChatSession:
         return self.label
 
     def _model(self, settings: dict[str, Any]) -> Model:
-        return model_from_settings(settings, self.send_http, site=self.site, site_send=self.site_send, keys=self.keys)
+        return model_from_settings(
+            settings, self.send_http, site=self.site, site_send=self.site_send, keys=self.keys
+        )
 
     async def send(self, text: str) -> dict[str, Any]:
         """Answer `text`; the widget hears `running` before and after, however the send was started."""
@@ -157,7 +178,12 @@ class ChatSession:
             outcome = await self.loop.send(text)
         finally:
             self.on_event(HostEvent("running", {"running": False}))
-        return {"status": outcome.status, "text": outcome.text, "steps": outcome.steps, "error": outcome.error}
+        return {
+            "status": outcome.status,
+            "text": outcome.text,
+            "steps": outcome.steps,
+            "error": outcome.error,
+        }
 
     def stop(self) -> None:
         self.loop.stop()
@@ -169,13 +195,22 @@ class ChatSession:
         if isinstance(prepared, dict):
             return prepared
         tool, checked = prepared
-        request = ApprovalRequest(f"webmcp-{id(signal)}", tool.name, tool.description, checked, tool.side_effect)
+        request = ApprovalRequest(
+            f"webmcp-{id(signal)}", tool.name, tool.description, checked, tool.side_effect
+        )
         decision = await self.loop.approvals.decide(request, signal)
         if decision in ("deny", "unasked"):
-            return tool_failure("denied", f"The person declined to run {tool.name}; it did not run.")
+            return tool_failure(
+                "denied", f"The person declined to run {tool.name}; it did not run."
+            )
         return await self.toolbox.run(tool, checked, signal=signal)
 
     def _loop(self, model: Model, *, history: list[dict[str, Any]]) -> ChatLoop:
         return ChatLoop(
-            model, self.toolbox, approve=self.approve, max_steps=self.max_steps, on_event=self.on_event, history=history
+            model,
+            self.toolbox,
+            approve=self.approve,
+            max_steps=self.max_steps,
+            on_event=self.on_event,
+            history=history,
         )

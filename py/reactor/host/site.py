@@ -31,10 +31,17 @@ class SiteModel:
         self.inner: OpenAIChatModel | AnthropicModel
         if site["provider"] == "anthropic":
             self.inner = AnthropicModel(
-                base_url=url, model=self.model, send=send, api_key="", max_tokens=int(site["maxTokens"]), stream=True
+                base_url=url,
+                model=self.model,
+                send=send,
+                api_key="",
+                max_tokens=int(site["maxTokens"]),
+                stream=True,
             )
         else:
-            self.inner = OpenAIChatModel(base_url=f"{url}/v1", model=self.model, send=send, stream=True)
+            self.inner = OpenAIChatModel(
+                base_url=f"{url}/v1", model=self.model, send=send, stream=True
+            )
         self.inner.provider = PROVIDER
 
     def __repr__(self) -> str:

@@ -32,7 +32,10 @@ class EventStream:
         self._buffer += chunk
         events: list[tuple[str, str]] = []
         while True:
-            cut = min((i for i in (self._buffer.find("\n"), self._buffer.find("\r")) if i >= 0), default=-1)
+            cut = min(
+                (i for i in (self._buffer.find("\n"), self._buffer.find("\r")) if i >= 0),
+                default=-1,
+            )
             if cut < 0:
                 return events
             if self._buffer[cut] == "\r" and cut + 1 == len(self._buffer):
@@ -62,7 +65,10 @@ def _json(data: str, provider: str) -> Any:
         return json.loads(data)
     except ValueError:
         raise ProviderError(
-            f"{provider} streamed an event that is not JSON: {data[:200]!r}.", provider=provider, status=200, kind="bad_response"
+            f"{provider} streamed an event that is not JSON: {data[:200]!r}.",
+            provider=provider,
+            status=200,
+            kind="bad_response",
         ) from None
 
 
@@ -99,15 +105,29 @@ class OpenAIStream:
                 self.on_text(content)
             for piece in delta.get("tool_calls") or []:
                 index = piece.get("index")
-                if index is None:  # Ollama sends whole calls without an index: a new id is a new call
+                if (
+                    index is None
+                ):  # Ollama sends whole calls without an index: a new id is a new call
                     last = max(self.calls, default=-1)
-                    index = last + 1 if last < 0 or piece.get("id") != self.calls[last]["id"] or not piece.get("id") else last
+                    index = (
+                        last + 1
+                        if last < 0
+                        or piece.get("id") != self.calls[last]["id"]
+                        or not piece.get("id")
+                        else last
+                    )
                 call = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
                 call["id"] = piece.get("id") or call["id"]
                 function = piece.get("function") or {}
                 call["name"] += function.get("name") or ""
                 arguments = function.get("arguments")
-                call["arguments"] += arguments if isinstance(arguments, str) else json.dumps(arguments) if arguments else ""
+                call["arguments"] += (
+                    arguments
+                    if isinstance(arguments, str)
+                    else json.dumps(arguments)
+                    if arguments
+                    else ""
+                )
             if choice.get("finish_reason"):
                 self.finish_reason = str(choice["finish_reason"])
 
@@ -117,7 +137,10 @@ class OpenAIStream:
         return self.done or bool(self.finish_reason)
 
     def tool_calls(self) -> tuple[ToolCall, ...]:
-        return tuple(ToolCall(c["id"] or f"call_{i}", c["name"], c["arguments"] or "{}") for i, c in sorted(self.calls.items()))
+        return tuple(
+            ToolCall(c["id"] or f"call_{i}", c["name"], c["arguments"] or "{}")
+            for i, c in sorted(self.calls.items())
+        )
 
 
 class AnthropicStream:
@@ -151,7 +174,9 @@ class AnthropicStream:
             block["json"] = ""
             self.blocks[payload.get("index", len(self.blocks))] = block
         elif kind == "content_block_delta":
-            block = self.blocks.setdefault(payload.get("index", 0), {"type": "text", "text": "", "json": ""})
+            block = self.blocks.setdefault(
+                payload.get("index", 0), {"type": "text", "text": "", "json": ""}
+            )
             delta = payload.get("delta") or {}
             if delta.get("type") == "text_delta" and delta.get("text"):
                 block["text"] += delta["text"]
@@ -159,7 +184,9 @@ class AnthropicStream:
             elif delta.get("type") == "input_json_delta":
                 block["json"] += delta.get("partial_json", "")
         elif kind == "message_delta":
-            self.stop_reason = str((payload.get("delta") or {}).get("stop_reason") or self.stop_reason)
+            self.stop_reason = str(
+                (payload.get("delta") or {}).get("stop_reason") or self.stop_reason
+            )
         elif kind == "message_stop":
             self.done = True
 
@@ -177,7 +204,14 @@ class AnthropicStream:
                     arguments = json.loads(text) if text else block.get("input") or {}
                 except ValueError:  # cut off by max_tokens: the loop asks the model to call again
                     arguments = text
-                content.append({"type": "tool_use", "id": block.get("id", ""), "name": block.get("name", ""), "input": arguments})
+                content.append(
+                    {
+                        "type": "tool_use",
+                        "id": block.get("id", ""),
+                        "name": block.get("name", ""),
+                        "input": arguments,
+                    }
+                )
             elif block.get("type") == "text":
                 content.append({"type": "text", "text": block["text"]})
         return content

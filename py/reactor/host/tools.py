@@ -76,10 +76,15 @@ class AgentSpec:
             )
         plugins = data.get("plugins", [])
         if not isinstance(name, str) or not name.strip():
-            raise DeclarationError(f"An agent spec needs a name, not {name!r}.", owner="?", field="name", value=name)
+            raise DeclarationError(
+                f"An agent spec needs a name, not {name!r}.", owner="?", field="name", value=name
+            )
         if isinstance(plugins, str) or not all(isinstance(p, str) for p in plugins):
             raise DeclarationError(
-                f"Agent spec {name!r}: plugins must be a list of plugin names.", owner=name, field="plugins", value=plugins
+                f"Agent spec {name!r}: plugins must be a list of plugin names.",
+                owner=name,
+                field="plugins",
+                value=plugins,
             )
         return cls(name, data.get("instructions", ""), tuple(plugins))
 
@@ -101,7 +106,9 @@ class HostTool:
     # Its command checks the arguments as it runs (with this validator): a call that runs at
     # once leaves the check to it, and the arguments are checked once.
     checked_by_command: bool = field(default=False, compare=False, repr=False)
-    confirmation: Callable[[dict[str, Any]], str] | None = field(default=None, compare=False, repr=False)
+    confirmation: Callable[[dict[str, Any]], str] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     def question(self, args: dict[str, Any]) -> str:
         """What the person is asked before a call that changes things: the command's own words
@@ -117,7 +124,9 @@ class HostTool:
         shown = ", ".join(
             f"{key}: {value}"
             for key, value in args.items()
-            if isinstance(value, (str, int, float)) and not isinstance(value, bool) and len(str(value)) <= 60
+            if isinstance(value, (str, int, float))
+            and not isinstance(value, bool)
+            and len(str(value)) <= 60
         )
         what = self.title or "this change"
         return f"Allow {what}{f' ({shown})' if shown else ''}?"
@@ -142,7 +151,9 @@ class Toolbox:
         self._side_effects = dict(side_effects or {})
         self._index: dict[str, HostTool] = {}
         self._indexed_at: Any = None  # the AgentTools revision the index was built from
-        self._by_bundle: dict[str, tuple[Any, list[HostTool]]] = {}  # bundle id -> (its value, its tools)
+        self._by_bundle: dict[
+            str, tuple[Any, list[HostTool]]
+        ] = {}  # bundle id -> (its value, its tools)
 
     def tools(self) -> list[HostTool]:
         """The admitted tools, in bundle order; the first bundle to declare a name keeps it."""
@@ -152,7 +163,9 @@ class Toolbox:
         """The admitted tool of that name, or None."""
         return self._admitted().get(name) if isinstance(name, str) else None
 
-    def prepare(self, name: Any, raw_arguments: Any) -> tuple[HostTool, dict[str, Any]] | dict[str, Any]:
+    def prepare(
+        self, name: Any, raw_arguments: Any
+    ) -> tuple[HostTool, dict[str, Any]] | dict[str, Any]:
         """The tool and its checked arguments, or the failure envelope that answers the call."""
         tool = self.tool(name)
         if tool is None:
@@ -185,7 +198,11 @@ class Toolbox:
             return _failure(tool, AbortedError(signal.reason), signal)
         outcome = self.reactor.commands.execute(tool.command, args)
         if type(outcome) is Settled:
-            return tool_success(outcome.value) if outcome.error is None else _failure(tool, outcome.error, signal)
+            return (
+                tool_success(outcome.value)
+                if outcome.error is None
+                else _failure(tool, outcome.error, signal)
+            )
         return self._settle(tool, outcome, signal)
 
     def _unknown(self, name: Any) -> dict[str, Any]:
@@ -194,22 +211,34 @@ class Toolbox:
         if len(admitted) <= MAX_LISTED:
             callable_now = f"Tools you can call: {', '.join(admitted) or 'none'}."
         else:  # the model has the full list in its request already
-            callable_now = f"You can call {len(admitted)} tools; they are listed in this request's tools."
+            callable_now = (
+                f"You can call {len(admitted)} tools; they are listed in this request's tools."
+            )
         if any(name == e["name"] for b in self._read_bundles() for e in b["commands"]):
             return tool_failure(
                 "not_admitted",
                 f"The tool {name} is not granted to this agent, so it did not run. {callable_now}",
             )
         return tool_failure(
-            "unknown_tool", f"There is no tool named {name!r}; nothing ran.{did_you_mean(name, admitted)} {callable_now}"
+            "unknown_tool",
+            f"There is no tool named {name!r}; nothing ran.{did_you_mean(name, admitted)} {callable_now}",
         )
 
     async def run(
-        self, tool: HostTool, args: dict[str, Any], *, signal: CancelToken, timeout: float | None = None
+        self,
+        tool: HostTool,
+        args: dict[str, Any],
+        *,
+        signal: CancelToken,
+        timeout: float | None = None,
     ) -> dict[str, Any]:
         """Run a prepared call; every outcome, stop and timeout included, is an envelope."""
         token = signal.child()
-        timer = asyncio.get_running_loop().call_later(timeout, token.abort, _TIMEOUT) if timeout else None
+        timer = (
+            asyncio.get_running_loop().call_later(timeout, token.abort, _TIMEOUT)
+            if timeout
+            else None
+        )
         try:
             token.throw_if_aborted()
             if tool.handler is not None:
@@ -228,7 +257,9 @@ class Toolbox:
             if timer is not None:
                 timer.cancel()
 
-    async def _settle(self, tool: HostTool, outcome: Awaitable[Any], signal: CancelToken | None) -> dict[str, Any]:
+    async def _settle(
+        self, tool: HostTool, outcome: Awaitable[Any], signal: CancelToken | None
+    ) -> dict[str, Any]:
         try:
             if signal is None:
                 return tool_success(await outcome)
@@ -245,7 +276,11 @@ class Toolbox:
 
     def _admitted(self) -> dict[str, HostTool]:
         """The index by name, rebuilt when the bundles changed; an unchanged bundle keeps its tools."""
-        revision = id(self._bundles) if self._bundles is not None else self.reactor.contributions.revision(AgentTools)
+        revision = (
+            id(self._bundles)
+            if self._bundles is not None
+            else self.reactor.contributions.revision(AgentTools)
+        )
         if revision == self._indexed_at:
             return self._index
         every = EVERY_PLUGIN in self.spec.plugins
@@ -264,13 +299,21 @@ class Toolbox:
 
     def _bundle_tools(self, bundle: dict[str, Any]) -> list[HostTool]:
         granted = set(bundle["toolset"])
-        return [self._host_tool(bundle, entry) for entry in bundle["commands"] if entry["name"] in granted]
+        return [
+            self._host_tool(bundle, entry)
+            for entry in bundle["commands"]
+            if entry["name"] in granted
+        ]
 
     def _host_tool(self, bundle: dict[str, Any], entry: dict[str, Any]) -> HostTool:
         """The tool of a bundle entry. Its schema is its command's: one schema, compiled once, the
         same for the tool the model sees and the command that runs."""
         commands = self.reactor.commands
-        command = commands.get_command(entry["command"]) if commands.has_command(entry["command"]) else None
+        command = (
+            commands.get_command(entry["command"])
+            if commands.has_command(entry["command"])
+            else None
+        )
         own = command is not None and command.validator is not None
         declared = command.options.parameters if own else entry.get("parameters")  # type: ignore[union-attr]
         parameters = copied(declared) if declared is not None else dict(NO_ARGUMENTS)
@@ -280,7 +323,9 @@ class Toolbox:
             parameters=parameters,
             command=entry["command"],
             plugin=bundle["plugin"],
-            side_effect=side_effect_level(self._side_effects.get(entry["name"], entry.get("sideEffect"))),
+            side_effect=side_effect_level(
+                self._side_effects.get(entry["name"], entry.get("sideEffect"))
+            ),
             title=command.options.label if command is not None else "",
             summary=entry.get("summary", ""),
             handler=self._handlers.get(entry["name"]),
@@ -294,18 +339,28 @@ def _failure(tool: HostTool, error: Exception, token: CancelToken | None) -> dic
     cause = error.cause if isinstance(error, CommandFailedError) else error
     if token is not None and (isinstance(cause, AbortedError) or token.aborted):
         if token.reason is _TIMEOUT:
-            return tool_failure("timeout", f"{tool.name} took too long and was stopped; its result, if any, is dropped.")
-        return tool_failure("aborted", f"{tool.name} was stopped before it finished: {_said(token.reason)}")
+            return tool_failure(
+                "timeout",
+                f"{tool.name} took too long and was stopped; its result, if any, is dropped.",
+            )
+        return tool_failure(
+            "aborted", f"{tool.name} was stopped before it finished: {_said(token.reason)}"
+        )
     if isinstance(cause, ToolError):
         return tool_failure(cause.code, str(cause), **cause.details)
     if isinstance(error, InvalidArgumentsError):
         refused = invalid_arguments(tool.name, error.problems)
         return tool_failure(refused.code, str(refused), **refused.details)
     if isinstance(error, CommandNotFoundError):
-        return tool_failure("unavailable", f"{tool.name} cannot run: its command {tool.command!r} is not registered now.")
+        return tool_failure(
+            "unavailable",
+            f"{tool.name} cannot run: its command {tool.command!r} is not registered now.",
+        )
     if isinstance(error, CommandUnavailableError):
         display = {"display": error.display} if error.display else {}
-        return tool_failure("unavailable", f"{tool.name} cannot run right now: {error.reason or error}", **display)
+        return tool_failure(
+            "unavailable", f"{tool.name} cannot run right now: {error.reason or error}", **display
+        )
     message = str(error).strip() or f"{tool.name} failed with {type(error).__name__}."
     return tool_failure("failed", message)
 
@@ -337,7 +392,9 @@ def outcome_line(tool: HostTool | None, raw_arguments: Any, envelope: dict[str, 
     command's label and what the result says; a failure is its `display`, else FAILURE_LINES."""
     if not envelope.get("ok"):
         error = envelope.get("error", {})
-        return str(error.get("display") or FAILURE_LINES.get(error.get("code"), FAILURE_LINES["failed"]))
+        return str(
+            error.get("display") or FAILURE_LINES.get(error.get("code"), FAILURE_LINES["failed"])
+        )
     value = envelope.get("result")
     if tool is not None and tool.summary:
         args = raw_arguments

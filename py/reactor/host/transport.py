@@ -90,7 +90,9 @@ async def post_stream(
             hand_on(events.feed(text))
 
     try:
-        status, answer_headers, text = await _post(send, url, headers, body, signal, provider, secret, chunk)
+        status, answer_headers, text = await _post(
+            send, url, headers, body, signal, provider, secret, chunk
+        )
     except ProviderError as error:
         if error.kind != "unreachable" or not arrived:
             raise
@@ -118,19 +120,32 @@ async def _post(
 ) -> tuple[int, dict[str, str], str]:
     extra = {} if on_chunk is None else {"on_chunk": on_chunk}
     try:
-        return await signal.race(send("POST", url, {"content-type": "application/json", **headers}, json.dumps(body), **extra))
+        return await signal.race(
+            send(
+                "POST",
+                url,
+                {"content-type": "application/json", **headers},
+                json.dumps(body),
+                **extra,
+            )
+        )
     except (AbortedError, ProviderError):
         raise
     except Exception as error:  # OSError here; a JsException ("Failed to fetch") in the page
         raise ProviderError(
-            _hide(f"{provider} at {url} could not be reached; check the address and your connection, then try again.", secret),
+            _hide(
+                f"{provider} at {url} could not be reached; check the address and your connection, then try again.",
+                secret,
+            ),
             provider=provider,
             kind="unreachable",
             detail=_hide(str(error), secret),
         ) from None
 
 
-def _answer(status: int, answer_headers: dict[str, str], text: str, provider: str, secret: str) -> dict[str, Any]:
+def _answer(
+    status: int, answer_headers: dict[str, str], text: str, provider: str, secret: str
+) -> dict[str, Any]:
     data = _decode(text)
     if 200 <= status < 300:
         if not isinstance(data, dict):

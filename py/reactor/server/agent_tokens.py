@@ -113,7 +113,9 @@ class AgentTokens:
         secret = PREFIX + secrets.token_urlsafe(32)  # 256 random bits
         row = {"id": secrets.token_hex(8), "name": name, "created": time.time()}
         with self.database.transaction(immediate=True) as db:
-            count = db.execute("SELECT COUNT(*) FROM agent_tokens WHERE username = ?", (user.username,)).fetchone()[0]
+            count = db.execute(
+                "SELECT COUNT(*) FROM agent_tokens WHERE username = ?", (user.username,)
+            ).fetchone()[0]
             if count >= MAX_TOKENS:
                 raise ApiError(409, TOO_MANY)
             db.execute(
@@ -125,13 +127,19 @@ class AgentTokens:
     def listed(self, user: User) -> list[dict[str, object]]:
         with self.database.transaction() as db:
             rows = db.execute(
-                "SELECT id, name, created, last_used FROM agent_tokens WHERE username = ? ORDER BY created", (user.username,)
+                "SELECT id, name, created, last_used FROM agent_tokens WHERE username = ? ORDER BY created",
+                (user.username,),
             ).fetchall()
-        return [{"id": r["id"], "name": r["name"], "created": r["created"], "lastUsed": r["last_used"]} for r in rows]
+        return [
+            {"id": r["id"], "name": r["name"], "created": r["created"], "lastUsed": r["last_used"]}
+            for r in rows
+        ]
 
     def revoke(self, user: User, token_id: str) -> bool:
         with self.database.transaction() as db:
-            gone = db.execute("DELETE FROM agent_tokens WHERE id = ? AND username = ?", (token_id, user.username)).rowcount
+            gone = db.execute(
+                "DELETE FROM agent_tokens WHERE id = ? AND username = ?", (token_id, user.username)
+            ).rowcount
         self.recent.pop(token_id, None)
         return bool(gone)
 
@@ -148,7 +156,9 @@ class AgentTokens:
                 "FROM agent_tokens JOIN users USING (username) WHERE token_hash = ?",
                 (_digest(secret),),
             ).fetchone()
-            if row is not None and (row["last_used"] is None or now - row["last_used"] > LAST_USED_SECONDS):
+            if row is not None and (
+                row["last_used"] is None or now - row["last_used"] > LAST_USED_SECONDS
+            ):
                 db.execute("UPDATE agent_tokens SET last_used = ? WHERE id = ?", (now, row["id"]))
         if row is None:
             return None
@@ -159,11 +169,19 @@ class AgentTokens:
         with self.database.transaction() as db:
             # A count or a last-use time lost in a crash is harmless: the commit need not wait for the disk.
             db.execute("SET LOCAL synchronous_commit = off")
-            row = db.execute(CHECK_AND_COUNT, {"now": now, "since": now - RATE_WINDOW, "hash": _digest(secret)}).fetchone()
+            row = db.execute(
+                CHECK_AND_COUNT, {"now": now, "since": now - RATE_WINDOW, "hash": _digest(secret)}
+            ).fetchone()
         if row is None:
             return None
-        wait = max(1, math.ceil(row["window_start"] + RATE_WINDOW - now)) if row["window_count"] > RATE_LIMIT else 0
-        return AgentToken(row["id"], row["name"], User(row["username"], tuple(json.loads(row["groups"]))), wait)
+        wait = (
+            max(1, math.ceil(row["window_start"] + RATE_WINDOW - now))
+            if row["window_count"] > RATE_LIMIT
+            else 0
+        )
+        return AgentToken(
+            row["id"], row["name"], User(row["username"], tuple(json.loads(row["groups"]))), wait
+        )
 
     def _count_here(self, token_id: str) -> int:
         """0 when `token_id` may make a request now (and counts it), else the seconds to wait."""
@@ -195,7 +213,10 @@ class AgentTokens:
             },
             body_limit=2048,
             replies={201: Reply(MADE, headers=NO_STORE)},
-            refusals={401: "Nobody is signed in.", 409: f"The person has {MAX_TOKENS} tokens already."},
+            refusals={
+                401: "Nobody is signed in.",
+                409: f"The person has {MAX_TOKENS} tokens already.",
+            },
             who=self.auth.signed_in("Sign in to make an agent token."),
         )
         async def make_token(call: Call) -> Response:
@@ -213,14 +234,26 @@ class AgentTokens:
 
         @declare(
             "Revoke one of the signed-in person's agent tokens: refused from the next request on",
-            replies={200: Reply({"type": "object", "required": ["revoked"], "properties": {"revoked": {"type": "string"}}})},
+            replies={
+                200: Reply(
+                    {
+                        "type": "object",
+                        "required": ["revoked"],
+                        "properties": {"revoked": {"type": "string"}},
+                    }
+                )
+            },
             refusals={401: "Nobody is signed in.", 404: "The person has no token with that id."},
             who=self.auth.signed_in("Sign in to revoke an agent token."),
         )
         async def revoke_token(call: Call) -> Any:
             token_id = call.path["id"]
             if not self.revoke(call.user, token_id):
-                raise ApiError(404, f"You have no agent token {token_id[:40]!r}; GET /api/agent-tokens lists yours.", field="id")
+                raise ApiError(
+                    404,
+                    f"You have no agent token {token_id[:40]!r}; GET /api/agent-tokens lists yours.",
+                    field="id",
+                )
             return {"revoked": token_id}
 
         return [
@@ -238,9 +271,16 @@ class AgentTokensOnlyOnMcp:
         self.app, self.path = app, path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] != self.path and not scope["path"].startswith(self.path + "/"):
+        if (
+            scope["type"] == "http"
+            and scope["path"] != self.path
+            and not scope["path"].startswith(self.path + "/")
+        ):
             if bearer_token(Headers(scope=scope)).startswith(PREFIX):
-                refusal = ApiError(401, f"An agent token works only on {self.path}; sign in to use the rest of the server.")
+                refusal = ApiError(
+                    401,
+                    f"An agent token works only on {self.path}; sign in to use the rest of the server.",
+                )
                 await error_answer(refusal)(scope, receive, send)
                 return
         await self.app(scope, receive, send)

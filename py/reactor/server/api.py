@@ -87,10 +87,22 @@ class Declaration:
 
     def __post_init__(self) -> None:
         for status in set(self.replies) & set(self.refusals):
-            raise refusal("Route", self.name or self.summary, "refusals", status, f"{status} is a reply already; keep one.")
+            raise refusal(
+                "Route",
+                self.name or self.summary,
+                "refusals",
+                status,
+                f"{status} is a reply already; keep one.",
+            )
         for status in self.refusals:
             if status < 400:
-                raise refusal("Route", self.name or self.summary, "refusals", status, f"{status} is not an error status.")
+                raise refusal(
+                    "Route",
+                    self.name or self.summary,
+                    "refusals",
+                    status,
+                    f"{status} is not an error status.",
+                )
 
 
 @dataclass(frozen=True)
@@ -179,27 +191,43 @@ def declaration_of(endpoint: Any) -> Declaration | None:
 def error_answer(error: Exception) -> JSONResponse:
     """The one answer of every refusal: `{"error": sentence, "field"?, ...details}` with its headers."""
     if isinstance(error, DatabaseBusy):
-        error = ApiError(503, "The database is busy with other changes; try again in a moment.", retry_after=BUSY_RETRY_SECONDS)
+        error = ApiError(
+            503,
+            "The database is busy with other changes; try again in a moment.",
+            retry_after=BUSY_RETRY_SECONDS,
+        )
     assert isinstance(error, ApiError)
     extra = {"field": error.field} if error.field else {}
-    return JSONResponse({"error": error.sentence, **extra, **error.details}, error.status, headers=error.headers)
+    return JSONResponse(
+        {"error": error.sentence, **extra, **error.details}, error.status, headers=error.headers
+    )
 
 
-def error_response(status: int, sentence: str, *, retry_after: int | None = None, **details: Any) -> JSONResponse:
+def error_response(
+    status: int, sentence: str, *, retry_after: int | None = None, **details: Any
+) -> JSONResponse:
     """The answer of a refusal made outside a declared route (middleware, MCP's transport)."""
     return error_answer(ApiError(status, sentence, retry_after=retry_after, **details))
 
 
-def body_refusal(schema: Any, body: dict[str, Any], problems: list[tuple[tuple[Any, ...], str]]) -> ApiError:
+def body_refusal(
+    schema: Any, body: dict[str, Any], problems: list[tuple[tuple[Any, ...], str]]
+) -> ApiError:
     """The 422 of a body its schema refuses, naming the field: a field it does not take (the
     sentence is the schema's `x-unknown`) or one missing first, then the shallowest problem (the
     `x-refusal` of the deepest schema on its way that has one). `{field}`, `{value}` and
     `{problems}` are filled in; without a sentence, the validator's words. `problems` lists every
     problem as {path, message}."""
     problems = sorted(problems, key=lambda p: (len(p[0]), list(map(str, p[0]))))
-    listed = [{"path": json_path(path), "message": shortened(message)} for path, message in problems[:20]]
+    listed = [
+        {"path": json_path(path), "message": shortened(message)} for path, message in problems[:20]
+    ]
     names = schema.get("properties", {})
-    unknown = [key for key in body if key not in names] if schema.get("additionalProperties") is False else []
+    unknown = (
+        [key for key in body if key not in names]
+        if schema.get("additionalProperties") is False
+        else []
+    )
     missing = [key for key in schema.get("required", []) if key not in body]
     path: tuple[Any, ...] = ()
     if unknown:
@@ -210,16 +238,27 @@ def body_refusal(schema: Any, body: dict[str, Any], problems: list[tuple[tuple[A
             field, rule, path = missing[0], f"the field {missing[0]!r} is missing", (missing[0],)
         else:
             path, rule = problems[0]
-            wanted = _REQUIRED.fullmatch(rule)  # a member a condition requires (if/then): name the member
+            wanted = _REQUIRED.fullmatch(
+                rule
+            )  # a member a condition requires (if/then): name the member
             path = (*path, wanted.group(1)) if wanted else path
-            field, rule = json_path(path).removeprefix("$").removeprefix(".") or "body", listed[0]["message"]
+            field, rule = (
+                json_path(path).removeprefix("$").removeprefix(".") or "body",
+                listed[0]["message"],
+            )
         sentence = _deepest_refusal(schema, path)
     value = body
     for key in path:
         value = _member(value, key)
-    sentence = (sentence or "The body is not what this route takes: {rule}.").replace("{rule}", rule)
-    sentence = sentence.replace("{field}", repr(field)).replace("{value}", repr(value)[:60] if path else "")
-    sentence = sentence.replace("{problems}", "; ".join(f"{p['path']}: {p['message']}" for p in listed))
+    sentence = (sentence or "The body is not what this route takes: {rule}.").replace(
+        "{rule}", rule
+    )
+    sentence = sentence.replace("{field}", repr(field)).replace(
+        "{value}", repr(value)[:60] if path else ""
+    )
+    sentence = sentence.replace(
+        "{problems}", "; ".join(f"{p['path']}: {p['message']}" for p in listed)
+    )
     return ApiError(422, sentence, field=field, problems=listed)
 
 
@@ -248,7 +287,9 @@ class _Checks:
     def __init__(self, declaration: Declaration, who: Callable[[Request], Any] | None) -> None:
         self.declaration, self.who = declaration, who
         self.body = None if declaration.body is None else Validator(declaration.body)
-        self.query = {name: (schema, Validator(schema)) for name, schema in declaration.query.items()}
+        self.query = {
+            name: (schema, Validator(schema)) for name, schema in declaration.query.items()
+        }
         self.path = {name: Validator(schema) for name, schema in declaration.path.items()}
 
     async def call(self, request: Request) -> Call:
@@ -256,7 +297,9 @@ class _Checks:
         path = {name: str(value) for name, value in request.path_params.items()}
         for name, validator in self.path.items():
             if not validator.is_valid(path.get(name)):
-                raise ApiError(404, f"There is no {name} {path.get(name, '')[:80]!r} here.", field=name)
+                raise ApiError(
+                    404, f"There is no {name} {path.get(name, '')[:80]!r} here.", field=name
+                )
         query: dict[str, Any] = {}
         for name, (schema, validator) in self.query.items():
             values = request.query_params.getlist(name)
@@ -265,15 +308,25 @@ class _Checks:
                     raise ApiError(422, f"The query parameter {name!r} is missing.", field=name)
                 continue
             if len(values) > 1:
-                raise ApiError(422, f"Send the query parameter {name!r} once, not {len(values)} times.", field=name)
+                raise ApiError(
+                    422,
+                    f"Send the query parameter {name!r} once, not {len(values)} times.",
+                    field=name,
+                )
             value = _typed(values[0], schema)
             problems = validator.problems(value)
             if problems:
-                raise ApiError(422, f"The query parameter {name!r} is {values[0][:60]!r}: {problems[0][1]}.", field=name)
+                raise ApiError(
+                    422,
+                    f"The query parameter {name!r} is {values[0][:60]!r}: {problems[0][1]}.",
+                    field=name,
+                )
             query[name] = value
         body = None
         if self.body is not None:
-            body = await read_json(request, limit=self.declaration.body_limit, too_large=self.declaration.too_large)
+            body = await read_json(
+                request, limit=self.declaration.body_limit, too_large=self.declaration.too_large
+            )
             problems = self.body.problems(body)
             if problems:
                 raise body_refusal(self.declaration.body, body, problems)

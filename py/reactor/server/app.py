@@ -45,7 +45,11 @@ __all__ = ["Runtime", "create_app", "make_snapshot", "runtime_manifest", "snapsh
 DOCUMENT = {
     "type": "object",
     "required": ["openapi", "info", "paths"],
-    "properties": {"openapi": {"const": "3.1.0"}, "info": {"type": "object"}, "paths": {"type": "object"}},
+    "properties": {
+        "openapi": {"const": "3.1.0"},
+        "info": {"type": "object"},
+        "paths": {"type": "object"},
+    },
 }
 
 
@@ -99,13 +103,19 @@ def create_app(
         context = ServerContext(store, auth, platform, records)
         gateway = None if assistant is None else Gateway(assistant, store, auth)
         agent_tokens = AgentTokens(store, auth)
-        agents = Agents(auth, agent_tokens, origins, store)  # /mcp and the pages it relays to (mcp_relay.py)
+        agents = Agents(
+            auth, agent_tokens, origins, store
+        )  # /mcp and the pages it relays to (mcp_relay.py)
         server_plugin_routes = _server_plugin_routes(platform, context, seed_demo)
-    agent = AgentSpec.from_dict(json.loads((ROOT / "agent.json").read_text()) if agent_spec is None else agent_spec)
+    agent = AgentSpec.from_dict(
+        json.loads((ROOT / "agent.json").read_text()) if agent_spec is None else agent_spec
+    )
     vendored = runtime_manifest()
     archive, page_modules = page_archive(vendored, platform)
     runtime = vendored.with_snapshot(archive, page_modules)
-    settings = PageSettings(agent, assistant, assistant is None if browser_keys is None else browser_keys, origins)
+    settings = PageSettings(
+        agent, assistant, assistant is None if browser_keys is None else browser_keys, origins
+    )
     routes: list[BaseRoute] = [
         *page_routes(runtime, archive, platform, settings),
         *auth.routes(),
@@ -126,7 +136,9 @@ def create_app(
     ]
     if origins:
         middleware.insert(1, Middleware(CrossOrigin, origins=origins))
-    if store.kind == "postgresql":  # other processes may switch a plugin: each request reads the switches
+    if (
+        store.kind == "postgresql"
+    ):  # other processes may switch a plugin: each request reads the switches
         middleware.insert(0, Middleware(PluginStateSync, database=store, platform=platform))
     app = Starlette(
         routes=routes,
@@ -140,7 +152,9 @@ def create_app(
     return app
 
 
-def _server_plugin_routes(platform: PluginPlatform, context: ServerContext, seed: bool) -> list[BaseRoute]:
+def _server_plugin_routes(
+    platform: PluginPlatform, context: ServerContext, seed: bool
+) -> list[BaseRoute]:
     """Each server plugin set up (its tables, its seed) and its routes, each answering 404 while
     the plugin is disabled."""
     routes: list[BaseRoute] = []
@@ -162,7 +176,9 @@ def _openapi_route(routes: list[BaseRoute]) -> Route:
         return JSONResponse(document)
 
     route = Route("/openapi.json", openapi, methods=["GET"])
-    document = openapi_document([*routes, route], title="reactor", version=metadata.version("reactor"))
+    document = openapi_document(
+        [*routes, route], title="reactor", version=metadata.version("reactor")
+    )
     return route
 
 
@@ -175,7 +191,9 @@ async def _http_error(request: Request, error: Exception) -> Response:
     """The router's own refusals (no such route, method not allowed) as sentences, like every other."""
     assert isinstance(error, HTTPException)
     headers = {k.lower(): v for k, v in (error.headers or {}).items()}
-    if error.status_code == 405:  # a path may be served by several routes: Allow names all their methods
+    if (
+        error.status_code == 405
+    ):  # a path may be served by several routes: Allow names all their methods
         headers["allow"] = ", ".join(_allowed(request.app.router.routes, request.scope))
     sentence = {
         404: f"There is nothing at {request.url.path[:100]!r} on this server.",
@@ -216,6 +234,14 @@ def _or_disabled(declaration: Declaration, name: str) -> Declaration:
     """`declaration`, saying that it answers 404 while plugin `name` is disabled."""
     page = declaration.replies.get(404)
     if page is None:
-        return dataclasses.replace(declaration, refusals={404: f"The plugin {name!r} is disabled.", **declaration.refusals})
-    content = {**(page.content or {}), "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
-    return dataclasses.replace(declaration, replies={**declaration.replies, 404: dataclasses.replace(page, content=content)})
+        return dataclasses.replace(
+            declaration, refusals={404: f"The plugin {name!r} is disabled.", **declaration.refusals}
+        )
+    content = {
+        **(page.content or {}),
+        "application/json": {"schema": {"$ref": "#/components/schemas/Error"}},
+    }
+    return dataclasses.replace(
+        declaration,
+        replies={**declaration.replies, 404: dataclasses.replace(page, content=content)},
+    )

@@ -35,7 +35,9 @@ def serve_file(request: Request, root: Path, relative: str, *, cache: str) -> Re
     ApiError(404) for anything else."""
     root = root.resolve()
     missing = ApiError(404, f"There is no file {relative[:100]!r} here.", field="path")
-    if any(ord(c) < 32 or c == "\x7f" for c in relative):  # NUL makes the OS calls raise; none is in a file name here
+    if any(
+        ord(c) < 32 or c == "\x7f" for c in relative
+    ):  # NUL makes the OS calls raise; none is in a file name here
         raise missing
     accepted = request.headers.get("accept-encoding", "")
     try:
@@ -66,7 +68,11 @@ ENCODINGS = ((".zst", "zstd"), (".gz", "gzip"))
 
 def _twins(path: Path, accepted: str) -> list[tuple[Path, str]]:
     """The twins of `path` in encodings the request accepts, in the order to prefer them."""
-    return [(path.with_name(path.name + suffix), coding) for suffix, coding in ENCODINGS if coding in accepted]
+    return [
+        (path.with_name(path.name + suffix), coding)
+        for suffix, coding in ENCODINGS
+        if coding in accepted
+    ]
 
 
 def compressed_twins(data: bytes) -> dict[str, bytes]:
@@ -94,7 +100,9 @@ class RenderedPage:
         headers = {"cache-control": REVALIDATE, "etag": self.etag}
         if request.headers.get("if-none-match") == self.etag:
             return Response(status_code=304, headers=headers)
-        return Response(self.body, media_type="text/html; charset=utf-8", headers={**headers, **self.headers})
+        return Response(
+            self.body, media_type="text/html; charset=utf-8", headers={**headers, **self.headers}
+        )
 
 
 class SourceArchive:
@@ -123,7 +131,11 @@ class SourceArchive:
         for name, folder in sorted(packages.items()):
             for file in sorted(folder.rglob("*")):
                 relative = file.relative_to(folder).as_posix()
-                if file.suffix in {".py", ".json"} and "__pycache__" not in relative and not _excluded(relative, exclude):
+                if (
+                    file.suffix in {".py", ".json"}
+                    and "__pycache__" not in relative
+                    and not _excluded(relative, exclude)
+                ):
                     files[f"{name}/{relative}"] = file.read_bytes()
         if bytecode is not None:
             sources = {name: data for name, data in files.items() if name.endswith(".py")}
@@ -131,7 +143,10 @@ class SourceArchive:
                 where, _, module = name.rpartition("/")
                 files[f"{where}/__pycache__/{module[:-3]}.{cache_tag}.pyc"] = pyc
         names = sorted(files)
-        index = json.dumps({"files": [[name, len(files[name])] for name in names], "path": path or []}, separators=(",", ":"))
+        index = json.dumps(
+            {"files": [[name, len(files[name])] for name in names], "path": path or []},
+            separators=(",", ":"),
+        )
         self.data = b"".join([index.encode(), b"\n", *(files[name] for name in names)])
         # Made at every server start: zstd at level 9 (a fifth smaller than gzip, in a third of a second here).
         self.squeezed = {"zstd": _zstd(self.data, 9), "gzip": gzip.compress(self.data, 6, mtime=0)}
@@ -143,7 +158,11 @@ class SourceArchive:
         accepted = request.headers.get("accept-encoding", "")
         for coding, body in self.squeezed.items():
             if coding in accepted:
-                return Response(body, media_type="application/octet-stream", headers={**headers, "content-encoding": coding})
+                return Response(
+                    body,
+                    media_type="application/octet-stream",
+                    headers={**headers, "content-encoding": coding},
+                )
         return Response(self.data, media_type="application/octet-stream", headers=headers)
 
 

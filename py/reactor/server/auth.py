@@ -59,11 +59,22 @@ STEPS = [
 USER = {
     "type": "object",
     "required": ["username", "groups"],
-    "properties": {"username": {"type": "string"}, "groups": {"type": "array", "items": {"type": "string"}}},
+    "properties": {
+        "username": {"type": "string"},
+        "groups": {"type": "array", "items": {"type": "string"}},
+    },
 }
-SIGNED_IN = {"type": "object", "required": ["token", "user"], "properties": {"token": {"type": "string"}, "user": USER}}
+SIGNED_IN = {
+    "type": "object",
+    "required": ["token", "user"],
+    "properties": {"token": {"type": "string"}, "user": USER},
+}
 # Demo accounts, created only with the demo seed; their passwords are in the README.
-DEMO_USERS = [("ada", "ada-demo", ["operators", "staff"]), ("bob", "bob-demo", ["staff"]), ("eve", "eve-demo", [])]
+DEMO_USERS = [
+    ("ada", "ada-demo", ["operators", "staff"]),
+    ("bob", "bob-demo", ["staff"]),
+    ("eve", "eve-demo", []),
+]
 # Password checks take ~55 ms of CPU each: a pool of their own keeps them from holding the event
 # loop or the thread pool every other request uses.
 HASHING = ThreadPoolExecutor(max_workers=2, thread_name_prefix="reactor-hashing")
@@ -109,19 +120,27 @@ class Auth:
             raise DeclarationError("A password cannot be empty.", owner=username, field="password")
         with self.database.transaction() as db:
             if not db.execute(
-                "UPDATE users SET salt = ?, password_hash = ?, hash_scheme = ? WHERE username = ?", (*_stored(password), username)
+                "UPDATE users SET salt = ?, password_hash = ?, hash_scheme = ? WHERE username = ?",
+                (*_stored(password), username),
             ).rowcount:
                 raise NotFoundError(f"There is no user {username!r}.")
             db.execute("DELETE FROM sessions WHERE username = ?", (username,))
 
     def set_groups(self, username: str, groups: Iterable[str]) -> None:
         with self.database.transaction() as db:
-            db.execute("UPDATE users SET groups = ? WHERE username = ?", (json.dumps(sorted(set(groups))), username))
+            db.execute(
+                "UPDATE users SET groups = ? WHERE username = ?",
+                (json.dumps(sorted(set(groups))), username),
+            )
 
     def has_password(self, username: str, password: str) -> bool:
         with self.database.transaction() as db:
-            row = db.execute("SELECT salt, password_hash, hash_scheme FROM users WHERE username = ?", (username,)).fetchone()
-        return row is not None and verify_password(password, row["hash_scheme"], row["salt"], row["password_hash"])
+            row = db.execute(
+                "SELECT salt, password_hash, hash_scheme FROM users WHERE username = ?", (username,)
+            ).fetchone()
+        return row is not None and verify_password(
+            password, row["hash_scheme"], row["salt"], row["password_hash"]
+        )
 
     def demo_passwords_left(self) -> list[str]:
         """The demo accounts that still have the password the README publishes."""
@@ -131,7 +150,9 @@ class Auth:
         """A new session token, or None for a wrong name or password: the same answer, and the
         same work, for both. A hash in an older scheme is replaced by a current one."""
         with self.database.transaction() as db:
-            row = db.execute("SELECT salt, password_hash, hash_scheme FROM users WHERE username = ?", (username,)).fetchone()
+            row = db.execute(
+                "SELECT salt, password_hash, hash_scheme FROM users WHERE username = ?", (username,)
+            ).fetchone()
         if row is None:
             burn_time(password)
             return None
@@ -144,7 +165,10 @@ class Auth:
                     "UPDATE users SET salt = ?, password_hash = ?, hash_scheme = ? WHERE username = ?",
                     (*_stored(password), username),
                 )
-            db.execute("DELETE FROM sessions WHERE expires_at < ? OR last_seen < ?", (now, now - IDLE_SECONDS))
+            db.execute(
+                "DELETE FROM sessions WHERE expires_at < ? OR last_seen < ?",
+                (now, now - IDLE_SECONDS),
+            )
             db.execute(
                 "INSERT INTO sessions (token, username, expires_at, last_seen) VALUES (?, ?, ?, ?)",
                 (_digest(token), username, now + SESSION_SECONDS, now),
@@ -155,7 +179,9 @@ class Auth:
         with self.database.transaction() as db:
             db.execute("DELETE FROM sessions WHERE token = ?", (_digest(token),))
 
-    def signed_in(self, sentence: str, *, group: str = "", outside: str = "") -> Callable[[Request], User]:
+    def signed_in(
+        self, sentence: str, *, group: str = "", outside: str = ""
+    ) -> Callable[[Request], User]:
         """A route's `who`: the signed-in user, ApiError 401 (`sentence`) when nobody is, and 403
         (`outside`, or `sentence`) when `group` is given and the user is not in it."""
 
@@ -200,7 +226,9 @@ class Auth:
                 "additionalProperties": False,
             },
             body_limit=8192,  # the longest name and password, every character escaped
-            replies={200: Reply(SIGNED_IN, headers={"set-cookie": f"{COOKIE}: the session, HttpOnly"})},
+            replies={
+                200: Reply(SIGNED_IN, headers={"set-cookie": f"{COOKIE}: the session, HttpOnly"})
+            },
             refusals={
                 401: "A wrong name or password (the same answer for both).",
                 429: "Too many failed sign-ins for the user or from the client.",
@@ -211,15 +239,26 @@ class Auth:
             client = call.request.client.host if call.request.client else ""
             wait, ticket = self.limits.admit(username, client)
             if wait:
-                raise ApiError(429, f"Too many failed sign-ins; try again in {_duration(wait)}.", retry_after=wait)
-            token = await asyncio.get_running_loop().run_in_executor(HASHING, self.sign_in, username, password)
+                raise ApiError(
+                    429,
+                    f"Too many failed sign-ins; try again in {_duration(wait)}.",
+                    retry_after=wait,
+                )
+            token = await asyncio.get_running_loop().run_in_executor(
+                HASHING, self.sign_in, username, password
+            )
             if token is None:
                 raise ApiError(401, "Wrong user name or password.")
             self.limits.succeeded(username, client, ticket)
             user = self.user_for_token(token)
             response = JSONResponse({"token": token, "user": user.describe() if user else None})
             response.set_cookie(
-                COOKIE, token, max_age=SESSION_SECONDS, httponly=True, samesite="lax", secure=call.request.url.scheme == "https"
+                COOKIE,
+                token,
+                max_age=SESSION_SECONDS,
+                httponly=True,
+                samesite="lax",
+                secure=call.request.url.scheme == "https",
             )
             return response
 
@@ -227,7 +266,11 @@ class Auth:
             "End this session (cookie or bearer token)",
             replies={
                 200: Reply(
-                    {"type": "object", "required": ["signedOut"], "properties": {"signedOut": {"const": True}}},
+                    {
+                        "type": "object",
+                        "required": ["signedOut"],
+                        "properties": {"signedOut": {"const": True}},
+                    },
                     headers={"set-cookie": f"{COOKIE}: cleared"},
                 )
             },
@@ -253,14 +296,20 @@ class Auth:
             "Who is signed in, if anyone: the page asks at every load, and a signed-out visitor is no error",
             replies={
                 200: Reply(
-                    {"type": "object", "required": ["user"], "properties": {"user": {"anyOf": [USER, {"type": "null"}]}}},
+                    {
+                        "type": "object",
+                        "required": ["user"],
+                        "properties": {"user": {"anyOf": [USER, {"type": "null"}]}},
+                    },
                     headers=NO_STORE,
                 )
             },
         )
         async def session(call: Call) -> Response:
             user = self.user_for(call.request)
-            return JSONResponse({"user": user.describe() if user else None}, headers={"cache-control": "no-store"})
+            return JSONResponse(
+                {"user": user.describe() if user else None}, headers={"cache-control": "no-store"}
+            )
 
         return [
             Route("/auth/session", session, methods=["GET"]),

@@ -23,7 +23,9 @@ log = logging.getLogger("reactor.server")
 COMPILER = WEB / "compile.mjs"
 
 
-def compiled(sources: dict[str, bytes], *, pyodide: Path, cache: Path, node: str = "node") -> dict[str, bytes]:
+def compiled(
+    sources: dict[str, bytes], *, pyodide: Path, cache: Path, node: str = "node"
+) -> dict[str, bytes]:
     """The checked-hash .pyc of each source (by name): from `cache`, else compiled now by Pyodide.
 
     Sources that cannot be compiled (Node missing or failing, a SyntaxError) are left out."""
@@ -57,5 +59,7 @@ def _compile(sources: dict[str, bytes], pyodide: Path, node: str) -> dict[str, b
     try:
         return {name: base64.b64decode(pyc) for name, pyc in json.loads(printed).items()}
     except ValueError as error:
-        log.warning("Compiling the page's Python with Pyodide gave no answer it could read: %s", error)
+        log.warning(
+            "Compiling the page's Python with Pyodide gave no answer it could read: %s", error
+        )
         return {}

@@ -80,12 +80,16 @@ class CrossOrigin(CORSMiddleware):
         answer = super().preflight_response(request_headers)
         if answer.status_code != 200:
             return answer
-        headers = {k: v for k, v in answer.headers.items() if k not in ("content-length", "content-type")}
+        headers = {
+            k: v for k, v in answer.headers.items() if k not in ("content-length", "content-type")
+        }
         return Response(status_code=204, headers=headers)
 
     async def send(self, message: Message, send: Send, request_headers: Headers) -> None:
         origin = request_headers.get("origin")
         if origin is not None and not self.is_allowed_origin(origin):
             # Answered as if no Origin came: no CORS header, only `Vary: Origin`.
-            request_headers = Headers(raw=[(k, v) for k, v in request_headers.raw if k != b"origin"])
+            request_headers = Headers(
+                raw=[(k, v) for k, v in request_headers.raw if k != b"origin"]
+            )
         await super().send(message, send, request_headers)

@@ -31,7 +31,9 @@ from typing import Any
 
 from ..errors import DatabaseBusy, DatabaseError, UniqueViolation
 
-VERSIONS = "CREATE TABLE IF NOT EXISTS schema_versions (owner TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+VERSIONS = (
+    "CREATE TABLE IF NOT EXISTS schema_versions (owner TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+)
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 WRITE_LOCK = 7_355_608  # the advisory lock an `immediate` PostgreSQL transaction takes, as SQLite's writer lock
 SETUP_LOCK = 7_355_609  # held by a server process while it migrates and seeds
@@ -44,7 +46,9 @@ class Database:
 
     def __init__(self, target: str | Path) -> None:
         self.target = str(target)
-        self.backend: _Backend = _Postgres(self.target) if is_postgres_url(self.target) else _SQLite(Path(target))
+        self.backend: _Backend = (
+            _Postgres(self.target) if is_postgres_url(self.target) else _SQLite(Path(target))
+        )
         with self.transaction(immediate=True) as db:
             db.execute(VERSIONS)
 
@@ -72,7 +76,9 @@ class Database:
         """Run the steps of `owner` this database has not had, in order, one transaction each."""
         for number, step in enumerate(steps, start=1):
             with self.transaction(immediate=True) as db:
-                row = db.execute("SELECT version FROM schema_versions WHERE owner = ?", (owner,)).fetchone()
+                row = db.execute(
+                    "SELECT version FROM schema_versions WHERE owner = ?", (owner,)
+                ).fetchone()
                 if row is not None and row["version"] >= number:
                     continue
                 for statement in _statements(step):
@@ -85,7 +91,9 @@ class Database:
 
     def version(self, owner: str) -> int:
         with self.transaction() as db:
-            row = db.execute("SELECT version FROM schema_versions WHERE owner = ?", (owner,)).fetchone()
+            row = db.execute(
+                "SELECT version FROM schema_versions WHERE owner = ?", (owner,)
+            ).fetchone()
         return 0 if row is None else row["version"]
 
     def close(self) -> None:
@@ -150,7 +158,9 @@ class _SQLite(_Backend):
         self.path, self.shown = path, str(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.idle: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue(IDLE_CONNECTIONS)
-        weakref.finalize(self, _close_idle, self.idle)  # an app dropped without close() still closes them
+        weakref.finalize(
+            self, _close_idle, self.idle
+        )  # an app dropped without close() still closes them
         with self.transaction(False) as db:
             db.execute("PRAGMA journal_mode=WAL")
 
@@ -211,11 +221,15 @@ class _Postgres(_Backend):
         try:
             import psycopg  # here: only a server given a PostgreSQL URL needs the driver
         except ImportError:
-            raise DatabaseError("A PostgreSQL database needs the psycopg driver: pip install 'reactor[postgres]'.") from None
+            raise DatabaseError(
+                "A PostgreSQL database needs the psycopg driver: pip install 'reactor[postgres]'."
+            ) from None
         self.psycopg, self.url = psycopg, url
         self.shown = re.sub(r"//([^:@/]*):[^@/]*@", r"//\1:***@", url)  # never the password
         self.idle: queue.LifoQueue[Any] = queue.LifoQueue(IDLE_CONNECTIONS)
-        weakref.finalize(self, _close_idle, self.idle)  # an app dropped without close() still closes them
+        weakref.finalize(
+            self, _close_idle, self.idle
+        )  # an app dropped without close() still closes them
 
     def _connect(self) -> Any:
         try:
@@ -225,7 +239,9 @@ class _Postgres(_Backend):
         try:
             return self.psycopg.connect(self.url, row_factory=_row_factory, connect_timeout=10)
         except self.psycopg.OperationalError as error:
-            raise DatabaseBusy(f"The database at {self.shown} could not be reached: {error}".strip()) from error
+            raise DatabaseBusy(
+                f"The database at {self.shown} could not be reached: {error}".strip()
+            ) from error
 
     @contextmanager
     def transaction(self, immediate: bool) -> Iterator[Any]:
@@ -247,7 +263,10 @@ class _Postgres(_Backend):
             self._give_back(connection)
 
     def _give_back(self, connection: Any) -> None:
-        if connection.closed or connection.info.transaction_status != self.psycopg.pq.TransactionStatus.IDLE:
+        if (
+            connection.closed
+            or connection.info.transaction_status != self.psycopg.pq.TransactionStatus.IDLE
+        ):
             connection.close()
             return
         try:
@@ -282,7 +301,11 @@ class _Postgres(_Backend):
             yield
         except errors.UniqueViolation as error:
             raise UniqueViolation(str(error).strip()) from error
-        except (errors.SerializationFailure, errors.DeadlockDetected, errors.LockNotAvailable) as error:
+        except (
+            errors.SerializationFailure,
+            errors.DeadlockDetected,
+            errors.LockNotAvailable,
+        ) as error:
             raise DatabaseBusy(str(error).strip()) from error
         except self.psycopg.OperationalError as error:
             raise DatabaseBusy(f"The database at {self.shown} failed: {error}".strip()) from error
@@ -325,7 +348,9 @@ def _row_factory(cursor: Any) -> Any:
 @lru_cache(maxsize=256)
 def _row_type(names: tuple[str, ...]) -> type[Row]:
     """One Row class per column list, made once: a statement's rows all share it."""
-    return type("Row", (Row,), {"__slots__": (), "names": {name: i for i, name in enumerate(names)}})
+    return type(
+        "Row", (Row,), {"__slots__": (), "names": {name: i for i, name in enumerate(names)}}
+    )
 
 
 # Outside quotes: ? and :name parameters, and % (psycopg's own placeholder sign) as a literal.
@@ -361,7 +386,9 @@ _SCHEMA_WORDS = re.compile(r"'(?:[^']|'')*'|\b(BLOB|REAL|INTEGER)\b")
 def _postgres_schema(statement: str) -> str:
     """A migration step's column types in PostgreSQL's words: bytes, 8-byte floats (a timestamp in
     PostgreSQL's REAL would lose its seconds) and 8-byte integers, as SQLite stores them."""
-    return _SCHEMA_WORDS.sub(lambda m: _SCHEMA_TYPES[m.group(1)] if m.group(1) else m.group(0), statement)
+    return _SCHEMA_WORDS.sub(
+        lambda m: _SCHEMA_TYPES[m.group(1)] if m.group(1) else m.group(0), statement
+    )
 
 
 def _statements(script: str) -> list[str]:

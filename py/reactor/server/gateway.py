@@ -140,7 +140,12 @@ class AssistantConfig:
                 "claude-sonnet-4-5 or llama3.1: one word, no spaces.",
             )
         parts = urlsplit(self.url)
-        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        if (
+            parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or parts.query
+            or parts.fragment
+        ):
             raise refuse(
                 "--model-base-url",
                 self.base_url,
@@ -160,7 +165,9 @@ class AssistantConfig:
             ("--model-max-tokens", self.max_tokens, 1, 1_000_000),
         ):
             if not low <= value <= high:
-                raise refuse(option, value, f"{option} must be between {low} and {high}, not {value}.")
+                raise refuse(
+                    option, value, f"{option} must be between {low} and {high}, not {value}."
+                )
 
     @property
     def url(self) -> str:
@@ -212,13 +219,18 @@ class Allowance:
         """Count one request; Refused (429) when over either limit."""
         minute, day = _minute(now), _day(now)
         with self.database.transaction() as db:
-            db.execute("DELETE FROM assistant_usage WHERE who = ? AND period LIKE 'm:%' AND period < ?", (who, minute))
+            db.execute(
+                "DELETE FROM assistant_usage WHERE who = ? AND period LIKE 'm:%' AND period < ?",
+                (who, minute),
+            )
             requests = db.execute(
                 "INSERT INTO assistant_usage (who, period, requests) VALUES (?, ?, 1) ON CONFLICT (who, period) "
                 "DO UPDATE SET requests = assistant_usage.requests + 1 RETURNING requests",
                 (who, minute),
             ).fetchone()[0]
-            row = db.execute("SELECT tokens FROM assistant_usage WHERE who = ? AND period = ?", (who, day)).fetchone()
+            row = db.execute(
+                "SELECT tokens FROM assistant_usage WHERE who = ? AND period = ?", (who, day)
+            ).fetchone()
         if row is not None and row[0] >= self.config.limit_tokens:
             raise Refused(429, ALLOWANCE_USED, retry_after=int(86_400 - now % 86_400) + 1)
         if requests > self.config.limit_rpm:
@@ -253,11 +265,17 @@ class Gateway:
     def __init__(self, config: AssistantConfig, database: Database, auth: Auth) -> None:
         self.config, self.auth = config, auth
         self.allowance = Allowance(database, config)
-        self._tls = ssl.create_default_context()  # made once, ~10 ms: every request's client shares it
+        self._tls = (
+            ssl.create_default_context()
+        )  # made once, ~10 ms: every request's client shares it
 
     def routes(self) -> list[Route]:
         provider, config = self.config.provider, self.config
-        who = None if config.anonymous else self.auth.signed_in("Sign in at the top of the page to use this site's assistant.")
+        who = (
+            None
+            if config.anonymous
+            else self.auth.signed_in("Sign in at the top of the page to use this site's assistant.")
+        )
 
         @declare(
             f"Ask the site's model ({'OpenAI Chat Completions' if provider == 'openai' else 'Anthropic Messages'} "
@@ -310,7 +328,10 @@ class Gateway:
             },
         }
         if config.provider == "openai":
-            properties["n"] = {"const": 1, "x-refusal": "This site's assistant gives one answer per request: n must be 1."}
+            properties["n"] = {
+                "const": 1,
+                "x-refusal": "This site's assistant gives one answer per request: n must be 1.",
+            }
         return {
             "type": "object",
             "required": ["messages"],
@@ -327,12 +348,17 @@ class Gateway:
         sent = {**body, "model": config.model}
         if not any(cap in body for cap in caps):
             sent["max_tokens"] = config.max_tokens
-        user_id = hashlib.sha256(who.encode()).hexdigest()[:32]  # the provider's abuse checks see no name
+        user_id = hashlib.sha256(who.encode()).hexdigest()[
+            :32
+        ]  # the provider's abuse checks see no name
         if provider == "openai":
             sent["user"] = user_id
             if sent.get("stream"):  # the usage the daily allowance counts comes as the last event
                 options = sent.get("stream_options")
-                sent["stream_options"] = {**(options if isinstance(options, dict) else {}), "include_usage": True}
+                sent["stream_options"] = {
+                    **(options if isinstance(options, dict) else {}),
+                    "include_usage": True,
+                }
         else:
             sent["metadata"] = {"user_id": user_id}
         return sent
@@ -382,11 +408,16 @@ class Relay(Response):
                 task.cancel()
             await asyncio.gather(relay, left, return_exceptions=True)
         if left.done() and not left.cancelled() and not relay.done():
-            log.info("assistant: %s left before the answer ended; the provider's request was closed", self.who)
+            log.info(
+                "assistant: %s left before the answer ended; the provider's request was closed",
+                self.who,
+            )
         if relay.done() and not relay.cancelled() and relay.exception() is not None:
             raise relay.exception()  # type: ignore[misc]
         if self.usage.tokens:  # a refusal or an answer without usage spends nothing
-            await run_in_threadpool(self.gateway.allowance.spend, self.who, self.usage.tokens, time.time())
+            await run_in_threadpool(
+                self.gateway.allowance.spend, self.who, self.usage.tokens, time.time()
+            )
 
     async def relay(self, send: Send) -> None:
         gateway, config = self.gateway, self.config
@@ -396,12 +427,17 @@ class Relay(Response):
             async with (
                 gateway.client() as client,
                 client.stream(
-                    "POST", url, headers=gateway.upstream_headers(), content=json.dumps(self.sent).encode()
+                    "POST",
+                    url,
+                    headers=gateway.upstream_headers(),
+                    content=json.dumps(self.sent).encode(),
                 ) as upstream,
             ):
                 if upstream.status_code >= 300:
                     text = (await _read_capped(upstream, 64_000)).decode("utf-8", "replace")
-                    status, sentence, retry = self.refusal(upstream.status_code, upstream.headers, text)
+                    status, sentence, retry = self.refusal(
+                        upstream.status_code, upstream.headers, text
+                    )
                     await _send_json(send, status, sentence, retry)
                     return
                 kind = upstream.headers.get("content-type", "")
@@ -425,7 +461,9 @@ class Relay(Response):
                 await self.pass_events(upstream, send)
         except (httpx.TransportError, OSError) as error:
             cut = "stream cut" if started else "unreachable"
-            log.warning("assistant: the provider at %s %s: %s", url, cut, self.gateway.hide(repr(error)))
+            log.warning(
+                "assistant: the provider at %s %s: %s", url, cut, self.gateway.hide(repr(error))
+            )
             if not started:
                 sentence = "This site's assistant could not reach its model; try again in a moment."
                 await _send_json(send, 502, sentence, None)
@@ -441,8 +479,13 @@ class Relay(Response):
             for kind, data in events.feed(decoder.decode(chunk)):
                 error = self.usage.read_event(kind, data)
                 if error is not None:
-                    log.warning("assistant: the provider stopped mid-answer: %s", self.gateway.hide(error[:500]))
-                    await self.send_events(send, out + [self.failure_event(self.error_sentence(error))])
+                    log.warning(
+                        "assistant: the provider stopped mid-answer: %s",
+                        self.gateway.hide(error[:500]),
+                    )
+                    await self.send_events(
+                        send, out + [self.failure_event(self.error_sentence(error))]
+                    )
                     return
                 out.append(_event_text(kind, data, self.config.provider))
             if out:
@@ -455,12 +498,18 @@ class Relay(Response):
             await self.send_events(send, [self.failure_event(self.cut_sentence())])
 
     async def send_events(self, send: Send, texts: list[str]) -> None:
-        await send({"type": "http.response.body", "body": "".join(texts).encode(), "more_body": True})
+        await send(
+            {"type": "http.response.body", "body": "".join(texts).encode(), "more_body": True}
+        )
 
     def failure_event(self, sentence: str) -> str:
         """An error event in the provider's own format, holding the person's sentence."""
         if self.config.provider == "openai":
-            return _event_text("message", json.dumps({"error": {"type": "reactor_gateway", "message": sentence}}), "openai")
+            return _event_text(
+                "message",
+                json.dumps({"error": {"type": "reactor_gateway", "message": sentence}}),
+                "openai",
+            )
         payload = {"type": "error", "error": {"type": "api_error", "message": sentence}}
         return _event_text("error", json.dumps(payload), "anthropic")
 
@@ -474,10 +523,15 @@ class Relay(Response):
             return "The site's model is overloaded and stopped mid-answer; send your message again in a minute."
         return "The site's model failed mid-answer; send your message again to retry."
 
-    def refusal(self, status: int, headers: httpx.Headers, text: str) -> tuple[int, str, int | None]:
+    def refusal(
+        self, status: int, headers: httpx.Headers, text: str
+    ) -> tuple[int, str, int | None]:
         """A provider's error as the person reads it: (status, sentence, Retry-After); the log says which."""
         log.warning(
-            "assistant: the provider at %s answered %s: %s", self.config.url, status, self.gateway.hide(text.strip()[:500])
+            "assistant: the provider at %s answered %s: %s",
+            self.config.url,
+            status,
+            self.gateway.hide(text.strip()[:500]),
         )
         retry = _seconds(headers.get("retry-after"))
         if status in (401, 403):
@@ -494,11 +548,19 @@ class Relay(Response):
             )
         if status == 429:
             wait = f"wait {retry} seconds and try again" if retry else "wait a minute and try again"
-            return 429, f"This site's assistant is busy (its provider's rate limit); {wait}.", retry or 60
+            return (
+                429,
+                f"This site's assistant is busy (its provider's rate limit); {wait}.",
+                retry or 60,
+            )
         if status in (503, 529):
             return 503, "This site's model is overloaded right now; try again in a minute.", retry
         if 400 <= status < 500:
-            return 502, "This site's model could not take this conversation; start a new one, or tell the site's operator.", None
+            return (
+                502,
+                "This site's model could not take this conversation; start a new one, or tell the site's operator.",
+                None,
+            )
         return 502, "This site's model failed to answer; try again in a moment.", None
 
 
@@ -524,14 +586,19 @@ async def _send_json(send: Send, status: int, sentence: str, retry_after: int | 
 
 async def _send_whole(send: Send, status: int, text: str, kind: str) -> None:
     body = text.encode()
-    headers = [(b"content-type", kind.encode("latin-1")), (b"content-length", str(len(body)).encode())]
+    headers = [
+        (b"content-type", kind.encode("latin-1")),
+        (b"content-length", str(len(body)).encode()),
+    ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 def _event_text(kind: str, data: str, provider: str) -> str:
     lines = "".join(f"data: {line}\n" for line in data.split("\n"))
-    return (lines if provider == "openai" or kind == "message" else f"event: {kind}\n{lines}") + "\n"
+    return (
+        lines if provider == "openai" or kind == "message" else f"event: {kind}\n{lines}"
+    ) + "\n"
 
 
 def _seconds(value: str | None) -> int | None:
@@ -568,7 +635,9 @@ class Usage:
             if event.get("error"):
                 return json.dumps(event["error"])
             self._openai(event.get("usage"))
-            if any(isinstance(c, dict) and c.get("finish_reason") for c in event.get("choices") or []):
+            if any(
+                isinstance(c, dict) and c.get("finish_reason") for c in event.get("choices") or []
+            ):
                 self.complete = True
             return None
         kind = event.get("type", kind)
@@ -594,11 +663,17 @@ class Usage:
             if self.provider == "openai":
                 self._openai(usage)
             elif isinstance(usage, dict):
-                self.input, self.output = _count(usage.get("input_tokens")), _count(usage.get("output_tokens"))
+                self.input, self.output = (
+                    _count(usage.get("input_tokens")),
+                    _count(usage.get("output_tokens")),
+                )
 
     def _openai(self, usage: Any) -> None:
         if isinstance(usage, dict):
-            self.input, self.output = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+            self.input, self.output = (
+                _count(usage.get("prompt_tokens")),
+                _count(usage.get("completion_tokens")),
+            )
 
 
 def _count(value: Any) -> int:

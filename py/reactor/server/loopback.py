@@ -26,7 +26,13 @@ class LoopbackServer:
     def __init__(self, app: Any, *, start_timeout: float = 20.0) -> None:
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
-        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=GRACE_SECONDS)
+        config = uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            timeout_graceful_shutdown=GRACE_SECONDS,
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()

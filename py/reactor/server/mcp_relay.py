@@ -113,7 +113,10 @@ OWN_TOOL_LIST = [
             "additionalProperties": False,
         },
         annotations=types.ToolAnnotations(
-            read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+            read_only_hint=False,
+            destructive_hint=True,
+            idempotent_hint=False,
+            open_world_hint=False,
         ),
     ),
 ]
@@ -122,7 +125,9 @@ OWN_TOOL_LIST = [
 class RelayServer(Server[Any]):
     """The SDK's low-level server, advertising `tools.listChanged` (the page's tools come and go)."""
 
-    def create_initialization_options(self, notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
+    def create_initialization_options(
+        self, notification_options: Any = None, *args: Any, **kwargs: Any
+    ) -> Any:
         return super().create_initialization_options(
             notification_options or NotificationOptions(tools_changed=True), *args, **kwargs
         )
@@ -147,7 +152,9 @@ def mcp_server(relay: PageRelay, page_url: Callable[[Any], str]) -> RelayServer:
         listen(ctx, username)
         pages = relay.pages_of(username)
         tools = [_tool(t) for t in (pages[0].tools if pages else [])]
-        return types.ListToolsResult(tools=[t for t in tools if t is not None and t.name not in OWN_TOOLS] + OWN_TOOL_LIST)
+        return types.ListToolsResult(
+            tools=[t for t in tools if t is not None and t.name not in OWN_TOOLS] + OWN_TOOL_LIST
+        )
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         username = _agent(ctx).user.username
@@ -156,17 +163,39 @@ def mcp_server(relay: PageRelay, page_url: Callable[[Any], str]) -> RelayServer:
         if name == "reactor_pages":
             listed = [p.describe() for p in relay.pages_of(username)]
             return tool_result(
-                {"ok": True, "result": {"pages": listed, "note": "" if listed else no_page_sentence(page_url(ctx))}}
+                {
+                    "ok": True,
+                    "result": {
+                        "pages": listed,
+                        "note": "" if listed else no_page_sentence(page_url(ctx)),
+                    },
+                }
             )
         if name == "reactor_call":
-            page_id, tool, inner = arguments.get("page"), arguments.get("tool"), arguments.get("arguments", {})
-            if not isinstance(page_id, str) or not isinstance(tool, str) or not isinstance(inner, dict):
+            page_id, tool, inner = (
+                arguments.get("page"),
+                arguments.get("tool"),
+                arguments.get("arguments", {}),
+            )
+            if (
+                not isinstance(page_id, str)
+                or not isinstance(tool, str)
+                or not isinstance(inner, dict)
+            ):
                 return tool_result(
-                    failure("invalid_arguments", "Pass page (an id from reactor_pages), tool (a name) and arguments (an object).")
+                    failure(
+                        "invalid_arguments",
+                        "Pass page (an id from reactor_pages), tool (a name) and arguments (an object).",
+                    )
                 )
             page = relay.page_of(username, page_id)
             if page is None:
-                return tool_result(failure("not_found", f"There is no open page {page_id[:40]!r}; reactor_pages lists them."))
+                return tool_result(
+                    failure(
+                        "not_found",
+                        f"There is no open page {page_id[:40]!r}; reactor_pages lists them.",
+                    )
+                )
             name, arguments = tool, inner
         else:
             connected = relay.pages_of(username)
@@ -184,7 +213,11 @@ def mcp_server(relay: PageRelay, page_url: Callable[[Any], str]) -> RelayServer:
 
 def _tool(tool: Any) -> types.Tool | None:
     """A tool as the page lists it (`window.reactor.chat.tools()`), as MCP's; None when it is not one."""
-    if not isinstance(tool, dict) or not isinstance(tool.get("name"), str) or not isinstance(tool.get("inputSchema"), dict):
+    if (
+        not isinstance(tool, dict)
+        or not isinstance(tool.get("name"), str)
+        or not isinstance(tool.get("inputSchema"), dict)
+    ):
         return None
     given = tool.get("annotations")
     hints: dict[str, Any] = given if isinstance(given, dict) else {}
@@ -192,7 +225,9 @@ def _tool(tool: Any) -> types.Tool | None:
         return types.Tool(
             name=tool["name"],
             title=tool.get("title") if isinstance(tool.get("title"), str) else None,
-            description=tool.get("description") if isinstance(tool.get("description"), str) else None,
+            description=tool.get("description")
+            if isinstance(tool.get("description"), str)
+            else None,
             input_schema=tool["inputSchema"],
             annotations=types.ToolAnnotations(
                 read_only_hint=hints.get("readOnlyHint"),
@@ -209,7 +244,10 @@ MCP_OPERATION = documented(
     Declaration(
         "MCP's Streamable HTTP for desktop agents (an agent token as bearer; the page's tools, relayed)",
         description="JSON-RPC as the Model Context Protocol says (2025-11-25 with Mcp-Session-Id, and 2026-07-28).",
-        replies={200: Reply(content={"application/json": {"schema": {"type": "object"}}, **EVENTS}), 202: Reply()},
+        replies={
+            200: Reply(content={"application/json": {"schema": {"type": "object"}}, **EVENTS}),
+            202: Reply(),
+        },
         refusals={
             400: "Not a JSON-RPC message MCP's transport takes.",
             401: "No valid agent token (a session or cookie is refused); WWW-Authenticate says Bearer.",
@@ -238,8 +276,14 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
         origin = headers.get("origin")
-        if origin is not None and origin not in self.origins and not same_origin(origin, headers.get("host", "")):
-            await error_response(403, f"Requests from pages of {origin[:100]} may not use {PATH}.")(scope, receive, send)
+        if (
+            origin is not None
+            and origin not in self.origins
+            and not same_origin(origin, headers.get("host", ""))
+        ):
+            await error_response(403, f"Requests from pages of {origin[:100]} may not use {PATH}.")(
+                scope, receive, send
+            )
             return
         secret = bearer_token(headers)
         agent = self.tokens.check(secret) if secret else None
@@ -251,27 +295,35 @@ class McpEndpoint:
             return
         wait = agent.retry_after
         if wait:
-            await error_response(429, f"Too many requests with this token; try again in {wait} seconds.", retry_after=wait)(
-                scope, receive, send
-            )
+            await error_response(
+                429,
+                f"Too many requests with this token; try again in {wait} seconds.",
+                retry_after=wait,
+            )(scope, receive, send)
             return
         if self.manager is None:
-            await error_response(503, f"{PATH} is not running: the server was started without its lifespan.")(
-                scope, receive, send
-            )
+            await error_response(
+                503, f"{PATH} is not running: the server was started without its lifespan."
+            )(scope, receive, send)
             return
         # The SDK binds an MCP session to the credential that opened it (another token gets 404).
         scope = {
             **scope,
             "reactor.agent": agent,
-            "user": AuthenticatedUser(AccessToken(token=agent.id, client_id=agent.id, scopes=[], subject=agent.user.username)),
+            "user": AuthenticatedUser(
+                AccessToken(
+                    token=agent.id, client_id=agent.id, scopes=[], subject=agent.user.username
+                )
+            ),
         }
         await self.manager.handle_request(scope, receive, send)
 
 
 def _refusal(secret: str) -> str:
     if not secret:
-        return "Send an agent token as `Authorization: Bearer …`; make one in the page's Agents panel."
+        return (
+            "Send an agent token as `Authorization: Bearer …`; make one in the page's Agents panel."
+        )
     if not secret.startswith(PREFIX):
         return f"{PATH} takes an agent token (make one in the page's Agents panel), not a session."
     return "This agent token is unknown or revoked; make a new one in the page's Agents panel."
@@ -281,7 +333,9 @@ class Agents:
     """Everything /mcp needs, made once per app: the relay, the MCP server and its session manager,
     the page's routes; `lifespan` runs the session manager."""
 
-    def __init__(self, auth: Auth, tokens: AgentTokens, origins: Iterable[str], database: Database) -> None:
+    def __init__(
+        self, auth: Auth, tokens: AgentTokens, origins: Iterable[str], database: Database
+    ) -> None:
         # Processes sharing a PostgreSQL database share their pages by it (server/page_bus.py).
         self.bus = PostgresPageBus(database) if database.kind == "postgresql" else None
         self.auth, self.tokens, self.relay = auth, tokens, PageRelay(self.bus)
@@ -336,7 +390,9 @@ class Agents:
         query = socket.query_params
         page = relay.connect(user.username, query.get("title", ""), query.get("url", ""))
         if page is None:
-            await socket.close(4429, f"You have {MAX_PAGES} pages connected already; switch one off first.")
+            await socket.close(
+                4429, f"You have {MAX_PAGES} pages connected already; switch one off first."
+            )
             return
         down = asyncio.ensure_future(self._down(socket, page, token))
         try:
@@ -359,7 +415,9 @@ class Agents:
                 message = await asyncio.wait_for(page.outbox.get(), KEEPALIVE_SECONDS)
             except TimeoutError:
                 if self.auth.user_for_token(token) is None:
-                    await socket.close(4401, "You were signed out; sign in to let your agents use this page.")
+                    await socket.close(
+                        4401, "You were signed out; sign in to let your agents use this page."
+                    )
                     return
                 self.relay.heartbeat(page)
                 continue
@@ -376,11 +434,15 @@ class Agents:
                 return
             text = received.get("text")
             if text is None or len(text) > BODY_LIMIT:
-                await _tell(socket, f"Send each message as JSON text of at most {BODY_LIMIT:,} characters.")
+                await _tell(
+                    socket, f"Send each message as JSON text of at most {BODY_LIMIT:,} characters."
+                )
                 continue
             user = self.auth.user_for_token(token)
             if user is None or user.username != page.username:
-                await socket.close(4401, "You were signed out; sign in to let your agents use this page.")
+                await socket.close(
+                    4401, "You were signed out; sign in to let your agents use this page."
+                )
                 return
             try:
                 body = json.loads(text)
@@ -406,9 +468,15 @@ def _page_says(relay: PageRelay, page: PageLink, body: dict[str, Any]) -> str | 
     kind = body.get("type")
     if kind == "answer":
         call, envelope = body.get("call"), body.get("envelope")
-        if not isinstance(call, str) or not isinstance(envelope, dict) or not isinstance(envelope.get("ok"), bool):
+        if (
+            not isinstance(call, str)
+            or not isinstance(envelope, dict)
+            or not isinstance(envelope.get("ok"), bool)
+        ):
             return 'An answer is {"type": "answer", "call": "…", "envelope": {"ok": …}}.'
-        relay.answer(page, call, envelope)  # one nobody waits for any more (given up, or not a call) is dropped
+        relay.answer(
+            page, call, envelope
+        )  # one nobody waits for any more (given up, or not a call) is dropped
         return None
     if kind == "tools":
         tools = body.get("tools")

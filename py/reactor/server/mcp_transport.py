@@ -45,9 +45,13 @@ ANSWERS = (JSONRPCResponse, JSONRPCError)
 class SettlingTransport(StreamableHTTPServerTransport):
     """The SDK's transport, with a request's answer mode chosen by what it says first."""
 
-    async def _handle_post_request(self, scope: Scope, request: Request, receive: Receive, send: Send) -> None:
+    async def _handle_post_request(
+        self, scope: Scope, request: Request, receive: Receive, send: Send
+    ) -> None:
         message = await _plain_request(request) if self._check_content_type(request) else None
-        if message is None:  # initialize, a notification, a response or anything refused: as the SDK does
+        if (
+            message is None
+        ):  # initialize, a notification, a response or anything refused: as the SDK does
             await super()._handle_post_request(scope, request, receive, send)
             return
         if not await self._validate_request_headers(request, send):
@@ -56,8 +60,12 @@ class SettlingTransport(StreamableHTTPServerTransport):
         writer, reader = anyio.create_memory_object_stream[EventMessage](REQUEST_STREAM_BUFFER_SIZE)
         self._request_streams[request_id] = (writer, reader)
         version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER, DEFAULT_NEGOTIATED_VERSION)
-        assert self._read_stream_writer is not None  # the session is connected: its headers were valid
-        await self._read_stream_writer.send(self._create_session_message(message, request, request_id, version))
+        assert (
+            self._read_stream_writer is not None
+        )  # the session is connected: its headers were valid
+        await self._read_stream_writer.send(
+            self._create_session_message(message, request, request_id, version)
+        )
         try:
             first = await reader.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
@@ -72,7 +80,11 @@ class SettlingTransport(StreamableHTTPServerTransport):
         # that message its first event, ended by the answer.
         events, stream = anyio.create_memory_object_stream[dict[str, Any]](0)
         self._sse_stream_writers[request_id] = events
-        headers = {"Cache-Control": "no-cache, no-transform", "Connection": "keep-alive", "Content-Type": CONTENT_TYPE_SSE}
+        headers = {
+            "Cache-Control": "no-cache, no-transform",
+            "Connection": "keep-alive",
+            "Content-Type": CONTENT_TYPE_SSE,
+        }
         if self.mcp_session_id:
             headers[MCP_SESSION_ID_HEADER] = self.mcp_session_id
 
@@ -80,7 +92,9 @@ class SettlingTransport(StreamableHTTPServerTransport):
             await self._run_sse_writer(request_id, events, reader, self._create_event_data(first))  # type: ignore[arg-type]
 
         try:
-            await EventSourceResponse(content=stream, data_sender_callable=forward, headers=headers)(scope, receive, send)
+            await EventSourceResponse(
+                content=stream, data_sender_callable=forward, headers=headers
+            )(scope, receive, send)
         finally:
             await stream.aclose()
 
@@ -92,7 +106,9 @@ async def _plain_request(request: Request) -> JSONRPCRequest | None:
     if not (has_json and has_sse):
         return None
     try:
-        message = jsonrpc_message_adapter.validate_python(pydantic_core.from_json(await request.body()), by_name=False)
+        message = jsonrpc_message_adapter.validate_python(
+            pydantic_core.from_json(await request.body()), by_name=False
+        )
     except (ValueError, ValidationError):
         return None
     if not isinstance(message, JSONRPCRequest) or message.method == "initialize":
@@ -101,7 +117,10 @@ async def _plain_request(request: Request) -> JSONRPCRequest | None:
 
 
 def _session_ended(message: JSONRPCRequest) -> JSONResponse:
-    error = {"code": -32600, "message": "The MCP session ended before this request was answered; start a new one."}
+    error = {
+        "code": -32600,
+        "message": "The MCP session ended before this request was answered; start a new one.",
+    }
     return JSONResponse({"jsonrpc": "2.0", "id": message.id, "error": error}, status_code=404)
 
 
@@ -111,5 +130,7 @@ class SettlingSessionManager(StreamableHTTPSessionManager):
     def _admit_session(self, requestor: Any) -> StreamableHTTPServerTransport | None:
         transport = super()._admit_session(requestor)
         if transport is not None:
-            transport.__class__ = SettlingTransport  # the same object and state: only the POST handling differs
+            transport.__class__ = (
+                SettlingTransport  # the same object and state: only the POST handling differs
+            )
         return transport

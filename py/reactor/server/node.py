@@ -19,7 +19,13 @@ log = logging.getLogger("reactor.server")
 
 
 def run_node(
-    script: Path, *args: str, task: str, fallback: str, node: str = "node", input: str | None = None, timeout: float
+    script: Path,
+    *args: str,
+    task: str,
+    fallback: str,
+    node: str = "node",
+    input: str | None = None,
+    timeout: float,
 ) -> str | None:
     """What `node script args` printed, or None when it could not run: the log then says which
     `task` was skipped and the `fallback` the page takes."""
@@ -28,11 +34,18 @@ def run_node(
         return None
     try:
         done = subprocess.run(
-            [node, str(script), *args], input=input, capture_output=True, text=True, timeout=timeout, check=True
+            [node, str(script), *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=True,
         )
     except (subprocess.SubprocessError, OSError) as error:
         detail = getattr(error, "stderr", "") or ""
-        log.warning("%s failed: %s. %s %s", task[0].upper() + task[1:], fallback, error, detail[-500:])
+        log.warning(
+            "%s failed: %s. %s %s", task[0].upper() + task[1:], fallback, error, detail[-500:]
+        )
         return None
     return done.stdout
 

@@ -18,7 +18,11 @@ from starlette.routing import BaseRoute, Route
 from .api import ERROR, PATH_SEGMENT, RETRY_AFTER, Declaration, Reply, declaration_of
 
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-SECURITY: list[dict[str, list[str]]] = [{"bearer": []}, {"cookie": []}, {}]  # a bearer token, the session cookie, or nobody
+SECURITY: list[dict[str, list[str]]] = [
+    {"bearer": []},
+    {"cookie": []},
+    {},
+]  # a bearer token, the session cookie, or nobody
 EVERY_ROUTE = {
     421: "The Host header names a host this server does not serve.",
     503: "The database is busy; try again after Retry-After.",
@@ -64,7 +68,11 @@ def openapi_document(routes: Iterable[BaseRoute], *, title: str, version: str) -
         "paths": paths,
         "components": {
             "securitySchemes": {
-                "bearer": {"type": "http", "scheme": "bearer", "description": "The token POST /auth/sign-in answers."},
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "The token POST /auth/sign-in answers.",
+                },
                 "cookie": {"type": "apiKey", "in": "cookie", "name": "reactor_session"},
             },
             "schemas": {"Error": ERROR},
@@ -82,11 +90,21 @@ def _unique(name: str, path: str, method: str, taken: set[str]) -> str:
 
 def _operation(path: str, method: str, declaration: Declaration, name: str) -> dict[str, Any]:
     parameters = [
-        {"name": segment, "in": "path", "required": True, "schema": declaration.path.get(segment, PATH_SEGMENT)}
+        {
+            "name": segment,
+            "in": "path",
+            "required": True,
+            "schema": declaration.path.get(segment, PATH_SEGMENT),
+        }
         for segment in re.findall(r"\{(\w+)\}", path)
     ]
     parameters += [
-        {"name": key, "in": "query", "required": key in declaration.required_query, "schema": schema}
+        {
+            "name": key,
+            "in": "query",
+            "required": key in declaration.required_query,
+            "schema": schema,
+        }
         for key, schema in declaration.query.items()
     ]
     refusals = {**EVERY_ROUTE, **({} if path == "/mcp" else NOT_MCP)}
@@ -99,8 +117,12 @@ def _operation(path: str, method: str, declaration: Declaration, name: str) -> d
     if declaration.path:
         refusals |= PATH
     refusals |= declaration.refusals
-    refusals = {status: when for status, when in refusals.items() if status not in declaration.replies}
-    responses = {str(status): _reply(status, reply) for status, reply in sorted(declaration.replies.items())}
+    refusals = {
+        status: when for status, when in refusals.items() if status not in declaration.replies
+    }
+    responses = {
+        str(status): _reply(status, reply) for status, reply in sorted(declaration.replies.items())
+    }
     for status, when in sorted(refusals.items()):
         answer: dict[str, Any] = {
             "description": when,
@@ -119,7 +141,10 @@ def _operation(path: str, method: str, declaration: Declaration, name: str) -> d
     if declaration.description:
         described["description"] = declaration.description
     if declaration.body is not None:
-        described["requestBody"] = {"required": True, "content": {"application/json": {"schema": declaration.body}}}
+        described["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": declaration.body}},
+        }
     return described
 
 
@@ -130,9 +155,14 @@ def _reply(status: int, reply: Reply) -> dict[str, Any]:
     elif reply.schema is not None:
         answer["content"] = {"application/json": {"schema": reply.schema}}
     if reply.headers:
-        answer["headers"] = _headers(reply.headers, required=True)  # a reply sends each header it declares
+        answer["headers"] = _headers(
+            reply.headers, required=True
+        )  # a reply sends each header it declares
     return answer
 
 
 def _headers(headers: Mapping[str, str], *, required: bool = False) -> dict[str, Any]:
-    return {name: {"description": what, "required": required, "schema": {"type": "string"}} for name, what in headers.items()}
+    return {
+        name: {"description": what, "required": required, "schema": {"type": "string"}}
+        for name, what in headers.items()
+    }

@@ -70,7 +70,15 @@ class PostgresPageBus:
                 (username, time.time() - STALE_SECONDS),
             ).fetchall()
         return [
-            PageLink(r["id"], r["username"], r["title"], r["url"], r["process"], r["active_at"], json.loads(r["tools"]))
+            PageLink(
+                r["id"],
+                r["username"],
+                r["title"],
+                r["url"],
+                r["process"],
+                r["active_at"],
+                json.loads(r["tools"]),
+            )
             for r in rows
         ]
 
@@ -81,7 +89,16 @@ class PostgresPageBus:
                 "INSERT INTO agent_pages (id, username, process, title, url, active_at, seen_at, tools) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
                 "active_at = excluded.active_at, seen_at = excluded.seen_at, tools = excluded.tools",
-                (page.id, page.username, page.process, page.title, page.url, page.active_at, now, json.dumps(page.tools)),
+                (
+                    page.id,
+                    page.username,
+                    page.process,
+                    page.title,
+                    page.url,
+                    page.active_at,
+                    now,
+                    json.dumps(page.tools),
+                ),
             )
             db.execute("DELETE FROM agent_pages WHERE seen_at < ?", (now - 3600,))
 
@@ -91,7 +108,10 @@ class PostgresPageBus:
 
     def heartbeat(self, page_ids: list[str]) -> None:
         with self.database.transaction() as db:
-            db.executemany("UPDATE agent_pages SET seen_at = ? WHERE id = ?", [(time.time(), i) for i in page_ids])
+            db.executemany(
+                "UPDATE agent_pages SET seen_at = ? WHERE id = ?",
+                [(time.time(), i) for i in page_ids],
+            )
 
     # Messages
 
@@ -107,9 +127,12 @@ class PostgresPageBus:
             else:
                 envelope["stored"] = secrets.token_hex(8)
                 db.execute(
-                    "INSERT INTO agent_messages (id, body, sent_at) VALUES (?, ?, ?)", (envelope["stored"], body, time.time())
+                    "INSERT INTO agent_messages (id, body, sent_at) VALUES (?, ?, ?)",
+                    (envelope["stored"], body, time.time()),
                 )
-            db.execute("SELECT pg_notify(?, ?)", (CHANNEL, json.dumps(envelope, ensure_ascii=False)))
+            db.execute(
+                "SELECT pg_notify(?, ?)", (CHANNEL, json.dumps(envelope, ensure_ascii=False))
+            )
 
     def start(self, relay: PageRelay) -> None:
         """Listen for this process's messages, in a thread, until `stop`."""
@@ -131,7 +154,9 @@ class PostgresPageBus:
 
         while not self.stopping.is_set():
             try:
-                with psycopg.connect(self.database.target, autocommit=True, connect_timeout=10) as connection:
+                with psycopg.connect(
+                    self.database.target, autocommit=True, connect_timeout=10
+                ) as connection:
                     connection.execute(f"LISTEN {CHANNEL}")
                     self.listening.set()
                     while not self.stopping.is_set():
@@ -159,8 +184,13 @@ class PostgresPageBus:
         message = envelope.get("message")
         if "stored" in envelope:
             with self.database.transaction() as db:
-                row = db.execute("SELECT body FROM agent_messages WHERE id = ?", (envelope["stored"],)).fetchone()
-                db.execute("DELETE FROM agent_messages WHERE id = ? OR sent_at < ?", (envelope["stored"], time.time() - 600))
+                row = db.execute(
+                    "SELECT body FROM agent_messages WHERE id = ?", (envelope["stored"],)
+                ).fetchone()
+                db.execute(
+                    "DELETE FROM agent_messages WHERE id = ? OR sent_at < ?",
+                    (envelope["stored"], time.time() - 600),
+                )
             message = json.loads(row["body"]) if row is not None else None
         if isinstance(message, dict):
             loop.call_soon_threadsafe(relay.heard, message)

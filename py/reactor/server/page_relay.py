@@ -48,7 +48,13 @@ class PageLink:
     sent: set[str] = field(default_factory=set)  # the calls sent down its stream, not yet answered
 
     def describe(self) -> dict[str, Any]:
-        return {"page": self.id, "title": self.title, "url": self.url, "activeAt": self.active_at, "tools": len(self.tools)}
+        return {
+            "page": self.id,
+            "title": self.title,
+            "url": self.url,
+            "activeAt": self.active_at,
+            "tools": len(self.tools),
+        }
 
     def end(self) -> None:
         """End the page's WebSocket (from any thread): it is disconnected, and connects again."""
@@ -74,7 +80,9 @@ class PageRelay:
         self.process = secrets.token_hex(4)
         self.bus = bus
         self.pages: dict[str, PageLink] = {}  # the pages whose streams this process holds
-        self.waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}  # the calls this process waits on
+        self.waiting: dict[
+            str, asyncio.Future[dict[str, Any]]
+        ] = {}  # the calls this process waits on
         self.answer_limit = ANSWER_LIMIT
         self.progress_seconds = PROGRESS_SECONDS
         # The MCP connections of each person on this process, told when their tool list changes.
@@ -105,7 +113,9 @@ class PageRelay:
     def pages_of(self, username: str) -> list[PageLink]:
         """The person's connected pages, on any process, the most recently active first."""
         pages = (
-            self.bus.pages_of(username) if self.bus is not None else [p for p in self.pages.values() if p.username == username]
+            self.bus.pages_of(username)
+            if self.bus is not None
+            else [p for p in self.pages.values() if p.username == username]
         )
         return sorted(pages, key=lambda p: -p.active_at)
 
@@ -154,7 +164,10 @@ class PageRelay:
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.waiting[call_id] = future
         started = time.monotonic()
-        self._to_page(page, {"type": "call", "call": call_id, "tool": tool, "arguments": arguments, "agent": agent})
+        self._to_page(
+            page,
+            {"type": "call", "call": call_id, "tool": tool, "arguments": arguments, "agent": agent},
+        )
         try:
             while True:
                 waited = time.monotonic() - started
@@ -166,13 +179,19 @@ class PageRelay:
                         "run; ask them in the chat before you try again.",
                     )
                 try:
-                    return await asyncio.wait_for(asyncio.shield(future), min(self.progress_seconds, self.answer_limit - waited))
+                    return await asyncio.wait_for(
+                        asyncio.shield(future),
+                        min(self.progress_seconds, self.answer_limit - waited),
+                    )
                 except TimeoutError:
                     await progress(
-                        time.monotonic() - started, f"Waiting for the page to answer {tool} (the person may be deciding)."
+                        time.monotonic() - started,
+                        f"Waiting for the page to answer {tool} (the person may be deciding).",
                     )
         except PageGone:
-            return failure("unavailable", f"The page closed before {tool} answered; whether it ran is unknown.")
+            return failure(
+                "unavailable", f"The page closed before {tool} answered; whether it ran is unknown."
+            )
         except asyncio.CancelledError:
             self._to_page(page, {"type": "cancel", "call": call_id})
             raise

@@ -29,13 +29,25 @@ from .runtime import ROOT, VENDOR, WEB, Runtime
 
 # What the page never imports: the server tier (plugins' `server.py`, `backend/` and declaration
 # `spec.py`; reactor's `server/` and the PluginSpec machinery), the CLI, the test kit, the scaffold.
-SERVER_ONLY = {"server", "server.py", "backend", "spec.py", "plugin_spec.py", "cli.py", "__main__.py", "testing", "scaffold.py"}
+SERVER_ONLY = {
+    "server",
+    "server.py",
+    "backend",
+    "spec.py",
+    "plugin_spec.py",
+    "cli.py",
+    "__main__.py",
+    "testing",
+    "scaffold.py",
+}
 # Where index.html's head gets the start of Pyodide's boot (early_boot).
 EARLY_BOOT_MARKER = "<!-- reactor:early-boot (the server puts the start of Pyodide's boot here) -->"
 REVALIDATED = {**ETAG, "cache-control": "no-cache: ask again each time, with If-None-Match"}
 FILE = Reply(content=ANY_FILE, headers=REVALIDATED)
 NOT_MODIFIED = Reply(headers=REVALIDATED)
-FOREVER = Reply(content=ANY_FILE, headers={"cache-control": "immutable: the address changes when the bytes do"})
+FOREVER = Reply(
+    content=ANY_FILE, headers={"cache-control": "immutable: the address changes when the bytes do"}
+)
 STRING = {"type": "string"}
 BOOT = {
     "type": "object",
@@ -74,12 +86,19 @@ BOOT = {
         "agent": {
             "type": "object",
             "required": ["name", "instructions", "plugins"],
-            "properties": {"name": STRING, "instructions": STRING, "plugins": {"type": "array", "items": STRING}},
+            "properties": {
+                "name": STRING,
+                "instructions": STRING,
+                "plugins": {"type": "array", "items": STRING},
+            },
         },
         "assistant": {
             "type": "object",
             "required": ["site", "browserKeys"],
-            "properties": {"site": {"type": ["object", "null"]}, "browserKeys": {"type": "boolean"}},
+            "properties": {
+                "site": {"type": ["object", "null"]},
+                "browserKeys": {"type": "boolean"},
+            },
         },
     },
 }
@@ -105,7 +124,9 @@ def page_archive(runtime: Runtime, platform: PluginPlatform) -> tuple[SourceArch
     return archive, [name for name in modules if name.split(".")[0] in packages]
 
 
-def page_routes(runtime: Runtime, archive: SourceArchive, platform: PluginPlatform, settings: PageSettings) -> list[Route]:
+def page_routes(
+    runtime: Runtime, archive: SourceArchive, platform: PluginPlatform, settings: PageSettings
+) -> list[Route]:
     """The page's routes over `runtime` (its snapshot made), its Python `archive` and the platform's plugins."""
     boot = early_boot(runtime)
     index_page = RenderedPage(
@@ -113,7 +134,9 @@ def page_routes(runtime: Runtime, archive: SourceArchive, platform: PluginPlatfo
         headers=page_headers(boot, settings.origins, settings.keys_typed),
     )
 
-    @declare("The demo page", replies={200: Reply(content=HTML, headers=REVALIDATED), 304: NOT_MODIFIED})
+    @declare(
+        "The demo page", replies={200: Reply(content=HTML, headers=REVALIDATED), 304: NOT_MODIFIED}
+    )
     async def index(call: Call) -> Response:
         return index_page.response(call.request)
 
@@ -132,7 +155,9 @@ def page_routes(runtime: Runtime, archive: SourceArchive, platform: PluginPlatfo
     )
     async def vendor_file(call: Call) -> Response:
         if call.path["stamp"] != runtime.stamp:
-            raise ApiError(404, "That runtime version is not served here; reload the page.", field="stamp")
+            raise ApiError(
+                404, "That runtime version is not served here; reload the page.", field="stamp"
+            )
         path = call.path["path"]
         folder = runtime.made if path.startswith("snapshot/") else VENDOR
         return serve_file(call.request, folder, path, cache=IMMUTABLE)
@@ -172,7 +197,11 @@ def page_routes(runtime: Runtime, archive: SourceArchive, platform: PluginPlatfo
                 "python": {"bundles": [archive.url], "site": runtime.site},
                 "plugins": [page_entry(p) for p in enabled if p.page],
                 "services": {k: v for p in enabled for k, v in p.page_services.items()},
-                "agent": {"name": agent.name, "instructions": agent.instructions, "plugins": list(agent.plugins)},
+                "agent": {
+                    "name": agent.name,
+                    "instructions": agent.instructions,
+                    "plugins": list(agent.plugins),
+                },
                 "assistant": {
                     "site": None if assistant is None else assistant.for_page(),
                     "browserKeys": settings.keys_typed,
@@ -233,7 +262,9 @@ def early_boot(runtime: Runtime) -> str:
     )
 
 
-def page_headers(early_boot: str, origins: tuple[str, ...], keys_typed: bool = True) -> dict[str, str]:
+def page_headers(
+    early_boot: str, origins: tuple[str, ...], keys_typed: bool = True
+) -> dict[str, str]:
     """The app page's Content-Security-Policy: scripts only from this server (and the one inline
     start script, by its hash), WebAssembly compiled, workers from blobs (the AI Tool worker),
     connections to this server, and to any http(s) model provider the person configures where a
@@ -241,7 +272,9 @@ def page_headers(early_boot: str, origins: tuple[str, ...], keys_typed: bool = T
     and the allowed origins. Pyodide's runtime evals the JS glue of its own modules, and a
     JavaScript AI Tool is compiled with `new Function` in its worker: hence 'unsafe-eval'."""
     inline = re.findall(r"<script>(.*?)</script>", early_boot, re.S)
-    hashes = [f"'sha256-{base64.b64encode(hashlib.sha256(s.encode()).digest()).decode()}'" for s in inline]
+    hashes = [
+        f"'sha256-{base64.b64encode(hashlib.sha256(s.encode()).digest()).decode()}'" for s in inline
+    ]
     policy = {
         "default-src": ["'self'"],
         "script-src": ["'self'", "'wasm-unsafe-eval'", "'unsafe-eval'", *hashes],

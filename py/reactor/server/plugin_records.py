@@ -43,7 +43,10 @@ RECORD = {
         "location": {"enum": ["ai-tool", "ui"]},
         "language": {"enum": ["python", "javascript"]},
         "code": {"type": "string"},
-        "settings": {"type": "object", "properties": {"tool": {"type": "object"}, "config": {"type": "object"}}},
+        "settings": {
+            "type": "object",
+            "properties": {"tool": {"type": "object"}, "config": {"type": "object"}},
+        },
         "visibility": {
             "type": "object",
             "required": ["users", "groups"],
@@ -61,17 +64,30 @@ TOOL = {
     "required": ["description", "inputSchema"],
     "additionalProperties": False,
     "properties": {
-        "description": {"type": "string", "minLength": 1, "maxLength": DESCRIPTION_LIMIT, "pattern": "[^ \\t\\n\\r]"},
+        "description": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": DESCRIPTION_LIMIT,
+            "pattern": "[^ \\t\\n\\r]",
+        },
         "inputSchema": {"type": "object"},
         "annotations": {
             "type": "object",
             "additionalProperties": False,
             "properties": {
                 "sideEffect": {"enum": list(SIDE_EFFECTS)},
-                "timeoutMs": {"type": "integer", "minimum": TIMEOUT_MS_RANGE[0], "maximum": TIMEOUT_MS_RANGE[1]},
+                "timeoutMs": {
+                    "type": "integer",
+                    "minimum": TIMEOUT_MS_RANGE[0],
+                    "maximum": TIMEOUT_MS_RANGE[1],
+                },
             },
         },
-        "maxResultBytes": {"type": "integer", "minimum": RESULT_CAP_RANGE[0], "maximum": RESULT_CAP_RANGE[1]},
+        "maxResultBytes": {
+            "type": "integer",
+            "minimum": RESULT_CAP_RANGE[0],
+            "maximum": RESULT_CAP_RANGE[1],
+        },
     },
 }
 # A record as a write sends it. reactor.ai_tools.declaration checks beyond what a schema can say:
@@ -82,11 +98,20 @@ RECORD_BODY = {
     "required": ["id", "name", "location", "code"],
     "additionalProperties": False,
     "properties": {
-        "id": {"type": "string", "pattern": f"^{RECORD_ID.pattern}$", "not": {"enum": sorted(RESERVED_IDS)}},
+        "id": {
+            "type": "string",
+            "pattern": f"^{RECORD_ID.pattern}$",
+            "not": {"enum": sorted(RESERVED_IDS)},
+        },
         "name": {"type": "string", "pattern": f"^{TOOL_NAME.pattern}$"},
         "location": {"enum": list(LOCATIONS)},
         "language": {"enum": list(LANGUAGES)},
-        "code": {"type": "string", "minLength": 1, "maxLength": CODE_LIMIT, "pattern": "[^ \\t\\n\\r]"},
+        "code": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": CODE_LIMIT,
+            "pattern": "[^ \\t\\n\\r]",
+        },
         "settings": {
             "type": "object",
             "additionalProperties": False,
@@ -119,7 +144,11 @@ def can_see(record: dict[str, Any], user: User | None) -> bool:
     if user is None:
         return False
     visibility = record["visibility"]
-    return OPERATORS in user.groups or user.username in visibility["users"] or bool(set(user.groups) & set(visibility["groups"]))
+    return (
+        OPERATORS in user.groups
+        or user.username in visibility["users"]
+        or bool(set(user.groups) & set(visibility["groups"]))
+    )
 
 
 class PluginRecords:
@@ -136,10 +165,15 @@ class PluginRecords:
         record = check_ai_tool_record(record)
         if record["id"] in self.reserved:
             raise DeclarationError(
-                f"Plugin {record['id']!r}: id is taken by a server plugin.", owner=record["id"], field="id", value=record["id"]
+                f"Plugin {record['id']!r}: id is taken by a server plugin.",
+                owner=record["id"],
+                field="id",
+                value=record["id"],
             )
         with self.database.transaction() as db:
-            exists = db.execute("SELECT 1 FROM plugin_records WHERE id = ?", (record["id"],)).fetchone()
+            exists = db.execute(
+                "SELECT 1 FROM plugin_records WHERE id = ?", (record["id"],)
+            ).fetchone()
             name = record["id"]
             if create and exists:
                 taken = f"A plugin {name!r} already exists; update it with PUT /plugins/{name}."
@@ -168,7 +202,9 @@ class PluginRecords:
         """Whether `user` may use an enabled record whose `settings.config.endpoint` is `path`:
         the data a tool reads is readable by those who may call the tool, and no one else."""
         return any(
-            r["enabled"] and isinstance(r["settings"].get("config"), dict) and r["settings"]["config"].get("endpoint") == path
+            r["enabled"]
+            and isinstance(r["settings"].get("config"), dict)
+            and r["settings"]["config"].get("endpoint") == path
             for r in self.visible(user)
         )
 
@@ -179,7 +215,9 @@ class PluginRecords:
 
     def routes(self) -> list[Route]:
         operator = self.auth.signed_in(
-            "Sign in as an operator to save plugins.", group=OPERATORS, outside="Only operators may save plugins."
+            "Sign in as an operator to save plugins.",
+            group=OPERATORS,
+            outside="Only operators may save plugins.",
         )
         writes = {401: "Nobody is signed in.", 403: "The user is not an operator."}
 
@@ -192,7 +230,11 @@ class PluginRecords:
         async def get_record(call: Call) -> Response:
             record = self.get(call.path["id"])
             if record is None or not can_see(record, call.user):
-                raise ApiError(404, f"There is no plugin {call.path['id'][:80]!r} that you can see.", field="id")
+                raise ApiError(
+                    404,
+                    f"There is no plugin {call.path['id'][:80]!r} that you can see.",
+                    field="id",
+                )
             return JSONResponse(record, headers={"cache-control": "no-store"})
 
         @declare(
@@ -200,7 +242,11 @@ class PluginRecords:
             body=RECORD_BODY,
             body_limit=BODY_LIMIT,
             replies={201: Reply(RECORD)},
-            refusals={**writes, 409: "A record (or a server plugin) has that id already.", 422: CHECKED},
+            refusals={
+                **writes,
+                409: "A record (or a server plugin) has that id already.",
+                422: CHECKED,
+            },
             who=operator,
         )
         async def create_record(call: Call) -> Any:
@@ -222,13 +268,23 @@ class PluginRecords:
 
         @declare(
             "Delete a plugin record (operators)",
-            replies={200: Reply({"type": "object", "required": ["deleted"], "properties": {"deleted": {"type": "string"}}})},
+            replies={
+                200: Reply(
+                    {
+                        "type": "object",
+                        "required": ["deleted"],
+                        "properties": {"deleted": {"type": "string"}},
+                    }
+                )
+            },
             refusals={**writes, 404: "No record has that id."},
             who=self.auth.signed_in("Only operators may delete plugins.", group=OPERATORS),
         )
         async def delete_record(call: Call) -> Any:
             with self.database.transaction() as db:
-                gone = db.execute("DELETE FROM plugin_records WHERE id = ?", (call.path["id"],)).rowcount
+                gone = db.execute(
+                    "DELETE FROM plugin_records WHERE id = ?", (call.path["id"],)
+                ).rowcount
             if not gone:
                 raise ApiError(404, f"There is no plugin {call.path['id'][:80]!r}.", field="id")
             return {"deleted": call.path["id"]}

@@ -18,7 +18,9 @@ from .auth import Auth
 from .database import Database
 from .plugin_records import OPERATORS, RECORD, PluginRecords
 
-STEPS = ["CREATE TABLE IF NOT EXISTS plugin_state (name TEXT PRIMARY KEY, enabled INTEGER NOT NULL)"]
+STEPS = [
+    "CREATE TABLE IF NOT EXISTS plugin_state (name TEXT PRIMARY KEY, enabled INTEGER NOT NULL)"
+]
 STRING = {"type": "string"}
 STRINGS = {"type": "array", "items": STRING}
 # An AgentTools bundle as GET /plugins/agent-tools lists it (reactor.agent_tools).
@@ -36,7 +38,12 @@ BUNDLE = {
             "items": {
                 "type": "object",
                 "required": ["name", "command", "description"],
-                "properties": {"name": STRING, "command": STRING, "description": STRING, "parameters": {"type": "object"}},
+                "properties": {
+                    "name": STRING,
+                    "command": STRING,
+                    "description": STRING,
+                    "parameters": {"type": "object"},
+                },
             },
         },
     },
@@ -67,16 +74,30 @@ def read_plugin_state(database: Database, platform: PluginPlatform) -> None:
                 platform.set_enabled(row["name"], bool(row["enabled"]))
 
 
-def plugin_routes(database: Database, auth: Auth, platform: PluginPlatform, records: PluginRecords) -> list[Route]:
+def plugin_routes(
+    database: Database, auth: Auth, platform: PluginPlatform, records: PluginRecords
+) -> list[Route]:
     @declare(
         "The server's plugins, then the plugin records the user can see (without their code)",
         query={"location": {"enum": LOCATIONS}},
-        replies={200: Reply({"type": "array", "items": {"anyOf": [SERVER_PLUGIN, LISTED_RECORD]}}, headers=NO_STORE)},
+        replies={
+            200: Reply(
+                {"type": "array", "items": {"anyOf": [SERVER_PLUGIN, LISTED_RECORD]}},
+                headers=NO_STORE,
+            )
+        },
     )
     async def list_plugins(call: Call) -> Response:
-        visible = [{k: v for k, v in r.items() if k != "code"} for r in records.visible(auth.user_for(call.request))]
+        visible = [
+            {k: v for k, v in r.items() if k != "code"}
+            for r in records.visible(auth.user_for(call.request))
+        ]
         location = call.query.get("location")
-        listed = [r for r in visible if r["location"] == location] if location else platform.list_plugins() + visible
+        listed = (
+            [r for r in visible if r["location"] == location]
+            if location
+            else platform.list_plugins() + visible
+        )
         return JSONResponse(listed, headers={"cache-control": "no-store"})
 
     @declare(
@@ -92,8 +113,14 @@ def plugin_routes(database: Database, auth: Auth, platform: PluginPlatform, reco
         body=SWITCH,
         body_limit=1024,
         replies={200: Reply(SERVER_PLUGIN)},
-        refusals={401: "Nobody is signed in.", 403: "The user is not an operator.", 404: "No server plugin has that name."},
-        who=auth.signed_in("Only operators may enable or disable plugins; sign in as one.", group=OPERATORS),
+        refusals={
+            401: "Nobody is signed in.",
+            403: "The user is not an operator.",
+            404: "No server plugin has that name.",
+        },
+        who=auth.signed_in(
+            "Only operators may enable or disable plugins; sign in as one.", group=OPERATORS
+        ),
     )
     async def set_plugin_enabled(call: Call) -> Any:
         name, enabled = call.path["id"], call.body["enabled"]

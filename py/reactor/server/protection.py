@@ -30,7 +30,11 @@ def check_hosts(hosts: Iterable[str]) -> tuple[str, ...]:
     """Host names as `Host` carries them, without port; DeclarationError for anything else."""
     checked: list[str] = []
     for host in hosts:
-        name = host.strip().lower().removeprefix("[").removesuffix("]") if isinstance(host, str) else ""
+        name = (
+            host.strip().lower().removeprefix("[").removesuffix("]")
+            if isinstance(host, str)
+            else ""
+        )
         if not name or any(c in name for c in "/@?#* \t") or (name.count(":") == 1):
             raise DeclarationError(
                 f"{host!r} is not a host name to serve: write a name or an address, "
@@ -68,7 +72,9 @@ class HostCheck:
             if host_name(host) in self.hosts:
                 await self.app(scope, receive, send)
             else:
-                await send({"type": "websocket.close", "code": 1008})  # the handshake is refused: 403
+                await send(
+                    {"type": "websocket.close", "code": 1008}
+                )  # the handshake is refused: 403
             return
         if host_name(host) not in self.hosts:
             shown = host[:80] or "(none)"
@@ -109,10 +115,15 @@ class CrossSiteWriteGuard:
             return None
         media_type = headers.get("content-type", "").split(";")[0].strip().lower()
         # A write with no body and no content type (sign-out, publish) is no form: its origin is checked below.
-        bodyless = not media_type and headers.get("content-length", "0") == "0" and "transfer-encoding" not in headers
+        bodyless = (
+            not media_type
+            and headers.get("content-length", "0") == "0"
+            and "transfer-encoding" not in headers
+        )
         if media_type != "application/json" and not bodyless:
             return error_response(
-                415, "Send writes as JSON, with content-type: application/json (or authenticate them with a bearer token)."
+                415,
+                "Send writes as JSON, with content-type: application/json (or authenticate them with a bearer token).",
             )
         origin = headers.get("origin")
         if origin is not None:
@@ -134,4 +145,8 @@ def same_origin(origin: str, host: str) -> bool:
         parts = urlsplit(origin)
     except ValueError:
         return False
-    return parts.scheme in ("http", "https") and bool(host) and parts.netloc.lower() == host.strip().lower()
+    return (
+        parts.scheme in ("http", "https")
+        and bool(host)
+        and parts.netloc.lower() == host.strip().lower()
+    )

@@ -32,7 +32,11 @@ class StaleVersion(ApiError):
 STALE_SCHEMA = {
     "type": "object",
     "required": ["error", "version", "current"],
-    "properties": {"error": {"type": "string"}, "version": {"type": "integer"}, "current": {"type": ["object", "null"]}},
+    "properties": {
+        "error": {"type": "string"},
+        "version": {"type": "integer"},
+        "current": {"type": ["object", "null"]},
+    },
 }
 
 
@@ -44,7 +48,9 @@ async def read_json(request: Request, *, limit: int, too_large: str = "") -> dic
     try:
         data = json.loads(body)
     except RecursionError:
-        raise ApiError(400, f"The body is not valid JSON: it nests deeper than {MAX_DEPTH} levels.") from None
+        raise ApiError(
+            400, f"The body is not valid JSON: it nests deeper than {MAX_DEPTH} levels."
+        ) from None
     except (ValueError, UnicodeDecodeError) as error:
         raise ApiError(400, f"The body is not valid JSON: {error}.") from None
     if not isinstance(data, dict):
@@ -81,12 +87,18 @@ def json_problem(data: Any, *, max_depth: int = MAX_DEPTH) -> tuple[str, str] | 
             return path[:80], f"The body nests deeper than {max_depth} levels (at {path[:80]}…)."
         if isinstance(value, str):
             if not _is_utf8(value):
-                return path, f"The field {path or 'body'!r} holds a lone UTF-16 surrogate, which is not text; send valid Unicode."
+                return (
+                    path,
+                    f"The field {path or 'body'!r} holds a lone UTF-16 surrogate, which is not text; send valid Unicode.",
+                )
         elif isinstance(value, dict):
             for key, item in value.items():
                 inner = f"{path}.{key}" if path else key
                 if not _is_utf8(key):
-                    return path or "body", f"A key in {path or 'the body'!r} holds a lone UTF-16 surrogate; send valid Unicode."
+                    return (
+                        path or "body",
+                        f"A key in {path or 'the body'!r} holds a lone UTF-16 surrogate; send valid Unicode.",
+                    )
                 stack.append((item, inner, depth + 1))
         elif isinstance(value, list):
             stack.extend((item, f"{path}[{index}]", depth + 1) for index, item in enumerate(value))

@@ -19,7 +19,9 @@ from .snapshot import memory_snapshot
 __all__ = ["ROOT", "VENDOR", "WEB", "Runtime", "runtime_manifest", "snapshot_url"]
 # Pyodide's module the reactor worker imports (web/reactor-worker.js), and the one it imports first.
 PYODIDE_MODULES = ["pyodide/pyodide.mjs", "pyodide/pyodide.asm.mjs"]
-NOT_VENDORED = "The browser runtime is not vendored: run `python web/vendor.py` (the README's set-up does)."
+NOT_VENDORED = (
+    "The browser runtime is not vendored: run `python web/vendor.py` (the README's set-up does)."
+)
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,9 @@ def runtime_manifest() -> Runtime:
     """What `web/vendor.py` put in place; the page explains how to fix it when it is missing."""
     try:
         manifest = json.loads((VENDOR / "manifest.json").read_text())
-        return Runtime(True, str(manifest["stamp"]), str(manifest["python"]), str(manifest.get("pyodide", "")))
+        return Runtime(
+            True, str(manifest["stamp"]), str(manifest["python"]), str(manifest.get("pyodide", ""))
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return Runtime(False, "none", error=NOT_VENDORED)
 

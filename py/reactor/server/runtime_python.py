@@ -21,7 +21,9 @@ COMPILED_STDLIB = "/lib/compiled-stdlib"
 REACTOR_AT_START = ("reactor.browser", "reactor.facade", "reactor.page_plugins", "reactor.plugins")
 
 
-def stdlib_sources(stdlib_zip: Path, modules: tuple[str, ...] = STDLIB_AFTER_BOOT) -> dict[str, bytes]:
+def stdlib_sources(
+    stdlib_zip: Path, modules: tuple[str, ...] = STDLIB_AFTER_BOOT
+) -> dict[str, bytes]:
     """Each file of `modules`' top-level modules or packages from Pyodide's stdlib zip, by its
     path under COMPILED_STDLIB."""
     packages = {name.split(".")[0] for name in modules}

@@ -39,11 +39,15 @@ class SignInLimits:
             db.execute("DELETE FROM sign_in_attempts WHERE at < ?", (now - WINDOW_SECONDS,))
             for key, limit in keys:
                 recent = db.execute(
-                    "SELECT at FROM sign_in_attempts WHERE key = ? ORDER BY at DESC LIMIT 1 OFFSET ?", (key, limit - 1)
+                    "SELECT at FROM sign_in_attempts WHERE key = ? ORDER BY at DESC LIMIT 1 OFFSET ?",
+                    (key, limit - 1),
                 ).fetchone()
                 if recent is not None:
                     return max(1, math.ceil(recent["at"] + WINDOW_SECONDS - now)), 0.0
-            db.executemany("INSERT INTO sign_in_attempts (key, at) VALUES (?, ?)", [(key, now) for key, _ in keys])
+            db.executemany(
+                "INSERT INTO sign_in_attempts (key, at) VALUES (?, ?)",
+                [(key, now) for key, _ in keys],
+            )
         return 0, now
 
     def succeeded(self, username: str, client: str, ticket: float) -> None:
@@ -52,4 +56,7 @@ class SignInLimits:
         with self.database.transaction() as db:
             db.execute("DELETE FROM sign_in_attempts WHERE key = ?", (f"user:{username}",))
             # The ticket is the attempt's own time (to the microsecond): it names that one row.
-            db.execute("DELETE FROM sign_in_attempts WHERE key = ? AND at = ?", (f"client:{client}", ticket))
+            db.execute(
+                "DELETE FROM sign_in_attempts WHERE key = ? AND at = ?",
+                (f"client:{client}", ticket),
+            )

@@ -45,7 +45,9 @@ def memory_snapshot(
     the Python `bundle` (a SourceArchive's bytes) installed under `site` and `modules` imported:
     made now unless made before (only the KEPT most recently used are kept). None when it cannot
     be made."""
-    key = hashlib.sha256("\n".join([stamp, *modules, site, MAKER.read_text()]).encode() + bundle).hexdigest()[:16]
+    key = hashlib.sha256(
+        "\n".join([stamp, *modules, site, MAKER.read_text()]).encode() + bundle
+    ).hexdigest()[:16]
     name = f"snapshot-{key}.bin"
     if (folder / name).is_file() and (folder / f"{name}.gz").is_file():
         if not (folder / f"{name}.zst").is_file():  # made by a version that wrote no zstd twin
@@ -73,7 +75,8 @@ def memory_snapshot(
             return None
         if not made.is_file():
             log.warning(
-                "Making Pyodide's memory snapshot wrote no file; the page boots Pyodide from its files. %s", printed[-500:]
+                "Making Pyodide's memory snapshot wrote no file; the page boots Pyodide from its files. %s",
+                printed[-500:],
             )
             return None
         data = made.read_bytes()
@@ -81,8 +84,12 @@ def memory_snapshot(
     for suffix, squeezed in compressed_twins(data).items():
         store(folder / f"{name}{suffix}", squeezed)
     store(folder / name, data)
-    made_before = sorted(folder.glob("snapshot-*.bin"), key=lambda path: path.stat().st_mtime, reverse=True)
+    made_before = sorted(
+        folder.glob("snapshot-*.bin"), key=lambda path: path.stat().st_mtime, reverse=True
+    )
     for old in made_before[KEPT:]:
         for twin in folder.glob(f"{old.name}*"):
-            twin.unlink(missing_ok=True)  # another runtime's, or one made for other modules, not used lately
+            twin.unlink(
+                missing_ok=True
+            )  # another runtime's, or one made for other modules, not used lately
     return name

@@ -82,7 +82,12 @@ class ReactorPage:
         self.origins: set[str] = set()  # where the page may send requests: host:port
         self._strays_at: re.Pattern[str] | None = None
         page.on("pageerror", lambda error: self.errors.append(f"page error: {error}"))
-        page.on("console", lambda message: message.type == "error" and self.errors.append(f"console error: {message.text}"))
+        page.on(
+            "console",
+            lambda message: (
+                message.type == "error" and self.errors.append(f"console error: {message.text}")
+            ),
+        )
         self.allow_origin(server.url)
 
     def open(self, path: str = "/", *, agent_plugins: list[str] | None = None) -> ReactorPage:
@@ -152,7 +157,9 @@ class ReactorPage:
 
     def execute(self, command: str, args: Any = None) -> Any:
         """`reactor.executeCommand(id, args)`: what the handler returned; PageCallError when refused."""
-        return self._call("executeCommand", f"execute({command!r})", command, {} if args is None else args)
+        return self._call(
+            "executeCommand", f"execute({command!r})", command, {} if args is None else args
+        )
 
     def bundles(self) -> list[dict[str, Any]]:
         """The page's AgentTools bundles, as `reactor.agentToolBundles()` lists them."""
@@ -166,7 +173,9 @@ class ReactorPage:
         """Wait until a bundle offers the tool `name`, by the page's own listener (no polling)."""
         offered = "bundles.some((b) => b.commands.some((c) => c.name === key))"
         if not self._wait_for(offered, name, timeout_ms):
-            pytest.fail(f"No bundle offered the tool {name!r} within {timeout_ms} ms; the page has {self.tools()}.")
+            pytest.fail(
+                f"No bundle offered the tool {name!r} within {timeout_ms} ms; the page has {self.tools()}."
+            )
 
     def wait_for_bundle(self, bundle_id: str, timeout_ms: int = 30_000) -> None:
         """Wait until the page lists the bundle `bundle_id` (even one that offers no tool yet)."""
@@ -195,8 +204,12 @@ class ReactorPage:
                     break
                 if approve is None:
                     asked = pending.first.inner_text()
-                    pytest.fail(f"The chat asked for approval ({asked!r}); pass approve=True or approve=False.")
-                pending.first.get_by_role("button", name="Allow" if approve else "Deny", exact=True).click()
+                    pytest.fail(
+                        f"The chat asked for approval ({asked!r}); pass approve=True or approve=False."
+                    )
+                pending.first.get_by_role(
+                    "button", name="Allow" if approve else "Deny", exact=True
+                ).click()
             items = log.all()[before:]
             exchange = Exchange(message)
             for item in items:
@@ -215,9 +228,18 @@ class ReactorPage:
         """Point the page's chat at `stand_in` (reactor_model), as a person does in Model settings;
         the page may then reach that one other origin."""
         self.allow_origin(stand_in.url)
-        self.page.get_by_test_id("chat-model").wait_for()  # the widget has set up its own model first
-        settings = {"provider": stand_in.provider, "baseUrl": stand_in.url, "model": "stand-in", "apiKey": stand_in.key}
-        configure = "(s) => window.reactor.chat.configure(s).then(() => null, (error) => error.message)"
+        self.page.get_by_test_id(
+            "chat-model"
+        ).wait_for()  # the widget has set up its own model first
+        settings = {
+            "provider": stand_in.provider,
+            "baseUrl": stand_in.url,
+            "model": "stand-in",
+            "apiKey": stand_in.key,
+        }
+        configure = (
+            "(s) => window.reactor.chat.configure(s).then(() => null, (error) => error.message)"
+        )
         refused = self.page.evaluate(configure, settings)
         if refused is not None:
             pytest.fail(f"The chat refused the stand-in model: {refused}")
@@ -231,7 +253,9 @@ class ReactorPage:
     def problems(self) -> list[str]:
         """What fails the test when it ends: requests off the origin, page and console errors."""
         stray = [f"a request outside the server's origin: {url}" for url in self.strays]
-        return stray + [error for error in self.errors if not any(p.search(error) for p in self.allowed)]
+        return stray + [
+            error for error in self.errors if not any(p.search(error) for p in self.allowed)
+        ]
 
     def _wait_for(self, test: str, key: str, timeout_ms: int) -> bool:
         """Whether `test` (JavaScript of `bundles` and `key`) held within `timeout_ms`, heard by

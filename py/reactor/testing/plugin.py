@@ -41,15 +41,27 @@ SYSTEM_CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("reactor", "reactor's fixtures (reactor.testing)")
-    group.addoption("--reactor-database", default="", metavar="URL", help="run reactor_server on this PostgreSQL database")
+    group.addoption(
+        "--reactor-database",
+        default="",
+        metavar="URL",
+        help="run reactor_server on this PostgreSQL database",
+    )
     group.addoption(
         "--reactor-server-scope",
         default="session",
         choices=("session", "module"),
         help="how long one reactor_server lives (default: the whole session)",
     )
-    group.addoption("--reactor-seed", action="store_true", help="give reactor_server the demo's data and users")
-    group.addoption("--reactor-demo-dir", default="demo-output", metavar="DIR", help="where reactor_demo writes (demo-output)")
+    group.addoption(
+        "--reactor-seed", action="store_true", help="give reactor_server the demo's data and users"
+    )
+    group.addoption(
+        "--reactor-demo-dir",
+        default="demo-output",
+        metavar="DIR",
+        help="where reactor_demo writes (demo-output)",
+    )
 
 
 def _server_scope(fixture_name: str, config: pytest.Config) -> Any:
@@ -57,7 +69,9 @@ def _server_scope(fixture_name: str, config: pytest.Config) -> Any:
 
 
 @pytest.fixture(scope=_server_scope)  # type: ignore[arg-type]
-def reactor_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReactorServer]:
+def reactor_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ReactorServer]:
     """A real `reactor serve` of the installed plugins, on loopback, over fresh data."""
     config = request.config
     server = ReactorServer(
@@ -90,7 +104,9 @@ def new_reactor_page(page: Any, request: pytest.FixtureRequest) -> Iterator[Make
     yield new
     problems = [problem for reactor in made for problem in reactor.problems()]
     if problems:
-        pytest.fail("The page went wrong:\n" + "\n".join(f"  - {p}" for p in problems), pytrace=False)
+        pytest.fail(
+            "The page went wrong:\n" + "\n".join(f"  - {p}" for p in problems), pytrace=False
+        )
 
 
 @pytest.fixture
@@ -109,7 +125,9 @@ def reactor_model() -> Iterator[StandIn]:
 
 
 @pytest.fixture
-def reactor_demo(browser: Any, reactor_server: ReactorServer, request: pytest.FixtureRequest) -> Iterator[Demo]:
+def reactor_demo(
+    browser: Any, reactor_server: ReactorServer, request: pytest.FixtureRequest
+) -> Iterator[Demo]:
     """A recorded session: `demo.chapter(...)`, `with demo.step(...):`, driving `demo.reactor`
     (a ReactorPage); the video, screenshots and demo.json go to --reactor-demo-dir."""
     out = Path(request.config.getoption("--reactor-demo-dir"))
@@ -126,7 +144,9 @@ def pytest_fixture_setup(fixturedef: Any, request: pytest.FixtureRequest) -> Ite
     value = yield
     if fixturedef.argname == "browser_type_launch_args" and isinstance(value, dict):
         args = [*value.get("args", [])]
-        args += [flag for flag in QUIET if flag not in args]  # a test's browser asks nothing of the network
+        args += [
+            flag for flag in QUIET if flag not in args
+        ]  # a test's browser asks nothing of the network
         if not value.get("executable_path") and not value.get("channel"):
             system = _system_chromium()
             if system is not None:
@@ -136,12 +156,20 @@ def pytest_fixture_setup(fixturedef: Any, request: pytest.FixtureRequest) -> Ite
     return value
 
 
-QUIET = ["--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-gpu"]
+QUIET = [
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-gpu",
+]
 
 
 def _system_chromium() -> str | None:
     """The system's Chromium, when Playwright's own is not installed (its browsers' folder has none)."""
-    folder = Path(os.environ.get("PLAYWRIGHT_BROWSERS_PATH") or Path.home() / ".cache" / "ms-playwright")
+    folder = Path(
+        os.environ.get("PLAYWRIGHT_BROWSERS_PATH") or Path.home() / ".cache" / "ms-playwright"
+    )
     if any(folder.glob("chromium-*")) or any(folder.glob("chromium_headless_shell-*")):
         return None
     return next((found for name in SYSTEM_CHROMIUM if (found := shutil.which(name))), None)

@@ -24,8 +24,17 @@ from typing import Any
 
 def playwright_ffmpeg() -> Path | None:
     """Playwright's own ffmpeg, if its browsers' download brought one."""
-    root = Path(os.environ.get("PLAYWRIGHT_BROWSERS_PATH") or Path.home() / ".cache" / "ms-playwright")
-    return next((p for p in sorted(root.glob("ffmpeg-*/ffmpeg-*")) if p.is_file() and os.access(p, os.X_OK)), None)
+    root = Path(
+        os.environ.get("PLAYWRIGHT_BROWSERS_PATH") or Path.home() / ".cache" / "ms-playwright"
+    )
+    return next(
+        (
+            p
+            for p in sorted(root.glob("ffmpeg-*/ffmpeg-*"))
+            if p.is_file() and os.access(p, os.X_OK)
+        ),
+        None,
+    )
 
 
 def ffmpeg() -> str:
@@ -37,18 +46,27 @@ def ffmpeg() -> str:
     except (ImportError, RuntimeError):
         found = shutil.which("ffmpeg")
         if found is None:
-            raise RuntimeError("No ffmpeg: install the test extras (imageio-ffmpeg) or Debian's ffmpeg.") from None
+            raise RuntimeError(
+                "No ffmpeg: install the test extras (imageio-ffmpeg) or Debian's ffmpeg."
+            ) from None
         return found
 
 
 def duration_s(video: Path) -> float:
     """The video's length, after decoding every frame (a broken file raises)."""
     run = subprocess.run(
-        [ffmpeg(), "-v", "error", "-stats", "-i", str(video), "-f", "null", "-"], capture_output=True, text=True, timeout=120
+        [ffmpeg(), "-v", "error", "-stats", "-i", str(video), "-f", "null", "-"],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
-    errors = [line for line in re.split(r"[\r\n]+", run.stderr) if line.strip() and "time=" not in line]
+    errors = [
+        line for line in re.split(r"[\r\n]+", run.stderr) if line.strip() and "time=" not in line
+    ]
     if run.returncode != 0 or errors:
-        raise RuntimeError(f"{video} does not decode: {' '.join(errors)[-500:] or run.stderr[-500:]}")
+        raise RuntimeError(
+            f"{video} does not decode: {' '.join(errors)[-500:] or run.stderr[-500:]}"
+        )
     times = re.findall(r"time=(\d+):(\d+):(\d+(?:\.\d+)?)", run.stderr)
     if not times:
         raise RuntimeError(f"ffmpeg read no frames from {video}: {run.stderr[-500:]}")
@@ -59,14 +77,20 @@ def duration_s(video: Path) -> float:
 class Recorder:
     """Records one page of `browser` into `target` (.webm from Playwright, .mp4 from the screencast)."""
 
-    def __init__(self, browser: Any, out: Path, *, screencast: bool = False, **context_options: Any) -> None:
+    def __init__(
+        self, browser: Any, out: Path, *, screencast: bool = False, **context_options: Any
+    ) -> None:
         self.out = out
         self.frames: list[tuple[float, bytes]] = []
-        self.holds: list[tuple[float, float]] = []  # (when, seconds): the frame shown then lasts that much longer
+        self.holds: list[
+            tuple[float, float]
+        ] = []  # (when, seconds): the frame shown then lasts that much longer
         self.own = playwright_ffmpeg() is not None and not screencast
         if self.own:
             self.context = browser.new_context(
-                record_video_dir=str(out / "video-parts"), record_video_size=context_options.get("viewport"), **context_options
+                record_video_dir=str(out / "video-parts"),
+                record_video_size=context_options.get("viewport"),
+                **context_options,
             )
             self.page = self.context.new_page()
         else:
@@ -178,12 +202,24 @@ class Demo:
     around each thing done; `finish()` holds the last frame and writes the video, a screenshot per
     step and `demo.json`. Titles and captions are held in the video, not waited for in the test."""
 
-    def __init__(self, browser: Any, out: Path, *, viewport: dict[str, int] | None = None, hold_s: float = 1.2) -> None:
+    def __init__(
+        self,
+        browser: Any,
+        out: Path,
+        *,
+        viewport: dict[str, int] | None = None,
+        hold_s: float = 1.2,
+    ) -> None:
         out.mkdir(parents=True, exist_ok=True)
-        for old in [*out.glob("[0-9][0-9]-*.png"), *(out / name for name in ("demo.json", "demo.mp4", "demo.webm"))]:
+        for old in [
+            *out.glob("[0-9][0-9]-*.png"),
+            *(out / name for name in ("demo.json", "demo.mp4", "demo.webm")),
+        ]:
             old.unlink(missing_ok=True)  # a previous recording's: this one's files only
         self.out, self.hold_s = out, hold_s
-        self.recorder = Recorder(browser, out, screencast=True, viewport=viewport or {"width": 1400, "height": 900})
+        self.recorder = Recorder(
+            browser, out, screencast=True, viewport=viewport or {"width": 1400, "height": 900}
+        )
         self.page = self.recorder.page
         self.steps: list[dict[str, Any]] = []
         self.current_chapter = ""
@@ -204,7 +240,9 @@ class Demo:
         yield
         number = len(self.steps) + 1
         shot = f"{number:02d}-{re.sub(r'[^a-z0-9]+', '-', caption.lower())[:48].strip('-')}.png"
-        self.page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        self.page.evaluate(
+            "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))"
+        )
         self.page.screenshot(path=self.out / shot)
         self.recorder.holds.append((time.time(), self.hold_s))
         self.steps.append(
@@ -223,5 +261,7 @@ class Demo:
         self.recorder.holds.append((time.time(), self.hold_s * 2))
         video = self.recorder.stop()
         summary = {"video": video.name, "seconds": round(duration_s(video), 2), "steps": self.steps}
-        (self.out / "demo.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+        (self.out / "demo.json").write_text(
+            json.dumps(summary, indent=2, ensure_ascii=False) + "\n"
+        )
         return video

@@ -13,7 +13,9 @@ from pathlib import Path
 
 from ..errors import ReactorError
 
-START_TIMEOUT_S = 120.0  # the first start on a machine makes Pyodide's memory snapshot (~10 s, more when busy)
+START_TIMEOUT_S = (
+    120.0  # the first start on a machine makes Pyodide's memory snapshot (~10 s, more when busy)
+)
 
 
 class ServerStartError(ReactorError, RuntimeError):
@@ -35,9 +37,14 @@ class TestUser:
         """`Authorization: Bearer …` of a fresh session of this user, for HTTP clients."""
         import httpx
 
-        answer = httpx.post(f"{self.server.url}/auth/sign-in", json={"username": self.name, "password": self.password})
+        answer = httpx.post(
+            f"{self.server.url}/auth/sign-in",
+            json={"username": self.name, "password": self.password},
+        )
         if answer.status_code != 200:
-            raise AssertionError(f"{self.name} could not sign in: {answer.status_code} {answer.text[:200]}")
+            raise AssertionError(
+                f"{self.name} could not sign in: {answer.status_code} {answer.text[:200]}"
+            )
         return {"authorization": f"Bearer {answer.json()['token']}"}
 
 
@@ -46,18 +53,34 @@ class ReactorServer:
 
     `seed` adds the demo's data and users (ada, bob, eve); without it the database starts empty."""
 
-    def __init__(self, data: Path, *, database: str = "", seed: bool = False, options: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, data: Path, *, database: str = "", seed: bool = False, options: tuple[str, ...] = ()
+    ) -> None:
         self.data, self.database = Path(data), database
         self.data.mkdir(parents=True, exist_ok=True)
         self.log_path = self.data / "server.log"
-        command = [sys.executable, "-m", "reactor", "serve", "--port", "0", "--data", str(self.data), *options]
+        command = [
+            sys.executable,
+            "-m",
+            "reactor",
+            "serve",
+            "--port",
+            "0",
+            "--data",
+            str(self.data),
+            *options,
+        ]
         if database:
             command += ["--database", database]
         if not seed:
             command.append("--no-seed")
         self._log = self.log_path.open("w")
         self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=self._log, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+            command,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         self.url = self._address()
 
@@ -75,9 +98,13 @@ class ReactorServer:
             elif self.process.poll() is not None:
                 break
         self.stop()
-        raise ServerStartError(f"reactor serve did not start: {self.log()[-2000:] or 'it said nothing'}")
+        raise ServerStartError(
+            f"reactor serve did not start: {self.log()[-2000:] or 'it said nothing'}"
+        )
 
-    def user(self, name: str, *, password: str = "", groups: tuple[str, ...] | list[str] = ()) -> TestUser:
+    def user(
+        self, name: str, *, password: str = "", groups: tuple[str, ...] | list[str] = ()
+    ) -> TestUser:
         """Make a user (password: `<name>-password` unless given), in the server's own database."""
         from ..server.auth import Auth
         from ..server.database import Database

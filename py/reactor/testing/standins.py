@@ -24,16 +24,34 @@ from reactor.server.loopback import LoopbackServer
 
 ERRORS: dict[str, dict[int, dict[str, Any]]] = {
     "openai": {
-        401: {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}},
-        429: {"error": {"message": "Rate limit reached for requests.", "type": "requests", "code": "rate_limit_exceeded"}},
+        401: {
+            "error": {
+                "message": "Incorrect API key provided.",
+                "type": "invalid_request_error",
+                "code": "invalid_api_key",
+            }
+        },
+        429: {
+            "error": {
+                "message": "Rate limit reached for requests.",
+                "type": "requests",
+                "code": "rate_limit_exceeded",
+            }
+        },
         500: {"error": {"message": "The server had an error.", "type": "server_error"}},
         503: {"error": {"message": "The engine is currently overloaded.", "type": "server_error"}},
     },
     "anthropic": {
-        401: {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}},
+        401: {
+            "type": "error",
+            "error": {"type": "authentication_error", "message": "invalid x-api-key"},
+        },
         429: {
             "type": "error",
-            "error": {"type": "rate_limit_error", "message": "Number of requests has exceeded your rate limit."},
+            "error": {
+                "type": "rate_limit_error",
+                "message": "Number of requests has exceeded your rate limit.",
+            },
         },
         500: {"type": "error", "error": {"type": "api_error", "message": "Internal server error"}},
         529: {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
@@ -46,9 +64,14 @@ def text(words: str) -> dict[str, Any]:
     return {"text": words, "calls": []}
 
 
-def call(name: str, arguments: dict[str, Any], call_id: str = "call_1", words: str = "") -> dict[str, Any]:
+def call(
+    name: str, arguments: dict[str, Any], call_id: str = "call_1", words: str = ""
+) -> dict[str, Any]:
     """An answer that calls a tool (after `words`, if any)."""
-    return {"text": words, "calls": [{"id": call_id, "name": name, "arguments": json.dumps(arguments)}]}
+    return {
+        "text": words,
+        "calls": [{"id": call_id, "name": name, "arguments": json.dumps(arguments)}],
+    }
 
 
 class StandIn:
@@ -57,11 +80,15 @@ class StandIn:
     def __init__(self, provider: str, key: str, *, cors: bool = False) -> None:
         self.provider, self.key = provider, key
         self.answers: list[dict[str, Any]] = []
-        self.failures: list[int] = []  # statuses to answer the next requests with, in the provider's error shape
+        self.failures: list[
+            int
+        ] = []  # statuses to answer the next requests with, in the provider's error shape
         self.cut_next = False  # the next stream drops its connection after its first text
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
-        self.hold = threading.Event()  # cleared: a stream waits after its first text until it is set
+        self.hold = (
+            threading.Event()
+        )  # cleared: a stream waits after its first text until it is set
         self.hold.set()
         self.first_text_sent = threading.Event()
         self.hung_up = threading.Event()  # the caller closed its connection before the answer ended
@@ -71,9 +98,17 @@ class StandIn:
         path = "/v1/chat/completions" if provider == "openai" else "/v1/messages"
         # With `cors`, pages of any origin may call it, as the providers' own APIs allow (the bench's direct path).
         middleware = (
-            [Middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["POST"], allow_headers=["*"])] if cors else []
+            [
+                Middleware(
+                    CORSMiddleware, allow_origins=["*"], allow_methods=["POST"], allow_headers=["*"]
+                )
+            ]
+            if cors
+            else []
         )
-        self.server = LoopbackServer(Starlette(routes=[Route(path, self.answer, methods=["POST"])], middleware=middleware))
+        self.server = LoopbackServer(
+            Starlette(routes=[Route(path, self.answer, methods=["POST"])], middleware=middleware)
+        )
         self.url = self.server.url + ("/v1" if provider == "openai" else "")
 
     def stop(self) -> None:
@@ -84,7 +119,11 @@ class StandIn:
         body = await request.json()
         self.requests.append(body)
         self.headers.append(dict(request.headers))
-        given = request.headers.get("authorization", "") if self.provider == "openai" else request.headers.get("x-api-key", "")
+        given = (
+            request.headers.get("authorization", "")
+            if self.provider == "openai"
+            else request.headers.get("x-api-key", "")
+        )
         if given not in (f"Bearer {self.key}", self.key):
             return JSONResponse(ERRORS[self.provider][401], 401)
         if self.failures:
@@ -102,19 +141,41 @@ class StandIn:
             message: dict[str, Any] = {"role": "assistant", "content": answer["text"] or None}
             if answer["calls"]:
                 message["tool_calls"] = [
-                    {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                    {
+                        "id": c["id"],
+                        "type": "function",
+                        "function": {"name": c["name"], "arguments": c["arguments"]},
+                    }
                     for c in answer["calls"]
                 ]
             return {
                 "id": "chatcmpl-1",
                 "object": "chat.completion",
                 "model": body["model"],
-                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if answer["calls"] else "stop"}],
-                "usage": {"prompt_tokens": self.usage[0], "completion_tokens": self.usage[1], "total_tokens": sum(self.usage)},
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": message,
+                        "finish_reason": "tool_calls" if answer["calls"] else "stop",
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": self.usage[0],
+                    "completion_tokens": self.usage[1],
+                    "total_tokens": sum(self.usage),
+                },
             }
-        content: list[dict[str, Any]] = [{"type": "text", "text": answer["text"]}] if answer["text"] else []
+        content: list[dict[str, Any]] = (
+            [{"type": "text", "text": answer["text"]}] if answer["text"] else []
+        )
         content += [
-            {"type": "tool_use", "id": c["id"], "name": c["name"], "input": json.loads(c["arguments"])} for c in answer["calls"]
+            {
+                "type": "tool_use",
+                "id": c["id"],
+                "name": c["name"],
+                "input": json.loads(c["arguments"]),
+            }
+            for c in answer["calls"]
         ]
         return {
             "id": "msg_1",
@@ -132,7 +193,11 @@ class StandIn:
         if self.provider == "openai":
 
             def chunk(delta: dict[str, Any], reason: str | None = None, **extra: Any) -> str:
-                choices = [{"index": 0, "delta": delta, "finish_reason": reason}] if delta is not None else []
+                choices = (
+                    [{"index": 0, "delta": delta, "finish_reason": reason}]
+                    if delta is not None
+                    else []
+                )
                 event = {
                     "id": "chatcmpl-1",
                     "object": "chat.completion.chunk",
@@ -152,25 +217,72 @@ class StandIn:
                     "function": {"name": c["name"], "arguments": c["arguments"][:4]},
                 }
                 out.append(("", chunk({"tool_calls": [first]})))
-                out.append(("", chunk({"tool_calls": [{"index": index, "function": {"arguments": c["arguments"][4:]}}]})))
+                out.append(
+                    (
+                        "",
+                        chunk(
+                            {
+                                "tool_calls": [
+                                    {"index": index, "function": {"arguments": c["arguments"][4:]}}
+                                ]
+                            }
+                        ),
+                    )
+                )
             out.append(("", chunk({}, "tool_calls" if answer["calls"] else "stop")))
             if (body.get("stream_options") or {}).get("include_usage"):
-                usage = {"prompt_tokens": self.usage[0], "completion_tokens": self.usage[1], "total_tokens": sum(self.usage)}
+                usage = {
+                    "prompt_tokens": self.usage[0],
+                    "completion_tokens": self.usage[1],
+                    "total_tokens": sum(self.usage),
+                }
                 out.append(("", chunk(None, usage=usage)))  # type: ignore[arg-type]
             return [*out, ("", "data: [DONE]\n\n")]
 
         def event(kind: str, payload: dict[str, Any]) -> str:
             return f"event: {kind}\ndata: {json.dumps({'type': kind, **payload})}\n\n"
 
-        message = {"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"], "content": []}
+        message = {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": [],
+        }
         out = [
-            ("", event("message_start", {"message": {**message, "usage": {"input_tokens": self.usage[0], "output_tokens": 1}}}))
+            (
+                "",
+                event(
+                    "message_start",
+                    {
+                        "message": {
+                            **message,
+                            "usage": {"input_tokens": self.usage[0], "output_tokens": 1},
+                        }
+                    },
+                ),
+            )
         ]
         index = 0
         if words:
-            out.append(("", event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}})))
+            out.append(
+                (
+                    "",
+                    event(
+                        "content_block_start",
+                        {"index": 0, "content_block": {"type": "text", "text": ""}},
+                    ),
+                )
+            )
             out += [
-                ("text", event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": w}})) for w in words
+                (
+                    "text",
+                    event(
+                        "content_block_delta",
+                        {"index": 0, "delta": {"type": "text_delta", "text": w}},
+                    ),
+                )
+                for w in words
             ]
             out.append(("", event("content_block_stop", {"index": 0})))
             index = 1
@@ -183,7 +295,9 @@ class StandIn:
             out.append(("", event("content_block_stop", {"index": index})))
             index += 1
         stop = {"stop_reason": "tool_use" if answer["calls"] else "end_turn", "stop_sequence": None}
-        out.append(("", event("message_delta", {"delta": stop, "usage": {"output_tokens": self.usage[1]}})))
+        out.append(
+            ("", event("message_delta", {"delta": stop, "usage": {"output_tokens": self.usage[1]}}))
+        )
         return [*out, ("", event("message_stop", {}))]
 
 
