@@ -166,7 +166,8 @@ def run(plan: dict[str, Any]) -> dict[str, Any]:
             with serving(app) as url:
                 if count == plan["plugins"][0]:
                     say(
-                        "calls: no-op, decks_get_deck and Lumino, as commands and as tools, interleaved"
+                        "calls: no-op, decks_get_deck and Lumino, as commands and as tools, "
+                        "interleaved"
                     )
                     results["call"] = call_figures(
                         command, offline, url, plan["batches"], plan["call_warmup_ms"]
@@ -245,13 +246,15 @@ def main(argv: list[str] | None = None) -> int:
     kind.add_argument(
         "--startup",
         action="store_true",
-        help="only start-up against bare Pyodide from the same snapshot, bytes and the slow link (~4 minutes)",
+        help="only start-up against bare Pyodide from the same snapshot, bytes and the slow link "
+        "(~4 minutes)",
     )
     parser.add_argument(
         "--out",
         type=Path,
         default=None,
-        help="where to write the JSON (default bench/results.json; bench/out/quick.json with --quick)",
+        help="where to write the JSON (default bench/results.json; bench/out/quick.json with "
+        "--quick)",
     )
     options = parser.parse_args(argv)
     default = BENCH / (
@@ -277,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     say(f"wrote {out} in {results['seconds']} s")
     if results["external_requests"]:
         say(
-            f"FAILED: the pages asked for something off loopback: {results['external_requests'][:5]}"
+            "FAILED: the pages asked for something off loopback: "
+            f"{results['external_requests'][:5]}"
         )
         return 1
     return 0

@@ -147,14 +147,16 @@ def main() -> int:
     args = parser.parse_args()
     report = run(args.rounds, args.deltas, args.gap_ms)
     print(
-        f"{'path':<10}{'first text p50':>16}{'p95':>8}{'later deltas p50':>19}{'p95':>8}   (ms after the provider sent)"
+        f"{'path':<10}{'first text p50':>16}{'p95':>8}{'later deltas p50':>19}{'p95':>8}   "
+        "(ms after the provider sent)"
     )
     for path in ("direct", "gateway"):
         first, later = report[path]["first"], report[path]["later"]
         print(f"{path:<10}{first['p50']:>16}{first['p95']:>8}{later['p50']:>19}{later['p95']:>8}")
     for name, goal in report["goals"].items():
         print(
-            f"{name}: {report['added'][name]} ms (goal <= {goal['limit']} ms) {'met' if goal['met'] else 'NOT met'}"
+            f"{name}: {report['added'][name]} ms (goal <= {goal['limit']} ms) "
+            f"{'met' if goal['met'] else 'NOT met'}"
         )
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n")

@@ -232,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in results:
         print(
-            f"| {r['name']} | {r['requests']} | {r['per_second']:.0f} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} "
+            f"| {r['name']} | {r['requests']} | {r['per_second']:.0f} | {r['p50_ms']:.1f} | "
+            f"{r['p95_ms']:.1f} "
             f"| {r['server_errors']} | {r['acknowledged']} | {r['lost']} |"
         )
     for r in results:

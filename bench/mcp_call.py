@@ -186,12 +186,14 @@ def main() -> int:
     for path in PATHS:
         figures = report[path]
         print(
-            f"{LABELS[path]:<58} p50 {figures['p50']:>7} ms   p95 {figures['p95']:>7} ms   ({figures['n']} calls)"
+            f"{LABELS[path]:<58} p50 {figures['p50']:>7} ms   p95 {figures['p95']:>7} ms   "
+            f"({figures['n']} calls)"
         )
     for client, key in (("with the SDK's client", "added_ms"), ("on the wire", "wire_added_ms")):
         met = report[key] <= GOAL_MS
         print(
-            f"/mcp adds {report[key]} ms at p50 {client} (goal <= {GOAL_MS} ms): {'met' if met else 'NOT met'}"
+            f"/mcp adds {report[key]} ms at p50 {client} (goal <= {GOAL_MS} ms): "
+            f"{'met' if met else 'NOT met'}"
         )
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n")

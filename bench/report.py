@@ -153,7 +153,8 @@ def summarize(results: dict[str, Any]) -> list[dict[str, Any]]:
             "s",
         ),
         _goal(
-            f"agent: definePlugin per plugin at {most['plugins']} / at {hundred_defined['plugins']}",
+            f"agent: definePlugin per plugin at {most['plugins']} / at "
+            f"{hundred_defined['plugins']}",
             results["define_growth"],
             LINEAR,
             "x",
@@ -173,7 +174,8 @@ def snapshot_goals(results: dict[str, Any]) -> list[dict[str, Any]]:
     startup, size = results["startup"], results["bytes"]
     goals = [
         _goal(
-            "start-up: tools ready / bare worker Pyodide restored from the same snapshot (cold, paired)",
+            "start-up: tools ready / bare worker Pyodide restored from the same snapshot "
+            "(cold, paired)",
             startup["ratio_vs_bare_snapshot"],
             1.15,
             "x",
@@ -226,7 +228,8 @@ def snapshot_table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
             f"{name} {s[name]['cold']['blocking']['longest_timer_gap_ms']:.0f}"
             for name in ("bare_snapshot", "host_snapshot", "reactor")
         ),
-        f"bytes: first visit {b['first']['bytes']:,} B ({b['first']['requests']} requests) | bare Pyodide boot (gzip) "
+        f"bytes: first visit {b['first']['bytes']:,} B ({b['first']['requests']} requests) | "
+        "bare Pyodide boot (gzip) "
         f"{b['bare_pyodide_gzip']['bytes']:,} B | repeat {b['repeat']['bytes']:,} B",
         "largest: "
         + ", ".join(
@@ -236,12 +239,14 @@ def snapshot_table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
     if "slow_link" in results:
         link = results["slow_link"]
         lines.append(
-            f"slow link ready (ms): reactor {link['reactor_ms']:.0f} | bare worker {link['bare_worker_ms']:.0f}"
+            f"slow link ready (ms): reactor {link['reactor_ms']:.0f} | bare worker "
+            f"{link['bare_worker_ms']:.0f}"
         )
     lines.append("")
     width = max(len(g["goal"]) for g in goals)
     lines += [
-        f"{'MET ' if g['met'] else 'MISS'}  {g['goal'].ljust(width)}  {g['value']:.4g} {g['unit']} (goal <= {g['limit']:g})"
+        f"{'MET ' if g['met'] else 'MISS'}  {g['goal'].ljust(width)}  {g['value']:.4g} "
+        f"{g['unit']} (goal <= {g['limit']:g})"
         for g in goals
     ]
     return "\n".join(lines)
@@ -268,9 +273,8 @@ def table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
             (
                 f"main thread, {name} (median)",
                 "long tasks {long_tasks:.0f} | longest {longest_task_ms:.0f} ms | "
-                "TBT {total_blocking_ms:.0f} ms | longest timer gap {longest_timer_gap_ms:.0f} ms".format(
-                    **s[name]["cold"]["blocking"]
-                ),
+                "TBT {total_blocking_ms:.0f} ms | longest timer gap "
+                "{longest_timer_gap_ms:.0f} ms".format(**s[name]["cold"]["blocking"]),
             )
             for name in pages
         ),
@@ -283,9 +287,12 @@ def table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
             f"bare Pyodide {s['bare_pyodide']['cold']['median_ms']:.0f} | "
             f"in a worker {s['bare_worker']['cold']['median_ms']:.0f} | "
             f"worker from the snapshot {s['bare_snapshot']['cold']['median_ms']:.0f} | "
-            f"PyScript print {s['pyscript_print']['cold']['median_ms']:.0f} | reactor {s['reactor']['cold']['median_ms']:.0f} "
-            f"(paired ratios: reactor {s['ratio_vs_bare_pyodide']:.3f}x, PyScript {s['pyscript_ratio_vs_bare_pyodide']:.3f}x, "
-            f"worker {s['worker_ratio_vs_bare_pyodide']:.3f}x; reactor {s['ms_over_bare_worker']:+.0f} ms on the worker, "
+            f"PyScript print {s['pyscript_print']['cold']['median_ms']:.0f} | reactor "
+            f"{s['reactor']['cold']['median_ms']:.0f} "
+            f"(paired ratios: reactor {s['ratio_vs_bare_pyodide']:.3f}x, PyScript "
+            f"{s['pyscript_ratio_vs_bare_pyodide']:.3f}x, "
+            f"worker {s['worker_ratio_vs_bare_pyodide']:.3f}x; reactor "
+            f"{s['ms_over_bare_worker']:+.0f} ms on the worker, "
             f"{s['ms_over_bare_snapshot']:+.0f} ms on the worker from the snapshot)",
         ),
         (
@@ -293,35 +300,42 @@ def table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
             f"bare Pyodide {s['bare_pyodide']['warm']['median_ms']:.0f} | "
             f"in a worker {s['bare_worker']['warm']['median_ms']:.0f} | "
             f"worker from the snapshot {s['bare_snapshot']['warm']['median_ms']:.0f} | "
-            f"PyScript print {s['pyscript_print']['warm']['median_ms']:.0f} | reactor {s['reactor']['warm']['median_ms']:.0f}",
+            f"PyScript print {s['pyscript_print']['warm']['median_ms']:.0f} | reactor "
+            f"{s['reactor']['warm']['median_ms']:.0f}",
         ),
         ("reactor cold phases (ms)", " | ".join(f"{k} {v:.0f}" for k, v in phases.items())),
         (
             "bytes first / repeat",
             f"{b['first']['bytes']:,} B ({b['first']['requests']} requests) / "
-            f"{b['repeat']['bytes']:,} B ({b['repeat']['from_cache']} from cache, {b['repeat']['not_modified']} x 304)",
+            f"{b['repeat']['bytes']:,} B ({b['repeat']['from_cache']} from cache, "
+            f"{b['repeat']['not_modified']} x 304)",
         ),
         (
             "call p50 / p99 (ms)",
             f"no-op {c['noop_p50_ms']:.4f} / {c['noop_p99_ms']:.4f} (a blank worker's echo "
-            f"{c['worker_echo_p50_ms']:.4f}: reactor adds {c['noop_over_echo_ms']:.4f}) | decks_get_deck "
-            f"{c['get_deck_p50_ms']:.4f} / {c['get_deck_p99_ms']:.4f} | lumino {c['lumino_p50_ms']:.5f} / {c['lumino_p99_ms']:.5f}",
+            f"{c['worker_echo_p50_ms']:.4f}: reactor adds {c['noop_over_echo_ms']:.4f}) | "
+            "decks_get_deck "
+            f"{c['get_deck_p50_ms']:.4f} / {c['get_deck_p99_ms']:.4f} | lumino "
+            f"{c['lumino_p50_ms']:.5f} / {c['lumino_p99_ms']:.5f}",
         ),
         (
             "callTool p50 / p99 (ms)",
             f"no-op {c['noop_tool_p50_ms']:.4f} / {c['noop_tool_p99_ms']:.4f} | decks_get_deck "
-            f"{c['get_deck_tool_p50_ms']:.4f} / {c['get_deck_tool_p99_ms']:.4f} ({c['tool_vs_command']:.2f}x the command)",
+            f"{c['get_deck_tool_p50_ms']:.4f} / {c['get_deck_tool_p99_ms']:.4f} "
+            f"({c['tool_vs_command']:.2f}x the command)",
         ),
         (
             "first 16 calls after ready, mean (ms)",
-            f"no-op {c['noop_cold_ms']:.4f} | callTool no-op {c['noop_tool_cold_ms']:.4f} | echo {c['worker_echo_cold_ms']:.4f}"
+            f"no-op {c['noop_cold_ms']:.4f} | callTool no-op {c['noop_tool_cold_ms']:.4f} | "
+            f"echo {c['worker_echo_cold_ms']:.4f}"
             f" (then {c['warmup_ms']} ms of calls, untimed, before the p50s above)",
         ),
         *(
             (
                 f"definePlugin x {d['plugins']}",
                 f"total {d['total_ms']:.0f} ms | per plugin first tenth "
-                f"{d['first_tenth_ms_per_plugin']:.2f} ms, last tenth {d['last_tenth_ms_per_plugin']:.2f} ms | "
+                f"{d['first_tenth_ms_per_plugin']:.2f} ms, last tenth "
+                f"{d['last_tenth_ms_per_plugin']:.2f} ms | "
                 f"heard {d['heard_after_last_ms']:.1f} ms after the last",
             )
             for d in results["define"]
@@ -336,9 +350,13 @@ def table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
         rows.append(
             (
                 f"scale {p['plugins']} plugins / {p['tools']} tools",
-                f"load {p['load_ms']:.0f} ms | ready {p['ready_ms']:.0f} ms | list {p['list_ms']:.2f} ms "
+                f"load {p['load_ms']:.0f} ms | ready {p['ready_ms']:.0f} ms | list "
+                f"{p['list_ms']:.2f} ms "
                 f"(after a change {p['list_after_change_ms']:.0f} ms) | "
-                f"call p50 {p['call_p50_ms']:.4f} ms, callTool {p['call_tool_p50_ms']:.4f} ms (registry {p['registry_call']['ratio']:.2f}x of 10 tools, tool path {p['registry_call']['tool_ratio']:.2f}x) | wasm {p['memory']['wasm_bytes'] or 0:,} B | "
+                f"call p50 {p['call_p50_ms']:.4f} ms, callTool {p['call_tool_p50_ms']:.4f} "
+                f"ms (registry {p['registry_call']['ratio']:.2f}x of 10 tools, tool path "
+                f"{p['registry_call']['tool_ratio']:.2f}x) | wasm "
+                f"{p['memory']['wasm_bytes'] or 0:,} B | "
                 f"JS heap {p['memory']['js_heap_used']:,} B",
             )
         )
@@ -348,7 +366,8 @@ def table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
     goal_width = max(len(g["goal"]) for g in goals)
     for g in goals:
         lines.append(
-            f"{'MET ' if g['met'] else 'MISS'}  {g['goal'].ljust(goal_width)}  {g['value']:.4g} {g['unit']}"
+            f"{'MET ' if g['met'] else 'MISS'}  {g['goal'].ljust(goal_width)}  "
+            f"{g['value']:.4g} {g['unit']}"
             f" (goal <= {g['limit']:g})"
         )
     return "\n".join(lines)

@@ -153,7 +153,8 @@ def visit(
                     line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
                 except queue.Empty:
                     raise RuntimeError(
-                        f"{url} did not report within {timeout_s:.0f} s; its console said: {errors[-3:]}"
+                        f"{url} did not report within {timeout_s:.0f} s; its console said: "
+                        f"{errors[-3:]}"
                     ) from None
                 if REPORT in line:
                     text = line[line.index(REPORT) + len(REPORT) :]

@@ -57,7 +57,10 @@ class Cluster:
             "--no-sync",
             "--locale=C.UTF-8",
         )
-        options = f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories={self.folder} -c fsync=off"
+        options = (
+            f"-c listen_addresses=127.0.0.1 -p {self.port} -c "
+            f"unix_socket_directories={self.folder} -c fsync=off"
+        )
         options += " -c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
         self._run(
             "pg_ctl", "-D", str(data), "-l", str(self.folder / "log"), "-o", options, "-w", "start"

@@ -44,7 +44,10 @@ def failure(record, args, **options):
 
 
 def test_a_call_returns_what_invoke_returned_with_config_and_view_in_context():
-    code = "def invoke(args, context):\n    return {'q': args.get('q'), 'config': context.config, 'view': context.view_id}\n"
+    code = (
+        "def invoke(args, context):\n    return {'q': args.get('q'), 'config': context.config, "
+        "'view': context.view_id}\n"
+    )
     assert call(record_with(code), {"q": "x"}) == {
         "q": "x",
         "config": {"endpoint": "/x"},
@@ -53,7 +56,10 @@ def test_a_call_returns_what_invoke_returned_with_config_and_view_in_context():
 
 
 def test_an_async_invoke_is_awaited():
-    code = "import asyncio\nasync def invoke(args, context):\n    await asyncio.sleep(0)\n    return 7\n"
+    code = (
+        "import asyncio\nasync def invoke(args, context):\n    await asyncio.sleep(0)\n    "
+        "return 7\n"
+    )
     assert call(record_with(code), {}) == 7
 
 
@@ -82,7 +88,10 @@ def test_bad_arguments_are_refused_with_json_paths_before_the_code_runs(raw, pat
 
 
 def test_an_exception_becomes_a_failed_answer_with_its_message_and_type():
-    code = "def invoke(args, context):\n    raise ValueError('There is no building B-9; buildings: B-101.')\n"
+    code = (
+        "def invoke(args, context):\n    raise ValueError('There is no building B-9; buildings: "
+        "B-101.')\n"
+    )
     failed = failure(record_with(code), {})
     assert failed.code == "failed" and failed.details["type"] == "ValueError"
     assert "There is no building B-9; buildings: B-101." in str(failed)
@@ -121,7 +130,8 @@ def test_code_that_honours_the_signal_stops_at_the_timeout(tmp_path):
             "        while not context.signal.aborted:\n"
             "            await asyncio.sleep(0.01)\n"
             "    finally:\n"
-            "        pathlib.Path(context.config['stopped']).write_text(str(context.signal.reason))\n"
+            "        "
+            "pathlib.Path(context.config['stopped']).write_text(str(context.signal.reason))\n"
         )
         record = record_with(code, annotations={"sideEffect": "none", "timeoutMs": 100})
         record["settings"]["config"] = {"stopped": str(stopped)}

@@ -88,8 +88,8 @@ def test_the_scripted_model_lists_opens_at_a_slide_and_presents(reactor_page):
     assert listed.get_attribute("data-status") == "finished"
     line = listed.get_by_test_id("tool-summary").inner_text()
     assert (
-        line
-        == "Decks (3): ‘Onboarding: your first week’, ‘Quarterly review — Q3’, ‘Reactor in 5 minutes’."
+        line == "Decks (3): ‘Onboarding: your first week’, ‘Quarterly review — Q3’, ‘Reactor in 5 "
+        "minutes’."
     )
     reply = page.locator("reactor-chat .chat-assistant").last.inner_text()
     assert reply == "Say “open deck Onboarding: your first week” to open one." and line not in reply
@@ -291,7 +291,8 @@ def test_stop_reaches_a_running_ai_tool_through_its_signal(new_reactor_page, tmp
             id="archive",
             name="archive_lookup",
             visibility={"users": [], "groups": ["staff"]},
-            code="async def invoke(args, context):\n    return await context.fetch_json('/api/maintenance/slow?ms=30000')\n",
+            code="async def invoke(args, context):\n    return await "
+            "context.fetch_json('/api/maintenance/slow?ms=30000')\n",
         )
         record["settings"]["tool"]["annotations"] = {"sideEffect": "none", "timeoutMs": 60000}
         assert (
@@ -349,7 +350,8 @@ def test_the_chat_driven_from_code_shows_its_model_and_the_person_can_stop_its_r
 ):
     page = open_chat(server_page)
     page.evaluate(
-        "(url) => window.reactor.chat.configure({provider: 'openai', baseUrl: url, model: 'gpt-from-code', apiKey: 'test-key'})",
+        "(url) => window.reactor.chat.configure({provider: 'openai', baseUrl: url, model: "
+        "'gpt-from-code', apiKey: 'test-key'})",
         f"{server.url}/v1",
     )
     page.get_by_test_id("chat-model").get_by_text(
@@ -375,7 +377,8 @@ def test_a_model_chosen_by_code_before_the_widget_is_ready_stays_chosen(
     page = server_page.page
     page.goto(server.url)
     page.evaluate(
-        "(url) => window.reactor.chat.configure({provider: 'openai', baseUrl: url, model: 'gpt-at-start', apiKey: 'k'})",
+        "(url) => window.reactor.chat.configure({provider: 'openai', baseUrl: url, model: "
+        "'gpt-at-start', apiKey: 'k'})",
         f"{server.url}/v1",
     )  # as a page's own script does at start, before the widget has chosen its model
     label = page.get_by_test_id("chat-model")

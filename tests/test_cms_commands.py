@@ -265,7 +265,8 @@ def test_publish_true_publishes_only_when_said_and_only_for_a_publisher(server):
     message = failure(bob, "cms.createSitePage", {"title": "Bob says publish", "publish": True})
     assert (
         message
-        == "User 'bob' is an editor on site 'acme'; creating an entry as published needs the publisher role."
+        == "User 'bob' is an editor on site 'acme'; creating an entry as published needs the "
+        "publisher role."
     )
     assert "needs the publisher role" in failure(bob, "cms.publishSitePage", {"slug": "roadmap"})
 

@@ -24,7 +24,8 @@ class HostileSource:
     """http://127.0.0.1:<port>; `hits[path]` counts the requests each path received."""
 
     PAGES = {
-        "/bad-redirect": b"HTTP/1.1 302 Found\r\nLocation: http://[::1/\r\nContent-Length: 0\r\n\r\n",
+        "/bad-redirect": b"HTTP/1.1 302 Found\r\nLocation: http://[::1/\r\nContent-Length: "
+        b"0\r\n\r\n",
         "/bad-links/": (
             b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n"
             b'<main><article><a href="http://[::1/">Broken</a></article>'
@@ -86,7 +87,8 @@ class HostileSource:
                 elif route == "/slow-redirect":  # each hop takes a while, and leads to another
                     self._drip(
                         connection,
-                        b"HTTP/1.1 302 Found\r\nLocation: /slow-redirect\r\nContent-Length: 0\r\n\r\n",
+                        b"HTTP/1.1 302 Found\r\nLocation: /slow-redirect\r\nContent-Length: "
+                        b"0\r\n\r\n",
                         gap=0.01,
                     )
             except OSError:
@@ -171,7 +173,8 @@ def test_a_redirect_to_something_that_is_not_a_url_fails_with_a_sentence(hostile
     with pytest.raises(CrawlFailed) as failed:
         fetch(hostile.url + "/bad-redirect", allowing(hostile.url))
     assert str(failed.value) == (
-        f"The source '{hostile.url}/bad-redirect' redirected to 'http://[::1/', which is not a well-formed address."
+        f"The source '{hostile.url}/bad-redirect' redirected to 'http://[::1/', which is not "
+        "a well-formed address."
     )
 
 

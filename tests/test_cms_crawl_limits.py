@@ -97,7 +97,8 @@ def test_past_the_bounds_a_crawl_is_refused_at_once_and_other_requests_stay_fast
     another = crawl(url, tokens["ada"], source)  # ada has one, but the server runs three in all
     assert another.status_code == 429 and another.headers["retry-after"] == RETRY_AFTER
     assert another.json()["error"] == (
-        f"The server is already running 3 crawls, as many as it runs at once; try again in {RETRY_AFTER} seconds."
+        "The server is already running 3 crawls, as many as it runs at once; try again in "
+        f"{RETRY_AFTER} seconds."
     )
 
     # A burst of forty more, as one editor once sent: all refused, none queued.

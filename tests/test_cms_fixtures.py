@@ -91,7 +91,10 @@ def source_app() -> Starlette:
         return endpoint
 
     async def doctype_feed(request: Request) -> Response:
-        bomb = '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">]><rss><channel><item><title>&lol;</title></item></channel></rss>'
+        bomb = (
+            '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol '
+            '"lol">]><rss><channel><item><title>&lol;</title></item></channel></rss>'
+        )
         return Response(bomb, media_type="application/rss+xml")
 
     async def slow_blog(request: Request) -> Response:

@@ -88,7 +88,8 @@ def test_a_draft_cannot_be_shown_and_stays_private(reactor_page, live_server):
     page = ready(reactor_page)
     sign_in(reactor_page)
     message = page.evaluate(
-        "window.reactor.executeCommand('cms.showSitePage', {slug: 'roadmap'}).then(() => '', (e) => e.message)"
+        "window.reactor.executeCommand('cms.showSitePage', {slug: 'roadmap'}).then(() => '', "
+        "(e) => e.message)"
     )
     assert "is a draft, so it has no public page yet" in message
     assert page.request.get(live_server.url + "/sites/acme/roadmap").status == 404

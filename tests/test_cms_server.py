@@ -346,7 +346,10 @@ def test_a_bad_crawl_request_is_refused_naming_the_field(client, body, field):
 def test_hostile_text_in_an_entry_is_escaped_on_its_public_page(client):
     ada = client.as_user("ada")
     hostile = '<script>window.pwned=1</script><img src=x onerror="window.pwned=1">'
-    body = f"{hostile}\n\n[click](javascript:alert(1)) and [ok](https://example.com/?a=1&b=2)\n\n- {hostile}"
+    body = (
+        f"{hostile}\n\n[click](javascript:alert(1)) and [ok](https://example.com/?a=1&b=2)\n\n- "
+        f"{hostile}"
+    )
     made = ada.post(
         f"{ACME}/entries",
         json={"title": hostile, "excerpt": hostile, "body": body, "publish": True},

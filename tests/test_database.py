@@ -11,7 +11,8 @@ from reactor.errors import DatabaseBusy, DatabaseError, UniqueViolation
 from reactor.server.database import Database
 
 STEPS = [
-    "CREATE TABLE things (id TEXT PRIMARY KEY, n INTEGER NOT NULL, at REAL NOT NULL, data BLOB, flag INTEGER)"
+    "CREATE TABLE things (id TEXT PRIMARY KEY, n INTEGER NOT NULL, at REAL NOT NULL, data "
+    "BLOB, flag INTEGER)"
 ]
 
 
@@ -79,10 +80,12 @@ def test_any_error_rolls_the_whole_transaction_back_and_the_connection_serves_th
     with database.transaction() as db:
         assert db.execute("SELECT COUNT(*) FROM things").fetchone()[0] == 0
         db.execute(
-            "INSERT INTO things (id, n, at) VALUES ('a', 1, 0) ON CONFLICT (id) DO UPDATE SET n = excluded.n"
+            "INSERT INTO things (id, n, at) VALUES ('a', 1, 0) ON CONFLICT (id) DO UPDATE "
+            "SET n = excluded.n"
         )
         db.execute(
-            "INSERT INTO things (id, n, at) VALUES ('a', 5, 0) ON CONFLICT (id) DO UPDATE SET n = excluded.n"
+            "INSERT INTO things (id, n, at) VALUES ('a', 5, 0) ON CONFLICT (id) DO UPDATE "
+            "SET n = excluded.n"
         )
         assert db.execute("SELECT n FROM things").fetchone()["n"] == 5
 

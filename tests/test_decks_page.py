@@ -220,7 +220,8 @@ def test_print_opens_the_printable_page_in_a_new_tab(reactor_page):
 def test_signed_out_a_change_answers_the_agent_not_permitted_and_stays_unsaved(reactor_page):
     page = ready(reactor_page)
     answer = page.evaluate(
-        "window.reactor.callTool('decks_update_slide', {id: 'onboarding', slide: 1, title: 'Anonymous'})"
+        "window.reactor.callTool('decks_update_slide', {id: 'onboarding', slide: 1, title: "
+        "'Anonymous'})"
     )
     assert answer["ok"] is False and answer["error"]["code"] == "not_permitted"
     assert "Ask the person to sign in" in answer["error"]["message"]

@@ -184,14 +184,18 @@ def test_a_javascript_command_s_is_enabled_reads_the_page_s_state_at_the_moment_
         return window.reactor.definePlugin({name: "door", commands: [
             {id: "door.walk", execute: () => "walked", isEnabled: () => window.__open}]});
     }""")
-    available = "window.reactor.listCommands().then((all) => all.find((c) => c.id === 'door.walk').available)"
+    available = (
+        "window.reactor.listCommands().then((all) => all.find((c) => c.id === "
+        "'door.walk').available)"
+    )
     assert page.evaluate(available) is False
     refused = page.evaluate(
         "window.reactor.executeCommand('door.walk').then(() => null, (e) => [e.name, e.message])"
     )
     assert refused == [
         "CommandUnavailableError",
-        "The command 'door.walk' is unavailable right now: it is disabled in the current state of the page",
+        "The command 'door.walk' is unavailable right now: it is disabled in the current "
+        "state of the page",
     ]
     page.evaluate("window.__open = true")
     assert page.evaluate(available) is True

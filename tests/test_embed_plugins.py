@@ -208,7 +208,8 @@ def test_is_enabled_asks_the_page_each_time():
         (
             {**TODO, "commands": [{"id": "todo.add"}]},
             "DeclarationError",
-            "Plugin 'todo': commands[0].execute of command 'todo.add' must be a function, not missing.",
+            "Plugin 'todo': commands[0].execute of command 'todo.add' must be a function, "
+            "not missing.",
         ),
         (
             {**TODO, "commands": [{"id": "todo.add", "execute": "string"}]},
@@ -252,7 +253,8 @@ def test_is_enabled_asks_the_page_each_time():
         (
             {**TODO, "commands": TODO["commands"][:1]},
             "DeclarationError",
-            "Plugin 'todo': agentTools.commands[1].command calls the command 'todo.list', which the plugin's commands "
+            "Plugin 'todo': agentTools.commands[1].command calls the command 'todo.list', "
+            "which the plugin's commands "
             "do not define; define it there.",
         ),
         (
@@ -264,7 +266,8 @@ def test_is_enabled_asks_the_page_each_time():
                 ],
             },
             "DeclarationError",
-            "Plugin 'todo': commands[0].parameters of command 'todo.add' is its tool's 'todo_add': declare it once, "
+            "Plugin 'todo': commands[0].parameters of command 'todo.add' is its tool's "
+            "'todo_add': declare it once, "
             "in agentTools.",
         ),
         ({**TODO, "tools": []}, "DeclarationError", "tools is not a plugin field"),
@@ -381,9 +384,11 @@ def test_an_inline_python_plugin_is_indented_code_defining_plugin_and_calls_java
         ("PLUGIN = 3", "must define PLUGIN = define_plugin(...), not int."),
         ("PLUGIN = (", "The page's Python plugin #p failed to run: SyntaxError"),
         (
-            "from reactor import define_agent_tools\ndefine_agent_tools(id='t', name='T', plugin='p', commands=["
+            "from reactor import define_agent_tools\ndefine_agent_tools(id='t', name='T', "
+            "plugin='p', commands=["
             "{'name': 'a.b', 'command': 'c', 'description': 'd'}])",
-            "failed to run: DeclarationError: AgentTools bundle 't': commands[0].name 'a.b' is not a name a model can call",
+            "failed to run: DeclarationError: AgentTools bundle 't': commands[0].name 'a.b' "
+            "is not a name a model can call",
         ),
     ],
 )

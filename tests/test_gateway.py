@@ -472,7 +472,8 @@ def test_the_pages_adapter_words_what_only_the_page_sees():
         )
     assert (
         str(error.value)
-        == "This site could not be reached, so its assistant cannot answer; check your connection and try again."
+        == "This site could not be reached, so its assistant cannot answer; check your "
+        "connection and try again."
     )
 
 

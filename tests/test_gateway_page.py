@@ -270,7 +270,8 @@ def test_the_providers_failures_are_one_sentence_each(
         "The site's operator can see why in the server's log.",
         "This site's assistant is busy (its provider's rate limit); wait 7 seconds and try again.",
         "This site's model is overloaded right now; try again in a minute.",
-        "The answer was cut off: the site's model stopped sending before it finished. Send your message again to retry.",
+        "The answer was cut off: the site's model stopped sending before it finished. Send "
+        "your message again to retry.",
     ]
 
 

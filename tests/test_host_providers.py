@@ -447,7 +447,8 @@ def anthropic_checks(path, headers, body):
                 return anthropic_error(
                     400,
                     "invalid_request_error",
-                    "messages: `tool_use` ids were found without `tool_result` blocks immediately after",
+                    "messages: `tool_use` ids were found without `tool_result` blocks "
+                    "immediately after",
                 )
     return None
 

@@ -133,7 +133,10 @@ def one_turn(server, make_model):
 
 
 def test_events_are_cut_where_the_standard_cuts_them_whatever_the_chunks():
-    text = ': a comment\r\nevent: first\r\ndata: one\r\ndata: two\r\n\r\ndata: {"x": 1}\n\nretry: 5\ndata: last'
+    text = (
+        ': a comment\r\nevent: first\r\ndata: one\r\ndata: two\r\n\r\ndata: {"x": 1}\n\nretry: '
+        "5\ndata: last"
+    )
     for size in (1, 2, 3, 7, len(text)):
         stream = EventStream()
         events = [

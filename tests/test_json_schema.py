@@ -164,7 +164,10 @@ def in_order(message: str) -> str:
     )
     if not found:
         return message
-    return f"Additional properties are not allowed ({', '.join(sorted(found[1].split(', ')))} {found[2]} unexpected)"
+    return (
+        f"Additional properties are not allowed ({', '.join(sorted(found[1].split(', ')))} "
+        f"{found[2]} unexpected)"
+    )
 
 
 def test_the_generated_patterns_and_strings_are_read_alike_by_ecma_262_and_python() -> None:

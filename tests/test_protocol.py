@@ -347,7 +347,8 @@ def test_the_page_and_the_worker_declare_the_same_protocol():
     web = Path(__file__).resolve().parents[1] / "web"
     script = (
         f"const p = await import({json.dumps((web / 'protocol.js').as_uri())});"
-        "console.log(JSON.stringify({VERSION: p.VERSION, PAGE_REQUESTS: [...p.PAGE_REQUESTS], PAGE_NOTICES: [...p.PAGE_NOTICES],"
+        "console.log(JSON.stringify({VERSION: p.VERSION, PAGE_REQUESTS: "
+        "[...p.PAGE_REQUESTS], PAGE_NOTICES: [...p.PAGE_NOTICES],"
         " WORKER_REQUESTS: [...p.WORKER_REQUESTS], WORKER_NOTICES: [...p.WORKER_NOTICES]}));"
     )
     page = json.loads(

@@ -388,9 +388,12 @@ def test_a_database_of_the_previous_schema_is_brought_forward(tmp_path):
     salt = b"fedcba9876543210"
     with sqlite3.connect(path) as db:
         db.executescript(
-            "CREATE TABLE users (username TEXT PRIMARY KEY, salt BLOB NOT NULL, password_hash BLOB NOT NULL, groups TEXT NOT NULL DEFAULT '[]');"
-            "CREATE TABLE sessions (token TEXT PRIMARY KEY, username TEXT NOT NULL REFERENCES users(username) ON DELETE CASCADE, expires_at REAL NOT NULL);"
-            "CREATE TABLE decks (id TEXT PRIMARY KEY, title TEXT NOT NULL, spec TEXT NOT NULL, updated_at TEXT NOT NULL);"
+            "CREATE TABLE users (username TEXT PRIMARY KEY, salt BLOB NOT NULL, "
+            "password_hash BLOB NOT NULL, groups TEXT NOT NULL DEFAULT '[]');"
+            "CREATE TABLE sessions (token TEXT PRIMARY KEY, username TEXT NOT NULL "
+            "REFERENCES users(username) ON DELETE CASCADE, expires_at REAL NOT NULL);"
+            "CREATE TABLE decks (id TEXT PRIMARY KEY, title TEXT NOT NULL, spec TEXT NOT "
+            "NULL, updated_at TEXT NOT NULL);"
         )
         db.execute(
             "INSERT INTO users VALUES (?, ?, ?, ?)",

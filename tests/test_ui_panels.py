@@ -209,7 +209,10 @@ def test_a_failing_run_shows_its_error_in_its_own_panel_and_hurts_no_other(
 def test_a_failing_dispose_is_reported_and_the_panel_still_goes(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code = "async def run(params):\n    async def stop():\n        raise RuntimeError('stuck')\n    return stop"
+    code = (
+        "async def run(params):\n    async def stop():\n        raise "
+        "RuntimeError('stuck')\n    return stop"
+    )
     server = Server(record(code=code))
     panels, page = panels_for(server)
     asyncio.run(panels.refresh(server.listing()))

@@ -175,7 +175,10 @@ def test_a_python_ui_record_draws_from_the_worker_and_hears_clicks(reactor_page,
     dom = (
         "def run(params):\n    import js\n    js.document.body.append('x')\n    return lambda: None"
     )
-    bad_selector = "def run(params):\n    params['container'].on('click', print, 'a[')\n    return lambda: None"
+    bad_selector = (
+        "def run(params):\n    params['container'].on('click', print, 'a[')\n    return "
+        "lambda: None"
+    )
     with operator(live_server) as ada:
         assert (
             ada.post(

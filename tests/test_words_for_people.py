@@ -136,8 +136,8 @@ def test_every_demo_tool_has_a_line_for_its_card_and_a_list_says_how_many_and_wh
     del blocked["shown"]
     line = outcome_line(toolbox.tool("cms_show_site_page"), {}, {"ok": True, "result": blocked})
     assert (
-        line
-        == "CMS: Show site page: The browser blocked the new tab; the page is at /sites/acme/welcome"
+        line == "CMS: Show site page: The browser blocked the new tab; the page is at "
+        "/sites/acme/welcome"
     )
 
 

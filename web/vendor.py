@@ -176,7 +176,8 @@ def write_manifest() -> None:
 def vendor_all(force: bool) -> None:
     if not force and is_up_to_date():
         say(
-            f"up to date (pyodide {PYODIDE_VERSION}, @pyscript/core {PYSCRIPT_VERSION}); --force to redo"
+            f"up to date (pyodide {PYODIDE_VERSION}, @pyscript/core {PYSCRIPT_VERSION}); "
+            "--force to redo"
         )
         compress_files(
             missing_only=True

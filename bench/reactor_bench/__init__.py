@@ -63,7 +63,8 @@ def synthetic_plugin(index: int, tools: int = TOOLS_PER_PLUGIN, *, timed: bool =
         {
             "name": f"{name}_t{t}",
             "command": f"{name}.t{t}",
-            "description": f"Synthetic tool {t} of {name}: answers with the arguments it was given.",
+            "description": f"Synthetic tool {t} of {name}: answers with the arguments it was "
+            "given.",
             "parameters": {
                 "type": "object",
                 "properties": {

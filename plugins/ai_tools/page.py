@@ -58,7 +58,8 @@ class AiTools:
         except OSError as error:
             raise ToolError(
                 "unavailable",
-                f"The server could not be reached to check the plugin {record_id!r}; nothing ran ({error}).",
+                f"The server could not be reached to check the plugin {record_id!r}; nothing "
+                f"ran ({error}).",
             ) from None
 
     async def refresh(self, args: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -94,7 +95,8 @@ def _register(context: PluginContext) -> None:
         CommandOptions(
             tools.refresh,
             label="Refresh AI Tools and panels",
-            description="Offer the AI Tools, and show the UI plugin panels, the signed-in user can see now.",
+            description="Offer the AI Tools, and show the UI plugin panels, the signed-in user "
+            "can see now.",
         ),
     )
 

@@ -60,7 +60,8 @@ class PanelContainer:
             not isinstance(selector, str) or not selector.strip() or len(selector) > 200
         ):
             raise ValueError(
-                f"container.on: the selector must be CSS text of at most 200 characters, not {selector!r}."
+                "container.on: the selector must be CSS text of at most 200 characters, not "
+                f"{selector!r}."
             )
         if not callable(handler):
             raise TypeError(
@@ -162,7 +163,8 @@ class UiPanels:
             self.page.draw_panel(
                 record["id"],
                 error=(
-                    f"{record['name']}: run(params) returned {type(dispose).__name__}, not a function; return the "
+                    f"{record['name']}: run(params) returned {type(dispose).__name__}, not a "
+                    "function; return the "
                     "function that undoes what run drew (it is called when the panel goes away)."
                 ),
             )
@@ -221,8 +223,10 @@ def _failure(record: dict[str, Any], error: Exception) -> str:
     text = f"{type(error).__name__}: {error}"
     if any(word in str(error) for word in _DOM_WORDS):
         return (
-            f"{record['name']} needs the page's DOM directly ({text}). Python UI plugins run in reactor's "
-            "worker, where synchronous `document`/`window` access needs a cross-origin-isolated page "
+            f"{record['name']} needs the page's DOM directly ({text}). Python UI plugins run "
+            "in reactor's "
+            "worker, where synchronous `document`/`window` access needs a "
+            "cross-origin-isolated page "
             "(COOP/COEP headers), which reactor does not ask of a host page: draw through "
             "params['container'] (html, text, on) instead."
         )

@@ -44,7 +44,8 @@ def _register(context: PluginContext) -> None:
 
 CMS_PLUGIN = define_plugin(
     name="cms",
-    description="A CMS: sign in, pick a site, crawl sources into drafts, publish on request, show the page.",
+    description="A CMS: sign in, pick a site, crawl sources into drafts, publish on request, show "
+    "the page.",
     register=_register,
 )
 

@@ -16,7 +16,8 @@ def cms_plugin(**options: Any) -> PluginSpec:
 
     return PluginSpec(
         name="cms",
-        description="A CMS: sites with pages and posts, drafts first, publish on request, public pages.",
+        description="A CMS: sites with pages and posts, drafts first, publish on request, public "
+        "pages.",
         page="reactor_plugins.cms:CMS_PLUGIN",
         server=server,
         folder=Path(__file__).parent,

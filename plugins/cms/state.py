@@ -12,7 +12,10 @@ from typing import Any
 from reactor.errors import ToolError
 
 # Nobody signed in: what the model reads, and what the person reads (a chat card, the palette).
-SIGNED_OUT = "Nobody is signed in in this page; ask the person to sign in at the top of the page, then try again."
+SIGNED_OUT = (
+    "Nobody is signed in in this page; ask the person to sign in at the top of the page, "
+    "then try again."
+)
 SIGN_IN_FIRST = "Sign in at the top of the page first."
 
 
@@ -56,7 +59,8 @@ class CmsState:
             names = ", ".join(s["id"] for s in self.sites) or "none"
             raise ToolError(
                 "unavailable",
-                f"No CMS site is selected; ask the person to pick one in the CMS panel (their sites: {names}).",
+                "No CMS site is selected; ask the person to pick one in the CMS panel "
+                f"(their sites: {names}).",
                 display="Pick a site in the CMS panel first.",
             )
         return self.site

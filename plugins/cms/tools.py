@@ -70,7 +70,8 @@ def create_cms_agent_tools(
         if not state.current:
             raise ToolError(
                 "unavailable",
-                f"No entry of site {site!r} is selected in the CMS panel; read one by slug with cms_read_site_page.",
+                f"No entry of site {site!r} is selected in the CMS panel; read one by slug "
+                "with cms_read_site_page.",
                 display="Pick an entry in the CMS panel first.",
             )
         return await read_site_page({"slug": state.current})
@@ -130,9 +131,11 @@ def create_cms_agent_tools(
         if entry["status"] != "published":
             raise ToolError(
                 "failed",
-                f"The entry {entry['slug']!r} of site {entry['site']!r} is a draft, so it has no public page yet; "
+                f"The entry {entry['slug']!r} of site {entry['site']!r} is a draft, so it "
+                "has no public page yet; "
                 "publish it with cms_publish_site_page if the person asks.",
-                display=f"‘{entry['title']}’ is a draft, so it has no public page yet: publish it first.",
+                display=f"‘{entry['title']}’ is a draft, so it has no public page yet: publish it "
+                "first.",
             )
         url = client.public_url(entry["url"])
         state.current = entry["slug"]

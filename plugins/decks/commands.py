@@ -25,7 +25,10 @@ NO_DECK_OPEN = "no deck is open; open one with decks_open, using an id from deck
 NOT_PRESENTING = "no deck is being presented."
 OPEN_A_DECK_FIRST = "Open a deck first."
 
-FULL_SCREEN_REFUSED = "Full screen needs a click: press the Present button on the page (browsers only allow full screen after a user gesture)."
+FULL_SCREEN_REFUSED = (
+    "Full screen needs a click: press the Present button on the page (browsers "
+    "only allow full screen after a user gesture)."
+)
 
 
 class DeckCommands:
@@ -115,11 +118,13 @@ class DeckCommands:
             self.view.say(answer["message"])
         if not self.store.has_server:
             answer["warning"] = (
-                "This page keeps its decks without a server, so the printable page cannot show them."
+                "This page keeps its decks without a server, so the printable page cannot "
+                "show them."
             )
         elif not self.store.is_saved(id):
             answer["warning"] = (
-                "The printable page shows the server's copy; this deck's latest changes are only in this page."
+                "The printable page shows the server's copy; this deck's latest changes are "
+                "only in this page."
             )
         return answer
 

@@ -74,7 +74,8 @@ def slide_index(spec: dict[str, Any], number: int, *, insert: bool = False) -> i
     if not 1 <= number <= last:
         if insert:
             raise ValueError(
-                f"A new slide can take the numbers 1 to {last}; there is no slide {number} to insert."
+                f"A new slide can take the numbers 1 to {last}; there is no slide {number} "
+                "to insert."
             )
         have = "only slide 1" if count == 1 else f"slides 1 to {count}"
         raise ValueError(f"The deck has {have}; there is no slide {number}.")

@@ -49,9 +49,8 @@ def printable_html(spec: dict[str, Any]) -> str:
         "<!doctype html>\n"
         f'<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
         f"<style>{PRINT_CSS}</style></head><body>"
-        f"<header><h1>{title}</h1><p>Use your browser's Print (Ctrl+P or ⌘P) to print or save as PDF.</p></header>"
-        + "".join(sections)
-        + "</body></html>\n"
+        f"<header><h1>{title}</h1><p>Use your browser's Print (Ctrl+P or ⌘P) to print or "
+        "save as PDF.</p></header>" + "".join(sections) + "</body></html>\n"
     )
 
 

@@ -132,7 +132,8 @@ class DecksServerPlugin:
             path={"id": DECK_ID},
             body=DECK_BODY,
             body_limit=MAX_BODY_BYTES,
-            too_large=f"The deck is larger than {MAX_BODY_BYTES} bytes; split it into smaller decks.",
+            too_large=f"The deck is larger than {MAX_BODY_BYTES} bytes; split it into smaller "
+            "decks.",
             replies={
                 200: Reply(SUMMARY, headers=ETAG),
                 201: Reply(SUMMARY, headers=ETAG),
@@ -230,7 +231,8 @@ class DecksServerPlugin:
 def _summaries(database: Database) -> list[dict[str, Any]]:
     with database.transaction() as db:
         rows = db.execute(
-            "SELECT id, title, spec, updated_at, owner, version FROM decks ORDER BY lower(title), id"
+            "SELECT id, title, spec, updated_at, owner, version FROM decks ORDER BY "
+            "lower(title), id"
         ).fetchall()
     return [
         {
@@ -264,7 +266,8 @@ def _if_match(request: Request) -> int | None:
 
 def _stale(id: str, version: int, current: dict[str, Any] | None) -> StaleVersion:
     sentence = (
-        f"The deck {id[:80]!r} was changed by someone else since this version was read; it is now version "
+        f"The deck {id[:80]!r} was changed by someone else since this version was read; it "
+        "is now version "
         f"{version}. Read it again and make the change on the current deck."
         if current is not None
         else f"The deck {id[:80]!r} was deleted by someone else since it was read."
@@ -334,7 +337,8 @@ def _delete(database: Database, id: str, user: User, expected: int | None = None
 def _not_yours(user: User, id: str, doing: str) -> ApiError:
     return ApiError(
         403,
-        f"The deck {id[:80]!r} is not {user.username}'s; only its owner or an operator may {doing} it.",
+        f"The deck {id[:80]!r} is not {user.username}'s; only its owner or an operator may "
+        f"{doing} it.",
     )
 
 

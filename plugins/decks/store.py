@@ -81,7 +81,8 @@ class DeckStore:
             ) from None
         except OSError as error:
             raise ConnectionError(
-                f"The deck {id!r} is on the decks server, which cannot be reached right now ({error}); try again shortly."
+                f"The deck {id!r} is on the decks server, which cannot be reached right now "
+                f"({error}); try again shortly."
             ) from None
         check_deck(spec)
         self._decks.setdefault(id, spec)
@@ -94,7 +95,8 @@ class DeckStore:
         await self._ensure_index()
         if spec["id"] in self._decks or spec["id"] in self._remote:
             raise ValueError(
-                f"There is already a deck {spec['id']!r}; choose another id, or change that deck with decks_update_deck."
+                f"There is already a deck {spec['id']!r}; choose another id, or change that "
+                "deck with decks_update_deck."
             )
         return await self._replace(spec, before=None)
 
@@ -189,7 +191,8 @@ class DeckStore:
             self._decks[id], self._versions[id] = current, version
             return ToolError(
                 "conflict",
-                f"Someone else changed deck {id!r} since this page read it (it is now version {version}); "
+                f"Someone else changed deck {id!r} since this page read it (it is now "
+                f"version {version}); "
                 "the page now holds their version. Read the deck again and make the change on it.",
             )
         self._decks.pop(id, None)
@@ -233,10 +236,16 @@ class DeckStore:
                     raise ConnectionError(
                         f"The decks server refused to list the decks: {error.detail}"
                     ) from None
-                self.warning = f"The decks server answered {error.status}, so only this page's decks are listed."
+                self.warning = (
+                    f"The decks server answered {error.status}, so only this page's "
+                    "decks are listed."
+                )
                 return
             except OSError as error:
-                self.warning = f"The decks server cannot be reached ({error}), so only this page's decks are listed."
+                self.warning = (
+                    f"The decks server cannot be reached ({error}), so only this page's "
+                    "decks are listed."
+                )
                 return
             for summary in summaries:
                 id = summary["id"]
@@ -257,7 +266,10 @@ class DeckStore:
     def _unknown(self, id: str) -> str:
         ids = self.ids()
         if not ids:
-            sentence = f"There is no deck {id!r}; there are no decks yet. Create one with decks_create_deck."
+            sentence = (
+                f"There is no deck {id!r}; there are no decks yet. Create one with "
+                "decks_create_deck."
+            )
         else:
             sentence = f"There is no deck {id!r}. Decks: {', '.join(ids)}."
         return f"{sentence} {self.warning}" if self.warning else sentence

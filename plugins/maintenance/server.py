@@ -112,7 +112,8 @@ def demo_records() -> list[dict[str, Any]]:
             "code": (HERE / "tools" / "slow_lookup.py").read_text(),
             "settings": {
                 "tool": {
-                    "description": "Looks a value up in the slow archive system (it often takes longer than "
+                    "description": "Looks a value up in the slow archive system (it often takes "
+                    "longer than "
                     "the 1.5 s this tool may run). Use only when asked to check the archive.",
                     "inputSchema": {
                         "type": "object",
@@ -133,7 +134,8 @@ def demo_records() -> list[dict[str, Any]]:
             "code": (HERE / "tools" / "open_task_count.js").read_text(),
             "settings": {
                 "tool": {
-                    "description": "Counts the open maintenance tasks in each building. Use for an overview.",
+                    "description": "Counts the open maintenance tasks in each building. Use for "
+                    "an overview.",
                     "inputSchema": {
                         "type": "object",
                         "properties": {},
@@ -155,7 +157,8 @@ def demo_records() -> list[dict[str, Any]]:
             "code": (HERE / "tools" / "backlog_chart.js").read_text(),
             "settings": {
                 "tool": {
-                    "description": "Counts the open maintenance tasks per building and names the busiest. "
+                    "description": "Counts the open maintenance tasks per building and names the "
+                    "busiest. "
                     "Use to say where the backlog is.",
                     "inputSchema": {
                         "type": "object",
@@ -200,7 +203,8 @@ class MaintenanceServerPlugin:
             if db.execute("SELECT 1 FROM buildings LIMIT 1").fetchone() is None:
                 db.executemany("INSERT INTO buildings VALUES (:id, :name)", data["buildings"])
                 db.executemany(
-                    "INSERT INTO maintenance_tasks VALUES (:id, :building, :title, :priority, :opened, :status)",
+                    "INSERT INTO maintenance_tasks VALUES (:id, :building, :title, "
+                    ":priority, :opened, :status)",
                     data["tasks"],
                 )
         for record in demo_records():
@@ -216,7 +220,8 @@ class MaintenanceServerPlugin:
             if not context.records.grants_endpoint(user, request.url.path):
                 raise ApiError(
                     403,
-                    f"User {user.username!r} may use no tool that reads {request.url.path}; ask an operator for access.",
+                    f"User {user.username!r} may use no tool that reads {request.url.path}; "
+                    "ask an operator for access.",
                 )
             return user
 
@@ -240,7 +245,8 @@ class MaintenanceServerPlugin:
             return _backlog(context, call.query.get("building"), call.query.get("limit", 20))
 
         @declare(
-            "The demo's slow archive: answers after `ms` (at most 60,000), or notices the caller left",
+            "The demo's slow archive: answers after `ms` (at most 60,000), or notices the "
+            "caller left",
             query={"ms": {"type": "integer", "minimum": 0, "maximum": SLOW_LIMIT_MS}},
             replies={
                 200: Reply(
@@ -284,11 +290,13 @@ def _backlog(context: ServerContext, building: str | None, limit: int) -> dict[s
         open_by_building = {
             r["building"]: r["n"]
             for r in db.execute(
-                "SELECT building, COUNT(*) AS n FROM maintenance_tasks WHERE status = 'open' GROUP BY building"
+                "SELECT building, COUNT(*) AS n FROM maintenance_tasks WHERE status = 'open' "
+                "GROUP BY building"
             )
         }
         tasks = db.execute(
-            "SELECT id, title, priority, opened FROM maintenance_tasks WHERE status = 'open' AND building = ? "
+            "SELECT id, title, priority, opened FROM maintenance_tasks WHERE status = 'open' "
+            "AND building = ? "
             "ORDER BY opened DESC LIMIT ?",
             (building, limit),
         ).fetchall()

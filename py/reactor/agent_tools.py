@@ -95,7 +95,8 @@ def define_agent_tools(
             raise refuse(
                 f"{where}.name",
                 tool_name,
-                f"{tool_name!r} is not a name a model can call: use 1 to 64 letters, digits, '_' or '-', "
+                f"{tool_name!r} is not a name a model can call: use 1 to 64 letters, digits, "
+                "'_' or '-', "
                 "starting with a letter or '_' (no dots or spaces).",
             )
         if any(t["name"] == tool_name for t in tools):
@@ -110,7 +111,8 @@ def define_agent_tools(
             raise refuse(
                 f"{where}.description",
                 tool_description,
-                f"of tool {tool_name!r} must say, in a sentence, what the tool does and when to use it.",
+                f"of tool {tool_name!r} must say, in a sentence, what the tool does and when "
+                "to use it.",
             )
         entry: dict[str, Any] = {
             "name": tool_name,
@@ -123,7 +125,8 @@ def define_agent_tools(
                 raise refuse(
                     f"{where}.sideEffect",
                     tool["sideEffect"],
-                    f"of tool {tool_name!r} must be one of {', '.join(SIDE_EFFECTS)}, not {tool['sideEffect']!r}.",
+                    f"of tool {tool_name!r} must be one of {', '.join(SIDE_EFFECTS)}, not "
+                    f"{tool['sideEffect']!r}.",
                 )
             entry["sideEffect"] = tool["sideEffect"]
         if "summary" in tool:
@@ -138,7 +141,8 @@ def define_agent_tools(
                 raise refuse(
                     f"{where}.summary",
                     summary,
-                    f"of tool {tool_name!r} must be a line of at most {MAX_SUMMARY} characters whose only "
+                    f"of tool {tool_name!r} must be a line of at most {MAX_SUMMARY} "
+                    "characters whose only "
                     "braces are fields such as {args.id} or {result.title}.",
                 )
             entry["summary"] = summary
@@ -293,7 +297,10 @@ def declared_commands(
         )
     extra = [id for id in handlers if id not in ids]
     if extra:
-        sentence = f"declares no command {extra[0]!r}, yet a handler was given for it.{did_you_mean(extra[0], ids)}"
+        sentence = (
+            f"declares no command {extra[0]!r}, yet a handler was given for "
+            f"it.{did_you_mean(extra[0], ids)}"
+        )
         raise refuse(
             "handlers", extra, f"{sentence} Declare it in the bundle, or drop the handler."
         )
@@ -308,7 +315,10 @@ def declared_commands(
             if getattr(code, field) not in ("", None)
         ]
         if written:
-            sentence = f"declares the {written[0]} of {entry['command']!r}; its handler may not say it again."
+            sentence = (
+                f"declares the {written[0]} of {entry['command']!r}; its handler may not "
+                "say it again."
+            )
             raise refuse("handlers", entry["command"], sentence)
         parameters = entry.get("parameters", NO_ARGUMENTS)
         options.append(
@@ -375,7 +385,8 @@ def check_agent_tools(bundle: Any) -> dict[str, Any]:
     if unknown:
         owner = str(bundle.get("id", "?"))
         raise DeclarationError(
-            f"AgentTools bundle {owner!r}: {unknown[0]} is not a bundle field; use {sorted(BUNDLE_KEYS)}.",
+            f"AgentTools bundle {owner!r}: {unknown[0]} is not a bundle field; use "
+            f"{sorted(BUNDLE_KEYS)}.",
             owner=owner,
             field=unknown[0],
             value=bundle[unknown[0]],
@@ -396,7 +407,8 @@ def load_agent_tools(path: str | Path) -> dict[str, Any]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise DeclarationError(
-            f"{path.name} is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}.",
+            f"{path.name} is not valid JSON: {error.msg} at line {error.lineno}, column "
+            f"{error.colno}.",
             owner=path.name,
             field="",
             value=None,

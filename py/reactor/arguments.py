@@ -58,7 +58,8 @@ def invalid_arguments(tool: str, problems: list[dict[str, str]]) -> ToolError:
     listed = "; ".join(f"{p['path']}: {p['message']}" for p in problems)
     return ToolError(
         "invalid_arguments",
-        f"The arguments for {tool} were refused and it did not run: {listed}. Fix them and call it again.",
+        f"The arguments for {tool} were refused and it did not run: {listed}. Fix them and "
+        "call it again.",
         problems=problems,
     )
 

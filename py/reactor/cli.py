@@ -39,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="NAME",
-        help="a host name the server answers to besides loopback and --host, e.g. reactor.example.org "
+        help="a host name the server answers to besides loopback and --host, e.g. "
+        "reactor.example.org "
         "(repeat for more; also $REACTOR_ALLOW_HOSTS)",
     )
     _assistant_arguments(serve)
@@ -94,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     hosts = [*args.allow_host, *os.environ.get("REACTOR_ALLOW_HOSTS", "").replace(",", " ").split()]
     if args.database and not args.database.startswith(("postgresql://", "postgres://")):
         parser.error(
-            f"--database takes a postgresql:// URL, not {args.database[:40]!r}; the SQLite file is --data."
+            f"--database takes a postgresql:// URL, not {args.database[:40]!r}; the SQLite "
+            "file is --data."
         )
     assistant, problem = assistant_config(args)
     if problem:
@@ -135,7 +137,8 @@ def _storage_arguments(command: argparse.ArgumentParser) -> None:
         "--database",
         default=os.environ.get("REACTOR_DATABASE_URL", ""),
         metavar="URL",
-        help="a postgresql://user:password@host/name database instead of the SQLite file, for several "
+        help="a postgresql://user:password@host/name database instead of the SQLite file, for "
+        "several "
         "server processes (also $REACTOR_DATABASE_URL)",
     )
 
@@ -164,7 +167,8 @@ def _assistant_arguments(serve: argparse.ArgumentParser) -> None:
         "--model-base-url",
         default=env("REACTOR_MODEL_BASE_URL", ""),
         metavar="URL",
-        help="an OpenAI-compatible server of your own, e.g. http://127.0.0.1:11434/v1 for Ollama (also $REACTOR_MODEL_BASE_URL)",
+        help="an OpenAI-compatible server of your own, e.g. http://127.0.0.1:11434/v1 for Ollama "
+        "(also $REACTOR_MODEL_BASE_URL)",
     )
     group.add_argument(
         "--model-anonymous", action="store_true", help="let signed-out pages use it too"
@@ -194,7 +198,8 @@ def _assistant_arguments(serve: argparse.ArgumentParser) -> None:
         "--model-browser-keys",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="let a person type a provider's key into the chat's settings (default: only when no site model is configured)",
+        help="let a person type a provider's key into the chat's settings (default: only when no "
+        "site model is configured)",
     )
 
 
@@ -368,8 +373,10 @@ def _serve(
         left = app.state.context.auth.demo_passwords_left()
         if left:
             print(
-                f"reactor serve: refusing to listen on {host}: the accounts {', '.join(left)} still have the demo "
-                "passwords the README publishes. Set new ones with `reactor passwd NAME` (same --data), "
+                f"reactor serve: refusing to listen on {host}: the accounts "
+                f"{', '.join(left)} still have the demo "
+                "passwords the README publishes. Set new ones with `reactor passwd NAME` "
+                "(same --data), "
                 "or serve on 127.0.0.1.",
                 file=sys.stderr,
             )
@@ -382,7 +389,8 @@ def _serve(
         )
     except OSError as error:
         print(
-            f"reactor serve: cannot listen on {host}:{port}: {os.strerror(error.errno) if error.errno else error}.",
+            f"reactor serve: cannot listen on {host}:{port}: "
+            f"{os.strerror(error.errno) if error.errno else error}.",
             file=sys.stderr,
         )
         return 2

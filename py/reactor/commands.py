@@ -181,14 +181,16 @@ class CommandRegistry:
             owner = self._commands[id].plugin
             by = f" by plugin {owner!r}" if owner else ""
             raise DuplicateCommandError(
-                f"The command {id!r} is already registered{by}; dispose that registration first or choose another id.",
+                f"The command {id!r} is already registered{by}; dispose that registration "
+                "first or choose another id.",
                 command_id=id,
             )
         if not isinstance(options, CommandOptions):
             options = CommandOptions(options)
         if not callable(options.execute):
             raise DeclarationError(
-                f"The handler of command {id!r} must be callable, not {type(options.execute).__name__}.",
+                f"The handler of command {id!r} must be callable, not "
+                f"{type(options.execute).__name__}.",
                 owner=plugin or id,
                 field="execute",
             )
@@ -221,7 +223,8 @@ class CommandRegistry:
 
     def _not_found(self, id: Any) -> CommandNotFoundError:
         return CommandNotFoundError(
-            f"There is no command {id!r}.{did_you_mean(id, self._commands)} Registered commands: {_sample(self._commands)}.",
+            f"There is no command {id!r}.{did_you_mean(id, self._commands)} Registered "
+            f"commands: {_sample(self._commands)}.",
             command_id=str(id),
         )
 

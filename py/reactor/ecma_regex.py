@@ -102,7 +102,8 @@ def _translated(pattern: str) -> str:
             most, after = (None if c != "?" else 1, i + 1) if quantifier is None else quantifier
             if look is not None:
                 raise _Refused(
-                    f"a quantifier on a look-around ({pattern[look : i + 1]}), which ECMA-262 refuses"
+                    f"a quantifier on a look-around ({pattern[look : i + 1]}), which "
+                    "ECMA-262 refuses"
                 )
             if anchored:
                 raise re.error("nothing to repeat")  # after ^, $, \b or \B
@@ -127,7 +128,8 @@ def _translated(pattern: str) -> str:
                 written = f"\\{value}" if isinstance(value, int) else f"\\k<{value}>"
                 if behind:
                     raise _Refused(
-                        f"the back-reference {written} inside a look-behind, which ECMA-262 matches "
+                        f"the back-reference {written} inside a look-behind, which ECMA-262 "
+                        "matches "
                         "right to left and Python's re cannot"
                     )
                 number = value if isinstance(value, int) else names.get(value, 0)
@@ -198,7 +200,8 @@ def _translated(pattern: str) -> str:
                 out.append(c)
             elif c == "{" and _python_quantifier(pattern, i):
                 raise _Refused(
-                    f"the quantifier {pattern[i : pattern.index('}', i) + 1]}, which is Python's syntax, "
+                    f"the quantifier {pattern[i : pattern.index('}', i) + 1]}, which is "
+                    "Python's syntax, "
                     "not ECMA-262's (write {0,n})"
                 )
             else:
@@ -214,7 +217,8 @@ def _translated(pattern: str) -> str:
         number = found
         if not was_closed:
             raise _Refused(
-                f"the back-reference {written} before its group closes, which ECMA-262 matches as empty and Python's re refuses"
+                f"the back-reference {written} before its group closes, which ECMA-262 "
+                "matches as empty and Python's re refuses"
             )
         if number in repeated:
             raise _Refused(
@@ -299,7 +303,8 @@ def _escape(pattern: str, i: int, in_class: bool) -> tuple[str, Any, int]:
     if c == "u":
         if pattern.startswith("{", after):
             raise _Refused(
-                "the code point escape \\u{...}, which means a code point only with ECMA-262's u flag "
+                "the code point escape \\u{...}, which means a code point only with "
+                "ECMA-262's u flag "
                 "(write \\uHHHH, a pair of them, or the character itself)"
             )
         code = _hex(pattern[after : after + 4], 4)
@@ -354,9 +359,11 @@ def _class(pattern: str, i: int) -> tuple[str, int]:
     j += negate
     if pattern.startswith("]", j):
         raise _Refused(
-            "the class [^], which matches any character in ECMA-262 and opens a class in Python's re (write [\\s\\S])"
+            "the class [^], which matches any character in ECMA-262 and opens a class in "
+            "Python's re (write [\\s\\S])"
             if negate
-            else "the empty class [], which matches nothing in ECMA-262 and opens a class in Python's re"
+            else "the empty class [], which matches nothing in ECMA-262 and opens a class in "
+            "Python's re"
         )
     members: list[str] = []
     not_space = False  # \S: Python's re cannot name ECMA-262's non-space inside a class

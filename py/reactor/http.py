@@ -33,7 +33,8 @@ def tool_refusal(error: HttpError) -> ToolError | None:
     if error.status == 401:
         return ToolError(
             "not_permitted",
-            f"{error.detail} Ask the person to sign in (the form at the top of the page), then try again.",
+            f"{error.detail} Ask the person to sign in (the form at the top of the page), "
+            "then try again.",
             display="Sign in at the top of the page first.",
         )
     if error.status == 403:

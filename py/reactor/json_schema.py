@@ -700,7 +700,8 @@ def _contains(v: Validator, value: Any, schema: dict[str, Any]) -> Check:
         return [
             (
                 (),
-                f"Too few items match the given schema (expected at least {least} but only {matches} matched)",
+                f"Too few items match the given schema (expected at least {least} but only "
+                f"{matches} matched)",
             )
         ]
 

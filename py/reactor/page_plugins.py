@@ -97,11 +97,17 @@ def _bundle(
     for index, tool in enumerate(bundle["commands"]):
         command = by_id.get(tool["command"])
         if command is None:
-            rule = f"calls the command {tool['command']!r}, which the plugin's commands do not define; define it there."
+            rule = (
+                f"calls the command {tool['command']!r}, which the plugin's commands do not "
+                "define; define it there."
+            )
             raise refuse(f"agentTools.commands[{index}].command", tool["command"], rule)
         for field in ("label", "description", "parameters"):
             if command[field] and field in tool:
-                rule = f"of command {command['id']!r} is its tool's {tool['name']!r}: declare it once, in agentTools."
+                rule = (
+                    f"of command {command['id']!r} is its tool's {tool['name']!r}: declare it "
+                    "once, in agentTools."
+                )
                 raise refuse(f"commands[{command['index']}].{field}", command[field], rule)
         entries.append({**tool, "label": command["label"]} if command["label"] else tool)
     with_tools = {tool["command"] for tool in entries}
@@ -147,7 +153,8 @@ def _checked_commands(
             raise refuse(
                 f"{where}.execute",
                 command.get("execute"),
-                f"of command {command_id!r} must be a function, not {command.get('execute') or 'missing'}.",
+                f"of command {command_id!r} must be a function, not "
+                f"{command.get('execute') or 'missing'}.",
             )
         if command.get("isEnabled", FUNCTION) != FUNCTION:
             raise refuse(

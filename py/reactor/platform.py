@@ -37,7 +37,8 @@ class PluginPlatform:
 
         if not isinstance(plugin, PluginSpec):
             raise PluginError(
-                f"A server plugin is declared with reactor.PluginSpec(...), not {type(plugin).__name__} ({plugin!r}).",
+                "A server plugin is declared with reactor.PluginSpec(...), not "
+                f"{type(plugin).__name__} ({plugin!r}).",
                 plugin=str(getattr(plugin, "name", "?")),
             )
         if plugin.name in self._plugins:

@@ -220,7 +220,8 @@ class WorkerEndpoint:
         try:
             if message.get("v") != VERSION:
                 raise ProtocolError(
-                    f"The page speaks protocol version {message.get('v')!r}; this worker speaks {VERSION}. "
+                    f"The page speaks protocol version {message.get('v')!r}; this worker "
+                    f"speaks {VERSION}. "
                     "Reload the page: its scripts and the worker's come from different versions."
                 )
             handling = self._handlers.get(message.get("type"))  # type: ignore[arg-type]

@@ -25,7 +25,8 @@ def new_plugin(name: str, where: Path, *, server: bool = False) -> list[Path]:
     """Write the plugin `name` into `where/name`; the files written."""
     if not NAME.fullmatch(name) or len(name) > 40:
         raise ScaffoldError(
-            f"{name[:60]!r} cannot name a plugin: use lowercase letters, digits and single hyphens, "
+            f"{name[:60]!r} cannot name a plugin: use lowercase letters, digits and single "
+            "hyphens, "
             "starting with a letter (for example notes or team-notes), at most 40 characters."
         )
     root = where / name
@@ -74,7 +75,8 @@ def _bundle(name: str, tool: str, title: str) -> dict[str, object]:
                 "name": f"{tool}_add_item",
                 "command": f"{name}.addItem",
                 "label": f"{title}: Add Item",
-                "description": "Add one item with the given text. Use it only when the person asks to add something.",
+                "description": "Add one item with the given text. Use it only when the person "
+                "asks to add something.",
                 "sideEffect": "write",
                 "summary": "Added ‘{args.text}’.",
                 "parameters": {

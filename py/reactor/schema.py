@@ -67,7 +67,10 @@ def _structure_problem(schema_json: str) -> str:
     try:
         check_schema(loads(schema_json))
     except SchemaError as error:
-        return f"it is not a valid JSON Schema: {shortened(error.message)} (at {json_path(error.path)})"
+        return (
+            f"it is not a valid JSON Schema: {shortened(error.message)} (at "
+            f"{json_path(error.path)})"
+        )
     return ""
 
 

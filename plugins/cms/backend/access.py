@@ -40,7 +40,8 @@ class Grant:
         if not self.allows(action):
             raise AccessDenied(
                 403,
-                f"User {self.username!r} is {_article(self.role)} {self.role} on site {self.site!r}; "
+                f"User {self.username!r} is {_article(self.role)} {self.role} on site "
+                f"{self.site!r}; "
                 f"{doing} needs the {needed} role.",
             )
 
@@ -67,7 +68,8 @@ class Access:
         if role is None:
             raise AccessDenied(
                 403,
-                f"User {username!r} has no role on site {site[:80]!r}; ask its publisher for access.",
+                f"User {username!r} has no role on site {site[:80]!r}; ask its publisher for "
+                "access.",
             )
         grant = Grant(username, site, role)
         grant.require(action, doing)

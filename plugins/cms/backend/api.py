@@ -84,7 +84,8 @@ FIELDS: dict[
         "type": "string",
         "maxLength": LIMITS["slug"],
         "pattern": f"^{SLUG.pattern}$",
-        "x-refusal": "The slug {value} is not valid: use lowercase letters, digits and single hyphens, like "
+        "x-refusal": "The slug {value} is not valid: use lowercase letters, digits and single "
+        "hyphens, like "
         f"'hello-world' (at most {LIMITS['slug']}).",
     },
     "collection": {
@@ -117,7 +118,8 @@ CREATE = {
         **FIELDS,
         "publish": {"type": "boolean", "x-refusal": "publish must be true or false."},
     },
-    "x-unknown": "{field} is not a field you can set here; use collection, title, slug, excerpt, body, source_url, publish.",
+    "x-unknown": "{field} is not a field you can set here; use collection, title, slug, excerpt, "
+    "body, source_url, publish.",
 }
 CHANGEABLE = [k for k in FIELDS if k != "slug"]
 CHANGE = {
@@ -133,7 +135,8 @@ CHANGE = {
         },
     },
     "anyOf": [{"required": [k]} for k in CHANGEABLE],
-    "x-unknown": "{field} is not a field you can change here; send title, excerpt, body, collection or source_url.",
+    "x-unknown": "{field} is not a field you can change here; send title, excerpt, body, "
+    "collection or source_url.",
     "x-refusal": "Say what to change: send title, excerpt, body, collection or source_url.",
 }
 CRAWL = {
@@ -143,13 +146,15 @@ CRAWL = {
     "properties": {
         "kind": {
             "enum": list(KINDS),
-            "x-refusal": "The kind {value} is not one the crawler reads; use blog, feed or wordpress.",
+            "x-refusal": "The kind {value} is not one the crawler reads; use blog, feed or "
+            "wordpress.",
         },
         "url": {
             "type": "string",
             "maxLength": 2000,
             "anyOf": [{"pattern": "^https?://"}, {"pattern": "^ */[^/]"}],
-            "x-refusal": "Say what to crawl: send the source's address as `url` (http://, https://, or a path of this server).",
+            "x-refusal": "Say what to crawl: send the source's address as `url` (http://, "
+            "https://, or a path of this server).",
         },
         "limit": {
             "type": "integer",
@@ -244,7 +249,8 @@ def api_routes(
         if entry is None:
             raise ApiError(
                 404,
-                f"There is no entry {slug[:80]!r} on site {site[:80]!r}; list them with GET .../entries.",
+                f"There is no entry {slug[:80]!r} on site {site[:80]!r}; list them with GET "
+                ".../entries.",
             )
         return entry
 
@@ -407,7 +413,8 @@ def api_routes(
             one,
             "PATCH",
             update_entry,
-            "Change an entry's fields (editor; a published entry: publisher); 409 when `version` is not the current",
+            "Change an entry's fields (editor; a published entry: publisher); 409 when "
+            "`version` is not the current",
             {200: entry, 409: Reply(STALE_SCHEMA)},  # the entry as it is now, to read and redo
             body=CHANGE,
             refusals={**WRITE, **ONE},
@@ -447,14 +454,16 @@ def api_routes(
             site + "/crawl",
             "POST",
             crawl_source,
-            "Import a blog, feed or WordPress site as drafts (editor); 429 with Retry-After when the "
+            "Import a blog, feed or WordPress site as drafts (editor); 429 with Retry-After "
+            "when the "
             "user or the server runs as many crawls as it may",
             {200: Reply(CRAWLED)},
             body=CRAWL,
             refusals={
                 **WRITE,
                 409: "An imported slug was taken meanwhile.",
-                422: "The address is one the crawler may not read, or the source is not of its kind.",
+                422: "The address is one the crawler may not read, or the source is not of its "
+                "kind.",
                 429: "The user or the server runs as many crawls as it may.",
                 502: "The source could not be read.",
             },

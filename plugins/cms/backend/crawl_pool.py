@@ -73,7 +73,8 @@ class CrawlPool:
                 )
             if everyone >= self.at_once:
                 raise CrawlsBusy(
-                    f"The server is already running {_crawls(everyone)}, as many as it runs at once; "
+                    f"The server is already running {_crawls(everyone)}, as many as it runs "
+                    "at once; "
                     f"try again in {self.retry_after} seconds.",
                     self.retry_after,
                 )

@@ -85,7 +85,8 @@ POSTS = [
         "Hello from the demo blog",
         "2025-01-06T09:00:00",
         "The first post of a blog the demo crawls.",
-        "<p>This blog is served by the reactor server itself, under <code>/demo-sources/</code>.</p>"
+        "<p>This blog is served by the reactor server itself, under "
+        "<code>/demo-sources/</code>.</p>"
         "<h2>Why</h2><ul><li>No network needed</li><li>Same answers every time</li></ul>",
     ),
     (
@@ -93,7 +94,8 @@ POSTS = [
         "Shipping the crawler",
         "2025-01-13T09:00:00",
         "How the crawler stays out of private networks.",
-        "<p>Every address is checked <strong>before</strong> the crawler connects, and again after each redirect.</p>",
+        "<p>Every address is checked <strong>before</strong> the crawler connects, and again "
+        "after each redirect.</p>",
     ),
     (
         "markup-stays-text",
@@ -101,7 +103,8 @@ POSTS = [
         "2025-01-20T09:00:00",
         "A post with hostile markup: <img src=x onerror=alert(1)>",
         '<p>Before.</p><script>window.pwned = 1</script><img src=x onerror="window.pwned=1">'
-        '<p>Shown as text: &lt;img src=x onerror="window.pwned=1"&gt; and &lt;script&gt;alert(1)&lt;/script&gt;</p>',
+        '<p>Shown as text: &lt;img src=x onerror="window.pwned=1"&gt; and '
+        "&lt;script&gt;alert(1)&lt;/script&gt;</p>",
     ),
 ]
 
@@ -140,7 +143,8 @@ WORDPRESS_POST = {
 }
 # The demo's pages run no script and load nothing: what a crawl copies can only ever be text.
 SOURCE_HEADERS = {
-    "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+    "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; "
+    "form-action 'none'"
 }
 
 
@@ -183,7 +187,8 @@ def demo_source_routes() -> list[Route]:
         document = (
             '<?xml version="1.0" encoding="utf-8"?><rss version="2.0" '
             'xmlns:content="http://purl.org/rss/1.0/modules/content/"><channel>'
-            f"<title>The demo blog</title><link>{base}/demo-sources/blog/</link>{items}</channel></rss>"
+            "<title>The demo "
+            f"blog</title><link>{base}/demo-sources/blog/</link>{items}</channel></rss>"
         )
         return Response(document, media_type="application/rss+xml")
 
@@ -194,9 +199,11 @@ def demo_source_routes() -> list[Route]:
     async def atom(call: Call) -> Response:
         base = str(call.request.base_url).rstrip("/")
         entries = "".join(
-            f'<entry><title>{escape(title)}</title><link href="{base}/demo-sources/blog/posts/{slug}.html"/>'
+            f"<entry><title>{escape(title)}</title><link "
+            f'href="{base}/demo-sources/blog/posts/{slug}.html"/>'
             f"<id>{base}/demo-sources/blog/posts/{slug}.html</id><updated>{date}Z</updated>"
-            f'<summary>{escape(summary)}</summary><content type="html">{escape(body)}</content></entry>'
+            f"<summary>{escape(summary)}</summary><content "
+            f'type="html">{escape(body)}</content></entry>'
             for slug, title, date, summary, body in POSTS
         )
         document = (
@@ -241,7 +248,8 @@ def demo_source_routes() -> list[Route]:
 def _html(title: str, body: str, status: int = 200, *, description: str = "") -> Response:
     meta = f'<meta name="description" content="{escape(description)}">' if description else ""
     return HTMLResponse(
-        f'<!doctype html><html><head><meta charset="utf-8"><title>{escape(title)}</title>{meta}</head>'
+        "<!doctype html><html><head><meta "
+        f'charset="utf-8"><title>{escape(title)}</title>{meta}</head>'
         f'<body><nav><a href="/demo-sources/blog/">Demo blog</a></nav><main>{body}</main>'
         "<footer>Demo content</footer></body></html>",
         status,

@@ -70,7 +70,8 @@ def _next_hop(url: str, status: int, location: str | None) -> str:
         return urljoin(url, location)
     except ValueError:  # urlsplit refuses e.g. 'http://[::1/' (an unclosed IPv6 bracket)
         raise CrawlFailed(
-            f"The source {url[:120]!r} redirected to {location[:120]!r}, which is not a well-formed address."
+            f"The source {url[:120]!r} redirected to {location[:120]!r}, which is not a "
+            "well-formed address."
         ) from None
 
 
@@ -140,7 +141,8 @@ class _PinnedHTTPS(http.client.HTTPSConnection):
 
 def _too_large(target: Target, policy: FetchPolicy) -> CrawlFailed:
     return CrawlFailed(
-        f"The source {target.url[:120]!r} is larger than {policy.max_bytes} bytes; the crawler stops there."
+        f"The source {target.url[:120]!r} is larger than {policy.max_bytes} bytes; the "
+        "crawler stops there."
     )
 
 

@@ -60,7 +60,8 @@ def parse_allow_list(text: str | Iterable[str] | None) -> tuple[AllowRule, ...]:
         parts = urlsplit(f"//{item.strip()}")
         if not parts.hostname:
             raise ValueError(
-                f"The allow-list entry {item!r} names no host; write host, host:port or host:port/path."
+                f"The allow-list entry {item!r} names no host; write host, host:port or "
+                "host:port/path."
             )
         rules.append(AllowRule(parts.hostname.lower(), parts.port, parts.path))
     return tuple(rules)
@@ -89,11 +90,13 @@ def check_url(url: str, rules: Iterable[AllowRule], resolve: Resolver | None = N
         raise CrawlRefused(f"The address {shown!r} is not a well-formed URL ({error}).") from None
     if parts.scheme not in ("http", "https"):
         raise CrawlRefused(
-            f"Only http and https addresses can be crawled; {shown!r} uses {parts.scheme or 'no scheme'!r}."
+            f"Only http and https addresses can be crawled; {shown!r} uses "
+            f"{parts.scheme or 'no scheme'!r}."
         )
     if parts.username or parts.password:
         raise CrawlRefused(
-            f"The address {shown!r} carries credentials; crawl public sources without a user name or password."
+            f"The address {shown!r} carries credentials; crawl public sources without a user "
+            "name or password."
         )
     try:
         host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)

@@ -16,13 +16,16 @@ from reactor.server.markdown import markdown_html
 from .store import SiteStore, public_path
 
 HEADERS = {
-    "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'",
+    "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; "
+    "form-action 'none'",
     "x-content-type-options": "nosniff",
 }
 PAGE = Reply(content=HTML)
 STYLE = (
-    "body{font-family:system-ui,sans-serif;max-width:42rem;margin:2rem auto;padding:0 1rem;line-height:1.55;"
-    "color:#1d2330}header a{color:#556;text-decoration:none}pre{background:#f3f4f6;padding:.6rem;overflow:auto}"
+    "body{font-family:system-ui,sans-serif;max-width:42rem;margin:2rem auto;padding:0 "
+    "1rem;line-height:1.55;"
+    "color:#1d2330}header "
+    "a{color:#556;text-decoration:none}pre{background:#f3f4f6;padding:.6rem;overflow:auto}"
     ".excerpt{color:#556;font-size:1.1rem}"
 )
 

@@ -59,7 +59,8 @@ def feed_items(raw: bytes, url: str) -> list[Item]:
     if b"<!doctype" in head or b"<!entity" in raw.lower():
         # Entities are how XML bombs and external-entity reads start; feeds do not need them.
         raise SourceError(
-            f"The feed at {url[:120]!r} declares a DOCTYPE or entities; the crawler does not read those."
+            f"The feed at {url[:120]!r} declares a DOCTYPE or entities; the crawler does not "
+            "read those."
         )
     try:
         root = ElementTree.fromstring(raw)
@@ -72,7 +73,8 @@ def feed_items(raw: bytes, url: str) -> list[Item]:
     if root.tag == f"{ATOM}feed":
         return [_atom_item(node, url) for node in root.iter(f"{ATOM}entry")]
     raise SourceError(
-        f"The document at {url[:120]!r} is XML but neither RSS nor Atom (its root is {root.tag[:60]!r})."
+        f"The document at {url[:120]!r} is XML but neither RSS nor Atom (its root is "
+        f"{root.tag[:60]!r})."
     )
 
 

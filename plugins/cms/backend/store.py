@@ -39,7 +39,10 @@ CREATE TABLE IF NOT EXISTS cms_entries (
 );
 """
 MAX_SLUG_TRIES = 200  # each failed try means another call made an entry of this title meanwhile
-SUMMARY = "site, slug, collection, status, title, excerpt, source_url, created_at, updated_at, published_at, version"
+SUMMARY = (
+    "site, slug, collection, status, title, excerpt, source_url, created_at, updated_at, "
+    "published_at, version"
+)
 # Every change adds one to an entry's version; a change that names the version it read is refused
 # (StaleEntry, 409) when another came first.
 VERSIONED = "ALTER TABLE cms_entries ADD COLUMN version INTEGER NOT NULL DEFAULT 1"
@@ -54,7 +57,8 @@ class StaleEntry(StaleVersion):
 
     def __init__(self, current: dict[str, Any]) -> None:
         super().__init__(
-            f"The entry {current['slug']!r} was changed by someone else since the version you read; it is now version "
+            f"The entry {current['slug']!r} was changed by someone else since the version "
+            "you read; it is now version "
             f"{current['version']}. Read it again and make the change on the current entry.",
             current["version"],
             current,
@@ -98,7 +102,8 @@ class SiteStore:
         with self.database.transaction() as db:
             rows = db.execute(
                 "SELECT cms_sites.id, cms_sites.title, cms_roles.role FROM cms_roles "
-                "JOIN cms_sites ON cms_sites.id = cms_roles.site WHERE username = ? ORDER BY cms_sites.id",
+                "JOIN cms_sites ON cms_sites.id = cms_roles.site WHERE username = ? ORDER BY "
+                "cms_sites.id",
                 (username,),
             ).fetchall()
         return [{"id": r["id"], "title": r["title"], "role": r["role"]} for r in rows]
@@ -138,7 +143,8 @@ class SiteStore:
         """The slug of the entry imported from `source_url`, if any: imports are not repeated."""
         with self.database.transaction() as db:
             row = db.execute(
-                "SELECT slug FROM cms_entries WHERE site = ? AND source_url = ? AND source_url != ''",
+                "SELECT slug FROM cms_entries WHERE site = ? AND source_url = ? AND "
+                "source_url != ''",
                 (site, source_url),
             ).fetchone()
         return None if row is None else row["slug"]
@@ -174,14 +180,17 @@ class SiteStore:
             try:
                 with self.database.transaction() as db:
                     db.execute(
-                        "INSERT INTO cms_entries (site, slug, collection, status, title, excerpt, body, source_url, "
-                        "created_at, updated_at, published_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "INSERT INTO cms_entries (site, slug, collection, status, title, "
+                        "excerpt, body, source_url, "
+                        "created_at, updated_at, published_at) VALUES (?, ?, ?, ?, ?, ?, ?, "
+                        "?, ?, ?, ?)",
                         (site, slug, *row),
                     )
             except UniqueViolation:
                 if chosen:
                     raise SlugTaken(
-                        f"The slug {slug!r} is already used on site {site!r}; choose another or update that entry."
+                        f"The slug {slug!r} is already used on site {site!r}; choose another "
+                        "or update that entry."
                     ) from None
                 continue  # another call took this slug since we looked: look again
             return self.get_entry(site, slug)  # type: ignore[return-value]
@@ -215,7 +224,9 @@ class SiteStore:
                 if row is not None and row["version"] != version:
                     raise StaleEntry(_entry(row))
             db.execute(
-                f"UPDATE cms_entries SET {', '.join(f'{c} = ?' for c in columns + ['updated_at'])}, version = version + 1 "
+                "UPDATE cms_entries SET "
+                f"{', '.join(f'{c} = ?' for c in columns + ['updated_at'])}, version = "
+                "version + 1 "
                 "WHERE site = ? AND slug = ?",
                 (*[changes[c] for c in columns], _now(), site, slug),
             )
@@ -225,7 +236,8 @@ class SiteStore:
         now = _now()
         with self.database.transaction() as db:
             db.execute(
-                "UPDATE cms_entries SET status = ?, updated_at = ?, published_at = ?, version = version + 1 "
+                "UPDATE cms_entries SET status = ?, updated_at = ?, published_at = ?, "
+                "version = version + 1 "
                 "WHERE site = ? AND slug = ?",
                 (status, now, now if status == "published" else None, site, slug),
             )

@@ -76,7 +76,8 @@ class AiToolCaller:
             if token.reason == _TIMEOUT:
                 raise ToolError(
                     "timeout",
-                    f"{record['name']} did not finish within {timeout_ms} ms and was stopped; nothing was returned.",
+                    f"{record['name']} did not finish within {timeout_ms} ms and was "
+                    "stopped; nothing was returned.",
                     timeoutMs=timeout_ms,
                 ) from None
             raise ToolError(

@@ -64,7 +64,8 @@ def check_ai_tool_record(record: Any) -> dict[str, Any]:
             owner,
             "id",
             record.get("id"),
-            "must be 1 to 64 lowercase letters, digits or '-', starting with a letter (and not 'agent-tools').",
+            "must be 1 to 64 lowercase letters, digits or '-', starting with a letter (and "
+            "not 'agent-tools').",
         )
     location = _one_of(owner, record, "location", LOCATIONS)
     language = _one_of(owner, record, "language", LANGUAGES, default="python")
@@ -74,7 +75,8 @@ def check_ai_tool_record(record: Any) -> dict[str, Any]:
             owner,
             "name",
             name,
-            f"{name!r} is not a name a model can call: use 1 to 64 letters, digits, '_' or '-', starting with a letter or '_'.",
+            f"{name!r} is not a name a model can call: use 1 to 64 letters, digits, '_' or "
+            "'-', starting with a letter or '_'.",
         )
     code = record.get("code")
     if not isinstance(code, str) or not code.strip():

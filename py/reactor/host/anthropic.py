@@ -103,7 +103,8 @@ class AnthropicModel:
         )
         if whole is None and not stream.complete:
             raise ProviderError(
-                f"The answer was cut off: {self.provider} ended its stream before it finished. Send your message again to retry.",
+                f"The answer was cut off: {self.provider} ended its stream before it "
+                "finished. Send your message again to retry.",
                 provider=self.provider,
                 status=200,
                 kind="cut_off",

@@ -203,7 +203,8 @@ class ChatLoop:
         if decision == "unasked":
             return tool_failure(
                 "denied",
-                f"{tool.name} changes things and needs the person's approval, which this host could not ask for; it did not run.",
+                f"{tool.name} changes things and needs the person's approval, which this "
+                "host could not ask for; it did not run.",
             )
         if decision in ("allow", "always"):
             self._emit("tool_call.approved", call_id=call.id, name=tool.name, decision=decision)

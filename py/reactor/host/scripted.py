@@ -189,7 +189,8 @@ def _next_step(
         url = intent.get("url") or _demo_address(tools[name])
         if not url:
             return _Step(
-                say=f"I do not know where the demo {intent['noun']} is; say “import 1 post from the blog at <address>”."
+                say=f"I do not know where the demo {intent['noun']} is; say “import 1 post from "
+                "the blog at <address>”."
             )
         return _Step(name, {"url": url, "limit": int(intent.get("limit", 1))})
     if kind == "list":
@@ -371,10 +372,14 @@ def _help(tools: dict[str, HostTool], cannot: str = "") -> str:
     tries = examples(tools.values())
     if not tries:
         return (
-            f"{first} am a scripted model, not an AI, and this page gives me no tools I understand. "
+            f"{first} am a scripted model, not an AI, and this page gives me no tools I "
+            "understand. "
             "Choose a model in Model settings to ask anything."
         )
     quoted = ", ".join(f"“{t}”" for t in tries[:-1]) + (
         f" or “{tries[-1]}”" if len(tries) > 1 else f"“{tries[0]}”"
     )
-    return f"{first} am a scripted model, not an AI, and only understand short commands for this page's tools. Try {quoted}."
+    return (
+        f"{first} am a scripted model, not an AI, and only understand short commands for this "
+        f"page's tools. Try {quoted}."
+    )

@@ -58,7 +58,8 @@ def model_from_settings(
         )
     if len(model) > 200 or any(c.isspace() for c in model):
         raise SettingsError(
-            f"{model[:60]!r} is not a model name: a model name has no spaces (for example gpt-4o-mini)."
+            f"{model[:60]!r} is not a model name: a model name has no spaces (for example "
+            "gpt-4o-mini)."
         )
     if base_url:
         try:
@@ -67,7 +68,8 @@ def model_from_settings(
             parts = None
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             raise SettingsError(
-                f"The base URL must be an http:// or https:// address, such as https://api.openai.com/v1; "
+                "The base URL must be an http:// or https:// address, such as "
+                "https://api.openai.com/v1; "
                 f"{base_url[:80]!r} is not."
             )
     if provider == "openai":

@@ -63,9 +63,18 @@ class SiteModel:
 
 def _sentence(error: ProviderError) -> str:
     if error.kind == "cut_off":
-        return "The answer was cut off: the connection to this site dropped before it finished. Send your message again to retry."
+        return (
+            "The answer was cut off: the connection to this site dropped before it finished. "
+            "Send your message again to retry."
+        )
     if error.kind == "unreachable":
-        return "This site could not be reached, so its assistant cannot answer; check your connection and try again."
+        return (
+            "This site could not be reached, so its assistant cannot answer; check your "
+            "connection and try again."
+        )
     if error.status >= 400 or error.kind in ("server", "overloaded"):
         return error.detail or "This site's assistant could not answer; try again in a moment."
-    return "This site's assistant answered in a way this page cannot read; try again, or tell the site's operator."
+    return (
+        "This site's assistant answered in a way this page cannot read; try again, or tell the "
+        "site's operator."
+    )

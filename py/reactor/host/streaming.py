@@ -91,7 +91,8 @@ class OpenAIStream:
             error = chunk["error"]
             message = error.get("message", error) if isinstance(error, dict) else error
             raise ProviderError(
-                f"{self.provider} stopped mid-answer ({str(message).rstrip('.')}); send your message again to retry.",
+                f"{self.provider} stopped mid-answer ({str(message).rstrip('.')}); send your "
+                "message again to retry.",
                 provider=self.provider,
                 status=200,
                 kind="server",
@@ -160,9 +161,11 @@ class AnthropicStream:
             overloaded = error.get("type") == "overloaded_error"
             said = str(error.get("message") or error.get("type") or "an error").rstrip(".")
             raise ProviderError(
-                f"{self.provider} is overloaded and stopped mid-answer; send your message again in a minute."
+                f"{self.provider} is overloaded and stopped mid-answer; send your message "
+                "again in a minute."
                 if overloaded
-                else f"{self.provider} stopped mid-answer ({said}); send your message again to retry.",
+                else f"{self.provider} stopped mid-answer ({said}); send your message again to "
+                "retry.",
                 provider=self.provider,
                 status=200,
                 kind="overloaded" if overloaded else "server",

@@ -60,7 +60,8 @@ class AgentSpec:
         name = data.get("name")
         if "tools" in data:
             raise DeclarationError(
-                f"Agent spec {name!r} lists tools; a spec names plugins, and their AgentTools bundles "
+                f"Agent spec {name!r} lists tools; a spec names plugins, and their "
+                "AgentTools bundles "
                 "bring the tools. Remove `tools` and add the plugins to `plugins`.",
                 owner=str(name),
                 field="tools",
@@ -221,7 +222,8 @@ class Toolbox:
             )
         return tool_failure(
             "unknown_tool",
-            f"There is no tool named {name!r}; nothing ran.{did_you_mean(name, admitted)} {callable_now}",
+            f"There is no tool named {name!r}; nothing ran.{did_you_mean(name, admitted)} "
+            f"{callable_now}",
         )
 
     async def run(

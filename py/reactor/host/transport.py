@@ -75,7 +75,8 @@ async def post_stream(
                 raise
             except Exception as error:  # an event of a shape the provider does not send
                 raise ProviderError(
-                    f"{provider} streamed an event this host cannot read ({error!r}): {data[:200]!r}.",
+                    f"{provider} streamed an event this host cannot read ({error!r}): "
+                    f"{data[:200]!r}.",
                     provider=provider,
                     status=200,
                     kind="bad_response",
@@ -97,7 +98,8 @@ async def post_stream(
         if error.kind != "unreachable" or not arrived:
             raise
         raise ProviderError(
-            f"The answer was cut off: the connection to {provider} dropped before it finished. Send your message again to retry.",
+            f"The answer was cut off: the connection to {provider} dropped before it "
+            "finished. Send your message again to retry.",
             provider=provider,
             kind="cut_off",
             detail=error.detail,
@@ -134,7 +136,8 @@ async def _post(
     except Exception as error:  # OSError here; a JsException ("Failed to fetch") in the page
         raise ProviderError(
             _hide(
-                f"{provider} at {url} could not be reached; check the address and your connection, then try again.",
+                f"{provider} at {url} could not be reached; check the address and your "
+                "connection, then try again.",
                 secret,
             ),
             provider=provider,
@@ -150,7 +153,8 @@ def _answer(
     if 200 <= status < 300:
         if not isinstance(data, dict):
             raise ProviderError(
-                f"{provider} answered {status} with something that is not a JSON object: {text[:200]!r}.",
+                f"{provider} answered {status} with something that is not a JSON object: "
+                f"{text[:200]!r}.",
                 provider=provider,
                 status=status,
                 kind="bad_response",

@@ -119,7 +119,8 @@ class AgentTokens:
             if count >= MAX_TOKENS:
                 raise ApiError(409, TOO_MANY)
             db.execute(
-                "INSERT INTO agent_tokens (id, username, name, token_hash, created) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO agent_tokens (id, username, name, token_hash, created) VALUES "
+                "(?, ?, ?, ?, ?)",
                 (row["id"], user.username, name, _digest(secret), row["created"]),
             )
         return {**row, "token": secret}
@@ -127,7 +128,8 @@ class AgentTokens:
     def listed(self, user: User) -> list[dict[str, object]]:
         with self.database.transaction() as db:
             rows = db.execute(
-                "SELECT id, name, created, last_used FROM agent_tokens WHERE username = ? ORDER BY created",
+                "SELECT id, name, created, last_used FROM agent_tokens WHERE username = ? "
+                "ORDER BY created",
                 (user.username,),
             ).fetchall()
         return [
@@ -152,7 +154,8 @@ class AgentTokens:
             return self._check_and_count(secret, now)
         with self.database.transaction() as db:
             row = db.execute(
-                "SELECT agent_tokens.id, agent_tokens.name, agent_tokens.last_used, users.username, users.groups "
+                "SELECT agent_tokens.id, agent_tokens.name, agent_tokens.last_used, "
+                "users.username, users.groups "
                 "FROM agent_tokens JOIN users USING (username) WHERE token_hash = ?",
                 (_digest(secret),),
             ).fetchone()
@@ -205,11 +208,13 @@ class AgentTokens:
                         "type": "string",
                         "pattern": NAME_PATTERN,
                         "maxLength": MAX_NAME,
-                        "x-refusal": f"A token's name is 1 to {MAX_NAME} characters of text, no control characters.",
+                        "x-refusal": f"A token's name is 1 to {MAX_NAME} characters of text, no "
+                        "control characters.",
                     }
                 },
                 "additionalProperties": False,
-                "x-unknown": 'Send {"name": "…"}: a name that tells you which agent holds the token.',
+                "x-unknown": 'Send {"name": "…"}: a name that tells you which agent holds the '
+                "token.",
             },
             body_limit=2048,
             replies={201: Reply(MADE, headers=NO_STORE)},
@@ -251,7 +256,8 @@ class AgentTokens:
             if not self.revoke(call.user, token_id):
                 raise ApiError(
                     404,
-                    f"You have no agent token {token_id[:40]!r}; GET /api/agent-tokens lists yours.",
+                    f"You have no agent token {token_id[:40]!r}; GET /api/agent-tokens lists "
+                    "yours.",
                     field="id",
                 )
             return {"revoked": token_id}
@@ -279,7 +285,8 @@ class AgentTokensOnlyOnMcp:
             if bearer_token(Headers(scope=scope)).startswith(PREFIX):
                 refusal = ApiError(
                     401,
-                    f"An agent token works only on {self.path}; sign in to use the rest of the server.",
+                    f"An agent token works only on {self.path}; sign in to use the rest of "
+                    "the server.",
                 )
                 await error_answer(refusal)(scope, receive, send)
                 return

@@ -197,7 +197,8 @@ async def _http_error(request: Request, error: Exception) -> Response:
         headers["allow"] = ", ".join(_allowed(request.app.router.routes, request.scope))
     sentence = {
         404: f"There is nothing at {request.url.path[:100]!r} on this server.",
-        405: f"{request.method} is not allowed on {request.url.path[:100]!r}; use {headers.get('allow', 'another method')}.",
+        405: f"{request.method} is not allowed on {request.url.path[:100]!r}; use "
+        f"{headers.get('allow', 'another method')}.",
     }.get(error.status_code, error.detail)
     return error_answer(ApiError(error.status_code, sentence, headers=headers))
 

@@ -109,7 +109,8 @@ class Auth:
             raise DeclarationError(rule, owner=username or "user", field="password")
         with self.database.transaction() as db:
             db.execute(
-                "INSERT INTO users (username, salt, password_hash, hash_scheme, groups) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO users (username, salt, password_hash, hash_scheme, groups) "
+                "VALUES (?, ?, ?, ?, ?)",
                 (username, *_stored(password), json.dumps(sorted(set(groups)))),
             )
         return User(username, tuple(sorted(set(groups))))
@@ -162,7 +163,8 @@ class Auth:
         with self.database.transaction() as db:
             if not is_current(row["hash_scheme"]):
                 db.execute(
-                    "UPDATE users SET salt = ?, password_hash = ?, hash_scheme = ? WHERE username = ?",
+                    "UPDATE users SET salt = ?, password_hash = ?, hash_scheme = ? WHERE "
+                    "username = ?",
                     (*_stored(password), username),
                 )
             db.execute(
@@ -205,7 +207,8 @@ class Auth:
         now, key = time.time(), _digest(token)
         with self.database.transaction() as db:
             row = db.execute(
-                "SELECT users.username, users.groups, sessions.last_seen FROM sessions JOIN users USING (username) "
+                "SELECT users.username, users.groups, sessions.last_seen FROM sessions JOIN "
+                "users USING (username) "
                 "WHERE token = ? AND expires_at > ? AND last_seen > ?",
                 (key, now, now - IDLE_SECONDS),
             ).fetchone()
@@ -215,7 +218,8 @@ class Auth:
 
     def routes(self) -> list[Route]:
         @declare(
-            "Sign in: a session as an HttpOnly cookie, and the same token for `Authorization: Bearer`",
+            "Sign in: a session as an HttpOnly cookie, and the same token for "
+            "`Authorization: Bearer`",
             body={
                 "type": "object",
                 "required": ["username", "password"],
@@ -293,7 +297,8 @@ class Auth:
             return JSONResponse(call.user.describe(), headers={"cache-control": "no-store"})
 
         @declare(
-            "Who is signed in, if anyone: the page asks at every load, and a signed-out visitor is no error",
+            "Who is signed in, if anyone: the page asks at every load, and a signed-out "
+            "visitor is no error",
             replies={
                 200: Reply(
                     {

@@ -100,7 +100,8 @@ FIELDS = {
 }
 USAGE_TABLE = [
     "CREATE TABLE IF NOT EXISTS assistant_usage (who TEXT NOT NULL, period TEXT NOT NULL, "
-    "requests INTEGER NOT NULL DEFAULT 0, tokens INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (who, period))"
+    "requests INTEGER NOT NULL DEFAULT 0, tokens INTEGER NOT NULL DEFAULT 0, PRIMARY KEY "
+    "(who, period))"
 ]
 ANSWERS = {"application/json": {"schema": {"type": "object"}}, **EVENTS}
 ALLOWANCE_USED = "You have used today's assistant allowance; it renews at 00:00 UTC."
@@ -149,7 +150,8 @@ class AssistantConfig:
             raise refuse(
                 "--model-base-url",
                 self.base_url,
-                f"--model-base-url (REACTOR_MODEL_BASE_URL) must be an http:// or https:// address such as "
+                "--model-base-url (REACTOR_MODEL_BASE_URL) must be an http:// or https:// "
+                "address such as "
                 f"http://127.0.0.1:11434/v1; {self.base_url[:80]!r} is not.",
             )
         if not self.api_key and (self.provider == "anthropic" or not self.base_url):
@@ -157,7 +159,8 @@ class AssistantConfig:
                 "REACTOR_MODEL_API_KEY",
                 None,
                 f"The site's model needs its provider's key: set REACTOR_MODEL_API_KEY (or "
-                f"{KEY_VARIABLES[self.provider]}) in the server's environment, never on the command line.",
+                f"{KEY_VARIABLES[self.provider]}) in the server's environment, never on the "
+                "command line.",
             )
         for option, value, low, high in (
             ("--model-limit-rpm", self.limit_rpm, 1, 100_000),
@@ -224,7 +227,8 @@ class Allowance:
                 (who, minute),
             )
             requests = db.execute(
-                "INSERT INTO assistant_usage (who, period, requests) VALUES (?, ?, 1) ON CONFLICT (who, period) "
+                "INSERT INTO assistant_usage (who, period, requests) VALUES (?, ?, 1) ON "
+                "CONFLICT (who, period) "
                 "DO UPDATE SET requests = assistant_usage.requests + 1 RETURNING requests",
                 (who, minute),
             ).fetchone()[0]
@@ -237,7 +241,8 @@ class Allowance:
             wait = int(60 - now % 60) + 1
             raise Refused(
                 429,
-                f"You have sent {self.config.limit_rpm} messages to the assistant in the last minute, its limit; "
+                f"You have sent {self.config.limit_rpm} messages to the assistant in the "
+                "last minute, its limit; "
                 f"wait {wait} seconds and send again.",
                 retry_after=wait,
             )
@@ -245,7 +250,8 @@ class Allowance:
     def spend(self, who: str, tokens: int, now: float) -> None:
         with self.database.transaction() as db:
             db.execute(
-                "INSERT INTO assistant_usage (who, period, tokens) VALUES (?, ?, ?) ON CONFLICT (who, period) "
+                "INSERT INTO assistant_usage (who, period, tokens) VALUES (?, ?, ?) ON "
+                "CONFLICT (who, period) "
                 "DO UPDATE SET tokens = assistant_usage.tokens + excluded.tokens",
                 (who, _day(now), tokens),
             )
@@ -278,7 +284,8 @@ class Gateway:
         )
 
         @declare(
-            f"Ask the site's model ({'OpenAI Chat Completions' if provider == 'openai' else 'Anthropic Messages'} "
+            "Ask the site's model "
+            f"({'OpenAI Chat Completions' if provider == 'openai' else 'Anthropic Messages'} "
             "wire format; the server adds the key and relays the answer as it streams)",
             body=self.request_schema(),
             body_limit=config.max_body,
@@ -286,7 +293,8 @@ class Gateway:
             replies={200: Reply(content=ANSWERS)},
             refusals={
                 **({} if config.anonymous else {401: "Nobody is signed in."}),
-                429: "Past the person's requests per minute or tokens per day, or the provider's rate limit.",
+                429: "Past the person's requests per minute or tokens per day, or the provider's "
+                "rate limit.",
                 502: "The provider refused the key, the model or the conversation, or failed.",
                 503: "The provider is overloaded.",
             },
@@ -308,7 +316,8 @@ class Gateway:
         properties |= {
             "model": {
                 "const": config.model,
-                "x-refusal": f"This site's assistant is {config.model}; the request named {{value}}.",
+                "x-refusal": f"This site's assistant is {config.model}; the request named "
+                f"{{value}}.",
             },
             "messages": {
                 "type": "array",
@@ -321,7 +330,8 @@ class Gateway:
                     "type": "integer",
                     "minimum": 1,
                     "maximum": config.max_tokens,
-                    "x-refusal": f"{cap} must be a whole number from 1 to {config.max_tokens} here.",
+                    "x-refusal": f"{cap} must be a whole number from 1 to {config.max_tokens} "
+                    "here.",
                 }
                 for cap in caps
                 if cap in properties
@@ -377,7 +387,10 @@ class Gateway:
         return httpx.AsyncClient(verify=self._tls, timeout=timeout, trust_env=False)
 
     def _too_large(self) -> str:
-        return f"The conversation is too long for this site's assistant (over {self.config.max_body} bytes); start a new one."
+        return (
+            "The conversation is too long for this site's assistant (over "
+            f"{self.config.max_body} bytes); start a new one."
+        )
 
     def hide(self, text: str) -> str:
         return text.replace(self.config.api_key, "***") if self.config.api_key else text
@@ -515,12 +528,18 @@ class Relay(Response):
 
     @staticmethod
     def cut_sentence() -> str:
-        return "The answer was cut off: the site's model stopped sending before it finished. Send your message again to retry."
+        return (
+            "The answer was cut off: the site's model stopped sending before it finished. Send "
+            "your message again to retry."
+        )
 
     @staticmethod
     def error_sentence(error: str) -> str:
         if "overloaded" in error.lower():
-            return "The site's model is overloaded and stopped mid-answer; send your message again in a minute."
+            return (
+                "The site's model is overloaded and stopped mid-answer; send your message again "
+                "in a minute."
+            )
         return "The site's model failed mid-answer; send your message again to retry."
 
     def refusal(
@@ -537,13 +556,15 @@ class Relay(Response):
         if status in (401, 403):
             return (
                 502,
-                "This site's assistant is not working: its provider refused the site's key. The site's operator can see why in the server's log.",
+                "This site's assistant is not working: its provider refused the site's key. "
+                "The site's operator can see why in the server's log.",
                 None,
             )
         if status == 404:
             return (
                 502,
-                "This site's assistant is not working: its provider does not know the site's model. The site's operator can see why in the server's log.",
+                "This site's assistant is not working: its provider does not know the site's "
+                "model. The site's operator can see why in the server's log.",
                 None,
             )
         if status == 429:
@@ -558,7 +579,8 @@ class Relay(Response):
         if 400 <= status < 500:
             return (
                 502,
-                "This site's model could not take this conversation; start a new one, or tell the site's operator.",
+                "This site's model could not take this conversation; start a new one, or "
+                "tell the site's operator.",
                 None,
             )
         return 502, "This site's model failed to answer; try again in a moment.", None

@@ -90,7 +90,8 @@ OWN_TOOL_LIST = [
     types.Tool(
         name="reactor_pages",
         title="Open reactor pages",
-        description="List the person's open reactor pages whose agents switch is on: their ids, titles and "
+        description="List the person's open reactor pages whose agents switch is on: their ids, "
+        "titles and "
         "addresses, the most recently used first. Tools without reactor_call go to the first.",
         input_schema={"type": "object", "properties": {}, "additionalProperties": False},
         annotations=types.ToolAnnotations(
@@ -100,7 +101,8 @@ OWN_TOOL_LIST = [
     types.Tool(
         name="reactor_call",
         title="Call a tool on one reactor page",
-        description="Call a tool on the reactor page named by `page` (an id from reactor_pages), with `arguments`. "
+        description="Call a tool on the reactor page named by `page` (an id from reactor_pages), "
+        "with `arguments`. "
         "Writes are approved by the person in that page.",
         input_schema={
             "type": "object",
@@ -185,7 +187,8 @@ def mcp_server(relay: PageRelay, page_url: Callable[[Any], str]) -> RelayServer:
                 return tool_result(
                     failure(
                         "invalid_arguments",
-                        "Pass page (an id from reactor_pages), tool (a name) and arguments (an object).",
+                        "Pass page (an id from reactor_pages), tool (a name) and arguments "
+                        "(an object).",
                     )
                 )
             page = relay.page_of(username, page_id)
@@ -242,15 +245,18 @@ def _tool(tool: Any) -> types.Tool | None:
 
 MCP_OPERATION = documented(
     Declaration(
-        "MCP's Streamable HTTP for desktop agents (an agent token as bearer; the page's tools, relayed)",
-        description="JSON-RPC as the Model Context Protocol says (2025-11-25 with Mcp-Session-Id, and 2026-07-28).",
+        "MCP's Streamable HTTP for desktop agents (an agent token as bearer; the page's "
+        "tools, relayed)",
+        description="JSON-RPC as the Model Context Protocol says (2025-11-25 with Mcp-Session-Id, "
+        "and 2026-07-28).",
         replies={
             200: Reply(content={"application/json": {"schema": {"type": "object"}}, **EVENTS}),
             202: Reply(),
         },
         refusals={
             400: "Not a JSON-RPC message MCP's transport takes.",
-            401: "No valid agent token (a session or cookie is refused); WWW-Authenticate says Bearer.",
+            401: "No valid agent token (a session or cookie is refused); WWW-Authenticate says "
+            "Bearer.",
             403: "A page of a foreign Origin asks.",
             404: "An MCP session this process does not hold.",
             405: "A method the transport does not take here.",

@@ -61,7 +61,8 @@ def openapi_document(routes: Iterable[BaseRoute], *, title: str, version: str) -
         "info": {
             "title": title,
             "version": version,
-            "description": "Every write is JSON from the server's own origin (or an allowed one) when the "
+            "description": "Every write is JSON from the server's own origin (or an allowed one) "
+            "when the "
             "session cookie authenticates it; a bearer token needs neither. Every refusal is "
             '`{"error": sentence}`, with `field` naming what was wrong. See docs/SECURITY.md.',
         },

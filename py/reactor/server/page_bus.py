@@ -66,7 +66,8 @@ class PostgresPageBus:
     def pages_of(self, username: str) -> list[PageLink]:
         with self.database.transaction() as db:
             rows = db.execute(
-                "SELECT id, username, process, title, url, active_at, tools FROM agent_pages WHERE username = ? AND seen_at > ?",
+                "SELECT id, username, process, title, url, active_at, tools FROM agent_pages "
+                "WHERE username = ? AND seen_at > ?",
                 (username, time.time() - STALE_SECONDS),
             ).fetchall()
         return [
@@ -86,9 +87,11 @@ class PostgresPageBus:
         now = time.time()
         with self.database.transaction() as db:
             db.execute(
-                "INSERT INTO agent_pages (id, username, process, title, url, active_at, seen_at, tools) "
+                "INSERT INTO agent_pages (id, username, process, title, url, active_at, "
+                "seen_at, tools) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
-                "active_at = excluded.active_at, seen_at = excluded.seen_at, tools = excluded.tools",
+                "active_at = excluded.active_at, seen_at = excluded.seen_at, tools = "
+                "excluded.tools",
                 (
                     page.id,
                     page.username,

@@ -149,7 +149,8 @@ def page_routes(
         return serve_file(call.request, WEB, call.path["path"], cache=REVALIDATE)
 
     @declare(
-        "A file of the vendored runtime (Pyodide; PyScript for the bench), immutable under its version stamp",
+        "A file of the vendored runtime (Pyodide; PyScript for the bench), immutable under "
+        "its version stamp",
         replies={200: FOREVER},
         refusals={404: "No such file, or a runtime version this server does not serve."},
     )
@@ -257,7 +258,8 @@ def early_boot(runtime: Runtime) -> str:
         [
             '<link rel="modulepreload" href="/web/early-worker.js">',
             # A failed start is reported by reactor.js, whose boot talks to the same worker.
-            f'<script>import("/web/early-worker.js").then((m) => m.startWorker({start})).catch(() => {{}});</script>',
+            '<script>import("/web/early-worker.js").then((m) => '
+            f"m.startWorker({start})).catch(() => {{}});</script>",
         ]
     )
 

@@ -124,10 +124,14 @@ RECORD_BODY = {
         },
         "enabled": {"type": "boolean"},
     },
-    "x-unknown": "{field} is not a record field; use code, enabled, id, language, location, name, settings, visibility.",
+    "x-unknown": "{field} is not a record field; use code, enabled, id, language, location, name, "
+    "settings, visibility.",
 }
 BODY_LIMIT = 256_000
-CHECKED = "The record breaks its schema, or its code or settings break what reactor.ai_tools checks; `field` names which."
+CHECKED = (
+    "The record breaks its schema, or its code or settings break what reactor.ai_tools "
+    "checks; `field` names which."
+)
 STEPS = [
     """
     CREATE TABLE IF NOT EXISTS plugin_records (
@@ -183,7 +187,8 @@ class PluginRecords:
                 raise ApiError(404, missing, field="id")
             db.execute(
                 "INSERT INTO plugin_records VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
-                "record = excluded.record, updated_at = excluded.updated_at, updated_by = excluded.updated_by",
+                "record = excluded.record, updated_at = excluded.updated_at, updated_by = "
+                "excluded.updated_by",
                 (record["id"], json.dumps(record), time.time(), by),
             )
         return record
@@ -262,7 +267,10 @@ class PluginRecords:
         )
         async def update_record(call: Call) -> Any:
             if call.body["id"] != call.path["id"]:
-                sentence = f"The body's id {call.body['id']!r} is not the id in the address, {call.path['id'][:80]!r}."
+                sentence = (
+                    f"The body's id {call.body['id']!r} is not the id in the address, "
+                    f"{call.path['id'][:80]!r}."
+                )
                 raise ApiError(422, sentence, field="id")
             return self._write(call.body, call.user, create=False)
 

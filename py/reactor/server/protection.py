@@ -80,7 +80,8 @@ class HostCheck:
             shown = host[:80] or "(none)"
             refusal = error_response(
                 421,
-                f"This server does not serve the host {shown!r}; its operator can add it with `reactor serve --allow-host NAME`.",
+                f"This server does not serve the host {shown!r}; its operator can add it "
+                "with `reactor serve --allow-host NAME`.",
             )
             refusal.headers["x-content-type-options"] = "nosniff"
             await refusal(scope, receive, send)
@@ -123,7 +124,8 @@ class CrossSiteWriteGuard:
         if media_type != "application/json" and not bodyless:
             return error_response(
                 415,
-                "Send writes as JSON, with content-type: application/json (or authenticate them with a bearer token).",
+                "Send writes as JSON, with content-type: application/json (or authenticate "
+                "them with a bearer token).",
             )
         origin = headers.get("origin")
         if origin is not None:

@@ -89,7 +89,8 @@ def json_problem(data: Any, *, max_depth: int = MAX_DEPTH) -> tuple[str, str] | 
             if not _is_utf8(value):
                 return (
                     path,
-                    f"The field {path or 'body'!r} holds a lone UTF-16 surrogate, which is not text; send valid Unicode.",
+                    f"The field {path or 'body'!r} holds a lone UTF-16 surrogate, which is "
+                    "not text; send valid Unicode.",
                 )
         elif isinstance(value, dict):
             for key, item in value.items():
@@ -97,7 +98,8 @@ def json_problem(data: Any, *, max_depth: int = MAX_DEPTH) -> tuple[str, str] | 
                 if not _is_utf8(key):
                     return (
                         path or "body",
-                        f"A key in {path or 'the body'!r} holds a lone UTF-16 surrogate; send valid Unicode.",
+                        f"A key in {path or 'the body'!r} holds a lone UTF-16 surrogate; "
+                        "send valid Unicode.",
                     )
                 stack.append((item, inner, depth + 1))
         elif isinstance(value, list):

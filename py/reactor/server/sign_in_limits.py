@@ -39,7 +39,8 @@ class SignInLimits:
             db.execute("DELETE FROM sign_in_attempts WHERE at < ?", (now - WINDOW_SECONDS,))
             for key, limit in keys:
                 recent = db.execute(
-                    "SELECT at FROM sign_in_attempts WHERE key = ? ORDER BY at DESC LIMIT 1 OFFSET ?",
+                    "SELECT at FROM sign_in_attempts WHERE key = ? ORDER BY at DESC LIMIT 1 "
+                    "OFFSET ?",
                     (key, limit - 1),
                 ).fetchone()
                 if recent is not None:

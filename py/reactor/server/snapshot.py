@@ -75,7 +75,8 @@ def memory_snapshot(
             return None
         if not made.is_file():
             log.warning(
-                "Making Pyodide's memory snapshot wrote no file; the page boots Pyodide from its files. %s",
+                "Making Pyodide's memory snapshot wrote no file; the page boots Pyodide from "
+                "its files. %s",
                 printed[-500:],
             )
             return None

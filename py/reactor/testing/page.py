@@ -99,7 +99,8 @@ class ReactorPage:
         if agent_plugins is not None:
             agent = {"name": "Test agent", "instructions": "", "plugins": list(agent_plugins)}
             self.page.add_init_script(
-                f"window.reactorConfig = {{...(window.reactorConfig ?? {{}}), agent: {json.dumps(agent)}}};"
+                f"window.reactorConfig = {{...(window.reactorConfig ?? {{}}), agent: "
+                f"{json.dumps(agent)}}};"
             )
         self.page.goto(path if urlsplit(path).scheme else self.server.url + path)
         self.ready = self.page.evaluate("window.reactor.ready")
@@ -174,7 +175,8 @@ class ReactorPage:
         offered = "bundles.some((b) => b.commands.some((c) => c.name === key))"
         if not self._wait_for(offered, name, timeout_ms):
             pytest.fail(
-                f"No bundle offered the tool {name!r} within {timeout_ms} ms; the page has {self.tools()}."
+                f"No bundle offered the tool {name!r} within {timeout_ms} ms; the page has "
+                f"{self.tools()}."
             )
 
     def wait_for_bundle(self, bundle_id: str, timeout_ms: int = 30_000) -> None:
@@ -205,7 +207,8 @@ class ReactorPage:
                 if approve is None:
                     asked = pending.first.inner_text()
                     pytest.fail(
-                        f"The chat asked for approval ({asked!r}); pass approve=True or approve=False."
+                        f"The chat asked for approval ({asked!r}); pass approve=True or "
+                        "approve=False."
                     )
                 pending.first.get_by_role(
                     "button", name="Allow" if approve else "Deny", exact=True
