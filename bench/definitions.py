@@ -34,7 +34,8 @@ DEFINE = """async (count) => {
     const began = performance.now();
     await window.reactor.definePlugin({
       name,
-      commands: Array.from({ length: 10 }, (_, t) => ({ id: `${name}.t${t}`, execute: (args) => args })),
+      commands: Array.from({ length: 10 }, (_, t) => ({
+        id: `${name}.t${t}`, execute: (args) => args })),
       agentTools: { id: name, name, commands: Array.from({ length: 10 }, (_, t) => ({
         name: `${name}_t${t}`, command: `${name}.t${t}`, description: `Tool ${t} of ${name}.`,
         parameters: { type: "object", properties: { id: { type: "string" } } } })) },
@@ -44,7 +45,8 @@ DEFINE = """async (count) => {
   const total = performance.now() - started;
   await new Promise((resolve) => setTimeout(resolve, 100));  // the observer's last entries
   const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
-  return { total_ms: total, first_ten_ms: mean(each.slice(0, 10)), last_hundred_ms: mean(each.slice(-100)), long_tasks_ms: long };
+  return { total_ms: total, first_ten_ms: mean(each.slice(0, 10)),
+           last_hundred_ms: mean(each.slice(-100)), long_tasks_ms: long };
 }"""
 
 

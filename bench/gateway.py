@@ -3,10 +3,10 @@ the same provider directly, in one run.
 
     .venv/bin/python -m bench.gateway [--rounds 15] [--deltas 20] [--gap-ms 10]
 
-One stand-in provider on loopback (reactor/testing/standins.py, OpenAI's streaming wire format) writes
-each text delta at a time it records (`time.time()`), `--gap-ms` apart. One reactor server holds
-it as the site's model (reactor/server/gateway.py) and lets keys be typed too. One demo page in
-Chromium asks, in interleaved rounds, through its chat (`reactor.chat.send`, the widget drawing
+One stand-in provider on loopback (reactor/testing/standins.py, OpenAI's streaming wire format)
+writes each text delta at a time it records (`time.time()`), `--gap-ms` apart. One reactor server
+holds it as the site's model (reactor/server/gateway.py) and lets keys be typed too. One demo page
+in Chromium asks, in interleaved rounds, through its chat (`reactor.chat.send`, the widget drawing
 the reply): the site's assistant (page → server → provider) and the same provider configured in
 *Model settings* (page → provider). A MutationObserver stamps each delta when its words are in
 the reply's element (`performance.timeOrigin + now()`, the same clock). Reported, p50 and p95:
@@ -47,7 +47,9 @@ ASK = """async ([words, deltas]) => {
   observer.observe(log, { childList: true, subtree: true, characterData: true });
   const outcome = await window.reactor.chat.send(words);
   observer.disconnect();
-  if (outcome.status !== "done") throw new Error(`the reply ended ${outcome.status}: ${outcome.error}`);
+  if (outcome.status !== "done") {
+    throw new Error(`the reply ended ${outcome.status}: ${outcome.error}`);
+  }
   return stamps.slice(0, deltas);
 }"""
 

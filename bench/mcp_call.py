@@ -70,7 +70,8 @@ class Wire:
         self.http = httpx.Client(base_url=url, headers=headers, timeout=30)
         self.next_id = 0
         opened = self.http.post("/mcp", json=self.request("initialize", {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"},
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "1"},
         }))  # fmt: skip
         self.http.headers.update(
             {

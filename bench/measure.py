@@ -35,11 +35,17 @@ DONE = "bench: done"
 # resolves, `listed` when the bundles have been listed. On every page, long tasks and the gaps of
 # a 10 ms timer are watched from navigation on (window.__blocking), as a person would feel them.
 MARKS = """
-let benchDone;  // a page says it is done by setting window.__benchDone; the bench hears it on the console
-Object.defineProperty(window, "__benchDone", { get: () => benchDone, set: (value) => { benchDone = value; console.debug(DONE); window.__benchReport?.(); } });
+// a page says it is done by setting window.__benchDone; the bench hears it on the console
+let benchDone;
+Object.defineProperty(window, "__benchDone", {
+  get: () => benchDone,
+  set: (value) => { benchDone = value; console.debug(DONE); window.__benchReport?.(); },
+});
 const blocking = window.__blocking = { tasks: [], gaps: [], last: performance.now() };
 new PerformanceObserver((list) => {
-  for (const entry of list.getEntries()) blocking.tasks.push({ start: entry.startTime, duration: entry.duration });
+  for (const entry of list.getEntries()) {
+    blocking.tasks.push({ start: entry.startTime, duration: entry.duration });
+  }
 }).observe({ type: "longtask", buffered: true });
 setInterval(() => {
   const now = performance.now();
@@ -64,9 +70,9 @@ addEventListener("DOMContentLoaded", async () => {
   window.__benchDone = marks.listed ?? -1;
 });
 """.replace("DONE", repr(DONE))
-# What held the main thread between `from` and `until` (ms on the page's clock): long tasks (> 50 ms), Total
-# Blocking Time (the sum of each long task's part over 50 ms, as Lighthouse counts it) and the
-# longest gap of the 10 ms timer.
+# What held the main thread between `from` and `until` (ms on the page's clock): long tasks
+# (> 50 ms), Total Blocking Time (the sum of each long task's part over 50 ms, as Lighthouse counts
+# it) and the longest gap of the 10 ms timer.
 BLOCKING = """([from, until]) => {
   const tasks = window.__blocking.tasks.filter((t) => t.start >= from && t.start < until);
   const gaps = window.__blocking.gaps.filter((g) => g.at > from && g.at <= until).map((g) => g.gap);
@@ -75,7 +81,8 @@ BLOCKING = """([from, until]) => {
           longest_timer_gap_ms: Math.max(0, ...gaps)};
 }"""
 RESOURCES = """performance.getEntriesByType("resource").map((e) => ({
-  path: new URL(e.name).pathname, start: e.startTime, end: e.responseEnd, transfer: e.transferSize}))"""
+  path: new URL(e.name).pathname, start: e.startTime, end: e.responseEnd,
+  transfer: e.transferSize}))"""
 # What the bench server writes into the start-up pages, for browsers no debugger is attached to.
 PAGE_MARKS = reporter(MARKS, BLOCKING, RESOURCES)
 
@@ -132,7 +139,8 @@ def load(page: Any, url: str) -> dict[str, Any]:
 
 
 def blocking(page: Any, start: float, end: float) -> dict[str, float]:
-    """Long tasks, Total Blocking Time and the longest timer gap between two times of the page's clock."""
+    """Long tasks, Total Blocking Time and the longest timer gap between two times of the page's
+    clock."""
     return page.evaluate(BLOCKING, [start, end])
 
 

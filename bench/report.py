@@ -54,7 +54,8 @@ def summarize(results: dict[str, Any]) -> list[dict[str, Any]]:
     hundred = next(
         (p for p in points if p["plugins"] >= 100), points[1] if len(points) > 1 else top
     )
-    # Marginal cost per synthetic plugin: the first point's load is mostly the product's own plugins.
+    # Marginal cost per synthetic plugin: the first point's load is mostly the product's own
+    # plugins.
     per_plugin = {
         p["plugins"]: (p["load_ms"] - base["load_ms"]) / (p["plugins"] - base["plugins"])
         for p in points
@@ -70,7 +71,8 @@ def summarize(results: dict[str, Any]) -> list[dict[str, Any]]:
         call_ratio_vs_10_tools=top["registry_call"]["ratio"],
         tool_path_ratio_vs_10_tools=top["registry_call"]["tool_ratio"],
         round_trip_ratio_vs_10_tools=top["call_p50_ms"] / base["call_p50_ms"],
-        # Page to page (each its own noise, +-15 % here): callTool with every plugin against the first point.
+        # Page to page (each its own noise, +-15 % here): callTool with every plugin against the
+        # first point.
         tool_call_ratio_vs_base=top["call_tool_p50_ms"] / base["call_tool_p50_ms"],
         memory_before=base["memory"],
         memory_after=top["memory"],

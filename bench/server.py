@@ -6,7 +6,8 @@
 - `lab`: the same app with the bench page plugins (`reactor_bench`): the probe (a no-op tool,
   measurements) and N synthetic plugins. The product ships only `reactor` and
   `reactor_plugins` into the page, so /app/boot.json is wrapped to add the bench's own Python
-  bundle to the page's `python.bundles`; /bench/lab.html imports @lumino/commands from bench/vendor/.
+  bundle to the page's `python.bundles`; /bench/lab.html imports @lumino/commands from
+  bench/vendor/.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ LUMINO = BENCH / "vendor" / "node_modules"
 
 def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette:
     """The product app under `/`, with the bench pages (and, for `lab`, the bench plugins: the
-    probe, `reactor_bench:PROBE_PLUGIN`, and synthetic plugins of 10 tools, `reactor_bench:SYNTH_NNNN`)."""
+    probe, `reactor_bench:PROBE_PLUGIN`, and synthetic plugins of 10 tools,
+    `reactor_bench:SYNTH_NNNN`)."""
     plugins = discover_plugins()
     if lab:
         plugins += [

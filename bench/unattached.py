@@ -49,8 +49,10 @@ def reporter(marks: str, blocking: str, resources: str) -> str:
 window.__benchReport = async () => {
   const done = window.__benchDone;
   const offsite = performance.getEntriesByType("resource").map((e) => e.name)
-    .filter((name) => /^(https?|wss?):/.test(name) && !["127.0.0.1", "localhost"].includes(new URL(name).hostname));
-  const report = { ...(window.__bench ?? {}), done, blocking: (BLOCKING)([0, done]), resources: RESOURCES, offsite };
+    .filter((name) => /^(https?|wss?):/.test(name)
+      && !["127.0.0.1", "localhost"].includes(new URL(name).hostname));
+  const report = { ...(window.__bench ?? {}), done, blocking: (BLOCKING)([0, done]),
+                   resources: RESOURCES, offsite };
   const query = new URLSearchParams(location.search);
   if (query.has("bench-calls") && !report.error) {
     const { names, options } = JSON.parse(query.get("bench-calls"));
@@ -63,7 +65,9 @@ window.__benchReport = async () => {
     report.calls_blocking = (BLOCKING)([since, performance.now()]);
   }
   console.log(REPORT + JSON.stringify(report));
-  if (query.has("bench-warm") && !query.has("bench-second")) setTimeout(() => location.assign(`${location.href}&bench-second`));
+  if (query.has("bench-warm") && !query.has("bench-second")) {
+    setTimeout(() => location.assign(`${location.href}&bench-second`));
+  }
 };
 """.replace("BLOCKING", blocking)
         .replace("RESOURCES", resources)
@@ -72,7 +76,8 @@ window.__benchReport = async () => {
 
 
 def switches(browser: Any) -> list[str]:
-    """The program and switches Playwright's browser runs with (chrome://version), minus its session's."""
+    """The program and switches Playwright's browser runs with (chrome://version), minus its
+    session's."""
     page = browser.new_page()
     try:
         page.goto("chrome://version")

@@ -185,7 +185,8 @@ def app_server(tmp_path: Path, database_target: str) -> AppServer:
 
 
 def bearer(server: LiveServer | AppServer, username: str) -> dict[str, str]:
-    """The headers of a client signed in as a demo user (password `<name>-demo`) with a bearer token."""
+    """The headers of a client signed in as a demo user (password `<name>-demo`) with a bearer
+    token."""
     client = server.client() if isinstance(server, AppServer) else httpx.Client()
     with client:
         answer = client.post(
@@ -213,7 +214,8 @@ def live_server(reactor_server: LiveServer) -> LiveServer:
 
 @pytest.fixture
 def blocking_popups(browser_type: Any, browser_type_launch_args: dict[str, Any]) -> Iterator[Any]:
-    """A page in a Chromium that blocks popups as a person's browser does (Playwright turns that off)."""
+    """A page in a Chromium that blocks popups as a person's browser does (Playwright turns that
+    off)."""
     browser = browser_type.launch(
         **browser_type_launch_args, ignore_default_args=["--disable-popup-blocking"]
     )

@@ -12,7 +12,8 @@ pytestmark = pytest.mark.browser
 
 
 def sign_in(reactor_page, username):
-    """reactor_page signed in as `username`, once its AI Tools are listed and their worker booted."""
+    """reactor_page signed in as `username`, once its AI Tools are listed and their worker
+    booted."""
     page = reactor_page.sign_in(username).page
     reactor_page.wait_for_bundle("ai-tools")
     page.wait_for_function("window.reactor.aiToolWorkerStats().booted >= 1", timeout=60_000)
@@ -113,7 +114,11 @@ def test_a_runaway_loop_is_killed_while_the_page_keeps_answering_clicks(reactor_
     page.evaluate("window.reactor.executeCommand('decks.open', {id: 'onboarding'})")
     page.evaluate("""() => {
         window.__stall = 0; let last = performance.now();
-        window.__sampler = setInterval(() => { const now = performance.now(); window.__stall = Math.max(window.__stall, now - last - 20); last = now; }, 20);
+        window.__sampler = setInterval(() => {
+            const now = performance.now();
+            window.__stall = Math.max(window.__stall, now - last - 20);
+            last = now;
+        }, 20);
         window.__runaway = window.reactor.callTool('runaway', {});
     }""")
     for expected in (2, 3, 4):

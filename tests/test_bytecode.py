@@ -1,4 +1,5 @@
-"""The page's Python precompiled by Pyodide itself: used when it matches its source, never when not."""
+"""The page's Python precompiled by Pyodide itself: used when it matches its source, never when
+not."""
 
 from __future__ import annotations
 
@@ -20,13 +21,16 @@ const [source, pyc] = JSON.parse(process.argv[1]);
 const pyodide = await loadPyodide({ indexURL: "%(pyodide)s/" });
 pyodide.FS.mkdirTree("/work/__pycache__");
 pyodide.FS.writeFile("/work/m.py", source);
-pyodide.FS.writeFile("/work/__pycache__/m.cpython-314.pyc", Uint8Array.from(atob(pyc), (c) => c.charCodeAt(0)));
+pyodide.FS.writeFile(
+  "/work/__pycache__/m.cpython-314.pyc", Uint8Array.from(atob(pyc), (c) => c.charCodeAt(0)));
 process.stdout.write(pyodide.runPython(`
 import importlib._bootstrap_external as external, json, sys
 sys.path.insert(0, "/work")
 compiled = []
 original = external.SourceLoader.source_to_code
-external.SourceLoader.source_to_code = lambda self, *a, **k: compiled.append(1) or original(self, *a, **k)
+external.SourceLoader.source_to_code = lambda self, *a, **k: (
+    compiled.append(1) or original(self, *a, **k)
+)
 import m
 json.dumps({"x": m.x, "compiled_from_source": bool(compiled)})
 `));

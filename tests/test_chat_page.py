@@ -1,4 +1,5 @@
-"""The chat widget in real Chromium: bundles become tools, approvals wait for the person, Stop stops."""
+"""The chat widget in real Chromium: bundles become tools, approvals wait for the person, Stop
+stops."""
 
 import time
 
@@ -34,7 +35,8 @@ def server(tmp_path, provider):
 
 
 def chat_of(reactor_page, username=None):
-    """The chat of a ready page, signed in as `username` when given, once it has chosen its model."""
+    """The chat of a ready page, signed in as `username` when given, once it has chosen its
+    model."""
     if username:
         reactor_page.sign_in(username)
     reactor_page.page.get_by_test_id("chat-model").wait_for()
@@ -241,8 +243,9 @@ def test_webmcp_gets_the_admitted_tools_and_a_write_through_it_still_asks(server
     page.wait_for_function("window.__webmcp.length > 0")
     names = page.evaluate("window.__webmcp.map(t => t.name)")
     assert "decks_open" in names and not any(n.startswith("cms_") for n in names)
-    page.evaluate("""() => { window.__answer = window.__webmcp.find(t => t.name === 'decks_update_slide')
-        .execute({id: 'onboarding', slide: 1, title: 'Via WebMCP'}, {}); }""")
+    page.evaluate("""() => {
+        window.__answer = window.__webmcp.find(t => t.name === 'decks_update_slide')
+            .execute({id: 'onboarding', slide: 1, title: 'Via WebMCP'}, {}); }""")
     page.get_by_test_id("approval").get_by_role("button", name="Allow", exact=True).click()
     assert page.evaluate("window.__answer")["ok"] is True
     assert (
@@ -363,7 +366,8 @@ def test_the_chat_driven_from_code_shows_its_model_and_the_person_can_stop_its_r
     )  # not awaited: it runs on
     assert provider.asked.wait(10), "the model was asked"
     stop = page.locator("reactor-chat").get_by_role("button", name="Stop")
-    stop.click()  # Playwright waits until it is enabled: a reply the widget did not start can be stopped
+    # Playwright waits until it is enabled: a reply the widget did not start can be stopped
+    stop.click()
     idle(page)
     assert provider.hung_up.wait(5), "the request to the provider was aborted"
     assert page.locator("reactor-chat").get_by_role("button", name="Send").is_enabled()

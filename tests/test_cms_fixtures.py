@@ -49,7 +49,8 @@ class Client(AppClient):
 def serve_cms(
     tmp_path: Any, *, seed: bool = True, target: str = "", **options: Any
 ) -> tuple[Client, Database]:
-    """The CMS server plugin alone in a Starlette app, over demo users (and demo sites with `seed`)."""
+    """The CMS server plugin alone in a Starlette app, over demo users (and demo sites with
+    `seed`)."""
     database = Database(target or tmp_path / "cms.sqlite3")
     platform = PluginPlatform([cms_plugin(**options)])
     plugin = platform.server_half("cms")

@@ -1,5 +1,5 @@
-"""The CMS in real Chromium: sign in at the top of the page, crawl the demo blog into drafts, publish
-on request, show the public page in a tab (or get its link when popups are blocked), and
+"""The CMS in real Chromium: sign in at the top of the page, crawl the demo blog into drafts,
+publish on request, show the public page in a tab (or get its link when popups are blocked), and
 switch the site so the next call goes there."""
 
 from __future__ import annotations

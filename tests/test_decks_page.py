@@ -12,7 +12,8 @@ PHONE = pytest.mark.browser_context_args(viewport={"width": 390, "height": 844})
 
 
 def ready(reactor_page, username=None):
-    """The page reactor_page opened, every plugin loaded, signed in as `username` (password `<name>-demo`)."""
+    """The page reactor_page opened, every plugin loaded, signed in as `username` (password
+    `<name>-demo`)."""
     assert reactor_page.page.evaluate("window.reactor.ready")["failures"] == []
     if username:
         reactor_page.sign_in(username)
@@ -94,7 +95,8 @@ def sidebar_is_covered(page):
     """Whether what is on screen where the sidebar's heading is belongs to the slide stage."""
     return page.evaluate("""() => {
         const box = document.querySelector('#palette-title').getBoundingClientRect();
-        const hit = document.elementFromPoint(Math.min(box.left + 5, innerWidth - 1), Math.min(box.top + 5, innerHeight - 1));
+        const hit = document.elementFromPoint(
+            Math.min(box.left + 5, innerWidth - 1), Math.min(box.top + 5, innerHeight - 1));
         return document.getElementById('decks').contains(hit);
     }""")
 
@@ -435,8 +437,10 @@ def test_at_390_px_the_deck_buttons_read_whole(reactor_page):
     page = ready(reactor_page)
     page.locator('[data-deck-id="onboarding"]').get_by_test_id("open-deck").click()
     page.get_by_text("Slide 1 of 5").wait_for()
-    broken = page.evaluate("""() => [...document.querySelectorAll('#decks button, #decks .decks-number')]
-        .filter((node) => node.getClientRects().length && node.offsetHeight > 2 * parseFloat(getComputedStyle(node).lineHeight))
+    broken = page.evaluate("""() => [
+            ...document.querySelectorAll('#decks button, #decks .decks-number')]
+        .filter((node) => node.getClientRects().length
+            && node.offsetHeight > 2 * parseFloat(getComputedStyle(node).lineHeight))
         .map((node) => node.textContent)""")
     assert broken == []
     for label in ("Previous", "Next", "Present", "Print", "← All decks"):
@@ -475,7 +479,9 @@ def test_a_palette_form_never_shows_a_secret_as_typed(reactor_page):
     page = ready(reactor_page)
     page.evaluate("""window.reactor.definePlugin({name: "vault", commands: [{
         id: "vault.open", label: "Vault: Open", execute() {},
-        parameters: {type: "object", properties: {password: {type: "string"}, pin: {type: "string", writeOnly: true}},
+        parameters: {type: "object",
+                     properties: {password: {type: "string"},
+                                  pin: {type: "string", writeOnly: true}},
                      required: ["password"], additionalProperties: false}}]})""")
     palette_button(page, "Vault: Open").click()
     form = page.locator('form[data-form="vault.open"]')

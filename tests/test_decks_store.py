@@ -28,7 +28,8 @@ def deck(id="demo", title="Demo", slides=2):
 
 
 class FakeServerPage(MemoryPage):
-    """A page whose fetch_json talks to an in-memory decks API; `failure` makes every call raise it."""
+    """A page whose fetch_json talks to an in-memory decks API; `failure` makes every call raise
+    it."""
 
     def __init__(self, decks=()):
         super().__init__()
@@ -294,7 +295,7 @@ def test_a_deck_on_an_unreachable_server_cannot_be_read_and_says_to_try_again():
         run(store.get_deck("a"))
 
 
-# Against the server (its app, called in process) ------------------------------------------------------------------
+# Against the server (its app, called in process) ------------------------------------------
 
 
 def test_the_store_reads_and_writes_the_real_server(app_server):

@@ -121,7 +121,8 @@ def test_a_misdeclared_javascript_plugin_is_refused_with_the_sentence_and_nothin
         name: "weather",
         commands: [{id: "weather.now", execute: () => ({sky: "blue"})}],
         agentTools: {id: "weather", name: "Weather",
-                     commands: [{name: "weather.now", command: "weather.now", description: "Say the weather."}]},
+                     commands: [{name: "weather.now", command: "weather.now",
+                                 description: "Say the weather."}]},
     }).then(() => null, (e) => ({name: e.name, message: e.message}))""")
     assert error["name"] == "DeclarationError"
     assert "'weather.now' is not a name a model can call" in error["message"]
@@ -140,9 +141,11 @@ def test_unloading_a_plugin_takes_its_commands_and_tools_and_tells_the_host(embe
     page = embedded.page
     page.evaluate("""() => {
         window.__heard = [];
-        window.reactor.onAgentToolBundles((bundles) => window.__heard.push(bundles.map((b) => b.id)));
+        window.reactor.onAgentToolBundles(
+            (bundles) => window.__heard.push(bundles.map((b) => b.id)));
         window.__disposed = 0;
-        return window.reactor.definePlugin({name: "extra", commands: [{id: "extra.ping", execute: () => "pong"}],
+        return window.reactor.definePlugin({name: "extra",
+                                            commands: [{id: "extra.ping", execute: () => "pong"}],
                                             dispose() { window.__disposed += 1; }});
     }""")
     assert page.evaluate("window.reactor.unloadPlugin('todo')") == ["todo"]
@@ -164,8 +167,11 @@ def test_a_definition_s_tools_are_listed_the_moment_it_resolves(embedded):
     listed = embedded.page.evaluate("""async () => {
         const seen = [];
         for (let i = 0; i < 5; i++) {
-            await window.reactor.definePlugin({name: `p${i}`, commands: [{id: `p${i}.go`, execute: () => i}],
-                agentTools: {id: `p${i}`, name: `P${i}`, commands: [{name: `p${i}_go`, command: `p${i}.go`, description: "Go."}]}});
+            await window.reactor.definePlugin({name: `p${i}`,
+                commands: [{id: `p${i}.go`, execute: () => i}],
+                agentTools: {id: `p${i}`, name: `P${i}`,
+                             commands: [{name: `p${i}_go`, command: `p${i}.go`,
+                                         description: "Go."}]}});
             seen.push((await window.reactor.agentToolBundles()).some((b) => b.id === `p${i}`));
         }
         await window.reactor.unloadPlugin("p0");
@@ -206,8 +212,11 @@ def test_a_call_stopped_in_the_page_is_stopped_in_the_worker_and_its_late_result
     answer = embedded.page.evaluate("""async () => {
         let release;
         await window.reactor.definePlugin({name: "slow",
-            commands: [{id: "slow.wait", execute: () => new Promise((resolve) => { release = resolve; })}],
-            agentTools: {id: "slow", name: "Slow", commands: [{name: "slow_wait", command: "slow.wait", description: "Wait."}]}});
+            commands: [{id: "slow.wait",
+                        execute: () => new Promise((resolve) => { release = resolve; })}],
+            agentTools: {id: "slow", name: "Slow",
+                         commands: [{name: "slow_wait", command: "slow.wait",
+                                     description: "Wait."}]}});
         const controller = new AbortController();
         const pending = window.reactor.callTool("slow_wait", {}, {signal: controller.signal});
         await new Promise((resolve) => setTimeout(resolve, 100));
@@ -247,7 +256,8 @@ def test_ai_tools_run_in_a_worker_started_from_the_embedding_page(new_reactor_pa
         signed_in = page.evaluate(
             """(server) => fetch(server + "/auth/sign-in", {
             method: "POST", credentials: "include", headers: {"content-type": "application/json"},
-            body: JSON.stringify({username: "bob", password: "bob-demo"})}).then((r) => r.status)""",
+            body: JSON.stringify({username: "bob", password: "bob-demo"}),
+            }).then((r) => r.status)""",
             live.url,
         )
         assert signed_in == 200

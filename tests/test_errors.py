@@ -1,4 +1,5 @@
-"""One error tree: every error reactor raises is a ReactorError, and the envelope codes mean what they say."""
+"""One error tree: every error reactor raises is a ReactorError, and the envelope codes mean what
+they say."""
 
 import pytest
 

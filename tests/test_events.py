@@ -1,4 +1,5 @@
-"""Emitter: listeners are told in order, a failing one is logged and skipped, each connection undone alone."""
+"""Emitter: listeners are told in order, a failing one is logged and skipped, each connection undone
+alone."""
 
 import logging
 

@@ -387,8 +387,10 @@ def test_reactor_serve_says_in_one_line_what_to_set(tmp_path):
 
 def serve_with_a_model(tmp_path, name, database, base_url):
     command = [
-        sys.executable, "-m", "reactor", "serve", "--port", "0", "--data", str(tmp_path / name), "--database", database,
-        "--model-provider", "openai", "--model", "site-model", "--model-base-url", base_url, "--model-limit-rpm", "3",
+        sys.executable, "-m", "reactor", "serve", "--port", "0",
+        "--data", str(tmp_path / name), "--database", database,
+        "--model-provider", "openai", "--model", "site-model", "--model-base-url", base_url,
+        "--model-limit-rpm", "3",
     ]  # fmt: skip
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "REACTOR_MODEL_API_KEY": KEY}
     process = subprocess.Popen(

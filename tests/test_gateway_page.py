@@ -83,7 +83,8 @@ def say(page, words):
 
 
 def ask_and_hold(page, stand_in):
-    """Ask for an answer the provider holds after its first word, and wait for that word on screen."""
+    """Ask for an answer the provider holds after its first word, and wait for that word on
+    screen."""
     stand_in.answers = [text("Partially answered, and the rest held back")]
     stand_in.hold.clear()
     say(page, "tell me everything")

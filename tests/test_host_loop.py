@@ -1,4 +1,5 @@
-"""The chat loop against a real Reactor: admission, approval, stop, steps, arguments, the scripted model."""
+"""The chat loop against a real Reactor: admission, approval, stop, steps, arguments, the scripted
+model."""
 
 import asyncio
 import json
@@ -155,7 +156,8 @@ def reactor_with(page, *, cms=True):
 
 
 class Script:
-    """A Model answering with prepared turns (or coroutines making them); it records each request."""
+    """A Model answering with prepared turns (or coroutines making them); it records each
+    request."""
 
     label = "test script"
 

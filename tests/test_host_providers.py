@@ -33,7 +33,8 @@ BUNDLE = decks_bundle("decks_list_decks", "decks_open")
 
 
 class LoopbackProvider:
-    """A real HTTP server on 127.0.0.1; `answer(path, headers, body)` returns (status, headers, data)."""
+    """A real HTTP server on 127.0.0.1; `answer(path, headers, body)` returns (status, headers,
+    data)."""
 
     def __init__(self, answer):
         self.answer = answer
@@ -471,7 +472,8 @@ def anthropic_message(content, stop_reason):
 
 
 def anthropic_presenter(path, headers, body):
-    """Lists, then opens the first deck at slide 2 in one turn with two tool_use blocks, then answers."""
+    """Lists, then opens the first deck at slide 2 in one turn with two tool_use blocks, then
+    answers."""
     refused = anthropic_checks(path, headers, body)
     if refused:
         return refused

@@ -21,7 +21,8 @@ from reactor.host.streaming import EventStream
 
 
 class StreamingProvider:
-    """Answers every POST with `events` (SSE text blocks), pausing before index `hold` until released."""
+    """Answers every POST with `events` (SSE text blocks), pausing before index `hold` until
+    released."""
 
     def __init__(self, events, hold=None, content_type="text/event-stream"):
         self.events, self.hold, self.content_type = events, hold, content_type

@@ -124,8 +124,8 @@ def reference_problems(validator: Draft202012Validator, instance) -> list[tuple[
     )
 
 
-# jsonschema 4.21 words a bound of 1 (minimum) or 0 (maximum) apart ("[] should be non-empty"); reactor
-# says what 4.17 said for every bound, as the `mcp` SDK needs jsonschema >= 4.20.
+# jsonschema 4.21 words a bound of 1 (minimum) or 0 (maximum) apart ("[] should be non-empty");
+# reactor says what 4.17 said for every bound, as the `mcp` SDK needs jsonschema >= 4.20.
 BOUNDS = {
     "minItems": "is too short",
     "minLength": "is too short",
@@ -144,8 +144,8 @@ def worded(error) -> str:
 
 
 def has_false_schema(schema) -> bool:
-    """Whether a `false` subschema is anywhere in `schema`: jsonschema >= 4.20 places its refusals at
-    the parent value and words `items: false` anew, so there the verdicts alone are compared."""
+    """Whether a `false` subschema is anywhere in `schema`: jsonschema >= 4.20 places its refusals
+    at the parent value and words `items: false` anew, so there the verdicts alone are compared."""
     if schema is False:
         return True
     if isinstance(schema, dict):
@@ -207,7 +207,8 @@ def assert_like_the_reference(rng: random.Random, schemas: int, make_schema, mak
 
 
 def tool_arguments(rng: random.Random, depth: int = 0) -> dict:
-    """A schema of the shape most tools' arguments have (Validator checks it in one call when valid)."""
+    """A schema of the shape most tools' arguments have (Validator checks it in one call when
+    valid)."""
     properties = {}
     for name in rng.sample(NAMES, rng.randint(0, 4)):
         roll = rng.random()

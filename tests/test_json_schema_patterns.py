@@ -467,7 +467,11 @@ def test_every_verdict_matches_nodes_regexp_on_generated_patterns_and_strings() 
         const cases = JSON.parse(require("fs").readFileSync(0, "utf8"));
         process.stdout.write(JSON.stringify(cases.map(([pattern, texts]) => {
             let regexp;
-            try { regexp = new RegExp(pattern, "u"); } catch (error) { return String(error.message); }
+            try {
+                regexp = new RegExp(pattern, "u");
+            } catch (error) {
+                return String(error.message);
+            }
             return texts.map((text) => regexp.test(text));
         })));
     """

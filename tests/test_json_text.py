@@ -1,4 +1,5 @@
-"""reactor.json_text answers as json does: the same values, texts and errors, hostile input included."""
+"""reactor.json_text answers as json does: the same values, texts and errors, hostile input
+included."""
 
 import json
 import math

@@ -28,7 +28,8 @@ from test_mcp_processes import ScriptedPage
 NPM_MCP = Path(__file__).resolve().parent.parent / ".npm-mcp"
 HARNESS = NPM_MCP / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 NO_ARGUMENTS = {"type": "object", "properties": {}}
-SCHEMA_2020_12 = {  # as the json-schema-2020-12 scenario asks: $schema, $defs and additionalProperties kept
+# as the json-schema-2020-12 scenario asks: $schema, $defs and additionalProperties kept
+SCHEMA_2020_12 = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
     "$defs": {
@@ -64,7 +65,8 @@ ANSWERS = {
     "test_reconnection": {"ok": True, "result": "Reconnection test completed successfully"},
 }
 NOT_OFFERED = "Method not found"  # prompts, resources, completion, logging: /mcp offers tools only
-# Each server scenario of conformance 0.1.16: "pass", "warn" (only SHOULDs missed), or the reason it fails.
+# Each server scenario of conformance 0.1.16: "pass", "warn" (only SHOULDs missed), or the reason it
+# fails.
 EXPECTED = {
     "server-initialize": "pass",
     "ping": "pass",
@@ -80,7 +82,8 @@ EXPECTED = {
     "tools-call-audio": "No audio content found",
     "tools-call-embedded-resource": "No resource content found",
     "tools-call-mixed-content": "Expected multiple content items",
-    "tools-call-with-progress": "No progress notifications received",  # progress only while a person decides
+    # progress only while a person decides
+    "tools-call-with-progress": "No progress notifications received",
     "tools-call-sampling": "did not request sampling",
     "tools-call-elicitation": "did not request elicitation",
     "elicitation-sep1034-defaults": "did not request elicitation",
@@ -129,7 +132,8 @@ def with_token(app: Any, token: list[str]) -> Any:
 
 
 def node() -> str:
-    """Node.js 22 or later, which the harness needs: this machine's, else the one ./dev installed."""
+    """Node.js 22 or later, which the harness needs: this machine's, else the one ./dev
+    installed."""
     found = shutil.which("node")
     if (
         found

@@ -1,6 +1,7 @@
 """The demo driven by a desktop agent: the official MCP SDK's client lists the decks, opens one at
-slide 4 and presents it, through /mcp and the person's open page, which is recorded (reactor.testing's
-Demo: captions, a screenshot per step, demo.mp4 and demo.json in demo-output/mcp/)."""
+slide 4 and presents it, through /mcp and the person's open page, which is recorded
+(reactor.testing's Demo: captions, a screenshot per step, demo.mp4 and demo.json in
+demo-output/mcp/)."""
 
 import json
 import os

@@ -204,7 +204,8 @@ def test_an_agent_lists_and_calls_the_pages_tools_and_the_person_decides_the_wri
     assert result.structured_content["title"] == "From my agent"
     assert sorted(titles_now(agent)) == sorted([*titles, "From my agent"])
 
-    # Denied in the page (through reactor_call, naming the page): a tool error with its code, nothing made.
+    # Denied in the page (through reactor_call, naming the page): a tool error with its code,
+    # nothing made.
     denied = agent.call(
         "reactor_call",
         {"page": page_id, "tool": "decks_create_deck", "arguments": {"title": "Never"}},

@@ -24,7 +24,8 @@ def test_pyodide_starts_booting_before_the_boot_list_arrives(reactor_page):
     page = reactor_page.page
     started, boot_list = page.evaluate("""[
         performance.getEntriesByName("reactor:pyodide-start")[0].startTime,
-        performance.getEntriesByType("resource").find((e) => e.name.endsWith("/app/boot.json")).startTime]""")
+        performance.getEntriesByType("resource")
+            .find((e) => e.name.endsWith("/app/boot.json")).startTime]""")
     assert started < boot_list
     assert page.evaluate("performance.getEntriesByName('reactor:pyodide-start').length") == 1
 
@@ -52,7 +53,9 @@ def mean(args):
     import statistics
     return statistics.mean(args["values"])
 
-PLUGIN = define_plugin(name="stats", register=lambda context: context.register_command("stats.mean", mean))
+PLUGIN = define_plugin(
+    name="stats", register=lambda context: context.register_command("stats.mean", mean)
+)
 </script>"""
 
 
@@ -137,7 +140,8 @@ def test_without_its_snapshot_the_page_boots_pyodide_from_its_files(new_reactor_
 
 
 HOST_BUTTON = """addEventListener("DOMContentLoaded", () => {
-  const button = Object.assign(document.createElement("button"), {id: "host-button", textContent: "Clicked 0 times"});
+  const button = Object.assign(document.createElement("button"),
+                               {id: "host-button", textContent: "Clicked 0 times"});
   window.__clicks = [];
   button.addEventListener("click", (event) => {
     window.__clicks.push({waited: performance.now() - event.timeStamp, booting: !window.__readyAt});

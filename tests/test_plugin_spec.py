@@ -1,4 +1,5 @@
-"""PluginSpec: a plugin declared once, refused when made if a part is wrong, found by entry points."""
+"""PluginSpec: a plugin declared once, refused when made if a part is wrong, found by entry
+points."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The stdlib modules the page imports after Pyodide's boot, shipped compiled where it imports them."""
+"""The stdlib modules the page imports after Pyodide's boot, shipped compiled where it imports
+them."""
 
 from __future__ import annotations
 

@@ -16,8 +16,8 @@ CHECKOUT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def authors_python(tmp_path_factory):
     """A new venv with `pip install 'reactor[testing] @ file://…'` of this checkout: a wheel, built
-    now, that carries the page and its runtime. Its dependencies are this venv's, seen through a .pth
-    line that adds its site-packages as a plain folder (so not its editable reactor), and not
+    now, that carries the page and its runtime. Its dependencies are this venv's, seen through a
+    .pth line that adds its site-packages as a plain folder (so not its editable reactor), and not
     downloaded; what is installed into it stays its own."""
     folder = tmp_path_factory.mktemp("venv")
     subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, timeout=120)

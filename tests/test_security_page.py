@@ -56,8 +56,10 @@ function form(action, enctype, body) {
     frame.name = "f" + Math.random().toString(36).slice(2);
     frame.onload = () => resolve();
     document.body.append(frame);
-    const f = Object.assign(document.createElement("form"), {method: "POST", action, enctype, target: frame.name});
-    const field = Object.assign(document.createElement("input"), {name: body.slice(0, body.length - 1) + '", "x": "', value: '"}'});
+    const f = Object.assign(document.createElement("form"),
+                            {method: "POST", action, enctype, target: frame.name});
+    const field = Object.assign(document.createElement("input"),
+                                {name: body.slice(0, body.length - 1) + '", "x": "', value: '"}'});
     f.append(field);
     document.body.append(f);
     f.submit();
@@ -67,15 +69,17 @@ function form(action, enctype, body) {
   for (const [method, path, body] of writes) {
     const text = body === null ? "" : JSON.stringify(body);
     for (const type of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data"]) {
-      await fetch(target + path, {method, mode: "no-cors", credentials: "include", body: text || undefined,
+      await fetch(target + path, {method, mode: "no-cors", credentials: "include",
+                                  body: text || undefined,
                                   headers: {"content-type": type}}).catch(() => null);
     }
     // Without a content type at all (a Blob with no type sends none).
     await fetch(target + path, {method, mode: "no-cors", credentials: "include",
                                 body: text ? new Blob([text]) : undefined}).catch(() => null);
     if (method === "POST") {
-      for (const enctype of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data"])
-        await form(target + path, enctype, text || "{}");
+      for (const enctype of [
+        "text/plain", "application/x-www-form-urlencoded", "multipart/form-data",
+      ]) await form(target + path, enctype, text || "{}");
     }
     done.push(path);
   }
@@ -120,7 +124,8 @@ def sign_in(page, live, username="ada"):
     page.goto(f"{live.url}/auth/me")
     answer = page.evaluate(
         """async ([name, password]) => (await fetch('/auth/sign-in', {method: 'POST',
-             headers: {'content-type': 'application/json'}, body: JSON.stringify({username: name, password})})).status""",
+             headers: {'content-type': 'application/json'},
+             body: JSON.stringify({username: name, password})})).status""",
         [username, f"{username}-demo"],
     )
     assert answer == 200
@@ -153,20 +158,23 @@ def test_an_allowed_origin_writes_with_json_and_the_cookie_and_anyone_with_a_bea
             sign_in(page, live)
             page.goto(other)
             status = page.evaluate(
-                """async ([target, record]) => (await fetch(target + '/plugins', {method: 'POST', credentials: 'include',
-                     headers: {'content-type': 'application/json'}, body: JSON.stringify(record)})).status""",
+                """async ([target, record]) => (await fetch(target + '/plugins', {
+                     method: 'POST', credentials: 'include',
+                     headers: {'content-type': 'application/json'},
+                     body: JSON.stringify(record)})).status""",
                 [live.url, PLANTED],
             )
             assert status == 201
             token = page.evaluate(
                 """async (target) => (await (await fetch(target + '/auth/sign-in', {method: 'POST',
                      headers: {'content-type': 'application/json'},
-                     body: JSON.stringify({username: 'ada', password: 'ada-demo'})})).json()).token""",
+                     body: JSON.stringify({username: 'ada', password: 'ada-demo'}),
+                   })).json()).token""",
                 live.url,
             )
             status = page.evaluate(
-                """async ([target, token]) => (await fetch(target + '/plugins/planted', {method: 'DELETE',
-                     headers: {authorization: 'Bearer ' + token}})).status""",
+                """async ([target, token]) => (await fetch(target + '/plugins/planted', {
+                     method: 'DELETE', headers: {authorization: 'Bearer ' + token}})).status""",
                 [live.url, token],
             )
             assert status == 200

@@ -1,4 +1,5 @@
-"""Pyodide's memory snapshot, made by the server under Node: once per runtime, whole or not at all."""
+"""Pyodide's memory snapshot, made by the server under Node: once per runtime, whole or not at
+all."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ needs_pyodide = pytest.mark.skipif(
 def test_a_snapshot_is_made_once_and_served_with_its_gzip_and_zstd_twins(tmp_path) -> None:
     import zstandard
 
-    # Snapshots made before for other runtimes or bundles, the oldest first: only the latest are kept.
+    # Snapshots made before for other runtimes or bundles, the oldest first: only the latest are
+    # kept.
     made_before = [f"snapshot-{n:016x}.bin" for n in range(KEPT)]
     for when, made in enumerate(made_before, start=1_000_000):
         for suffix in ("", ".gz", ".zst"):

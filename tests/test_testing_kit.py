@@ -26,7 +26,10 @@ from reactor.testing import call, text
 
 
 def test_the_chat_with_a_model_the_test_scripts(reactor_page, reactor_model):
-    reactor_model.answers = [call("decks_open", {"id": "onboarding", "slide": 3}), text("It is open at slide 3.")]
+    reactor_model.answers = [
+        call("decks_open", {"id": "onboarding", "slide": 3}),
+        text("It is open at slide 3."),
+    ]
     said = reactor_page.use_model(reactor_model).chat("open onboarding at slide 3")
     assert said[0].reply == "It is open at slide 3."
     assert "slide 3 of 5" in said[0].cards[0]
@@ -77,7 +80,9 @@ def test_arguments_that_are_not_json(reactor_page):
     reactor_page.call_tool("decks_open", {"id": "onboarding", "slide": math.nan})
 
 def test_a_request_off_the_origin(reactor_page):
-    assert reactor_page.page.evaluate("fetch('http://203.0.113.9/x').then(() => 'answered', () => 'refused')") == "refused"
+    assert reactor_page.page.evaluate(
+        "fetch('http://203.0.113.9/x').then(() => 'answered', () => 'refused')"
+    ) == "refused"
 
 def test_a_command_refused(reactor_page):
     reactor_page.execute("decks.open", {"slide": "four"})

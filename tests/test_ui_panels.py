@@ -168,7 +168,8 @@ def test_a_javascript_record_is_handed_to_the_page_with_its_code() -> None:
             "run(params) returned NoneType, not a function",
         ),
         ("async def run(params):\n    return 42", "run(params) returned int, not a function"),
-        # In the worker `js` is its global scope, which has no `document` (the browser test meets the real one).
+        # In the worker `js` is its global scope, which has no `document` (the browser test meets
+        # the real one).
         (
             "def run(params):\n    import types\n    return types.SimpleNamespace().document",
             "needs the page's DOM directly",

@@ -1,5 +1,6 @@
 """UI Plugin records in real Chromium: a panel per `ui` record, drawn by its `Run`/`run`, disposed
-when the record is disabled, hidden or moved to the agent's tools, and errors kept in their panel."""
+when the record is disabled, hidden or moved to the agent's tools, and errors kept in their
+panel."""
 
 import httpx
 import pytest
@@ -22,12 +23,15 @@ PYTHON_PANEL = """
 def run(params):
     box = params["container"]
     count = {"n": 0}
-    box.html('<p id="py-count">No clicks yet</p><button id="py-more" onclick="window.pwned = 1">More</button>'
-             '<script>window.pwned = 2</script><a id="py-link" href="javascript:window.pwned = 3">link</a>')
+    box.html('<p id="py-count">No clicks yet</p>'
+             '<button id="py-more" onclick="window.pwned = 1">More</button>'
+             '<script>window.pwned = 2</script>'
+             '<a id="py-link" href="javascript:window.pwned = 3">link</a>')
 
     def clicked(event):
         count["n"] += 1
-        box.html(f'<p id="py-count">{count["n"]} clicks on {event["target"]["id"]}</p><button id="py-more">More</button>')
+        box.html(f'<p id="py-count">{count["n"]} clicks on {event["target"]["id"]}</p>'
+                 '<button id="py-more">More</button>')
 
     box.on("click", clicked, "button")
     return lambda: None
@@ -63,7 +67,8 @@ def refresh(page):
 
 
 def open_as_bob(reactor_page):
-    """The page reactor_page opened, signed in as bob (staff): the records he may see draw their panels."""
+    """The page reactor_page opened, signed in as bob (staff): the records he may see draw their
+    panels."""
     return reactor_page.sign_in("bob").page
 
 
@@ -227,7 +232,8 @@ def test_leaving_the_page_runs_each_panels_dispose(reactor_page, live_server):
     remembered = """
 function Run(params) {
   params.container.textContent = "remembering";
-  return () => localStorage.setItem("panel-disposed", `${params.config.tag} at ${location.pathname}`);
+  return () => localStorage.setItem(
+    "panel-disposed", `${params.config.tag} at ${location.pathname}`);
 }
 """
     with operator(live_server) as ada:

@@ -2,8 +2,8 @@
 """Vendor the browser runtime into web/vendor/ so the page never touches a CDN.
 
 Why: the page runs Python through PyScript + Pyodide, and both default to a
-CDN. We self-host them so the page works offline, on a closed network, and in tests that must make no
-request outside 127.0.0.1.
+CDN. We self-host them so the page works offline, on a closed network, and in tests that must make
+no request outside 127.0.0.1.
 
 What it makes (web/vendor/ is git-ignored; npm works in web/build-npm/):
     vendor/pyodide/    the Pyodide core files the browser actually fetches
@@ -156,7 +156,8 @@ def compress_files(*, missing_only: bool = False) -> None:
 
 
 def _zstd(data: bytes) -> bytes:
-    import zstandard  # installed with reactor (pyproject.toml); level 19 keeps a window browsers accept (8 MB)
+    # installed with reactor (pyproject.toml); level 19 keeps a window browsers accept (8 MB)
+    import zstandard
 
     return zstandard.ZstdCompressor(level=19, threads=-1).compress(data)
 

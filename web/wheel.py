@@ -20,7 +20,8 @@ from setuptools.command.build_py import build_py
 ROOT = Path(__file__).resolve().parent.parent
 WEB = ROOT / "web"
 PAGE_FILES = {".js", ".mjs", ".css"}
-# What the server makes from the runtime on each machine (server/files.py made_folder), and vendor.py's own mark.
+# What the server makes from the runtime on each machine (server/files.py made_folder), and
+# vendor.py's own mark.
 NOT_SHIPPED = ("bytecode", "snapshot", ".stamp.json*")
 
 

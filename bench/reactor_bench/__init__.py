@@ -219,7 +219,8 @@ def call_scaling(command: str, rounds: int = 40, calls: int = 200) -> dict[str, 
     """Per-call ms of `command` in this page's registry and of the same kind of tool in a fresh
     registry of 10 tools, interleaved in one page (pages differ by more than what is measured):
     as a registry call, and on the agent's path (`call_tool_json`: the toolbox's lookup by tool
-    name, argument parsing, validation, the envelope), which the page's callTool runs in the worker."""
+    name, argument parsing, validation, the envelope), which the page's callTool runs in the
+    worker."""
     small = Reactor()
     small.load_plugins([synthetic_plugin(0)])
     args = {"id": "x", "count": 1}

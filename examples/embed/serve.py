@@ -1,4 +1,5 @@
-"""Serve the embedding example: a to-do page on its own origin that embeds reactor from a reactor server.
+"""Serve the embedding example: a to-do page on its own origin that embeds reactor from a reactor
+server.
 
     .venv/bin/reactor serve --port 8001 --data .data-embed --allow-origin http://127.0.0.1:5500
     .venv/bin/python examples/embed/serve.py --port 5500 --reactor http://127.0.0.1:8001

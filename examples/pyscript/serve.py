@@ -16,7 +16,8 @@ HERE = Path(__file__).resolve().parent
 
 
 def make_app(data: Path) -> Any:
-    """The reactor app, plus the example page at /pyscript/ (the runtime's version stamp filled in)."""
+    """The reactor app, plus the example page at /pyscript/ (the runtime's version stamp filled
+    in)."""
     from starlette.requests import Request
     from starlette.responses import HTMLResponse
 

@@ -1,4 +1,5 @@
-"""The page plugin that offers the user's plugin records: AI Tools to the agent, UI plugins as panels.
+"""The page plugin that offers the user's plugin records: AI Tools to the agent, UI plugins as
+panels.
 
 It lists the records the signed-in user can see (`GET /plugins`), registers one command per
 enabled AI Tool and contributes their one bundle, and shows a panel per enabled UI plugin

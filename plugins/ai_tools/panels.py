@@ -39,7 +39,8 @@ class PanelContainer:
         self.listeners = DisposableSet()
 
     def html(self, markup: str) -> None:
-        """Replace the panel's content with `markup` (the page drops scripts and `on…` attributes)."""
+        """Replace the panel's content with `markup` (the page drops scripts and `on…`
+        attributes)."""
         self._page.draw_panel(self.id, html=str(markup))
 
     def text(self, text: str) -> None:
@@ -49,9 +50,9 @@ class PanelContainer:
     def on(
         self, event: str, handler: Callable[[dict[str, Any]], Any], selector: str | None = None
     ) -> Disposable:
-        """Call `handler(event)` (sync or async) on each `event` ("click", "change", …) in the panel,
-        on an element matching `selector` when given; `event["target"]` holds its id, tag, value,
-        dataset and text. Listeners end with the panel."""
+        """Call `handler(event)` (sync or async) on each `event` ("click", "change", …) in the
+        panel, on an element matching `selector` when given; `event["target"]` holds its id, tag,
+        value, dataset and text. Listeners end with the panel."""
         if not isinstance(event, str) or not _EVENT.fullmatch(event):
             raise ValueError(
                 f"container.on: {event!r} is not an event name; use one like 'click' or 'change'."

@@ -2,8 +2,8 @@
 request, show the public page.
 
 Its commands and tools are declared once, in agent-tools.json: this page plugin registers that
-bundle with live handlers (`create_cms_agent_tools`, commands.py); `server.py` serves the same file. Nothing here imports starlette or
-`js`; the page's services arrive through the reactor.
+bundle with live handlers (`create_cms_agent_tools`, commands.py); `server.py` serves the same file.
+Nothing here imports starlette or `js`; the page's services arrive through the reactor.
 """
 
 from __future__ import annotations

@@ -75,7 +75,8 @@ class CmsClient:
         return await self._call("POST", self._site("/crawl"), {"kind": kind, **args})
 
     def public_url(self, path: str) -> str:
-        """An entry's public path, on the CMS server's origin (the page's own when the API is relative)."""
+        """An entry's public path, on the CMS server's origin (the page's own when the API is
+        relative)."""
         return on_origin_of(self.state.api, path)
 
     def _site(self, tail: str) -> str:

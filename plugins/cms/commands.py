@@ -41,7 +41,8 @@ class PanelCommands:
 
     async def restore_session(self, args: dict[str, Any]) -> dict[str, Any]:
         """Follow the session the page has now (its cookie): on load, and after each sign-in or out.
-        Calls may overlap (the page's load and a sign-in): each answers with the newest one's outcome."""
+        Calls may overlap (the page's load and a sign-in): each answers with the newest one's
+        outcome."""
         answer = asyncio.get_running_loop().create_future()
         self._newest = answer
         try:

@@ -38,7 +38,8 @@ DEMO_SOURCES = "/demo-sources/"
 
 class CmsServerPlugin:
     """Serves the CMS; `crawl_allow` names non-public hosts the crawler may read, `crawl_timeout`
-    bounds one fetch (a blog crawl gets three), `crawl_per_user` and `crawl_at_once` bound crawls."""
+    bounds one fetch (a blog crawl gets three), `crawl_per_user` and `crawl_at_once` bound
+    crawls."""
 
     def __init__(
         self,

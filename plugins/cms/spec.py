@@ -1,4 +1,5 @@
-"""The CMS plugin, declared; `cms_plugin(crawl_allow=..., ...)` passes options to its server half."""
+"""The CMS plugin, declared; `cms_plugin(crawl_allow=..., ...)` passes options to its server
+half."""
 
 from pathlib import Path
 from typing import Any
@@ -7,7 +8,8 @@ from reactor.plugin_spec import PluginSpec
 
 
 def cms_plugin(**options: Any) -> PluginSpec:
-    """The CMS with its server half made by `CmsServerPlugin(**options)` (crawl limits, allow-list)."""
+    """The CMS with its server half made by `CmsServerPlugin(**options)` (crawl limits,
+    allow-list)."""
 
     def server() -> Any:
         from .server import CmsServerPlugin

@@ -42,7 +42,8 @@ class DeckCommands:
     # Screen commands -------------------------------------------------------------------
 
     async def show_first_screen(self) -> None:
-        """The list of decks, unless a deck or the list was shown meanwhile; a failure is said on screen."""
+        """The list of decks, unless a deck or the list was shown meanwhile; a failure is said on
+        screen."""
         try:
             decks = await self.store.list_decks()
         except Exception as error:

@@ -21,7 +21,8 @@ section.slide:last-of-type { break-after: auto; page-break-after: auto; }
 .number { color: #777; font-size: .85rem; }
 h1 { font-size: 1.4rem; margin: 0; }
 h2 { font-size: 2rem; margin: .25rem 0 1rem; }
-aside.notes { margin-top: 2rem; font-size: .85rem; color: #555; border-left: 3px solid #ccc; padding-left: .75rem; }
+aside.notes { margin-top: 2rem; font-size: .85rem; color: #555; border-left: 3px solid #ccc;
+  padding-left: .75rem; }
 @media print { header { display: none; } section.slide { border: none; } }
 """
 

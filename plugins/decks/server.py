@@ -5,7 +5,8 @@ agent-tools.json the page contributes, and checks every deck against the same de
 
     GET    /api/decks              summaries [{id, title, slides, updated_at, owner, version}]
     GET    /api/decks/{id}         the spec; its version in the ETag header
-    PUT    /api/decks/{id}         create or replace (201 / 200); 400, 401, 403, 409, 413, 422 when refused
+    PUT    /api/decks/{id}         create or replace (201 / 200); 400, 401, 403, 409, 413, 422
+                                   when refused
     DELETE /api/decks/{id}         204; 401, 403, 404, 409 when refused
     GET    /decks/{id}/print       every slide as printable HTML
 

@@ -47,7 +47,8 @@ class DeckStore:
         return sorted({*self._decks, *self._remote})
 
     def title_of(self, id: str) -> str:
-        """The deck's title as this page last saw it, else its id (no request: for words on screen)."""
+        """The deck's title as this page last saw it, else its id (no request: for words on
+        screen)."""
         known = self._decks.get(id) or self._remote.get(id) or {}
         return str(known.get("title") or id)
 
@@ -64,7 +65,8 @@ class DeckStore:
         return sorted(summaries, key=lambda s: (s["title"].casefold(), s["id"]))
 
     async def get_deck(self, id: str) -> dict[str, Any]:
-        """A copy of the deck's spec; NotFoundError naming the decks there are when it is unknown."""
+        """A copy of the deck's spec; NotFoundError naming the decks there are when it is
+        unknown."""
         await self._ensure_index()
         if id in self._decks:
             return copy.deepcopy(self._decks[id])
@@ -211,7 +213,8 @@ class DeckStore:
         }
 
     async def _retry_unsaved(self) -> None:
-        """The server is back: send what the page kept while it was down; stop at the first failure."""
+        """The server is back: send what the page kept while it was down; stop at the first
+        failure."""
         for id, method in list(self._unsaved.items()):
             if method == "PUT" and id not in self._decks:
                 self._unsaved.pop(id)

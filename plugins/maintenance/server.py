@@ -215,7 +215,8 @@ class MaintenanceServerPlugin:
         signed_in = context.auth.signed_in("Sign in to read maintenance data.")
 
         def reader(request: Request) -> User:
-            """The data is for those who may call a tool that reads it (its record's config.endpoint)."""
+            """The data is for those who may call a tool that reads it (its record's
+            config.endpoint)."""
             user = signed_in(request)
             if not context.records.grants_endpoint(user, request.url.path):
                 raise ApiError(

@@ -1,4 +1,5 @@
-"""reactor: a command registry and contribution points that give AI agents a safe reach into plugins.
+"""reactor: a command registry and contribution points that give AI agents a safe reach into
+plugins.
 
 The same package runs on CPython (tests, the server) and in Pyodide (the page). Only
 `reactor.browser` knows about `js`; `reactor.server` is the Python tier and never loads in the page.

@@ -28,7 +28,8 @@ from .errors import DeclarationError, refusal
 from .json_text import copied
 from .schema import NO_ARGUMENTS, schema_problem
 
-# The tool names OpenAI, Anthropic and Gemini all accept: a letter or _, then up to 63 of [A-Za-z0-9_-].
+# The tool names OpenAI, Anthropic and Gemini all accept: a letter or _, then up to 63 of
+# [A-Za-z0-9_-].
 TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 BUNDLE_KEYS = {
     "id",
@@ -371,7 +372,8 @@ def _names(items: list[Any]) -> str:
 
 
 def check_agent_tools(bundle: Any) -> dict[str, Any]:
-    """Check a bundle given as plain data (a JSON file, a contribution, a server plugin's return)."""
+    """Check a bundle given as plain data (a JSON file, a contribution, a server plugin's
+    return)."""
     if type(bundle) is AgentToolBundle:
         return bundle
     if not isinstance(bundle, dict):
@@ -445,7 +447,8 @@ class BundleFeed:
         self._sent: dict[str, Any] = {}
 
     def changes(self) -> dict[str, Any] | None:
-        """{"added": [bundle, ...], "removed": [id, ...]} since the last call, or None for no change."""
+        """{"added": [bundle, ...], "removed": [id, ...]} since the last call, or None for no
+        change."""
         current = {c.id: c.value for c in self._reactor.contributions.contributions(AgentTools)}
         removed = [id for id, value in self._sent.items() if current.get(id) is not value]
         added = [value for id, value in current.items() if self._sent.get(id) is not value]

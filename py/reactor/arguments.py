@@ -29,7 +29,8 @@ def parse_tool_arguments(
 
 
 def decoded_arguments(tool: str, raw: Any) -> dict[str, Any]:
-    """The arguments as an object, not yet checked against a schema, or ToolError("invalid_arguments")."""
+    """The arguments as an object, not yet checked against a schema, or
+    ToolError("invalid_arguments")."""
     value = raw
     for _ in range(2):  # a JSON string holding a JSON string is unwrapped once more
         if not isinstance(value, str):

@@ -28,7 +28,8 @@ from .protocol import CALLS, Raw, WorkerEndpoint
 
 
 class WorkerPage:
-    """`reactor.page.Page` from the worker: views, tabs and full screen are the page's, asked by message."""
+    """`reactor.page.Page` from the worker: views, tabs and full screen are the page's, asked by
+    message."""
 
     def __init__(self, endpoint: WorkerEndpoint) -> None:
         self._endpoint = endpoint
@@ -102,7 +103,8 @@ _server = ""
 
 
 def use_server(root: str) -> None:
-    """Resolve the plugins' URLs against the reactor server at `root` (the page and the tool worker)."""
+    """Resolve the plugins' URLs against the reactor server at `root` (the page and the tool
+    worker)."""
     global _server
     _server = root
 
@@ -492,7 +494,8 @@ async def _boot(
             key = message["key"]
 
             async def run(command_id: str, args: dict[str, Any]) -> Any:
-                # The page checks the command's isEnabled as it runs it: that reads the page's live state.
+                # The page checks the command's isEnabled as it runs it: that reads the page's live
+                # state.
                 try:
                     return await endpoint.ask(
                         "pageCommand.run", key=key, command=command_id, args=args

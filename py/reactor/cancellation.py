@@ -2,9 +2,9 @@
 
 A stop button must reach whatever is running — the model request and the tool — and a result
 that arrives after the stop must be dropped, not used: a stop that reaches the model request
-but not the tool leaves the tool running. The token mirrors the DOM's AbortSignal (`aborted`, `reason`, a
-listener, `throw_if_aborted`) so a page can forward a JS signal into it, and adds what asyncio
-code needs: `await token.wait()` and `await token.race(awaitable)`.
+but not the tool leaves the tool running. The token mirrors the DOM's AbortSignal (`aborted`,
+`reason`, a listener, `throw_if_aborted`) so a page can forward a JS signal into it, and adds what
+asyncio code needs: `await token.wait()` and `await token.race(awaitable)`.
 
 Pure Python: call `abort` from the event loop's thread (in Pyodide there is only one).
 Nothing can interrupt Python code that blocks; a sync handler runs to its end.

@@ -305,7 +305,8 @@ def _check_arguments(command: Command, args: Any) -> None:
             problems=[{"path": "$", "message": f"expected an object, got {type(args).__name__}"}],
         )
     validator = command.validator
-    # Valid arguments take the validator's one call; invalid ones are checked again, to be described.
+    # Valid arguments take the validator's one call; invalid ones are checked again, to be
+    # described.
     if validator is not None and validator.problems(args):
         problems = argument_problems(validator, args)
         if problems:

@@ -44,7 +44,8 @@ class Contribution(Generic[T]):
 def contribution(
     point: ContributionPoint[T], value: T, *, id: str, order: int = 0
 ) -> Contribution[T]:
-    """Describe a contribution for `define_plugin(contributes=[...])`; the reactor adds it on load."""
+    """Describe a contribution for `define_plugin(contributes=[...])`; the reactor adds it on
+    load."""
     return Contribution(point, value, id, order)
 
 

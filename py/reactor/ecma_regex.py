@@ -134,7 +134,8 @@ def _translated(pattern: str) -> str:
                     )
                 number = value if isinstance(value, int) else names.get(value, 0)
                 references.append((value, number in closed, written))
-                # A group that took no part matches "" in ECMA-262; in Python's re it fails the match.
+                # A group that took no part matches "" in ECMA-262; in Python's re it fails the
+                # match.
                 out.append(
                     f"(?({number})\\{number})"
                     if isinstance(value, int) and number < 100

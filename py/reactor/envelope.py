@@ -6,10 +6,11 @@
 
 Codes (FAILURE_CODES): invalid_arguments (with problems: [{path, message}]), unknown_tool,
 not_admitted, not_permitted, not_found, conflict (what the call changes was changed by someone
-else since it was read: read it again), denied, unavailable, failed, aborted, timeout, too_large. The model reads the envelope as
-JSON text; the message is written for it to act on. Formats only re-wrap it per provider.
-A failure may add `display`: the same failure in the person's words, which a chat card shows
-instead of `message` ("Sign in at the top of the page first." beside "Nobody is signed in…").
+else since it was read: read it again), denied, unavailable, failed, aborted, timeout, too_large.
+The model reads the envelope as JSON text; the message is written for it to act on. Formats only
+re-wrap it per provider. A failure may add `display`: the same failure in the person's words, which
+a chat card shows instead of `message` ("Sign in at the top of the page first." beside "Nobody is
+signed in…").
 """
 
 from __future__ import annotations

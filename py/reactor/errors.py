@@ -12,19 +12,25 @@ ReactorError
 │   ├── PluginLoadError               register() raised; its registrations were rolled back (.cause)
 │   ├── PluginDependencyError         a required plugin is missing, failed, or forms a cycle
 │   └── PluginNotFoundError           no plugin has that name
-├── DeclarationError (ValueError)     a declaration refused where it is made (.owner, .field, .value)
+├── DeclarationError (ValueError)     a declaration refused where it is made (.owner, .field,
+│                                     .value)
 ├── SchemaError (ValueError)          a JSON Schema reactor cannot use (.path; reactor.json_schema)
 ├── AbortedError                      what was running was stopped (.reason)
-├── ToolError                         a tool's chosen failure (.code, .details): becomes the envelope
+├── ToolError                         a tool's chosen failure (.code, .details): becomes the
+│   │                                 envelope
 │   └── NotFoundError (LookupError)   what was asked for does not exist: code `not_found`
 ├── HttpError                         the server answered 4xx/5xx (.status, .detail, .body)
-├── ApiError                          the server refuses a request (.status, .field, .headers, .details)
-├── ProtocolError                     a message between the page and the worker that is not the protocol's
+├── ApiError                          the server refuses a request (.status, .field, .headers,
+│                                     .details)
+├── ProtocolError                     a message between the page and the worker that is not the
+│                                     protocol's
 ├── PageError                         the page answered the worker's request with its error (.name)
 ├── PageScriptError                   a JavaScript command of the page threw (.name)
-└── DatabaseError                     the server's database refused a statement (SQLite or PostgreSQL)
+└── DatabaseError                     the server's database refused a statement (SQLite or
+    │                                 PostgreSQL)
     ├── UniqueViolation               a write would repeat a unique key (a taken slug, a taken id)
-    └── DatabaseBusy                  too busy to answer now (locked, a serialization failure): retry
+    └── DatabaseBusy                  too busy to answer now (locked, a serialization failure):
+                                      retry
 
 Plugins raise ToolError with the code that says what happened (`not_permitted`, `not_found`,
 `unavailable`), so the envelope the model reads means what it says; anything else a handler
@@ -185,7 +191,8 @@ class ProtocolError(ReactorError):
 
 
 class PageError(ReactorError):
-    """The page's JavaScript answered the worker's request with an error; `.name` is that error's name."""
+    """The page's JavaScript answered the worker's request with an error; `.name` is that error's
+    name."""
 
     def __init__(self, name: str, message: str) -> None:
         super().__init__(message)
@@ -193,7 +200,8 @@ class PageError(ReactorError):
 
 
 class PageScriptError(ReactorError):
-    """A JavaScript command handler threw; the message is the script's own, `.name` its error's name."""
+    """A JavaScript command handler threw; the message is the script's own, `.name` its error's
+    name."""
 
     def __init__(self, name: str, message: str) -> None:
         super().__init__(message)

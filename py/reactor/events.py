@@ -1,4 +1,5 @@
-"""Change notifications: an Emitter calls its listeners in order and never lets one break another."""
+"""Change notifications: an Emitter calls its listeners in order and never lets one break
+another."""
 
 from __future__ import annotations
 

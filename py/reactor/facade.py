@@ -73,8 +73,8 @@ async def _dumped(answer: Any) -> str:
 def define_plugin_json(
     reactor: Reactor, declaration_json: str, run: Run, is_enabled: Callable[[str], bool]
 ) -> str:
-    """Declare and load a plugin the page wrote in JavaScript (`reactor.page_plugins`); the answer is
-    `{"ok": true, "value": {name, commands, tools}}`, or the refusal, with nothing registered."""
+    """Declare and load a plugin the page wrote in JavaScript (`reactor.page_plugins`); the answer
+    is `{"ok": true, "value": {name, commands, tools}}`, or the refusal, with nothing registered."""
     try:
         declaration = json.loads(declaration_json)
         plugin = define_script_plugin(declaration, run, is_enabled)

@@ -438,7 +438,8 @@ _EXACT_TYPES: dict[str, tuple[type, ...]] = {
 
 
 def _exact_type(schema: Any) -> tuple[type, ...]:
-    """The Python types that surely pass `schema` when it checks one type and nothing else; () if not so simple."""
+    """The Python types that surely pass `schema` when it checks one type and nothing else; () if
+    not so simple."""
     if (
         isinstance(schema, dict)
         and schema.keys() <= _ANNOTATIONS | {"type"}
@@ -723,7 +724,8 @@ def _unique_items(v: Validator, value: bool, schema: dict[str, Any]) -> Check | 
 
 
 def _identity(value: Any) -> Any:
-    """A hashable stand-in equal for JSON-equal values, so uniqueness is one pass, not n² comparisons."""
+    """A hashable stand-in equal for JSON-equal values, so uniqueness is one pass, not n²
+    comparisons."""
     if isinstance(value, bool):
         return ("boolean", value)
     if isinstance(value, list):

@@ -61,5 +61,6 @@ def dumps(value: Any, *, allow_nan: bool = True, sort_keys: bool = False) -> str
 
 def copied(value: Any) -> Any:
     """A deep copy of plain JSON data, made by json's C parts: a bundle's schemas are copied at
-    each check, and copy.deepcopy's Python-level walk was a tenth of the plugins' load in the page."""
+    each check, and copy.deepcopy's Python-level walk was a tenth of the plugins' load in the
+    page."""
     return loads(dumps(value))

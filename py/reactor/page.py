@@ -36,7 +36,8 @@ class Page(Protocol):
     async def fetch_json(
         self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None
     ) -> Any:
-        """Send JSON, return the decoded answer; HttpError on a 4xx/5xx, OSError when unreachable."""
+        """Send JSON, return the decoded answer; HttpError on a 4xx/5xx, OSError when
+        unreachable."""
 
     async def open_panel(self, panel: dict[str, Any]) -> bool:
         """Add a UI plugin's panel {id, name, language, config, viewId} headed by its name; with
@@ -44,7 +45,8 @@ class Page(Protocol):
         panel area (an element marked `data-reactor-panels`)."""
 
     async def close_panel(self, panel_id: str) -> dict[str, Any]:
-        """Remove a panel, running a JavaScript panel's dispose first: {"disposed": bool, "error"?}."""
+        """Remove a panel, running a JavaScript panel's dispose first: {"disposed": bool,
+        "error"?}."""
 
     def draw_panel(
         self,

@@ -3,8 +3,8 @@
 A JavaScript plugin (`window.reactor.definePlugin({...})`) arrives here as plain data: its
 commands' `execute` functions stay in JS, and each becomes a Python handler that awaits
 `run(command_id, args)` (the bridge carries args and result across as JSON). Its commands and
-tools become one AgentTools bundle, registered as a Python plugin registers its own. An inline Python
-plugin (`<script type="reactor/python">`) is code that defines `PLUGIN = define_plugin(...)`.
+tools become one AgentTools bundle, registered as a Python plugin registers its own. An inline
+Python plugin (`<script type="reactor/python">`) is code that defines `PLUGIN = define_plugin(...)`.
 Both land in the one registry and obey the same rules as any plugin: `define_plugin` and
 `define_agent_tools` check them, and a refusal comes before anything is registered.
 
@@ -201,7 +201,8 @@ def _handler(run: Run, command_id: str) -> Callable[[dict[str, Any]], Awaitable[
 
 
 def python_page_plugin(code: str, source: str) -> Plugin:
-    """Run the code of a `<script type="reactor/python">`: it must define `PLUGIN = define_plugin(...)`.
+    """Run the code of a `<script type="reactor/python">`: it must define
+    `PLUGIN = define_plugin(...)`.
 
     The code is dedented first (it sits indented in the page's HTML); any failure is a
     PluginError naming `source` (the script's id, or its place in the page).

@@ -100,7 +100,8 @@ ENVELOPE_KEYS = frozenset({"v", "id", "re", "type"})
 
 
 class WorkerEndpoint:
-    """The worker's end of the channel: runs the page's requests, asks the page and awaits its answers.
+    """The worker's end of the channel: runs the page's requests, asks the page and awaits its
+    answers.
 
     `post(text)` sends one message to the page; `receive(text)` takes one from it.
     """

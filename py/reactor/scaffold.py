@@ -143,7 +143,8 @@ PLUGIN = PluginSpec(
     agent_tools="agent-tools.json",
 )
 '''
-    return f'''"""The {name} plugin, declared: what the page loads, what the server runs, the agent's tools."""
+    return f'''\
+"""The {name} plugin, declared: what the page loads, what the server runs, the agent's tools."""
 
 from pathlib import Path
 from typing import Any
@@ -208,7 +209,8 @@ def _register(context: PluginContext) -> None:
         items.append(args["text"])
         return {"count": len(items), "items": list(items)}
 """
-    return f'''"""The {name} plugin for the page: agent-tools.json declares its commands (and the tools
+    return f'''\
+"""The {name} plugin for the page: agent-tools.json declares its commands (and the tools
 that call them); here is their code.
 
 This code runs in the page (Pyodide, in a Web Worker) and on CPython alike.

@@ -5,13 +5,17 @@ on the site (403) and the state (404, 409), and for a crawl, room to run it (429
 A database too busy to answer is 503, not 500.
 
     GET    /api/cms/session                              who is signed in, and their sites and roles
-    GET    /api/cms/sites/{site}/entries                 summaries (?collection=pages|posts, ?status=draft|published)
-    POST   /api/cms/sites/{site}/entries                 create a draft (publish: true needs publisher)
+    GET    /api/cms/sites/{site}/entries                 summaries (?collection=pages|posts,
+                                                         ?status=draft|published)
+    POST   /api/cms/sites/{site}/entries                 create a draft (publish: true needs
+                                                         publisher)
     GET    /api/cms/sites/{site}/entries/{slug}          one entry, with its body
-    PATCH  /api/cms/sites/{site}/entries/{slug}          change fields (a published entry needs publisher)
+    PATCH  /api/cms/sites/{site}/entries/{slug}          change fields (a published entry needs
+                                                         publisher)
     DELETE /api/cms/sites/{site}/entries/{slug}?confirm={slug}   drafts only
     POST   /api/cms/sites/{site}/entries/{slug}/publish|unpublish   publisher
-    POST   /api/cms/sites/{site}/crawl                   {kind, url, limit?, collection?, dry_run?}: import drafts
+    POST   /api/cms/sites/{site}/crawl                   {kind, url, limit?, collection?,
+                                                         dry_run?}: import drafts
 """
 
 from __future__ import annotations
@@ -349,7 +353,8 @@ def api_routes(
         replies: dict[int, Reply],
         **declared: Any,
     ) -> Route:
-        """One API call: the session checked first (401, before the body is read), then its declaration."""
+        """One API call: the session checked first (401, before the body is read), then its
+        declaration."""
 
         async def run(call: Call) -> Any:
             try:

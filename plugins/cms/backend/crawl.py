@@ -29,7 +29,8 @@ class Crawl:
 
 
 def crawl(kind: str, url: str, limit: int, policy: FetchPolicy) -> Crawl:
-    """Read at most `limit` items; CrawlRefused/CrawlFailed/SourceError when the source itself fails."""
+    """Read at most `limit` items; CrawlRefused/CrawlFailed/SourceError when the source itself
+    fails."""
     readers: dict[str, Callable[[str, int, FetchPolicy], Crawl]] = {
         "blog": _blog,
         "feed": _feed,

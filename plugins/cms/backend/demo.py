@@ -154,7 +154,8 @@ def demo_source_routes() -> list[Route]:
     @declare("The demo blog's index page (a crawl source)", replies={200: page})
     async def blog_index(call: Call) -> Response:
         articles = "".join(
-            f'<article><h2><a href="posts/{slug}.html">{escape(title)}</a></h2><p>{escape(summary)}</p></article>'
+            f'<article><h2><a href="posts/{slug}.html">{escape(title)}</a></h2>'
+            f"<p>{escape(summary)}</p></article>"
             for slug, title, _, summary, _ in POSTS
         )
         return _html("The demo blog", f"<h1>The demo blog</h1>{articles}")

@@ -32,7 +32,8 @@ class Fetched:
 
 @dataclass(frozen=True)
 class FetchPolicy:
-    """What a crawl may use: the allow-list, seconds per fetch (redirects included), bytes per answer."""
+    """What a crawl may use: the allow-list, seconds per fetch (redirects included), bytes per
+    answer."""
 
     rules: tuple[AllowRule, ...] = ()
     timeout: float = 10.0

@@ -54,7 +54,8 @@ def public_routes(store: SiteStore) -> list[Route]:
         site_title = await run_in_threadpool(store.site_title, site) or site
         excerpt = f'<p class="excerpt">{escape(entry["excerpt"])}</p>' if entry["excerpt"] else ""
         body = (
-            f'<article data-collection="{escape(entry["collection"])}"><h1>{escape(entry["title"])}</h1>'
+            f'<article data-collection="{escape(entry["collection"])}">'
+            f"<h1>{escape(entry['title'])}</h1>"
             f"{excerpt}{markdown_html(entry['body'])}</article>"
         )
         return _page(f"{entry['title']} — {site_title}", body, site, site_title)

@@ -194,7 +194,8 @@ class SiteStore:
                     ) from None
                 continue  # another call took this slug since we looked: look again
             return self.get_entry(site, slug)  # type: ignore[return-value]
-        # Answered as a busy database (503): so many calls made this slug at once that this one never got a turn.
+        # Answered as a busy database (503): so many calls made this slug at once that this one
+        # never got a turn.
         raise DatabaseBusy(
             f"database is busy: {MAX_SLUG_TRIES} tries at a slug like {base!r} all lost"
         )
@@ -210,7 +211,8 @@ class SiteStore:
     def update_entry(
         self, site: str, slug: str, changes: dict[str, Any], *, version: int | None = None
     ) -> dict[str, Any]:
-        """Change fields; with `version` (the one the caller read), StaleEntry when it is not the current."""
+        """Change fields; with `version` (the one the caller read), StaleEntry when it is not the
+        current."""
         columns = [
             key
             for key in ("collection", "title", "excerpt", "body", "source_url")

@@ -96,7 +96,8 @@ class AiToolCaller:
 
 
 def capped(name: str, result: Any, cap: int) -> Any:
-    """The result if it is JSON data within `cap` bytes; otherwise say so — never cut it silently."""
+    """The result if it is JSON data within `cap` bytes; otherwise say so — never cut it
+    silently."""
     try:
         size = len(json.dumps(result, allow_nan=False, ensure_ascii=False).encode())
     except (TypeError, ValueError) as error:

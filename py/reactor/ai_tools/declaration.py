@@ -229,7 +229,8 @@ def _check_entry_point(owner: str, code: str, language: str, entry: str) -> None
                 owner, "code", None, f"has a Python syntax error{where}: {error.msg}."
             ) from None
         except (RecursionError, MemoryError):
-            # Deeply nested expressions (`x+x+…`, `-----1`) exhaust the parser before any syntax error.
+            # Deeply nested expressions (`x+x+…`, `-----1`) exhaust the parser before any syntax
+            # error.
             raise _refuse(
                 owner, "code", None, "nests too deeply for Python to parse; split long expressions."
             ) from None

@@ -1,4 +1,5 @@
-"""Anthropic Messages: POST {base_url}/v1/messages with `tools` as {name, description, input_schema}.
+"""Anthropic Messages: POST {base_url}/v1/messages with `tools` as {name, description,
+input_schema}.
 
 The answer's content holds text and `tool_use` blocks (`input` is already an object);
 results go back in the next user message as `tool_result` blocks, first in its content.
@@ -167,7 +168,8 @@ def _parts(message: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
 
 
 def _input(arguments: Any) -> dict[str, Any]:
-    # History written by another provider may hold arguments as text; tool_use.input must be an object.
+    # History written by another provider may hold arguments as text; tool_use.input must be an
+    # object.
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}

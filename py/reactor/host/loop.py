@@ -28,7 +28,8 @@ PRESSED_STOP = "The person pressed stop."  # why a call stopped, as its answer t
 
 @dataclass(frozen=True)
 class HostEvent:
-    """For a UI. type: message, message.delta (a streamed piece of text), tool_call.started|approved|denied|finished|failed, stopped, error."""
+    """For a UI. type: message, message.delta (a streamed piece of text),
+    tool_call.started|approved|denied|finished|failed, stopped, error."""
 
     type: str
     data: dict[str, Any] = field(default_factory=dict)
@@ -36,7 +37,8 @@ class HostEvent:
 
 @dataclass(frozen=True)
 class LoopOutcome:
-    """How one `send` ended: done, stopped, step_limit or error; the last text; model requests made."""
+    """How one `send` ended: done, stopped, step_limit or error; the last text; model requests
+    made."""
 
     status: str
     text: str = ""
@@ -212,7 +214,8 @@ class ChatLoop:
 
     def _stopped(self, token: CancelToken, step: int) -> LoopOutcome:
         reason = token.reason if isinstance(token.reason, str) else "Stopped."
-        # The model reads the reason in its tools' answers; the chat shows the person their own words.
+        # The model reads the reason in its tools' answers; the chat shows the person their own
+        # words.
         self._emit(
             "stopped", reason="You stopped the assistant." if reason == PRESSED_STOP else reason
         )

@@ -4,7 +4,8 @@ The conversation is a list of plain dicts, one shape for every provider, so the 
 keep, show and save it; each provider renders it to its own wire format:
 
     {"role": "user", "content": "open the quarterly review"}
-    {"role": "assistant", "content": "text, maybe empty", "tool_calls": [{"id", "name", "arguments"}]}
+    {"role": "assistant", "content": "text, maybe empty",
+     "tool_calls": [{"id", "name", "arguments"}]}
     {"role": "tool", "tool_call_id": "...", "name": "decks_open", "result": <envelope>}
 
 `arguments` is kept as the model sent it (a JSON string, an object, ""), since it is the
@@ -71,4 +72,5 @@ class Model(Protocol):
     label: str
 
     async def complete(self, request: ModelRequest, signal: CancelToken) -> ModelTurn:
-        """Answer the conversation; raise ProviderError on a provider failure, AbortedError when stopped."""
+        """Answer the conversation; raise ProviderError on a provider failure, AbortedError when
+        stopped."""

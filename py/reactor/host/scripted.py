@@ -44,7 +44,8 @@ _INTENTS = [
         ),
     ),
     (
-        "import",  # "import the latest post from the demo blog": the address the tool's schema gives
+        # "import the latest post from the demo blog": the address the tool's schema gives
+        "import",
         re.compile(
             r"^import\s+(?:the\s+)?(?:(?:latest|newest|last)\s+)?(?:(?P<limit>\d+)\s+)?posts?\s+"
             r"from\s+the\s+demo\s+(?P<noun>blog|feed|wordpress)(?:\s+site)?$"

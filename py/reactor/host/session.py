@@ -127,7 +127,8 @@ class ChatSession:
 
     @property
     def examples(self) -> list[str]:
-        """What to type to this model with these tools (the scripted model's own; none for an AI)."""
+        """What to type to this model with these tools (the scripted model's own; none for an
+        AI)."""
         return examples(self.toolbox.tools()) if isinstance(self.loop.model, ScriptedModel) else []
 
     @property
@@ -172,7 +173,8 @@ class ChatSession:
         )
 
     async def send(self, text: str) -> dict[str, Any]:
-        """Answer `text`; the widget hears `running` before and after, however the send was started."""
+        """Answer `text`; the widget hears `running` before and after, however the send was
+        started."""
         if self.loop.running:
             raise HostError("The chat is still answering the last message; stop it or wait for it.")
         self.on_event(HostEvent("running", {"running": True}))

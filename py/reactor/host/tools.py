@@ -277,7 +277,8 @@ class Toolbox:
         return [c.value for c in self.reactor.contributions.contributions(AgentTools)]
 
     def _admitted(self) -> dict[str, HostTool]:
-        """The index by name, rebuilt when the bundles changed; an unchanged bundle keeps its tools."""
+        """The index by name, rebuilt when the bundles changed; an unchanged bundle keeps its
+        tools."""
         revision = (
             id(self._bundles)
             if self._bundles is not None

@@ -64,8 +64,10 @@ STEPS = [
 CHECK_AND_COUNT = """
 UPDATE agent_tokens SET
     last_used = :now,
-    window_count = CASE WHEN window_start IS NULL OR window_start <= :since THEN 1 ELSE window_count + 1 END,
-    window_start = CASE WHEN window_start IS NULL OR window_start <= :since THEN :now ELSE window_start END
+    window_count = CASE WHEN window_start IS NULL OR window_start <= :since THEN 1
+        ELSE window_count + 1 END,
+    window_start = CASE WHEN window_start IS NULL OR window_start <= :since THEN :now
+        ELSE window_start END
 WHERE token_hash = :hash
 RETURNING id, name, username, window_start, window_count,
     (SELECT groups FROM users WHERE users.username = agent_tokens.username) AS groups
@@ -146,7 +148,8 @@ class AgentTokens:
         return bool(gone)
 
     def check(self, secret: str) -> AgentToken | None:
-        """The token `secret` is, if it is one that has not been revoked, with this request counted."""
+        """The token `secret` is, if it is one that has not been revoked, with this request
+        counted."""
         if not secret.startswith(PREFIX) or len(secret) > 200:
             return None
         now = time.time()
@@ -170,7 +173,8 @@ class AgentTokens:
 
     def _check_and_count(self, secret: str, now: float) -> AgentToken | None:
         with self.database.transaction() as db:
-            # A count or a last-use time lost in a crash is harmless: the commit need not wait for the disk.
+            # A count or a last-use time lost in a crash is harmless: the commit need not wait for
+            # the disk.
             db.execute("SET LOCAL synchronous_commit = off")
             row = db.execute(
                 CHECK_AND_COUNT, {"now": now, "since": now - RATE_WINDOW, "hash": _digest(secret)}

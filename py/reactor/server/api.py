@@ -189,7 +189,8 @@ def declaration_of(endpoint: Any) -> Declaration | None:
 
 
 def error_answer(error: Exception) -> JSONResponse:
-    """The one answer of every refusal: `{"error": sentence, "field"?, ...details}` with its headers."""
+    """The one answer of every refusal: `{"error": sentence, "field"?, ...details}` with its
+    headers."""
     if isinstance(error, DatabaseBusy):
         error = ApiError(
             503,

@@ -188,7 +188,8 @@ async def _refused(request: Request, error: Exception) -> Response:
 
 
 async def _http_error(request: Request, error: Exception) -> Response:
-    """The router's own refusals (no such route, method not allowed) as sentences, like every other."""
+    """The router's own refusals (no such route, method not allowed) as sentences, like every
+    other."""
     assert isinstance(error, HTTPException)
     headers = {k.lower(): v for k, v in (error.headers or {}).items()}
     if (

@@ -148,7 +148,8 @@ class SourceArchive:
             separators=(",", ":"),
         )
         self.data = b"".join([index.encode(), b"\n", *(files[name] for name in names)])
-        # Made at every server start: zstd at level 9 (a fifth smaller than gzip, in a third of a second here).
+        # Made at every server start: zstd at level 9 (a fifth smaller than gzip, in a third of a
+        # second here).
         self.squeezed = {"zstd": _zstd(self.data, 9), "gzip": gzip.compress(self.data, 6, mtime=0)}
         self.digest = hashlib.sha256(self.data).hexdigest()[:16]
         self.url = f"/app/python-{self.digest}.bundle"

@@ -35,7 +35,8 @@ VERSIONS = (
     "CREATE TABLE IF NOT EXISTS schema_versions (owner TEXT PRIMARY KEY, version INTEGER NOT NULL)"
 )
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-WRITE_LOCK = 7_355_608  # the advisory lock an `immediate` PostgreSQL transaction takes, as SQLite's writer lock
+# the advisory lock an `immediate` PostgreSQL transaction takes, as SQLite's writer lock
+WRITE_LOCK = 7_355_608
 SETUP_LOCK = 7_355_609  # held by a server process while it migrates and seeds
 IDLE_CONNECTIONS = 8  # connections kept open between transactions, per process
 
@@ -105,7 +106,8 @@ def is_postgres_url(target: str) -> bool:
 
 
 class Transaction:
-    """What a store writes through: `execute` and `executemany`, with the driver's errors as ours."""
+    """What a store writes through: `execute` and `executemany`, with the driver's errors as
+    ours."""
 
     __slots__ = ("_backend", "_connection")
 

@@ -545,7 +545,8 @@ class Relay(Response):
     def refusal(
         self, status: int, headers: httpx.Headers, text: str
     ) -> tuple[int, str, int | None]:
-        """A provider's error as the person reads it: (status, sentence, Retry-After); the log says which."""
+        """A provider's error as the person reads it: (status, sentence, Retry-After); the log says
+        which."""
         log.warning(
             "assistant: the provider at %s answered %s: %s",
             self.config.url,
@@ -631,7 +632,8 @@ def _seconds(value: str | None) -> int | None:
 
 
 class Usage:
-    """The tokens an answer used, as the provider reports them, and whether it ended as answers end."""
+    """The tokens an answer used, as the provider reports them, and whether it ended as answers
+    end."""
 
     def __init__(self, provider: str) -> None:
         self.provider = provider

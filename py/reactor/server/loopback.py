@@ -21,7 +21,8 @@ def free_port() -> int:
 
 
 class LoopbackServer:
-    """Serve `app` on http://127.0.0.1:<free port> until `stop()`; also a context manager yielding its URL."""
+    """Serve `app` on http://127.0.0.1:<free port> until `stop()`; also a context manager yielding
+    its URL."""
 
     def __init__(self, app: Any, *, start_timeout: float = 20.0) -> None:
         port = free_port()

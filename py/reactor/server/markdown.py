@@ -1,5 +1,6 @@
 """The server's one Markdown: CommonMark by markdown-it-py, raw HTML off, so what a deck or a
-crawled entry holds stays text; web/markdown.js renders the page's with markdown-it, the same way."""
+crawled entry holds stays text; web/markdown.js renders the page's with markdown-it, the same
+way."""
 
 from __future__ import annotations
 

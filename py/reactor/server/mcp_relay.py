@@ -125,7 +125,8 @@ OWN_TOOL_LIST = [
 
 
 class RelayServer(Server[Any]):
-    """The SDK's low-level server, advertising `tools.listChanged` (the page's tools come and go)."""
+    """The SDK's low-level server, advertising `tools.listChanged` (the page's tools come and
+    go)."""
 
     def create_initialization_options(
         self, notification_options: Any = None, *args: Any, **kwargs: Any
@@ -215,7 +216,8 @@ def mcp_server(relay: PageRelay, page_url: Callable[[Any], str]) -> RelayServer:
 
 
 def _tool(tool: Any) -> types.Tool | None:
-    """A tool as the page lists it (`window.reactor.chat.tools()`), as MCP's; None when it is not one."""
+    """A tool as the page lists it (`window.reactor.chat.tools()`), as MCP's; None when it is not
+    one."""
     if (
         not isinstance(tool, dict)
         or not isinstance(tool.get("name"), str)
@@ -351,7 +353,8 @@ class Agents:
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Any) -> AsyncIterator[None]:
         """The SDK's session manager runs once per instance: a new one for each run of the app."""
-        # Host and Origin are checked by the app (HostCheck) and McpEndpoint, for every name it serves.
+        # Host and Origin are checked by the app (HostCheck) and McpEndpoint, for every name it
+        # serves.
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         manager = SettlingSessionManager(app=self.server, security_settings=security)
         if self.bus is not None:

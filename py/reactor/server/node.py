@@ -51,7 +51,8 @@ def run_node(
 
 
 def store(path: Path, data: bytes) -> None:
-    """Write `data` to `path` whole or not at all: two servers starting at once never read half a file."""
+    """Write `data` to `path` whole or not at all: two servers starting at once never read half a
+    file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     try:

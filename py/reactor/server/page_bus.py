@@ -44,7 +44,11 @@ STEPS = [
         tools TEXT NOT NULL
     );
     CREATE INDEX IF NOT EXISTS agent_pages_by_user ON agent_pages (username);
-    CREATE TABLE IF NOT EXISTS agent_messages (id TEXT PRIMARY KEY, body TEXT NOT NULL, sent_at REAL NOT NULL);
+    CREATE TABLE IF NOT EXISTS agent_messages (
+        id TEXT PRIMARY KEY,
+        body TEXT NOT NULL,
+        sent_at REAL NOT NULL
+    );
     """,
 ]
 
@@ -121,7 +125,8 @@ class PostgresPageBus:
     def send(self, process: str, message: dict[str, Any]) -> None:
         """To one process by its name, or to every other with "*"; delivered when this commits."""
         if self.relay is None:
-            return  # not started (an app called without its lifespan): no process listens for this one
+            # not started (an app called without its lifespan): no process listens for this one
+            return
         envelope: dict[str, Any] = {"to": process, "from": self.relay.process}
         body = json.dumps(message, ensure_ascii=False)
         with self.database.transaction() as db:

@@ -263,7 +263,8 @@ class PageRelay:
     # Tool list changes
 
     def changed(self, username: str) -> None:
-        """Tell the person's MCP connections, on every process, that tools/list may answer otherwise now."""
+        """Tell the person's MCP connections, on every process, that tools/list may answer otherwise
+        now."""
         self._notify(username)
         if self.bus is not None:
             self.bus.send("*", {"type": "changed", "username": username})

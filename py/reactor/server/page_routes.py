@@ -127,7 +127,8 @@ def page_archive(runtime: Runtime, platform: PluginPlatform) -> tuple[SourceArch
 def page_routes(
     runtime: Runtime, archive: SourceArchive, platform: PluginPlatform, settings: PageSettings
 ) -> list[Route]:
-    """The page's routes over `runtime` (its snapshot made), its Python `archive` and the platform's plugins."""
+    """The page's routes over `runtime` (its snapshot made), its Python `archive` and the platform's
+    plugins."""
     boot = early_boot(runtime)
     index_page = RenderedPage(
         (ROOT / "index.html").read_text().replace(EARLY_BOOT_MARKER, boot),

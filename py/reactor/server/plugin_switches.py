@@ -66,7 +66,8 @@ LOCATIONS = ["ai-tool", "ui"]
 
 
 def read_plugin_state(database: Database, platform: PluginPlatform) -> None:
-    """Which plugins are switched off or on, as the database says (PATCH /plugins/{id} writes it)."""
+    """Which plugins are switched off or on, as the database says (PATCH /plugins/{id} writes
+    it)."""
     known = {p["name"] for p in platform.list_plugins()}
     with database.transaction() as db:
         for row in db.execute("SELECT name, enabled FROM plugin_state"):

@@ -5,9 +5,10 @@
   `X-Content-Type-Options: nosniff`.
 - `CrossSiteWriteGuard`: a write (POST, PUT, PATCH, DELETE) that no bearer token authenticates
   (so a cookie might) must be `application/json` (415 otherwise: forms and no-cors fetches
-  cannot send it; a write with no body at all has no type to check) and come from this server's own origin or an allowed one (`Origin`, else
-  `Sec-Fetch-Site`; 403 otherwise). A bearer token is never sent by a browser on its own, so a
-  request carrying one is not forged cross-site. Sign-in and sign-out are writes like any other.
+  cannot send it; a write with no body at all has no type to check) and come from this server's
+  own origin or an allowed one (`Origin`, else `Sec-Fetch-Site`; 403 otherwise). A bearer token
+  is never sent by a browser on its own, so a request carrying one is not forged cross-site.
+  Sign-in and sign-out are writes like any other.
 """
 
 from __future__ import annotations
@@ -115,7 +116,8 @@ class CrossSiteWriteGuard:
         if headers.get("authorization", "").lower().startswith("bearer "):
             return None
         media_type = headers.get("content-type", "").split(";")[0].strip().lower()
-        # A write with no body and no content type (sign-out, publish) is no form: its origin is checked below.
+        # A write with no body and no content type (sign-out, publish) is no form: its origin is
+        # checked below.
         bodyless = (
             not media_type
             and headers.get("content-length", "0") == "0"
@@ -137,7 +139,8 @@ class CrossSiteWriteGuard:
                 "pages and the origins its operator allows (--allow-origin) may.",
             )
         if headers.get("sec-fetch-site", "same-origin") in ("same-origin", "none"):
-            return None  # no Origin and no cross-site fetch metadata: not a browser's cross-site request
+            # no Origin and no cross-site fetch metadata: not a browser's cross-site request
+            return None
         return error_response(403, "A cross-site request may not write to this server.")
 
 

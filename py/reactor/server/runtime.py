@@ -66,7 +66,8 @@ class Runtime:
 
     def bytecode_options(self) -> dict[str, Any]:
         """SourceArchive's bytecode options for the vendored Pyodide (none when it is not vendored):
-        ours, and the runtime's Python the page imports after Pyodide's boot (server/runtime_python.py)."""
+        ours, and the runtime's Python the page imports after Pyodide's boot
+        (server/runtime_python.py)."""
         if not self.ready:
             return {}
         return {

@@ -18,13 +18,16 @@ import pytest
 from .server import TestUser
 from .standins import StandIn
 
-# Runs a window.reactor call in the page and answers JSON text: {"ok", "value"} or {"ok": false, "name", "message"}.
+# Runs a window.reactor call in the page and answers JSON text: {"ok", "value"} or
+# {"ok": false, "name", "message"}.
 CALL = """async ([method, args]) => {
   try {
     const value = await window.reactor[method](...JSON.parse(args));
     return JSON.stringify({ ok: true, value: value ?? null });
   } catch (error) {
-    return JSON.stringify({ ok: false, name: error.name, message: error.message, problems: error.problems ?? null });
+    return JSON.stringify({
+      ok: false, name: error.name, message: error.message, problems: error.problems ?? null,
+    });
   }
 }"""
 
@@ -45,7 +48,8 @@ class Served(Protocol):
 
 
 class PageCallError(AssertionError):
-    """A window.reactor call the page refused: `name` is the error's class (InvalidArgumentsError…)."""
+    """A window.reactor call the page refused: `name` is the error's class
+    (InvalidArgumentsError…)."""
 
     def __init__(self, call: str, name: str, message: str, problems: Any = None) -> None:
         super().__init__(f"{call} failed: {name}: {message}")
@@ -54,7 +58,8 @@ class PageCallError(AssertionError):
 
 @dataclass
 class Exchange:
-    """One message of a chat and what the person then saw: the tool cards' text, the replies, errors."""
+    """One message of a chat and what the person then saw: the tool cards' text, the replies,
+    errors."""
 
     message: str
     cards: list[str] = field(default_factory=list)
@@ -153,11 +158,13 @@ class ReactorPage:
         return self
 
     def call_tool(self, name: str, args: Any = None) -> dict[str, Any]:
-        """`reactor.callTool(name, args)`: the envelope, {"ok": true, "result"} or {"ok": false, "error"}."""
+        """`reactor.callTool(name, args)`: the envelope, {"ok": true, "result"} or {"ok": false,
+        "error"}."""
         return self._call("callTool", f"call_tool({name!r})", name, {} if args is None else args)  # type: ignore[no-any-return]
 
     def execute(self, command: str, args: Any = None) -> Any:
-        """`reactor.executeCommand(id, args)`: what the handler returned; PageCallError when refused."""
+        """`reactor.executeCommand(id, args)`: what the handler returned; PageCallError when
+        refused."""
         return self._call(
             "executeCommand", f"execute({command!r})", command, {} if args is None else args
         )

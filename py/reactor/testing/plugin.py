@@ -118,7 +118,8 @@ def reactor_page(new_reactor_page: MakePage) -> ReactorPage:
 @pytest.fixture
 def reactor_model() -> Iterator[StandIn]:
     """A model provider on loopback speaking OpenAI's streaming wire format, scripted by the test
-    (`reactor_model.answers = [call("notes_add", {...}), text("Added.")]`); `reactor_page.use_model`."""
+    (`reactor_model.answers = [call("notes_add", {...}), text("Added.")]`);
+    `reactor_page.use_model`."""
     stand_in = StandIn("openai", "reactor-testing-key", cors=True)
     yield stand_in
     stand_in.stop()
@@ -166,7 +167,8 @@ QUIET = [
 
 
 def _system_chromium() -> str | None:
-    """The system's Chromium, when Playwright's own is not installed (its browsers' folder has none)."""
+    """The system's Chromium, when Playwright's own is not installed (its browsers' folder has
+    none)."""
     folder = Path(
         os.environ.get("PLAYWRIGHT_BROWSERS_PATH") or Path.home() / ".cache" / "ms-playwright"
     )

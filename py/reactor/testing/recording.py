@@ -75,7 +75,8 @@ def duration_s(video: Path) -> float:
 
 
 class Recorder:
-    """Records one page of `browser` into `target` (.webm from Playwright, .mp4 from the screencast)."""
+    """Records one page of `browser` into `target` (.webm from Playwright, .mp4 from the
+    screencast)."""
 
     def __init__(
         self, browser: Any, out: Path, *, screencast: bool = False, **context_options: Any
@@ -186,10 +187,14 @@ OVERLAY = """([kind, text]) => {
     box.id = "reactor-demo-" + kind;
     box.setAttribute("aria-hidden", "true");
     box.style.cssText = kind === "chapter"
-      ? "position:fixed;inset:0;display:flex;align-items:center;justify-content:center;background:rgba(15,23,42,.88);" +
-        "color:#fff;font:600 44px system-ui,sans-serif;z-index:2147483647;pointer-events:none;text-align:center;padding:2em"
-      : "position:fixed;left:50%;bottom:24px;transform:translateX(-50%);max-width:80%;background:rgba(15,23,42,.85);" +
-        "color:#fff;font:500 22px system-ui,sans-serif;padding:.5em 1em;border-radius:10px;z-index:2147483647;pointer-events:none";
+      ? "position:fixed;inset:0;display:flex;align-items:center;justify-content:center;" +
+        "background:rgba(15,23,42,.88);" +
+        "color:#fff;font:600 44px system-ui,sans-serif;z-index:2147483647;pointer-events:none;" +
+        "text-align:center;padding:2em"
+      : "position:fixed;left:50%;bottom:24px;transform:translateX(-50%);max-width:80%;" +
+        "background:rgba(15,23,42,.85);" +
+        "color:#fff;font:500 22px system-ui,sans-serif;padding:.5em 1em;border-radius:10px;" +
+        "z-index:2147483647;pointer-events:none";
     document.documentElement.append(box);
   }
   box.textContent = text;

@@ -75,7 +75,8 @@ def call(
 
 
 class StandIn:
-    """One provider on http://127.0.0.1:<port>: OpenAI's paths under /v1, Anthropic's /v1/messages."""
+    """One provider on http://127.0.0.1:<port>: OpenAI's paths under /v1, Anthropic's
+    /v1/messages."""
 
     def __init__(self, provider: str, key: str, *, cors: bool = False) -> None:
         self.provider, self.key = provider, key
@@ -96,7 +97,8 @@ class StandIn:
         self.delta_gap = 0.0  # seconds between text deltas
         self.usage = (10, 20)  # input and output tokens reported per answer
         path = "/v1/chat/completions" if provider == "openai" else "/v1/messages"
-        # With `cors`, pages of any origin may call it, as the providers' own APIs allow (the bench's direct path).
+        # With `cors`, pages of any origin may call it, as the providers' own APIs allow (the
+        # bench's direct path).
         middleware = (
             [
                 Middleware(
