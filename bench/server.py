@@ -60,10 +60,8 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
         ]
     product = create_app(data, plugins=plugins, seed_demo=True)
     runtime = runtime_manifest()
-    stamp, snapshot = (
-        runtime.stamp,
-        product.state.snapshot,
-    )  # the very snapshot the product page restores
+    # the very snapshot the product page restores
+    stamp, snapshot = runtime.stamp, product.state.snapshot
     archive = SourceArchive({"reactor_bench": BENCH / "reactor_bench"}, set())
 
     async def page(request: Request) -> Response:
@@ -71,9 +69,8 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
         path = PAGES / f"{name}.html"
         if name == "host" and not lab:
             text = host_page()
-        elif not path.is_file() or (
-            (name == "lab") != lab and name != "launch"
-        ):  # launch: bench/unattached.py
+        # launch: bench/unattached.py
+        elif not path.is_file() or ((name == "lab") != lab and name != "launch"):
             return JSONResponse({"error": f"No bench page {name!r} on this server."}, 404)
         else:
             text = path.read_text()

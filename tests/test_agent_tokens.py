@@ -41,9 +41,8 @@ def test_a_signed_in_person_makes_sees_and_revokes_tokens_whose_secret_is_shown_
     with app_server.client() as client:
         made = make_token(client, ada)
         assert set(made) == {"id", "name", "token", "created"} and made["name"] == "Claude Code"
-        assert (
-            made["token"].startswith(PREFIX) and len(made["token"]) >= len(PREFIX) + 43
-        )  # 256 bits, URL-safe
+        # 256 bits, URL-safe
+        assert made["token"].startswith(PREFIX) and len(made["token"]) >= len(PREFIX) + 43
         listed = client.get("/api/agent-tokens", headers=ada).json()
         assert listed == [
             {"id": made["id"], "name": "Claude Code", "created": made["created"], "lastUsed": None}

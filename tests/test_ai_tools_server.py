@@ -130,9 +130,8 @@ def test_the_maintenance_data_lists_a_buildings_open_work_newest_first(server, b
     assert answer["total"] == 3 and answer["building"]["name"] == "North Hall"
     assert server.client().get("/api/maintenance/entities").status_code == 401
     assert bob.get("/api/maintenance/entities", params={"limit": "ten"}).status_code == 422
-    assert (
-        bob.get("/api/maintenance/entities", params={"limit": "0"}).json()["field"] == "limit"
-    )  # not clamped
+    # not clamped
+    assert bob.get("/api/maintenance/entities", params={"limit": "0"}).json()["field"] == "limit"
 
 
 def test_the_page_plugin_calls_the_backlog_tool_against_the_server_and_sees_a_revocation(

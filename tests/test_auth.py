@@ -10,10 +10,8 @@ def server(tmp_path, database_target):
 def test_signing_in_gives_a_cookie_and_a_token_that_both_identify_the_user(server):
     with server.client() as browser:
         signed_out = browser.get("/auth/session")
-        assert (signed_out.status_code, signed_out.json()) == (
-            200,
-            {"user": None},
-        )  # no error for a visitor
+        # no error for a visitor
+        assert (signed_out.status_code, signed_out.json()) == (200, {"user": None})
         answer = browser.post("/auth/sign-in", json={"username": "bob", "password": "bob-demo"})
         assert answer.json()["user"] == {"username": "bob", "groups": ["staff"]}
         assert "httponly" in answer.headers["set-cookie"].lower()

@@ -102,9 +102,10 @@ def test_a_start_up_page_asked_for_with_marks_gets_them_under_its_content_securi
         f"/app/boot.json?{MARKS_QUERY}",
     )
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    # before all else
     assert marked.text.index("<head>") + len("<head>") == marked.text.index(
         f"<script>{script}</script>"
-    )  # before all else
+    )
     assert f"script-src 'sha256-{digest}' 'self'" in marked.headers["content-security-policy"]
     assert int(marked.headers["content-length"]) == len(marked.content)
     assert script not in plain.text and digest not in plain.headers["content-security-policy"]

@@ -361,9 +361,8 @@ def test_the_chat_driven_from_code_shows_its_model_and_the_person_can_stop_its_r
         "gpt-from-code"
     ).wait_for()  # the label follows the code's choice
     provider.delay = 20
-    page.evaluate(
-        "() => { window.reactor.chat.send('started by the page'); }"
-    )  # not awaited: it runs on
+    # not awaited: it runs on
+    page.evaluate("() => { window.reactor.chat.send('started by the page'); }")
     assert provider.asked.wait(10), "the model was asked"
     stop = page.locator("reactor-chat").get_by_role("button", name="Stop")
     # Playwright waits until it is enabled: a reply the widget did not start can be stopped
@@ -387,12 +386,10 @@ def test_a_model_chosen_by_code_before_the_widget_is_ready_stays_chosen(
     )  # as a page's own script does at start, before the widget has chosen its model
     label = page.get_by_test_id("chat-model")
     expect(label).to_contain_text("gpt-at-start")
-    page.locator("reactor-chat select[name=provider] option").first.wait_for(
-        state="attached"
-    )  # the widget chose
-    expect(label).to_contain_text(
-        "gpt-at-start"
-    )  # the widget's own first choice did not replace it
+    # the widget chose
+    page.locator("reactor-chat select[name=provider] option").first.wait_for(state="attached")
+    # the widget's own first choice did not replace it
+    expect(label).to_contain_text("gpt-at-start")
     provider.turns = [text_turn("From the page's model.")]
     say(page, "hello")
     idle(page)
@@ -442,7 +439,6 @@ def test_the_readmes_cms_try_this_works_as_written(reactor_page):
     idle(page)
     line = card(page, "cms_publish_site_page").get_by_test_id("tool-summary").inner_text()
     assert line == "Published ‘Hello from the demo blog’ (hello-from-the-demo-blog)."
-    assert (
-        line not in page.locator("reactor-chat .chat-assistant").last.inner_text()
-    )  # the card says it; the reply does not
+    # the card says it; the reply does not
+    assert line not in page.locator("reactor-chat .chat-assistant").last.inner_text()
     page.locator('#cms [data-slug="hello-from-the-demo-blog"][data-status="published"]').wait_for()

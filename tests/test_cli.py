@@ -64,9 +64,8 @@ def test_ctrl_c_stops_serve_with_one_line_not_a_traceback(tmp_path):
         line = server.stdout.readline()
         assert line.startswith("reactor is serving http://127.0.0.1:")
         with urllib.request.urlopen(line.split()[3] + "plugins") as answer:
-            assert (
-                answer.status == 200
-            )  # serving: the Ctrl-C reaches uvicorn, which re-raises it after shutting down
+            # serving: the Ctrl-C reaches uvicorn, which re-raises it after shutting down
+            assert answer.status == 200
         server.send_signal(signal.SIGINT)
         out, err = server.communicate(timeout=30)
     assert err == "reactor stopped.\n" and out == "" and server.returncode == 130

@@ -214,9 +214,8 @@ def test_a_site_the_user_has_no_role_on_cannot_be_selected(server):
 
 def test_a_session_cookie_from_before_a_reload_signs_the_page_back_in(server):
     _, page = signed_in(server, "bob")
-    reloaded = Reactor(
-        services={"page": page, "cms_api": "/api/cms"}
-    )  # a new page, the same cookie jar
+    # a new page, the same cookie jar
+    reloaded = Reactor(services={"page": page, "cms_api": "/api/cms"})
     reloaded.load_plugins([CMS_PLUGIN])
     assert run(reloaded, "cms.restoreSession")["username"] == "bob"
     assert reloaded.services["cms_state"].site == "acme"
@@ -354,10 +353,8 @@ def test_the_crawler_refuses_the_servers_own_api(server):
         ("cms.createSitePage", {"title": ""}),
         ("cms.createSitePage", {"title": "x" * 201}),
         ("cms.createSitePage", {"title": "x", "body": "y" * 100_001}),
-        (
-            "cms.createSitePage",
-            {"title": "x", "site": "globex"},
-        ),  # the site is the page's, not the model's
+        # the site is the page's, not the model's
+        ("cms.createSitePage", {"title": "x", "site": "globex"}),
         ("cms.crawlBlog", {"url": "/x", "limit": 50}),
         ("cms.listSitePages", {"status": "secret"}),
         ("cms.getCurrentSitePage", {"slug": "about"}),

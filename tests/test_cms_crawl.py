@@ -140,9 +140,8 @@ def test_a_name_that_cannot_be_resolved_is_refused_with_its_name():
 def test_the_allow_list_admits_exactly_the_hosts_ports_and_paths_it_names():
     rules = parse_allow_list("127.0.0.1:8123, intranet.test/blog/")
     assert check_url("http://127.0.0.1:8123/x", rules).addresses == ("127.0.0.1",)
-    assert check_url(
-        "http://localhost:8123/x", rules, lambda h, p: ["127.0.0.1"]
-    )  # the address is named
+    # the address is named
+    assert check_url("http://localhost:8123/x", rules, lambda h, p: ["127.0.0.1"])
     with pytest.raises(CrawlRefused):
         check_url("http://127.0.0.1:8124/x", rules)  # another port
     private = lambda h, p: ["10.0.0.9"]  # noqa: E731
@@ -246,15 +245,13 @@ def test_a_blog_is_crawled_into_drafts_with_its_markup_as_text(cms, origin):
         "This blog is served by the reactor server itself, under /demo-sources/.\n\n"
         "## Why\n\n- No network needed\n- Same answers every time"
     )
-    assert (
-        first["excerpt"] == "The first post of a blog the demo crawls."
-    )  # the page's meta description
+    # the page's meta description
+    assert first["excerpt"] == "The first post of a blog the demo crawls."
     hostile = ada.get("/api/cms/sites/acme/entries/markup-b-stays-b-text").json()
     assert hostile["title"] == "Markup <b>stays</b> text"
     assert "pwned = 1" not in hostile["body"]  # the script element is dropped, not kept as text
-    assert (
-        '<img src=x onerror="window.pwned=1">' in hostile["body"]
-    )  # text the source escaped stays text
+    # text the source escaped stays text
+    assert '<img src=x onerror="window.pwned=1">' in hostile["body"]
     assert client.get("/sites/acme/markup-b-stays-b-text").status_code == 404  # a draft
     ada.post("/api/cms/sites/acme/entries/markup-b-stays-b-text/publish")
     page = client.get("/sites/acme/markup-b-stays-b-text").text

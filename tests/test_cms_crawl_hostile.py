@@ -198,8 +198,7 @@ def test_an_article_link_that_is_not_a_url_is_skipped_and_the_others_imported(tm
 def test_a_path_with_spaces_and_non_ascii_is_sent_percent_encoded(hostile):
     # http.client would refuse to encode 'ü' (UnicodeEncodeError, once a 500) and sends a space as
     # is.
-    with pytest.raises(
-        CrawlFailed, match="could not be read"
-    ):  # the source hangs up on unknown paths
+    # the source hangs up on unknown paths
+    with pytest.raises(CrawlFailed, match="could not be read"):
         fetch(hostile.url + "/a page/ü", allowing(hostile.url, timeout=1))
     assert hostile.hits.get("/a%20page/%C3%BC") == 1

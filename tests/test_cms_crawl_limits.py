@@ -113,15 +113,11 @@ def test_past_the_bounds_a_crawl_is_refused_at_once_and_other_requests_stay_fast
             f"GET {path} took {seconds:.2f} s with crawls hanging"
         )
 
-    assert [f.result().status_code for f in running] == [
-        502,
-        502,
-        502,
-    ]  # each cut off at its deadline
+    # each cut off at its deadline
+    assert [f.result().status_code for f in running] == [502, 502, 502]
     assert f"did not answer within {TIMEOUT:g} seconds" in running[0].result().json()["error"]
-    assert (
-        crawl(url, tokens["bob"], hostile.url + "/post").status_code != 429
-    )  # the slots are free again
+    # the slots are free again
+    assert crawl(url, tokens["bob"], hostile.url + "/post").status_code != 429
 
 
 def test_a_refused_or_invalid_crawl_takes_no_slot(server, hostile):

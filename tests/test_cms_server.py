@@ -80,13 +80,8 @@ MATRIX = [
     ("bob", "POST", f"{ACME}/entries/roadmap/publish", None, 403),
     ("bob", "POST", f"{ACME}/entries/welcome/unpublish", None, 403),
     ("bob", "PATCH", f"{ACME}/entries/roadmap", {"title": "Roadmap v2"}, 200),
-    (
-        "bob",
-        "PATCH",
-        f"{ACME}/entries/welcome",
-        {"title": "Sneaky"},
-        403,
-    ),  # published: changes the public page
+    # published: changes the public page
+    ("bob", "PATCH", f"{ACME}/entries/welcome", {"title": "Sneaky"}, 403),
     ("bob", "DELETE", f"{ACME}/entries/roadmap?confirm=roadmap", None, 200),
     ("ada", "POST", f"{ACME}/entries/roadmap/publish", None, 200),
     ("ada", "POST", f"{ACME}/entries/welcome/unpublish", None, 200),
@@ -269,9 +264,8 @@ def test_a_database_too_busy_to_answer_is_503_not_500(served, monkeypatch):
     client, _ = served
 
     def locked(*args, **kwargs):
-        raise DatabaseBusy(
-            "database is locked"
-        )  # what the database layer raises (tests/test_database.py)
+        # what the database layer raises (tests/test_database.py)
+        raise DatabaseBusy("database is locked")
 
     monkeypatch.setattr(SiteStore, "list_entries", locked)
     answer = client.as_user("ada").get(f"{ACME}/entries")

@@ -220,9 +220,8 @@ def test_the_executed_signal_tells_each_run_with_its_answer_or_its_error(registr
     with pytest.raises(CommandFailedError):
         run(registry.execute("x.broken"))
     with pytest.raises(CommandUnavailableError):
-        run(
-            registry.execute("x.closed")
-        )  # refused before its handler ran: nothing ran, nothing told
+        # refused before its handler ran: nothing ran, nothing told
+        run(registry.execute("x.closed"))
     assert told[:2] == [("x.sync", {"n": 1}, 2, None), ("x.async", {"n": 4}, 8, None)]
     assert (
         told[2][0] == "x.broken"

@@ -134,9 +134,8 @@ def test_presenting_fills_the_screen_with_the_slide_and_the_keys_move_it(reactor
 def test_stopping_from_the_palette_or_an_agent_leaves_full_screen(reactor_page):
     page = ready(reactor_page)
     execute(page, "decks.open", {"id": "onboarding"})
-    assert (
-        execute(page, "decks.present")["presenting"] is True
-    )  # Playwright's evaluate counts as a gesture
+    # Playwright's evaluate counts as a gesture
+    assert execute(page, "decks.present")["presenting"] is True
     assert page.evaluate("document.fullscreenElement?.id") == "decks"
     assert execute(page, "decks.stopPresenting") == {"presenting": False}
     page.wait_for_function("document.fullscreenElement === null")
@@ -193,9 +192,8 @@ def test_a_deck_created_from_the_page_is_on_the_server_after_a_reload(reactor_pa
 
 
 def test_with_the_server_down_a_change_is_kept_in_the_page_and_reported(page, live_server):
-    ready(
-        ReactorPage(page, live_server).open()
-    )  # unwatched: its requests fail once the server is down
+    # unwatched: its requests fail once the server is down
+    ready(ReactorPage(page, live_server).open())
     execute(page, "decks.open", {"id": "onboarding"})
     stop_server(live_server)
     answer = execute(
@@ -268,9 +266,8 @@ def test_a_palette_command_with_arguments_opens_a_form_from_its_schema(reactor_p
     palette_button(page, "Decks: Create Deck").click()
     form = page.locator('form[data-form="decks.createDeck"]')
     assert form.locator("label").first.inner_text() == "title *"  # required fields first
-    assert (
-        form.locator("select#palette-decks-createDeck-theme option").count() >= 2
-    )  # an enum is a select
+    # an enum is a select
+    assert form.locator("select#palette-decks-createDeck-theme option").count() >= 2
     form.get_by_role("button", name="Run").click()  # nothing filled in: said under the field
     form.locator('[data-problem="title"]', has_text="Fill this in.").wait_for()
     form.locator("#palette-decks-createDeck-title").fill("Made in the palette")
@@ -367,9 +364,8 @@ def test_esc_leaves_the_presentation(reactor_page):
     page.locator('[data-deck-id="onboarding"]').get_by_test_id("open-deck").click()
     page.get_by_test_id("present").click()
     page.locator("#decks.decks--presenting").wait_for()
-    page.keyboard.press(
-        "Escape"
-    )  # headless Chromium does not leave full screen on Esc itself: the view's key does
+    # headless Chromium does not leave full screen on Esc itself: the view's key does
+    page.keyboard.press("Escape")
     page.locator("#decks:not(.decks--presenting)").wait_for()
     page.wait_for_function("document.fullscreenElement === null")
     assert not sidebar_is_covered(page) and page.get_by_test_id("present").is_visible()
@@ -392,9 +388,8 @@ def test_a_form_says_every_fields_problem_at_once_in_words_and_the_status_says_t
     id_problem.get_by_text(
         "Use lowercase letters and digits, with single hyphens between words, like team-offsite."
     ).wait_for()
-    assert (
-        form.locator('[data-problem="title"]').inner_text() == "Fill this in."
-    )  # every field at once
+    # every field at once
+    assert form.locator('[data-problem="title"]').inner_text() == "Fill this in."
     assert (
         form.locator('[data-problem="slides"]').inner_text()
         == "Item 1: needs “body”. Item 1, title: should be text."

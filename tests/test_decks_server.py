@@ -265,9 +265,8 @@ def test_put_refuses_a_lone_surrogate_naming_the_field_and_stores_nothing(client
         spec["title"] = "Bad \ud800 title"
     else:
         spec["slides"][0]["body"] = "\udfff"
-    raw = json.dumps(
-        spec
-    )  # ensure_ascii: the surrogate travels as an escape (`\\ud800`), as a hostile client sends it
+    # ensure_ascii: the surrogate travels as an escape (`\\ud800`), as a hostile client sends it
+    raw = json.dumps(spec)
     answer = client.put(
         "/api/decks/demo", content=raw.encode(), headers={"content-type": "application/json"}
     )
@@ -322,16 +321,14 @@ def test_a_deck_belongs_to_its_creator_and_operators(client):
         "error": "The deck 'demo' is not eve's; only its owner or an operator may replace it."
     }
     assert eve.delete("/api/decks/demo").status_code == 403
-    assert (
-        bob.put("/api/decks/onboarding", json=deck("onboarding")).status_code == 403
-    )  # seeded: the operators'
+    # seeded: the operators'
+    assert bob.put("/api/decks/onboarding", json=deck("onboarding")).status_code == 403
     assert bob.delete("/api/decks/onboarding").status_code == 403
     summaries = {d["id"]: d for d in client.get("/api/decks").json()}
     assert summaries["demo"]["title"] == "Bob's again" and summaries["demo"]["owner"] == "bob"
     assert summaries["onboarding"]["owner"] is None
-    assert (
-        client.put("/api/decks/demo", json=deck(title="Ada's edit")).status_code == 200
-    )  # an operator may
+    # an operator may
+    assert client.put("/api/decks/demo", json=deck(title="Ada's edit")).status_code == 200
     assert client.get("/api/decks/demo").json()["title"] == "Ada's edit"
     assert bob.delete("/api/decks/demo").status_code == 204
 

@@ -349,9 +349,8 @@ def test_two_pages_changing_one_deck_never_lose_a_change_silently(app_server):
     new = {"id": "both", "title": "Made twice", "slides": [{"title": "x", "body": ""}]}
     assert run(first.create_deck(new)) == {"saved": True}
     with pytest.raises(ToolError, match="since this page read it"):
-        run(
-            second.create_deck({**new, "title": "Made again"})
-        )  # its index predates the first's deck
+        # its index predates the first's deck
+        run(second.create_deck({**new, "title": "Made again"}))
     assert run(second.get_deck("both"))["title"] == "Made twice"
 
 

@@ -77,9 +77,8 @@ def test_a_signed_in_request_is_relayed_as_the_provider_streams_it_with_the_key_
             == "Opening it. "
         )
         assert stand_in.headers[0]["authorization"] == f"Bearer {KEY}"
-        assert stand_in.requests[0]["stream_options"] == {
-            "include_usage": True
-        }  # the usage the allowance counts
+        # the usage the allowance counts
+        assert stand_in.requests[0]["stream_options"] == {"include_usage": True}
         assert answer.text.rstrip().endswith("data: [DONE]")
     else:
         assert [e["type"] for e in relayed][-2:] == ["message_delta", "message_stop"]
@@ -188,9 +187,8 @@ def test_the_daily_allowance_counts_the_tokens_the_provider_reports(tmp_path, st
     bob = bearer(server, "bob")
     stand_in.usage = (10, 20)  # 30 tokens an answer
     assert ask(server, bob, provider=provider).status_code == 200
-    assert (
-        ask(server, bob, provider=provider, stream=False).status_code == 200
-    )  # a whole answer counts too
+    # a whole answer counts too
+    assert ask(server, bob, provider=provider, stream=False).status_code == 200
     refused = ask(server, bob, provider=provider)
     assert refused.status_code == 429 and refused.json()["error"] == ALLOWANCE_USED
     assert 1 <= int(refused.headers["retry-after"]) <= 86_401

@@ -383,11 +383,8 @@ def test_the_step_cap_stops_a_model_that_keeps_calling_and_answers_the_last_call
         ("decks_present", None, "ok"),  # null
         ("decks_present", "  ", "ok"),
         ("decks_open", '{"id": "team-offsite"}', "ok"),  # a JSON string
-        (
-            "decks_open",
-            json.dumps('{"id": "team-offsite"}'),
-            "ok",
-        ),  # a JSON string of a JSON string
+        # a JSON string of a JSON string
+        ("decks_open", json.dumps('{"id": "team-offsite"}'), "ok"),
         ("decks_open", {"id": "team-offsite", "slide": 2}, "ok"),
         ("decks_open", '{"id": "team-offsite"', "not valid JSON"),  # cut short
         ("decks_open", "{id: team-offsite}", "not valid JSON"),
@@ -587,12 +584,8 @@ def test_stop_during_a_tool_cancels_it_and_answers_the_remaining_calls_as_aborte
     loop, outcome = asyncio.run(scenario())
     assert outcome.status == "stopped" and page.cancelled and not page.presenting
     assert codes(loop) == ["aborted", "aborted"]
-    assert [m["role"] for m in loop.history] == [
-        "user",
-        "assistant",
-        "tool",
-        "tool",
-    ]  # every call answered
+    # every call answered
+    assert [m["role"] for m in loop.history] == ["user", "assistant", "tool", "tool"]
 
 
 def test_a_tool_result_that_arrives_after_stop_is_dropped():
@@ -782,11 +775,8 @@ def test_the_scripted_model_finds_a_deck_by_title_listing_first_when_it_must():
     outcome = asyncio.run(loop.send("open the team offsite deck, then next slide and present"))
     assert (page.open, page.slide, page.presenting) == ("team-offsite", 2, True)
     later = [c["name"] for m in loop.history[4:] for c in m.get("tool_calls") or []]
-    assert later == [
-        "decks_open",
-        "decks_next_slide",
-        "decks_present",
-    ]  # the earlier listing was enough
+    # the earlier listing was enough
+    assert later == ["decks_open", "decks_next_slide", "decks_present"]
     assert outcome.status == "done" and outcome.steps == 2  # three calls in one turn
 
 

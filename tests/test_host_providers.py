@@ -511,9 +511,8 @@ def test_anthropic_runs_tool_use_blocks_and_returns_tool_results_over_real_http(
     with LoopbackProvider(anthropic_presenter) as server:
         loop, page = chat_loop(anthropic_model(server))
         outcome = asyncio.run(loop.send("Put the quarterly review on slide 2"))
-        again = asyncio.run(
-            loop.send("Thanks")
-        )  # the whole history, rendered again, is still accepted
+        # the whole history, rendered again, is still accepted
+        again = asyncio.run(loop.send("Thanks"))
     assert (outcome.status, outcome.text) == ("done", "Slide 2 is up.")
     assert again.status == "done" and page == {"open": "quarterly-review", "slide": 2}
     first, second = (r for r in server.requests[:2])

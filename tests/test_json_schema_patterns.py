@@ -137,9 +137,8 @@ def test_dollar_and_other_syntax_characters_in_a_class_or_escaped_are_literal() 
     )
     assert matches("^[\\]]$", "]") and matches("^[\\b]$", "\b")
     assert matches("^\\cJ$", "\n") and matches("^[\\cI]$", "\t") and matches("^\\cj$", "\n")
-    assert matches("^x{$", "x{") and matches(
-        "^}]$", "}]"
-    )  # not a quantifier: literal, as in ECMA-262
+    # not a quantifier: literal, as in ECMA-262
+    assert matches("^x{$", "x{") and matches("^}]$", "}]")
 
 
 def test_unicode_escapes_and_surrogate_pairs_mean_code_points() -> None:

@@ -153,10 +153,8 @@ def run_scenarios(data: Path) -> dict[str, tuple[str, str]]:
         "run ./dev test once: it installs the conformance harness into .npm-mcp"
     )
     token: list[str] = []  # made once the server runs, through its own API
-    rate, agent_tokens.RATE_LIMIT = (
-        agent_tokens.RATE_LIMIT,
-        1_000_000,
-    )  # the harness sends ~200 requests at once
+    # the harness sends ~200 requests at once
+    rate, agent_tokens.RATE_LIMIT = agent_tokens.RATE_LIMIT, 1_000_000
     server = LoopbackServer(with_token(create_app(data, seed_demo=True), token), start_timeout=10)
     try:
         session = bearer(server, "ada")
@@ -184,9 +182,8 @@ def run_scenarios(data: Path) -> dict[str, tuple[str, str]]:
         agent_tokens.RATE_LIMIT = rate
     found = {}
     for checks in out.glob("server-*/checks.json"):
-        name = re.sub(
-            r"-\d{4}-\d\d-\d\dT[\d-]+Z$", "", checks.parent.name.removeprefix("server-")
-        )  # the run's time
+        # the run's time
+        name = re.sub(r"-\d{4}-\d\d-\d\dT[\d-]+Z$", "", checks.parent.name.removeprefix("server-"))
         judged = {
             status: [c for c in json.loads(checks.read_text()) if c.get("status") == status]
             for status in ("FAILURE", "WARNING")

@@ -274,9 +274,8 @@ def test_bobs_token_never_reaches_adas_page_and_a_revoked_token_stops_at_the_nex
     assert ada.call("decks_list_decks", {}).result(30).is_error is False
     page.locator("#agents [data-token-id]").get_by_role("button", name="Revoke").click()
     page.locator("#agents [data-token-id]").wait_for(state="detached")
-    with pytest.raises(
-        MCPError
-    ):  # the server answered 401: tests/test_agent_tokens.py reads its sentence
+    # the server answered 401: tests/test_agent_tokens.py reads its sentence
+    with pytest.raises(MCPError):
         ada.call("decks_list_decks", {}).result(30)
 
 

@@ -129,9 +129,8 @@ def test_an_agent_on_one_process_calls_a_page_held_by_another_and_the_answer_cro
 def test_a_page_that_goes_on_its_process_fails_the_call_waiting_on_the_other_at_once(two_apps):
     first, second = two_apps
     called = threading.Event()
-    page = ScriptedPage(
-        second.url, bearer(second, "ada"), lambda call: called.set()
-    )  # never answers
+    # never answers
+    page = ScriptedPage(second.url, bearer(second, "ada"), lambda call: called.set())
 
     async def work(session):
         waiting = asyncio.ensure_future(session.call_tool("notes_count", {}))

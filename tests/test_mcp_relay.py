@@ -160,9 +160,8 @@ def test_a_connected_pages_messages_are_checked_and_only_its_person_may_send_the
         assert live.app.state.agents.relay.pages[page.page_id].tools != [{}], (
             "nothing of a refused message was kept"
         )
-        page.send(
-            {"type": "answer", "call": "nobody.0", "envelope": {"ok": True}}
-        )  # nobody waits: dropped
+        # nobody waits: dropped
+        page.send({"type": "answer", "call": "nobody.0", "envelope": {"ok": True}})
         page.send({"type": "active"})
         page.send({"type": "tools", "tools": []})
         assert page.said.get(timeout=10) == {"type": "listed", "tools": 0}, (

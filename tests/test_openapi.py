@@ -80,9 +80,8 @@ schema = schemathesis.openapi.from_asgi(
     ),
 )
 load_all_checks()
-CHECKS = (
-    CHECKS_REGISTRY.get_all()
-)  # every check schemathesis has (a bound on time is bench/'s to measure)
+# every check schemathesis has (a bound on time is bench/'s to measure)
+CHECKS = CHECKS_REGISTRY.get_all()
 
 
 def walk(schema_: Any, where: str = "$"):

@@ -303,9 +303,10 @@ def test_an_abort_while_the_worker_waits_tells_the_page_and_drops_the_late_answe
             "re": request["id"],
             "reason": "timed out",
         } in page.sent
+        # ignored
         page.endpoint.receive(
             json.dumps({"v": VERSION, "re": request["id"], "ok": True, "value": "late"})
-        )  # ignored
+        )
 
     asyncio.run(scenario())
 

@@ -32,14 +32,12 @@ def test_a_pyscript_plugin_is_a_tool_the_chat_calls_and_its_page_shows_the_chang
     )
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(f"{example}/pyscript/")
-    page.get_by_text("Ready: the assistant can list and add items").wait_for(
-        timeout=120_000
-    )  # PyScript's Python ran
+    # PyScript's Python ran
+    page.get_by_text("Ready: the assistant can list and add items").wait_for(timeout=120_000)
     added = page.evaluate("window.reactor.callTool('shopping_add_item', {text: 'Milk'})")
     assert added["ok"] and added["result"] == {"count": 1, "items": ["Milk"]}
-    assert (
-        page.get_by_role("list", name="Shopping list").inner_text() == "Milk"
-    )  # drawn by PyScript
+    # drawn by PyScript
+    assert page.get_by_role("list", name="Shopping list").inner_text() == "Milk"
     refused = page.evaluate("window.reactor.callTool('shopping_add_item', {text: ''})")
     assert refused["error"]["code"] == "invalid_arguments", (
         "reactor validated PyScript's tool before it ran"

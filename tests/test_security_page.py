@@ -142,9 +142,8 @@ def test_an_attacker_page_of_the_same_site_changes_nothing(page, tmp_path):
             page.wait_for_function(f"document.title === 'done {len(WRITES)}'", timeout=60_000)
         assert server_state(live) == before
         page.goto(f"{live.url}/auth/me")
-        assert (
-            json.loads(page.inner_text("body"))["username"] == "ada"
-        )  # not signed out, not signed in as eve
+        # not signed out, not signed in as eve
+        assert json.loads(page.inner_text("body"))["username"] == "ada"
     finally:
         stop_server(live)
 

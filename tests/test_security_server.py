@@ -283,9 +283,8 @@ def test_hostile_json_is_a_4xx_on_every_route(server, method, path, body, status
         content=body.encode(),
         headers={**bearer(server, "ada"), "content-type": "application/json"},
     )
-    too_large = (
-        path == "/plugins/cms" and len(body) > 1024
-    )  # that route takes 1 KB: refused by its size first
+    # that route takes 1 KB: refused by its size first
+    too_large = path == "/plugins/cms" and len(body) > 1024
     assert answer.status_code == (413 if too_large else status), answer.text
     assert answer.json()["error"]
 

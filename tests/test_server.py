@@ -127,17 +127,15 @@ def test_browsers_that_take_zstd_get_the_smaller_twin_and_the_same_bytes(client)
     for url in (boot["runtime"]["snapshot"], wasm, *boot["python"]["bundles"]):
         plain = client.get(url, headers={"accept-encoding": "identity"})
         gzipped = client.get(url, headers={"accept-encoding": "gzip"})
-        squeezed = client.get(
-            url, headers={"accept-encoding": "gzip, deflate, br, zstd"}
-        )  # what Chromium sends
+        # what Chromium sends
+        squeezed = client.get(url, headers={"accept-encoding": "gzip, deflate, br, zstd"})
         assert (
             squeezed.headers["content-encoding"] == "zstd"
             and squeezed.headers["vary"] == "Accept-Encoding"
         )
         assert int(squeezed.headers["content-length"]) < int(gzipped.headers["content-length"])
-        assert (
-            squeezed.content == plain.content
-        )  # httpx decoded the zstd body (with zstandard installed)
+        # httpx decoded the zstd body (with zstandard installed)
+        assert squeezed.content == plain.content
 
 
 def test_the_page_starts_its_worker_from_its_head_with_the_served_runtime(client):
@@ -201,11 +199,8 @@ def test_our_own_scripts_are_gzipped_with_a_javascript_mime(client):
 @pytest.mark.parametrize(
     ("method", "path", "allowed"),
     [
-        (
-            "OPTIONS",
-            "/plugins/x",
-            "DELETE, GET, HEAD, PATCH, PUT",
-        ),  # records and the plugin switch share the path
+        # records and the plugin switch share the path
+        ("OPTIONS", "/plugins/x", "DELETE, GET, HEAD, PATCH, PUT"),
         ("PUT", "/openapi.json", "GET, HEAD"),
         ("DELETE", "/", "GET, HEAD"),
     ],

@@ -71,9 +71,8 @@ def test_the_pages_bundle_is_installed_and_its_modules_imported_but_none_that_ke
 ) -> None:
     package = tmp_path / "mine"
     package.mkdir()
-    (package / "__init__.py").write_text(
-        "import statistics\nimport js\nLOG = js.console.log\n"
-    )  # looked up again by name
+    # looked up again by name
+    (package / "__init__.py").write_text("import statistics\nimport js\nLOG = js.console.log\n")
     (package / "page.py").write_text("import js\nMADE = js.Object.new()\n")
     bundle = SourceArchive({"mine": package}, set()).data
     site = "/lib/python3.14/site-packages"

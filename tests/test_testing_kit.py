@@ -120,9 +120,8 @@ def test_an_authors_failing_tests_say_what_to_fix(pytester):
     result = run(pytester, FAILING)
     result.assert_outcomes(failed=3, passed=1, errors=1)
     out = result.stdout.str()
-    assert (
-        "There is no deck 'no-such-deck'" in out
-    )  # the tool's own sentence, as the model reads it
+    # the tool's own sentence, as the model reads it
+    assert "There is no deck 'no-such-deck'" in out
     assert "call_tool('decks_open'): the arguments must be JSON" in out and "nan" in out
     assert "a request outside the server's origin: http://203.0.113.9/x" in out
     assert "execute('decks.open') failed: InvalidArgumentsError" in out

@@ -111,9 +111,8 @@ def test_a_record_that_goes_away_has_its_dispose_run_and_its_panel_removed(chang
         elif change == "deleted":
             del server.records["hello"]
             listing = server.listing()
-        elif (
-            change == "hidden"
-        ):  # listed a moment ago, refused when re-read with the user's session
+        # listed a moment ago, refused when re-read with the user's session
+        elif change == "hidden":
             del server.records["hello"]
         elif change == "moved":
             server.records["hello"]["location"] = "ai-tool"

@@ -180,9 +180,8 @@ def vendor_all(force: bool) -> None:
             f"up to date (pyodide {PYODIDE_VERSION}, @pyscript/core {PYSCRIPT_VERSION}); "
             "--force to redo"
         )
-        compress_files(
-            missing_only=True
-        )  # twins a newer reactor serves (zstd) that an older set-up did not make
+        # twins a newer reactor serves (zstd) that an older set-up did not make
+        compress_files(missing_only=True)
         return
     shutil.rmtree(VENDOR, ignore_errors=True)  # no stale files from old versions
     VENDOR.mkdir()

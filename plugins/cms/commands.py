@@ -76,9 +76,8 @@ class PanelCommands:
         finally:
             self.state.sign_out()
             self.panel.draw("Signed out.")
-            self.panel.page.show(
-                SESSION_VIEW, {"signedIn": False}
-            )  # the header, the panels, the palette follow
+            # the header, the panels, the palette follow
+            self.panel.page.show(SESSION_VIEW, {"signedIn": False})
         return {"signedIn": False}
 
     async def select_site(self, args: dict[str, Any]) -> dict[str, Any]:

@@ -99,9 +99,8 @@ def create_cms_agent_tools(
         try:
             entry = await client.update_entry(args["slug"], changes)
         except ToolError as error:
-            if (
-                error.code == "conflict"
-            ):  # someone else's change came first: show the entry as it is now
+            # someone else's change came first: show the entry as it is now
+            if error.code == "conflict":
                 await refresh(str(error))
             raise
         state.current = entry["slug"]

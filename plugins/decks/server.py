@@ -207,10 +207,8 @@ class DecksServerPlugin:
 
         @declare(
             "Every slide of a deck as one printable page",
-            replies={
-                200: Reply(content=HTML),
-                404: Reply(content=HTML),
-            },  # a page a person opened says so
+            # a page a person opened says so
+            replies={200: Reply(content=HTML), 404: Reply(content=HTML)},
         )
         async def print_deck(call: Call) -> Response:
             found = await run_in_threadpool(_read, database, call.path["id"])
@@ -291,9 +289,8 @@ def _save(
         ).fetchone()
         if row is not None and not _may_change(user, row["owner"]):
             return None
-        if (
-            expected is not None and (0 if row is None else row["version"]) != expected
-        ):  # 0: "must be new"
+        # 0: "must be new"
+        if expected is not None and (0 if row is None else row["version"]) != expected:
             raise (
                 _stale(spec["id"], 0, None)
                 if row is None

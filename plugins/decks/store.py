@@ -147,9 +147,8 @@ class DeckStore:
         try:
             await self._request(id, method)
         except HttpError as error:
-            if (
-                error.status == 409 and "version" in error.body
-            ):  # a save came first: its deck is in the answer
+            # a save came first: its deck is in the answer
+            if error.status == 409 and "version" in error.body:
                 raise self._conflict(id, error) from None
             if error.status < 500:
                 undo()
@@ -167,17 +166,15 @@ class DeckStore:
         return {"saved": True}
 
     async def _request(self, id: str, method: str) -> None:
-        headers = {
-            "if-match": f'"{self._versions.get(id, 0)}"'
-        }  # 0: a deck the server must not have yet
+        # 0: a deck the server must not have yet
+        headers = {"if-match": f'"{self._versions.get(id, 0)}"'}
         try:
             answer = await self._page.fetch_json(
                 method, self._url(id), self._decks[id] if method == "PUT" else None, headers
             )
         except HttpError as error:
-            if not (
-                method == "DELETE" and error.status == 404
-            ):  # never reached the server: already gone
+            # never reached the server: already gone
+            if not (method == "DELETE" and error.status == 404):
                 raise
             answer = None
         if method == "PUT" and isinstance(answer, dict) and isinstance(answer.get("version"), int):

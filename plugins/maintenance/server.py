@@ -179,9 +179,8 @@ class MaintenanceServerPlugin:
 
     def __init__(self) -> None:
         self.slow = {"started": 0, "completed": 0, "cancelled": 0}  # what the slow endpoint saw
-        self.slow_seen = (
-            threading.Condition()
-        )  # notified at each count: a test waits on it, not a clock
+        # notified at each count: a test waits on it, not a clock
+        self.slow_seen = threading.Condition()
 
     def count_slow(self, what: str) -> None:
         with self.slow_seen:

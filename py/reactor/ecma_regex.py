@@ -206,9 +206,8 @@ def _translated(pattern: str) -> str:
                     "not ECMA-262's (write {0,n})"
                 )
             else:
-                out.append(
-                    _literal(ord(c))
-                )  # ], } and a { that starts no quantifier are literal too
+                # ], } and a { that starts no quantifier are literal too
+                out.append(_literal(ord(c)))
             i += 1
         last, look, anchored, quantified = closing, closed_look, anchor, None
     for value, was_closed, written in references:
@@ -312,9 +311,8 @@ def _escape(pattern: str, i: int, in_class: bool) -> tuple[str, Any, int]:
         if code is None:
             raise re.error("incomplete escape \\u" + pattern[after : after + 4])
         after += 4
-        if 0xD800 <= code < 0xDC00 and pattern.startswith(
-            "\\u", after
-        ):  # a surrogate pair: one code point
+        # a surrogate pair: one code point
+        if 0xD800 <= code < 0xDC00 and pattern.startswith("\\u", after):
             low = _hex(pattern[after + 2 : after + 6], 4)
             if low is not None and 0xDC00 <= low < 0xE000:
                 return "char", 0x10000 + (code - 0xD800) * 0x400 + (low - 0xDC00), after + 6

@@ -760,9 +760,8 @@ def _one_of(v: Validator, value: list[Any], schema: dict[str, Any]) -> Check:
         if not matched:
             return [((), f"{instance!r} is not valid under any of the given schemas")]
         if len(matched) > 1:
-            listed = ", ".join(
-                repr(sub) for sub in [*matched[1:], matched[0]]
-            )  # jsonschema's order
+            # jsonschema's order
+            listed = ", ".join(repr(sub) for sub in [*matched[1:], matched[0]])
             return [((), f"{instance!r} is valid under each of {listed}")]
         return []
 

@@ -359,9 +359,8 @@ def api_routes(
         async def run(call: Call) -> Any:
             try:
                 answer = await run_in_threadpool(handler, call)
-                if isinstance(
-                    answer, CrawlJob
-                ):  # checked on the shared pool; read on the crawl pool
+                # checked on the shared pool; read on the crawl pool
+                if isinstance(answer, CrawlJob):
                     answer = await crawls.run(answer.username, answer.run)
             except tuple(CRAWL_FAILURES) as error:
                 status = next(

@@ -72,9 +72,8 @@ class AnthropicModel:
 
     async def complete(self, request: ModelRequest, signal: CancelToken) -> ModelTurn:
         headers = {"anthropic-version": self.version}
-        if (
-            self._api_key
-        ):  # a key typed in the page goes straight to Anthropic, which asks this header of browsers
+        # a key typed in the page goes straight to Anthropic, which asks this header of browsers
+        if self._api_key:
             headers |= {
                 "x-api-key": self._api_key,
                 "anthropic-dangerous-direct-browser-access": "true",

@@ -106,9 +106,8 @@ class OpenAIStream:
                 self.on_text(content)
             for piece in delta.get("tool_calls") or []:
                 index = piece.get("index")
-                if (
-                    index is None
-                ):  # Ollama sends whole calls without an index: a new id is a new call
+                # Ollama sends whole calls without an index: a new id is a new call
+                if index is None:
                     last = max(self.calls, default=-1)
                     index = (
                         last + 1

@@ -239,9 +239,8 @@ def body_refusal(
             field, rule, path = missing[0], f"the field {missing[0]!r} is missing", (missing[0],)
         else:
             path, rule = problems[0]
-            wanted = _REQUIRED.fullmatch(
-                rule
-            )  # a member a condition requires (if/then): name the member
+            # a member a condition requires (if/then): name the member
+            wanted = _REQUIRED.fullmatch(rule)
             path = (*path, wanted.group(1)) if wanted else path
             field, rule = (
                 json_path(path).removeprefix("$").removeprefix(".") or "body",

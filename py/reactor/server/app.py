@@ -103,9 +103,8 @@ def create_app(
         context = ServerContext(store, auth, platform, records)
         gateway = None if assistant is None else Gateway(assistant, store, auth)
         agent_tokens = AgentTokens(store, auth)
-        agents = Agents(
-            auth, agent_tokens, origins, store
-        )  # /mcp and the pages it relays to (mcp_relay.py)
+        # /mcp and the pages it relays to (mcp_relay.py)
+        agents = Agents(auth, agent_tokens, origins, store)
         server_plugin_routes = _server_plugin_routes(platform, context, seed_demo)
     agent = AgentSpec.from_dict(
         json.loads((ROOT / "agent.json").read_text()) if agent_spec is None else agent_spec
@@ -136,9 +135,8 @@ def create_app(
     ]
     if origins:
         middleware.insert(1, Middleware(CrossOrigin, origins=origins))
-    if (
-        store.kind == "postgresql"
-    ):  # other processes may switch a plugin: each request reads the switches
+    # other processes may switch a plugin: each request reads the switches
+    if store.kind == "postgresql":
         middleware.insert(0, Middleware(PluginStateSync, database=store, platform=platform))
     app = Starlette(
         routes=routes,
@@ -192,9 +190,8 @@ async def _http_error(request: Request, error: Exception) -> Response:
     other."""
     assert isinstance(error, HTTPException)
     headers = {k.lower(): v for k, v in (error.headers or {}).items()}
-    if (
-        error.status_code == 405
-    ):  # a path may be served by several routes: Allow names all their methods
+    # a path may be served by several routes: Allow names all their methods
+    if error.status_code == 405:
         headers["allow"] = ", ".join(_allowed(request.app.router.routes, request.scope))
     sentence = {
         404: f"There is nothing at {request.url.path[:100]!r} on this server.",

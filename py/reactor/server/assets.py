@@ -35,9 +35,8 @@ def serve_file(request: Request, root: Path, relative: str, *, cache: str) -> Re
     ApiError(404) for anything else."""
     root = root.resolve()
     missing = ApiError(404, f"There is no file {relative[:100]!r} here.", field="path")
-    if any(
-        ord(c) < 32 or c == "\x7f" for c in relative
-    ):  # NUL makes the OS calls raise; none is in a file name here
+    # NUL makes the OS calls raise; none is in a file name here
+    if any(ord(c) < 32 or c == "\x7f" for c in relative):
         raise missing
     accepted = request.headers.get("accept-encoding", "")
     try:

@@ -160,9 +160,8 @@ class _SQLite(_Backend):
         self.path, self.shown = path, str(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         self.idle: queue.LifoQueue[sqlite3.Connection] = queue.LifoQueue(IDLE_CONNECTIONS)
-        weakref.finalize(
-            self, _close_idle, self.idle
-        )  # an app dropped without close() still closes them
+        # an app dropped without close() still closes them
+        weakref.finalize(self, _close_idle, self.idle)
         with self.transaction(False) as db:
             db.execute("PRAGMA journal_mode=WAL")
 
@@ -229,9 +228,8 @@ class _Postgres(_Backend):
         self.psycopg, self.url = psycopg, url
         self.shown = re.sub(r"//([^:@/]*):[^@/]*@", r"//\1:***@", url)  # never the password
         self.idle: queue.LifoQueue[Any] = queue.LifoQueue(IDLE_CONNECTIONS)
-        weakref.finalize(
-            self, _close_idle, self.idle
-        )  # an app dropped without close() still closes them
+        # an app dropped without close() still closes them
+        weakref.finalize(self, _close_idle, self.idle)
 
     def _connect(self) -> Any:
         try:

@@ -271,9 +271,8 @@ class Gateway:
     def __init__(self, config: AssistantConfig, database: Database, auth: Auth) -> None:
         self.config, self.auth = config, auth
         self.allowance = Allowance(database, config)
-        self._tls = (
-            ssl.create_default_context()
-        )  # made once, ~10 ms: every request's client shares it
+        # made once, ~10 ms: every request's client shares it
+        self._tls = ssl.create_default_context()
 
     def routes(self) -> list[Route]:
         provider, config = self.config.provider, self.config
@@ -358,9 +357,8 @@ class Gateway:
         sent = {**body, "model": config.model}
         if not any(cap in body for cap in caps):
             sent["max_tokens"] = config.max_tokens
-        user_id = hashlib.sha256(who.encode()).hexdigest()[
-            :32
-        ]  # the provider's abuse checks see no name
+        # the provider's abuse checks see no name
+        user_id = hashlib.sha256(who.encode()).hexdigest()[:32]
         if provider == "openai":
             sent["user"] = user_id
             if sent.get("stream"):  # the usage the daily allowance counts comes as the last event

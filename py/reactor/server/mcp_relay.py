@@ -483,9 +483,8 @@ def _page_says(relay: PageRelay, page: PageLink, body: dict[str, Any]) -> str | 
             or not isinstance(envelope.get("ok"), bool)
         ):
             return 'An answer is {"type": "answer", "call": "…", "envelope": {"ok": …}}.'
-        relay.answer(
-            page, call, envelope
-        )  # one nobody waits for any more (given up, or not a call) is dropped
+        # one nobody waits for any more (given up, or not a call) is dropped
+        relay.answer(page, call, envelope)
         return None
     if kind == "tools":
         tools = body.get("tools")

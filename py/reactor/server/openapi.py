@@ -18,11 +18,8 @@ from starlette.routing import BaseRoute, Route
 from .api import ERROR, PATH_SEGMENT, RETRY_AFTER, Declaration, Reply, declaration_of
 
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-SECURITY: list[dict[str, list[str]]] = [
-    {"bearer": []},
-    {"cookie": []},
-    {},
-]  # a bearer token, the session cookie, or nobody
+# a bearer token, the session cookie, or nobody
+SECURITY: list[dict[str, list[str]]] = [{"bearer": []}, {"cookie": []}, {}]
 EVERY_ROUTE = {
     421: "The Host header names a host this server does not serve.",
     503: "The database is busy; try again after Retry-After.",
@@ -156,9 +153,8 @@ def _reply(status: int, reply: Reply) -> dict[str, Any]:
     elif reply.schema is not None:
         answer["content"] = {"application/json": {"schema": reply.schema}}
     if reply.headers:
-        answer["headers"] = _headers(
-            reply.headers, required=True
-        )  # a reply sends each header it declares
+        # a reply sends each header it declares
+        answer["headers"] = _headers(reply.headers, required=True)
     return answer
 
 

@@ -73,9 +73,8 @@ class HostCheck:
             if host_name(host) in self.hosts:
                 await self.app(scope, receive, send)
             else:
-                await send(
-                    {"type": "websocket.close", "code": 1008}
-                )  # the handshake is refused: 403
+                # the handshake is refused: 403
+                await send({"type": "websocket.close", "code": 1008})
             return
         if host_name(host) not in self.hosts:
             shown = host[:80] or "(none)"

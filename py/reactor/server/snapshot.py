@@ -90,7 +90,6 @@ def memory_snapshot(
     )
     for old in made_before[KEPT:]:
         for twin in folder.glob(f"{old.name}*"):
-            twin.unlink(
-                missing_ok=True
-            )  # another runtime's, or one made for other modules, not used lately
+            # another runtime's, or one made for other modules, not used lately
+            twin.unlink(missing_ok=True)
     return name

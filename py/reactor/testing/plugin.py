@@ -145,9 +145,8 @@ def pytest_fixture_setup(fixturedef: Any, request: pytest.FixtureRequest) -> Ite
     value = yield
     if fixturedef.argname == "browser_type_launch_args" and isinstance(value, dict):
         args = [*value.get("args", [])]
-        args += [
-            flag for flag in QUIET if flag not in args
-        ]  # a test's browser asks nothing of the network
+        # a test's browser asks nothing of the network
+        args += [flag for flag in QUIET if flag not in args]
         if not value.get("executable_path") and not value.get("channel"):
             system = _system_chromium()
             if system is not None:

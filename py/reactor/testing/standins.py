@@ -87,9 +87,8 @@ class StandIn:
         self.cut_next = False  # the next stream drops its connection after its first text
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
-        self.hold = (
-            threading.Event()
-        )  # cleared: a stream waits after its first text until it is set
+        # cleared: a stream waits after its first text until it is set
+        self.hold = threading.Event()
         self.hold.set()
         self.first_text_sent = threading.Event()
         self.hung_up = threading.Event()  # the caller closed its connection before the answer ended
