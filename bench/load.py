@@ -233,8 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         print(
             f"| {r['name']} | {r['requests']} | {r['per_second']:.0f} | {r['p50_ms']:.1f} | "
-            f"{r['p95_ms']:.1f} "
-            f"| {r['server_errors']} | {r['acknowledged']} | {r['lost']} |"
+            f"{r['p95_ms']:.1f} | {r['server_errors']} | {r['acknowledged']} | {r['lost']} |"
         )
     for r in results:
         print(

@@ -316,8 +316,7 @@ def table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
             "call p50 / p99 (ms)",
             f"no-op {c['noop_p50_ms']:.4f} / {c['noop_p99_ms']:.4f} (a blank worker's echo "
             f"{c['worker_echo_p50_ms']:.4f}: reactor adds {c['noop_over_echo_ms']:.4f}) | "
-            "decks_get_deck "
-            f"{c['get_deck_p50_ms']:.4f} / {c['get_deck_p99_ms']:.4f} | lumino "
+            f"decks_get_deck {c['get_deck_p50_ms']:.4f} / {c['get_deck_p99_ms']:.4f} | lumino "
             f"{c['lumino_p50_ms']:.5f} / {c['lumino_p99_ms']:.5f}",
         ),
         (
@@ -353,13 +352,11 @@ def table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
             (
                 f"scale {p['plugins']} plugins / {p['tools']} tools",
                 f"load {p['load_ms']:.0f} ms | ready {p['ready_ms']:.0f} ms | list "
-                f"{p['list_ms']:.2f} ms "
-                f"(after a change {p['list_after_change_ms']:.0f} ms) | "
-                f"call p50 {p['call_p50_ms']:.4f} ms, callTool {p['call_tool_p50_ms']:.4f} "
-                f"ms (registry {p['registry_call']['ratio']:.2f}x of 10 tools, tool path "
-                f"{p['registry_call']['tool_ratio']:.2f}x) | wasm "
-                f"{p['memory']['wasm_bytes'] or 0:,} B | "
-                f"JS heap {p['memory']['js_heap_used']:,} B",
+                f"{p['list_ms']:.2f} ms (after a change {p['list_after_change_ms']:.0f} ms) "
+                f"| call p50 {p['call_p50_ms']:.4f} ms, callTool {p['call_tool_p50_ms']:.4f} "
+                f"ms (registry {p['registry_call']['ratio']:.2f}x of 10 tools, "
+                f"tool path {p['registry_call']['tool_ratio']:.2f}x) | wasm "
+                f"{p['memory']['wasm_bytes'] or 0:,} B | JS heap {p['memory']['js_heap_used']:,} B",
             )
         )
     width = max(len(r[0]) for r in rows)
@@ -368,8 +365,7 @@ def table(results: dict[str, Any], goals: list[dict[str, Any]]) -> str:
     goal_width = max(len(g["goal"]) for g in goals)
     for g in goals:
         lines.append(
-            f"{'MET ' if g['met'] else 'MISS'}  {g['goal'].ljust(goal_width)}  "
-            f"{g['value']:.4g} {g['unit']}"
-            f" (goal <= {g['limit']:g})"
+            f"{'MET ' if g['met'] else 'MISS'}  {g['goal'].ljust(goal_width)}  {g['value']:.4g} "
+            f"{g['unit']} (goal <= {g['limit']:g})"
         )
     return "\n".join(lines)

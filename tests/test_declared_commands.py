@@ -147,9 +147,8 @@ def test_a_handler_for_a_command_the_bundle_does_not_declare_is_refused_by_name(
     }
     reactor, report = loaded(notes_plugin(handlers))
     assert str(report.failed["notes"].cause) == (
-        "AgentTools bundle 'notes' declares no command 'notes.cleer', yet a handler was "
-        "given for it. "
-        "Did you mean 'notes.clear'? Declare it in the bundle, or drop the handler."
+        "AgentTools bundle 'notes' declares no command 'notes.cleer', yet a handler was given "
+        "for it. Did you mean 'notes.clear'? Declare it in the bundle, or drop the handler."
     )
     assert reactor.commands.list_commands() == [] and agent_tool_bundles(reactor) == []
 

@@ -254,8 +254,7 @@ def test_is_enabled_asks_the_page_each_time():
             {**TODO, "commands": TODO["commands"][:1]},
             "DeclarationError",
             "Plugin 'todo': agentTools.commands[1].command calls the command 'todo.list', "
-            "which the plugin's commands "
-            "do not define; define it there.",
+            "which the plugin's commands do not define; define it there.",
         ),
         (
             {
@@ -267,8 +266,7 @@ def test_is_enabled_asks_the_page_each_time():
             },
             "DeclarationError",
             "Plugin 'todo': commands[0].parameters of command 'todo.add' is its tool's "
-            "'todo_add': declare it once, "
-            "in agentTools.",
+            "'todo_add': declare it once, in agentTools.",
         ),
         ({**TODO, "tools": []}, "DeclarationError", "tools is not a plugin field"),
         ({**TODO, "name": ""}, "PluginError", "A plugin needs a non-empty name, not ''."),

@@ -37,9 +37,8 @@ class BuildPy(build_py):
         ):
             raise SystemExit(
                 "A wheel of reactor carries the browser runtime, and web/vendor.py could not "
-                "vendor it (it said why"
-                " above): run `python web/vendor.py` where npm and the npm registry are "
-                "reachable, then build again."
+                "vendor it (it said why above): run `python web/vendor.py` where npm and the npm "
+                "registry are reachable, then build again."
             )
         static = Path(self.build_lib) / "reactor" / "server" / "static"
         shutil.rmtree(static, ignore_errors=True)

@@ -224,11 +224,9 @@ def _failure(record: dict[str, Any], error: Exception) -> str:
     text = f"{type(error).__name__}: {error}"
     if any(word in str(error) for word in _DOM_WORDS):
         return (
-            f"{record['name']} needs the page's DOM directly ({text}). Python UI plugins run "
-            "in reactor's "
-            "worker, where synchronous `document`/`window` access needs a "
-            "cross-origin-isolated page "
-            "(COOP/COEP headers), which reactor does not ask of a host page: draw through "
-            "params['container'] (html, text, on) instead."
+            f"{record['name']} needs the page's DOM directly ({text}). Python UI plugins "
+            "run in reactor's worker, where synchronous `document`/`window` access needs a "
+            "cross-origin-isolated page (COOP/COEP headers), which reactor does not ask of a "
+            "host page: draw through params['container'] (html, text, on) instead."
         )
     return f"{record['name']} failed to start: {text}"

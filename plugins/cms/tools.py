@@ -130,9 +130,8 @@ def create_cms_agent_tools(
         if entry["status"] != "published":
             raise ToolError(
                 "failed",
-                f"The entry {entry['slug']!r} of site {entry['site']!r} is a draft, so it "
-                "has no public page yet; "
-                "publish it with cms_publish_site_page if the person asks.",
+                f"The entry {entry['slug']!r} of site {entry['site']!r} is a draft, so it has no "
+                "public page yet; publish it with cms_publish_site_page if the person asks.",
                 display=f"‘{entry['title']}’ is a draft, so it has no public page yet: publish it "
                 "first.",
             )

@@ -265,9 +265,8 @@ def _if_match(request: Request) -> int | None:
 
 def _stale(id: str, version: int, current: dict[str, Any] | None) -> StaleVersion:
     sentence = (
-        f"The deck {id[:80]!r} was changed by someone else since this version was read; it "
-        "is now version "
-        f"{version}. Read it again and make the change on the current deck."
+        f"The deck {id[:80]!r} was changed by someone else since this version was read; "
+        f"it is now version {version}. Read it again and make the change on the current deck."
         if current is not None
         else f"The deck {id[:80]!r} was deleted by someone else since it was read."
     )

@@ -158,8 +158,7 @@ def demo_records() -> list[dict[str, Any]]:
             "settings": {
                 "tool": {
                     "description": "Counts the open maintenance tasks per building and names the "
-                    "busiest. "
-                    "Use to say where the backlog is.",
+                    "busiest. Use to say where the backlog is.",
                     "inputSchema": {
                         "type": "object",
                         "properties": {},
@@ -296,8 +295,7 @@ def _backlog(context: ServerContext, building: str | None, limit: int) -> dict[s
         }
         tasks = db.execute(
             "SELECT id, title, priority, opened FROM maintenance_tasks WHERE status = 'open' "
-            "AND building = ? "
-            "ORDER BY opened DESC LIMIT ?",
+            "AND building = ? ORDER BY opened DESC LIMIT ?",
             (building, limit),
         ).fetchall()
     found = building in buildings

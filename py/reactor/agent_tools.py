@@ -97,8 +97,7 @@ def define_agent_tools(
                 f"{where}.name",
                 tool_name,
                 f"{tool_name!r} is not a name a model can call: use 1 to 64 letters, digits, "
-                "'_' or '-', "
-                "starting with a letter or '_' (no dots or spaces).",
+                "'_' or '-', starting with a letter or '_' (no dots or spaces).",
             )
         if any(t["name"] == tool_name for t in tools):
             raise refuse(
@@ -142,9 +141,8 @@ def define_agent_tools(
                 raise refuse(
                     f"{where}.summary",
                     summary,
-                    f"of tool {tool_name!r} must be a line of at most {MAX_SUMMARY} "
-                    "characters whose only "
-                    "braces are fields such as {args.id} or {result.title}.",
+                    f"of tool {tool_name!r} must be a line of at most {MAX_SUMMARY} characters "
+                    "whose only braces are fields such as {args.id} or {result.title}.",
                 )
             entry["summary"] = summary
         tools.append(entry)

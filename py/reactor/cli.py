@@ -40,8 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="NAME",
         help="a host name the server answers to besides loopback and --host, e.g. "
-        "reactor.example.org "
-        "(repeat for more; also $REACTOR_ALLOW_HOSTS)",
+        "reactor.example.org (repeat for more; also $REACTOR_ALLOW_HOSTS)",
     )
     _assistant_arguments(serve)
     password = commands.add_parser(
@@ -137,9 +136,8 @@ def _storage_arguments(command: argparse.ArgumentParser) -> None:
         "--database",
         default=os.environ.get("REACTOR_DATABASE_URL", ""),
         metavar="URL",
-        help="a postgresql://user:password@host/name database instead of the SQLite file, for "
-        "several "
-        "server processes (also $REACTOR_DATABASE_URL)",
+        help="a postgresql://user:password@host/name database instead of the SQLite file, "
+        "for several server processes (also $REACTOR_DATABASE_URL)",
     )
 
 
@@ -373,11 +371,9 @@ def _serve(
         left = app.state.context.auth.demo_passwords_left()
         if left:
             print(
-                f"reactor serve: refusing to listen on {host}: the accounts "
-                f"{', '.join(left)} still have the demo "
-                "passwords the README publishes. Set new ones with `reactor passwd NAME` "
-                "(same --data), "
-                "or serve on 127.0.0.1.",
+                f"reactor serve: refusing to listen on {host}: the accounts {', '.join(left)} "
+                "still have the demo passwords the README publishes. Set new ones with "
+                "`reactor passwd NAME` (same --data), or serve on 127.0.0.1.",
                 file=sys.stderr,
             )
             return 2

@@ -129,8 +129,7 @@ def _translated(pattern: str) -> str:
                 if behind:
                     raise _Refused(
                         f"the back-reference {written} inside a look-behind, which ECMA-262 "
-                        "matches "
-                        "right to left and Python's re cannot"
+                        "matches right to left and Python's re cannot"
                     )
                 number = value if isinstance(value, int) else names.get(value, 0)
                 references.append((value, number in closed, written))
@@ -201,9 +200,8 @@ def _translated(pattern: str) -> str:
                 out.append(c)
             elif c == "{" and _python_quantifier(pattern, i):
                 raise _Refused(
-                    f"the quantifier {pattern[i : pattern.index('}', i) + 1]}, which is "
-                    "Python's syntax, "
-                    "not ECMA-262's (write {0,n})"
+                    f"the quantifier {pattern[i : pattern.index('}', i) + 1]}, which is Python's "
+                    "syntax, not ECMA-262's (write {0,n})"
                 )
             else:
                 # ], } and a { that starts no quantifier are literal too
@@ -303,9 +301,8 @@ def _escape(pattern: str, i: int, in_class: bool) -> tuple[str, Any, int]:
     if c == "u":
         if pattern.startswith("{", after):
             raise _Refused(
-                "the code point escape \\u{...}, which means a code point only with "
-                "ECMA-262's u flag "
-                "(write \\uHHHH, a pair of them, or the character itself)"
+                "the code point escape \\u{...}, which means a code point only with ECMA-262's "
+                "u flag (write \\uHHHH, a pair of them, or the character itself)"
             )
         code = _hex(pattern[after : after + 4], 4)
         if code is None:

@@ -41,8 +41,7 @@ class Grant:
             raise AccessDenied(
                 403,
                 f"User {self.username!r} is {_article(self.role)} {self.role} on site "
-                f"{self.site!r}; "
-                f"{doing} needs the {needed} role.",
+                f"{self.site!r}; {doing} needs the {needed} role.",
             )
 
 

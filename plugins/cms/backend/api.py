@@ -89,8 +89,7 @@ FIELDS: dict[
         "maxLength": LIMITS["slug"],
         "pattern": f"^{SLUG.pattern}$",
         "x-refusal": "The slug {value} is not valid: use lowercase letters, digits and single "
-        "hyphens, like "
-        f"'hello-world' (at most {LIMITS['slug']}).",
+        f"hyphens, like 'hello-world' (at most {LIMITS['slug']}).",
     },
     "collection": {
         "enum": list(COLLECTIONS),
@@ -458,9 +457,8 @@ def api_routes(
             site + "/crawl",
             "POST",
             crawl_source,
-            "Import a blog, feed or WordPress site as drafts (editor); 429 with Retry-After "
-            "when the "
-            "user or the server runs as many crawls as it may",
+            "Import a blog, feed or WordPress site as drafts (editor); 429 with Retry-After when "
+            "the user or the server runs as many crawls as it may",
             {200: Reply(CRAWLED)},
             body=CRAWL,
             refusals={

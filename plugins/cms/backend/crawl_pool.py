@@ -73,9 +73,8 @@ class CrawlPool:
                 )
             if everyone >= self.at_once:
                 raise CrawlsBusy(
-                    f"The server is already running {_crawls(everyone)}, as many as it runs "
-                    "at once; "
-                    f"try again in {self.retry_after} seconds.",
+                    f"The server is already running {_crawls(everyone)}, as many as it runs at "
+                    f"once; try again in {self.retry_after} seconds.",
                     self.retry_after,
                 )
             self._running[username] = mine + 1

@@ -181,9 +181,8 @@ class SiteStore:
                 with self.database.transaction() as db:
                     db.execute(
                         "INSERT INTO cms_entries (site, slug, collection, status, title, "
-                        "excerpt, body, source_url, "
-                        "created_at, updated_at, published_at) VALUES (?, ?, ?, ?, ?, ?, ?, "
-                        "?, ?, ?, ?)",
+                        "excerpt, body, source_url, created_at, updated_at, published_at) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (site, slug, *row),
                     )
             except UniqueViolation:
@@ -228,8 +227,7 @@ class SiteStore:
             db.execute(
                 "UPDATE cms_entries SET "
                 f"{', '.join(f'{c} = ?' for c in columns + ['updated_at'])}, version = "
-                "version + 1 "
-                "WHERE site = ? AND slug = ?",
+                "version + 1 WHERE site = ? AND slug = ?",
                 (*[changes[c] for c in columns], _now(), site, slug),
             )
         return self.get_entry(site, slug)  # type: ignore[return-value]
@@ -239,8 +237,7 @@ class SiteStore:
         with self.database.transaction() as db:
             db.execute(
                 "UPDATE cms_entries SET status = ?, updated_at = ?, published_at = ?, "
-                "version = version + 1 "
-                "WHERE site = ? AND slug = ?",
+                "version = version + 1 WHERE site = ? AND slug = ?",
                 (status, now, now if status == "published" else None, site, slug),
             )
         return self.get_entry(site, slug)  # type: ignore[return-value]

@@ -374,8 +374,7 @@ def _help(tools: dict[str, HostTool], cannot: str = "") -> str:
     if not tries:
         return (
             f"{first} am a scripted model, not an AI, and this page gives me no tools I "
-            "understand. "
-            "Choose a model in Model settings to ask anything."
+            "understand. Choose a model in Model settings to ask anything."
         )
     quoted = ", ".join(f"“{t}”" for t in tries[:-1]) + (
         f" or “{tries[-1]}”" if len(tries) > 1 else f"“{tries[0]}”"

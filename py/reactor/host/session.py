@@ -69,8 +69,7 @@ def model_from_settings(
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             raise SettingsError(
                 "The base URL must be an http:// or https:// address, such as "
-                "https://api.openai.com/v1; "
-                f"{base_url[:80]!r} is not."
+                f"https://api.openai.com/v1; {base_url[:80]!r} is not."
             )
     if provider == "openai":
         if not base_url:

@@ -60,9 +60,8 @@ class AgentSpec:
         name = data.get("name")
         if "tools" in data:
             raise DeclarationError(
-                f"Agent spec {name!r} lists tools; a spec names plugins, and their "
-                "AgentTools bundles "
-                "bring the tools. Remove `tools` and add the plugins to `plugins`.",
+                f"Agent spec {name!r} lists tools; a spec names plugins, and their AgentTools "
+                "bundles bring the tools. Remove `tools` and add the plugins to `plugins`.",
                 owner=str(name),
                 field="tools",
                 value=data["tools"],

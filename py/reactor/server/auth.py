@@ -207,9 +207,8 @@ class Auth:
         now, key = time.time(), _digest(token)
         with self.database.transaction() as db:
             row = db.execute(
-                "SELECT users.username, users.groups, sessions.last_seen FROM sessions JOIN "
-                "users USING (username) "
-                "WHERE token = ? AND expires_at > ? AND last_seen > ?",
+                "SELECT users.username, users.groups, sessions.last_seen FROM sessions "
+                "JOIN users USING (username) WHERE token = ? AND expires_at > ? AND last_seen > ?",
                 (key, now, now - IDLE_SECONDS),
             ).fetchone()
             if row is not None and now - row["last_seen"] > TOUCH_SECONDS:

@@ -151,8 +151,7 @@ class AssistantConfig:
                 "--model-base-url",
                 self.base_url,
                 "--model-base-url (REACTOR_MODEL_BASE_URL) must be an http:// or https:// "
-                "address such as "
-                f"http://127.0.0.1:11434/v1; {self.base_url[:80]!r} is not.",
+                f"address such as http://127.0.0.1:11434/v1; {self.base_url[:80]!r} is not.",
             )
         if not self.api_key and (self.provider == "anthropic" or not self.base_url):
             raise refuse(
@@ -241,18 +240,16 @@ class Allowance:
             wait = int(60 - now % 60) + 1
             raise Refused(
                 429,
-                f"You have sent {self.config.limit_rpm} messages to the assistant in the "
-                "last minute, its limit; "
-                f"wait {wait} seconds and send again.",
+                f"You have sent {self.config.limit_rpm} messages to the assistant in the last "
+                f"minute, its limit; wait {wait} seconds and send again.",
                 retry_after=wait,
             )
 
     def spend(self, who: str, tokens: int, now: float) -> None:
         with self.database.transaction() as db:
             db.execute(
-                "INSERT INTO assistant_usage (who, period, tokens) VALUES (?, ?, ?) ON "
-                "CONFLICT (who, period) "
-                "DO UPDATE SET tokens = assistant_usage.tokens + excluded.tokens",
+                "INSERT INTO assistant_usage (who, period, tokens) VALUES (?, ?, ?) ON CONFLICT "
+                "(who, period) DO UPDATE SET tokens = assistant_usage.tokens + excluded.tokens",
                 (who, _day(now), tokens),
             )
 

@@ -102,8 +102,7 @@ OWN_TOOL_LIST = [
         name="reactor_call",
         title="Call a tool on one reactor page",
         description="Call a tool on the reactor page named by `page` (an id from reactor_pages), "
-        "with `arguments`. "
-        "Writes are approved by the person in that page.",
+        "with `arguments`. Writes are approved by the person in that page.",
         input_schema={
             "type": "object",
             "required": ["page", "tool"],

@@ -175,9 +175,8 @@ class PageRelay:
                     self._to_page(page, {"type": "cancel", "call": call_id})
                     return failure(
                         "timeout",
-                        f"The person did not answer in the page within {self.answer_limit:g} "
-                        f"s, so {tool} did not "
-                        "run; ask them in the chat before you try again.",
+                        f"The person did not answer in the page within {self.answer_limit:g} s, "
+                        f"so {tool} did not run; ask them in the chat before you try again.",
                     )
                 try:
                     return await asyncio.wait_for(
