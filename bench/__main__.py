@@ -147,7 +147,8 @@ def first_visits(bench: Session, plan: dict[str, Any], pages: tuple[str, ...] = 
 
 
 def run_startup(plan: dict[str, Any]) -> dict[str, Any]:
-    """Start-up against bare Pyodide restored from the same snapshot, bytes and the slow link only."""
+    """Start-up against bare Pyodide restored from the same snapshot, bytes and the slow link
+    only."""
     with session(plan) as bench:
         first_visits(bench, plan, SNAPSHOT_PAGES)
     return bench.results

@@ -128,7 +128,8 @@ def test_a_misdeclared_javascript_plugin_is_refused_with_the_sentence_and_nothin
     assert "'weather.now' is not a name a model can call" in error["message"]
     assert page.evaluate("window.reactor.listCommands()") == before
     assert "weather" not in {b["id"] for b in embedded.bundles()}
-    taken = page.evaluate("""window.reactor.definePlugin({name: "copycat", commands: [{id: "todo.add", execute() {}}]})
+    taken = page.evaluate("""window.reactor.definePlugin(
+            {name: "copycat", commands: [{id: "todo.add", execute() {}}]})
         .then(() => null, (e) => ({name: e.name, message: e.message}))""")
     assert (
         taken["name"] == "PluginLoadError"
@@ -251,7 +252,8 @@ def test_ai_tools_run_in_a_worker_started_from_the_embedding_page(new_reactor_pa
         # The example's config, plus the server's AI Tools plugin. (Not by rewriting the page with
         # route.fulfill: Chromium then treats the page as public, and refuses it loopback requests.)
         page.add_init_script("""Object.defineProperty(window, "reactorConfig", {
-            set(config) { this.__config = {...config, plugins: ["ai-tools"]}; }, get() { return this.__config; }})""")
+            set(config) { this.__config = {...config, plugins: ["ai-tools"]}; },
+            get() { return this.__config; }})""")
         assert reactor.open(site).ready["loaded"] == ["ai-tools", "todo-stats"]
         signed_in = page.evaluate(
             """(server) => fetch(server + "/auth/sign-in", {

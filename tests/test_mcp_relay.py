@@ -189,8 +189,9 @@ def test_a_connected_pages_messages_are_checked_and_only_its_person_may_send_the
 
 
 def test_a_call_answered_at_once_is_one_json_body_and_one_that_waits_an_event_stream(tmp_path):
-    """Streamable HTTP lets the server choose per request: JSON when the page's answer is the first
-    thing to say, an event stream opened by the first progress notice when the person is deciding."""
+    """Streamable HTTP lets the server choose per request: JSON when the page's answer is the
+    first thing to say, an event stream opened by the first progress notice when the person is
+    deciding."""
     import json
 
     import httpx

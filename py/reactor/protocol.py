@@ -93,7 +93,8 @@ Handler = Callable[[dict[str, Any], CancelToken], Any]
 #: What a handler's value is: the value to encode, its JSON text, or the whole answer's text
 #: (`{"ok": true, "value": V}` or `{"ok": false, "error": …}`, reactor.answer), sent as it is.
 VALUE, JSON_TEXT, ANSWER_TEXT = 0, 1, 2
-#: A call's handler: (name, arguments as the page sent them, signal or None) -> JSON text, or an awaitable of it.
+#: A call's handler: (name, arguments as the page sent them, signal or None) -> JSON text,
+#: or an awaitable of it.
 Call = Callable[[Any, Any, CancelToken | None], Any]
 #: The envelope's own keys: a message's fields may not take them.
 ENVELOPE_KEYS = frozenset({"v", "id", "re", "type"})
