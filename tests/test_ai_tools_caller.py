@@ -5,8 +5,8 @@ import time
 import pytest
 
 from reactor import CancelToken, ReactorError, ToolError
-from reactor.ai_tools import AiToolCaller, InProcessRunner
-from reactor.ai_tools.context import ToolContext
+from reactor.records import AiToolCaller, InProcessRunner
+from reactor.records.context import ToolContext
 from test_ai_tools_declaration import RECORD
 
 

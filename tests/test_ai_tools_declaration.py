@@ -3,7 +3,7 @@ import copy
 import pytest
 
 from reactor import DeclarationError
-from reactor.ai_tools import RESULT_CAP_DEFAULT, check_ai_tool_record
+from reactor.records import RESULT_CAP_DEFAULT, check_ai_tool_record
 
 CODE = "def invoke(args, context):\n    return {'answer': 42}\n"
 RECORD = {

@@ -140,7 +140,7 @@ def test_the_page_plugin_calls_the_backlog_tool_against_the_server_and_sees_a_re
     import asyncio
 
     from reactor import MemoryPage, Reactor
-    from reactor.ai_tools import InProcessRunner
+    from reactor.records import InProcessRunner
     from reactor_plugins.ai_tools import AI_TOOLS_PAGE_PLUGIN
 
     session = {"authorization": bob.headers["authorization"]}

@@ -150,7 +150,7 @@ def test_signing_in_keeps_the_user_and_sites_but_not_the_token(server):
         ],
     }
     assert "token" not in json.dumps(answer) and "token" not in json.dumps(
-        vars(reactor.services["cms_state"])
+        vars(reactor.exports("cms"))
     )
     panel = page.views["cms"]
     assert panel["signedIn"] and panel["site"] == "acme" and panel["role"] == "editor"
@@ -168,7 +168,7 @@ def test_sign_in_asks_for_the_pages_one_form_and_every_other_command_waits_for_i
     assert not any(available.values()), "nobody is signed in: no CMS command can run"
     assert run(reactor, "cms.signIn")["signedIn"] is False
     assert page.views["session"] == {"signIn": True}  # web/session.js brings its form forward
-    assert reactor.services["cms_state"].signed_in is False
+    assert reactor.exports("cms").signed_in is False
     with pytest.raises(CommandUnavailableError):
         run(reactor, "cms.signOut")
 
@@ -197,7 +197,7 @@ def test_switching_the_site_changes_where_the_next_call_goes(server):
 
 def test_the_api_address_is_read_at_call_time_too(server):
     reactor, page = signed_in(server)
-    reactor.services["cms_state"].api = "/elsewhere/api"
+    reactor.exports("cms").api = "/elsewhere/api"
     page.requests.clear()
     with pytest.raises(CommandFailedError):
         run(reactor, "cms.readSitePage", {"slug": "about"})
@@ -209,7 +209,7 @@ def test_a_site_the_user_has_no_role_on_cannot_be_selected(server):
     assert "has no site 'initech'; their sites: acme, globex" in failure(
         reactor, "cms.selectSite", {"site": "initech"}
     )
-    assert reactor.services["cms_state"].site == "acme"
+    assert reactor.exports("cms").site == "acme"
 
 
 def test_a_session_cookie_from_before_a_reload_signs_the_page_back_in(server):
@@ -218,19 +218,17 @@ def test_a_session_cookie_from_before_a_reload_signs_the_page_back_in(server):
     reloaded = Reactor(services={"page": page, "cms_api": "/api/cms"})
     reloaded.load_plugins([CMS_PLUGIN])
     assert run(reloaded, "cms.restoreSession")["username"] == "bob"
-    assert reloaded.services["cms_state"].site == "acme"
+    assert reloaded.exports("cms").site == "acme"
     fresh, _ = start(server)
     assert run(fresh, "cms.restoreSession") == {"signedIn": False}
-    assert fresh.services["cms_state"].signed_in is False
+    assert fresh.exports("cms").signed_in is False
 
 
 def test_a_session_ended_on_the_server_signs_the_page_out(server):
     reactor, page = signed_in(server)
     asyncio.run(page.fetch_json("POST", "/auth/sign-out", {}))
     assert "Ask the person to sign in" in failure(reactor, "cms.listSitePages")
-    assert (
-        reactor.services["cms_state"].signed_in is False and page.views["cms"]["signedIn"] is False
-    )
+    assert reactor.exports("cms").signed_in is False and page.views["cms"]["signedIn"] is False
 
 
 # Drafts first, publish on request, show ---------------------------------------------------

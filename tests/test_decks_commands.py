@@ -19,7 +19,7 @@ from reactor import (
     Reactor,
     agent_tool_bundles,
 )
-from reactor.facade import call_tool_json
+from reactor.facade import PageTools
 from reactor.server.loopback import free_port
 from reactor_plugins.decks import DECKS_AGENT_TOOLS, DECKS_PLUGIN
 
@@ -166,7 +166,7 @@ def test_opening_an_unknown_deck_names_the_decks_there_are(decks):
 
 def test_an_agent_asking_for_an_unknown_deck_gets_not_found_with_the_decks_there_are(decks):
     reactor, _ = decks
-    answer = json.loads(run(call_tool_json(reactor, "decks_get_deck", '{"id": "nope"}', None)))
+    answer = json.loads(run(PageTools(reactor).call_json("decks_get_deck", '{"id": "nope"}', None)))
     assert answer["ok"] is False
     assert answer["error"] == {
         "code": "not_found",
@@ -630,11 +630,8 @@ def test_a_write_the_server_refuses_answers_the_model_not_permitted(app_server, 
     )
     answer = json.loads(
         run(
-            call_tool_json(
-                reactor,
-                "decks_update_slide",
-                '{"id": "onboarding", "slide": 1, "title": "Hello"}',
-                None,
+            PageTools(reactor).call_json(
+                "decks_update_slide", '{"id": "onboarding", "slide": 1, "title": "Hello"}', None
             )
         )
     )

@@ -16,7 +16,7 @@ from reactor import (
     define_agent_tools,
     define_plugin,
 )
-from reactor.facade import call_tool_json, commands_json
+from reactor.facade import PageTools, commands_json
 from reactor.host import EVERY_PLUGIN, AgentSpec, Toolbox
 
 TEXT = {
@@ -86,7 +86,7 @@ def test_a_command_declared_without_parameters_takes_no_arguments_for_a_person_o
     reactor, _ = loaded(notes_plugin())
     with pytest.raises(InvalidArgumentsError, match="Additional properties are not allowed"):
         reactor.commands.execute("notes.count", {"all": True}).result()
-    refused = json.loads(call_tool_json(reactor, "notes_count", '{"all": true}', None))
+    refused = json.loads(PageTools(reactor).call_json("notes_count", '{"all": true}', None))
     assert refused["error"]["code"] == "invalid_arguments"
     tool = Toolbox(reactor, AgentSpec("t", plugins=(EVERY_PLUGIN,))).tool("notes_count")
     assert tool.parameters == {"type": "object", "properties": {}, "additionalProperties": False}, (

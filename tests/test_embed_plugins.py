@@ -8,7 +8,7 @@ import pytest
 
 from reactor import DeclarationError, PluginError, Reactor, agent_tool_bundles
 from reactor.errors import PageScriptError
-from reactor.facade import bundles_json, call_tool_json, define_plugin_json, unload_plugin_json
+from reactor.facade import PageTools, define_plugin_json, unload_plugin_json
 from reactor.page_plugins import define_script_plugin, python_page_plugin
 
 TODO = {
@@ -98,10 +98,11 @@ def test_a_javascript_plugin_lands_in_the_one_registry_with_its_bundle():
 
 def test_the_listed_bundles_follow_every_load_and_unload_and_match_the_bundles():
     reactor = Reactor()
-    assert json.loads(bundles_json(reactor)) == []
+    bundles_json = PageTools(reactor).bundles_json
+    assert json.loads(bundles_json()) == []
     declare(reactor, TODO)
-    first = bundles_json(reactor)
-    assert json.loads(first) == agent_tool_bundles(reactor) and bundles_json(reactor) is first, (
+    first = bundles_json()
+    assert json.loads(first) == agent_tool_bundles(reactor) and bundles_json() is first, (
         "kept until a change"
     )
     declare(
@@ -124,13 +125,13 @@ def test_the_listed_bundles_follow_every_load_and_unload_and_match_the_bundles()
         },
     )
     assert (
-        json.loads(bundles_json(reactor)) == agent_tool_bundles(reactor)
+        json.loads(bundles_json()) == agent_tool_bundles(reactor)
         and len(agent_tool_bundles(reactor)) == 2
     )
     unload_plugin_json(reactor, "todo")
-    assert [b["id"] for b in json.loads(bundles_json(reactor))] == ["notes"]
+    assert [b["id"] for b in json.loads(bundles_json())] == ["notes"]
     unload_plugin_json(reactor, "notes")
-    assert json.loads(bundles_json(reactor)) == []
+    assert json.loads(bundles_json()) == []
 
 
 def test_a_javascript_handler_is_awaited_and_reads_the_page_at_call_time():
@@ -140,8 +141,10 @@ def test_a_javascript_handler_is_awaited_and_reads_the_page_at_call_time():
     async def calls():
         assert await reactor.commands.execute("todo.add", {"title": "Milk"}) == 1
         script.items.append("Bread")  # the page changed after registration
-        listed = json.loads(await call_tool_json(reactor, "todo_list", "", None))
-        failed = json.loads(await call_tool_json(reactor, "todo_add", '{"title": "boom"}', None))
+        listed = json.loads(await PageTools(reactor).call_json("todo_list", "", None))
+        failed = json.loads(
+            await PageTools(reactor).call_json("todo_add", '{"title": "boom"}', None)
+        )
         return listed, failed
 
     listed, failed = asyncio.run(calls())
@@ -366,7 +369,7 @@ def test_an_inline_python_plugin_is_indented_code_defining_plugin_and_calls_java
     declare(reactor, TODO, script)
     script.items += ["a", "b"]
     assert report.loaded == ["stats"]
-    assert json.loads(asyncio.run(call_tool_json(reactor, "stats_count", "{}", None))) == {
+    assert json.loads(asyncio.run(PageTools(reactor).call_json("stats_count", "{}", None))) == {
         "ok": True,
         "result": 2,
     }

@@ -820,9 +820,10 @@ def test_the_scripted_model_drives_the_real_decks_plugin():
 
     listed, moved = asyncio.run(scenario())
     # The cards show each call's line (the decks tools' summaries: "Decks (2): ‘Quarterly review’,
-    # ‘Team offsite’."); the reply does not say it again, but what the person can say next.
+    # ‘Team offsite’."); the reply does not say it again, but what the person can say next: the
+    # plugin's tool that shows a listed deck, as this model reads it.
     assert listed.text == "Say “open deck Quarterly review” to open one."
-    assert moved.text == "Esc leaves the presentation."
+    assert moved.text == "Done."
 
 
 def test_the_scripted_model_answers_what_it_can_do_when_nothing_matches():

@@ -181,6 +181,28 @@ def test_activate_runs_once_after_loading_and_a_failing_one_is_unloaded():
     assert reactor.plugins == ["ok"] and not reactor.commands.has_command("bad.x")
 
 
+def test_what_register_returns_reaches_activate_and_other_code_as_the_plugins_exports():
+    import asyncio
+
+    class Store:
+        items: list[str] = []
+
+        async def load(self):
+            self.items = ["first"]
+
+    async def activate(context):
+        await context.exports.load()
+
+    reactor = Reactor()
+    reactor.load_plugins(
+        [define_plugin(name="store", register=lambda context: Store(), activate=activate)]
+    )
+    asyncio.run(reactor.activate_plugins())
+    assert reactor.exports("store").items == ["first"]
+    with pytest.raises(PluginNotFoundError, match="No plugin 'gone' is loaded. Loaded: store."):
+        reactor.exports("gone")
+
+
 def test_clearing_a_disposable_set_undoes_what_it_holds_and_keeps_it_usable():
     from reactor import Disposable, DisposableSet
 

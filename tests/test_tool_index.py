@@ -9,7 +9,7 @@ import json
 
 from reactor import Reactor, define_agent_tools, define_plugin
 from reactor.cancellation import CancelToken
-from reactor.facade import call_tool_json, define_plugin_json, page_toolbox, watch_changes
+from reactor.facade import PageTools, define_plugin_json, watch_changes
 from reactor.host import EVERY_PLUGIN, AgentSpec, Toolbox
 
 
@@ -81,7 +81,7 @@ def test_a_tool_and_its_command_share_one_schema_and_one_compiled_validator():
     assert toolbox.tool("a_0").validator is command.validator
     for answer in (
         call(toolbox, "a_0", {"n": "one"}),
-        json.loads(call_tool_json(reactor, "a_0", '{"n": "one"}', None)),
+        json.loads(PageTools(reactor).call_json("a_0", '{"n": "one"}', None)),
     ):
         assert (
             answer["error"]["code"] == "invalid_arguments"
@@ -99,14 +99,11 @@ def test_a_synchronous_command_is_answered_at_once_and_an_async_one_as_an_awaita
 
     reactor = Reactor()
     reactor.load_plugins([plugin("a"), plugin("s", tools=1, handler=slow)])
-    assert json.loads(call_tool_json(reactor, "a_0", "{}", None)) == {
-        "ok": True,
-        "result": {"tool": 0},
-    }
-    pending = call_tool_json(reactor, "s_0", "", None)
+    tools = PageTools(reactor)
+    assert json.loads(tools.call_json("a_0", "{}", None)) == {"ok": True, "result": {"tool": 0}}
+    pending = tools.call_json("s_0", "", None)
     assert inspect.isawaitable(pending)
     assert json.loads(asyncio.run(_await(pending))) == {"ok": True, "result": "later"}
-    assert page_toolbox(reactor) is page_toolbox(reactor)
 
 
 def test_a_burst_of_loads_and_unloads_is_one_notification_each_with_what_changed():

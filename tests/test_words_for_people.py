@@ -70,7 +70,7 @@ def sentences_for_people(reactor: Reactor, toolbox: Toolbox) -> list[str]:
         if c.options.disabled_display
     ]
     try:
-        reactor.services["cms_state"].require_site()
+        reactor.exports("cms").require_site()
     except ToolError as refused:
         shown.append(refused.details["display"])
     return shown
@@ -87,7 +87,7 @@ def test_every_sentence_the_demo_shows_a_person_about_its_tools_is_for_the_perso
 
 def test_an_approval_says_what_will_happen_in_words_from_the_call(demo):
     reactor, toolbox = demo
-    state = reactor.services["cms_state"]
+    state = reactor.exports("cms")
     state.username, state.sites, state.site = (
         "ada",
         [{"id": "acme", "title": "Acme Corp", "role": "publisher"}],
@@ -159,7 +159,7 @@ def test_a_refused_command_tells_a_page_the_persons_words_beside_the_callers():
 
 
 def test_an_ai_tools_label_is_words_not_its_tool_name():
-    from reactor.ai_tools.bundle import person_label
+    from reactor_plugins.ai_tools.bundle import person_label
 
     assert person_label("maintenance_backlog") == "AI Tool: Maintenance backlog"
     assert not FOR_THE_MODEL.search(person_label("slow_lookup"))

@@ -1,6 +1,6 @@
 /**
  * The Web Worker that runs AI Tool code, so code that blocks stalls this worker, never the page;
- * the page terminates a worker that does not stop when told (web/ai-tools.js).
+ * the page terminates a worker that does not stop when told (web/tool-workers.js).
  *
  * Python tools run in the worker's own Pyodide (booted from the same self-hosted files) through
  * `reactor.browser.run_ai_tool`; JavaScript tools run as `Invoke(args, context)` directly.
@@ -21,8 +21,8 @@ async function boot({ interpreter, snapshot, bundles, site, server }) {
   installPythonBundles(pyodide, await fetched, site);
   const bridge = pyodide.pyimport("reactor.browser");
   if (restored) bridge.restored();
-  bridge.use_server(server);  // tool code's root-relative URLs mean the reactor server
-  return bridge;
+  // Tool code's root-relative URLs mean the reactor server.
+  return (job, signal) => bridge.run_ai_tool(job, signal, server);
 }
 
 async function runJavaScript(job, signal) {
@@ -43,8 +43,8 @@ async function run({ id, job }) {
     if (parsed.language === "javascript") {
       answer = await runJavaScript(parsed, controller.signal);
     } else {
-      const bridge = await python;
-      const pending = bridge.run_ai_tool(job, controller.signal);
+      const runPython = await python;
+      const pending = runPython(job, controller.signal);
       try { answer = await pending; } finally { pending.destroy?.(); }
     }
   } catch (error) {

@@ -1,6 +1,6 @@
 /**
  * The page's UI Plugin panels, in the element marked `data-reactor-panels` (none: no panels).
- * Python (plugins/ai_tools/panels.py) decides which records get a panel; this file draws them.
+ * The plugin that owns the records decides which get a panel (in Python); this file draws them.
  * A JavaScript record's `Run(params)` runs here, on the main thread, since it needs the DOM; its
  * returned function runs when the panel goes away. A Python record runs in the worker and draws
  * through messages: `draw` (HTML without scripts or `on…` attributes, or text) and `listen`.

@@ -17,7 +17,7 @@ export const WORKER_REQUESTS = new Set([
   "page.openTab", "page.fullscreen", "pageCommand.run", "chat.approve", "aiTool.run", "panel.open", "panel.close",
 ]);
 export const WORKER_NOTICES = new Set([
-  "progress", "fail", "ready", "bundles.changed", "commands.changed", "page.show", "chat.event",
+  "progress", "fail", "ready", "bundles.changed", "commands.changed", "page.show", "chat.event", "aiTool.warm",
   "panel.draw", "panel.listen", "panel.unlisten",
 ]);
 

@@ -62,10 +62,6 @@ function fail(message, detail = "") {
   settleReady.reject(new Error(message));
 }
 
-function warmWorkersFor(bundles) {
-  if (bundles.some((bundle) => bundle.id === "ai-tools")) aiToolWorkers?.warm();
-}
-
 function deepFreeze(value) {
   if (value && typeof value === "object") {
     for (const item of Object.values(value)) deepFreeze(item);
@@ -325,7 +321,6 @@ const fromWorker = {
     } else {
       report(`Ready in ${seconds} s: ${loaded.join(", ") || "no plugins"}.`, "ready");
     }
-    warmWorkersFor(toolBundles);
     settleReady.resolve({ loaded, failures });
   },
   "bundles.changed"({ delta, notice }) {
@@ -333,7 +328,6 @@ const fromWorker = {
     for (const id of delta.removed) bundleMap.delete(id);
     for (const bundle of delta.added) bundleMap.set(bundle.id, deepFreeze(bundle));
     toolBundles = Object.freeze([...bundleMap.values()]);
-    warmWorkersFor(delta.added);
     heard(notice);
     tell(bundleListeners, toolBundles);
   },
@@ -382,6 +376,11 @@ const fromWorker = {
   "aiTool.run"({ job }, signal) {
     return aiToolWorkers.run(job, signal);
   },
+  "aiTool.warm"() {
+    // A plugin offers AI Tools: a worker boots once the page is ready (not slowing its start),
+    // so the first call does not wait for it.
+    ready.then(() => aiToolWorkers?.warm(), () => {});
+  },
   async "panel.open"({ panel }) {
     if (!panels) {
       const { Panels } = await import("./panels.js");
@@ -429,7 +428,7 @@ async function boot() {
     document.head.append(Object.assign(document.createElement("link"), { rel: "stylesheet", href }));
   }
   const scripts = Promise.all(config.plugins.flatMap((p) => p.scripts).map((src) => import(src)));
-  const tools = import("./ai-tools.js").then(({ AiToolWorkers }) => {
+  const tools = import("./tool-workers.js").then(({ AiToolWorkers }) => {
     aiToolWorkers = new AiToolWorkers({ ...config.python, interpreter: config.runtime.interpreter, snapshot: config.runtime.snapshot, server });
   });
   Promise.all([scripts, tools]).then(settleViews.resolve, settleViews.reject);

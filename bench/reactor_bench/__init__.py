@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from reactor import AgentTools, PluginContext, Reactor, define_agent_tools, define_plugin
-from reactor.facade import bundles_json, call_tool_json
+from reactor.facade import PageTools
 from reactor.json_schema import Validator
 from reactor.schema import _validator, argument_problems
 
@@ -53,6 +53,15 @@ DECK_PARAMETERS = {
     "additionalProperties": False,
 }
 _reactor: Reactor | None = None
+_tools: PageTools | None = None  # the page's calls as the worker makes them, on _reactor
+
+
+def _page_tools() -> PageTools:
+    global _tools
+    assert _reactor is not None
+    if _tools is None or _tools.reactor is not _reactor:
+        _tools = PageTools(_reactor)
+    return _tools
 
 
 def synthetic_plugin(index: int, tools: int = TOOLS_PER_PLUGIN, *, timed: bool = False) -> Any:
@@ -168,12 +177,13 @@ def listing() -> dict[str, Any]:
     """What listing the bundles costs Python, in ms: ordering them, serialising them after a
     change, and answering again before the next change (the cached JSON)."""
     assert _reactor is not None
+    _page_tools().bundles_json()  # the text the page was given at its start
     start = now()
     values = _reactor.contributions.values(AgentTools)
     ordered = now()
     text = json.dumps(values)
     serialised = now()
-    bundles_json(_reactor)
+    _page_tools().bundles_json()
     return {
         "order_ms": ordered - start,
         "dumps_ms": serialised - ordered,
@@ -218,18 +228,19 @@ def profile_load(plugins: int = 5) -> dict[str, Any]:
 def call_scaling(command: str, rounds: int = 40, calls: int = 200) -> dict[str, Any]:
     """Per-call ms of `command` in this page's registry and of the same kind of tool in a fresh
     registry of 10 tools, interleaved in one page (pages differ by more than what is measured):
-    as a registry call, and on the agent's path (`call_tool_json`: the toolbox's lookup by tool
-    name, argument parsing, validation, the envelope), which the page's callTool runs in the
+    as a registry call, and on the agent's path (`PageTools.call_json`: the toolbox's lookup by
+    tool name, argument parsing, validation, the envelope), which the page's callTool runs in the
     worker."""
     small = Reactor()
     small.load_plugins([synthetic_plugin(0)])
+    page_tools, small_tools = _page_tools(), PageTools(small)
     args = {"id": "x", "count": 1}
     args_json = json.dumps(args)
     subjects = {
         "page": lambda: _reactor.commands.execute(command, args),  # type: ignore[union-attr]
         "ten_tools": lambda: small.commands.execute("synth_0000.t3", args),
-        "tool_page": lambda: call_tool_json(_reactor, command.replace(".", "_"), args_json, None),  # type: ignore[arg-type]
-        "tool_ten_tools": lambda: call_tool_json(small, "synth_0000_t3", args_json, None),
+        "tool_page": lambda: page_tools.call_json(command.replace(".", "_"), args_json, None),
+        "tool_ten_tools": lambda: small_tools.call_json("synth_0000_t3", args_json, None),
     }
     times: dict[str, list[float]] = {name: [] for name in subjects}
     for _ in range(rounds):
@@ -239,8 +250,9 @@ def call_scaling(command: str, rounds: int = 40, calls: int = 200) -> dict[str, 
                 call()
             times[name].append((time.perf_counter() - start) * 1000 / calls)
     ms = {name: statistics.median(each) for name, each in times.items()}
-    # timed a call, not a refusal
-    assert '"ok": true' in call_tool_json(small, "synth_0000_t3", args_json, None)
+    assert '"ok": true' in small_tools.call_json(
+        "synth_0000_t3", args_json, None
+    )  # timed a call, not a refusal
     return {
         "page_ms": ms["page"],
         "ten_tools_ms": ms["ten_tools"],

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from reactor.ai_tools.bundle import AI_TOOLS_PLUGIN, ai_tool_bundle, ai_tool_command
-from reactor.ai_tools.caller import AiToolCaller
-from reactor.ai_tools.runner import InProcessRunner
 from reactor.commands import CommandOptions
 from reactor.disposable import DisposableSet
 from reactor.errors import ToolError
 from reactor.page import HttpError
 from reactor.plugins import PluginContext, define_plugin
+from reactor.records.caller import AiToolCaller
+from reactor.records.runner import InProcessRunner
 
+from .bundle import AI_TOOLS_PLUGIN, ai_tool_bundle, ai_tool_command
 from .panels import UiPanels
 
 RECORDS_API = "/plugins"
@@ -41,6 +41,7 @@ class AiTools:
         context.disposables.add(self.offered)
         self.panels = UiPanels(self.page, self.read_record)
         context.on_dispose(self.panels.unload)
+        context.disposables.add(self.page.left.connect(lambda _: self.panels.unload()))
 
     async def read_record(self, record_id: str) -> dict[str, Any]:
         try:
@@ -77,6 +78,7 @@ class AiTools:
                 ai_tool_command(record["id"]): self._handler(record["id"]) for record in offered
             }
             self.offered.add(self.context.register_bundle(ai_tool_bundle(offered), handlers))
+            self.caller.runner.warm()
         panels = await self.panels.refresh(records)
         return {"tools": [r["name"] for r in offered], "panels": panels}
 
@@ -87,10 +89,8 @@ class AiTools:
         return invoke
 
 
-def _register(context: PluginContext) -> None:
+def _register(context: PluginContext) -> AiTools:
     tools = AiTools(context)
-    context.reactor.services["ai_tools"] = tools
-    context.on_dispose(lambda: context.reactor.services.pop("ai_tools", None))
     context.register_command(
         "aiTools.refresh",
         CommandOptions(
@@ -101,9 +101,11 @@ def _register(context: PluginContext) -> None:
         ),
     )
 
+    return tools
+
 
 async def _activate(context: PluginContext) -> None:
-    await context.reactor.services["ai_tools"].refresh()
+    await context.exports.refresh()
 
 
 AI_TOOLS_PAGE_PLUGIN = define_plugin(

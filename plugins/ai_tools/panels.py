@@ -20,9 +20,9 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from reactor.ai_tools.runner import load_code
 from reactor.disposable import Disposable, DisposableSet
 from reactor.errors import ToolError
+from reactor.records.runner import load_code
 
 ReadRecord = Callable[[str], Awaitable[dict[str, Any]]]
 # What a Python UI plugin reaching for the DOM meets in a worker: no `document`, no `pyscript`.

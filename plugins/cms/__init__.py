@@ -22,7 +22,7 @@ from .tools import create_cms_agent_tools
 CMS_AGENT_TOOLS: dict[str, Any] = load_agent_tools(Path(__file__).with_name("agent-tools.json"))
 
 
-def _register(context: PluginContext) -> None:
+def _register(context: PluginContext) -> CmsState:
     services = context.reactor.services
     page = services.get("page")
     if page is None:
@@ -30,7 +30,6 @@ def _register(context: PluginContext) -> None:
             "The CMS plugin needs the page service: Reactor(services={'page': ...}).", plugin="cms"
         )
     state = CmsState(api=str(services.get("cms_api") or "/api/cms").rstrip("/"))
-    services["cms_state"] = state  # the live state, for the host and for tests
     panel = CmsPanel(page, state)
     client = CmsClient(
         page, state, on_session_lost=lambda: panel.draw("The session ended; sign in again.")
@@ -39,7 +38,7 @@ def _register(context: PluginContext) -> None:
     context.register_bundle(
         CMS_AGENT_TOOLS, cms_handlers(tools, PanelCommands(state, client, panel))
     )
-    context.on_dispose(lambda: services.pop("cms_state", None))
+    return state  # its exports: the live state (who is signed in, which site)
 
 
 CMS_PLUGIN = define_plugin(

@@ -8,7 +8,6 @@ Nothing here imports starlette or `js`; the page's services arrive through the r
 from __future__ import annotations
 
 import asyncio
-import weakref
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from .view import DeckView
 DECKS_AGENT_TOOLS: dict[str, Any] = load_agent_tools(Path(__file__).with_name("agent-tools.json"))
 
 
-def _register(context: PluginContext) -> None:
+def _register(context: PluginContext) -> DeckCommands:
     services = context.reactor.services
     page = services.get("page")
     if page is None:
@@ -32,19 +31,13 @@ def _register(context: PluginContext) -> None:
     store = DeckStore(page, services.get("decks_api"))
     commands = DeckCommands(store, DeckView(page), page)
     context.register_bundle(DECKS_AGENT_TOOLS, deck_handlers(commands))
-    _loaded[context.reactor] = commands
-    context.on_dispose(lambda: _loaded.pop(context.reactor, None))
-
-
-_loaded: weakref.WeakKeyDictionary[Any, DeckCommands] = weakref.WeakKeyDictionary()
+    return commands
 
 
 async def _show_the_list(context: PluginContext) -> None:
     # The page opens on the list of decks, not on an empty card. Not awaited: the page is ready
     # without waiting for the decks server (show_first_screen never covers a deck opened meanwhile).
-    commands = _loaded.get(context.reactor)
-    if commands is not None:
-        asyncio.ensure_future(commands.show_first_screen())
+    asyncio.ensure_future(context.exports.show_first_screen())
 
 
 DECKS_PLUGIN = define_plugin(

@@ -43,8 +43,8 @@ BUNDLE_KEYS = {
 }
 COMMAND_KEYS = {"name", "command", "label", "description", "parameters", "sideEffect", "summary"}
 OTHER_COMMAND_KEYS = {"command", "label", "description", "parameters"}
-# A summary's placeholders: {args.name} or {result.a.b}, and for a list {result.decks:count}
-# (how many) or {result.decks:names} (the first titles); nothing else may sit in braces.
+# A summary's placeholders: {args.name} or {result.a.b}, and for a list {result.items:count}
+# (how many) or {result.items:names} (the first titles); nothing else may sit in braces.
 SUMMARY_FIELD = re.compile(r"\{(args|result)((?:\.[A-Za-z_][A-Za-z0-9_]*)+)(?::(count|names))?\}")
 NAMES_SHOWN = 3
 MAX_SUMMARY = 200

@@ -23,6 +23,7 @@ from .answer import failure_text, success_text
 from .cancellation import CancelToken
 from .disposable import Disposable
 from .errors import AbortedError, CommandUnavailableError, PageError, PageScriptError, ToolError
+from .events import Emitter
 from .http import answer_json
 from .protocol import CALLS, Raw, WorkerEndpoint
 
@@ -31,18 +32,20 @@ class WorkerPage:
     """`reactor.page.Page` from the worker: views, tabs and full screen are the page's, asked by
     message."""
 
-    def __init__(self, endpoint: WorkerEndpoint) -> None:
+    def __init__(self, endpoint: WorkerEndpoint, server: ServerLink) -> None:
         self._endpoint = endpoint
+        self._server = server
         self.active_view: str | None = None
         self._panel_listeners: dict[int, Any] = {}
         self._next_listener = 0
+        self.left: Emitter[None] = Emitter()
 
     def show(self, view: str, state: dict[str, Any]) -> None:
         self.active_view = state.get("viewId") or view
         self._endpoint.notify("page.show", view=view, state=state)
 
     async def open_tab(self, url: str) -> bool:
-        return bool(await self._endpoint.ask("page.openTab", url=server_url(url)))
+        return bool(await self._endpoint.ask("page.openTab", url=self._server.url(url)))
 
     async def request_fullscreen(self, view: str | None = None) -> str:
         return str(await self._endpoint.ask("page.fullscreen", view=view))
@@ -50,7 +53,7 @@ class WorkerPage:
     async def fetch_json(
         self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None
     ) -> Any:
-        return await _fetch_json(url, method=method, body=body, headers=headers or {})
+        return await self._server.fetch_json(url, method=method, body=body, headers=headers or {})
 
     async def open_panel(self, panel: dict[str, Any]) -> bool:
         return bool(await self._endpoint.ask("panel.open", panel=panel))
@@ -97,46 +100,60 @@ class WorkerPage:
             traceback.print_exc()
 
 
-# The reactor server's root URL ("http://127.0.0.1:8000/"): root-relative URLs of plugins mean
-# that server, also when the page that embeds reactor is on another origin (set by `use_server`).
-_server = ""
+class ServerLink:
+    """The reactor server as the plugins reach it. `root` is its URL ("http://127.0.0.1:8000/",
+    "" for the page's own origin): root-relative URLs mean that server, also when the page
+    that embeds reactor is on another origin, and its session cookie goes there, to no one else."""
 
+    def __init__(self, root: str) -> None:
+        self.root = root
 
-def use_server(root: str) -> None:
-    """Resolve the plugins' URLs against the reactor server at `root` (the page and the tool
-    worker)."""
-    global _server
-    _server = root
+    def url(self, url: str) -> str:
+        """`url` resolved against the reactor server."""
+        return str(js.URL.new(url, self.root).href) if self.root else url
 
+    def owns(self, url: str) -> bool:
+        """Whether `url` (resolved) is on the reactor server's origin."""
+        return str(js.URL.new(url).origin) == str(js.URL.new(self.root).origin)
 
-def server_url(url: str) -> str:
-    """`url` resolved against the reactor server (unchanged before `use_server`)."""
-    return str(js.URL.new(url, _server).href) if _server else url
+    async def fetch_json(
+        self,
+        url: str,
+        *,
+        method: str = "GET",
+        body: Any = None,
+        headers: dict[str, str],
+        signal: Any = None,
+    ) -> Any:
+        url = self.url(url)
+        own = bool(self.root) and self.owns(url)
+        options: dict[str, Any] = {
+            "method": method,
+            "credentials": "include" if own else "same-origin",
+            "headers": {"content-type": "application/json", **headers},
+        }
+        if body is not None:
+            options["body"] = json.dumps(body)
+        if signal is not None:
+            options["signal"] = signal.js
+        try:
+            response = await js.fetch(url, to_js(options, dict_converter=js.Object.fromEntries))
+            text = await response.text()
+        except JsException as error:
+            if signal is not None and signal.aborted:
+                raise AbortedError(signal.reason) from None
+            raise ConnectionError(f"The server at {url} could not be reached: {error}") from None
+        return answer_json(response.status, text)
 
-
-async def _fetch_json(
-    url: str, *, method: str = "GET", body: Any = None, headers: dict[str, str], signal: Any = None
-) -> Any:
-    url = server_url(url)
-    # The reactor session cookie goes to the reactor server, wherever the page is; to no one else.
-    own = bool(_server) and str(js.URL.new(url).origin) == str(js.URL.new(_server).origin)
-    options: dict[str, Any] = {
-        "method": method,
-        "credentials": "include" if own else "same-origin",
-        "headers": {"content-type": "application/json", **headers},
-    }
-    if body is not None:
-        options["body"] = json.dumps(body)
-    if signal is not None:
-        options["signal"] = signal.js
-    try:
-        response = await js.fetch(url, to_js(options, dict_converter=js.Object.fromEntries))
-        text = await response.text()
-    except JsException as error:
-        if signal is not None and signal.aborted:
-            raise AbortedError(signal.reason) from None
-        raise ConnectionError(f"The server at {url} could not be reached: {error}") from None
-    return answer_json(response.status, text)
+    async def send(
+        self, method: str, url: str, headers: dict[str, str], body: str | None, on_chunk: Any = None
+    ) -> tuple[int, dict[str, str], str]:
+        """browser_send to the reactor server (the site's model behind it), with its session
+        cookie, as with the plugins' requests."""
+        url = self.url(url)
+        own = not self.root or self.owns(url)
+        credentials = "include" if own else "omit"
+        return await browser_send(method, url, headers, body, on_chunk, credentials=credentials)
 
 
 class JsSignal:
@@ -172,6 +189,10 @@ class WorkerRunner:
     def __init__(self, endpoint: WorkerEndpoint) -> None:
         self._endpoint = endpoint
 
+    def warm(self) -> None:
+        """Have the page start a tool worker now, so the first call does not wait for its boot."""
+        self._endpoint.notify("aiTool.warm")
+
     async def run(
         self,
         record: dict[str, Any],
@@ -198,17 +219,20 @@ class WorkerRunner:
         )
 
 
-def run_ai_tool(job_json: str, signal: Any) -> Any:
-    """Inside the tool worker: run a job's Python `invoke`; the answer is JSON text."""
-    return asyncio.ensure_future(_run_ai_tool(json.loads(job_json), JsSignal(signal)))
+def run_ai_tool(job_json: str, signal: Any, server: str) -> Any:
+    """Inside the tool worker: run a job's Python `invoke`, its root-relative URLs meaning the
+    reactor server at `server`; the answer is JSON text."""
+    return asyncio.ensure_future(
+        _run_ai_tool(json.loads(job_json), JsSignal(signal), ServerLink(server))
+    )
 
 
-async def _run_ai_tool(job: dict[str, Any], signal: JsSignal) -> str:
-    from .ai_tools.context import ToolContext
-    from .ai_tools.runner import load_code
+async def _run_ai_tool(job: dict[str, Any], signal: JsSignal, server: ServerLink) -> str:
+    from .records.context import ToolContext
+    from .records.runner import load_code
 
     try:
-        context = ToolContext(job["config"], job["viewId"], signal, _fetch_json)
+        context = ToolContext(job["config"], job["viewId"], signal, server.fetch_json)
         result = load_code(job["id"], job["code"])["invoke"](job["args"], context)
         if inspect.isawaitable(result):
             result = await result
@@ -269,20 +293,12 @@ async def browser_send(
         raise OSError(str(error)) from None
 
 
-async def server_send(
-    method: str, url: str, headers: dict[str, str], body: str | None, on_chunk: Any = None
-) -> tuple[int, dict[str, str], str]:
-    """browser_send to the reactor server (the site's model behind it): root-relative URLs mean
-    that server, and its session cookie goes along, as with the plugins' requests."""
-    url = server_url(url)
-    own = not _server or str(js.URL.new(url).origin) == str(js.URL.new(_server).origin)
-    return await browser_send(
-        method, url, headers, body, on_chunk, credentials="include" if own else "omit"
-    )
-
-
 def _serve_chat(
-    endpoint: WorkerEndpoint, reactor: Any, agent: dict[str, Any], assistant: dict[str, Any]
+    endpoint: WorkerEndpoint,
+    reactor: Any,
+    agent: dict[str, Any],
+    assistant: dict[str, Any],
+    server: ServerLink,
 ) -> None:
     """The chat widget's requests: a ChatSession whose events and approvals cross as messages.
 
@@ -324,7 +340,7 @@ def _serve_chat(
                     approve=approve,
                     on_event=on_event,
                     site=assistant.get("site"),
-                    site_send=server_send,
+                    site_send=server.send,
                     keys=assistant.get("browserKeys", True),
                 )
             )
@@ -431,8 +447,7 @@ async def _boot(
     from_snapshot: bool,
 ) -> None:
     from .facade import (
-        bundles_json,
-        call_tool_json,
+        PageTools,
         commands_json,
         define_plugin_json,
         execute_json,
@@ -443,14 +458,14 @@ async def _boot(
     from .plugins import Reactor
 
     try:
-        use_server(config.get("server", ""))
+        server = ServerLink(config.get("server", ""))
         endpoint.notify(
             "progress",
             text="Loading plugins…",
             phase="plugins",
             at=js.performance.timeOrigin + js.performance.now(),
         )
-        page = WorkerPage(endpoint)
+        page = WorkerPage(endpoint, server)
         reactor = Reactor(
             services={
                 "page": page,
@@ -473,6 +488,7 @@ async def _boot(
         endpoint.notify("progress", text="Starting plugins…")
         activation = await reactor.activate_plugins()
         failures += [str(error) for error in [*report.failed.values(), *activation.values()]]
+        page_tools = PageTools(reactor)
         notices = watch_changes(
             reactor,
             bundles=lambda delta, number: endpoint.notify(
@@ -521,32 +537,31 @@ async def _boot(
 
         endpoint.handle_call("execute", execute, answers=True)
         endpoint.handle_call(
-            "callTool", lambda name, args, signal: call_tool_json(reactor, name, args, signal)
+            "callTool", lambda name, args, signal: page_tools.call_json(name, args, signal)
         )
         endpoint.handle("definePlugin", define_plugin, answers=True)
         endpoint.handle("unloadPlugin", unload_plugin, answers=True)
-        endpoint.handle("bundles", lambda message, signal: bundles_json(reactor), json_text=True)
+        endpoint.handle(
+            "bundles", lambda message, signal: page_tools.bundles_json(), json_text=True
+        )
         endpoint.handle("commands", lambda message, signal: commands_json(reactor), json_text=True)
         endpoint.handle(
             "diagnostics", lambda message, signal: _module_report(modules_at_boot, from_snapshot)
         )
         endpoint.handle("panel.event", page.panel_event)
-        endpoint.handle("panels.unload", lambda message, signal: _unload_panels(reactor))
-        _serve_chat(endpoint, reactor, config["agent"], config.get("assistant") or {})
+        endpoint.handle("panels.unload", lambda message, signal: page.left.emit(None))
+        _serve_chat(endpoint, reactor, config["agent"], config.get("assistant") or {}, server)
         endpoint.notify(
-            "ready", loaded=reactor.plugins, failures=failures, bundles=Raw(bundles_json(reactor))
+            "ready",
+            loaded=reactor.plugins,
+            failures=failures,
+            bundles=Raw(page_tools.bundles_json()),
         )
     except Exception as error:
         endpoint.notify(
             "fail", message=f"Python failed to start: {error}", detail=traceback.format_exc()
         )
         raise
-
-
-def _unload_panels(reactor: Any) -> None:
-    tools = reactor.services.get("ai_tools")
-    if tools is not None:
-        tools.panels.unload()
 
 
 def _module_report(modules_at_boot: list[str], from_snapshot: bool) -> dict[str, Any]:

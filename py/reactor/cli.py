@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     _storage_arguments(serve)
     serve.add_argument(
-        "--no-seed", action="store_true", help="do not add the demo decks to an empty database"
+        "--no-seed", action="store_true", help="do not add the demo data to an empty database"
     )
     serve.add_argument(
         "--allow-origin",

@@ -330,13 +330,13 @@ def _failed(id: str, error: Exception) -> CommandError:
 
 
 def did_you_mean(name: Any, known: Iterable[str]) -> str:
-    """ " Did you mean 'decks.goToSlide'?" for the closest known name, or ""."""
+    """ " Did you mean 'notes.openNote'?" for the closest known name, or ""."""
     if not isinstance(name, str) or not name:
         return ""
     import difflib  # only on this error path: not at the page's start-up
 
     known = list(known)
-    # A name typed short of its end ("decks.goTo") first, then the closest spelling.
+    # A name typed short of its end ("notes.open") first, then the closest spelling.
     close = [k for k in known if k.startswith(name)][:1] or difflib.get_close_matches(
         name, known, n=1, cutoff=0.6
     )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -42,28 +41,50 @@ def execute_json(reactor: Reactor, command_id: str, args: str | dict[str, Any] |
     return NOTHING if outcome.value is None else _success(command_id, outcome.value)
 
 
-def call_tool_json(reactor: Reactor, name: str, args_json: str, signal: CancelToken | None) -> Any:
-    """Call a tool by its model name as an agent would (every bundle's toolset admitted, no
-    approval step: the caller is the page's own code); the answer is the tool envelope as JSON,
-    at once for a synchronous command, else as an awaitable."""
-    answer = page_toolbox(reactor).call(name, args_json, signal=signal)
-    if is_awaitable(answer):
-        return _dumped(answer)
-    return dumps(answer)
+class PageTools:
+    """What the page's tool calls and bundle lists keep between calls, for one reactor: its own
+    Toolbox (every plugin admitted; its index of tools by name lives as long as the page,
+    updated as bundles come and go) and the bundles' JSON text."""
 
+    def __init__(self, reactor: Reactor) -> None:
+        self.reactor = reactor
+        self._toolbox: Any = None
+        self._texts = _BundleTexts()
 
-def page_toolbox(reactor: Reactor) -> Any:
-    """The page's own Toolbox (every plugin admitted), kept with the reactor: its index of
-    tools by name then lives as long as the page, updated as bundles come and go."""
-    toolbox = _toolboxes.get(reactor)
-    if toolbox is None:
-        from .host import EVERY_PLUGIN, AgentSpec, Toolbox
+    @property
+    def toolbox(self) -> Any:
+        if self._toolbox is None:
+            from .host import EVERY_PLUGIN, AgentSpec, Toolbox
 
-        toolbox = _toolboxes[reactor] = Toolbox(reactor, AgentSpec("page", plugins=(EVERY_PLUGIN,)))
-    return toolbox
+            self._toolbox = Toolbox(self.reactor, AgentSpec("page", plugins=(EVERY_PLUGIN,)))
+        return self._toolbox
 
+    def call_json(self, name: str, args_json: str, signal: CancelToken | None) -> Any:
+        """Call a tool by its model name as an agent would (every bundle's toolset admitted, no
+        approval step: the caller is the page's own code); the answer is the tool envelope as
+        JSON, at once for a synchronous command, else as an awaitable."""
+        answer = self.toolbox.call(name, args_json, signal=signal)
+        if is_awaitable(answer):
+            return _dumped(answer)
+        return dumps(answer)
 
-_toolboxes: weakref.WeakKeyDictionary[Reactor, Any] = weakref.WeakKeyDictionary()
+    def bundles_json(self) -> str:
+        """Every bundle as JSON. 10,000 tools are 4 MB, and the page lists them far more often
+        than plugins come and go: the text is kept until the bundles change, and then only the
+        bundles that changed are serialised again. No copy: dumps reads only."""
+        cache = self._texts
+        revision = self.reactor.contributions.revision(AgentTools)
+        if cache.revision != revision:
+            texts: dict[str, tuple[Any, str]] = {}
+            for item in self.reactor.contributions.contributions(AgentTools):
+                known = cache.texts.get(item.id)
+                # Identity, not equality: the cache holds the value, so its id cannot be reused.
+                if known is None or known[0] is not item.value:
+                    known = (item.value, json.dumps(item.value))
+                texts[item.id] = known
+            cache.texts, cache.revision = texts, revision
+            cache.joined = "[" + ",".join(text for _, text in texts.values()) + "]"
+        return cache.joined
 
 
 async def _dumped(answer: Any) -> str:
@@ -96,33 +117,11 @@ def unload_plugin_json(reactor: Reactor, name: str) -> str:
         return failure_text(error)
 
 
-def bundles_json(reactor: Reactor) -> str:
-    """Every bundle as JSON. 10,000 tools are 4 MB, and the page lists them far more often than
-    plugins come and go: the text is kept until the bundles change, and then only the bundles
-    that changed are serialised again. No copy: dumps reads only."""
-    cache = _bundle_texts.setdefault(reactor, _BundleTexts())
-    revision = reactor.contributions.revision(AgentTools)
-    if cache.revision != revision:
-        texts: dict[str, tuple[Any, str]] = {}
-        for item in reactor.contributions.contributions(AgentTools):
-            known = cache.texts.get(item.id)
-            # Identity, not equality: the cache holds the value, so its id cannot be reused.
-            texts[item.id] = (
-                known if known and known[0] is item.value else (item.value, json.dumps(item.value))
-            )
-        cache.texts, cache.revision = texts, revision
-        cache.joined = "[" + ",".join(text for _, text in texts.values()) + "]"
-    return cache.joined
-
-
 class _BundleTexts:
     def __init__(self) -> None:
         self.revision = -1
         self.texts: dict[str, tuple[Any, str]] = {}
         self.joined = "[]"
-
-
-_bundle_texts: weakref.WeakKeyDictionary[Reactor, _BundleTexts] = weakref.WeakKeyDictionary()
 
 
 class ChangeNotices(DisposableSet):

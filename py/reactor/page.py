@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from .disposable import Disposable
 from .errors import HttpError
+from .events import Emitter
 from .http import Send, fetch_json, urllib_send
 
 __all__ = ["HttpError", "MemoryPage", "Page"]
@@ -22,6 +23,9 @@ __all__ = ["HttpError", "MemoryPage", "Page"]
 
 class Page(Protocol):
     """The services a plugin may use. Each is safe to call from a command handler."""
+
+    # Emitted when the person leaves the page (pagehide): what a plugin drew there goes now.
+    left: Emitter[None]
 
     def show(self, view: str, state: dict[str, Any]) -> None:
         """Render `state` in the page's `view` (the JS renderer of that view draws it)."""
@@ -98,6 +102,7 @@ class MemoryPage:
             int, tuple[str, str, str | None, Callable[[dict[str, Any]], Any]]
         ] = {}
         self._listener_ids = itertools.count(1)
+        self.left: Emitter[None] = Emitter()
 
     def show(self, view: str, state: dict[str, Any]) -> None:
         self.views[view] = json.loads(json.dumps(state))

@@ -94,3 +94,12 @@ class PluginPlatform:
     def collect_agent_tools(self) -> list[dict[str, Any]]:
         """Every enabled plugin's bundles (checked when its spec was made)."""
         return [bundle for plugin in self.enabled_plugins() for bundle in plugin.bundles]
+
+    def user_agent_tools(self, context: Any, user: Any) -> list[dict[str, Any]]:
+        """The bundles the enabled plugins' server halves make for `user` (ServerHalf)."""
+        bundles: list[dict[str, Any]] = []
+        for plugin in self.enabled_plugins():
+            made = getattr(self._servers[plugin.name], "agent_tools", None)
+            if made is not None:
+                bundles += made(context, user)
+        return bundles

@@ -29,7 +29,11 @@ PAGE_REFERENCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 @runtime_checkable
 class ServerHalf(Protocol):
-    """What a plugin's server half does: tables and seed data at start, then its routes."""
+    """What a plugin's server half does: tables and seed data at start, then its routes.
+
+    It may also have `agent_tools(context, user)`: the AgentTools bundles it offers that user
+    (None when nobody is signed in), made for each request, beside the spec's fixed bundle.
+    """
 
     def setup(self, context: Any, *, seed: bool) -> None:
         """Create (migrate) its tables; with `seed`, fill them with the demo's data."""

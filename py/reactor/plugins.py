@@ -53,6 +53,9 @@ def define_plugin(
 
     `register` runs at load and must not wait; `activate`, if given, is the plugin's async
     start-up work (a first fetch), run by `Reactor.activate_plugins` once everything is loaded.
+    What `register` returns is the plugin's exports (its live objects, as a VS Code
+    extension's `activate` returns its API): `activate` reads them as `context.exports`, and
+    other code as `Reactor.exports(name)`.
     """
     if not isinstance(name, str) or not name.strip():
         raise PluginError(f"A plugin needs a non-empty name, not {name!r}.", plugin=str(name))
@@ -69,12 +72,14 @@ def define_plugin(
 
 
 class PluginContext:
-    """Handed to `register`: every registration made through it is undone with the plugin."""
+    """Handed to `register`, then to `activate`: every registration made through it is undone
+    with the plugin. `exports` is what `register` returned."""
 
-    __slots__ = ("reactor", "plugin", "disposables")
+    __slots__ = ("reactor", "plugin", "disposables", "exports")
 
     def __init__(self, reactor: Reactor, plugin: str) -> None:
         self.reactor, self.plugin, self.disposables = reactor, plugin, DisposableSet()
+        self.exports: Any = None
 
     def register_bundle(
         self, bundle: dict[str, Any], handlers: Mapping[str, Handler | CommandOptions]
@@ -148,6 +153,15 @@ class Reactor:
         """Names of the loaded plugins, in load order."""
         return list(self._loaded)
 
+    def exports(self, name: str) -> Any:
+        """What the loaded plugin `name`'s `register` returned (None when it returned nothing)."""
+        if name not in self._loaded:
+            loaded = ", ".join(self._loaded) or "none"
+            raise PluginNotFoundError(
+                f"No plugin {name!r} is loaded. Loaded: {loaded}.", plugin=name
+            )
+        return self._loaded[name][1].exports
+
     def load_plugins(self, plugins: Iterable[Plugin]) -> LoadReport:
         """Load each plugin after those it requires; a failure stops only it and its dependents."""
         # A load only adds objects, yet the cyclic GC kept walking the ever larger heap: loading
@@ -199,7 +213,7 @@ class Reactor:
             for item in plugin.contributes:
                 context.contribute(item.point, item.value, id=item.id, order=item.order)
             if plugin.register is not None:
-                plugin.register(context)
+                context.exports = plugin.register(context)
         except Exception as error:
             context.disposables.dispose()
             raise PluginLoadError(

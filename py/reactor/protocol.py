@@ -78,6 +78,7 @@ WORKER_NOTICES = frozenset(
         "commands.changed",
         "page.show",
         "chat.event",
+        "aiTool.warm",
         "panel.draw",
         "panel.listen",
         "panel.unlisten",
@@ -332,7 +333,7 @@ def _check_fields(type: str, declared: frozenset[str], fields: dict[str, Any]) -
 
 def _eager_task(awaitable: Awaitable[Any]) -> asyncio.Future[Any]:
     """A task that runs its first step now (Python 3.12+, Pyodide's 3.14): a command whose
-    coroutine never waits (most do not: the decks store is in memory) then costs no turn of the
+    coroutine never waits (most do not: a store in memory) then costs no turn of the
     browser's event loop, each one a message through a MessageChannel."""
     if inspect.iscoroutine(awaitable) and sys.version_info >= (3, 12):
         return asyncio.Task(awaitable, loop=asyncio.get_running_loop(), eager_start=True)  # type: ignore[call-arg]

@@ -3,10 +3,10 @@
 The conversation is a list of plain dicts, one shape for every provider, so the page can
 keep, show and save it; each provider renders it to its own wire format:
 
-    {"role": "user", "content": "open the quarterly review"}
+    {"role": "user", "content": "open the meeting notes"}
     {"role": "assistant", "content": "text, maybe empty",
      "tool_calls": [{"id", "name", "arguments"}]}
-    {"role": "tool", "tool_call_id": "...", "name": "decks_open", "result": <envelope>}
+    {"role": "tool", "tool_call_id": "...", "name": "notes_open", "result": <envelope>}
 
 `arguments` is kept as the model sent it (a JSON string, an object, ""), since it is the
 model's own words; the host parses it only to run the call.

@@ -1,13 +1,15 @@
-"""ScriptedModel: plans tool calls from plain commands, for demos and tests without an AI.
+"""ScriptedModel: plans tool calls from short commands, for demos and tests without an AI.
 
-It understands "list decks", "open deck X at slide 4", "next slide", "previous slide",
-"go to slide 3", "present", "import 1 post from the blog at URL" (or "import the latest post
-from the demo blog", at the address the crawl tool's own schema names), "publish the page about Y"
-and "show the page about Y", joined by "and" or "then". Words
-become tools by name among those admitted (a "list" tool of the deck's plugin, a tool ending
-in "_next_slide", ...), and an id is found by matching titles in earlier tool results —
-listing first when nothing matches yet. It keeps no state: each turn is planned again from
-the conversation, so it behaves the same after a reload.
+It knows no plugin: it reads the tools it is given. A command's first word is its verb, found in
+a tool's name ("next page": a tool named …_next_page) or else in its description ("import …":
+a tool whose description says it imports); every other word must be explained by the tool. A
+parameter's name takes the number after it ("at page 4"); an integer parameter whose description
+counts a noun takes "2 photos" or "the latest photo"; an address parameter takes a URL, or for
+"the demo …" the demo address its own description gives. What is left is a title ("open note
+Groceries", "the note about pricing"), found in earlier tool results for the tool's id
+parameter, listing first with the plugin's list tool when nothing matches yet. Commands are
+joined by "and" or "then". It keeps no state: each turn is planned again from the
+conversation, so it behaves the same after a reload.
 """
 
 from __future__ import annotations
@@ -22,64 +24,16 @@ from .model import END_TURN, TOOL_USE, ModelRequest, ModelTurn, ToolCall
 from .tools import HostTool, outcome_line
 
 LABEL = "Scripted model (no AI)"
-_VERBS = (
-    "list",
-    "show",
-    "open",
-    "next",
-    "previous",
-    "prev",
-    "back",
-    "go",
-    "present",
-    "publish",
-    "import",
-)
-_INTENTS = [
-    (
-        "import",
-        re.compile(
-            r"^import\s+(?:the\s+)?(?:(?P<limit>\d+)\s+posts?\s+from\s+(?:the\s+)?)?"
-            r"(?P<noun>blog|feed|wordpress)(?:\s+site)?\s+(?:at|from)\s+(?P<url>\S+)$"
-        ),
-    ),
-    (
-        # "import the latest post from the demo blog": the address the tool's schema gives
-        "import",
-        re.compile(
-            r"^import\s+(?:the\s+)?(?:(?:latest|newest|last)\s+)?(?:(?P<limit>\d+)\s+)?posts?\s+"
-            r"from\s+the\s+demo\s+(?P<noun>blog|feed|wordpress)(?:\s+site)?$"
-        ),
-    ),
-    (
-        "show",
-        re.compile(
-            r"^show\s+(?:the\s+)?(?P<noun>page|post)\s+(?:about|called|titled|named)\s+(?P<what>.+)$"
-        ),
-    ),
-    ("list", re.compile(r"^(?:list|show)(?:\s+(?:all|the|my))*\s+(?P<noun>[a-z]+?)s?$")),
-    (
-        "open",
-        re.compile(
-            r"^open\s+(?:the\s+)?(?:(?P<noun>deck|page|post)\s+)?(?P<what>.+?)"
-            r"(?:\s+(?:at|on|to)\s+slide\s+(?P<slide>\d+))?$"
-        ),
-    ),
-    ("next_slide", re.compile(r"^(?:go\s+to\s+)?(?:the\s+)?next(?:\s+slide)?$")),
-    (
-        "previous_slide",
-        re.compile(r"^(?:go\s+)?(?:to\s+)?(?:the\s+)?(?:previous|prev|back)(?:\s+slide)?$"),
-    ),
-    ("go_to_slide", re.compile(r"^go\s+to\s+slide\s+(?P<slide>\d+)$")),
-    ("present", re.compile(r"^present(?:\s+it|\s+the\s+deck)?$")),
-    (
-        "publish",
-        re.compile(
-            r"^publish\s+(?:the\s+)?(?:(?P<noun>page|post|article)\s+)?"
-            r"(?:(?:about|called|titled|named)\s+)?(?P<what>.+)$"
-        ),
-    ),
-]
+# Words that only join the others: never a verb, a noun or part of a title's edge.
+_JOINING = frozenset("a an the to at on of in into from for with by it its my all and me".split())
+# What introduces a title: "the note about pricing".
+_NAMING = ("about", "called", "titled", "named")
+# Words that count one: "the latest photo".
+_ONE = frozenset({"a", "an", "one", "latest", "newest", "last"})
+_ADDRESS = re.compile(r"^(?:https?://\S+|/\S*)$")
+_WORD = re.compile(r"[a-z]+")
+_Tools = dict[str, HostTool]
+_Args = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -88,6 +42,27 @@ class _Step:
     args: Any = None
     lookup: bool = False
     say: str = ""
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """A command read against one tool: its arguments, its title (if it names an item), the
+    words the tool does not explain, and how well its verb matched (`_verb_match`)."""
+
+    tool: HostTool
+    args: dict[str, Any]
+    title: str
+    unexplained: tuple[str, ...]
+    verb_match: int
+    nouns: int
+
+    @property
+    def fits(self) -> bool:
+        needed = [k for k in _required(self.tool) if k not in self.args]
+        key = _key(self.tool)
+        if self.title:
+            return not self.unexplained and key is not None and needed == [key]
+        return not self.unexplained and not needed
 
 
 class ScriptedModel:
@@ -105,19 +80,19 @@ class ScriptedModel:
             return ModelTurn(_help(tools))
         earlier = [m["result"] for m in request.messages[:start] if m["role"] == "tool"]
         done = _calls_since(request.messages[start:])
-        clauses = _clauses(str(request.messages[start]["content"]))
+        clauses = _clauses(str(request.messages[start]["content"]), tools)
         batch: list[_Step] = []
         notes: list[str] = []
         cursor, understood = 0, False
         for clause in clauses:
-            intent = _intent(clause)
-            if intent is None:
+            readings = _readings(clause, tools)
+            if not readings:
                 notes.append(f"I cannot “{clause}”.")
                 continue
             understood, looked_up, halt = True, False, False
             while True:
                 known = earlier + [result for _, result in done[:cursor]]
-                step = _next_step(intent, tools, known, looked_up)
+                step = _next_step(clause, readings[0], tools, known, looked_up)
                 if step.say:
                     notes.append(step.say)
                     halt = True
@@ -127,7 +102,7 @@ class ScriptedModel:
                     if step.lookup:
                         looked_up = True
                         continue
-                    notes.append(_summary(tools.get(name), name, result))
+                    notes.append(_summary(tools.get(name), tools, result))
                     halt = not result.get("ok")
                 else:
                     batch.append(step)
@@ -158,95 +133,209 @@ def _calls_since(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, An
     ]
 
 
-def _clauses(text: str) -> list[str]:
+def _clauses(text: str, tools: dict[str, HostTool]) -> list[str]:
+    """The commands in `text`; an "and" before a word no tool knows is inside a title."""
     parts = re.split(r"\s*(?:[,;]|\bthen\b|\band\b)\s*", text.lower().strip().strip(".!?"))
     clauses: list[str] = []
     for part in filter(None, parts):
-        if clauses and not part.startswith(_VERBS):
-            clauses[-1] += f" and {part}"  # "and" inside a title, not between commands
+        if clauses and not any(_verb_match(part.split()[0], tool) for tool in tools.values()):
+            clauses[-1] += f" and {part}"
         else:
             clauses.append(part.strip(" “”\"'"))
     return clauses
 
 
-def _intent(clause: str) -> dict[str, Any] | None:
-    for kind, pattern in _INTENTS:
-        match = pattern.match(clause)
-        if match:
-            return {"kind": kind, **{k: v for k, v in match.groupdict().items() if v}}
+def _name_words(tool: HostTool) -> list[str]:
+    """The words of a tool's name after its plugin's: notes_open_next → open, next."""
+    words = tool.name.lower().replace("-", "_").split("_")
+    return words[1:] if len(words) > 1 else words
+
+
+def _same(word: str, named: str) -> bool:
+    """Whether a typed word means a word of a name: "note" and "notes", "prev" and "previous"."""
+    if word in (named, named + "s") or named == word + "s":
+        return True
+    return len(word) >= 4 and named.startswith(word)
+
+
+def _verb_match(verb: str, tool: HostTool) -> int:
+    """4 when the verb is the first word of the tool's name, 3 another word of it, 2 when it
+    starts one, 1 when its description uses it, 0 otherwise."""
+    if verb in _JOINING:
+        return 0
+    words = _name_words(tool)
+    if verb == words[0]:
+        return 4
+    if verb in words:
+        return 3
+    if any(_same(verb, w) for w in words):
+        return 2
+    said = set(_WORD.findall(tool.description.lower()))
+    return 1 if verb in said or verb + "s" in said else 0
+
+
+def _properties(tool: HostTool) -> dict[str, Any]:
+    properties = tool.parameters.get("properties", {})
+    return properties if isinstance(properties, dict) else {}
+
+
+def _required(tool: HostTool) -> list[str]:
+    return list(tool.parameters.get("required", []))
+
+
+def _is_address(name: str, schema: dict[str, Any]) -> bool:
+    return name == "url" or name.endswith("_url") or schema.get("format") == "uri"
+
+
+def _key(tool: HostTool) -> str | None:
+    """The required text parameter that names an item (id, slug), or None."""
+    for name in _required(tool):
+        schema = _properties(tool).get(name, {})
+        text = schema.get("type") == "string" and "enum" not in schema
+        if text and not _is_address(name, schema):
+            return name
     return None
 
 
-def _next_step(
-    intent: dict[str, Any], tools: dict[str, HostTool], known: list[Any], looked_up: bool
-) -> _Step:
-    kind = intent["kind"]
-    if kind == "import":
-        name = next(
-            (n for n in tools if "crawl" in n.split("_") and intent["noun"] in n.split("_")), ""
-        )
-        if not name:
-            return _Step(say=f"I have no tool to import from a {intent['noun']}.")
-        url = intent.get("url") or _demo_address(tools[name])
-        if not url:
-            return _Step(
-                say=f"I do not know where the demo {intent['noun']} is; say “import 1 post from "
-                "the blog at <address>”."
-            )
-        return _Step(name, {"url": url, "limit": int(intent.get("limit", 1))})
-    if kind == "list":
-        name = _find(tools, "list", intent["noun"])
-        return _Step(name, {}) if name else _Step(say=f"I have no tool to list {intent['noun']}s.")
-    if kind in ("next_slide", "previous_slide", "present", "go_to_slide"):
-        name = next((n for n in tools if n.endswith("_" + kind)), "")
-        if not name:
-            return _Step(say=f"I have no tool to {kind.replace('_', ' ')}.")
-        return _Step(name, {"slide": int(intent["slide"])} if kind == "go_to_slide" else {})
-    verb, noun = kind, intent.get("noun", "deck" if kind == "open" else "page")
-    if verb in ("show", "publish") and noun in ("post", "article"):
-        noun = "page"  # CMS tools call every entry, page or post, a site page
-    name = _find(tools, verb, noun)
-    if not name:
-        return _Step(say=f"I have no tool to {verb} a {noun}.")
-    what = re.sub(rf"^the\s+|\s+{noun}$", "", intent["what"]).strip(" “”\"'")
-    item = _match(known, what)
+def _readings(clause: str, tools: dict[str, HostTool]) -> list[_Reading]:
+    """The clause read against each tool its verb names, best first; none when no tool knows
+    the verb. "go to the next page" is read without its "go to" when nothing fits with it."""
+    words = clause.split()
+    if not words:
+        return []
+    found = [_read(words, tool) for tool in tools.values() if _verb_match(words[0], tool)]
+    shorter = words[1:]
+    while shorter and shorter[0] in _JOINING:
+        shorter = shorter[1:]
+    if not any(r.fits for r in found) and words[0] == "go" and shorter:
+        again = [_read(shorter, tool) for tool in tools.values() if _verb_match(shorter[0], tool)]
+        if any(r.fits for r in again):
+            found = again
+    return sorted(found, key=_rank)
+
+
+def _rank(reading: _Reading) -> tuple[bool, int, int, int]:
+    """Fitting readings first, then the better verb, the more nouns, the fewer required."""
+    return not reading.fits, -reading.verb_match, -reading.nouns, len(_required(reading.tool))
+
+
+def _read(words: list[str], tool: HostTool) -> _Reading:
+    properties = _properties(tool)
+    integers = {n for n, s in properties.items() if s.get("type") == "integer"}
+    names = _name_words(tool) + tool.name.lower().split("_")[:1]
+    args: dict[str, Any] = {}
+    rest: list[str] = []
+    index = 1
+    while index < len(words):
+        word, after = words[index], words[index + 1] if index + 1 < len(words) else ""
+        named = next((n for n in integers if _same(word, n) or _same(n, word)), None)
+        if named and after.isdigit():  # "page 4"
+            args[named] = int(after)
+            index += 2
+            continue
+        counted = _counting(tool, integers, after)
+        if counted and (word.isdigit() or word in _ONE):  # "2 photos", "the latest photo"
+            args[counted] = int(word) if word.isdigit() else 1
+            index += 2
+            continue
+        if _ADDRESS.match(word):
+            address = next((n for n, s in properties.items() if _is_address(n, s)), None)
+            if address:
+                args[address] = word
+                index += 1
+                continue
+        rest.append(word)
+        index += 1
+    address = next((n for n, s in properties.items() if _is_address(n, s) and n not in args), None)
+    if address and "demo" in rest and _demo_address(properties[address]):
+        args[address] = _demo_address(properties[address])
+        rest.remove("demo")
+    title = _title_in(rest, names) if _key(tool) and _key(tool) not in args else ""
+    plain = [w for w in rest if w not in _JOINING and not any(_same(w, n) for n in names)]
+    left = [] if title else plain
+    nouns = sum(1 for w in rest if any(_same(w, n) for n in names))
+    return _Reading(tool, args, title, tuple(left), _verb_match(words[0], tool), nouns)
+
+
+def _counting(tool: HostTool, integers: set[str], noun: str) -> str | None:
+    """The integer parameter whose name or description counts `noun` ("At most this many
+    photos")."""
+    if not noun.isalpha() or noun in _JOINING:
+        return None
+    for name in sorted(integers):
+        said = set(_WORD.findall(str(_properties(tool)[name].get("description", "")).lower()))
+        if _same(noun, name) or noun in said or noun + "s" in said:
+            return name
+    return None
+
+
+def _title_in(rest: list[str], names: list[str]) -> str:
+    """The title a command names: after "about"/"called"/…, else its words without the joining
+    words and the tool's own nouns at either end ("the groceries note" → "groceries")."""
+    words = list(rest)
+    for at, word in enumerate(words):
+        if word in _NAMING:
+            words = words[at + 1 :]
+            break
+    edge = lambda w: w in _JOINING or any(_same(w, n) for n in names)  # noqa: E731
+    while words and edge(words[0]):
+        words.pop(0)
+    while words and edge(words[-1]):
+        words.pop()
+    return " ".join(words).strip(" “”\"'")
+
+
+def _next_step(clause: str, best: _Reading, tools: _Tools, known: list[Any], seen: bool) -> _Step:
+    """The call for the best reading, its listing first (unless `seen`), or what to say."""
+    tool = best.tool
+    if not best.fits:
+        return _Step(say=f"I cannot “{clause}” with the tools I have.")
+    if not best.title:
+        return _Step(tool.name, best.args)
+    item = _match(known, best.title)
     if item is None:
-        lister = _find(tools, "list", noun, prefix=name.split("_")[0])
-        if lister and not looked_up:
-            return _Step(lister, {}, lookup=True)
-        return _Step(say=f"I could not find a {noun} called “{what}”.")
-    args = _arguments(tools[name], item, intent.get("slide"))
-    return (
-        _Step(name, args)
-        if args is not None
-        else _Step(say=f"I do not know what {name} needs for “{what}”.")
-    )
+        lister = _lister(tool, tools)
+        if lister and not seen:
+            return _Step(lister.name, {}, lookup=True)
+        return _Step(say=f"I could not find a {_noun(tool)} called “{best.title}”.")
+    args = _arguments(tool, item, best.args)
+    if args is None:
+        return _Step(say=f"I do not know what to give for “{best.title}”.")
+    return _Step(tool.name, args)
 
 
-def _demo_address(tool: HostTool) -> str:
-    """The demo source a crawl tool's `url` parameter names in its description ("A path such as
-    /demo-sources/blog/ means the CMS server itself"), or ""."""
-    said = str(tool.parameters.get("properties", {}).get("url", {}).get("description", ""))
+def _noun(tool: HostTool) -> str:
+    """What a tool acts on, from its name: notes_open → "note", shop_show_order → "order"."""
+    words = tool.name.lower().split("_")
+    after = words[2:] if len(words) > 2 else []
+    return " ".join(after) if after else words[0].removesuffix("s")
+
+
+def _phrase(tool: HostTool) -> str:
+    """The command that calls a tool: its name's words, with its plugin's noun when the name has
+    only a verb (notes_open → "open note")."""
+    words = _name_words(tool)
+    return " ".join(words) if len(words) > 1 else f"{words[0]} {_noun(tool)}"
+
+
+def _lister(tool: HostTool, tools: dict[str, HostTool]) -> HostTool | None:
+    """The plugin's tool that lists what `tool` acts on: a "list" tool needing nothing, best one
+    that only reads and names that noun (notes_open: notes_list_notes, not notes_show_list)."""
+    plugin, noun = tool.name.split("_")[0], _noun(tool).split()[-1]
+
+    def fit(other: HostTool) -> tuple[bool, bool]:
+        return other.side_effect == "read", any(_same(noun, w) for w in _name_words(other))
+
+    same = [t for t in tools.values() if t.name.split("_")[0] == plugin and not _required(t)]
+    return max((t for t in same if "list" in _name_words(t)), key=fit, default=None)
+
+
+def _demo_address(schema: dict[str, Any]) -> str:
+    """The demo source an address parameter's description names ("A path such as
+    /demo/photos/ means this server itself"), or ""."""
+    said = str(schema.get("description", ""))
     found = re.search(r"(?<![\w/])/[\w./-]*demo[\w./-]*", said)
     return found.group(0).rstrip(".") if found else ""
-
-
-def _find(tools: dict[str, HostTool], verb: str, noun: str, prefix: str = "") -> str:
-    """The admitted tool whose name holds `verb`, best when the noun follows it (list_decks)."""
-    best, score = "", 0
-    for name in tools:
-        words = name.split("_")
-        if verb not in words or (prefix and words[0] != prefix):
-            continue
-        at = words.index(verb)
-        points = (
-            1
-            + any(w.startswith(noun) for w in words)
-            + any(w.startswith(noun) for w in words[at + 1 : at + 2])
-        )
-        if points > score:
-            best, score = name, points
-    return best
 
 
 def _match(results: list[Any], what: str) -> dict[str, Any] | None:
@@ -280,21 +369,20 @@ def _title(item: dict[str, Any]) -> str:
     return str(item.get("title") or item.get("name") or "").lower()
 
 
-def _arguments(tool: HostTool, item: dict[str, Any], slide: str | None) -> dict[str, Any] | None:
-    properties = tool.parameters.get("properties", {})
-    args: dict[str, Any] = {}
-    for key in properties:
-        if key in item:
+def _arguments(tool: HostTool, item: _Args, given: _Args) -> _Args | None:
+    """The command's own arguments, and the item's for the rest (its id for a `…id` parameter)."""
+    args: _Args = {}
+    for key in _properties(tool):
+        if key in given:
+            args[key] = given[key]
+        elif key in item:
             args[key] = item[key]
         elif key.endswith("id") and "id" in item:
             args[key] = item["id"]
-    if slide and "slide" in properties:
-        args["slide"] = int(slide)
-    required = tool.parameters.get("required", [])
-    return args if all(key in args for key in required) else None
+    return args if all(key in args for key in _required(tool)) else None
 
 
-def _summary(tool: HostTool | None, name: str, envelope: dict[str, Any]) -> str:
+def _summary(tool: HostTool | None, tools: dict[str, HostTool], envelope: dict[str, Any]) -> str:
     """The reply's words for a finished call. Its card already shows the call's line (the tool's
     summary, or its failure in the person's words): the reply says what to do next instead."""
     if not envelope.get("ok"):
@@ -302,7 +390,7 @@ def _summary(tool: HostTool | None, name: str, envelope: dict[str, Any]) -> str:
     result = envelope.get("result")
     if isinstance(result, list):
         lists = [result]
-    else:  # a listing wrapped in an object, as {"decks": [...]}
+    else:  # a listing wrapped in an object, as {"items": [...]}
         lists = (
             [v for v in result.values() if isinstance(v, list)] if isinstance(result, dict) else []
         )
@@ -314,56 +402,49 @@ def _summary(tool: HostTool | None, name: str, envelope: dict[str, Any]) -> str:
         return f"Found {len(items)}: {listed}."
     if not (tool and tool.summary):
         return outcome_line(tool, {}, envelope)
-    return _next_step_hint(name, result, items)
+    return _next_step_hint(tool, tools, items)
 
 
-def _next_step_hint(name: str, result: Any, items: list[dict[str, Any]]) -> str:
-    """What the person can say next, in words this model understands ("" when nothing follows)."""
-    words = name.split("_")
-    noun = "deck" if any(w.startswith("deck") for w in words) else "post"
-    first = str(items[0].get("title") or items[0].get("name") or "") if items else ""
-    if "crawl" in words and first:
-        return f"Nothing is published: say “publish the post about {first}” when it should be."
-    if "list" in words and first:
-        if noun == "deck":
-            return f"Say “open deck {first}” to open one."
-        return f"Say “show the post about {first}” to open a published one."
-    if "open" in words and noun == "deck":
-        return "←/→ move through the slides; say “present” to fill the screen."
-    if words[-1] == "present":
-        return "Esc leaves the presentation."
-    if "publish" in words and isinstance(result, dict) and result.get("title"):
-        return f"Say “show the post about {result['title']}” to open its public page."
-    return ""
+def _next_step_hint(tool: HostTool, tools: dict[str, HostTool], items: list[dict[str, Any]]) -> str:
+    """After a listing, how to show one of its items, in words this model understands: the
+    plugin's tool that shows an item by its id ("" when it has none)."""
+    if not items or tool.side_effect not in ("read", "none") or "list" not in _name_words(tool):
+        return ""
+    first = str(items[0].get("title") or items[0].get("name") or "")
+    shower = _shower(tool, tools, items[0])
+    if shower is None or not first:
+        return ""
+    phrase = _phrase(shower)
+    return f"Say “{phrase} {first}” to {phrase.split()[0]} one."
+
+
+def _shower(tool: HostTool, tools: dict[str, HostTool], item: dict[str, Any]) -> HostTool | None:
+    """The plugin's tool that changes only what the person sees and needs only `item`'s id."""
+    plugin = tool.name.split("_")[0]
+    for other in tools.values():
+        key = _key(other)
+        shows = other.side_effect == "none" and _required(other) == [key]
+        if other.name.split("_")[0] != plugin or not shows:
+            continue
+        if key in item or (key is not None and key.endswith("id") and "id" in item):
+            return other
+    return None
 
 
 def examples(tools: Iterable[HostTool]) -> list[str]:
-    """Up to three things to type that this model turns into calls of these tools."""
-    found: list[str] = []
+    """Up to three things to type that this model turns into calls of these tools: a listing,
+    then showing an item, then a command that needs nothing."""
+    listings, openers, plain = [], [], []
     for tool in tools:
-        words = tool.name.split("_")
-        example = ""
-        if "crawl" in words and "blog" in words:
-            known = _demo_address(tool)  # the demo's own blog, when the tool's schema names one
-            example = (
-                "import the latest post from the demo blog"
-                if known
-                else "import 1 post from the blog at https://…"
-            )
-        elif "list" in words:
-            after = words[words.index("list") + 1 :]
-            noun = after[-1] if after else words[0]
-            example = f"list {noun if noun.endswith('s') else noun + 's'}"
-        elif tool.name.endswith("_go_to_slide"):
-            example = "go to slide 2"
-        elif tool.name.endswith(("_next_slide", "_present")):
-            example = "next slide" if tool.name.endswith("_next_slide") else "present"
-        elif "open" in words and "slide" in tool.parameters.get("properties", {}):
-            example = f"open {words[0].rstrip('s')} <title> at slide 2"
-        elif "publish" in words:
-            example = "publish the page about <title>"
-        if example and example not in found:
-            found.append(example)
+        properties, required, words = _properties(tool), _required(tool), _name_words(tool)
+        if words[0] == "list" and not required:
+            listings.append(_phrase(tool))
+        elif tool.side_effect == "none" and required and required == [_key(tool)]:
+            counts = [n for n, s in properties.items() if s.get("type") == "integer"]
+            openers.append(f"{_phrase(tool)} <title>" + (f" at {counts[0]} 2" if counts else ""))
+        elif tool.side_effect == "none" and not properties and "list" not in words:
+            plain.append(_phrase(tool))
+    found = [kind[0] for kind in (listings, openers, plain) if kind]
     return found[:3]
 
 

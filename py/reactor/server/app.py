@@ -118,7 +118,7 @@ def create_app(
     routes: list[BaseRoute] = [
         *page_routes(runtime, archive, platform, settings),
         *auth.routes(),
-        *plugin_routes(store, auth, platform, records),
+        *plugin_routes(context),
         *records.routes(),
         *([] if gateway is None else gateway.routes()),
         *server_plugin_routes,

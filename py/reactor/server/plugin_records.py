@@ -16,8 +16,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..agent_tools import SIDE_EFFECTS, TOOL_NAME
-from ..ai_tools import ai_tool_bundle, check_ai_tool_record
-from ..ai_tools.declaration import (
+from ..errors import ApiError, DeclarationError
+from ..records import check_ai_tool_record
+from ..records.declaration import (
     CODE_LIMIT,
     DESCRIPTION_LIMIT,
     LANGUAGES,
@@ -27,13 +28,12 @@ from ..ai_tools.declaration import (
     RESULT_CAP_RANGE,
     TIMEOUT_MS_RANGE,
 )
-from ..errors import ApiError, DeclarationError
 from .api import NO_STORE, Call, Reply, declare
 from .auth import Auth, User
 from .database import Database
 
 OPERATORS = "operators"
-# A plugin record as sent and stored; reactor.ai_tools.declaration checks it in full.
+# A plugin record as sent and stored; reactor.records.declaration checks it in full.
 RECORD = {
     "type": "object",
     "required": ["id", "name", "location", "language", "code", "settings", "visibility"],
@@ -90,7 +90,7 @@ TOOL = {
         },
     },
 }
-# A record as a write sends it. reactor.ai_tools.declaration checks beyond what a schema can say:
+# A record as a write sends it. reactor.records.declaration checks beyond what a schema can say:
 # that the code parses and defines its entry point, that inputSchema is a schema reactor can use,
 # that an AI Tool's settings hold its tool (a 422 naming the field).
 RECORD_BODY = {
@@ -129,7 +129,7 @@ RECORD_BODY = {
 }
 BODY_LIMIT = 256_000
 CHECKED = (
-    "The record breaks its schema, or its code or settings break what reactor.ai_tools "
+    "The record breaks its schema, or its code or settings break what reactor.records "
     "checks; `field` names which."
 )
 STEPS = [
@@ -212,11 +212,6 @@ class PluginRecords:
             and r["settings"]["config"].get("endpoint") == path
             for r in self.visible(user)
         )
-
-    def agent_tools(self, user: User | None) -> list[dict[str, Any]]:
-        """The AI Tools bundle for this user, as the page builds it; none when they see no tool."""
-        offered = [r for r in self.visible(user) if r["location"] == "ai-tool" and r["enabled"]]
-        return [ai_tool_bundle(offered)] if offered else []
 
     def routes(self) -> list[Route]:
         operator = self.auth.signed_in(

@@ -14,9 +14,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..errors import ApiError
 from ..platform import PluginPlatform
 from .api import NO_STORE, Call, Reply, declare
-from .auth import Auth
+from .context import ServerContext
 from .database import Database
-from .plugin_records import OPERATORS, RECORD, PluginRecords
+from .plugin_records import OPERATORS, RECORD
 
 STEPS = [
     "CREATE TABLE IF NOT EXISTS plugin_state (name TEXT PRIMARY KEY, enabled INTEGER NOT NULL)"
@@ -75,9 +75,14 @@ def read_plugin_state(database: Database, platform: PluginPlatform) -> None:
                 platform.set_enabled(row["name"], bool(row["enabled"]))
 
 
-def plugin_routes(
-    database: Database, auth: Auth, platform: PluginPlatform, records: PluginRecords
-) -> list[Route]:
+def plugin_routes(context: ServerContext) -> list[Route]:
+    database, auth, platform, records = (
+        context.database,
+        context.auth,
+        context.platform,
+        context.records,
+    )
+
     @declare(
         "The server's plugins, then the plugin records the user can see (without their code)",
         query={"location": {"enum": LOCATIONS}},
@@ -102,11 +107,12 @@ def plugin_routes(
         return JSONResponse(listed, headers={"cache-control": "no-store"})
 
     @declare(
-        "The AgentTools bundles of every enabled plugin, and the AI Tools the user can see",
+        "The AgentTools bundles of every enabled plugin, with those made for the user",
         replies={200: Reply({"type": "array", "items": BUNDLE}, headers=NO_STORE)},
     )
     async def list_agent_tools(call: Call) -> Response:
-        bundles = platform.collect_agent_tools() + records.agent_tools(auth.user_for(call.request))
+        user = auth.user_for(call.request)
+        bundles = platform.collect_agent_tools() + platform.user_agent_tools(context, user)
         return JSONResponse(bundles, headers={"cache-control": "no-store"})
 
     @declare(

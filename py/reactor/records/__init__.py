@@ -1,16 +1,16 @@
-"""AI Tool plugins: functions the agent calls, declared as records, checked at save and at call.
+"""Plugin records: code a person saves at /plugins, as an AI Tool the agent calls or a UI
+plugin's panel; checked at save and at call.
 
 declaration.py  the save-time rules (the server answers 422 with the field and the rule)
-bundle.py       the one AgentTools bundle that offers the user's AI Tools to the agent
 caller.py       one call: permission re-check, arguments, timeout, result cap, envelope codes
 runner.py       where the code runs: in-process on CPython; the page uses a Web Worker
+context.py      what the code's `invoke(args, context)` is given
 
-The page plugin that offers them (and shows UI plugin records as panels) is plugins/ai_tools.
+A page plugin offers the records to the agent and draws the panels; the server stores them.
 """
 
 from __future__ import annotations
 
-from .bundle import AI_TOOLS_BUNDLE_ID, ai_tool_bundle, ai_tool_command
 from .caller import AiToolCaller
 from .declaration import (
     LANGUAGES,
@@ -23,7 +23,6 @@ from .declaration import (
 from .runner import InProcessRunner
 
 __all__ = [
-    "AI_TOOLS_BUNDLE_ID",
     "LANGUAGES",
     "LOCATIONS",
     "RESULT_CAP_DEFAULT",
@@ -31,7 +30,5 @@ __all__ = [
     "TIMEOUT_MS_RANGE",
     "AiToolCaller",
     "InProcessRunner",
-    "ai_tool_bundle",
-    "ai_tool_command",
     "check_ai_tool_record",
 ]

@@ -33,6 +33,9 @@ class Runner(Protocol):
         signal: CancelToken,
     ) -> Any: ...
 
+    def warm(self) -> None:
+        """Get ready for a first call soon (the page boots a tool worker); may do nothing."""
+
 
 class AiToolCaller:
     """Calls AI Tools by record id; `read_record` must raise ToolError("not_permitted") when the

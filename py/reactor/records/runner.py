@@ -1,7 +1,7 @@
 """Running an AI Tool's code on CPython, for tests and for the server tier.
 
 The page does not use this: there the code runs in a Web Worker with its own Pyodide, which can
-be terminated when it blocks (`reactor.browser`, `web/ai-tools.js`). Here a sync `invoke` runs
+be terminated when it blocks (`reactor.browser`, `web/tool-workers.js`). Here a sync `invoke` runs
 in a thread, so a timeout still frees the caller; nothing can stop the thread itself.
 """
 
@@ -34,6 +34,9 @@ class InProcessRunner:
         self.base_url = base_url
         self.headers = dict(headers or {})
         self.send = send
+
+    def warm(self) -> None:
+        """Nothing to start: the code runs in this process."""
 
     async def run(
         self,

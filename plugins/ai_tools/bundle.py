@@ -1,12 +1,12 @@
 """The AI Tools a user can see, offered to the agent as one ordinary AgentTools bundle, so a
-host needs nothing special: the page contributes it, the server lists it, both from here."""
+host needs nothing special: the page half contributes it, the server half lists it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
-from ..agent_tools import define_agent_tools
+from reactor.agent_tools import define_agent_tools
 
 AI_TOOLS_BUNDLE_ID = "ai-tools"
 AI_TOOLS_PLUGIN = "ai-tools"
