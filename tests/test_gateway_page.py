@@ -7,6 +7,7 @@ from contextlib import contextmanager
 
 import pytest
 from conftest import start_server, stop_server
+from playwright.sync_api import expect
 
 from reactor.server.gateway import ALLOWANCE_USED, AssistantConfig
 from reactor.testing.standins import StandIn, call, text
@@ -294,7 +295,7 @@ def test_where_the_site_also_allows_typed_keys_the_person_picks_in_model_setting
         chat.get_by_role("button", name="Use this model").click()
         page.get_by_test_id("chat-model").get_by_text("Scripted model (no AI)").wait_for()
         picker.select_option("openai")
-        assert chat.locator("input[name=apiKey]").is_visible()
+        expect(chat.locator("input[name=apiKey]")).to_be_visible()
 
 
 def test_without_typed_keys_the_picker_offers_only_what_needs_none(

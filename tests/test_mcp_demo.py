@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reactor.testing import Demo
+from reactor.testing import Demo, ReactorPage
 from test_mcp_page import Agent, connect_page, make_token_in_panel
 
 pytestmark = [pytest.mark.browser, pytest.mark.demo]
@@ -27,7 +27,7 @@ def test_a_desktop_agent_drives_the_demo_page(browser, live_server):
     try:
         demo.chapter("A desktop agent, through the person's open page")
         with demo.step("Ada signs in and lets her agents use this page"):
-            connect_page(screen, live_server, "ada")
+            connect_page(ReactorPage(screen, live_server).open(), "ada")
         with demo.step("She makes a token for Claude Code"):
             token = make_token_in_panel(screen, "Claude Code")
         agent = Agent(live_server.url, token)
