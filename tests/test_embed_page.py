@@ -162,6 +162,29 @@ def test_unloading_a_plugin_takes_its_commands_and_tools_and_tells_the_host(embe
     assert error == "PluginNotFoundError"
 
 
+def test_a_listener_hears_what_changed_the_bundles_added_and_the_ids_removed(embedded):
+    heard = embedded.evaluate("""async () => {
+        const heard = [];
+        const stop = window.reactor.onAgentToolBundles((bundles, change) => heard.push({
+            ids: bundles.map((b) => b.id), added: change.added.map((b) => b.id),
+            removed: [...change.removed], listed: change.added.every((b) => bundles.includes(b)),
+            frozen: [change, change.added, change.removed].every(Object.isFrozen)}));
+        const tool = {name: "extra_go", command: "extra.go", description: "Go."};
+        await window.reactor.definePlugin({name: "extra",
+            commands: [{id: "extra.go", execute: () => 1}],
+            agentTools: {id: "extra", name: "Extra", commands: [tool]}});
+        await window.reactor.unloadPlugin("extra");
+        stop();
+        return heard;
+    }""")
+    before = [b["id"] for b in embedded.evaluate("window.reactor.agentToolBundles()")]
+    told = {"listed": True, "frozen": True}
+    assert heard == [
+        {"ids": [*before, "extra"], "added": ["extra"], "removed": [], **told},
+        {"ids": before, "added": [], "removed": ["extra"], **told},
+    ]
+
+
 def test_a_definition_s_tools_are_listed_the_moment_it_resolves(embedded):
     # The worker coalesces change notices after a burst; the page waits for the one that covers
     # each definition, so a host that defines and then lists never sees the list without it.
@@ -195,7 +218,8 @@ def test_a_javascript_command_s_is_enabled_reads_the_page_s_state_at_the_moment_
         "window.reactor.listCommands().then((all) => all.find((c) => c.id === "
         "'door.walk').available)"
     )
-    assert page.evaluate(available) is False
+    found = "window.reactor.findCommands('DOOR').then((f) => [f.matching, f.commands[0].available])"
+    assert page.evaluate(available) is False and page.evaluate(found) == [1, False]
     refused = page.evaluate(
         "window.reactor.executeCommand('door.walk').then(() => null, (e) => [e.name, e.message])"
     )
@@ -205,7 +229,7 @@ def test_a_javascript_command_s_is_enabled_reads_the_page_s_state_at_the_moment_
         "state of the page",
     ]
     page.evaluate("window.__open = true")
-    assert page.evaluate(available) is True
+    assert page.evaluate(available) is True and page.evaluate(found) == [1, True]
     assert embedded.execute("door.walk") == "walked"
 
 

@@ -7,8 +7,13 @@ import json
 import pytest
 
 from reactor import DeclarationError, PluginError, Reactor, agent_tool_bundles
-from reactor.errors import PageScriptError
-from reactor.facade import PageTools, define_plugin_json, unload_plugin_json
+from reactor.errors import PageScriptError, ProtocolError
+from reactor.facade import (
+    PageTools,
+    define_plugin_json,
+    find_commands_json,
+    unload_plugin_json,
+)
 from reactor.page_plugins import define_script_plugin, python_page_plugin
 
 TODO = {
@@ -271,6 +276,11 @@ def test_is_enabled_asks_the_page_each_time():
             "Plugin 'todo': commands[0].parameters of command 'todo.add' is its tool's "
             "'todo_add': declare it once, in agentTools.",
         ),
+        (
+            {**TODO, "commands": [{**TODO["commands"][0], "label": "  "}, TODO["commands"][1]]},
+            "DeclarationError",
+            "commands[0].label of command 'todo.add' must be the words a palette shows for it.",
+        ),
         ({**TODO, "tools": []}, "DeclarationError", "tools is not a plugin field"),
         ({**TODO, "name": ""}, "PluginError", "A plugin needs a non-empty name, not ''."),
         (
@@ -397,3 +407,32 @@ def test_a_broken_inline_python_plugin_is_refused_with_a_sentence(code, sentence
     with pytest.raises(PluginError) as refused:
         python_page_plugin(code, "#p")
     assert sentence in str(refused.value) and refused.value.plugin == "#p"
+
+
+def test_a_palette_finds_the_commands_it_draws_and_how_many_match():
+    reactor = Reactor()
+    for index in range(30):
+        command = {"id": f"p{index}.go", "label": f"Go {index}", "execute": "function"}
+        declare(reactor, {"name": f"p{index}", "commands": [command]})
+
+    def find(words, limit, include=()):
+        found = json.loads(find_commands_json(reactor, words, limit, list(include)))
+        return [c["id"] for c in found["commands"]], found["matching"]
+
+    assert find("", 3) == (["p0.go", "p1.go", "p2.go"], 30)
+    assert find("GO 2", 2) == (["p2.go", "p20.go"], 11)  # by id or label, any case
+    included = ["p25.go", "p25.go", "p3.go", "nope"]  # once each, if it exists and matches
+    assert find("go 2", 2, included) == (["p2.go", "p20.go", "p25.go"], 11)
+    assert find("p7.", 5) == (["p7.go"], 1)
+    assert find("nothing", 5) == ([], 0)
+    described = json.loads(find_commands_json(reactor, "p1.go", 1))["commands"][0]
+    assert described == json.loads(find_commands_json(reactor, "", 30))["commands"][1]
+    assert described["label"] == "Go 1" and described["available"] is True
+    for words, limit, include, sentence in [
+        (None, 5, [], "The words to find must be text, not null."),
+        ("", -1, [], "The limit must be a whole number of commands, not -1."),
+        ("", "5", [], "The limit must be a whole number of commands, not '5'."),
+        ("", 5, "p1.go", "The commands to include must be a list of command ids, not a string."),
+    ]:
+        with pytest.raises(ProtocolError, match=sentence):
+            find_commands_json(reactor, words, limit, include)

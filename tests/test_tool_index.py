@@ -136,6 +136,28 @@ def test_a_burst_of_loads_and_unloads_is_one_notification_each_with_what_changed
     asyncio.run(scenario())
 
 
+def test_a_delta_says_a_bundle_replaced_in_a_burst_and_nothing_of_one_that_came_and_went():
+    async def scenario():
+        reactor = Reactor()
+        reactor.load_plugins([plugin("a"), plugin("b")])
+        told: list[dict] = []
+        tell = lambda text, number: told.append(json.loads(text))  # noqa: E731
+        notices = watch_changes(reactor, bundles=tell, commands=lambda number: None)
+        reactor.unload_plugin("a")
+        reactor.load_plugin(plugin("a", tools=3))  # the same bundle id, new tools
+        reactor.load_plugin(plugin("brief"))
+        reactor.unload_plugin("brief")
+        await asyncio.sleep(0)  # one turn of the loop: the notice is sent on the next
+        assert [t["removed"] for t in told] == [["a"]]
+        assert [[(b["id"], len(b["commands"])) for b in t["added"]] for t in told] == [[("a", 3)]]
+        notices.dispose()
+        reactor.load_plugin(plugin("late"))
+        await asyncio.sleep(0)
+        assert len(told) == 1, "a disposed watch tells nothing more"
+
+    asyncio.run(scenario())
+
+
 def test_defining_a_page_plugin_answers_from_its_own_declaration():
     reactor = Reactor()
     declaration = {

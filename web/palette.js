@@ -17,7 +17,9 @@ let drawn = null;  // the drawing under way, and whether another was asked for m
 let redraw = false;
 let open = null;  // the id of the command whose form is open, and that form (kept across redraws: what was typed stays)
 let openForm = null;
-let patternWords = new Map();  // a schema `pattern` -> what it asks for in words (the bundles' patternMessages)
+let bundles = [];  // the latest AgentTools bundles (patternMessages: what a `pattern` asks for)
+let toolsDrawn = [];  // the tools drawn in the agent-tools list, as drawn
+let commandsDrawn = "";  // the commands drawn in the palette and its open form, as JSON
 
 /**
  * Redraw the palette: one drawing at a time, and one more after it for all the asks meanwhile,
@@ -44,15 +46,21 @@ function drawCommands() {
 }
 
 async function draw() {
-  const commands = await window.reactor.listCommands();
-  const words = filter.value.trim().toLowerCase();
-  const matching = commands.filter((c) => !words || `${c.id} ${c.label}`.toLowerCase().includes(words));
-  const shown = matching.slice(0, DRAWN);
-  const opened = matching.find((c) => c.id === open);
-  if (opened && !shown.includes(opened)) shown.push(opened);  // an open form stays, wherever its command is
+  const words = filter.value.trim();
+  // Only what is drawn is asked for; an open form stays, wherever its command is.
+  const include = open ? [open] : [];
+  const found = await window.reactor.findCommands(words, { limit: DRAWN, include });
+  const { commands: shown, matching } = found;
+  const rest = more(matching - shown.length, "commands");
+  const drawing = JSON.stringify([open, shown]);
+  if (shown.length && drawing === commandsDrawn) {  // the same commands: only the count may change
+    recount(list, rest);
+    return;
+  }
+  commandsDrawn = drawing;
   if (!shown.length) {
     list.replaceChildren(el("li", { class: "palette-empty" },
-      words ? `No command matches “${filter.value.trim()}”.` : "No plugin has registered a command yet."));
+      words ? `No command matches “${words}”.` : "No plugin has registered a command yet."));
     return;
   }
   // A redraw moves the open form into the new list: what the person was typing in keeps its focus.
@@ -75,7 +83,7 @@ async function draw() {
       if (open === command.id && command.available) li.append(openForm ??= form(command));
       return li;
     }),
-    ...more(matching.length - shown.length, "commands"));
+    ...rest);
   if (typing?.isConnected) {
     typing.focus({ preventScroll: true });
     if (caret) try { typing.setSelectionRange(caret[0], caret[1]); } catch { /* not a text field */ }
@@ -152,7 +160,8 @@ function inWords({ path, message }, property) {
   if (inside) return `${where(inside)}: ${shortly(text)}`;
   if (/is a required property|should be non-empty|is too short/.test(text) && !(property.minLength > 1)) return "Fill this in.";
   if (/does not match/.test(text)) {
-    return patternWords.get(property.pattern) ?? property.description ?? "This is not in the form this field takes.";
+    const said = patternWord(property.pattern) ?? property.description;
+    return said ?? "This is not in the form this field takes.";
   }
   if (/is too long/.test(text) && property.maxLength !== undefined) return `At most ${property.maxLength} characters.`;
   if (/is too short/.test(text) && property.minLength !== undefined) return `At least ${property.minLength} characters.`;
@@ -258,12 +267,40 @@ async function run(command, args) {
   }
 }
 
-function drawTools(bundles) {
-  patternWords = new Map(bundles.flatMap((bundle) => Object.entries(bundle.patternMessages ?? {})));
-  const all = bundles.flatMap((bundle) => bundle.commands);
-  tools.replaceChildren(
-    ...all.slice(0, DRAWN).map((tool) => el("li", { title: tool.description ?? "" }, `${tool.name} → ${tool.command}`)),
-    ...more(all.length - DRAWN, "tools", ""));
+/** What a schema `pattern` asks for, in the words of the first bundle that says it. */
+function patternWord(pattern) {
+  const saying = bundles.find((bundle) => Object.hasOwn(bundle.patternMessages ?? {}, pattern));
+  return saying?.patternMessages[pattern];
+}
+
+/**
+ * Draw the first tools and a line saying how many more: only the line changes when what came
+ * or went is past the tools drawn (a plugin defined at 10,000 tools costs what it did at 10).
+ */
+function drawTools(latest) {
+  bundles = latest;
+  const shown = [];
+  let count = 0;
+  for (const bundle of bundles) {
+    if (shown.length < DRAWN) shown.push(...bundle.commands.slice(0, DRAWN - shown.length));
+    count += bundle.commands.length;
+  }
+  const rest = more(count - shown.length, "tools", "");
+  if (shown.length === toolsDrawn.length && shown.every((tool, i) => tool === toolsDrawn[i])) {
+    recount(tools, rest);
+    return;
+  }
+  toolsDrawn = shown;
+  const line = (t) => el("li", { title: t.description ?? "" }, `${t.name} → ${t.command}`);
+  tools.replaceChildren(...shown.map(line), ...rest);
+}
+
+/** Put `rest` (the line saying how many more, or none) in place of `list`'s: only its words change. */
+function recount(list, rest) {
+  const line = list.querySelector(":scope > .palette-empty");
+  if (line && rest.length) line.textContent = rest[0].textContent;
+  else line?.remove();
+  if (!line) list.append(...rest);
 }
 
 /** The line that says how many are not drawn, if any. */

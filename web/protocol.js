@@ -8,7 +8,8 @@ export const VERSION = 1;
 
 /** What the page asks the worker (each is answered), and what it tells it without an answer. */
 export const PAGE_REQUESTS = new Set([
-  "execute", "callTool", "definePlugin", "unloadPlugin", "commands", "bundles", "diagnostics",
+  "execute", "callTool", "definePlugin", "unloadPlugin", "commands", "commands.find", "bundles",
+  "diagnostics",
   "chat.configure", "chat.label", "chat.send", "chat.tools", "chat.callTool",
 ]);
 export const PAGE_NOTICES = new Set(["chat.stop", "panel.event", "panels.unload"]);

@@ -26,6 +26,7 @@ const commandListeners = new Set();
 const views = new Map();
 const viewElements = new Map();  // view name -> its element, for full screen
 const pagePlugins = new Map();  // key -> {name, commands: Map(id -> the page's command), dispose}
+const pageCommands = new Map();  // id -> the page's command, of the plugin that registered it
 let nextPluginKey = 0;
 let channel = null;  // to the reactor worker, once boot.json has named it
 let python = false;  // true once the worker's Python is ready
@@ -107,13 +108,13 @@ async function noticed(request) {
   return answer;
 }
 
-/** The commands page plugins defined in JavaScript, by id (the first plugin's, as the registry keeps it). */
-function pageCommands() {
-  const byId = new Map();
-  for (const entry of pagePlugins.values()) {
-    for (const [id, command] of entry.commands) if (!byId.has(id)) byId.set(id, command);
+/** Commands as Python described them; a page command asks its own isEnabled (the page now). */
+function withPageState(commands) {
+  for (const command of commands) {
+    const defined = pageCommands.get(command.id);
+    if (defined?.isEnabled) command.available = Boolean(defined.isEnabled({}));
   }
-  return byId;
+  return commands;
 }
 
 function named(name, message) {
@@ -207,14 +208,21 @@ export const reactor = {
   /** Every command, unavailable ones included: {id, label, description, plugin, available}. */
   async listCommands() {
     await ready;
-    const commands = await channel.request("commands");
-    // A command the page defined asks its own isEnabled, which reads the page's state now.
-    const byId = pageCommands();
-    for (const command of commands) {
-      const defined = byId.get(command.id);
-      if (defined?.isEnabled) command.available = Boolean(defined.isEnabled({}));
-    }
-    return commands;
+    return withPageState(await channel.request("commands"));
+  },
+
+  /**
+   * What a palette draws: {commands, matching}, the first `limit` commands whose id or label
+   * holds `words` (any case), with those of `include` that match too (an open form's command),
+   * and how many match in all. Only these are described, however many commands there are.
+   * @param {string} [words]
+   * @param {{limit?: number, include?: string[]}} [options]
+   */
+  async findCommands(words = "", { limit = 100, include = [] } = {}) {
+    await ready;
+    const found = await channel.request("commands.find", { words, limit, include });
+    withPageState(found.commands);
+    return found;
   },
 
   /**
@@ -245,7 +253,11 @@ export const reactor = {
       // Functions stay here; Python learns only that they are functions (or what they are instead).
       const described = Array.isArray(commands) ? commands.map(describeCommand) : commands;
       const text = JSON.stringify({ ...declaration, ...(commands === undefined ? {} : { commands: described }) });
-      return await noticed(channel.request("definePlugin", { declaration: text, key }));
+      const defined = await noticed(channel.request("definePlugin", { declaration: text, key }));
+      for (const [id, command] of pagePlugins.get(key)?.commands ?? []) {
+        if (!pageCommands.has(id)) pageCommands.set(id, command);
+      }
+      return defined;
     } catch (error) {
       pagePlugins.delete(key);
       throw error;
@@ -262,12 +274,20 @@ export const reactor = {
     for (const [key, entry] of pagePlugins) {
       if (!gone.includes(entry.name)) continue;
       pagePlugins.delete(key);
+      for (const [id, command] of entry.commands) {
+        if (pageCommands.get(id) === command) pageCommands.delete(id);
+      }
       entry.dispose?.();
     }
     return gone;
   },
 
-  /** Call `listener(bundles)` (a frozen snapshot) whenever plugins load or unload; returns an unsubscribe function. */
+  /**
+   * Call `listener(bundles, change)` whenever plugins load or unload: `bundles` is the frozen
+   * snapshot, `change` what changed, `{added, removed}` (the bundles that came or were replaced,
+   * the ids of those that went), so a listener can do only that much. Returns an unsubscribe
+   * function.
+   */
   onAgentToolBundles(listener) {
     bundleListeners.add(listener);
     return () => bundleListeners.delete(listener);
@@ -329,7 +349,9 @@ const fromWorker = {
     for (const bundle of delta.added) bundleMap.set(bundle.id, deepFreeze(bundle));
     toolBundles = Object.freeze([...bundleMap.values()]);
     heard(notice);
-    tell(bundleListeners, toolBundles);
+    const { added, removed } = delta;
+    const change = Object.freeze({ added: Object.freeze(added), removed: Object.freeze(removed) });
+    tell(bundleListeners, toolBundles, change);
   },
   "commands.changed"({ notice }) {
     heard(notice);

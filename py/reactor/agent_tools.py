@@ -438,17 +438,34 @@ def watch_agent_tool_bundles(
 class BundleFeed:
     """The bundles as changes since the last read: a burst of plugin loads or unloads, read once
     after it, is one delta (the bundles added or replaced, the ids withdrawn), never the whole
-    list again, so a listener's cost follows what changed, not how many tools there are."""
+    list again. It follows which bundles came or went as they do, so reading it costs what
+    changed, not how many tools there are. The first read has every bundle; `close()` stops it."""
 
     def __init__(self, reactor: Any) -> None:
         self._reactor = reactor
         self._sent: dict[str, Any] = {}
+        # Ids of the bundles that came or went since the last read, in order (a dict: no repeats).
+        self._touched = dict.fromkeys(c.id for c in reactor.contributions.contributions(AgentTools))
+        self._following = reactor.contributions.touched.connect(self._touch)
+
+    def _touch(self, item: Any) -> None:
+        if item.point is AgentTools:
+            self._touched[item.id] = None
 
     def changes(self) -> dict[str, Any] | None:
         """{"added": [bundle, ...], "removed": [id, ...]} since the last call, or None for no
         change."""
-        current = {c.id: c.value for c in self._reactor.contributions.contributions(AgentTools)}
-        removed = [id for id, value in self._sent.items() if current.get(id) is not value]
-        added = [value for id, value in current.items() if self._sent.get(id) is not value]
-        self._sent = current
-        return {"added": added, "removed": removed} if added or removed else None
+        touched, self._touched = self._touched, {}
+        read = self._reactor.contributions.among(AgentTools, touched)
+        current = {c.id: c.value for c in read}
+        sent = self._sent
+        removed = [id for id in touched if id in sent and current.get(id) is not sent[id]]
+        added = {id: value for id, value in current.items() if sent.get(id) is not value}
+        for id in removed:
+            del sent[id]
+        sent.update(added)
+        return {"added": list(added.values()), "removed": removed} if added or removed else None
+
+    def close(self) -> None:
+        """Stop following the bundles' changes."""
+        self._following.dispose()

@@ -451,6 +451,7 @@ async def _boot(
         commands_json,
         define_plugin_json,
         execute_json,
+        find_commands_json,
         unload_plugin_json,
         watch_changes,
     )
@@ -545,6 +546,12 @@ async def _boot(
             "bundles", lambda message, signal: page_tools.bundles_json(), json_text=True
         )
         endpoint.handle("commands", lambda message, signal: commands_json(reactor), json_text=True)
+
+        def find_commands(message: dict[str, Any], signal: CancelToken) -> str:
+            words, include = message.get("words", ""), message.get("include", [])
+            return find_commands_json(reactor, words, message.get("limit"), include)
+
+        endpoint.handle("commands.find", find_commands, json_text=True)
         endpoint.handle(
             "diagnostics", lambda message, signal: _module_report(modules_at_boot, from_snapshot)
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 from .disposable import Disposable
@@ -57,13 +57,17 @@ class ContributionRegistry:
         self._sequence = itertools.count()
         self._revisions: dict[ContributionPoint[Any], int] = {}
         self.changed: Emitter[ContributionPoint[Any]] = Emitter()
+        # The contribution that came or went, told before `changed`: a reader that follows one
+        # point's changes (BundleFeed) reads only those, not the whole point again.
+        self.touched: Emitter[Contribution[Any]] = Emitter()
 
     def revision(self, point: ContributionPoint[Any]) -> int:
         """A number that changes whenever the point's contributions do: a key for caches."""
         return self._revisions.get(point, 0)
 
-    def _changed(self, point: ContributionPoint[Any]) -> None:
+    def _changed(self, point: ContributionPoint[Any], item: Contribution[Any]) -> None:
         self._revisions[point] = self._revisions.get(point, 0) + 1
+        self.touched.emit(item)
         self.changed.emit(point)
 
     def contribute(
@@ -93,19 +97,23 @@ class ContributionRegistry:
             value = point.check(value)
         entry = (next(self._sequence), Contribution(point, value, id, order, plugin))
         entries[id] = entry
-        self._changed(point)
+        self._changed(point, entry[1])
 
         def withdraw() -> None:
             if entries.get(id) is entry:
                 del entries[id]
-                self._changed(point)
+                self._changed(point, entry[1])
 
         return Disposable(withdraw)
 
     def contributions(self, point: ContributionPoint[T]) -> list[Contribution[T]]:
         """The point's contributions by order, then by when they were added."""
-        entries = self._by_point.get(point, {}).values()
-        return [c for _, c in sorted(entries, key=lambda e: (e[1].order, e[0]))]
+        return _in_order(self._by_point.get(point, {}).values())
+
+    def among(self, point: ContributionPoint[T], ids: Iterable[str]) -> list[Contribution[T]]:
+        """The point's contributions of those `ids` that it has, in the same order."""
+        entries = self._by_point.get(point, {})
+        return _in_order([entries[id] for id in ids if id in entries])
 
     def values(self, point: ContributionPoint[T]) -> list[T]:
         return [c.value for c in self.contributions(point)]
@@ -117,3 +125,7 @@ class ContributionRegistry:
         return self.changed.connect(
             lambda changed: changed is point and listener(self.values(point))
         )
+
+
+def _in_order(entries: Iterable[tuple[int, Contribution[T]]]) -> list[Contribution[T]]:
+    return [c for _, c in sorted(entries, key=lambda e: (e[1].order, e[0]))]

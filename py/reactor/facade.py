@@ -15,11 +15,12 @@ from typing import Any
 
 from .agent_tools import AgentTools, BundleFeed
 from .answer import NOTHING, failure_text, success_text
+from .arguments import json_kind
 from .awaiting import is_awaitable
 from .cancellation import CancelToken
 from .commands import Settled
-from .disposable import DisposableSet
-from .errors import InvalidArgumentsError
+from .disposable import Disposable, DisposableSet
+from .errors import InvalidArgumentsError, ProtocolError
 from .json_text import dumps, loads
 from .page_plugins import Run, define_script_plugin
 from .plugins import Reactor
@@ -148,6 +149,7 @@ def watch_changes(
     feed = BundleFeed(reactor)
     feed.changes()  # the page has the list as it is now (bundles_json)
     notices = ChangeNotices()
+    notices.add(Disposable(feed.close))
 
     def flush() -> None:
         kinds = set(notices.due)
@@ -177,6 +179,34 @@ def watch_changes(
 
 def commands_json(reactor: Reactor) -> str:
     return json.dumps([command.describe() for command in reactor.commands.list_commands()])
+
+
+def find_commands_json(reactor: Reactor, words: Any, limit: Any, include: Any = ()) -> str:
+    """The first `limit` commands whose id or label holds `words` (any case), and those of
+    `include` that match too, described; and how many match in all: `{"commands", "matching"}`.
+    A palette draws what it shows, at 10 commands or 10,000: only those are described."""
+    if not isinstance(words, str):
+        raise ProtocolError(f"The words to find must be text, not {json_kind(words)}.")
+    if type(limit) is not int or limit < 0:
+        raise ProtocolError(f"The limit must be a whole number of commands, not {limit!r}.")
+    if not isinstance(include, (list, tuple)) or not all(isinstance(id, str) for id in include):
+        kind = json_kind(include)
+        raise ProtocolError(f"The commands to include must be a list of command ids, not {kind}.")
+    words = words.strip().lower()
+    registry = reactor.commands
+
+    def matches(command: Any) -> bool:
+        return not words or words in f"{command.id} {command.options.label or command.id}".lower()
+
+    commands = registry.list_commands()
+    if words:
+        commands = [c for c in commands if matches(c)]
+    found = commands[:limit]
+    shown = {c.id for c in found}
+    wanted = [id for id in dict.fromkeys(include) if id not in shown and registry.has_command(id)]
+    found += [registry.get_command(id) for id in wanted]
+    described = [c.describe() for c in found if matches(c)]
+    return json.dumps({"commands": described, "matching": len(commands)})
 
 
 async def _settle(command_id: str, awaitable: Any) -> str:

@@ -18,10 +18,11 @@ import textwrap
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .agent_tools import check_agent_tools
+from .agent_tools import AgentToolBundle, check_agent_tools
 from .arguments import json_kind
 from .commands import CommandOptions
 from .errors import DeclarationError, PluginError, refusal
+from .json_text import copied
 from .plugins import Plugin, define_plugin
 from .schema import schema_problem
 
@@ -112,11 +113,18 @@ def _bundle(
         entries.append({**tool, "label": command["label"]} if command["label"] else tool)
     with_tools = {tool["command"] for tool in entries}
     others = [
-        {"command": c["id"], **{k: c[k] for k in ("label", "description", "parameters") if c[k]}}
+        {
+            "command": c["id"],
+            "description": c["description"] or "",
+            **({"label": c["label"]} if c["label"] else {}),
+            **({"parameters": copied(c["parameters"])} if c["parameters"] else {}),
+        }
         for c in commands
         if c["id"] not in with_tools
     ]
-    return check_agent_tools({**bundle, "commands": entries, "otherCommands": others})
+    # Every part was checked already (the tools above, the commands by _checked_commands): the
+    # bundle is put together, not checked a second time.
+    return AgentToolBundle({**bundle, "commands": entries, "otherCommands": others})
 
 
 def _checked_commands(
@@ -169,6 +177,9 @@ def _checked_commands(
                     command[field],
                     f"of command {command_id!r} must be a string.",
                 )
+        if command.get("label") and not command["label"].strip():
+            rule = f"of command {command_id!r} must be the words a palette shows for it."
+            raise refuse(f"{where}.label", command["label"], rule)
         parameters = command.get("parameters")
         if parameters is not None and (problem := schema_problem(parameters)):
             raise refuse(

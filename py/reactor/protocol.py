@@ -42,6 +42,7 @@ PAGE_REQUESTS = frozenset(
         "definePlugin",
         "unloadPlugin",
         "commands",
+        "commands.find",
         "bundles",
         "diagnostics",
         "chat.configure",
