@@ -163,7 +163,7 @@ def test_unloading_a_plugin_takes_its_commands_and_tools_and_tells_the_host(embe
 
 
 def test_a_listener_hears_what_changed_the_bundles_added_and_the_ids_removed(embedded):
-    heard = embedded.evaluate("""async () => {
+    heard = embedded.page.evaluate("""async () => {
         const heard = [];
         const stop = window.reactor.onAgentToolBundles((bundles, change) => heard.push({
             ids: bundles.map((b) => b.id), added: change.added.map((b) => b.id),
@@ -177,7 +177,7 @@ def test_a_listener_hears_what_changed_the_bundles_added_and_the_ids_removed(emb
         stop();
         return heard;
     }""")
-    before = [b["id"] for b in embedded.evaluate("window.reactor.agentToolBundles()")]
+    before = [b["id"] for b in embedded.page.evaluate("window.reactor.agentToolBundles()")]
     told = {"listed": True, "frozen": True}
     assert heard == [
         {"ids": [*before, "extra"], "added": ["extra"], "removed": [], **told},
