@@ -133,10 +133,26 @@ window.addEventListener("reactor:agents", ({ detail }) => {
   }
 });
 
-// What an agent last asked this page for, in the words the person sees in the palette.
-window.addEventListener("reactor:agent-call", ({ detail: { agent, title, at } }) => {
+// What an agent last asked this page for, in the words the person sees in the palette. Drawn at
+// most once a second (the line names the second): an agent's burst of calls costs one redraw.
+let lastCallShown = -Infinity;
+let lastCallDue = null;
+let lastCallDetail = null;
+
+function showLastCall() {
+  lastCallDue = null;
+  lastCallShown = performance.now();
+  const { agent, title, at } = lastCallDetail;
   lastCall.hidden = false;
   lastCall.textContent = `${agent || "An agent"} asked for “${title}” at ${at.toLocaleTimeString()}.`;
+}
+
+window.addEventListener("reactor:agent-call", ({ detail }) => {
+  lastCallDetail = detail;
+  if (lastCallDue !== null) return;
+  const wait = lastCallShown + 1000 - performance.now();
+  if (wait <= 0) showLastCall();
+  else lastCallDue = setTimeout(showLastCall, wait);
 });
 
 window.addEventListener("reactor:session", ({ detail }) => {

@@ -12,6 +12,7 @@ const BACKOFF_MS = [500, 30_000];
 const ACTIVE_EVERY_MS = 10_000;
 const REFUSED = new Set([4401, 4429]);
 const MESSAGE_LIMIT = 2_000_000;  // the server's limit on one message (mcp_relay.py BODY_LIMIT)
+const TELL_WAITING_MS = 100;  // a call not answered by then is shown while it runs
 
 class AgentLink {
   constructor(server) {
@@ -116,9 +117,17 @@ class AgentLink {
     const controller = new AbortController();
     this.calls.set(call, controller);
     const running = window.reactor.chat.callTool(tool, args ?? {}, { signal: controller.signal });
-    // The panel's "asked for" line is drawn while the worker runs the call, not before it starts.
-    const title = this.titles.get(tool) ?? tool;
-    window.dispatchEvent(new CustomEvent("reactor:agent-call", { detail: { agent, tool, title, at: new Date() } }));
+    // The page says which agent asked for what (the Agents panel's line): after the answer has
+    // gone for a quick call, since a redraw on the way would hold the answer up by a frame's
+    // work; while it waits for one that takes longer (the person deciding).
+    const detail = { agent, tool, title: this.titles.get(tool) ?? tool, at: new Date() };
+    let told = false;
+    const tell = () => {
+      if (told) return;
+      told = true;
+      window.dispatchEvent(new CustomEvent("reactor:agent-call", { detail }));
+    };
+    const waiting = setTimeout(tell, TELL_WAITING_MS);
     let envelope;
     try {
       envelope = await running;
@@ -126,11 +135,13 @@ class AgentLink {
       const code = controller.signal.aborted ? "aborted" : "failed";
       envelope = { ok: false, error: { code, message: String(error?.message ?? error) } };
     } finally {
+      clearTimeout(waiting);
       this.calls.delete(call);
     }
     const answer = JSON.stringify({ type: "answer", call, envelope });
     this.post(answer.length <= MESSAGE_LIMIT ? answer : { type: "answer", call, envelope: {
       ok: false, error: { code: "too_large", message: `The result is over ${MESSAGE_LIMIT.toLocaleString("en")} characters; ask for less of it.` } } });
+    tell();
   }
 
   async sendTools() {
