@@ -1,8 +1,6 @@
 """The chat widget in real Chromium: bundles become tools, approvals wait for the person, Stop
 stops."""
 
-import time
-
 import pytest
 from conftest import start_server, stop_server
 from playwright.sync_api import expect
@@ -129,8 +127,12 @@ def test_a_write_waits_for_approval_and_a_denial_reaches_the_model(server_page, 
         approval.get_by_test_id("approval-question").inner_text()
         == "Change slide 1 of ‘Onboarding: your first week’?"
     )
-    time.sleep(1)  # not an ordering: a second in which nothing may happen without the person
+    # The worker answers a listing after all it had to do before: nothing ran meanwhile.
+    page.evaluate("window.reactor.listCommands()")
     assert approval.is_visible(), "the approval stays until the person answers"
+    assert len(provider.requests) == 1, "the model waits for the person's answer too"
+    title = page.request.get(f"{server.url}/api/decks/onboarding").json()["slides"][0]["title"]
+    assert title != "Renamed", "nothing is written before the person answers"
     approval.get_by_role("button", name="Deny").click()
     page.locator("reactor-chat .chat-assistant").get_by_text(
         "I left the slide as it was"
