@@ -17,6 +17,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from .awaiting import started
 from .disposable import Disposable
 from .errors import AbortedError
 
@@ -91,7 +92,9 @@ class CancelToken:
         When both finish together the abort wins: a result that arrives after a stop is dropped.
         """
         self.throw_if_aborted()
-        task = asyncio.ensure_future(awaitable)
+        task = started(awaitable)
+        if task.done():  # it never had to wait: nothing could stop it meanwhile, and no loop turn
+            return task.result()
         task.add_done_callback(_observe)
         # One future that the task or the abort settles: no waiter task, no asyncio.wait (each is
         # another turn of the browser's event loop, the larger part of a call's cost there).

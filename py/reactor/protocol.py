@@ -20,14 +20,12 @@ is plain Python (it runs, and is tested, on CPython); `reactor.browser` posts it
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
-import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from .answer import error_detail
-from .awaiting import is_awaitable
+from .awaiting import is_awaitable, started
 from .cancellation import CancelToken
 from .errors import PageError, ProtocolError
 from .json_text import dumps, loads
@@ -262,7 +260,7 @@ class WorkerEndpoint:
         signal: CancelToken | None,
     ) -> str | None:
         if is_awaitable(outcome):
-            task = _eager_task(outcome)
+            task = started(outcome)
             if task.done():  # it never had to wait: answered now, not a few event-loop turns later
                 return self._finished_text(id, task, shape)
             if signal is not None:
@@ -330,12 +328,3 @@ def _check_fields(type: str, declared: frozenset[str], fields: dict[str, Any]) -
         raise ProtocolError(
             f"A {type!r} message cannot carry a field {taken[0]!r}: the envelope uses it."
         )
-
-
-def _eager_task(awaitable: Awaitable[Any]) -> asyncio.Future[Any]:
-    """A task that runs its first step now (Python 3.12+, Pyodide's 3.14): a command whose
-    coroutine never waits (most do not: a store in memory) then costs no turn of the
-    browser's event loop, each one a message through a MessageChannel."""
-    if inspect.iscoroutine(awaitable) and sys.version_info >= (3, 12):
-        return asyncio.Task(awaitable, loop=asyncio.get_running_loop(), eager_start=True)  # type: ignore[call-arg]
-    return asyncio.ensure_future(awaitable)
