@@ -381,11 +381,12 @@ def test_a_model_chosen_by_code_before_the_widget_is_ready_stays_chosen(
 ):
     page = server_page.page
     page.goto(server.url)
+    # as a page's own script does at start, before the widget has chosen its model
     page.evaluate(
         "(url) => window.reactor.chat.configure({provider: 'openai', baseUrl: url, model: "
         "'gpt-at-start', apiKey: 'k'})",
         f"{server.url}/v1",
-    )  # as a page's own script does at start, before the widget has chosen its model
+    )
     label = page.get_by_test_id("chat-model")
     expect(label).to_contain_text("gpt-at-start")
     # the widget chose

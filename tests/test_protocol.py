@@ -105,9 +105,8 @@ def test_a_call_taken_by_its_fields_is_answered_as_the_whole_message_would_be():
     by_fields = page.endpoint.take_call("execute", 3, "decks.open", "[1]")
     assert by_fields == whole
     assert json.loads(by_fields) == {"v": VERSION, "re": 3, "ok": True, "value": [1]}
-    assert (
-        seen[0][2] is not None and seen[1][2] is None
-    )  # only the whole message may carry a signal
+    # only the whole message may carry a signal
+    assert seen[0][2] is not None and seen[1][2] is None
     assert json.loads(page.endpoint.take_call("execute", 4, "boom", "{}"))["error"] == {
         "type": "ValueError",
         "message": "No such deck.",

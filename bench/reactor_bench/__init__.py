@@ -250,9 +250,8 @@ def call_scaling(command: str, rounds: int = 40, calls: int = 200) -> dict[str, 
                 call()
             times[name].append((time.perf_counter() - start) * 1000 / calls)
     ms = {name: statistics.median(each) for name, each in times.items()}
-    assert '"ok": true' in small_tools.call_json(
-        "synth_0000_t3", args_json, None
-    )  # timed a call, not a refusal
+    # timed a call, not a refusal
+    assert '"ok": true' in small_tools.call_json("synth_0000_t3", args_json, None)
     return {
         "page_ms": ms["page"],
         "ten_tools_ms": ms["ten_tools"],

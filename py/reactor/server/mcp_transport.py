@@ -49,9 +49,7 @@ class SettlingTransport(StreamableHTTPServerTransport):
         self, scope: Scope, request: Request, receive: Receive, send: Send
     ) -> None:
         message = await _plain_request(request) if self._check_content_type(request) else None
-        if (
-            message is None
-        ):  # initialize, a notification, a response or anything refused: as the SDK does
+        if message is None:  # initialize, a notification, a response, a refusal: the SDK's way
             await super()._handle_post_request(scope, request, receive, send)
             return
         if not await self._validate_request_headers(request, send):
@@ -60,9 +58,8 @@ class SettlingTransport(StreamableHTTPServerTransport):
         writer, reader = anyio.create_memory_object_stream[EventMessage](REQUEST_STREAM_BUFFER_SIZE)
         self._request_streams[request_id] = (writer, reader)
         version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER, DEFAULT_NEGOTIATED_VERSION)
-        assert (
-            self._read_stream_writer is not None
-        )  # the session is connected: its headers were valid
+        # The session is connected: its headers were valid.
+        assert self._read_stream_writer is not None
         await self._read_stream_writer.send(
             self._create_session_message(message, request, request_id, version)
         )
@@ -89,7 +86,8 @@ class SettlingTransport(StreamableHTTPServerTransport):
             headers[MCP_SESSION_ID_HEADER] = self.mcp_session_id
 
         async def forward() -> None:
-            await self._run_sse_writer(request_id, events, reader, self._create_event_data(first))  # type: ignore[arg-type]
+            opening = self._create_event_data(first)
+            await self._run_sse_writer(request_id, events, reader, opening)  # type: ignore[arg-type]
 
         try:
             await EventSourceResponse(
