@@ -1,5 +1,6 @@
 """Reactor embedded in a page of another origin (examples/embed, a to-do list), in real Chromium."""
 
+import functools
 import importlib.util
 import threading
 from contextlib import contextmanager
@@ -9,8 +10,6 @@ import httpx
 import pytest
 from conftest import start_server, stop_server
 
-from reactor.server.loopback import free_port
-
 pytestmark = pytest.mark.browser
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "embed" / "serve.py"
@@ -18,35 +17,35 @@ TODO_TOOLS = {"todo_add", "todo_list", "todo_complete", "todo_select"}
 
 
 @contextmanager
-def example_site(port, reactor_url):
+def embedding(tmp_path, allowed=None, plugins=None):
+    """The reactor server and the example page, each on its own loopback port. The example's
+    socket is bound first (port 0), so the reactor server cannot be given the same port."""
     spec = importlib.util.spec_from_file_location("embed_example_serve", EXAMPLE)
     serve = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(serve)
-    site = serve.make_server(port, reactor_url)
-    thread = threading.Thread(target=site.serve_forever, daemon=True)
+    site_server = serve.make_server(0, "")
+    site = f"http://127.0.0.1:{site_server.server_address[1]}"
+    try:
+        live = start_server(
+            tmp_path / "data",
+            seed_demo=True,
+            allow_origins=[site] if allowed is None else allowed,
+            **({} if plugins is None else {"plugins": plugins}),
+        )
+    except BaseException:
+        site_server.server_close()
+        raise
+    # The example's pages name the reactor server, whose address is known only now.
+    site_server.RequestHandlerClass = functools.partial(
+        serve.ExampleHandler, reactor=live.url.rstrip("/")
+    )
+    thread = threading.Thread(target=site_server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield live, site
     finally:
-        site.shutdown()
-        site.server_close()
-
-
-@contextmanager
-def embedding(tmp_path, allowed=None, plugins=None):
-    """The reactor server and the example page, each on its own loopback port."""
-    port = free_port()
-    site = f"http://127.0.0.1:{port}"
-    live = start_server(
-        tmp_path / "data",
-        seed_demo=True,
-        allow_origins=[site] if allowed is None else allowed,
-        **({} if plugins is None else {"plugins": plugins}),
-    )
-    try:
-        with example_site(port, live.url) as url:
-            yield live, url
-    finally:
+        site_server.shutdown()
+        site_server.server_close()
         stop_server(live)
 
 
