@@ -189,11 +189,40 @@ def test_the_python_archive_holds_the_page_code_and_no_server_code(client):
     assert client.get("/app/python-0000.bundle").status_code == 404
 
 
-def test_our_own_scripts_are_gzipped_with_a_javascript_mime(client):
+def test_our_own_scripts_are_compressed_with_a_javascript_mime(client):
     answer = client.get("/web/reactor.js", headers={"accept-encoding": "gzip"})
     assert answer.headers.get("content-encoding") == "gzip"
     assert answer.headers["content-type"].startswith("text/javascript")
     assert "window.reactor" in answer.text
+    plain = client.get("/web/reactor.js", headers={"accept-encoding": "identity"})
+    assert "content-encoding" not in plain.headers and plain.content == answer.content
+    squeezed = client.get("/web/reactor.js", headers={"accept-encoding": "gzip, deflate, br, zstd"})
+    assert squeezed.headers["content-encoding"] == "zstd"
+    assert int(squeezed.headers["content-length"]) < int(answer.headers["content-length"])
+    assert squeezed.content == plain.content  # httpx decoded the zstd body
+
+
+def test_a_file_edited_on_disk_is_served_as_it_is_now(tmp_path):
+    """Small files are answered from memory: an edit (a new size or modification time) is seen."""
+    import os
+
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    from reactor.server.assets import REVALIDATE, serve_file
+    from reactor.server.loopback import LoopbackServer
+
+    page = tmp_path / "view.js"
+    app = Starlette(
+        routes=[Route("/view.js", lambda r: serve_file(r, tmp_path, "view.js", cache=REVALIDATE))]
+    )
+    with LoopbackServer(app) as url, httpx.Client(base_url=url) as client:
+        for text in ("export const a = 1;\n" * 100, "export const a = 2;\n" * 100):
+            page.write_text(text)
+            os.utime(page, ns=(1, len(text) + int(text[17])))  # same size: only the time differs
+            for accepted in ("identity", "gzip", "gzip, zstd"):
+                answer = client.get("/view.js", headers={"accept-encoding": accepted})
+                assert answer.text == text, accepted
 
 
 @pytest.mark.parametrize(
