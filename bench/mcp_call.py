@@ -6,11 +6,12 @@
 
 One reactor server on loopback with the demo's data; one Chromium page signed in as ada with
 *Let my agents use this page* on; two MCP clients with her token, each on a 2025-11-25 session:
-the official SDK's (Streamable HTTP), and `Wire`, the same requests sent with httpx and the answer
-read from the event stream (what any client sends, without a client library's own time). Rounds
-interleave the paths: `--calls` calls timed in each client (each call's wall time) and as many in
-the page (each `await reactor.callTool(...)`, `performance.now()`), after a warm-up round; and,
-as each client's floor, its `tools/call` of reactor_pages, which the server answers alone.
+the official SDK's (Streamable HTTP), and `Wire`, the same requests sent with http.client and the
+answer read from the JSON body or the event stream (what any client sends, without a client
+library's own time). Rounds interleave the paths: `--calls` calls timed in each client (each
+call's wall time) and as many in the page (each `await reactor.callTool(...)`,
+`performance.now()`), after a warm-up round; and, as each client's floor, its `tools/call` of
+reactor_pages, which the server answers alone.
 Reported: p50 and p95 of each, and what each client's call adds to the page's (p50 − p50); the
 goal is <= 5 ms.
 """
@@ -18,6 +19,7 @@ goal is <= 5 ms.
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import statistics
 import sys
@@ -25,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from reactor.server.app import create_app  # noqa: E402
@@ -57,48 +60,52 @@ IN_PAGE = """async ([calls, args]) => {
 
 
 class Wire:
-    """MCP's Streamable HTTP (2025-11-25) spoken with httpx: initialize, then one POST per call,
-    its answer read from the JSON body or the event stream, whichever the server chose."""
+    """MCP's Streamable HTTP (2025-11-25) spoken over one keep-alive connection of the standard
+    library's http.client (a client library's own time, httpx's ~0.5 ms a request, would count as
+    /mcp's): initialize, then one POST per call, its answer read from the JSON body or the event
+    stream, whichever the server chose."""
 
     def __init__(self, url: str, token: str) -> None:
-        import httpx
-
-        headers = {
+        address = urlsplit(url)
+        self.connection = http.client.HTTPConnection(address.hostname, address.port, timeout=30)
+        self.headers = {
             "authorization": f"Bearer {token}",
             "accept": "application/json, text/event-stream",
+            "content-type": "application/json",
         }
-        self.http = httpx.Client(base_url=url, headers=headers, timeout=30)
         self.next_id = 0
-        opened = self.http.post("/mcp", json=self.request("initialize", {
+        status, headers, _ = self.post(self.request("initialize", {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "bench", "version": "1"},
         }))  # fmt: skip
-        self.http.headers.update(
-            {
-                "mcp-session-id": opened.headers["mcp-session-id"],
-                "mcp-protocol-version": "2025-11-25",
-            }
-        )
-        self.http.post(
-            "/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}
-        ).raise_for_status()
+        assert status == 200, status
+        self.headers["mcp-session-id"] = headers["mcp-session-id"]
+        self.headers["mcp-protocol-version"] = "2025-11-25"
+        status, _, _ = self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert status == 202, status
 
     def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         self.next_id += 1
         return {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
 
+    def post(self, message: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        self.connection.request("POST", "/mcp", json.dumps(message).encode(), self.headers)
+        answer = self.connection.getresponse()
+        body = answer.read()
+        return answer.status, {k.lower(): v for k, v in answer.getheaders()}, body
+
     def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         sent = self.request("tools/call", {"name": tool, "arguments": arguments})
-        answer = self.http.post("/mcp", json=sent)
-        if answer.headers.get("content-type", "").startswith("application/json"):
-            return answer.json()["result"]  # type: ignore[no-any-return]
-        for line in answer.text.splitlines():
+        status, headers, body = self.post(sent)
+        if headers.get("content-type", "").startswith("application/json"):
+            return json.loads(body)["result"]  # type: ignore[no-any-return]
+        for line in body.decode().splitlines():
             if line.startswith("data: ") and json.loads(line[6:]).get("id") == sent["id"]:
                 return json.loads(line[6:])["result"]  # type: ignore[no-any-return]
-        raise AssertionError(f"no answer to {tool}: {answer.status_code} {answer.text[:200]}")
+        raise AssertionError(f"no answer to {tool}: {status} {body[:200]!r}")
 
     def close(self) -> None:
-        self.http.close()
+        self.connection.close()
 
 
 def percentile(values: list[float], share: float) -> float:
