@@ -84,6 +84,42 @@ def test_the_stdlib_zip_is_downloaded_only_when_python_first_imports_from_it(new
     assert len(asked) == 1
 
 
+# A page's own Python plugin that reads reactor's source (as a traceback shows it) and imports
+# pkgutil, which the snapshot does not have, at its start or once it runs.
+LATER = """<script type="reactor/python" id="later">
+IMPORT_AT_START
+from reactor import define_plugin
+
+def read_and_import(args):
+    import inspect
+    import reactor
+    source = inspect.getsource(reactor.define_plugin)  # before any import that Python looks for
+    import pkgutil
+    return {"source": source, "pkgutil": pkgutil.__name__}
+
+PLUGIN = define_plugin(
+    name="later", register=lambda context: context.register_command("later.read", read_and_import)
+)
+</script>"""
+
+
+@pytest.mark.parametrize("at_start", ["import pkgutil", ""], ids=["at-its-start", "once-ready"])
+def test_a_page_restored_from_the_snapshot_finds_its_python_files(new_reactor_page, at_start):
+    """The files are written after ready, or at the first import that needs them."""
+    reactor = new_reactor_page()
+    script = LATER.replace("IMPORT_AT_START", at_start)
+
+    def with_later(route):
+        page = route.fetch()
+        route.fulfill(response=page, body=page.text().replace("</body>", script + "</body>"))
+
+    reactor.page.route(reactor.server.url + "/", with_later)
+    assert reactor.open().ready["failures"] == []
+    assert reactor.page.evaluate("window.reactor.diagnostics()")["snapshot"] is True
+    found = reactor.execute("later.read")
+    assert found["source"].startswith("def define_plugin(") and found["pkgutil"] == "pkgutil"
+
+
 # A page's own Python plugin that tells what Python drew and which time zone it knows.
 DRAWN = """<script type="reactor/python" id="drawn">
 import os, random, time

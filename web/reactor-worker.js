@@ -42,15 +42,22 @@ async function boot(bootConfig) {
   reached("pyodide-ready", "Installing reactor's Python…");
   // What Pyodide imported by itself: the page's start-up check asks which modules came after.
   const atBoot = python.runPython("import sys\n','.join(sys.modules)");
+  let installLater;  // restored: the files are written once the page is ready (undefined is None)
   try {
-    const { installPythonBundles } = await installer;
-    installPythonBundles(python, await bundles, bootConfig.python.site);
+    const { installPythonBundles, installPythonBundlesLater } = await installer;
+    const buffers = await bundles;
+    if (restored) {
+      const install = installPythonBundlesLater(python, buffers, bootConfig.python.site);
+      installLater = () => setTimeout(install);  // after what the page already asked
+    } else {
+      installPythonBundles(python, buffers, bootConfig.python.site);
+    }
   } catch (error) {
     throw new Error(`the page's Python could not be installed: ${error.message}`, { cause: error });
   }
   reached("python-installed", "Importing reactor…");
   const start = python.pyimport("reactor.browser").start;
-  ({ take, takeCall, calls } = start(JSON.stringify(bootConfig), atBoot, restored));
+  ({ take, takeCall, calls } = start(JSON.stringify(bootConfig), atBoot, restored, installLater));
   for (const text of waiting.splice(0)) deliver(text);
 }
 

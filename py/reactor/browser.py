@@ -421,15 +421,19 @@ def restored() -> None:
     time.tzname = (standard.tm_zone, summer.tm_zone)  # type: ignore[misc]
 
 
-def start(config_json: str, modules_at_boot: str, from_snapshot: bool = False) -> Any:
+def start(
+    config_json: str, modules_at_boot: str, from_snapshot: bool = False, when_ready: Any = None
+) -> Any:
     """Inside the reactor worker: answer the page's messages (the returned `take` and `takeCall`
     take them), load the plugins the server listed and the page's own Python plugins, then tell the
-    page it is ready. Plugins the page writes in JS arrive later, by message."""
+    page it is ready, and call `when_ready`. Plugins the page writes in JS arrive later, by
+    message."""
     if from_snapshot:
         restored()
     endpoint = WorkerEndpoint(js.postMessage)
+    config = json.loads(config_json)
     asyncio.ensure_future(
-        _boot(endpoint, json.loads(config_json), modules_at_boot.split(","), from_snapshot)
+        _boot(endpoint, config, modules_at_boot.split(","), from_snapshot, when_ready)
     )
     # The worker's JavaScript takes every message with `take`, a CALLS request with `takeCall`.
     taking = {
@@ -445,6 +449,7 @@ async def _boot(
     config: dict[str, Any],
     modules_at_boot: list[str],
     from_snapshot: bool,
+    when_ready: Any,
 ) -> None:
     from .facade import (
         PageTools,
@@ -564,6 +569,8 @@ async def _boot(
             failures=failures,
             bundles=Raw(page_tools.bundles_json()),
         )
+        if when_ready is not None:
+            when_ready()
     except Exception as error:
         endpoint.notify(
             "fail", message=f"Python failed to start: {error}", detail=traceback.format_exc()
