@@ -17,7 +17,7 @@ export async function bootPyodide(loadPyodide, indexURL, snapshot) {
       });
       memory.catch(() => {});  // reported below, once loadPyodide has awaited it
       const pyodide = await loadPyodide({ indexURL, _loadSnapshot: memory, stdLibURL: later.url });
-      pyodide.runPython(STDLIB_ON_DEMAND)(() => pyodide.FS.writeFile(STDLIB_ZIP, fetchNow(stdlib)));
+      pyodide.pyimport("reactor.on_demand").stdlib_on_demand(() => pyodide.FS.writeFile(STDLIB_ZIP, fetchNow(stdlib)), STDLIB_ZIP);
       return { pyodide, restored: true };
     } catch (error) {
       console.warn(`reactor: Pyodide's memory snapshot did not restore (${error.message}); booting Pyodide from its files.`);
@@ -30,35 +30,13 @@ export async function bootPyodide(loadPyodide, indexURL, snapshot) {
 }
 
 /**
- * The stdlib zip, fetched when Python first looks for a module in it. A Python restored from the
- * snapshot has what the page imports at its start in memory, and its zip importer has the zip's
- * index: the zip (2.5 MB, a quarter of a first visit) is needed only by an import of anything
- * else. Until then the zip's file is empty (Pyodide writes what `stdLibURL` answers).
+ * The stdlib zip, fetched when Python first looks for a module in it (reactor/on_demand.py). A
+ * Python restored from the snapshot has what the page imports at its start in memory, and its zip
+ * importer has the zip's index: the zip (2.5 MB, a quarter of a first visit) is needed only by an
+ * import of anything else. Until then the zip's file is empty (Pyodide writes what `stdLibURL`
+ * answers).
  */
 const STDLIB_ZIP = "/lib/python314.zip";  // where Pyodide 314 writes it; sys.path names it
-const STDLIB_ON_DEMAND = `
-import sys, zipimport
-
-class StdlibOnDemand:
-    """Loads the stdlib zip (load()) before the first import that would read it."""
-
-    def __init__(self, load):
-        self.load = load
-        self.names = zipimport._zip_directory_cache.get("${STDLIB_ZIP}")
-
-    def find_spec(self, name, path=None, target=None):
-        stem = name.replace(".", "/")
-        if self.names is None or f"{stem}.py" in self.names or f"{stem}/__init__.py" in self.names:
-            try:
-                self.load()
-            except Exception as error:
-                raise ImportError(f"The standard library could not be downloaded for {name}: {error}") from None
-            sys.meta_path.remove(self)
-        return None
-
-def install(load):
-    sys.meta_path.insert(0, StdlibOnDemand(load))
-install`;
 
 /** Pyodide's fetch of the stdlib zip answered with nothing while it restores (`url` is asked for instead). */
 function stdlibLater(stdlib) {

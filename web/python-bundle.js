@@ -49,33 +49,9 @@ export function installPythonBundles(pyodide, buffers, site) {
 /**
  * A Python restored from the memory snapshot has the modules its start imports in memory: the
  * bundles' files are needed only by an import of anything else. They are written before the first
- * import Python has to look for (ahead of every finder), or when the returned function is called
+ * import Python has to look for (reactor/on_demand.py), or when the returned function is called
  * (once the page is ready), whichever comes first: 15-25 ms less before the page is ready.
  */
 export function installPythonBundlesLater(pyodide, buffers, site) {
-  return pyodide.runPython(ON_FIRST_IMPORT)(() => installPythonBundles(pyodide, buffers, site));
+  return pyodide.pyimport("reactor.on_demand").files_on_demand(() => installPythonBundles(pyodide, buffers, site));
 }
-
-const ON_FIRST_IMPORT = `
-import sys
-
-class BundleOnDemand:
-    """Writes the page's Python files (install()) before the first import Python has to look for."""
-
-    def __init__(self, install):
-        self.install = install
-
-    def find_spec(self, name, path=None, target=None):
-        self.now()
-        return None
-
-    def now(self):
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-            self.install()
-
-def on_first_import(install):
-    finder = BundleOnDemand(install)
-    sys.meta_path.insert(0, finder)
-    return finder.now
-on_first_import`;

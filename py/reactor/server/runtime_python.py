@@ -18,7 +18,13 @@ STDLIB_AFTER_BOOT = ("difflib", "ipaddress", "urllib.parse")
 COMPILED_STDLIB = "/lib/compiled-stdlib"
 # reactor's modules the worker imports at its start, imported in the memory snapshot too
 # (server/snapshot.py): a page restored from it imports none of them.
-REACTOR_AT_START = ("reactor.browser", "reactor.facade", "reactor.page_plugins", "reactor.plugins")
+REACTOR_AT_START = (
+    "reactor.browser",
+    "reactor.facade",
+    "reactor.on_demand",
+    "reactor.page_plugins",
+    "reactor.plugins",
+)
 
 
 def stdlib_sources(
