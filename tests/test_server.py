@@ -11,6 +11,7 @@ import reactor.commands
 from reactor import define_agent_tools
 from reactor.plugin_spec import PluginSpec
 from reactor.server.assets import read_bundle
+from reactor.server.page_routes import WEB, WORKER_SCRIPTS
 
 BUNDLE = define_agent_tools(
     id="notes",
@@ -145,11 +146,16 @@ def test_the_page_starts_its_worker_from_its_head_with_the_served_runtime(client
     assert runtime["snapshot"].startswith(
         runtime["interpreter"].split("/pyodide/")[0] + "/snapshot/"
     )
-    assert f'm.startWorker("{runtime["interpreter"]}", "{runtime["snapshot"]}")' in head
+    start = head.index('performance.mark("reactor:pyodide-start")')
+    assert start < head.index("/web/reactor.js") and start < head.index("/web/reactor.css")
+    for url in (runtime["interpreter"], runtime["snapshot"], *WORKER_SCRIPTS):
+        assert json.dumps(url) in head, url
+        assert client.get(url).status_code == 200, url
     assert "reactor:early-boot" not in page.text
-    assert head.index("early-worker.js") < head.index("/web/reactor.js")
-    for href in re.findall(r'rel="modulepreload" href="([^"]+)"', head):
-        assert client.get(href).status_code == 200, href
+    # the page's head starts the worker as web/early-worker.js would, from the same scripts
+    early_worker = (WEB / "early-worker.js").read_text()
+    named = re.search(r"const WORKER_SCRIPTS = \[(.*?)\]", early_worker)[1]
+    assert [f"/web/{name}" for name in re.findall(r'"\./([^"]+)"', named)] == list(WORKER_SCRIPTS)
     again = client.get("/", headers={"if-none-match": page.headers["etag"]})
     assert again.status_code == 304 and again.headers["cache-control"] == "no-cache"
 

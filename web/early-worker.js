@@ -1,7 +1,8 @@
 /**
  * Starts the reactor worker (web/reactor-worker.js) and its Pyodide boot as early as the page
- * allows: from the script the server puts in index.html's head while the page parses, or (on a
- * page that embeds reactor.js) the moment boot.json named the runtime. Marks `reactor:pyodide-start`.
+ * allows: the script the server puts in index.html's head starts it while the page parses (and
+ * leaves it at `window[Symbol.for("reactor.worker")]`); on a page that embeds reactor.js, this
+ * does the moment boot.json named the runtime. Marks `reactor:pyodide-start`.
  */
 
 const WORKER_SCRIPTS = ["./pyodide-boot.js", "./reactor-worker.js"].map((script) => new URL(script, import.meta.url).href);
@@ -25,6 +26,7 @@ export function workerUrl(script) {
  * download at once instead of one after the other.
  */
 export function startWorker(interpreter, snapshot = "") {
+  worker ??= window[Symbol.for("reactor.worker")] ?? null;  // started from index.html's head
   if (worker) return worker;
   performance.mark("reactor:pyodide-start");
   const loader = new URL(interpreter, import.meta.url).href;

@@ -40,6 +40,8 @@ SERVER_ONLY = {
     "testing",
     "scaffold.py",
 }
+# The reactor worker's scripts, as web/early-worker.js names them (tests/test_server.py).
+WORKER_SCRIPTS = ("/web/pyodide-boot.js", "/web/reactor-worker.js")
 # Where index.html's head gets the start of Pyodide's boot (early_boot).
 EARLY_BOOT_MARKER = "<!-- reactor:early-boot (the server puts the start of Pyodide's boot here) -->"
 REVALIDATED = {**ETAG, "cache-control": "no-cache: ask again each time, with If-None-Match"}
@@ -250,18 +252,25 @@ def page_entry(plugin: PluginSpec) -> dict[str, Any]:
 
 def early_boot(runtime: Runtime) -> str:
     """What index.html's head gets in place of EARLY_BOOT_MARKER: a script that starts the reactor
-    worker and its Pyodide boot while the page parses, instead of after reactor.js has fetched
-    boot.json (web/early-worker.js; reactor.js then finds the worker started)."""
+    worker and its Pyodide boot while the page parses (as web/early-worker.js's startWorker does,
+    which then finds it started), instead of after a module has been fetched and reactor.js has
+    fetched boot.json. The worker's module imports Pyodide's loader beside the worker's scripts,
+    so they all download at once."""
     if not runtime.ready:
         return ""  # reactor.js reports what is missing
-    start = ", ".join(json.dumps(url) for url in (runtime.interpreter, runtime.snapshot))
-    return "\n  ".join(
-        [
-            '<link rel="modulepreload" href="/web/early-worker.js">',
-            # A failed start is reported by reactor.js, whose boot talks to the same worker.
-            '<script>import("/web/early-worker.js").then((m) => '
-            f"m.startWorker({start})).catch(() => {{}});</script>",
-        ]
+    scripts = json.dumps([runtime.interpreter, *WORKER_SCRIPTS])
+    start = f"{{type: 'start', interpreter: at({json.dumps(runtime.interpreter)}), snapshot: "
+    start += f"at({json.dumps(runtime.snapshot)})}}" if runtime.snapshot else "''}"
+    return (
+        "<script>{"
+        'performance.mark("reactor:pyodide-start");'
+        "const at = (url) => new URL(url, location.href).href;"
+        f"const module = {scripts}.map((url) => `import ${{JSON.stringify(at(url))}};`).join('');"
+        "const blob = URL.createObjectURL(new Blob([module], {type: 'text/javascript'}));"
+        "const worker = new Worker(blob, {type: 'module', name: 'reactor'});"
+        f"worker.postMessage({start});"
+        'window[Symbol.for("reactor.worker")] = worker;'
+        "}</script>"
     )
 
 
