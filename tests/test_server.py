@@ -146,7 +146,7 @@ def test_the_page_starts_its_worker_from_its_head_with_the_served_runtime(client
     assert runtime["snapshot"].startswith(
         runtime["interpreter"].split("/pyodide/")[0] + "/snapshot/"
     )
-    start = head.index('performance.mark("reactor:pyodide-start")')
+    start = head.index("performance.mark('reactor:pyodide-start')")
     assert start < head.index("/web/reactor.js") and start < head.index("/web/reactor.css")
     for url in (runtime["interpreter"], runtime["snapshot"], *WORKER_SCRIPTS):
         assert json.dumps(url) in head, url

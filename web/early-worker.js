@@ -23,15 +23,17 @@ export function workerUrl(script) {
  * The page's reactor worker, started once, with Pyodide's boot from `interpreter` (its pyodide.mjs)
  * under way, restored from `snapshot` when the server made one (web/pyodide-boot.js). The worker
  * starts from a module that imports Pyodide's loader beside the worker's scripts, so they all
- * download at once instead of one after the other.
+ * download at once instead of one after the other, and starts the boot as it runs (a message
+ * would wait for the page's main thread).
  */
 export function startWorker(interpreter, snapshot = "") {
   worker ??= window[Symbol.for("reactor.worker")] ?? null;  // started from index.html's head
   if (worker) return worker;
   performance.mark("reactor:pyodide-start");
-  const loader = new URL(interpreter, import.meta.url).href;
-  const module = [loader, ...WORKER_SCRIPTS].map((url) => `import ${JSON.stringify(url)};`).join("\n");
+  const [loader, image] = [interpreter, snapshot].map((url) => url && new URL(url, import.meta.url).href);
+  const module = [loader, ...WORKER_SCRIPTS].map((url) => `import ${JSON.stringify(url)};`).join("")
+    + `import { startPyodide } from ${JSON.stringify(WORKER_SCRIPTS.at(-1))};`
+    + `startPyodide(${JSON.stringify(loader)}, ${JSON.stringify(image)}).catch(() => {});`;  // boot() reports it
   worker = new Worker(URL.createObjectURL(new Blob([module], { type: "text/javascript" })), { type: "module", name: "reactor" });
-  worker.postMessage({ type: "start", interpreter: loader, snapshot: snapshot && new URL(snapshot, import.meta.url).href });
   return worker;
 }

@@ -2,8 +2,8 @@
  * The dedicated module Worker where reactor's Python runs, so that booting Pyodide and running
  * plugins never holds the host page's main thread (web/early-worker.js starts it).
  *
- * This file only boots: the page's first message {type: "start", interpreter} starts Pyodide,
- * the second {type: "boot", config} brings the rest of /app/boot.json; then the Python bundle is
+ * This file only boots: the module the worker starts from calls `startPyodide` as it runs, the
+ * page's first message {type: "boot", config} brings the rest of /app/boot.json; then the Python bundle is
  * written in, `reactor.browser.start` takes over, and every later message goes to Python
  * (reactor/protocol.py): a call (its CALLS) with its envelope read here, anything else as it
  * came. Until then, progress and the first failure go to the page as the protocol's `progress`
@@ -24,7 +24,8 @@ const notice = (type, fields) => postMessage(JSON.stringify({ v: VERSION, type, 
 /** A boot step done: the page marks it as `reactor:<phase>` on its own clock. */
 const reached = (phase, text) => notice("progress", { text, phase, at: performance.timeOrigin + performance.now() });
 
-function startPyodide(interpreter, snapshot) {
+/** Start Pyodide's boot from `interpreter` (its pyodide.mjs), restored from `snapshot` if named. */
+export function startPyodide(interpreter, snapshot) {
   pyodide ??= import(interpreter).then(({ loadPyodide }) => bootPyodide(loadPyodide, new URL(".", interpreter).href, snapshot));
   return pyodide;
 }
@@ -91,9 +92,7 @@ function asCall(text) {
 onmessage = ({ data }) => {
   if (take) return deliver(data);
   const message = typeof data === "string" ? JSON.parse(data) : data;
-  if (message.type === "start") {
-    startPyodide(message.interpreter, message.snapshot).catch(() => {});  // reported by boot(), which awaits the same
-  } else if (message.type === "boot" && !config) {
+  if (message.type === "boot" && !config) {
     config = message.config;
     boot(config).catch((error) => notice("fail", { message: error.message, detail: error.stack ?? "" }));
   } else {

@@ -259,17 +259,17 @@ def early_boot(runtime: Runtime) -> str:
     if not runtime.ready:
         return ""  # reactor.js reports what is missing
     scripts = json.dumps([runtime.interpreter, *WORKER_SCRIPTS])
-    start = f"{{type: 'start', interpreter: at({json.dumps(runtime.interpreter)}), snapshot: "
-    start += f"at({json.dumps(runtime.snapshot)})}}" if runtime.snapshot else "''}"
+    start = json.dumps([runtime.interpreter, runtime.snapshot])
     return (
         "<script>{"
-        'performance.mark("reactor:pyodide-start");'
-        "const at = (url) => new URL(url, location.href).href;"
-        f"const module = {scripts}.map((url) => `import ${{JSON.stringify(at(url))}};`).join('');"
+        "performance.mark('reactor:pyodide-start');"
+        "const at = (url) => url && JSON.stringify(new URL(url, location.href).href);"
+        f"const module = {scripts}.map((url) => `import ${{at(url)}};`).join('')"
+        f" + `import {{ startPyodide }} from ${{at({json.dumps(WORKER_SCRIPTS[-1])})}};`"
+        f" + `startPyodide(${{{start}.map(at).join(', ')}}).catch(() => {{}});`;"
         "const blob = URL.createObjectURL(new Blob([module], {type: 'text/javascript'}));"
         "const worker = new Worker(blob, {type: 'module', name: 'reactor'});"
-        f"worker.postMessage({start});"
-        'window[Symbol.for("reactor.worker")] = worker;'
+        "window[Symbol.for('reactor.worker')] = worker;"
         "}</script>"
     )
 
