@@ -7,7 +7,7 @@ import json
 import zipfile
 from pathlib import Path
 
-from reactor.server.assets import SourceArchive, read_bundle
+from reactor.server.assets import KEPT_BUNDLES, SourceArchive, read_bundle
 from reactor.server.runtime_python import COMPILED_STDLIB, stdlib_sources
 
 VENDOR = Path(__file__).resolve().parents[1] / "web" / "vendor"
@@ -53,3 +53,21 @@ def test_the_bundle_places_absolute_files_and_pycs_only_where_asked(tmp_path) ->
         "/lib/extra/__pycache__/e.tag.pyc": b"pyc:/lib/extra/e.py",
     }
     assert json.loads(archive.data.partition(b"\n")[0])["path"] == ["/lib/extra"]
+
+
+def test_a_bundles_zstd_twin_is_made_once_per_bundle_and_kept(tmp_path):
+    """Level 19 takes most of a second: a server started again with the same Python reads it."""
+    import zstandard
+
+    package, cache = tmp_path / "mine", tmp_path / "cache"
+    package.mkdir()
+    (package / "__init__.py").write_text("WORDS = 'a page plugin'\n" * 200)
+    first = SourceArchive({"mine": package}, set(), cache=cache)
+    kept = cache / f"python-{first.digest}.zst"
+    assert zstandard.ZstdDecompressor().decompress(kept.read_bytes()) == first.data
+    kept.write_bytes(b"kept")  # what the next server with the same Python serves
+    assert SourceArchive({"mine": package}, set(), cache=cache).squeezed["zstd"] == b"kept"
+    for n in range(KEPT_BUNDLES + 2):  # other bundles: the least recently used go
+        (package / "__init__.py").write_text(f"N = {n}\n")
+        SourceArchive({"mine": package}, set(), cache=cache)
+    assert len(list(cache.glob("python-*.zst"))) == KEPT_BUNDLES and not kept.exists()

@@ -22,7 +22,7 @@ WEB = ROOT / "web"
 PAGE_FILES = {".js", ".mjs", ".css"}
 # What the server makes from the runtime on each machine (server/files.py made_folder), and
 # vendor.py's own mark.
-NOT_SHIPPED = ("bytecode", "snapshot", ".stamp.json*")
+NOT_SHIPPED = ("bytecode", "snapshot", "bundle", ".stamp.json*")
 
 
 class BuildPy(build_py):

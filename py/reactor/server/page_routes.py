@@ -121,7 +121,7 @@ def page_archive(runtime: Runtime, platform: PluginPlatform) -> tuple[SourceArch
     """The page's Python as one bundle, and the plugins' page modules in it (what the worker
     imports at its start, so the memory snapshot can hold them)."""
     packages = {"reactor": Path(reactor.__file__).parent, **page_packages(platform.all_plugins())}
-    archive = SourceArchive(packages, SERVER_ONLY, **runtime.bytecode_options())
+    archive = SourceArchive(packages, SERVER_ONLY, **runtime.archive_options())
     modules = [spec.page.split(":")[0] for spec in platform.all_plugins() if spec.page]
     return archive, [name for name in modules if name.split(".")[0] in packages]
 

@@ -64,10 +64,10 @@ class Runtime:
             "snapshot": self.snapshot,
         }
 
-    def bytecode_options(self) -> dict[str, Any]:
-        """SourceArchive's bytecode options for the vendored Pyodide (none when it is not vendored):
-        ours, and the runtime's Python the page imports after Pyodide's boot
-        (server/runtime_python.py)."""
+    def archive_options(self) -> dict[str, Any]:
+        """SourceArchive's options for the vendored Pyodide (none when it is not vendored): its
+        bytecode, the runtime's Python the page imports after Pyodide's boot
+        (server/runtime_python.py), and where the bundle's zstd twin is kept."""
         if not self.ready:
             return {}
         return {
@@ -75,6 +75,7 @@ class Runtime:
             "cache_tag": "cpython-" + self.python.replace(".", ""),
             "extra": stdlib_sources(VENDOR / "pyodide" / "python_stdlib.zip"),
             "path": [COMPILED_STDLIB],
+            "cache": self.made / "bundle",
         }
 
 
