@@ -2,12 +2,12 @@
  * The dedicated module Worker where reactor's Python runs, so that booting Pyodide and running
  * plugins never holds the host page's main thread (web/early-worker.js starts it).
  *
- * This file only boots: the module the worker starts from calls `startPyodide` as it runs, the
- * page's first message {type: "boot", config} brings the rest of /app/boot.json; then the Python bundle is
- * written in, `reactor.browser.start` takes over, and every later message goes to Python
- * (reactor/protocol.py): a call (its CALLS) with its envelope read here, anything else as it
- * came. Until then, progress and the first failure go to the page as the protocol's `progress`
- * and `fail` notices.
+ * This file only boots: the module the worker starts from calls `startPyodide` as it runs, and
+ * the page's first message {type: "boot", config} brings the rest of /app/boot.json; then the
+ * Python bundle is written in, `reactor.browser.start` takes over, and every later message goes
+ * to Python (reactor/protocol.py): a call (its CALLS) with its envelope read here, anything else
+ * as it came. Until then, progress and the first failure go to the page as the protocol's
+ * `progress` and `fail` notices.
  */
 
 import { bootPyodide } from "./pyodide-boot.js";

@@ -431,9 +431,10 @@ def start(
     if from_snapshot:
         restored()
     endpoint = WorkerEndpoint(js.postMessage)
-    config = json.loads(config_json)
     asyncio.ensure_future(
-        _boot(endpoint, config, modules_at_boot.split(","), from_snapshot, when_ready)
+        _boot(
+            endpoint, json.loads(config_json), modules_at_boot.split(","), from_snapshot, when_ready
+        )
     )
     # The worker's JavaScript takes every message with `take`, a CALLS request with `takeCall`.
     taking = {

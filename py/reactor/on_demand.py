@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import sys
 import zipimport
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 
 class OnFirstImport:
     """A finder ahead of every other: before the first import Python has to look for (of a module
     in `names`, when given) it calls `load`, then leaves."""
 
-    def __init__(self, load: Callable[[], object], names: object = None, what: str = "") -> None:
+    def __init__(
+        self, load: Callable[[], object], names: Collection[str] | None = None, what: str = ""
+    ) -> None:
         self.load, self.names, self.what = load, names, what
 
     def find_spec(self, name: str, path: object = None, target: object = None) -> None:
@@ -30,7 +32,7 @@ class OnFirstImport:
 
     def wants(self, name: str) -> bool:
         stem, names = name.replace(".", "/"), self.names
-        return names is None or f"{stem}.py" in names or f"{stem}/__init__.py" in names  # type: ignore[operator]
+        return names is None or f"{stem}.py" in names or f"{stem}/__init__.py" in names
 
     def now(self) -> None:
         """Load now, if not yet done."""
