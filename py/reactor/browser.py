@@ -20,6 +20,7 @@ import js  # type: ignore[import-not-found]
 from pyodide.ffi import JsException, create_once_callable, create_proxy, to_js  # type: ignore[import-not-found]
 
 from .answer import failure_text, success_text
+from .awaiting import started
 from .cancellation import CancelToken
 from .disposable import Disposable
 from .errors import AbortedError, CommandUnavailableError, PageError, PageScriptError, ToolError
@@ -431,7 +432,8 @@ def start(
     if from_snapshot:
         restored()
     endpoint = WorkerEndpoint(js.postMessage)
-    asyncio.ensure_future(
+    # Run now as far as it goes (to the first request it waits for), not on a later turn.
+    started(
         _boot(
             endpoint, json.loads(config_json), modules_at_boot.split(","), from_snapshot, when_ready
         )
