@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 
 from ..errors import ApiError
-from .node import store
+from .node import least_recently_used, store
 
 IMMUTABLE = "public, max-age=31536000, immutable"
 REVALIDATE = "no-cache"
@@ -216,8 +216,7 @@ def _kept_zstd(data: bytes, kept: Path) -> bytes:
         squeezed = _zstd(data, 19)
     try:
         store(kept, squeezed)
-        made = sorted(kept.parent.glob("python-*.zst"), key=lambda p: p.stat().st_mtime)
-        for old in made[:-KEPT_BUNDLES]:
+        for old in least_recently_used(list(kept.parent.glob("python-*.zst")), KEPT_BUNDLES):
             old.unlink(missing_ok=True)
     except OSError:
         pass  # served as made, kept next time

@@ -62,3 +62,8 @@ def store(path: Path, data: bytes) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def least_recently_used(made: list[Path], kept: int) -> list[Path]:
+    """Those of `made` beyond the `kept` most recently used (touched): what a cache lets go."""
+    return sorted(made, key=lambda path: path.stat().st_mtime, reverse=True)[kept:]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .assets import compressed_twins
 from .files import WEB
-from .node import run_node, store
+from .node import least_recently_used, run_node, store
 
 log = logging.getLogger("reactor.server")
 MAKER = WEB / "snapshot.mjs"
@@ -85,10 +85,7 @@ def memory_snapshot(
     for suffix, squeezed in compressed_twins(data).items():
         store(folder / f"{name}{suffix}", squeezed)
     store(folder / name, data)
-    made_before = sorted(
-        folder.glob("snapshot-*.bin"), key=lambda path: path.stat().st_mtime, reverse=True
-    )
-    for old in made_before[KEPT:]:
+    for old in least_recently_used(list(folder.glob("snapshot-*.bin")), KEPT):
         for twin in folder.glob(f"{old.name}*"):
             # another runtime's, or one made for other modules, not used lately
             twin.unlink(missing_ok=True)
