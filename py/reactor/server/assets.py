@@ -60,15 +60,13 @@ def serve_file(request: Request, root: Path, relative: str, *, cache: str) -> Re
     headers["etag"] = f'"{stat.st_mtime_ns:x}-{stat.st_size:x}"'
     if cache == REVALIDATE and request.headers.get("if-none-match") == headers["etag"]:
         return Response(status_code=304, headers={"etag": headers["etag"], "cache-control": cache})
-    if stat.st_size <= SMALL_FILE:
-        coding = next(
-            (c for _, c in ENCODINGS if c in accepted and twin is None and stat.st_size >= 1024), ""
-        )
-        body = _small_file(path, stat.st_mtime_ns, stat.st_size, coding)
-        if body is not None:
-            if coding:
-                headers["content-encoding"] = coding
-            return Response(body, media_type=media_type, headers=headers)
+    small = None if stat.st_size > SMALL_FILE else _small_file(path, stat.st_mtime_ns, stat.st_size)
+    if small is not None:
+        body, twins = small  # a twin on disk, chosen above, is sent as it is
+        chosen = [(s, c) for s, c in ENCODINGS if c in accepted and s in twins and twin is None]
+        if chosen:
+            body, headers["content-encoding"] = twins[chosen[0][0]], chosen[0][1]
+        return Response(body, media_type=media_type, headers=headers)
     return FileResponse(path, media_type=media_type, headers=headers, stat_result=stat)
 
 
@@ -78,17 +76,17 @@ def serve_file(request: Request, root: Path, relative: str, *, cache: str) -> Re
 SMALL_FILE = 256 * 1024
 
 
-@functools.lru_cache(maxsize=512)
-def _small_file(path: Path, mtime_ns: int, size: int, coding: str) -> bytes | None:
+@functools.lru_cache(maxsize=256)
+def _small_file(path: Path, mtime_ns: int, size: int) -> tuple[bytes, dict[str, bytes]] | None:
+    """The file's bytes and its compressed twins by suffix (none under 1 KiB: not worth it), or
+    None if it changed while read."""
     try:
         body = path.read_bytes()
     except OSError:
         return None
     if len(body) != size:
         return None  # changed while read: served from the file
-    if coding == "zstd":
-        return _zstd(body, 19)
-    return gzip.compress(body, 9, mtime=0) if coding == "gzip" else body
+    return body, compressed_twins(body) if size >= 1024 else {}
 
 
 # Precompressed twins beside a file (web/vendor.py, server/snapshot.py), the smallest first.
