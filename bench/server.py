@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -27,8 +28,9 @@ from reactor.errors import ApiError
 from reactor.plugin_spec import PluginSpec, discover_plugins
 from reactor.server.api import error_answer
 from reactor.server.app import create_app, runtime_manifest
-from reactor.server.assets import REVALIDATE, SourceArchive, serve_file
+from reactor.server.assets import IMMUTABLE, REVALIDATE, SourceArchive, compressed_twins, serve_file
 from reactor.server.loopback import LoopbackServer
+from reactor.server.snapshot import memory_of
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -60,8 +62,10 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
         ]
     product = create_app(data, plugins=plugins, seed_demo=True)
     runtime = runtime_manifest()
-    # the very snapshot the product page restores
+    # the very memory the product page restores, as the one image stock Pyodide reads
     stamp, snapshot = runtime.stamp, product.state.snapshot
+    memory = _memory_image(runtime.made / "snapshot" / Path(snapshot).name) if snapshot else {}
+    memory_url = f"/bench/memory/{Path(snapshot).name}"
     archive = SourceArchive({"reactor_bench": BENCH / "reactor_bench"}, set())
 
     async def page(request: Request) -> Response:
@@ -74,7 +78,7 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
             return JSONResponse({"error": f"No bench page {name!r} on this server."}, 404)
         else:
             text = path.read_text()
-        text = text.replace("{{stamp}}", stamp).replace("{{snapshot}}", snapshot)
+        text = text.replace("{{stamp}}", stamp).replace("{{memory}}", memory_url)
         text = text.replace("{{pyscript_plugins}}", json.dumps({"plugins": PYSCRIPT_PLUGINS_OFF}))
         text = text.replace("{{pyscript_plugins_list}}", json.dumps(PYSCRIPT_PLUGINS_OFF))
         return HTMLResponse(text, headers={"cache-control": REVALIDATE})
@@ -94,7 +98,16 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
         config["python"]["bundles"].append(archive.url)
         return JSONResponse(config, headers={"cache-control": "no-store"})
 
+    async def memory_image(request: Request) -> Response:
+        accepted = request.headers.get("accept-encoding", "")
+        coding = next((c for c in ("zstd", "gzip") if c in accepted), "identity")
+        headers = {"cache-control": IMMUTABLE, "vary": "Accept-Encoding"}
+        if coding != "identity":
+            headers["content-encoding"] = coding
+        return Response(memory[coding], media_type="application/octet-stream", headers=headers)
+
     routes: list[BaseRoute] = [
+        Route(memory_url, memory_image),
         Route("/bench/{name}.html", page),
         Route("/bench/{name}.js", script),
         Route("/bench/vendor/{path:path}", lumino),
@@ -109,6 +122,15 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
     return Starlette(
         routes=[*routes, Mount("/", app=product)], exception_handlers={ApiError: refused}
     )
+
+
+@functools.lru_cache(maxsize=1)
+def _memory_image(snapshot: Path) -> dict[str, bytes]:
+    """The memory the product's snapshot file holds, whole, by content coding (compressed as the
+    server compresses the file)."""
+    memory = memory_of(snapshot.read_bytes())
+    twins = compressed_twins(memory)
+    return {"identity": memory, "zstd": twins[".zst"], "gzip": twins[".gz"]}
 
 
 def host_page() -> str:

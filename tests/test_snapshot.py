@@ -12,7 +12,7 @@ import pytest
 
 from reactor.server.assets import SourceArchive
 from reactor.server.runtime_python import STDLIB_AFTER_BOOT
-from reactor.server.snapshot import KEPT, memory_snapshot
+from reactor.server.snapshot import KEPT, PAGE, memory_of, memory_snapshot, without_zeros
 
 PYODIDE = Path(__file__).resolve().parents[1] / "web" / "vendor" / "pyodide"
 
@@ -35,7 +35,9 @@ def test_a_snapshot_is_made_once_and_served_with_its_gzip_and_zstd_twins(tmp_pat
     name = memory_snapshot(PYODIDE, tmp_path, "stamp-1", STDLIB_AFTER_BOOT)
     assert name is not None and name.startswith("snapshot-")
     data = (tmp_path / name).read_bytes()
-    assert len(data) > 1_000_000, "a memory snapshot holds Python's whole heap"
+    memory = memory_of(data)
+    assert len(memory) > 1_000_000, "a memory snapshot holds Python's whole heap"
+    assert len(data) < len(memory) * 0.8, "its zeros are not in the file"
     assert gzip.decompress((tmp_path / f"{name}.gz").read_bytes()) == data
     assert (
         zstandard.ZstdDecompressor()
@@ -108,3 +110,32 @@ def test_a_failing_maker_leaves_nothing_half_written(tmp_path, caplog) -> None:
         assert memory_snapshot(PYODIDE, tmp_path, "stamp", ("no_such_module_here",)) is None
     assert "memory snapshot failed" in caplog.text and "no_such_module_here" in caplog.text
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_snapshot_file_holds_its_memory_without_its_zeros() -> None:
+    zeros, some = bytes(PAGE), bytes(range(256)) * (PAGE // 256)
+    for memory in [
+        b"",
+        zeros * 3,
+        some + zeros * 2 + some + some[:100],  # the last page is short
+        zeros + some[:1] + bytes(PAGE - 1) + zeros,  # one byte keeps a page
+        some * 3,
+    ]:
+        file = without_zeros(memory)
+        assert memory_of(file) == memory
+        assert len(file) < len(memory.rstrip(b"\0")) + 200 + PAGE * memory.count(zeros)
+
+    file = without_zeros(some + zeros + some)
+    index = file[: file.index(b"\n")]
+    assert index == b'{"size":%d,"runs":[[0,%d],[%d,%d]]}' % (3 * PAGE, PAGE, 2 * PAGE, PAGE)
+    for broken, says in [
+        (b"not json\n", "not a memory snapshot's file"),
+        (b"[1]\n", "not a memory snapshot's file"),
+        (b'{"size":10,"runs":[[8,4]]}\nabcd', "outside the memory"),
+        (b'{"size":10,"runs":[[0,-4]]}\n', "outside the memory"),
+        (b'{"size":10,"runs":[[0,4]]}\nab', "outside the memory"),
+        (b'{"size":10,"runs":[[0,2]]}\nabcd', "bytes beyond its runs"),
+        (b'{"size":1e30,"runs":[]}\n', "a memory of"),
+    ]:
+        with pytest.raises(ValueError, match=says):
+            memory_of(broken)

@@ -11,10 +11,7 @@ export async function bootPyodide(loadPyodide, indexURL, snapshot) {
     const stdlib = `${indexURL}python_stdlib.zip`;
     const later = stdlibLater(stdlib);
     try {
-      const memory = fetch(snapshot, { credentials: "same-origin" }).then((answer) => {
-        if (!answer.ok) throw new Error(`${snapshot} answered ${answer.status}`);
-        return answer.arrayBuffer();
-      });
+      const memory = snapshotMemory(snapshot);
       memory.catch(() => {});  // reported below, once loadPyodide has awaited it
       const pyodide = await loadPyodide({ indexURL, _loadSnapshot: memory, stdLibURL: later.url });
       pyodide.pyimport("reactor.on_demand").stdlib_on_demand(() => pyodide.FS.writeFile(STDLIB_ZIP, fetchNow(stdlib)), STDLIB_ZIP);
@@ -45,6 +42,54 @@ function stdlibLater(stdlib) {
   globalThis.fetch = (resource, options) =>
     String(resource) === url ? Promise.resolve(new Response(new Uint8Array(0))) : original(resource, options);
   return { url, restore: () => { globalThis.fetch = original; } };
+}
+
+/**
+ * The memory a snapshot's file at `url` holds: a JSON line {size, runs: [[offset, length], ...]},
+ * then the bytes of each run back to back; the rest is zeros, which are not sent
+ * (reactor/server/snapshot.py). Each part is written where it goes as it arrives.
+ */
+async function snapshotMemory(url) {
+  const answer = await fetch(url, { credentials: "same-origin" });
+  if (!answer.ok) throw new Error(`${url} answered ${answer.status}`);
+  const reader = answer.body.getReader();
+  let memory = null;
+  let runs = [];
+  let head = new Uint8Array(0);
+  let [run, written] = [0, 0];  // the run being written, and how much of it is
+  for (let part = await reader.read(); !part.done; part = await reader.read()) {
+    let bytes = part.value;
+    if (!memory) {
+      bytes = joined(head, bytes);
+      const end = bytes.indexOf(10);
+      if (end < 0) {
+        head = bytes;
+        continue;
+      }
+      const index = JSON.parse(new TextDecoder().decode(bytes.subarray(0, end)));
+      [memory, runs] = [new Uint8Array(index.size), index.runs];
+      bytes = bytes.subarray(end + 1);
+    }
+    while (bytes.length) {
+      if (run >= runs.length) throw new Error(`${url} has bytes beyond its runs`);
+      const [offset, length] = runs[run];
+      const piece = bytes.subarray(0, length - written);
+      memory.set(piece, offset + written);
+      written += piece.length;
+      bytes = bytes.subarray(piece.length);
+      if (written === length) [run, written] = [run + 1, 0];
+    }
+  }
+  if (!memory || run < runs.length) throw new Error(`${url} ended before its memory did`);
+  return memory;
+}
+
+function joined(first, second) {
+  if (!first.length) return second;
+  const both = new Uint8Array(first.length + second.length);
+  both.set(first);
+  both.set(second, first.length);
+  return both;
 }
 
 /** The bytes at `url`, at once: a worker may wait for a download (the page never does). */

@@ -8,6 +8,10 @@ plugins' page modules and the stdlib modules they use. One per vendored runtime,
 module list, cached and served beside the runtime; without Node, or when making it fails, the
 page boots Pyodide from its files as before.
 
+The file holds the memory without its zeros (half of it: `without_zeros`), and the worker writes
+what it receives where it goes as it arrives (web/pyodide-boot.js): Chromium's fetch of the whole
+31 MB image took ~4-5 ms a raw megabyte here, compressed or not.
+
 A snapshot fixes what Python drew at its start for every page that restores it: the page
 reseeds `random` (reactor.browser.restored) and its str hash key is this server's, not its own.
 """
@@ -15,6 +19,7 @@ reseeds `random` (reactor.browser.restored) and its str hash key is this server'
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import tempfile
 from pathlib import Path
@@ -29,6 +34,52 @@ MAKER = WEB / "snapshot.mjs"
 
 # Snapshots kept beside the runtime: the most recently used ones (servers of other plugin sets).
 KEPT = 4
+# Zeros are left out of the file in whole pages of WebAssembly memory.
+PAGE = 64 * 1024
+WASM32_MEMORY = 4 * 1024**3
+FORMAT = "without zeros, 1"  # in each snapshot's key: a file of another format is not read
+
+
+def without_zeros(memory: bytes) -> bytes:
+    """The file of a snapshot of `memory`: a JSON line {"size": its length, "runs": [[offset,
+    length], ...]} of the PAGE-aligned runs that are not all zeros, then those runs' bytes back to
+    back. The rest of the memory is zeros."""
+    runs: list[list[int]] = []
+    empty = bytes(PAGE)
+    view = memory if isinstance(memory, memoryview) else memoryview(memory)
+    for offset in range(0, len(memory), PAGE):
+        if view[offset : offset + PAGE] == empty[: len(view[offset : offset + PAGE])]:
+            continue
+        if runs and sum(runs[-1]) == offset:
+            runs[-1][1] += min(PAGE, len(memory) - offset)
+        else:
+            runs.append([offset, min(PAGE, len(memory) - offset)])
+    index = json.dumps({"size": len(memory), "runs": runs}, separators=(",", ":")).encode()
+    return b"".join([index, b"\n", *(view[o : o + n] for o, n in runs)])
+
+
+def memory_of(file: bytes) -> bytes:
+    """The memory a snapshot's file holds (the inverse of `without_zeros`); ValueError for a file
+    that is not one."""
+    head, _, body = file.partition(b"\n")
+    try:
+        index = json.loads(head)
+        size, runs = index["size"], index["runs"]
+        if not 0 <= size <= WASM32_MEMORY:
+            raise ValueError(f"a memory of {size} bytes")
+        memory = bytearray(size)
+        at = 0
+        for offset, length in runs:
+            inside = 0 <= offset and 0 <= length and offset + length <= size
+            if not inside or at + length > len(body):
+                raise ValueError(f"the run at {offset} of {length} bytes is outside the memory")
+            memory[offset : offset + length] = body[at : at + length]
+            at += length
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"This is not a memory snapshot's file: {error}") from None
+    if at != len(body):
+        raise ValueError("This is not a memory snapshot's file: bytes beyond its runs")
+    return bytes(memory)
 
 
 def memory_snapshot(
@@ -46,7 +97,7 @@ def memory_snapshot(
     made now unless made before (only the KEPT most recently used are kept). None when it cannot
     be made."""
     key = hashlib.sha256(
-        "\n".join([stamp, *modules, site, MAKER.read_text()]).encode() + bundle
+        "\n".join([FORMAT, stamp, *modules, site, MAKER.read_text()]).encode() + bundle
     ).hexdigest()[:16]
     name = f"snapshot-{key}.bin"
     if (folder / name).is_file() and (folder / f"{name}.gz").is_file():
@@ -80,7 +131,7 @@ def memory_snapshot(
                 printed[-500:],
             )
             return None
-        data = made.read_bytes()
+        data = without_zeros(made.read_bytes())
     # The twins first: a snapshot is served only once all are whole (two servers may start at once).
     for suffix, squeezed in compressed_twins(data).items():
         store(folder / f"{name}{suffix}", squeezed)
