@@ -139,3 +139,27 @@ def test_a_javascript_tool_runs_in_the_worker(reactor_page):
     sign_in(reactor_page, "ada")
     answer = reactor_page.call_tool("open_task_count", {})
     assert answer == {"ok": True, "result": {"buildings": {"B-101": 3, "B-102": 2, "B-203": 1}}}
+
+
+def test_the_records_are_asked_for_once_while_pyodide_restores(reactor_page):
+    # Signed in, the person opens the page again: the worker asks for their records while Pyodide
+    # restores (the plugin's declared `preload`), and the plugin's start reads that answer.
+    sign_in(reactor_page, "bob")
+    page = reactor_page.page
+    asked: list[float] = []
+    page.on(
+        "request",
+        lambda request: (
+            asked.append(time.time() * 1000)
+            if request.method == "GET" and request.url.endswith("/plugins")
+            else None
+        ),
+    )
+    reactor_page.open("/")
+    reactor_page.wait_for_tool("maintenance_backlog")
+    restored = page.evaluate(
+        "performance.timeOrigin"
+        " + performance.getEntriesByName('reactor:pyodide-ready')[0].startTime"
+    )
+    assert len(asked) == 1, f"GET /plugins was asked {len(asked)} times during the start"
+    assert asked[0] < restored, "asked for while Pyodide restored, not after"

@@ -61,6 +61,18 @@ class Half:
             "agent_tools",
             "is not a file in the plugin's folder",
         ),
+        *(
+            ({"preload": [path]}, "preload", "must list paths on this server that the page half")
+            for path in [
+                "plugins",  # not a path
+                "//evil.example/x",  # another host
+                "https://evil.example/x",
+                "/a b",
+                "/x\n",
+                "/" + "a" * 200,
+                5,
+            ]
+        ),
     ],
 )
 def test_a_wrong_part_is_refused_when_the_spec_is_made_naming_its_field(
@@ -105,3 +117,9 @@ def test_the_core_names_no_plugin():
         if "reactor_plugins" in path.read_text()
     ]
     assert named == []
+
+
+def test_a_plugin_declares_the_gets_its_page_half_makes_as_it_starts():
+    spec = PluginSpec(name="notes", preload=["/api/notes", "/api/notes?mine=1"])
+    assert spec.preload == ("/api/notes", "/api/notes?mine=1")
+    assert PluginSpec(name="notes", preload="/api/notes").preload == ("/api/notes",)

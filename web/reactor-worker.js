@@ -37,6 +37,7 @@ async function boot(bootConfig) {
     return answer.arrayBuffer();
   }));
   bundles.catch(() => {});  // reported below, once awaited
+  const preloaded = preloads(bootConfig);
   const installer = import("./python-bundle.js");  // not on the way to Pyodide's first download
   installer.catch(() => {});
   const { pyodide: python, restored } = await startPyodide(bootConfig.runtime.interpreter, bootConfig.runtime.snapshot);
@@ -59,8 +60,26 @@ async function boot(bootConfig) {
   }
   reached("python-installed", "Importing reactor…");
   const start = python.pyimport("reactor.browser").start;
-  ({ take, takeCall, calls } = start(JSON.stringify(bootConfig), atBoot, restored, installLater));
+  const config = JSON.stringify({ ...bootConfig, preloaded: await preloaded });
+  ({ take, takeCall, calls } = start(config, atBoot, restored, installLater));
   for (const text of waiting.splice(0)) deliver(text);
+}
+
+/**
+ * [path, status, text] of each GET the plugins' starts make (their declarations' `preload`),
+ * fetched while Pyodide restores, as Python would (reactor/http.py Preloaded takes them); one
+ * that could not be fetched is left for Python to ask for.
+ */
+function preloads(bootConfig) {
+  const paths = [...new Set(bootConfig.plugins.flatMap((plugin) => plugin.preload ?? []))];
+  return Promise.all(paths.map(async (path) => {
+    try {
+      const answer = await fetch(new URL(path, bootConfig.server), { credentials: "include", headers: { "content-type": "application/json" } });
+      return [path, answer.status, await answer.text()];
+    } catch {
+      return null;
+    }
+  })).then((answers) => answers.filter(Boolean));
 }
 
 /** A message to Python; an answer it has at once comes back as text, posted from here. */

@@ -20,4 +20,5 @@ PLUGIN = PluginSpec(
     "plugins shown as panels.",
     page="reactor_plugins.ai_tools:AI_TOOLS_PAGE_PLUGIN",
     server=_server,
+    preload=("/plugins",),  # the records its page half lists as it starts (page.py RECORDS_API)
 )

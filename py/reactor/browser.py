@@ -25,7 +25,7 @@ from .cancellation import CancelToken
 from .disposable import Disposable
 from .errors import AbortedError, CommandUnavailableError, PageError, PageScriptError, ToolError
 from .events import Emitter
-from .http import answer_json
+from .http import Preloaded, answer_json
 from .protocol import CALLS, Raw, WorkerEndpoint
 
 
@@ -106,8 +106,9 @@ class ServerLink:
     "" for the page's own origin): root-relative URLs mean that server, also when the page
     that embeds reactor is on another origin, and its session cookie goes there, to no one else."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, preloaded: Preloaded | None = None) -> None:
         self.root = root
+        self.preloaded = preloaded or Preloaded([])
 
     def url(self, url: str) -> str:
         """`url` resolved against the reactor server."""
@@ -126,6 +127,9 @@ class ServerLink:
         headers: dict[str, str],
         signal: Any = None,
     ) -> Any:
+        early = self.preloaded.take(method, url, body, headers, signal)
+        if early is not None:
+            return answer_json(*early)
         url = self.url(url)
         own = bool(self.root) and self.owns(url)
         options: dict[str, Any] = {
@@ -467,7 +471,7 @@ async def _boot(
     from .plugins import Reactor
 
     try:
-        server = ServerLink(config.get("server", ""))
+        server = ServerLink(config.get("server", ""), Preloaded(config.get("preloaded")))
         endpoint.notify(
             "progress",
             text="Loading plugins…",

@@ -23,7 +23,7 @@ from .errors import HttpError, ToolError
 
 Send = Callable[..., Awaitable[tuple[int, dict[str, str], str]]]
 
-__all__ = ["Send", "answer_json", "fetch_json", "tool_refusal", "urllib_send"]
+__all__ = ["Preloaded", "Send", "answer_json", "fetch_json", "tool_refusal", "urllib_send"]
 
 
 def tool_refusal(error: HttpError) -> ToolError | None:
@@ -40,6 +40,34 @@ def tool_refusal(error: HttpError) -> ToolError | None:
     if error.status == 403:
         return ToolError("not_permitted", error.detail)
     return None
+
+
+class Preloaded:
+    """The answers to the GETs the plugins' starts make (their declarations' `preload`), fetched
+    by the page's worker while Pyodide restored: the first plain GET of each path (no body, no
+    headers of its own, no signal) is answered from them, once; every other request goes to the
+    server. They are what the server answered the same request, with the same cookie, moments
+    before."""
+
+    def __init__(self, answers: Any) -> None:
+        self._answers: dict[str, tuple[int, str]] = {}
+        for answer in answers if isinstance(answers, list) else []:
+            if (
+                isinstance(answer, list)
+                and len(answer) == 3
+                and isinstance(answer[0], str)
+                and isinstance(answer[1], int)
+                and isinstance(answer[2], str)
+            ):
+                self._answers.setdefault(answer[0], (answer[1], answer[2]))
+
+    def take(
+        self, method: str, url: str, body: Any = None, headers: Any = None, signal: Any = None
+    ) -> tuple[int, str] | None:
+        """(status, text) answered to `url`, if this request is its first plain GET."""
+        if method != "GET" or body is not None or headers or signal is not None:
+            return None
+        return self._answers.pop(url, None)
 
 
 async def fetch_json(

@@ -25,6 +25,8 @@ from .errors import DeclarationError, refusal
 ENTRY_POINT_GROUP = "reactor.plugins"
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 PAGE_REFERENCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+# A path on the plugin's own server, with its query: what `preload` lists.
+PRELOAD_PATH = re.compile(r"/(?!/)[A-Za-z0-9._~!$&'()*+,;=:@%/?-]{0,199}")
 
 
 @runtime_checkable
@@ -56,6 +58,7 @@ class PluginSpec:
         "page_services",
         "agent_tools",
         "bundles",
+        "preload",
     )
 
     def __init__(
@@ -70,6 +73,7 @@ class PluginSpec:
         assets: Iterable[str] = (),
         page_services: Mapping[str, str] | None = None,
         agent_tools: str | None = None,
+        preload: Iterable[str] = (),
     ) -> None:
         if not isinstance(name, str) or not NAME.fullmatch(name):
             raise _refuse(
@@ -136,6 +140,17 @@ class PluginSpec:
                 self.bundles = [load_agent_tools(self.folder / agent_tools)]
             except DeclarationError as error:
                 raise _refuse(name, "agent_tools", agent_tools, f"is refused: {error}") from error
+
+        self.preload = tuple(preload) if not isinstance(preload, str) else (preload,)
+        for path in self.preload:
+            if not isinstance(path, str) or not PRELOAD_PATH.fullmatch(path):
+                raise _refuse(
+                    name,
+                    "preload",
+                    path,
+                    "must list paths on this server that the page half GETs as it starts, e.g. "
+                    '"/plugins" (1 to 200 characters, no scheme, host or spaces).',
+                )
 
     def make_server(self) -> ServerHalf | None:
         """A new server half (one per app), checked against ServerHalf."""

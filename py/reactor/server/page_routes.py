@@ -75,12 +75,13 @@ BOOT = {
             "type": "array",
             "items": {
                 "type": "object",
-                "required": ["name", "plugin", "scripts", "styles"],
+                "required": ["name", "plugin", "scripts", "styles", "preload"],
                 "properties": {
                     "name": STRING,
                     "plugin": STRING,
                     "scripts": {"type": "array", "items": STRING},
                     "styles": {"type": "array", "items": STRING},
+                    "preload": {"type": "array", "items": STRING},
                 },
             },
         },
@@ -247,6 +248,7 @@ def page_entry(plugin: PluginSpec) -> dict[str, Any]:
         "plugin": plugin.page,
         "scripts": [a for a in assets if a.endswith(".js")],
         "styles": [a for a in assets if a.endswith(".css")],
+        "preload": list(plugin.preload),
     }
 
 
