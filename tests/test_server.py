@@ -231,6 +231,36 @@ def test_a_file_edited_on_disk_is_served_as_it_is_now(tmp_path):
                 assert answer.text == text, accepted
 
 
+def test_a_large_files_twin_is_answered_from_memory_and_an_edit_is_seen(tmp_path):
+    """The runtime's large files go out whole from memory as their precompressed twin; a twin
+    written again (a new size or modification time) is what goes out next."""
+    import gzip
+    import os
+
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    from reactor.server.assets import IMMUTABLE, SMALL_FILE, serve_file
+    from reactor.server.loopback import LoopbackServer
+
+    file, twin = tmp_path / "memory.bin", tmp_path / "memory.bin.gz"
+    app = Starlette(
+        routes=[
+            Route("/memory.bin", lambda r: serve_file(r, tmp_path, "memory.bin", cache=IMMUTABLE))
+        ]
+    )
+    with LoopbackServer(app) as url, httpx.Client(base_url=url) as client:
+        for n in (1, 2):
+            data = os.urandom(SMALL_FILE + 1000 * n)
+            file.write_bytes(data)
+            twin.write_bytes(gzip.compress(data, 1))
+            answer = client.get("/memory.bin", headers={"accept-encoding": "gzip"})
+            assert answer.headers["content-encoding"] == "gzip" and answer.content == data
+            assert (
+                client.get("/memory.bin", headers={"accept-encoding": "identity"}).content == data
+            )
+
+
 @pytest.mark.parametrize(
     ("method", "path", "allowed"),
     [

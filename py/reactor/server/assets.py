@@ -60,6 +60,10 @@ def serve_file(request: Request, root: Path, relative: str, *, cache: str) -> Re
     headers["etag"] = f'"{stat.st_mtime_ns:x}-{stat.st_size:x}"'
     if cache == REVALIDATE and request.headers.get("if-none-match") == headers["etag"]:
         return Response(status_code=304, headers={"etag": headers["etag"], "cache-control": cache})
+    if twin is not None and SMALL_FILE < stat.st_size <= LARGE_TWIN:
+        body = _whole(path, stat.st_mtime_ns, stat.st_size)
+        if body is not None:
+            return Response(body, media_type=media_type, headers=headers)
     small = None if stat.st_size > SMALL_FILE else _small_file(path, stat.st_mtime_ns, stat.st_size)
     if small is not None:
         body, twins = small  # a twin on disk, chosen above, is sent as it is
@@ -74,6 +78,22 @@ def serve_file(request: Request, root: Path, relative: str, *, cache: str) -> Re
 # FileResponse reads each file in a thread and the app's GZipMiddleware compresses it again, ~1-1.5
 # ms of each of a start-up's requests. Keyed by modification time and size, as the ETag is.
 SMALL_FILE = 256 * 1024
+
+
+# The runtime's large files (the snapshot, Pyodide's WebAssembly) as their precompressed twins,
+# answered from memory in one piece: FileResponse reads 64 KiB at a time, each read in a thread,
+# ~65 of them for the snapshot, beside the page's other requests and the browser on the same cores.
+LARGE_TWIN = 32 * 1024 * 1024
+
+
+@functools.lru_cache(maxsize=8)
+def _whole(path: Path, mtime_ns: int, size: int) -> bytes | None:
+    """The bytes of a file, or None if it changed while read (keyed as the ETag is)."""
+    try:
+        body = path.read_bytes()
+    except OSError:
+        return None
+    return body if len(body) == size else None
 
 
 @functools.lru_cache(maxsize=256)
