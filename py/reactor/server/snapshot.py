@@ -9,8 +9,8 @@ module list, cached and served beside the runtime; without Node, or when making 
 page boots Pyodide from its files as before.
 
 The file holds the memory without its zeros (half of it: `without_zeros`), and the worker writes
-what it receives where it goes as it arrives (web/pyodide-boot.js): Chromium's fetch of the whole
-31 MB image took ~4-5 ms a raw megabyte here, compressed or not.
+what it receives where it goes as it arrives (web/pyodide-boot.js): the browser's fetch costs
+~4-5 ms per megabyte it delivers here, zeros included, however well they compress.
 
 A snapshot fixes what Python drew at its start for every page that restores it: the page
 reseeds `random` (reactor.browser.restored) and its str hash key is this server's, not its own.
@@ -45,15 +45,15 @@ def without_zeros(memory: bytes) -> bytes:
     length], ...]} of the PAGE-aligned runs that are not all zeros, then those runs' bytes back to
     back. The rest of the memory is zeros."""
     runs: list[list[int]] = []
-    empty = bytes(PAGE)
-    view = memory if isinstance(memory, memoryview) else memoryview(memory)
+    view = memoryview(memory)
     for offset in range(0, len(memory), PAGE):
-        if view[offset : offset + PAGE] == empty[: len(view[offset : offset + PAGE])]:
+        page = view[offset : offset + PAGE]
+        if page == bytes(len(page)):
             continue
         if runs and sum(runs[-1]) == offset:
-            runs[-1][1] += min(PAGE, len(memory) - offset)
+            runs[-1][1] += len(page)
         else:
-            runs.append([offset, min(PAGE, len(memory) - offset)])
+            runs.append([offset, len(page)])
     index = json.dumps({"size": len(memory), "runs": runs}, separators=(",", ":")).encode()
     return b"".join([index, b"\n", *(view[o : o + n] for o, n in runs)])
 
