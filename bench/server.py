@@ -28,7 +28,14 @@ from reactor.errors import ApiError
 from reactor.plugin_spec import PluginSpec, discover_plugins
 from reactor.server.api import error_answer
 from reactor.server.app import create_app, runtime_manifest
-from reactor.server.assets import IMMUTABLE, REVALIDATE, SourceArchive, compressed_twins, serve_file
+from reactor.server.assets import (
+    ENCODINGS,
+    IMMUTABLE,
+    REVALIDATE,
+    SourceArchive,
+    compressed_twins,
+    serve_file,
+)
 from reactor.server.loopback import LoopbackServer
 from reactor.server.snapshot import memory_of
 
@@ -100,7 +107,7 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
 
     async def memory_image(request: Request) -> Response:
         accepted = request.headers.get("accept-encoding", "")
-        coding = next((c for c in ("zstd", "gzip") if c in accepted), "identity")
+        coding = next((c for _, c in ENCODINGS if c in accepted), "identity")
         headers = {"cache-control": IMMUTABLE, "vary": "Accept-Encoding"}
         if coding != "identity":
             headers["content-encoding"] = coding
@@ -130,7 +137,7 @@ def _memory_image(snapshot: Path) -> dict[str, bytes]:
     server compresses the file)."""
     memory = memory_of(snapshot.read_bytes())
     twins = compressed_twins(memory)
-    return {"identity": memory, "zstd": twins[".zst"], "gzip": twins[".gz"]}
+    return {"identity": memory, **{coding: twins[suffix] for suffix, coding in ENCODINGS}}
 
 
 def host_page() -> str:

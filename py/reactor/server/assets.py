@@ -86,9 +86,9 @@ SMALL_FILE = 256 * 1024
 LARGE_TWIN = 32 * 1024 * 1024
 
 
-@functools.lru_cache(maxsize=8)
-def _whole(path: Path, mtime_ns: int, size: int) -> bytes | None:
-    """The bytes of a file, or None if it changed while read (keyed as the ETag is)."""
+def _read(path: Path, size: int) -> bytes | None:
+    """The bytes of a file of `size` bytes, or None if it changed while read (then it is served
+    from the file)."""
     try:
         body = path.read_bytes()
     except OSError:
@@ -96,16 +96,19 @@ def _whole(path: Path, mtime_ns: int, size: int) -> bytes | None:
     return body if len(body) == size else None
 
 
+@functools.lru_cache(maxsize=8)
+def _whole(path: Path, mtime_ns: int, size: int) -> bytes | None:
+    """The bytes of a large file, kept (keyed as the ETag is)."""
+    return _read(path, size)
+
+
 @functools.lru_cache(maxsize=256)
 def _small_file(path: Path, mtime_ns: int, size: int) -> tuple[bytes, dict[str, bytes]] | None:
     """The file's bytes and its compressed twins by suffix (none under 1 KiB: not worth it), or
     None if it changed while read."""
-    try:
-        body = path.read_bytes()
-    except OSError:
+    body = _read(path, size)
+    if body is None:
         return None
-    if len(body) != size:
-        return None  # changed while read: served from the file
     return body, compressed_twins(body) if size >= 1024 else {}
 
 
