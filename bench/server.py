@@ -36,8 +36,9 @@ from reactor.server.assets import (
     compressed_twins,
     serve_file,
 )
+from reactor.server.files import VENDOR
 from reactor.server.loopback import LoopbackServer
-from reactor.server.snapshot import memory_of
+from reactor.server.snapshot import memory_of, module_memory
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -135,7 +136,8 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
 def _memory_image(snapshot: Path) -> dict[str, bytes]:
     """The memory the product's snapshot file holds, whole, by content coding (compressed as the
     server compresses the file)."""
-    memory = memory_of(snapshot.read_bytes())
+    base = module_memory((VENDOR / "pyodide" / "pyodide.asm.wasm").read_bytes())
+    memory = memory_of(snapshot.read_bytes(), base)
     twins = compressed_twins(memory)
     return {"identity": memory, **{coding: twins[suffix] for suffix, coding in ENCODINGS}}
 

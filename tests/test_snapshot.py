@@ -12,7 +12,14 @@ import pytest
 
 from reactor.server.assets import SourceArchive
 from reactor.server.runtime_python import STDLIB_AFTER_BOOT
-from reactor.server.snapshot import KEPT, PAGE, memory_of, memory_snapshot, without_zeros
+from reactor.server.snapshot import (
+    KEPT,
+    PAGE,
+    memory_of,
+    memory_snapshot,
+    module_memory,
+    without_zeros,
+)
 
 PYODIDE = Path(__file__).resolve().parents[1] / "web" / "vendor" / "pyodide"
 
@@ -35,9 +42,15 @@ def test_a_snapshot_is_made_once_and_served_with_its_gzip_and_zstd_twins(tmp_pat
     name = memory_snapshot(PYODIDE, tmp_path, "stamp-1", STDLIB_AFTER_BOOT)
     assert name is not None and name.startswith("snapshot-")
     data = (tmp_path / name).read_bytes()
-    memory = memory_of(data)
+    base = module_memory((PYODIDE / "pyodide.asm.wasm").read_bytes())
+    memory = memory_of(data, base)
     assert len(memory) > 1_000_000, "a memory snapshot holds Python's whole heap"
     assert len(data) < len(memory) * 0.8, "its zeros are not in the file"
+    at = int.from_bytes(memory[4:8], "little")
+    assert memory[at + 1024 : at + 1024 + 4096] == base[1024 : 1024 + 4096], (
+        "the module's first data segment, where its memory starts"
+    )
+    assert data.count(base[1024 : 1024 + 4096]) == 0, "what pyodide.asm.wasm brings is not sent"
     assert gzip.decompress((tmp_path / f"{name}.gz").read_bytes()) == data
     assert (
         zstandard.ZstdDecompressor()
@@ -139,3 +152,41 @@ def test_a_snapshot_file_holds_its_memory_without_its_zeros() -> None:
     ]:
         with pytest.raises(ValueError, match=says):
             memory_of(broken)
+
+
+def test_a_snapshot_file_sends_the_modules_memory_as_its_difference_from_it() -> None:
+    header = b"\0snp" + (16).to_bytes(4, "little") + bytes(8)
+    base = bytes(range(1, 256)) * 600 + bytes(-255 * 600 % 4)  # what instantiation writes
+    changed = bytearray(base)
+    changed[5000:5004] = b"new!"
+    memory = header + bytes(changed) + bytes(PAGE * 2) + b"heap"
+    file = without_zeros(memory, base)
+    assert memory_of(file, base) == memory
+    index = file[: file.index(b"\n")]
+    assert index.startswith(b'{"size":%d,"base":[16,%d],' % (len(memory), len(base)))
+    assert base[:4000] not in file and len(file) < PAGE * 2 + 200, "one page of differences"
+    with pytest.raises(ValueError, match="needs a base of"):
+        memory_of(file)
+    with pytest.raises(ValueError, match="needs a base of"):
+        memory_of(file, base[:-4])
+    # Not Pyodide's snapshot: sent as it is.
+    assert b'"base"' not in without_zeros(b"other" + bytes(changed), base)
+
+
+def test_a_modules_memory_is_known_only_when_nothing_but_its_data_segments_write_it() -> None:
+    def module(*sections: tuple[int, bytes]) -> bytes:
+        return b"\0asm\x01\0\0\0" + b"".join(
+            bytes([kind, len(body)]) + body for kind, body in sections
+        )
+
+    def active(offset: bytes, data: bytes) -> bytes:
+        return b"\0\x41" + offset + b"\x0b" + bytes([len(data)]) + data
+
+    two = b"\x02" + active(b"\x08", b"abc") + active(b"\x02", b"xy")  # the second one lower
+    assert module_memory(module((11, two))) == b"\0\0xy\0\0\0\0abc\0"
+    assert module_memory(module((8, b"\x00"), (11, two))) == b"", "a start function"
+    passive = b"\x01\x01\x03abc"
+    assert module_memory(module((11, passive))) == b""
+    assert module_memory(module((11, b"\x01" + active(b"\x7f", b"a")))) == b"", "offset -1"
+    assert module_memory(module((11, two))[:-3]) == b"", "cut short"
+    assert module_memory(b"not wasm") == b""

@@ -11,9 +11,15 @@ export async function bootPyodide(loadPyodide, indexURL, snapshot) {
     const stdlib = `${indexURL}python_stdlib.zip`;
     const later = stdlibLater(stdlib);
     try {
-      const memory = snapshotMemory(snapshot);
-      memory.catch(() => {});  // reported below, once loadPyodide has awaited it
-      const pyodide = await loadPyodide({ indexURL, _loadSnapshot: memory, stdLibURL: later.url });
+      const factory = import(`${indexURL}pyodide.asm.mjs`);
+      const file = snapshotMemory(snapshot);
+      file.catch(() => {});  // reported below, once loadPyodide has awaited it
+      const pyodide = await loadPyodide({
+        indexURL,
+        _loadSnapshot: file.then(({ memory }) => memory),
+        createPyodideModule: async (settings) => (await factory).default(baseUndone(settings, await file)),
+        stdLibURL: later.url,
+      });
       pyodide.pyimport("reactor.on_demand").stdlib_on_demand(() => pyodide.FS.writeFile(STDLIB_ZIP, fetchNow(stdlib)), STDLIB_ZIP);
       return { pyodide, restored: true };
     } catch (error) {
@@ -45,9 +51,10 @@ function stdlibLater(stdlib) {
 }
 
 /**
- * The memory a snapshot's file at `url` holds: a JSON line {size, runs: [[offset, length], ...]},
- * then the bytes of each run back to back; the rest is zeros, which are not sent
- * (reactor/server/snapshot.py). Each part is written where it goes as it arrives.
+ * {memory, base} of a snapshot's file at `url`: a JSON line {size, base: [at, length], runs:
+ * [[offset, length], ...]}, then the bytes of each run back to back; the rest is zeros, which are
+ * not sent (reactor/server/snapshot.py). Each part is written where it goes as it arrives. The
+ * `length` bytes from `at` are still to be undone (`baseUndone`).
  */
 async function snapshotMemory(url) {
   const answer = await fetch(url, { credentials: "same-origin" });
@@ -55,6 +62,8 @@ async function snapshotMemory(url) {
   const reader = answer.body.getReader();
   let memory = null;
   let runs = [];
+  /** @type {[number, number]} */
+  let base = [0, 0];
   let head = new Uint8Array(0);
   let [run, written] = [0, 0];  // the run being written, and how much of it is
   for (let part = await reader.read(); !part.done; part = await reader.read()) {
@@ -67,7 +76,7 @@ async function snapshotMemory(url) {
         continue;
       }
       const index = JSON.parse(new TextDecoder().decode(bytes.subarray(0, end)));
-      [memory, runs] = [new Uint8Array(index.size), index.runs];
+      [memory, runs, base] = [new Uint8Array(index.size), index.runs, index.base ?? [0, 0]];
       bytes = bytes.subarray(end + 1);
     }
     while (bytes.length) {
@@ -81,7 +90,29 @@ async function snapshotMemory(url) {
     }
   }
   if (!memory || run < runs.length) throw new Error(`${url} ended before its memory did`);
-  return memory;
+  return { memory, base };
+}
+
+/**
+ * Emscripten's `settings`, with the snapshot's base undone as the module is instantiated: the
+ * memory's `length` bytes from `at` were sent as their exclusive or with the module's memory as
+ * instantiated (its data segments, which pyodide.asm.wasm brings), and Pyodide copies the
+ * snapshot over that memory next.
+ */
+function baseUndone(settings, { memory, base: [at, length] }) {
+  if (!length) return settings;
+  const instantiate = settings.instantiateWasm;
+  if (!instantiate || at % 4 || length % 4 || at + length > memory.length) {
+    throw new Error(`the snapshot's base (${length} bytes at ${at}) cannot be undone`);
+  }
+  settings.instantiateWasm = (imports, receive) =>
+    instantiate(imports, (instance, module) => {
+      const sent = new Uint32Array(memory.buffer, memory.byteOffset + at, length / 4);
+      const instantiated = new Uint32Array(instance.exports.memory.buffer, 0, length / 4);
+      for (let i = 0; i < sent.length; i++) sent[i] ^= instantiated[i];
+      receive(instance, module);
+    });
+  return settings;
 }
 
 function joined(first, second) {
