@@ -62,7 +62,7 @@ QUICK = {
     "defined": [10, 100],
     "slow_link_rounds": 0,
 }
-STARTUP = {"rounds": 11, "warm_rounds": 0, "slow_link_rounds": 2}
+STARTUP = {"rounds": 19, "warm_rounds": 0, "slow_link_rounds": 2}
 
 
 def say(text: str) -> None:

@@ -186,10 +186,11 @@ def startup(
     +-15 % here, hence many rounds for the goal's ratio."""
     pages = {name: PAGES[name] for name in names}
     runs: dict[str, dict[str, list[Any]]] = {name: {"cold": [], "warm": []} for name in pages}
+    warm_rounds = rounds if warm_rounds is None else warm_rounds
     for round in range(rounds + 1):
         order = list(pages.items())
         for name, path in order[round % len(order) :] + order[: round % len(order)]:
-            warm = round <= (warm_rounds or rounds)
+            warm = 0 < round <= warm_rounds
             reports = visit(
                 command, offline, url + path, warm=warm, timeout_s=READY_TIMEOUT_MS / 1000
             )
@@ -198,6 +199,7 @@ def startup(
                 runs[name]["cold"].append(reports[0])
                 if warm:
                     runs[name]["warm"].append(reports[1])
+    kinds = ("cold", "warm") if warm_rounds else ("cold",)
     result: dict[str, Any] = {}
     for name, by in runs.items():
         result[name] = {
@@ -205,13 +207,13 @@ def startup(
                 "median_ms": median([r["done"] for r in by[kind]]),
                 "runs_ms": [r["done"] for r in by[kind]],
             }
-            for kind in ("cold", "warm")
+            for kind in kinds
         }
         result[name]["cold"]["blocking"] = {
             key: median([r["blocking"][key] for r in by["cold"]])
             for key in by["cold"][0]["blocking"]
         }
-    for kind in ("cold", "warm"):
+    for kind in kinds:
         split = [phases(r) for r in runs["reactor"][kind]]
         result["reactor"][kind]["phases_ms"] = {k: median([s[k] for s in split]) for k in split[0]}
 
@@ -237,7 +239,9 @@ def startup(
         "gap_over_host_ms": ("reactor", "host_snapshot", gap_over, "cold"),
     }
     for key, (name, base, figure, kind) in figures.items():
-        if name in runs and base in runs:  # paired: each round's figure, then their median
+        if (
+            name in runs and base in runs and kind in kinds
+        ):  # paired: each round's figure, then their median
             result[key] = median(
                 [figure(page, other) for page, other in zip(runs[name][kind], runs[base][kind])]
             )
@@ -246,7 +250,7 @@ def startup(
             result["reactor"]["cold"]["median_ms"] / result["bare_pyodide"]["cold"]["median_ms"]
         )
     result["rounds"] = rounds
-    result["warm_rounds"] = warm_rounds or rounds
+    result["warm_rounds"] = warm_rounds
     return result
 
 
