@@ -51,10 +51,10 @@ function stdlibLater(stdlib) {
 }
 
 /**
- * {memory, base} of a snapshot's file at `url`: a JSON line {size, base: [at, length], runs:
- * [[offset, length], ...]}, then the bytes of each run back to back; the rest is zeros, which are
- * not sent (reactor/server/snapshot.py). Each part is written where it goes as it arrives. The
- * `length` bytes from `at` are still to be undone (`baseUndone`).
+ * {memory, base, runs} of a snapshot's file at `url`: a JSON line {size, base: [at, length],
+ * runs: [[offset, length], ...]}, then the bytes of each run back to back; the rest is zeros,
+ * which are not sent (reactor/server/snapshot.py). Each part is written where it goes as it
+ * arrives. The `length` bytes from `at` are still to be undone (`baseUndone`).
  */
 async function snapshotMemory(url) {
   const answer = await fetch(url, { credentials: "same-origin" });
@@ -90,26 +90,36 @@ async function snapshotMemory(url) {
     }
   }
   if (!memory || run < runs.length) throw new Error(`${url} ended before its memory did`);
-  return { memory, base };
+  return { memory, base, runs };
 }
 
 /**
  * Emscripten's `settings`, with the snapshot's base undone as the module is instantiated: the
  * memory's `length` bytes from `at` were sent as their exclusive or with the module's memory as
  * instantiated (its data segments, which pyodide.asm.wasm brings), and Pyodide copies the
- * snapshot over that memory next.
+ * snapshot over that memory next. Where no run was sent, that exclusive or was zero: the
+ * instantiated bytes are copied there, and only the runs are combined (a fifth of the 3.8 MB).
  */
-function baseUndone(settings, { memory, base: [at, length] }) {
+function baseUndone(settings, { memory, base: [at, length], runs }) {
   if (!length) return settings;
   const instantiate = settings.instantiateWasm;
-  if (!instantiate || at % 4 || length % 4 || at + length > memory.length) {
+  const words = [at, length, ...runs.flat()].every((bytes) => bytes % 4 === 0);
+  if (!instantiate || !words || at + length > memory.length) {
     throw new Error(`the snapshot's base (${length} bytes at ${at}) cannot be undone`);
   }
   settings.instantiateWasm = (imports, receive) =>
     instantiate(imports, (instance, module) => {
       const sent = new Uint32Array(memory.buffer, memory.byteOffset + at, length / 4);
       const instantiated = new Uint32Array(instance.exports.memory.buffer, 0, length / 4);
-      for (let i = 0; i < sent.length; i++) sent[i] ^= instantiated[i];
+      let done = 0;  // in words, as `start` and `end`: every run and `at` are multiples of 4 bytes
+      for (const [offset, size] of runs) {
+        const [start, end] = [Math.max(offset - at, 0) / 4, Math.min(offset + size - at, length) / 4];
+        if (end <= start) continue;
+        sent.set(instantiated.subarray(done, start), done);
+        for (let i = start; i < end; i++) sent[i] ^= instantiated[i];
+        done = end;
+      }
+      sent.set(instantiated.subarray(done), done);
       receive(instance, module);
     });
   return settings;
