@@ -239,9 +239,8 @@ def startup(
         "gap_over_host_ms": ("reactor", "host_snapshot", gap_over, "cold"),
     }
     for key, (name, base, figure, kind) in figures.items():
-        if (
-            name in runs and base in runs and kind in kinds
-        ):  # paired: each round's figure, then their median
+        # paired: each round's figure, then their median
+        if name in runs and base in runs and kind in kinds:
             result[key] = median(
                 [figure(page, other) for page, other in zip(runs[name][kind], runs[base][kind])]
             )
