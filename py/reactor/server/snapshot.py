@@ -51,8 +51,8 @@ def without_zeros(memory: bytes, base: bytes = b"") -> bytes:
     PAGE-aligned ones that are not all zeros; the rest of the memory is zeros. With a `base` (the
     module's memory as instantiated, `module_memory`), the bytes from `at` on are sent as their
     exclusive or with it, mostly zeros: the reader undoes it with the same bytes."""
-    at = _wasm_memory_at(memory) if base else 0
-    if base and at is not None and at + len(base) <= len(memory):
+    at = _wasm_memory_at(memory) if base else None
+    if at is not None and at + len(base) <= len(memory):
         end = at + len(base)
         memory = b"".join([memory[:at], _xor(memory[at:end], base), memory[end:]])
         index: dict[str, object] = {"size": len(memory), "base": [at, len(base)]}
