@@ -3,7 +3,7 @@
  * remembered in localStorage), and the person's agent tokens — make one (its secret shown once,
  * with the lines that give it to Claude Code, Claude Desktop, Cursor and VS Code), list, revoke.
  */
-import { el } from "./dom.js";
+import { el, whenIdle } from "./dom.js";
 
 const SWITCH_KEY = "reactor.agents.enabled";
 const box = document.getElementById("agents");
@@ -17,19 +17,12 @@ function api(path, options = {}) {
 const status = el("p", { class: "agents-status", role: "status", "data-testid": "agents-status" });
 const lastCall = el("p", { class: "agents-last-call", "data-testid": "agents-last-call", hidden: "" });
 const toggle = el("input", { type: "checkbox", "data-testid": "agents-switch" });
-toggle.checked = localStorage.getItem(SWITCH_KEY) === "on";
 const tokens = el("ul", { class: "agents-tokens", "data-testid": "agent-tokens" });
 const made = el("div", { class: "agents-made", "data-testid": "agent-token-made" });
 const nameInput = el("input", { name: "token-name", placeholder: "Which agent? e.g. Claude Code on my laptop", maxlength: "80" });
 const form = el("form", { class: "agents-form" }, nameInput, el("button", { type: "submit" }, "Make a token"));
 const formError = el("span", { class: "session-error", role: "alert" });
 form.append(formError);
-
-box.append(
-  el("h2", { id: "agents-title" }, "Agents"),
-  el("label", { class: "agents-switch" }, toggle, " Let my agents use this page"),
-  status, lastCall, form, made, tokens,
-);
 
 toggle.addEventListener("change", () => {
   localStorage.setItem(SWITCH_KEY, toggle.checked ? "on" : "off");
@@ -155,16 +148,25 @@ window.addEventListener("reactor:agent-call", ({ detail }) => {
   else lastCallDue = setTimeout(showLastCall, wait);
 });
 
-window.addEventListener("reactor:session", ({ detail }) => {
-  const before = user?.username;
-  user = detail;
-  if (before && before !== user?.username) window.reactor.agents.disconnect();  // never carry a page to another person
-  follow();
-  listTokens();
+// Drawn once the page is idle, in a task of its own: the panel is not needed for the page's first
+// frame. It follows the switch and the session from then on.
+whenIdle().then(() => {
+  toggle.checked = localStorage.getItem(SWITCH_KEY) === "on";
+  box.append(
+    el("h2", { id: "agents-title" }, "Agents"),
+    el("label", { class: "agents-switch" }, toggle, " Let my agents use this page"),
+    status, lastCall, form, made, tokens,
+  );
+  window.addEventListener("reactor:session", ({ detail }) => {
+    const before = user?.username;
+    user = detail;
+    if (before && before !== user?.username) window.reactor.agents.disconnect();  // never carry a page to another person
+    follow();
+    listTokens();
+  });
+  fetch("/auth/session").then((r) => r.json()).then(({ user: current }) => {
+    user = current;
+    follow();
+    listTokens();
+  }, () => follow());
 });
-
-fetch("/auth/session").then((r) => r.json()).then(({ user: current }) => {
-  user = current;
-  follow();
-  listTokens();
-}, () => follow());

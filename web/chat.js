@@ -5,7 +5,7 @@
  * The chat itself runs in Python (reactor.host.ChatSession); this only renders and asks.
  * An assistant's text is Markdown, drawn by the page's CommonMark with raw HTML off.
  */
-import { el } from "./dom.js";
+import { el, whenIdle } from "./dom.js";
 
 let markdown = null;  // web/markdown.js, imported with the first reply: not while the page boots (view.js)
 
@@ -266,10 +266,6 @@ class ReactorChat extends HTMLElement {
 }
 
 customElements.define("reactor-chat", ReactorChat);
-
-function whenIdle() {
-  return new Promise((resolve) => (window.requestIdleCallback ? requestIdleCallback(resolve, { timeout: 1000 }) : setTimeout(resolve)));
-}
 
 /** WebMCP: when the browser offers document.modelContext, the admitted tools are offered there too. */
 async function offerToWebMcp() {

@@ -13,3 +13,11 @@ export function el(tag, attributes = {}, ...children) {
   node.append(...children.filter((child) => child !== null && child !== undefined));
   return node;
 }
+
+/**
+ * Resolves once the page is idle (within a second at most): a widget that is not needed for the
+ * page's first frame draws then, in a task of its own, not in the page's first busy tasks.
+ */
+export function whenIdle() {
+  return new Promise((resolve) => (window.requestIdleCallback ? requestIdleCallback(resolve, { timeout: 1000 }) : setTimeout(resolve)));
+}

@@ -7,7 +7,9 @@
 import { el } from "./dom.js";
 
 const list = document.getElementById("palette");
-const filter = /** @type {HTMLInputElement} */ (document.getElementById("palette-filter"));
+// The filter comes with the commands it filters: the page's first frame has no form control (the
+// first one's styles cost that frame several milliseconds).
+const filter = el("input", { id: "palette-filter", type: "search", placeholder: "Filter commands", "aria-label": "Filter commands" });
 const tools = document.getElementById("agent-tools");
 const status = document.getElementById("palette-status");
 // Only so many commands and tools are drawn: a page of thousands draws what a person can read,
@@ -309,6 +311,7 @@ function more(count, what, hint = ": type in the filter to find one") {
 }
 
 window.reactor.ready.then(() => {
+  status.before(filter);
   drawCommands();
   window.reactor.agentToolBundles().then(drawTools);
   window.reactor.onAgentToolBundles(drawTools);
