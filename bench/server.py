@@ -38,7 +38,7 @@ from reactor.server.assets import (
 )
 from reactor.server.files import VENDOR
 from reactor.server.loopback import LoopbackServer
-from reactor.server.snapshot import memory_of, module_memory
+from reactor.server.snapshot import memory_of, pyodide_base
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -136,8 +136,7 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
 def _memory_image(snapshot: Path) -> dict[str, bytes]:
     """The memory the product's snapshot file holds, whole, by content coding (compressed as the
     server compresses the file)."""
-    base = module_memory((VENDOR / "pyodide" / "pyodide.asm.wasm").read_bytes())
-    memory = memory_of(snapshot.read_bytes(), base)
+    memory = memory_of(snapshot.read_bytes(), pyodide_base(VENDOR / "pyodide"))
     twins = compressed_twins(memory)
     return {"identity": memory, **{coding: twins[suffix] for suffix, coding in ENCODINGS}}
 

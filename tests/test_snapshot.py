@@ -18,6 +18,7 @@ from reactor.server.snapshot import (
     memory_of,
     memory_snapshot,
     module_memory,
+    pyodide_base,
     without_zeros,
 )
 
@@ -42,7 +43,7 @@ def test_a_snapshot_is_made_once_and_served_with_its_gzip_and_zstd_twins(tmp_pat
     name = memory_snapshot(PYODIDE, tmp_path, "stamp-1", STDLIB_AFTER_BOOT)
     assert name is not None and name.startswith("snapshot-")
     data = (tmp_path / name).read_bytes()
-    base = module_memory((PYODIDE / "pyodide.asm.wasm").read_bytes())
+    base = pyodide_base(PYODIDE)
     memory = memory_of(data, base)
     assert len(memory) > 1_000_000, "a memory snapshot holds Python's whole heap"
     assert len(data) < len(memory) * 0.8, "its zeros are not in the file"

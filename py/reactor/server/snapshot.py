@@ -136,6 +136,12 @@ def module_memory(wasm: bytes) -> bytes:
     return bytes(memory) + bytes(-len(memory) % 4)
 
 
+def pyodide_base(pyodide: Path) -> bytes:
+    """The base a snapshot's file is sent against: the memory of the folder `pyodide`'s
+    pyodide.asm.wasm as instantiated (`module_memory`)."""
+    return module_memory((pyodide / "pyodide.asm.wasm").read_bytes())
+
+
 def _leb128(data: bytes, at: int, signed: bool = False) -> tuple[int, int]:
     value = shift = 0
     while True:
@@ -212,8 +218,7 @@ def memory_snapshot(
                 printed[-500:],
             )
             return None
-        base = module_memory((pyodide / "pyodide.asm.wasm").read_bytes())
-        data = without_zeros(made.read_bytes(), base)
+        data = without_zeros(made.read_bytes(), pyodide_base(pyodide))
     # The twins first: a snapshot is served only once all are whole (two servers may start at once).
     for suffix, squeezed in compressed_twins(data).items():
         store(folder / f"{name}{suffix}", squeezed)
