@@ -126,7 +126,7 @@ def session(plan: dict[str, Any]) -> Iterator[Session]:
 
 def first_visits(bench: Session, plan: dict[str, Any], pages: tuple[str, ...] = ()) -> None:
     """The product app served, its bytes counted: start-up (of `pages`, else every page), a
-    first and a repeat visit's bytes, and first visits on the slow link."""
+    first and a repeat visit's bytes, and first and repeat visits on the slow link."""
     counter = WireCounter(WithMarks(bench_app(bench.folder / "product"), PAGE_MARKS, MARKS_QUERY))
     with serving(counter) as url:
         every = "bare Pyodide (main thread and worker), PyScript and reactor"
@@ -142,7 +142,8 @@ def first_visits(bench: Session, plan: dict[str, Any], pages: tuple[str, ...] = 
         bench.results["bytes"] = transfer(bench.browser, url, counter, bench.strays)
         if plan["slow_link_rounds"]:
             rounds = plan["slow_link_rounds"]
-            say(f"slow link: {rounds} first visits of reactor and the bare worker page each")
+            pages = "reactor and the bare worker page"
+            say(f"slow link: {rounds} first and repeat visits each of {pages}")
             bench.results["slow_link"] = slow_link(bench.browser, url, strays, rounds)
 
 

@@ -310,9 +310,12 @@ SLOW_LINK = {
 
 
 def slow_link(browser: Any, url: str, strays: list[str], rounds: int) -> dict[str, Any]:
-    """Ready on an emulated slow link (SLOW_LINK), first visits: reactor and the bare worker page
-    (Pyodide booted from its files), interleaved, `rounds` each; paired ratio reactor / bare."""
+    """Ready on an emulated slow link (SLOW_LINK): reactor and the bare worker page (Pyodide booted
+    from its files), interleaved, `rounds` each, a first visit and then a repeat visit in the same
+    profile (its HTTP cache kept); paired ratio reactor / bare on the first visits, and each
+    page's repeat visit / its first."""
     runs: dict[str, list[float]] = {"reactor": [], "bare_worker": []}
+    repeats: dict[str, list[float]] = {"reactor": [], "bare_worker": []}
     for round in range(rounds):
         order = [("reactor", "/"), ("bare_worker", "/bench/worker.html")]
         for name, path in order[round % 2 :] + order[: round % 2]:
@@ -321,13 +324,17 @@ def slow_link(browser: Any, url: str, strays: list[str], rounds: int) -> dict[st
                 cdp.send("Network.enable")
                 cdp.send("Network.emulateNetworkConditions", SLOW_LINK)
                 runs[name].append(load(page, url + path)["done"])
+                repeats[name].append(load(page, url + path)["done"])
     return {
         "link": SLOW_LINK,
         **{f"{name}_ms": median(values) for name, values in runs.items()},
+        **{f"{name}_repeat_ms": median(values) for name, values in repeats.items()},
         "runs_ms": runs,
+        "repeat_runs_ms": repeats,
         "ratio_vs_bare_worker": median(
             [r / b for r, b in zip(runs["reactor"], runs["bare_worker"])]
         ),
+        "repeat_vs_first": median([r / f for r, f in zip(repeats["reactor"], runs["reactor"])]),
     }
 
 
