@@ -1,5 +1,7 @@
 """The page in real Chromium: boot, the window.reactor facade, and boot errors shown on the page."""
 
+import re
+
 import pytest
 from conftest import start_server, stop_server
 from playwright.sync_api import expect
@@ -254,6 +256,31 @@ def test_executing_before_ready_waits_for_python(new_reactor_page):
     assert reactor.page.locator("[data-reactor-progress]").get_attribute("data-state") == "loading"
     commands = reactor.page.evaluate("window.reactor.listCommands()")
     assert any(c["id"] == "decks.open" for c in commands)
+
+
+def test_a_slow_download_shows_how_much_of_python_has_come(new_reactor_page):
+    reactor = new_reactor_page()
+    page = reactor.page
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    link = {"offline": False, "latency": 20, "downloadThroughput": 20e6 / 8, "uploadThroughput": -1}
+    cdp.send("Network.emulateNetworkConditions", link)  # 20 Mbit/s: ~3 s for the first visit
+    page.goto(reactor.server.url)
+    progress = page.locator("[data-reactor-progress]")
+    downloading = re.compile(r"^Downloading Python… (\d+) % \(\d+\.\d s\)$")
+    expect(progress).to_have_text(downloading, timeout=20_000)
+    first = int(downloading.match(progress.inner_text())[1])
+    page.wait_for_function(
+        """(first) => {
+            const text = document.querySelector("[data-reactor-progress]").textContent;
+            const share = text.match(/^Downloading Python… (\\d+) %/);
+            return share ? Number(share[1]) > first : !text.startsWith("Downloading");
+        }""",
+        arg=first,
+        timeout=20_000,
+    )
+    expect(progress).to_have_attribute("data-state", "ready", timeout=30_000)
+    assert progress.inner_text().startswith("Ready in ")
 
 
 @pytest.mark.parametrize(

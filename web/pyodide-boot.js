@@ -4,15 +4,18 @@
  * else booted from its files, as also when the snapshot does not restore.
  */
 
-/** {pyodide, restored}: `restored` says the snapshot was used (Python must then reseed what it drew). */
-export async function bootPyodide(loadPyodide, indexURL, snapshot) {
+/**
+ * {pyodide, restored}: `restored` says the snapshot was used (Python must then reseed what it drew).
+ * `downloaded(share)` hears how much of the snapshot has come (0 to 1) as it downloads.
+ */
+export async function bootPyodide(loadPyodide, indexURL, snapshot, downloaded = () => {}) {
   if (snapshot) {
     const hidden = withoutStackSwitching();
     const stdlib = `${indexURL}python_stdlib.zip`;
     const later = stdlibLater(stdlib);
     try {
       const factory = import(`${indexURL}pyodide.asm.mjs`);
-      const file = snapshotMemory(snapshot);
+      const file = snapshotMemory(snapshot, downloaded);
       file.catch(() => {});  // reported below, once loadPyodide has awaited it
       const pyodide = await loadPyodide({
         indexURL,
@@ -54,9 +57,10 @@ function stdlibLater(stdlib) {
  * {memory, base, runs} of a snapshot's file at `url`: a JSON line {size, base: [at, length],
  * runs: [[offset, length], ...]}, then the bytes of each run back to back; the rest is zeros,
  * which are not sent (reactor/server/snapshot.py). Each part is written where it goes as it
- * arrives. The `length` bytes from `at` are still to be undone (`baseUndone`).
+ * arrives, and `downloaded` hears the share of the runs written. The `length` bytes from `at` are
+ * still to be undone (`baseUndone`).
  */
-async function snapshotMemory(url) {
+async function snapshotMemory(url, downloaded) {
   const answer = await fetch(url, { credentials: "same-origin" });
   if (!answer.ok) throw new Error(`${url} answered ${answer.status}`);
   const reader = answer.body.getReader();
@@ -66,6 +70,7 @@ async function snapshotMemory(url) {
   let base = [0, 0];
   let head = new Uint8Array(0);
   let [run, written] = [0, 0];  // the run being written, and how much of it is
+  let [total, done] = [0, 0];  // the runs' bytes, and those written
   for (let part = await reader.read(); !part.done; part = await reader.read()) {
     let bytes = part.value;
     if (!memory) {
@@ -77,8 +82,10 @@ async function snapshotMemory(url) {
       }
       const index = JSON.parse(new TextDecoder().decode(bytes.subarray(0, end)));
       [memory, runs, base] = [new Uint8Array(index.size), index.runs, index.base ?? [0, 0]];
+      total = runs.reduce((sum, [, length]) => sum + length, 0);
       bytes = bytes.subarray(end + 1);
     }
+    done += bytes.length;
     while (bytes.length) {
       if (run >= runs.length) throw new Error(`${url} has bytes beyond its runs`);
       const [offset, length] = runs[run];
@@ -88,6 +95,7 @@ async function snapshotMemory(url) {
       bytes = bytes.subarray(piece.length);
       if (written === length) [run, written] = [run + 1, 0];
     }
+    if (total) downloaded(Math.min(done / total, 1));
   }
   if (!memory || run < runs.length) throw new Error(`${url} ended before its memory did`);
   return { memory, base, runs };

@@ -26,8 +26,29 @@ const reached = (phase, text) => notice("progress", { text, phase, at: performan
 
 /** Start Pyodide's boot from `interpreter` (its pyodide.mjs), restored from `snapshot` if named. */
 export function startPyodide(interpreter, snapshot) {
-  pyodide ??= import(interpreter).then(({ loadPyodide }) => bootPyodide(loadPyodide, new URL(".", interpreter).href, snapshot));
+  pyodide ??= import(interpreter).then(({ loadPyodide }) => bootPyodide(loadPyodide, new URL(".", interpreter).href, snapshot, downloadShown()));
   return pyodide;
+}
+
+const DOWNLOAD_SHOWN_EVERY_MS = 500;  // and not at all when the download takes less
+
+/**
+ * What the snapshot's download tells the page, as it goes: its share every DOWNLOAD_SHOWN_EVERY_MS
+ * once the page listens (it has sent the boot message), then that Python starts.
+ */
+function downloadShown() {
+  let [last, shown, finished] = [performance.now(), false, false];
+  return (share) => {
+    const now = performance.now();
+    if (finished) return;
+    if (share >= 1) {
+      finished = true;
+      if (shown) notice("progress", { text: "Starting Python (Pyodide)…" });
+    } else if (config && now - last >= DOWNLOAD_SHOWN_EVERY_MS) {
+      [last, shown] = [now, true];
+      notice("progress", { text: `Downloading Python… ${Math.floor(share * 100)} %` });
+    }
+  };
 }
 
 async function boot(bootConfig) {
