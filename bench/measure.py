@@ -312,8 +312,8 @@ SLOW_LINK = {
 def slow_link(browser: Any, url: str, strays: list[str], rounds: int) -> dict[str, Any]:
     """Ready on an emulated slow link (SLOW_LINK): reactor and the bare worker page (Pyodide booted
     from its files), interleaved, `rounds` each, a first visit and then a repeat visit in the same
-    profile (its HTTP cache kept); paired ratio reactor / bare on the first visits, and each
-    page's repeat visit / its first."""
+    profile (its HTTP cache kept); paired ratio reactor / bare on the first visits, and reactor's
+    repeat visit / its first."""
     runs: dict[str, list[float]] = {"reactor": [], "bare_worker": []}
     repeats: dict[str, list[float]] = {"reactor": [], "bare_worker": []}
     for round in range(rounds):
