@@ -347,6 +347,42 @@ def test_connecting_needs_a_signed_in_person_and_signing_out_disconnects(reactor
     assert agent.list_names() == ["reactor_pages", "reactor_call"]
 
 
+# One page plugin of 250 tools with 9,000-character descriptions: a tool list of ~2.3 million
+# characters, over what the server takes in one message from the page.
+DEFINE_LARGE_TOOLS = """() => {
+  const ids = Array.from({ length: 250 }, (_, t) => `large.t${t}`);
+  return window.reactor.definePlugin({
+    name: "large",
+    commands: ids.map((id) => ({ id, execute: () => null })),
+    agentTools: { id: "large", name: "Large", commands: ids.map((id, t) => ({
+      name: `large_t${t}`, command: id, description: "Long. ".repeat(1500) })) },
+  });
+}"""
+
+
+def test_a_page_whose_tools_outgrow_what_the_server_takes_says_so_and_leaves(
+    new_reactor_page, agents
+):
+    reactor = new_reactor_page().open(agent_plugins=["*"])
+    page, live = reactor.page, reactor.server
+    connect_page(reactor)
+    agent = agents(live.url, make_token_in_panel(page))
+    assert "decks_list_decks" in agent.list_names()
+    agent.heard_list_change.clear()
+    page.evaluate(DEFINE_LARGE_TOOLS)
+    status = page.get_by_test_id("agents-status")
+    expect(status).to_have_text(
+        re.compile(
+            r"^This page offers 2\d\d tools, more than your agents can be handed at once \(their "
+            r"list is 2\.\d million characters; the server takes 2 million\)\. Turn the switch "
+            r"off and on again once it offers fewer\.$"
+        )
+    )
+    assert status.get_attribute("data-page") is None
+    assert agent.heard_list_change.wait(10), "the page left the server's list"
+    assert agent.list_names() == ["reactor_pages", "reactor_call"]
+
+
 def test_a_2025_11_25_client_of_the_sdks_1x_line_lists_and_calls_the_pages_tools(reactor_page):
     """Not our SDK 2.x: the 1.x line most desktop agents' Python servers and clients still use,
     with initialize and an Mcp-Session-Id, in its own environment."""

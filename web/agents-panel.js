@@ -117,7 +117,10 @@ async function follow() {
 
 window.addEventListener("reactor:agents", ({ detail }) => {
   if (!toggle.checked || !user) return;
-  if (detail.connected) {
+  if (detail.problem) {
+    delete status.dataset.page;
+    status.textContent = detail.problem;
+  } else if (detail.connected) {
     status.dataset.page = detail.pageId;
     status.textContent = `Your agents can use this page's tools (page ${detail.pageId}) at ${mcpUrl}.`;
   } else {

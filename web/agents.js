@@ -75,9 +75,8 @@ class AgentLink {
       address.protocol = address.protocol === "https:" ? "wss:" : "ws:";
       const closed = await this.hold(new WebSocket(address), () => { delay = BACKOFF_MS[0]; });
       if (!current()) break;
-      if (REFUSED.has(closed.code)) {
-        this.settle(null, new Error(closed.reason || "The server refused this page's connection."));
-        this.disconnect();  // signed out, or too many pages: trying again will not help
+      if (REFUSED.has(closed.code)) {  // signed out, or too many pages: trying again will not help
+        this.refuse(closed.reason || "The server refused this page's connection.");
         break;
       }
       this.pageId = null;
@@ -148,7 +147,21 @@ class AgentLink {
     if (!this.pageId) return;
     const tools = await window.reactor.chat.tools();
     this.titles = new Map(tools.map((t) => [t.name, t.title ?? t.name]));
-    this.post({ type: "tools", tools });
+    const list = JSON.stringify({ type: "tools", tools });
+    if (list.length <= MESSAGE_LIMIT) return this.post(list);
+    // The server would keep the list it had, or none: the person is told, and the link closed.
+    const count = tools.length.toLocaleString("en");
+    const size = (list.length / 1e6).toFixed(1);
+    this.refuse(`This page offers ${count} tools, more than your agents can be handed at once (their list `
+      + `is ${size} million characters; the server takes ${MESSAGE_LIMIT / 1e6} million). Turn the switch `
+      + "off and on again once it offers fewer.");
+  }
+
+  /** Stop linking this page, saying why to whoever waits for the link and to the Agents panel. */
+  refuse(problem) {
+    this.settle(null, new Error(problem));
+    this.disconnect();
+    window.dispatchEvent(new CustomEvent("reactor:agents", { detail: { connected: false, problem } }));
   }
 
   active() {

@@ -22,7 +22,7 @@ interface Navigator {
 
 /** The page's own events on window: what each one's `detail` holds. */
 interface WindowEventMap {
-  "reactor:agents": CustomEvent<{ connected: boolean; pageId?: string }>;
+  "reactor:agents": CustomEvent<{ connected: boolean; pageId?: string; problem?: string }>;
   "reactor:agent-call": CustomEvent<{ agent: string; tool: string; title: string; at: Date }>;
   "reactor:shown": CustomEvent<{ view: string }>;
   "reactor:chat": CustomEvent<any>;
