@@ -33,6 +33,7 @@ from reactor.server.assets import (
     IMMUTABLE,
     REVALIDATE,
     SourceArchive,
+    accepted_codings,
     compressed_twins,
     serve_file,
 )
@@ -107,7 +108,7 @@ def bench_app(data: Path, *, lab: bool = False, synthetic: int = 0) -> Starlette
         return JSONResponse(config, headers={"cache-control": "no-store"})
 
     async def memory_image(request: Request) -> Response:
-        accepted = request.headers.get("accept-encoding", "")
+        accepted = accepted_codings(request.headers.get("accept-encoding", ""))
         coding = next((c for _, c in ENCODINGS if c in accepted), "identity")
         headers = {"cache-control": IMMUTABLE, "vary": "Accept-Encoding"}
         if coding != "identity":

@@ -106,6 +106,33 @@ def test_the_page_is_served_with_revalidation_and_answers_304_when_unchanged(cli
     assert again.status_code == 304 and again.content == b""
 
 
+# Accept-Encoding headers, and the coding each one's answers come in (None: the bytes as they are).
+ACCEPTED_CODINGS = [
+    ("gzip, deflate, br, zstd", "zstd"),  # what Chromium sends
+    ("zstd;q=0, gzip", "gzip"),  # a weight of 0 refuses a coding
+    ("gzip;q=0", None),
+    ("*", "zstd"),
+    ("*, zstd;q=0", "gzip"),
+    ("GZIP;Q=0.5", "gzip"),
+    ("x-gzip", "gzip"),
+    ("zstd;q=high, gzip;q=1.5, identity", None),  # weights that are no weight refuse
+    ("zstdx, agzip", None),  # no coding is a part of another's name
+    ("", None),
+    (",;=;q," * 2000, None),
+]
+
+
+def test_a_body_goes_out_in_a_coding_the_request_accepts_or_as_it_is(client):
+    boot = client.get("/app/boot.json").json()
+    wasm = boot["runtime"]["interpreter"].replace("pyodide.mjs", "pyodide.asm.wasm")
+    urls = (boot["runtime"]["snapshot"], wasm, *boot["python"]["bundles"], "/web/reactor.js")
+    for accepted, coding in ACCEPTED_CODINGS:
+        for url in urls:
+            answer = client.get(url, headers={"accept-encoding": accepted})
+            assert answer.status_code == 200, (accepted[:40], url)
+            assert answer.headers.get("content-encoding") == coding, (accepted[:40], url)
+
+
 def test_the_runtime_is_served_compressed_immutable_and_with_wasm_mime(client):
     boot = client.get("/app/boot.json").json()
     assert boot["runtime"]["ready"], boot["runtime"]["error"]

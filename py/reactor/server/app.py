@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
@@ -27,6 +28,7 @@ from ..platform import PluginPlatform
 from ..plugin_spec import PluginSpec, discover_plugins
 from .agent_tokens import AgentTokens, AgentTokensOnlyOnMcp
 from .api import Call, Declaration, Reply, declaration_of, declare, error_answer, error_response
+from .assets import accepted_codings
 from .auth import Auth
 from .context import ServerContext
 from .cors import CrossOrigin, check_origins
@@ -161,11 +163,16 @@ class Compression:
     one (zlib's set-up alone is ~0.06 ms) costs more time than sending its bytes."""
 
     def __init__(self, app: ASGIApp, *, mcp_path: str) -> None:
-        self.mcp_path = mcp_path
+        self.app, self.mcp_path = app, mcp_path
         self.pages = GZipMiddleware(app, minimum_size=1024)
         self.agents = GZipMiddleware(app, minimum_size=64 * 1024)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and "gzip" not in accepted_codings(
+            Headers(scope=scope).get("accept-encoding", "")
+        ):  # GZipMiddleware reads "gzip" anywhere in the header as a yes, "gzip;q=0" too
+            await self.app(scope, receive, send)
+            return
         chosen = self.agents if scope.get("path") == self.mcp_path else self.pages
         await chosen(scope, receive, send)
 

@@ -40,7 +40,7 @@ def serve_file(request: Request, root: Path, relative: str, *, cache: str) -> Re
     # NUL makes the OS calls raise; none is in a file name here
     if any(ord(c) < 32 or c == "\x7f" for c in relative):
         raise missing
-    accepted = request.headers.get("accept-encoding", "")
+    accepted = accepted_codings(request.headers.get("accept-encoding", ""))
     try:
         path = (root / relative).resolve()
         found = path.is_relative_to(root) and path.is_file()
@@ -116,7 +116,31 @@ def _small_file(path: Path, mtime_ns: int, size: int) -> tuple[bytes, dict[str, 
 ENCODINGS = ((".zst", "zstd"), (".gz", "gzip"))
 
 
-def _twins(path: Path, accepted: str) -> list[tuple[Path, str]]:
+def accepted_codings(header: str) -> frozenset[str]:
+    """The codings of ENCODINGS an Accept-Encoding header accepts (RFC 9110 12.5.3): each one it
+    names with a weight above 0 (`x-gzip` is `gzip`), and through `*` each one it does not name.
+    A weight that is no number refuses its coding: the body then goes out as it is."""
+    weights: dict[str, float] = {}
+    for member in header.lower().split(","):
+        coding, _, parameters = member.partition(";")
+        coding = coding.strip()
+        coding = "gzip" if coding == "x-gzip" else coding
+        weight = 1.0
+        for parameter in parameters.split(";"):
+            name, _, value = parameter.partition("=")
+            if name.strip() == "q":
+                try:
+                    weight = float(value.strip())
+                except ValueError:
+                    weight = 0.0
+        weights.setdefault(coding, weight if 0 <= weight <= 1 else 0.0)
+    anything = weights.get("*", 0.0) > 0
+    return frozenset(
+        coding for _, coding in ENCODINGS if weights.get(coding, 1.0 if anything else 0.0) > 0
+    )
+
+
+def _twins(path: Path, accepted: frozenset[str]) -> list[tuple[Path, str]]:
     """The twins of `path` in encodings the request accepts, in the order to prefer them."""
     return [
         (path.with_name(path.name + suffix), coding)
@@ -211,7 +235,7 @@ class SourceArchive:
 
     def response(self, request: Request) -> Response:
         headers = {"cache-control": IMMUTABLE, "vary": "Accept-Encoding"}
-        accepted = request.headers.get("accept-encoding", "")
+        accepted = accepted_codings(request.headers.get("accept-encoding", ""))
         for coding, body in self.squeezed.items():
             if coding in accepted:
                 return Response(
