@@ -5,7 +5,7 @@ the same provider directly, in one run.
 
 One stand-in provider on loopback (reactor/testing/standins.py, OpenAI's streaming wire format)
 writes each text delta at a time it records (`time.time()`), `--gap-ms` apart. One reactor server
-holds it as the site's model (reactor/server/gateway.py) and lets keys be typed too. One demo page
+holds it as the site's model (reactor/server/gateway/) and lets keys be typed too. One demo page
 in Chromium asks, in interleaved rounds, through its chat (`reactor.chat.send`, the widget drawing
 the reply): the site's assistant (page → server → provider) and the same provider configured in
 *Model settings* (page → provider). A MutationObserver stamps each delta when its words are in
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from reactor.server.app import create_app
-from reactor.server.gateway import AssistantConfig
+from reactor.server.gateway.config import AssistantConfig
 from reactor.server.loopback import LoopbackServer
 from reactor.testing.standins import StandIn, text
 

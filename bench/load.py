@@ -28,7 +28,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from postgres import SKIP_REASON, Cluster, postgres_bin  # noqa: E402
-from reactor.server.auth import Auth  # noqa: E402
+from reactor.server.auth.sessions import Auth  # noqa: E402
 from reactor.server.database import Database  # noqa: E402
 from reactor_plugins.cms.backend.store import SiteStore  # noqa: E402
 

@@ -116,7 +116,7 @@ def percentile(values: list[float], share: float) -> float:
 def run(rounds: int, calls: int) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
-    from reactor.server import agent_tokens
+    from reactor.server.agents import tokens as agent_tokens
 
     agent_tokens.RATE_LIMIT = 1_000_000  # the bench calls far faster than any person's agent may
 

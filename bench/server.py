@@ -28,7 +28,8 @@ from reactor.errors import ApiError
 from reactor.plugin_spec import PluginSpec, discover_plugins
 from reactor.server.api import error_answer
 from reactor.server.app import create_app, runtime_manifest
-from reactor.server.assets import (
+from reactor.server.loopback import LoopbackServer
+from reactor.server.runtime.assets import (
     ENCODINGS,
     IMMUTABLE,
     REVALIDATE,
@@ -37,9 +38,8 @@ from reactor.server.assets import (
     compressed_twins,
     serve_file,
 )
-from reactor.server.files import VENDOR
-from reactor.server.loopback import LoopbackServer
-from reactor.server.snapshot import memory_of, pyodide_base
+from reactor.server.runtime.files import VENDOR
+from reactor.server.runtime.snapshot import memory_of, pyodide_base
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent

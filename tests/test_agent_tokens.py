@@ -15,7 +15,7 @@ from conftest import bearer, start_server, stop_server
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from reactor.server.agent_tokens import MAX_TOKENS, PREFIX, RATE_LIMIT, TOO_MANY
+from reactor.server.agents.tokens import MAX_TOKENS, PREFIX, RATE_LIMIT, TOO_MANY
 
 INITIALIZE = {
     "jsonrpc": "2.0",

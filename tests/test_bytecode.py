@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reactor.server.bytecode import compiled
+from reactor.server.runtime.bytecode import compiled
 
 PYODIDE = Path(__file__).resolve().parents[1] / "web" / "vendor" / "pyodide"
 

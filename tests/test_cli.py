@@ -122,7 +122,7 @@ def test_passwd_creates_a_user_in_the_groups_named(tmp_path):
         "passwd", "olga", "--group", "operators", "--data", str(tmp_path), input="olga-password-1\n"
     )
     assert done.returncode == 0 and "created olga in operators" in done.stdout
-    from reactor.server.auth import Auth
+    from reactor.server.auth.sessions import Auth
     from reactor.server.database import Database
 
     auth = Auth(Database(tmp_path / "reactor.sqlite3"), seed=False)
@@ -131,7 +131,7 @@ def test_passwd_creates_a_user_in_the_groups_named(tmp_path):
 
 def test_an_empty_password_or_an_unknown_user_is_refused_as_a_reactor_error(tmp_path):
     from reactor import ReactorError
-    from reactor.server.auth import Auth
+    from reactor.server.auth.sessions import Auth
     from reactor.server.database import Database
 
     auth = Auth(Database(tmp_path / "reactor.sqlite3"), seed=False)
@@ -145,7 +145,7 @@ def test_an_empty_password_or_an_unknown_user_is_refused_as_a_reactor_error(tmp_
 
 def test_a_password_stored_under_an_unknown_scheme_is_a_database_error(tmp_path):
     from reactor import ReactorError
-    from reactor.server.auth import Auth
+    from reactor.server.auth.sessions import Auth
     from reactor.server.database import Database
 
     database = Database(tmp_path / "reactor.sqlite3")

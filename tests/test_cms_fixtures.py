@@ -16,11 +16,11 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from reactor import PluginPlatform
-from reactor.server.auth import Auth
-from reactor.server.context import ServerContext
+from reactor.server.auth.sessions import Auth
 from reactor.server.database import Database
 from reactor.server.loopback import LoopbackServer
-from reactor.server.plugin_records import PluginRecords
+from reactor.server.plugins.context import ServerContext
+from reactor.server.plugins.records import PluginRecords
 from reactor_plugins.cms.backend.demo import demo_source_routes
 from reactor_plugins.cms.spec import cms_plugin
 

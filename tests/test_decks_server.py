@@ -12,10 +12,10 @@ from conftest import AppClient
 from starlette.applications import Starlette
 
 from reactor import PluginPlatform
-from reactor.server.auth import Auth
-from reactor.server.context import ServerContext
+from reactor.server.auth.sessions import Auth
 from reactor.server.database import Database
-from reactor.server.plugin_records import PluginRecords
+from reactor.server.plugins.context import ServerContext
+from reactor.server.plugins.records import PluginRecords
 from reactor_plugins.decks import DECKS_AGENT_TOOLS
 from reactor_plugins.decks.server import MAX_BODY_BYTES
 from reactor_plugins.decks.spec import PLUGIN as DECKS

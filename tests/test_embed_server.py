@@ -9,8 +9,8 @@ from conftest import app_server_over, run_reactor
 
 from reactor import ReactorError
 from reactor.server.app import create_app
-from reactor.server.cors import check_origins
-from reactor.server.protection import check_hosts
+from reactor.server.auth.cors import check_origins
+from reactor.server.auth.protection import check_hosts
 
 EMBEDDER = "http://127.0.0.1:5500"
 

@@ -1,4 +1,4 @@
-"""The site's model behind the server (reactor/server/gateway.py), on CPython: what passes, who
+"""The site's model behind the server (reactor/server/gateway/), on CPython: what passes, who
 may ask, the limits, the provider's failures as sentences, and the key kept from everyone but
 the provider. The page's side is in test_gateway_page.py."""
 
@@ -16,7 +16,8 @@ from reactor.cancellation import CancelToken
 from reactor.errors import DeclarationError
 from reactor.host import ModelRequest, ProviderError, urllib_send
 from reactor.host.site import SiteModel
-from reactor.server.gateway import ALLOWANCE_USED, AssistantConfig
+from reactor.server.gateway.allowance import ALLOWANCE_USED
+from reactor.server.gateway.config import AssistantConfig
 from reactor.server.loopback import LoopbackServer, free_port
 from reactor.testing.standins import StandIn, call, text
 

@@ -9,7 +9,8 @@ import pytest
 from conftest import start_server, stop_server
 from playwright.sync_api import expect
 
-from reactor.server.gateway import ALLOWANCE_USED, AssistantConfig
+from reactor.server.gateway.allowance import ALLOWANCE_USED
+from reactor.server.gateway.config import AssistantConfig
 from reactor.testing.standins import StandIn, call, text
 
 pytestmark = pytest.mark.browser

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 from conftest import bearer
 
-from reactor.server import agent_tokens
+from reactor.server.agents import tokens as agent_tokens
 from reactor.server.app import create_app
 from reactor.server.loopback import LoopbackServer
 from test_mcp_processes import ScriptedPage

@@ -1,7 +1,7 @@
 """Two server processes' apps on one PostgreSQL (each on its own loopback port, in this process):
 a page's link held by one, the agent's MCP requests reaching the other.
 The directory of pages is the database; calls, answers and "the page went" cross by LISTEN/NOTIFY
-(reactor/server/page_bus.py)."""
+(reactor/server/agents/bus.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from reactor.server.agent_tokens import RATE_LIMIT
+from reactor.server.agents.tokens import RATE_LIMIT
 
 TOOL = {
     "name": "notes_count",

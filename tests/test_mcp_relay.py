@@ -1,4 +1,4 @@
-"""The relay between /mcp and the person's pages (reactor/server/mcp_relay.py), on CPython: calls
+"""The relay between /mcp and the person's pages (reactor/server/agents/mcp.py), on CPython: calls
 answered, a page that goes, a person who does not answer, a cancel, whose pages are whose, and
 how an envelope becomes MCP's result. With a real page: tests/test_mcp_page.py."""
 
@@ -8,8 +8,8 @@ import asyncio
 
 import pytest
 
-from reactor.server.mcp_relay import tool_result
-from reactor.server.page_relay import PageRelay
+from reactor.server.agents.mcp import tool_result
+from reactor.server.agents.relay import PageRelay
 
 
 async def quiet(waited: float, message: str) -> None:

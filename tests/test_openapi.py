@@ -22,7 +22,7 @@ from schemathesis.config import SchemathesisConfig
 from starlette.testclient import TestClient
 
 from reactor.server.app import create_app
-from reactor.server.auth import Auth
+from reactor.server.auth.sessions import Auth
 
 FUZZ_EXAMPLES = int(os.environ.get("REACTOR_FUZZ_EXAMPLES", "8"))
 

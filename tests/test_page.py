@@ -43,7 +43,7 @@ def test_no_module_imported_after_pyodides_boot_is_compiled_in_the_worker(reacto
     assert not imported_in_snapshot & set(found["checked"]), (
         "imported in the memory snapshot, with the page's bundle"
     )
-    assert found["stdlibFromZip"] == [], "add them to runtime_python.STDLIB_AFTER_BOOT"
+    assert found["stdlibFromZip"] == [], "add them to server.runtime.stdlib.STDLIB_AFTER_BOOT"
     assert found["stale"] == []
 
 

@@ -7,8 +7,8 @@ import json
 import zipfile
 from pathlib import Path
 
-from reactor.server.assets import KEPT_BUNDLES, SourceArchive, read_bundle
-from reactor.server.runtime_python import COMPILED_STDLIB, stdlib_sources
+from reactor.server.runtime.assets import KEPT_BUNDLES, SourceArchive, read_bundle
+from reactor.server.runtime.stdlib import COMPILED_STDLIB, stdlib_sources
 
 VENDOR = Path(__file__).resolve().parents[1] / "web" / "vendor"
 

@@ -37,7 +37,7 @@ def authors_python(tmp_path_factory):
     installed = subprocess.run(install, capture_output=True, text=True, timeout=600)
     assert installed.returncode == 0, installed.stderr[-3000:]
     where = subprocess.run(
-        [str(python), "-c", "import reactor.server.files as f; print(f.ROOT)"],
+        [str(python), "-c", "import reactor.server.runtime.files as f; print(f.ROOT)"],
         capture_output=True,
         text=True,
     )

@@ -12,10 +12,10 @@ from contextlib import contextmanager
 import pytest
 from conftest import app_server_over, bearer, new_database
 
-from reactor.server import passwords
-from reactor.server.auth import IDLE_SECONDS, Auth
+from reactor.server.auth import passwords
+from reactor.server.auth.sessions import IDLE_SECONDS, Auth
+from reactor.server.auth.sign_in_limits import CLIENT_LIMIT, USER_LIMIT
 from reactor.server.database import Database
-from reactor.server.sign_in_limits import CLIENT_LIMIT, USER_LIMIT
 
 RECORD = {
     "id": "planted",

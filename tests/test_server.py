@@ -10,8 +10,8 @@ from conftest import bearer, start_server, stop_server
 import reactor.commands
 from reactor import define_agent_tools
 from reactor.plugin_spec import PluginSpec
-from reactor.server.assets import read_bundle
-from reactor.server.page_routes import WEB, WORKER_SCRIPTS
+from reactor.server.runtime.assets import read_bundle
+from reactor.server.runtime.page import WEB, WORKER_SCRIPTS
 
 BUNDLE = define_agent_tools(
     id="notes",
@@ -188,7 +188,7 @@ def test_the_page_starts_its_worker_from_its_head_with_the_served_runtime(client
 
 
 def test_without_a_vendored_runtime_the_page_has_no_early_start(tmp_path, monkeypatch):
-    from reactor.server import runtime
+    from reactor.server.runtime import vendored as runtime
 
     monkeypatch.setattr(runtime, "VENDOR", tmp_path / "missing")
     with serving(tmp_path) as bare:
@@ -242,8 +242,8 @@ def test_a_file_edited_on_disk_is_served_as_it_is_now(tmp_path):
     from starlette.applications import Starlette
     from starlette.routing import Route
 
-    from reactor.server.assets import REVALIDATE, serve_file
     from reactor.server.loopback import LoopbackServer
+    from reactor.server.runtime.assets import REVALIDATE, serve_file
 
     page = tmp_path / "view.js"
     app = Starlette(
@@ -267,8 +267,8 @@ def test_a_large_files_twin_is_answered_from_memory_and_an_edit_is_seen(tmp_path
     from starlette.applications import Starlette
     from starlette.routing import Route
 
-    from reactor.server.assets import IMMUTABLE, SMALL_FILE, serve_file
     from reactor.server.loopback import LoopbackServer
+    from reactor.server.runtime.assets import IMMUTABLE, SMALL_FILE, serve_file
 
     file, twin = tmp_path / "memory.bin", tmp_path / "memory.bin.gz"
     app = Starlette(

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from reactor.server.assets import SourceArchive
-from reactor.server.runtime_python import STDLIB_AFTER_BOOT
-from reactor.server.snapshot import (
+from reactor.server.runtime.assets import SourceArchive
+from reactor.server.runtime.snapshot import (
     KEPT,
     PAGE,
     memory_of,
@@ -21,6 +20,7 @@ from reactor.server.snapshot import (
     pyodide_base,
     without_zeros,
 )
+from reactor.server.runtime.stdlib import STDLIB_AFTER_BOOT
 
 PYODIDE = Path(__file__).resolve().parents[1] / "web" / "vendor" / "pyodide"
 

@@ -1,6 +1,6 @@
 /**
  * The page's link to the reactor server for the person's desktop agents (MCP at /mcp; the server
- * side is reactor/server/mcp_relay.py). One WebSocket per page: `hello` {page}, `call` {call,
+ * side is reactor/server/agents/mcp.py). One WebSocket per page: `hello` {page}, `call` {call,
  * tool, arguments, agent} and `cancel` {call} come down; answers, the tool list (acknowledged by
  * `listed`) and "the person is using this page" go up. A call runs through
  * `window.reactor.chat.callTool` — admission, validation and the person's approval, as for the
@@ -11,7 +11,7 @@
 const BACKOFF_MS = [500, 30_000];
 const ACTIVE_EVERY_MS = 10_000;
 const REFUSED = new Set([4401, 4429]);
-const MESSAGE_LIMIT = 2_000_000;  // the server's limit on one message (mcp_relay.py BODY_LIMIT)
+const MESSAGE_LIMIT = 2_000_000;  // the server's limit on one message (server/agents/mcp.py BODY_LIMIT)
 const TELL_WAITING_MS = 100;  // a call not answered by then is shown while it runs
 
 class AgentLink {

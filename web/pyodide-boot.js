@@ -1,6 +1,6 @@
 /**
  * Pyodide for reactor's workers: restored from the server's memory snapshot when it names one
- * (reactor/server/snapshot.py: Python already initialised, about 4 s less of the boot here),
+ * (reactor/server/runtime/snapshot.py: Python already initialised, about 4 s less of the boot here),
  * else booted from its files, as also when the snapshot does not restore.
  */
 
@@ -56,7 +56,7 @@ function stdlibLater(stdlib) {
 /**
  * {memory, base, runs} of a snapshot's file at `url`: a JSON line {size, base: [at, length],
  * runs: [[offset, length], ...]}, then the bytes of each run back to back; the rest is zeros,
- * which are not sent (reactor/server/snapshot.py). Each part is written where it goes as it
+ * which are not sent (reactor/server/runtime/snapshot.py). Each part is written where it goes as it
  * arrives, and `downloaded` hears the share of the runs written. The `length` bytes from `at` are
  * still to be undone (`baseUndone`).
  */

@@ -2,7 +2,7 @@
  * The page's Python package as one download (`/app/python-<hash>.bundle`, made by the server's
  * SourceArchive): a JSON line {"files": [[path, size], ...], "path": [folder, ...]}, then the files'
  * bytes back to back. Paths are relative to site-packages unless absolute; `path` folders go first
- * on sys.path (the runtime's stdlib modules compiled by the server, server/runtime_python.py).
+ * on sys.path (the runtime's stdlib modules compiled by the server, server/runtime/stdlib.py).
  * The browser undoes the gzip natively and this writes the files into Pyodide's file system, so
  * Python spends no start-up time unzipping, and the download runs while Pyodide boots.
  */

@@ -1,7 +1,7 @@
 /**
  * Boot Pyodide once, install the page's Python bundle and import what the page would import after
  * its boot, and write Pyodide's memory snapshot: a page restores it instead of initialising Python
- * and importing reactor (bench/RESULTS.md). Made by the server (reactor/server/snapshot.py).
+ * and importing reactor (bench/RESULTS.md). Made by the server (reactor/server/runtime/snapshot.py).
  *
  *   node web/snapshot.mjs <pyodide folder> <output file> [--bundle <file> <site>] [module ...]
  *

@@ -1,6 +1,6 @@
 """What a wheel of reactor carries of the page: a setuptools `build_py` that copies index.html,
 agent.json, web/'s scripts and styles and the vendored runtime into `reactor/server/static/`
-(reactor/server/files.py serves them from there), so an installed reactor needs no checkout.
+(reactor/server/runtime/files.py serves them from there), so an installed reactor needs no checkout.
 
 The runtime goes in whole, compressed twins included: the wheel is then ~14 MB, and a server
 serves it at once, with no download, no compression at its first start and nothing written
@@ -20,7 +20,7 @@ from setuptools.command.build_py import build_py
 ROOT = Path(__file__).resolve().parent.parent
 WEB = ROOT / "web"
 PAGE_FILES = {".js", ".mjs", ".css"}
-# What the server makes from the runtime on each machine (server/files.py made_folder), and
+# What the server makes from the runtime on each machine (server/runtime/files.py made_folder), and
 # vendor.py's own mark.
 NOT_SHIPPED = ("bytecode", "snapshot", "bundle", ".stamp.json*")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from reactor.server.auth import User
-from reactor.server.context import ServerContext
+from reactor.server.auth.sessions import User
+from reactor.server.plugins.context import ServerContext
 
 from .bundle import ai_tool_bundle
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from starlette.requests import Request
 from starlette.routing import Route
 
-from reactor.server.context import ServerContext
+from reactor.server.plugins.context import ServerContext
 
 from .backend.access import Access
 from .backend.api import api_routes

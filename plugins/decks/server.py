@@ -34,10 +34,10 @@ from starlette.routing import Route
 
 from reactor.errors import ApiError
 from reactor.server.api import ETAG, HTML, Call, Reply, declare
-from reactor.server.auth import User
-from reactor.server.context import ServerContext
+from reactor.server.auth.sessions import User
 from reactor.server.database import Database
-from reactor.server.plugin_records import OPERATORS
+from reactor.server.plugins.context import ServerContext
+from reactor.server.plugins.records import OPERATORS
 from reactor.server.requests import STALE_SCHEMA, StaleVersion
 
 from .deck import deck_problems, problems_sentence

@@ -18,8 +18,8 @@ from starlette.routing import Route
 
 from reactor.errors import ApiError
 from reactor.server.api import Call, Reply, declare
-from reactor.server.auth import User
-from reactor.server.context import ServerContext
+from reactor.server.auth.sessions import User
+from reactor.server.plugins.context import ServerContext
 
 HERE = Path(__file__).parent
 STEPS = [

@@ -588,7 +588,7 @@ async def _boot(
 def _module_report(modules_at_boot: list[str], from_snapshot: bool) -> dict[str, Any]:
     """Whether Pyodide came from the memory snapshot, which modules this worker imported after
     Pyodide's boot, and which of them Python had to compile here (the server ships them
-    compiled, runtime_python): the page's start-up check."""
+    compiled, server/runtime/stdlib.py): the page's start-up check."""
     import importlib.util
     import sys
 

@@ -102,8 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"reactor serve: {problem}", file=sys.stderr)
         return 2
     try:
-        from .server.cors import check_origins
-        from .server.protection import LOOPBACK_HOSTS, check_hosts
+        from .server.auth.cors import check_origins
+        from .server.auth.protection import LOOPBACK_HOSTS, check_hosts
 
         allowed = check_origins(origins)
         served = check_hosts(
@@ -142,7 +142,7 @@ def _storage_arguments(command: argparse.ArgumentParser) -> None:
 
 
 def _assistant_arguments(serve: argparse.ArgumentParser) -> None:
-    """The site's model (reactor/server/gateway.py); its key only from the environment."""
+    """The site's model (reactor/server/gateway/); its key only from the environment."""
     env = os.environ.get
     group = serve.add_argument_group(
         "the site's model",
@@ -206,7 +206,7 @@ def assistant_config(args: argparse.Namespace) -> tuple[Any, str]:
     if not args.model_provider and not args.model:
         return None, ""
     from .errors import DeclarationError
-    from .server.gateway import KEY_VARIABLES, AssistantConfig, check_reachable
+    from .server.gateway.config import KEY_VARIABLES, AssistantConfig, check_reachable
 
     key = os.environ.get("REACTOR_MODEL_API_KEY") or os.environ.get(
         KEY_VARIABLES.get(args.model_provider, ""), ""
@@ -281,7 +281,7 @@ def set_password(data: Path, username: str, groups: list[str], database: str = "
     """Read a new password (twice at a terminal, once from a pipe) and store it."""
     import getpass
 
-    from .server.auth import Auth
+    from .server.auth.sessions import Auth
     from .server.database import Database
 
     if sys.stdin.isatty():
@@ -401,7 +401,7 @@ def _serve(
             f"the page's chat uses {assistant.model} at {assistant.url} through this server",
             flush=True,
         )
-    # Pages connected for their agents hold an event stream open (server/mcp_relay.py).
+    # Pages connected for their agents hold an event stream open (server/agents/mcp.py).
     uvicorn.Server(
         uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=GRACE_SECONDS)
     ).run(sockets=[listener])

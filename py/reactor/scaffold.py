@@ -248,7 +248,7 @@ from __future__ import annotations
 from typing import Any
 
 from reactor.server.api import Call, Reply, declare
-from reactor.server.context import ServerContext
+from reactor.server.plugins.context import ServerContext
 from starlette.routing import Route
 
 STEPS = ["CREATE TABLE IF NOT EXISTS {table} (id INTEGER PRIMARY KEY, text TEXT NOT NULL)"]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from starlette.requests import Request
 
 from reactor.errors import ApiError
-from reactor.server.auth import Auth
+from reactor.server.auth.sessions import Auth
 
 from .store import SiteStore
 

@@ -1,6 +1,6 @@
 """The Python tier: one ASGI app serving the page, its runtime, the plugins' bundles and data,
-composed of the route modules of each concept (server/page_routes.py, auth.py, plugin_switches.py,
-plugin_records.py, gateway.py, agent_tokens.py, mcp_relay.py, and the server plugins' routes)."""
+composed of the route modules of each concept (runtime/page.py, auth/sessions.py, plugins/,
+gateway/, agents/, and the server plugins' routes)."""
 
 from __future__ import annotations
 
@@ -26,23 +26,24 @@ from ..errors import ApiError, DatabaseBusy
 from ..host.tools import AgentSpec
 from ..platform import PluginPlatform
 from ..plugin_spec import PluginSpec, discover_plugins
-from .agent_tokens import AgentTokens, AgentTokensOnlyOnMcp
+from .agents.mcp import MCP_OPERATION, Agents
+from .agents.mcp import PATH as MCP_PATH
+from .agents.tokens import AgentTokens, AgentTokensOnlyOnMcp
 from .api import Call, Declaration, Reply, declaration_of, declare, error_answer, error_response
-from .assets import accepted_codings
-from .auth import Auth
-from .context import ServerContext
-from .cors import CrossOrigin, check_origins
+from .auth.cors import CrossOrigin, check_origins
+from .auth.protection import LOOPBACK_HOSTS, CrossSiteWriteGuard, HostCheck, check_hosts
+from .auth.sessions import Auth
 from .database import Database
-from .gateway import AssistantConfig, Gateway
-from .mcp_relay import MCP_OPERATION, Agents
-from .mcp_relay import PATH as MCP_PATH
+from .gateway.config import AssistantConfig
+from .gateway.route import Gateway
 from .openapi import openapi_document
-from .page_routes import PageSettings, page_archive, page_routes
-from .plugin_records import PluginRecords
-from .plugin_switches import STEPS as PLUGIN_STATE
-from .plugin_switches import PluginStateSync, plugin_routes, read_plugin_state
-from .protection import LOOPBACK_HOSTS, CrossSiteWriteGuard, HostCheck, check_hosts
-from .runtime import ROOT, Runtime, runtime_manifest, snapshot_url
+from .plugins.context import ServerContext
+from .plugins.records import PluginRecords
+from .plugins.switches import STEPS as PLUGIN_STATE
+from .plugins.switches import PluginStateSync, plugin_routes, read_plugin_state
+from .runtime.assets import accepted_codings
+from .runtime.page import PageSettings, page_archive, page_routes
+from .runtime.vendored import ROOT, Runtime, runtime_manifest, snapshot_url
 
 __all__ = ["Runtime", "create_app", "make_snapshot", "runtime_manifest", "snapshot_url"]
 DOCUMENT = {

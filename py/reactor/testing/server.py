@@ -106,7 +106,7 @@ class ReactorServer:
         self, name: str, *, password: str = "", groups: tuple[str, ...] | list[str] = ()
     ) -> TestUser:
         """Make a user (password: `<name>-password` unless given), in the server's own database."""
-        from ..server.auth import Auth
+        from ..server.auth.sessions import Auth
         from ..server.database import Database
 
         password = password or f"{name}-password"

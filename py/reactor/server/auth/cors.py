@@ -18,7 +18,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Send
 
-from ..errors import DeclarationError
+from ...errors import DeclarationError
 
 ALLOWED_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 PREFLIGHT_MAX_AGE = 600

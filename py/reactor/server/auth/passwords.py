@@ -13,7 +13,7 @@ import hmac
 import secrets
 from functools import lru_cache
 
-from ..errors import DatabaseError
+from ...errors import DatabaseError
 
 CURRENT = "scrypt:16384:8:1"
 LEGACY = "pbkdf2-sha256:120000"

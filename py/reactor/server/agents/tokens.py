@@ -29,10 +29,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..errors import ApiError
-from .api import NO_STORE, Call, Reply, declare, error_answer
-from .auth import Auth, User
-from .database import Database
+from ...errors import ApiError
+from ..api import NO_STORE, Call, Reply, declare, error_answer
+from ..auth.sessions import Auth, User
+from ..database import Database
 
 PREFIX = "reactor_agent_"  # tells an agent token from a session token without a database read
 MAX_NAME = 80

@@ -18,14 +18,14 @@ from starlette.routing import Route
 
 import reactor
 
-from ..errors import ApiError
-from ..host.tools import AgentSpec
-from ..platform import PluginPlatform
-from ..plugin_spec import PluginSpec
-from .api import ANY_FILE, ETAG, HTML, NO_STORE, Call, Reply, declare
+from ...errors import ApiError
+from ...host.tools import AgentSpec
+from ...platform import PluginPlatform
+from ...plugin_spec import PluginSpec
+from ..api import ANY_FILE, ETAG, HTML, NO_STORE, Call, Reply, declare
+from ..gateway.config import AssistantConfig
 from .assets import IMMUTABLE, REVALIDATE, RenderedPage, SourceArchive, serve_file
-from .gateway import AssistantConfig
-from .runtime import ROOT, VENDOR, WEB, Runtime
+from .vendored import ROOT, VENDOR, WEB, Runtime
 
 # What the page never imports: the server tier (plugins' `server.py`, `backend/` and declaration
 # `spec.py`; reactor's `server/` and the PluginSpec machinery), the CLI, the test kit, the scaffold.

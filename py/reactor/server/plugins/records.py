@@ -15,10 +15,10 @@ from typing import Any
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..agent_tools import SIDE_EFFECTS, TOOL_NAME
-from ..errors import ApiError, DeclarationError
-from ..records import check_ai_tool_record
-from ..records.declaration import (
+from ...agent_tools import SIDE_EFFECTS, TOOL_NAME
+from ...errors import ApiError, DeclarationError
+from ...records import check_ai_tool_record
+from ...records.declaration import (
     CODE_LIMIT,
     DESCRIPTION_LIMIT,
     LANGUAGES,
@@ -28,9 +28,9 @@ from ..records.declaration import (
     RESULT_CAP_RANGE,
     TIMEOUT_MS_RANGE,
 )
-from .api import NO_STORE, Call, Reply, declare
-from .auth import Auth, User
-from .database import Database
+from ..api import NO_STORE, Call, Reply, declare
+from ..auth.sessions import Auth, User
+from ..database import Database
 
 OPERATORS = "operators"
 # A plugin record as sent and stored; reactor.records.declaration checks it in full.

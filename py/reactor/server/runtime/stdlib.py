@@ -12,12 +12,12 @@ import zipfile
 from pathlib import Path
 
 # The stdlib modules the page imports after Pyodide's boot, shipped compiled (tests check) and
-# imported in its memory snapshot (server/snapshot.py): difflib, by the first unknown command or
+# imported in its memory snapshot (snapshot.py): difflib, by the first unknown command or
 # tool (its "Did you mean"); urllib.parse and ipaddress, by the chat's host.
 STDLIB_AFTER_BOOT = ("difflib", "ipaddress", "urllib.parse")
 COMPILED_STDLIB = "/lib/compiled-stdlib"
 # reactor's modules the worker imports at its start, imported in the memory snapshot too
-# (server/snapshot.py): a page restored from it imports none of them.
+# (snapshot.py): a page restored from it imports none of them.
 REACTOR_AT_START = (
     "reactor.browser",
     "reactor.facade",

@@ -20,7 +20,7 @@ from pathlib import Path
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 
-from ..errors import ApiError
+from ...errors import ApiError
 from .node import least_recently_used, store
 
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -112,7 +112,7 @@ def _small_file(path: Path, mtime_ns: int, size: int) -> tuple[bytes, dict[str, 
     return body, compressed_twins(body) if size >= 1024 else {}
 
 
-# Precompressed twins beside a file (web/vendor.py, server/snapshot.py), the smallest first.
+# Precompressed twins beside a file (web/vendor.py, snapshot.py), the smallest first.
 ENCODINGS = ((".zst", "zstd"), (".gz", "gzip"))
 
 
@@ -184,7 +184,7 @@ class SourceArchive:
 
     The format is what the page can unpack without Python (web/python-bundle.js): a JSON line
     `{"files": [[path, size], ...]}`, then the files' bytes back to back; gzip on the wire.
-    `bytecode(sources)`, when given, answers a pyc for each `.py` it can (`server/bytecode.py`);
+    `bytecode(sources)`, when given, answers a pyc for each `.py` it can (bytecode.py);
     each goes beside its source as `__pycache__/<module>.<cache_tag>.pyc`, where Python looks.
 
     Paths are relative to site-packages, except the absolute ones of `extra` (files shipped as

@@ -2,7 +2,7 @@
 
 An agent (Claude Code, Claude Desktop, Cursor, VS Code) speaks MCP's Streamable HTTP to `/mcp`
 (the official `mcp` SDK's low-level `Server`, its session manager run in the app's lifespan),
-with an agent token (server/agent_tokens.py). The page does the work: it holds one WebSocket
+with an agent token (server/agents/tokens.py). The page does the work: it holds one WebSocket
 to the server (`/api/agent-pages/link`): calls and cancels go down, answers, its tool list and
 "the person is using this page" come up.
 
@@ -20,7 +20,7 @@ call ends as a tool error saying the person did not answer. A page that goes awa
 at once. Never another person's pages: a page is found by the token's user only.
 
 Several server processes on one PostgreSQL share the directory of pages and pass calls and
-answers by LISTEN/NOTIFY (server/page_relay.py, server/page_bus.py): an agent on any process
+answers by LISTEN/NOTIFY (server/agents/relay.py, server/agents/bus.py): an agent on any process
 reaches a page held by any other. An MCP 2025-11-25 session (`Mcp-Session-Id`) lives in the
 process that opened it (the SDK's session manager), so a balancer must keep one agent's requests
 on one process for that era; 2026-07-28 has no session.
@@ -46,14 +46,14 @@ from starlette.routing import WebSocketRoute
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
-from .agent_tokens import PREFIX, AgentToken, AgentTokens, bearer_token
-from .api import EVENTS, Declaration, Reply, documented, error_response
-from .auth import Auth, session_token
-from .database import Database
-from .mcp_transport import SettlingSessionManager
-from .page_bus import PostgresPageBus
-from .page_relay import MAX_PAGES, PageLink, PageRelay, failure
-from .protection import same_origin
+from ..api import EVENTS, Declaration, Reply, documented, error_response
+from ..auth.protection import same_origin
+from ..auth.sessions import Auth, session_token
+from ..database import Database
+from .bus import PostgresPageBus
+from .relay import MAX_PAGES, PageLink, PageRelay, failure
+from .tokens import PREFIX, AgentToken, AgentTokens, bearer_token
+from .transport import SettlingSessionManager
 
 PATH = "/mcp"
 LINK_PATH = "/api/agent-pages/link"
@@ -343,7 +343,7 @@ class Agents:
     def __init__(
         self, auth: Auth, tokens: AgentTokens, origins: Iterable[str], database: Database
     ) -> None:
-        # Processes sharing a PostgreSQL database share their pages by it (server/page_bus.py).
+        # Processes sharing a PostgreSQL database share their pages by it (server/agents/bus.py).
         self.bus = PostgresPageBus(database) if database.kind == "postgresql" else None
         self.auth, self.tokens, self.relay = auth, tokens, PageRelay(self.bus)
         self.server = mcp_server(self.relay, lambda ctx: _page_url(ctx.request))

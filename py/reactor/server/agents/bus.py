@@ -1,4 +1,4 @@
-"""PostgresPageBus: the page relay (server/page_relay.py) across server processes that share one
+"""PostgresPageBus: the page relay (server/agents/relay.py) across server processes that share one
 PostgreSQL database.
 
 The directory of connected pages is the table `agent_pages` (which process holds each page's
@@ -23,9 +23,9 @@ import threading
 import time
 from typing import Any
 
-from ..errors import DatabaseError
-from .database import Database
-from .page_relay import PageLink, PageRelay
+from ...errors import DatabaseError
+from ..database import Database
+from .relay import PageLink, PageRelay
 
 log = logging.getLogger("reactor")
 CHANNEL = "reactor_agent_pages"

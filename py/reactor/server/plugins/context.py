@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..platform import PluginPlatform
-from .auth import Auth
-from .database import Database
-from .plugin_records import PluginRecords
+from ...platform import PluginPlatform
+from ..auth.sessions import Auth
+from ..database import Database
+from .records import PluginRecords
 
 
 @dataclass(frozen=True)

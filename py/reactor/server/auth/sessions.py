@@ -23,9 +23,9 @@ from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..errors import ApiError, DeclarationError, NotFoundError
-from .api import NO_STORE, Call, Reply, declare
-from .database import Database
+from ...errors import ApiError, DeclarationError, NotFoundError
+from ..api import NO_STORE, Call, Reply, declare
+from ..database import Database
 from .passwords import LEGACY, burn_time, hash_password, is_current, verify_password
 from .sign_in_limits import SignInLimits
 

@@ -13,8 +13,8 @@ from typing import Any
 from .assets import SourceArchive
 from .bytecode import compiled
 from .files import ROOT, VENDOR, WEB, made_folder
-from .runtime_python import COMPILED_STDLIB, REACTOR_AT_START, STDLIB_AFTER_BOOT, stdlib_sources
 from .snapshot import memory_snapshot
+from .stdlib import COMPILED_STDLIB, REACTOR_AT_START, STDLIB_AFTER_BOOT, stdlib_sources
 
 __all__ = ["ROOT", "VENDOR", "WEB", "Runtime", "runtime_manifest", "snapshot_url"]
 # Pyodide's module the reactor worker imports (web/reactor-worker.js), and the one it imports first.
@@ -47,7 +47,7 @@ class Runtime:
 
     @property
     def made(self) -> Path:
-        """Where what is made from this runtime (bytecode, snapshots) is kept (server/files.py)."""
+        """Where what is made from this runtime (bytecode, snapshots) is kept (files.py)."""
         return made_folder(self.stamp)
 
     def with_snapshot(self, archive: SourceArchive, page_modules: list[str]) -> Runtime:
@@ -67,7 +67,7 @@ class Runtime:
     def archive_options(self) -> dict[str, Any]:
         """SourceArchive's options for the vendored Pyodide (none when it is not vendored): its
         bytecode, the runtime's Python the page imports after Pyodide's boot
-        (server/runtime_python.py), and where the bundle's zstd twin is kept."""
+        (stdlib.py), and where the bundle's zstd twin is kept."""
         if not self.ready:
             return {}
         return {
@@ -91,7 +91,7 @@ def runtime_manifest() -> Runtime:
 
 
 def snapshot_url(runtime: Runtime, archive: SourceArchive, page_modules: list[str]) -> str:
-    """Where the page gets Pyodide's memory snapshot (server/snapshot.py), with `archive` installed
+    """Where the page gets Pyodide's memory snapshot (snapshot.py), with `archive` installed
     and what the worker imports at its start imported: reactor, the plugins' `page_modules` (when
     they can be imported there), the stdlib they use. "" for none."""
     if not runtime.ready:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 
-from .database import Database
+from ..database import Database
 
 WINDOW_SECONDS = 15 * 60
 USER_LIMIT = 10

@@ -20,8 +20,8 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import DeclarationError
-from .api import error_response
+from ...errors import DeclarationError
+from ..api import error_response
 
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-CHECKOUT = Path(__file__).resolve().parents[3]
-STATIC = Path(__file__).resolve().parent / "static"
+CHECKOUT = Path(__file__).resolve().parents[4]
+STATIC = Path(__file__).resolve().parents[1] / "static"
 INSTALLED = (STATIC / "index.html").is_file()
 ROOT = STATIC if INSTALLED else CHECKOUT
 WEB = ROOT / "web"

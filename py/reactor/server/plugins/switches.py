@@ -11,12 +11,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..errors import ApiError
-from ..platform import PluginPlatform
-from .api import NO_STORE, Call, Reply, declare
+from ...errors import ApiError
+from ...platform import PluginPlatform
+from ..api import NO_STORE, Call, Reply, declare
+from ..database import Database
 from .context import ServerContext
-from .database import Database
-from .plugin_records import OPERATORS, RECORD
+from .records import OPERATORS, RECORD
 
 STEPS = [
     "CREATE TABLE IF NOT EXISTS plugin_state (name TEXT PRIMARY KEY, enabled INTEGER NOT NULL)"

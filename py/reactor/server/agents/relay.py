@@ -3,7 +3,7 @@
 A page holds its WebSocket on one server process; a call may start on another (the agent's
 request reached it) and the page's answer may reach a third. With one process (SQLite)
 everything is in this process's memory. With several on one PostgreSQL, a `PageBus`
-(server/page_bus.py) keeps the directory of pages in the database and carries the messages
+(server/agents/bus.py) keeps the directory of pages in the database and carries the messages
 between processes by LISTEN/NOTIFY: a call to the process holding the page's stream, the answer
 (or "the page went") to the process waiting for it, whose name the call's id begins with.
 """
@@ -19,8 +19,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..envelope import tool_failure
-from ..errors import ReactorError
+from ...envelope import tool_failure
+from ...errors import ReactorError
 
 PROGRESS_SECONDS = 5.0
 ANSWER_LIMIT = 120.0
@@ -63,7 +63,7 @@ class PageLink:
 
 
 class PageBus(Protocol):
-    """What the relay needs to span processes (server/page_bus.py implements it on PostgreSQL)."""
+    """What the relay needs to span processes (server/agents/bus.py implements it on PostgreSQL)."""
 
     def pages_of(self, username: str) -> list[PageLink]: ...
     def save(self, page: PageLink) -> None: ...
@@ -248,7 +248,7 @@ class PageRelay:
         page.outbox.put_nowait({k: v for k, v in message.items() if k != "page"})
 
     def heard(self, message: dict[str, Any]) -> None:
-        """A message from another process (server/page_bus.py), on this process's loop."""
+        """A message from another process (server/agents/bus.py), on this process's loop."""
         kind = message.get("type")
         if kind in ("call", "cancel"):
             self.deliver(str(message.get("page")), message)

@@ -1,0 +1,1 @@
+"""The site's model behind the server: its configuration, the allowance, the streaming relay."""

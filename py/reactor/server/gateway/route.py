@@ -1,0 +1,173 @@
+"""The site's model behind the server: the page's chat talks to it through this origin, and the
+server adds the key and relays the provider's answer as it streams.
+
+One route, in the configured provider's own wire format, so the page's adapters
+(reactor.host.openai, reactor.host.anthropic) speak to it unchanged, without a key:
+`POST /api/assistant/v1/chat/completions` (OpenAI's Chat Completions, and every server that
+speaks it) or `POST /api/assistant/v1/messages` (Anthropic's Messages).
+
+What passes: the configured model only (a request naming another is refused), the fields the
+provider's request defines for a chat (anything else is a 422 naming it), `max_tokens` up to the
+cap, a body up to its cap. Who: signed-in users, or anyone when `anonymous`; each within a number
+of requests per minute and of tokens per UTC day, counted in the database from the usage the
+provider reports, so every server process on one PostgreSQL shares them. The answer's events are
+relayed one by one as they arrive; the person leaving (Stop, a closed page) closes the upstream
+request at once. Every failure is one sentence for the person; the operator's log says which
+provider error it was. The key goes only to the provider: no answer and no log line holds it."""
+
+from __future__ import annotations
+
+import hashlib
+import ssl
+import time
+from typing import Any
+
+import httpx
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..api import EVENTS, Call, Reply, declare
+from ..auth.sessions import Auth, User
+from ..database import Database
+from .allowance import Allowance
+from .config import ANTHROPIC_VERSION, FIELDS, PATHS, AssistantConfig
+from .relay import Relay
+
+ANSWERS = {"application/json": {"schema": {"type": "object"}}, **EVENTS}
+
+
+class Gateway:
+    """The assistant route of one app."""
+
+    def __init__(self, config: AssistantConfig, database: Database, auth: Auth) -> None:
+        self.config, self.auth = config, auth
+        self.allowance = Allowance(database, config)
+        # made once, ~10 ms: every request's client shares it
+        self._tls = ssl.create_default_context()
+
+    def routes(self) -> list[Route]:
+        provider, config = self.config.provider, self.config
+        who = (
+            None
+            if config.anonymous
+            else self.auth.signed_in("Sign in at the top of the page to use this site's assistant.")
+        )
+
+        @declare(
+            "Ask the site's model "
+            f"({'OpenAI Chat Completions' if provider == 'openai' else 'Anthropic Messages'} "
+            "wire format; the server adds the key and relays the answer as it streams)",
+            body=self.request_schema(),
+            body_limit=config.max_body,
+            too_large=self._too_large(),
+            replies={200: Reply(content=ANSWERS)},
+            refusals={
+                **({} if config.anonymous else {401: "Nobody is signed in."}),
+                429: "Past the person's requests per minute or tokens per day, or the provider's "
+                "rate limit.",
+                502: "The provider refused the key, the model or the conversation, or failed.",
+                503: "The provider is overloaded.",
+            },
+            who=who,
+        )
+        async def assistant(call: Call) -> Response:
+            person = _who(call.user, call.request)
+            upstream = self.upstream_body(call.body, person)
+            await run_in_threadpool(self.allowance.admit, person, time.time())
+            return Relay(self, upstream, person)
+
+        return [Route(PATHS[provider], assistant, methods=["POST"])]
+
+    def request_schema(self) -> dict[str, Any]:
+        """What the route takes: the provider's chat fields, no other; the site's model; one
+        answer; `max_tokens` up to the site's cap."""
+        config, caps = self.config, ("max_tokens", "max_completion_tokens")
+        properties: dict[str, Any] = {name: {} for name in sorted(FIELDS[config.provider])}
+        properties |= {
+            "model": {
+                "const": config.model,
+                "x-refusal": f"This site's assistant is {config.model}; the request named "
+                f"{{value}}.",
+            },
+            "messages": {
+                "type": "array",
+                "minItems": 1,
+                "x-refusal": "The request needs its messages, a list that is not empty.",
+            },
+            "stream": {"type": "boolean", "x-refusal": "stream must be true or false."},
+            **{
+                cap: {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": config.max_tokens,
+                    "x-refusal": f"{cap} must be a whole number from 1 to {config.max_tokens} "
+                    "here.",
+                }
+                for cap in caps
+                if cap in properties
+            },
+        }
+        if config.provider == "openai":
+            properties["n"] = {
+                "const": 1,
+                "x-refusal": "This site's assistant gives one answer per request: n must be 1.",
+            }
+        return {
+            "type": "object",
+            "required": ["messages"],
+            "properties": properties,
+            "additionalProperties": False,
+            "x-unknown": "This site's assistant does not pass on the field {field}.",
+        }
+
+    def upstream_body(self, body: dict[str, Any], who: str) -> dict[str, Any]:
+        """The request as the provider gets it (the route's declaration has checked it): the
+        site's model, a `max_tokens` when it names none, the person as a hash the provider sees."""
+        provider, config = self.config.provider, self.config
+        caps = ("max_tokens", "max_completion_tokens") if provider == "openai" else ("max_tokens",)
+        sent = {**body, "model": config.model}
+        if not any(cap in body for cap in caps):
+            sent["max_tokens"] = config.max_tokens
+        # the provider's abuse checks see no name
+        user_id = hashlib.sha256(who.encode()).hexdigest()[:32]
+        if provider == "openai":
+            sent["user"] = user_id
+            if sent.get("stream"):  # the usage the daily allowance counts comes as the last event
+                options = sent.get("stream_options")
+                sent["stream_options"] = {
+                    **(options if isinstance(options, dict) else {}),
+                    "include_usage": True,
+                }
+        else:
+            sent["metadata"] = {"user_id": user_id}
+        return sent
+
+    def upstream_headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json", "accept-encoding": "identity"}
+        if self.config.provider == "anthropic":
+            headers |= {"x-api-key": self.config.api_key, "anthropic-version": ANTHROPIC_VERSION}
+        elif self.config.api_key:
+            headers["authorization"] = f"Bearer {self.config.api_key}"
+        return headers
+
+    def client(self) -> httpx.AsyncClient:
+        """A client for one request (cheap: the TLS context is made once)."""
+        timeout = httpx.Timeout(self.config.timeout, connect=10.0)
+        return httpx.AsyncClient(verify=self._tls, timeout=timeout, trust_env=False)
+
+    def _too_large(self) -> str:
+        return (
+            "The conversation is too long for this site's assistant (over "
+            f"{self.config.max_body} bytes); start a new one."
+        )
+
+    def hide(self, text: str) -> str:
+        return text.replace(self.config.api_key, "***") if self.config.api_key else text
+
+
+def _who(user: User | None, request: Request) -> str:
+    if user is not None:
+        return f"user:{user.username}"
+    return f"address:{request.client.host if request.client else 'unknown'}"
