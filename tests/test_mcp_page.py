@@ -318,6 +318,20 @@ def test_an_agent_that_gives_up_stops_the_call_in_the_page(reactor_page, agents)
     assert "Abandoned" not in titles_now(agent)
 
 
+def test_a_lost_link_withdraws_the_question_it_brought_and_nothing_runs_after(reactor_page, agents):
+    page, live = reactor_page.page, reactor_page.server
+    linked = connect_page(reactor_page)
+    agent = agents(live.url, make_token_in_panel(page))
+    asked = agent.call("decks_create_deck", {"title": "Orphaned"})
+    page.get_by_test_id("approval").wait_for()
+    live.app.state.agents.relay.pages[linked].end()  # the link drops, as when its process dies
+    assert "closed before decks_create_deck answered" in asked.result(30).content[0].text
+    expect(page.get_by_test_id("approval-choice")).to_have_text("No longer asked; it did not run.")
+    expect(page.get_by_test_id("approval").get_by_role("button")).to_have_count(0)
+    page.locator(f"[data-testid=agents-status][data-page]:not([data-page='{linked}'])").wait_for()
+    assert "Orphaned" not in titles_now(agent)
+
+
 def test_an_agent_on_the_2026_07_28_protocol_calls_the_page_too(reactor_page, agents):
     page, live = reactor_page.page, reactor_page.server
     connect_page(reactor_page)

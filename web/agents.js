@@ -4,8 +4,9 @@
  * tool, arguments, agent} and `cancel` {call} come down; answers, the tool list (acknowledged by
  * `listed`) and "the person is using this page" go up. A call runs through
  * `window.reactor.chat.callTool` — admission, validation and the person's approval, as for the
- * chat. A dropped connection is made again with backoff (0.5 s doubling to 30 s); a refusal
- * (signed out: 4401, too many pages: 4429) is not retried.
+ * chat. A dropped connection is made again with backoff (0.5 s doubling to 30 s), the calls it
+ * brought withdrawn; a refusal (signed out: 4401, too many pages: 4429) is not retried. A
+ * server that stops (1012) is left at once: another behind the same address takes the link.
  */
 
 const BACKOFF_MS = [500, 30_000];
@@ -74,6 +75,10 @@ class AgentLink {
       const address = new URL(`/api/agent-pages/link?${query}`, this.server);
       address.protocol = address.protocol === "https:" ? "wss:" : "ws:";
       const closed = await this.hold(new WebSocket(address), () => { delay = BACKOFF_MS[0]; });
+      // The calls that came down this link can no longer be answered: their questions are
+      // withdrawn, and none runs after (the server has failed them).
+      for (const controller of this.calls.values()) controller.abort(new Error("The page's link to the server was lost."));
+      this.calls.clear();
       if (!current()) break;
       if (REFUSED.has(closed.code)) {  // signed out, or too many pages: trying again will not help
         this.refuse(closed.reason || "The server refused this page's connection.");

@@ -345,12 +345,11 @@ def _serve(
     assistant: Any = None,
     browser_keys: bool | None = None,
 ) -> int:
-    import uvicorn
 
     from .errors import DatabaseError
     from .plugin_spec import discover_plugins
     from .server.app import create_app
-    from .server.loopback import GRACE_SECONDS
+    from .server.serving import graceful
 
     # The composition root: the installed plugins (the reactor.plugins entry points) go in here.
     try:
@@ -402,9 +401,7 @@ def _serve(
             flush=True,
         )
     # Pages connected for their agents hold an event stream open (server/agents/mcp.py).
-    uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=GRACE_SECONDS)
-    ).run(sockets=[listener])
+    graceful(app, log_level="warning").run(sockets=[listener])
     return 0
 
 

@@ -8,9 +8,7 @@ import threading
 import time
 from typing import Any
 
-import uvicorn
-
-GRACE_SECONDS = 2  # a stop waits this long for requests to end; a page's WebSocket never does
+from .serving import graceful
 
 
 def free_port() -> int:
@@ -27,14 +25,7 @@ class LoopbackServer:
     def __init__(self, app: Any, *, start_timeout: float = 20.0) -> None:
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
-        config = uvicorn.Config(
-            app,
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            timeout_graceful_shutdown=GRACE_SECONDS,
-        )
-        self.server = uvicorn.Server(config)
+        self.server = graceful(app, host="127.0.0.1", port=port, log_level="warning")
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
         deadline = time.monotonic() + start_timeout

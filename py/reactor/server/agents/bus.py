@@ -9,8 +9,13 @@ changed" — go by `NOTIFY reactor_agent_pages`; a payload over NOTIFY's 8,000 b
 `agent_messages` and the notification names it. Each process LISTENs on one connection of its
 own, in a thread, and hands what it hears to its relay on the event loop.
 
-A process that dies leaves its pages' rows behind: a page's stream refreshes `seen_at` every
-keep-alive, and rows not seen for STALE_SECONDS are not listed.
+A page is listed for as long as its process holds its link, whatever the traffic. Which processes
+are alive is PostgreSQL's own knowledge: each process's LISTEN connection carries its name
+(`application_name`), and a process that dies — even by SIGKILL — loses that connection at once.
+Every process looks at `pg_stat_activity` each POLL_SECONDS; a process missing for GONE_SECONDS
+of the watcher's own unbroken connection (so that a database restart, which drops every
+connection, kills nobody) has its pages removed from the directory and its calls ended
+(PageRelay.processes_gone). A process whose LISTEN connection comes back writes its pages again.
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ from .relay import PageLink, PageRelay
 
 log = logging.getLogger("reactor")
 CHANNEL = "reactor_agent_pages"
-STALE_SECONDS = 45.0  # three keep-alives of a page's stream
+APPLICATION = "reactor-bus:"  # + the process's name: the application_name of its LISTEN connection
+POLL_SECONDS = 1.0
+GONE_SECONDS = 2.5  # missing this long from pg_stat_activity: the process died
 INLINE_BYTES = 7000  # NOTIFY takes payloads under 8,000 bytes
 STEPS = [
     """
@@ -71,8 +78,8 @@ class PostgresPageBus:
         with self.database.transaction() as db:
             rows = db.execute(
                 "SELECT id, username, process, title, url, active_at, tools FROM agent_pages "
-                "WHERE username = ? AND seen_at > ?",
-                (username, time.time() - STALE_SECONDS),
+                "WHERE username = ?",
+                (username,),
             ).fetchall()
         return [
             PageLink(
@@ -107,18 +114,10 @@ class PostgresPageBus:
                     json.dumps(page.tools),
                 ),
             )
-            db.execute("DELETE FROM agent_pages WHERE seen_at < ?", (now - 3600,))
 
     def remove(self, page_id: str) -> None:
         with self.database.transaction() as db:
             db.execute("DELETE FROM agent_pages WHERE id = ?", (page_id,))
-
-    def heartbeat(self, page_ids: list[str]) -> None:
-        with self.database.transaction() as db:
-            db.executemany(
-                "UPDATE agent_pages SET seen_at = ? WHERE id = ?",
-                [(time.time(), i) for i in page_ids],
-            )
 
     # Messages
 
@@ -160,23 +159,61 @@ class PostgresPageBus:
     def _listen(self) -> None:
         import psycopg  # the database layer has made sure it is installed
 
+        assert self.relay is not None
+        name = APPLICATION + self.relay.process
+        connected_before = False
         while not self.stopping.is_set():
             try:
                 with psycopg.connect(
-                    self.database.target, autocommit=True, connect_timeout=10
+                    self.database.target,
+                    autocommit=True,
+                    connect_timeout=10,
+                    application_name=name,
                 ) as connection:
                     connection.execute(f"LISTEN {CHANNEL}")
+                    if connected_before:
+                        self._save_own_pages()  # another process may have taken it for dead
+                    connected_before = True
                     self.listening.set()
+                    watch = ProcessWatch(time.monotonic())
                     while not self.stopping.is_set():
-                        for notice in connection.notifies(timeout=0.5):
+                        for notice in connection.notifies(timeout=POLL_SECONDS / 2, stop_after=50):
                             try:
                                 self._heard(notice.payload)
                             except Exception:  # one bad message must not stop the listening
                                 log.exception("The page bus could not read a message")
+                        if watch.due(time.monotonic()):
+                            self._watch(connection, watch)
             except psycopg.Error:
                 # The database restarted or the connection dropped: listen again (what was sent
                 # meanwhile is lost; its callers end at their limit, or when the page goes).
-                self.stopping.wait(1.0)
+                self.stopping.wait(POLL_SECONDS)
+
+    def _watch(self, connection: Any, watch: ProcessWatch) -> None:
+        """Which processes are alive; the pages of those gone removed, their calls ended."""
+        live = {
+            row[0].removeprefix(APPLICATION)
+            for row in connection.execute(
+                "SELECT application_name FROM pg_stat_activity WHERE application_name LIKE %s",
+                (APPLICATION + "%",),
+            )
+        }
+        listed = {row[0] for row in connection.execute("SELECT DISTINCT process FROM agent_pages")}
+        gone = watch.gone(live, listed, time.monotonic())
+        if not gone:
+            return
+        log.warning("The server processes %s stopped; their pages' links are gone", sorted(gone))
+        connection.execute("DELETE FROM agent_pages WHERE process = ANY(%s)", (sorted(gone),))
+        relay, loop = self.relay, self.loop
+        if relay is not None and loop is not None:
+            loop.call_soon_threadsafe(relay.processes_gone, gone)
+
+    def _save_own_pages(self) -> None:
+        relay = self.relay
+        if relay is None:
+            return
+        for page in list(relay.pages.values()):
+            self.save(page)
 
     def _heard(self, payload: str) -> None:
         relay, loop = self.relay, self.loop
@@ -202,3 +239,32 @@ class PostgresPageBus:
             message = json.loads(row["body"]) if row is not None else None
         if isinstance(message, dict):
             loop.call_soon_threadsafe(relay.heard, message)
+
+
+class ProcessWatch:
+    """When each process was first missed from the live connections, made anew with each watcher
+    connection: a process is gone once missed for GONE_SECONDS of one unbroken connection."""
+
+    def __init__(self, since: float) -> None:
+        self.next_poll = since
+        self.known: set[str] = set()
+        self.missed: dict[str, float] = {}
+
+    def due(self, now: float) -> bool:
+        if now < self.next_poll:
+            return False
+        self.next_poll = now + POLL_SECONDS
+        return True
+
+    def gone(self, live: set[str], listed: set[str], now: float) -> set[str]:
+        self.known |= live | listed
+        for process in live:
+            self.missed.pop(process, None)
+        gone = set()
+        for process in self.known - live:
+            if now - self.missed.setdefault(process, now) >= GONE_SECONDS:
+                gone.add(process)
+        self.known -= gone
+        for process in gone:
+            self.missed.pop(process, None)
+        return gone

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
@@ -57,7 +58,7 @@ from .transport import SettlingSessionManager
 
 PATH = "/mcp"
 LINK_PATH = "/api/agent-pages/link"
-KEEPALIVE_SECONDS = 15.0
+RECHECK_SECONDS = 15.0  # how often a linked page's session is checked again
 BODY_LIMIT = 2_000_000  # a tool's answer: AI Tools cap their results at 1,000,000 bytes
 OWN_TOOLS = ("reactor_pages", "reactor_call")
 
@@ -369,6 +370,11 @@ class Agents:
                 if self.endpoint.manager is manager:
                     self.endpoint.manager = None
 
+    def stop(self) -> None:
+        """The server is stopping (SIGTERM): calls waiting here end with a sentence and are
+        withdrawn from their pages, and the pages linked here link again elsewhere."""
+        self.relay.stop()
+
     def own_page(self, headers: Headers) -> bool:
         """Whether a page of this server (or of an allowed origin) asks: the stream is a GET the
         cross-site write check does not see, and a page of another port of the same site (whose
@@ -414,20 +420,27 @@ class Agents:
                 await socket.close()
 
     async def _down(self, socket: WebSocket, page: PageLink, token: str) -> None:
-        """Calls and cancels to the page; while it is quiet, its person is checked again (a
-        session signed out elsewhere ends the link) and other processes hear it is still here."""
+        """Calls and cancels to the page; every RECHECK_SECONDS, whatever the traffic, its person
+        is checked again (a session signed out elsewhere ends the link)."""
         assert page.outbox is not None
         await socket.send_text(json.dumps({"type": "hello", "page": page.id}))
+        recheck = time.monotonic() + RECHECK_SECONDS
         while True:
+            quiet = False
             try:
-                message = await asyncio.wait_for(page.outbox.get(), KEEPALIVE_SECONDS)
+                message = await asyncio.wait_for(
+                    page.outbox.get(), max(0.0, recheck - time.monotonic())
+                )
             except TimeoutError:
+                message, quiet = None, True
+            if time.monotonic() >= recheck:
+                recheck = time.monotonic() + RECHECK_SECONDS
                 if self.auth.user_for_token(token) is None:
                     await socket.close(
                         4401, "You were signed out; sign in to let your agents use this page."
                     )
                     return
-                self.relay.heartbeat(page)
+            if quiet:
                 continue
             if message is None:
                 await socket.close(1012)  # the server ended it: the page connects again

@@ -6,6 +6,11 @@ everything is in this process's memory. With several on one PostgreSQL, a `PageB
 (server/agents/bus.py) keeps the directory of pages in the database and carries the messages
 between processes by LISTEN/NOTIFY: a call to the process holding the page's stream, the answer
 (or "the page went") to the process waiting for it, whose name the call's id begins with.
+
+A process that dies takes its pages' links and its waiting calls with it: the bus says which
+processes went (`processes_gone`), and the relay ends the calls waiting on their pages and
+withdraws, on its own pages, the calls nobody waits for any more. A process that stops (SIGTERM)
+says so first (`stop`).
 """
 
 from __future__ import annotations
@@ -22,13 +27,29 @@ from typing import Any, Protocol
 from ...envelope import tool_failure
 from ...errors import ReactorError
 
+STOPPING = (
+    "The reactor server this agent reached is stopping: {tool} was withdrawn from the page "
+    "before it answered. Call it again (another server process takes the call)."
+)
 PROGRESS_SECONDS = 5.0
 ANSWER_LIMIT = 120.0
 MAX_PAGES = 20  # connected pages per person
 
 
+PAGE_CLOSED = "The page closed before {tool} answered; whether it ran is unknown."
+LINK_LOST = (
+    "The page's link was lost (the server process holding it stopped) before {tool} answered, "
+    "and the page stopped the call; whether it had begun to run is unknown. Call reactor_pages, "
+    "then try again."
+)
+
+
 class PageGone(ReactorError):
-    """The page closed (or lost its connection) before it answered."""
+    """The page went before it answered; `sentence` says so to the agent ({tool} in it)."""
+
+    def __init__(self, sentence: str = PAGE_CLOSED) -> None:
+        super().__init__(sentence)
+        self.sentence = sentence
 
 
 @dataclass(eq=False)
@@ -69,7 +90,6 @@ class PageBus(Protocol):
     def save(self, page: PageLink) -> None: ...
     def remove(self, page_id: str) -> None: ...
     def send(self, process: str, message: dict[str, Any]) -> None: ...
-    def heartbeat(self, page_ids: list[str]) -> None: ...
 
 
 class PageRelay:
@@ -80,9 +100,10 @@ class PageRelay:
         self.process = secrets.token_hex(4)
         self.bus = bus
         self.pages: dict[str, PageLink] = {}  # the pages whose streams this process holds
-        self.waiting: dict[
-            str, asyncio.Future[dict[str, Any]]
-        ] = {}  # the calls this process waits on
+        # the calls this process waits on, and the page each one went to
+        self.waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self.waiting_on: dict[str, PageLink] = {}
+        self.stopping = ""  # why this process is stopping: no call is sent any more
         self.answer_limit = ANSWER_LIMIT
         self.progress_seconds = PROGRESS_SECONDS
         # The MCP connections of each person on this process, told when their tool list changes.
@@ -143,11 +164,6 @@ class PageRelay:
         if changed:
             self.changed(page.username)
 
-    def heartbeat(self, page: PageLink) -> None:
-        """Say the page is still connected (a process that died stops saying so for its pages)."""
-        if self.bus is not None:
-            self.bus.heartbeat([page.id])
-
     # Calls
 
     async def call(
@@ -160,9 +176,12 @@ class PageRelay:
     ) -> dict[str, Any]:
         """The page's envelope for one call, or ours for a page that went or a person who did not
         answer. `agent` is the token's name, which the page shows its person."""
+        if self.stopping:
+            return failure("unavailable", self.stopping.format(tool=tool))
         call_id = f"{self.process}.{secrets.token_hex(8)}"
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.waiting[call_id] = future
+        self.waiting_on[call_id] = page
         started = time.monotonic()
         self._to_page(
             page,
@@ -188,15 +207,14 @@ class PageRelay:
                         time.monotonic() - started,
                         f"Waiting for the page to answer {tool} (the person may be deciding).",
                     )
-        except PageGone:
-            return failure(
-                "unavailable", f"The page closed before {tool} answered; whether it ran is unknown."
-            )
+        except PageGone as gone:
+            return failure("unavailable", gone.sentence.format(tool=tool))
         except asyncio.CancelledError:
             self._to_page(page, {"type": "cancel", "call": call_id})
             raise
         finally:
             self.waiting.pop(call_id, None)
+            self.waiting_on.pop(call_id, None)
 
     def answer(self, page: PageLink, call_id: str, envelope: dict[str, Any]) -> bool:
         """The page's answer to a call, sent to the process that waits for it. False when this
@@ -212,13 +230,16 @@ class PageRelay:
             return True
         return self.settle(call_id, envelope)
 
-    def settle(self, call_id: str, envelope: dict[str, Any] | None) -> bool:
-        """Answer a call this process waits for; None: the page went."""
+    def settle(
+        self, call_id: str, envelope: dict[str, Any] | None, gone: str = PAGE_CLOSED
+    ) -> bool:
+        """Answer a call this process waits for; None: the page went (`gone` says how, to the
+        agent)."""
         future = self.waiting.get(call_id)
         if future is None or future.done():
             return False
         if envelope is None:
-            future.set_exception(PageGone())
+            future.set_exception(PageGone(gone))
         else:
             future.set_result(envelope)
         return True
@@ -258,6 +279,35 @@ class PageRelay:
             self.settle(str(message.get("call")), None)
         elif kind == "changed":
             self._notify(str(message.get("username")))
+
+    # Processes that go
+
+    def processes_gone(self, processes: set[str]) -> None:
+        """Other processes died (the bus saw their connections end): the calls waiting here on
+        their pages end, and this process's pages withdraw the calls they were waiting on."""
+        for call_id, page in list(self.waiting_on.items()):
+            if page.process in processes:
+                self.settle(call_id, None, LINK_LOST)
+        for page in self.pages.values():
+            for call_id in [c for c in page.sent if c.partition(".")[0] in processes]:
+                page.sent.discard(call_id)
+                self.deliver(page.id, {"type": "cancel", "call": call_id})
+        for username in {p.username for p in self.pages.values()} | set(self.listeners):
+            self._notify(username)
+
+    def stop(self, why: str = STOPPING) -> None:
+        """This process is stopping (SIGTERM): the calls it waits on end with `why` (a sentence for
+        the agent, {tool} in it) and are withdrawn from their pages; its own pages are told to link
+        again (to another process, behind a balancer); no call is sent any more."""
+        self.stopping = why
+        for call_id, page in list(self.waiting_on.items()):
+            self._to_page(page, {"type": "cancel", "call": call_id})
+            self.settle(call_id, None, why)
+        for page in list(self.pages.values()):
+            for call_id in page.sent:
+                self.gone(call_id)
+            page.sent.clear()
+            page.end()
 
     # Tool list changes
 
