@@ -51,8 +51,9 @@ class Passed:
 
 class RoundRobin:
     """A balancer with no affinity, as nginx's default: each request goes to the next process in
-    turn, its answer streamed back as it comes (an event stream included). `passed` lists what
-    went where; `progressed` counts the progress notices that went through."""
+    turn (its Host kept, as `proxy_set_header Host $http_host` does), its answer streamed back as
+    it comes (an event stream included). `passed` lists what went where; `progressed` counts the
+    progress notices that went through."""
 
     def __init__(self, upstreams: list[str]) -> None:
         self.upstreams = upstreams
@@ -76,9 +77,7 @@ class RoundRobin:
         query = scope["query_string"].decode()
         url = self.upstreams[process] + scope["path"] + (f"?{query}" if query else "")
         headers = [
-            (k, v)
-            for k, v in scope["headers"]
-            if k not in (b"host", b"connection", b"content-length")
+            (k, v) for k, v in scope["headers"] if k not in (b"connection", b"content-length")
         ]
         async with httpx.AsyncClient(timeout=None) as client:
             request = client.build_request(scope["method"], url, headers=headers, content=body)
