@@ -405,3 +405,29 @@ def test_a_cancel_sent_to_the_other_process_withdraws_the_call_from_the_page(two
         page.close()
     assert withdrawn == {"type": "cancel", "call": page.calls[0]["call"]}
     assert cancelled.json()["error"]["message"] == "Request cancelled"
+
+
+def test_a_copy_that_idled_out_is_adopted_again_and_a_session_unused_for_its_idle_time_is_gone(
+    two_apps,  # noqa: F811
+):
+    first, second = two_apps
+    manager(second).session_idle_timeout = 0.2  # its copies idle out at once
+    token = agent_token(first)
+    with httpx.Client(
+        headers={**HEADERS, "authorization": f"Bearer {token}"}, timeout=10
+    ) as client:
+        session = initialize(client, first.url)
+        assert list_tools(client, second.url, session).status_code == 200
+        wait_until(lambda: session not in manager(second)._server_instances)
+        assert list_tools(client, second.url, session).status_code == 200, "adopted again"
+        wait_until(lambda: session not in manager(second)._server_instances)
+        rows = first.app.state.agents.sessions
+        with rows.database.transaction() as db:  # nobody used it for the idle time
+            db.execute(
+                "UPDATE mcp_sessions SET used_at = used_at - ? WHERE id = ?",
+                (rows.lifetime + 1, session),
+            )
+        refused = list_tools(client, second.url, session)
+        assert refused.status_code == 404 and refused.json()["error"]["message"] == (
+            "Session not found"
+        )

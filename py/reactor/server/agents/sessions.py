@@ -66,6 +66,7 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from ...errors import DatabaseError
 from ..database import Database
 from .relay import PageRelay
 from .transport import SettlingSessionManager, SettlingTransport
@@ -115,7 +116,9 @@ class SessionRows:
         with self.database.transaction() as db:
             db.execute(
                 "INSERT INTO mcp_sessions (id, owner, username, protocol_version, client_params, "
-                "created_at, used_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "created_at, used_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                "protocol_version = excluded.protocol_version, "
+                "client_params = excluded.client_params, used_at = excluded.used_at",
                 (
                     session.id,
                     session.owner,
@@ -190,26 +193,35 @@ class SessionWatch:
         # The connection outlives the request; the context offers it under no public name in
         # mcp 2.3.
         connection = getattr(ctx.session, "_connection", None)
-        if ctx.method == "initialize" and isinstance(connection, Connection):
-            agent = request.scope["reactor.agent"]
+        agent = request.scope.get("reactor.agent")
+        if ctx.method == "initialize" and isinstance(connection, Connection) and agent is not None:
             listen(self.relay, agent.user.username, connection)
             version = result.get("protocolVersion") if isinstance(result, dict) else None
             if self.rows is not None and connection.session_id:
-                self.rows.record(
-                    StoredSession(
-                        connection.session_id,
-                        agent.id,
-                        agent.user.username,
-                        str(version or connection.protocol_version),
-                        dict(ctx.params or {}),
-                    )
+                stored = StoredSession(
+                    connection.session_id,
+                    agent.id,
+                    agent.user.username,
+                    str(version or connection.protocol_version),
+                    dict(ctx.params or {}),
                 )
+                try:
+                    self.rows.record(stored)
+                except DatabaseError:
+                    log.exception("Could not record an MCP session")
+                    raise MCPError(
+                        code=INTERNAL_ERROR,
+                        message="The server could not keep this session: its database did not "
+                        "answer. Initialize again in a moment.",
+                    ) from None
         elif ctx.method == "notifications/cancelled" and self.relay.bus is not None:
             session_id = request.headers.get(MCP_SESSION_ID_HEADER)
             if session_id and isinstance(ctx.params, dict):
-                self.relay.bus.send(
-                    "*", {"type": CANCELLED, "session": session_id, "params": dict(ctx.params)}
-                )
+                message = {"type": CANCELLED, "session": session_id, "params": dict(ctx.params)}
+                try:
+                    self.relay.bus.send("*", message)
+                except DatabaseError:  # the cancel still applies on this process
+                    log.exception("Could not pass a cancel to the other processes")
         return result
 
 
@@ -239,21 +251,25 @@ class SharedSessionManager(SettlingSessionManager):
 
     async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
         session_id = Headers(scope=scope).get(MCP_SESSION_ID_HEADER)
-        user = scope.get("user")
-        if session_id is None or not isinstance(user, AuthenticatedUser):
+        user, agent = scope.get("user"), scope.get("reactor.agent")
+        if session_id is None or not isinstance(user, AuthenticatedUser) or agent is None:
             await super()._handle_stateful_request(scope, receive, send)
             return
         if session_id not in self._server_instances:
-            refusal = await self._adopt(session_id, scope["reactor.agent"].id, user)
+            try:
+                refusal = await self._adopt(session_id, agent.id, user)
+            except DatabaseError:
+                log.exception("Could not look up an MCP session")
+                refusal = _refusal(
+                    "The server's database did not answer; send this request again in a moment.",
+                    503,
+                )
             if refusal is not None:
                 await refusal(scope, receive, send)
                 return
         transport = self._server_instances.get(session_id)
-        owned = transport is not None and self._session_owners.get(
-            session_id
-        ) == authorization_context(user)
-        if not owned:  # the SDK answers 404
-            await super()._handle_stateful_request(scope, receive, send)
+        if transport is None or self._session_owners.get(session_id) != authorization_context(user):
+            await super()._handle_stateful_request(scope, receive, send)  # the SDK's 404
             return
         self.used.add(session_id)
         self.in_flight[session_id] += 1
@@ -263,11 +279,13 @@ class SharedSessionManager(SettlingSessionManager):
             self.in_flight[session_id] -= 1
             if not self.in_flight[session_id]:
                 del self.in_flight[session_id]
-        assert transport is not None
         if scope["method"] == "DELETE" and transport.is_terminated:
-            self.rows.remove(session_id)
-            if self.relay.bus is not None:
-                self.relay.bus.send("*", {"type": ENDED, "session": session_id})
+            try:
+                self.rows.remove(session_id)
+                if self.relay.bus is not None:
+                    self.relay.bus.send("*", {"type": ENDED, "session": session_id})
+            except DatabaseError:  # the other processes' copies idle out, the row expires
+                log.exception("Could not end an MCP session on the other processes")
 
     async def _adopt(self, session_id: str, owner: str, user: AuthenticatedUser) -> Response | None:
         """Serve a session this process does not hold, when it is this token's; a refusal to
