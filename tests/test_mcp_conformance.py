@@ -24,6 +24,7 @@ from reactor.server.agents import tokens as agent_tokens
 from reactor.server.app import create_app
 from reactor.server.loopback import LoopbackServer
 from test_mcp_processes import ScriptedPage
+from test_mcp_sessions import RoundRobin
 
 NPM_MCP = Path(__file__).resolve().parent.parent / ".npm-mcp"
 HARNESS = NPM_MCP / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
@@ -146,16 +147,25 @@ def node() -> str:
     return str(NPM_MCP / "node_modules" / "node" / "bin" / "node")
 
 
-def run_scenarios(data: Path) -> dict[str, tuple[str, str]]:
-    """Every server scenario of the harness against a fresh server over `data`: its name →
-    ("pass" | "warn" | "fail", the first failure's or warning's message)."""
+def run_scenarios(data: Path, database: str | None = None) -> dict[str, tuple[str, str]]:
+    """Every server scenario of the harness against a fresh server over `data` (or, given a
+    PostgreSQL `database`, two processes' apps on it behind a balancer with no affinity): its
+    name → ("pass" | "warn" | "fail", the first failure's or warning's message)."""
     assert HARNESS.exists(), (
         "run ./dev test once: it installs the conformance harness into .npm-mcp"
     )
     token: list[str] = []  # made once the server runs, through its own API
     # the harness sends ~200 requests at once
     rate, agent_tokens.RATE_LIMIT = agent_tokens.RATE_LIMIT, 1_000_000
-    server = LoopbackServer(with_token(create_app(data, seed_demo=True), token), start_timeout=10)
+    apps = (
+        [create_app(data, seed_demo=True)]
+        if database is None
+        else [create_app(data / n, seed_demo=True, database=database) for n in ("a", "b")]
+    )
+    servers = [LoopbackServer(with_token(app, token), start_timeout=10) for app in apps]
+    if database is not None:
+        servers.append(LoopbackServer(RoundRobin([s.url for s in servers]), start_timeout=10))
+    server, front = servers[0], servers[-1]  # the page links to a process, the harness to front
     try:
         session = bearer(server, "ada")
         made = httpx.post(
@@ -169,7 +179,7 @@ def run_scenarios(data: Path) -> dict[str, tuple[str, str]]:
             str(HARNESS),
             "server",
             "--url",
-            f"{server.url}/mcp",
+            f"{front.url}/mcp",
             "--suite",
             "all",
             "-o",
@@ -178,7 +188,8 @@ def run_scenarios(data: Path) -> dict[str, tuple[str, str]]:
         subprocess.run(command, capture_output=True, timeout=300, check=False)
         page.close()
     finally:
-        server.stop()
+        for running in reversed(servers):
+            running.stop()
         agent_tokens.RATE_LIMIT = rate
     found = {}
     for checks in out.glob("server-*/checks.json"):
@@ -199,7 +210,18 @@ def run_scenarios(data: Path) -> dict[str, tuple[str, str]]:
 def test_the_conformance_harness_passes_what_mcp_serves_and_fails_only_what_it_does_not_offer(
     tmp_path,
 ):
-    found = run_scenarios(tmp_path / "data")
+    judge(run_scenarios(tmp_path / "data"))
+
+
+def test_behind_a_balancer_without_affinity_over_two_processes_the_harness_finds_the_same(
+    tmp_path, postgres_cluster
+):
+    """Each request of a scenario to the next process in turn (its session opened on one, used on
+    both: server/agents/sessions.py)."""
+    judge(run_scenarios(tmp_path / "data", postgres_cluster.database()))
+
+
+def judge(found: dict[str, tuple[str, str]]) -> None:
     assert set(found) == set(EXPECTED), "the harness's scenarios are the ones this test knows"
     for name, expected in EXPECTED.items():
         status, why = found[name]

@@ -21,9 +21,9 @@ at once. Never another person's pages: a page is found by the token's user only.
 
 Several server processes on one PostgreSQL share the directory of pages and pass calls and
 answers by LISTEN/NOTIFY (server/agents/relay.py, server/agents/bus.py): an agent on any process
-reaches a page held by any other. An MCP 2025-11-25 session (`Mcp-Session-Id`) lives in the
-process that opened it (the SDK's session manager), so a balancer must keep one agent's requests
-on one process for that era; 2026-07-28 has no session.
+reaches a page held by any other. Any process answers any `/mcp` request, so a balancer needs no
+affinity: an MCP 2025-11-25 session (`Mcp-Session-Id`) is a row any process adopts
+(server/agents/sessions.py); 2026-07-28 has no session.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ import asyncio
 import contextlib
 import json
 import time
-import weakref
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
@@ -53,6 +52,7 @@ from ..auth.sessions import Auth, session_token
 from ..database import Database
 from .bus import PostgresPageBus
 from .relay import MAX_PAGES, PageLink, PageRelay, failure
+from .sessions import SessionRows, SessionWatch, SharedSessionManager
 from .tokens import PREFIX, AgentToken, AgentTokens, bearer_token
 from .transport import SettlingSessionManager
 
@@ -141,18 +141,11 @@ def _agent(ctx: Any) -> AgentToken:
 
 
 def mcp_server(relay: PageRelay, page_url: Callable[[Any], str]) -> RelayServer:
-    """The MCP server: tools/list and tools/call of the token's person, relayed to their page."""
-
-    def listen(ctx: Any, username: str) -> None:
-        # The connection outlives the request (its ServerSession does not); the low-level
-        # context offers it under no public name in mcp 2.3.
-        connection = getattr(ctx.session, "_connection", None)
-        if connection is not None:
-            relay.listeners.setdefault(username, weakref.WeakSet()).add(connection)
+    """The MCP server: tools/list and tools/call of the token's person, relayed to their page.
+    A session hears of their tool list's changes from its start (server/agents/sessions.py)."""
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         username = _agent(ctx).user.username
-        listen(ctx, username)
         pages = relay.pages_of(username)
         tools = [_tool(t) for t in (pages[0].tools if pages else [])]
         return types.ListToolsResult(
@@ -161,7 +154,6 @@ def mcp_server(relay: PageRelay, page_url: Callable[[Any], str]) -> RelayServer:
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         username = _agent(ctx).user.username
-        listen(ctx, username)
         name, arguments = params.name, dict(params.arguments or {})
         if name == "reactor_pages":
             listed = [p.describe() for p in relay.pages_of(username)]
@@ -260,7 +252,7 @@ MCP_OPERATION = documented(
             401: "No valid agent token (a session or cookie is refused); WWW-Authenticate says "
             "Bearer.",
             403: "A page of a foreign Origin asks.",
-            404: "An MCP session this process does not hold.",
+            404: "An MCP session that never was, has ended, or is another token's.",
             405: "A method the transport does not take here.",
             406: "An Accept header without what the transport answers.",
             415: "A body that is not JSON.",
@@ -347,7 +339,10 @@ class Agents:
         # Processes sharing a PostgreSQL database share their pages by it (server/agents/bus.py).
         self.bus = PostgresPageBus(database) if database.kind == "postgresql" else None
         self.auth, self.tokens, self.relay = auth, tokens, PageRelay(self.bus)
+        # ...and their MCP sessions (server/agents/sessions.py).
+        self.sessions = SessionRows(database) if self.bus is not None else None
         self.server = mcp_server(self.relay, lambda ctx: _page_url(ctx.request))
+        self.server.middleware.append(SessionWatch(self.relay, self.sessions))
         self.endpoint = McpEndpoint(tokens, origins)
 
     @contextlib.asynccontextmanager
@@ -356,7 +351,13 @@ class Agents:
         # Host and Origin are checked by the app (HostCheck) and McpEndpoint, for every name it
         # serves.
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-        manager = SettlingSessionManager(app=self.server, security_settings=security)
+        manager = (
+            SettlingSessionManager(app=self.server, security_settings=security)
+            if self.sessions is None
+            else SharedSessionManager(
+                app=self.server, security_settings=security, rows=self.sessions, relay=self.relay
+            )
+        )
         if self.bus is not None:
             self.bus.start(self.relay)
         async with contextlib.AsyncExitStack() as stack:

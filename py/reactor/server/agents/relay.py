@@ -109,6 +109,8 @@ class PageRelay:
         # The MCP connections of each person on this process, told when their tool list changes.
         self.listeners: dict[str, weakref.WeakSet[Any]] = {}
         self.notices: set[asyncio.Future[None]] = set()
+        # Other kinds of message that cross by the same bus, by type (server/agents/sessions.py).
+        self.hearers: dict[str, Callable[[dict[str, Any]], None]] = {}
 
     # The directory of pages
 
@@ -279,6 +281,8 @@ class PageRelay:
             self.settle(str(message.get("call")), None)
         elif kind == "changed":
             self._notify(str(message.get("username")))
+        elif isinstance(kind, str) and kind in self.hearers:
+            self.hearers[kind](message)
 
     # Processes that go
 
