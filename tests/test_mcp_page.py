@@ -27,6 +27,7 @@ from mcp.shared.exceptions import MCPError
 from playwright.sync_api import expect
 
 from reactor.testing import ReactorPage
+from test_mcp_processes import agent_token
 
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parent.parent
@@ -272,8 +273,14 @@ def test_bobs_token_never_reaches_adas_page_and_a_revoked_token_stops_at_the_nex
     assert other.is_error and other.structured_content["error"]["code"] == "not_found"
 
     assert ada.call("decks_list_decks", {}).result(30).is_error is False
-    page.locator("#agents [data-token-id]").get_by_role("button", name="Revoke").click()
-    page.locator("#agents [data-token-id]").wait_for(state="detached")
+    listed = page.locator("#agents [data-token-id]")
+    listed.get_by_role("button", name="Revoke").click()  # asks first; keeping it changes nothing
+    expect(listed.get_by_role("alert")).to_contain_text("Revoke “ada's agent”?")
+    listed.get_by_role("button", name="Keep it").click()
+    assert ada.call("decks_list_decks", {}).result(30).is_error is False
+    listed.get_by_role("button", name="Revoke").click()
+    listed.get_by_role("button", name="Yes, revoke it").click()
+    listed.wait_for(state="detached")
     # the server answered 401: tests/test_agent_tokens.py reads its sentence
     with pytest.raises(MCPError):
         ada.call("decks_list_decks", {}).result(30)
@@ -332,6 +339,36 @@ def test_a_lost_link_withdraws_the_question_it_brought_and_nothing_runs_after(re
     assert "Orphaned" not in titles_now(agent)
 
 
+def test_reactor_pages_tells_two_pages_apart_by_what_they_show(
+    reactor_page, new_reactor_page, agents
+):
+    live = reactor_page.server
+    first = reactor_page.open("/#/decks/onboarding/4")
+    first.page.get_by_text("Onboarding: your first week").first.wait_for()
+    first_id = connect_page(first)
+    second = new_reactor_page().open("/#/decks/reactor-in-5-minutes/2")
+    second.page.get_by_text("Reactor in 5 minutes").first.wait_for()
+    second_id = connect_page(second)
+    agent = agents(live.url, agent_token(live))
+    pages = agent.call("reactor_pages", {}).result(30).structured_content["pages"]
+    shown = {p["page"]: (p["title"], p["route"], p["default"]) for p in pages}
+    assert shown == {
+        second_id: ("Reactor in 5 minutes – reactor", "#/decks/reactor-in-5-minutes/2", True),
+        first_id: ("Onboarding: your first week – reactor", "#/decks/onboarding/4", False),
+    }
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", p["lastUsed"]) for p in pages)
+    first.execute("decks.nextSlide")  # the person moves on in the first page
+    expect(first.page).to_have_url(re.compile("#/decks/onboarding/5$"))
+
+    def routes() -> dict[str, str]:
+        listed = agent.call("reactor_pages", {}).result(30).structured_content["pages"]
+        return {p["page"]: p["route"] for p in listed}
+
+    deadline = time.monotonic() + 10
+    while routes()[first_id] != "#/decks/onboarding/5":
+        assert time.monotonic() < deadline, "the agent reads where the page went"
+
+
 def test_an_agent_on_the_2026_07_28_protocol_calls_the_page_too(reactor_page, agents):
     page, live = reactor_page.page, reactor_page.server
     connect_page(reactor_page)
@@ -351,7 +388,9 @@ def test_connecting_needs_a_signed_in_person_and_signing_out_disconnects(reactor
     assert refused == "Sign in to let your agents use this page."
     connect_page(reactor_page)
     agent = agents(live.url, make_token_in_panel(page))
-    assert "decks_list_decks" in agent.list_names()
+    assert agent.call("decks_list_decks", {}).result(30).is_error is False
+    last_call = page.get_by_test_id("agents-last-call")
+    expect(last_call).to_contain_text("asked for")
     agent.heard_list_change.clear()
     page.locator("#session").get_by_role("button", name="Sign out").click()
     page.get_by_test_id("agents-status").get_by_text(
@@ -359,6 +398,14 @@ def test_connecting_needs_a_signed_in_person_and_signing_out_disconnects(reactor
     ).wait_for()
     assert agent.heard_list_change.wait(10), "the page's tools went with its person"
     assert agent.list_names() == ["reactor_pages", "reactor_call"]
+    # nothing of ada's stays on screen, and making a token says why it cannot
+    expect(last_call).to_be_hidden()
+    expect(page.get_by_test_id("agent-token-secret")).to_have_count(0)
+    expect(page.locator("#agents [data-token-id]")).to_have_count(0)
+    expect(page.locator("#agents").get_by_role("button", name="Make a token")).to_be_disabled()
+    expect(page.get_by_test_id("agent-token-note")).to_have_text(
+        "Sign in to make a token for an agent."
+    )
 
 
 # One page plugin of 250 tools with 9,000-character descriptions: a tool list of ~2.3 million

@@ -149,6 +149,8 @@ def test_a_connected_pages_messages_are_checked_and_only_its_person_may_send_the
             ({"type": "shout"}, "Send {"),
             ("not json", "a JSON object"),
             ([1, 2], "a JSON object"),
+            ("[" * 100_000 + "]" * 100_000, "a JSON object"),  # deeper than Python reads
+            ({"type": "where", "title": 3, "route": ""}, "Where a page is"),
             (
                 '{"type": "tools", "tools": [' + "{}," * 700_000 + "{}]}",
                 "at most 2,000,000 characters",
@@ -186,6 +188,48 @@ def test_a_connected_pages_messages_are_checked_and_only_its_person_may_send_the
     finally:
         page.close()
         stop_server(live)
+
+
+def test_an_answer_counts_only_from_the_page_the_call_went_to():
+    async def run():
+        relay = PageRelay()
+        asked = relay.connect("ada", "Onboarding – reactor", "", "#/decks/onboarding/4")
+        other = relay.connect("ada", "reactor", "")
+        bobs = relay.connect("bob", "reactor", "")
+        call = asyncio.ensure_future(relay.call(asked, "decks_delete_deck", {"id": "x"}, quiet))
+        sent = await asked.outbox.get()
+        forged = [
+            relay.answer(page, sent["call"], {"ok": True, "result": "forged"})
+            for page in (other, bobs)
+        ]
+        settled_by_forgery = call.done()
+        assert relay.answer(asked, sent["call"], {"ok": True, "result": "real"})
+        return forged, settled_by_forgery, await call
+
+    forged, settled_by_forgery, envelope = asyncio.run(run())
+    assert forged == [False, False] and not settled_by_forgery
+    assert envelope == {"ok": True, "result": "real"}
+
+
+def test_reactor_pages_says_what_each_page_shows_when_it_was_used_and_which_takes_calls():
+    async def run():
+        relay = PageRelay()
+        first = relay.connect("ada", "reactor", "http://127.0.0.1:8000/")
+        second = relay.connect("ada", "reactor", "http://127.0.0.1:8000/")
+        relay.locate(first, "Onboarding – reactor", "#/decks/onboarding/4")
+        relay.locate(second, "Reactor in 5 minutes – reactor", "#/decks/reactor-in-5-minutes/1")
+        first.active_at, second.active_at = 1_767_225_600.0, 1_767_225_660.0
+        return [p.describe() for p in relay.pages_of("ada")]
+
+    newest, older = asyncio.run(run())
+    assert newest["title"] == "Reactor in 5 minutes – reactor"
+    assert newest["route"] == "#/decks/reactor-in-5-minutes/1"
+    assert newest["lastUsed"] == "2026-01-01T00:01:00Z"
+    assert (older["title"], older["route"], older["lastUsed"]) == (
+        "Onboarding – reactor",
+        "#/decks/onboarding/4",
+        "2026-01-01T00:00:00Z",
+    )
 
 
 def test_a_call_answered_at_once_is_one_json_body_and_one_that_waits_an_event_stream(tmp_path):

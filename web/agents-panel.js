@@ -19,10 +19,12 @@ const lastCall = el("p", { class: "agents-last-call", "data-testid": "agents-las
 const toggle = el("input", { type: "checkbox", "data-testid": "agents-switch" });
 const tokens = el("ul", { class: "agents-tokens", "data-testid": "agent-tokens" });
 const made = el("div", { class: "agents-made", "data-testid": "agent-token-made" });
-const nameInput = el("input", { name: "token-name", placeholder: "Which agent? e.g. Claude Code on my laptop", maxlength: "80" });
-const form = el("form", { class: "agents-form" }, nameInput, el("button", { type: "submit" }, "Make a token"));
+const nameInput = el("input", { name: "token-name", placeholder: "Which agent? e.g. Claude Code on my laptop", maxlength: "80", "aria-label": "Which agent the token is for" });
+const makeButton = el("button", { type: "submit" }, "Make a token");
+const form = el("form", { class: "agents-form" }, nameInput, makeButton);
+const formNote = el("span", { class: "agents-note", "data-testid": "agent-token-note" });
 const formError = el("span", { class: "session-error", role: "alert" });
-form.append(formError);
+form.append(formNote, formError);
 
 toggle.addEventListener("change", () => {
   localStorage.setItem(SWITCH_KEY, toggle.checked ? "on" : "off");
@@ -80,22 +82,40 @@ async function listTokens() {
   if (!response.ok) return;
   const when = (seconds) => (seconds ? new Date(seconds * 1000).toLocaleString() : "never");
   tokens.replaceChildren(...(await response.json()).map((token) => {
+    const item = el("li", { "data-token-id": token.id }, el("strong", {}, token.name),
+      ` made ${when(token.created)}, last used ${when(token.lastUsed)} `);
     const revoke = el("button", { type: "button" }, "Revoke");
-    revoke.addEventListener("click", async () => {
-      await api(`/api/agent-tokens/${encodeURIComponent(token.id)}`, { method: "DELETE" });
-      listTokens();
+    // Revoking cannot be undone: the panel asks first, in place.
+    revoke.addEventListener("click", () => {
+      const yes = el("button", { type: "button" }, "Yes, revoke it");
+      const no = el("button", { type: "button" }, "Keep it");
+      const question = el("span", { role: "alert" }, `Revoke “${token.name}”? An agent using it is refused from its next request. `, yes, " ", no);
+      yes.addEventListener("click", async () => {
+        await api(`/api/agent-tokens/${encodeURIComponent(token.id)}`, { method: "DELETE" });
+        listTokens();
+      });
+      no.addEventListener("click", () => { question.replaceWith(revoke); revoke.focus(); });
+      revoke.replaceWith(question);
+      no.focus();
     });
-    return el("li", { "data-token-id": token.id }, el("strong", {}, token.name),
-      ` made ${when(token.created)}, last used ${when(token.lastUsed)} `, revoke);
+    item.append(revoke);
+    return item;
   }));
 }
 
 /** Connect while the switch is on and someone is signed in; disconnect otherwise. */
 async function follow() {
-  form.hidden = !user;
+  // Signed out, nothing of the last person stays: their agents' last call, their token's secret;
+  // making a token waits for someone to sign in, and says so.
+  nameInput.disabled = makeButton.disabled = !user;
+  formNote.textContent = user ? "" : "Sign in to make a token for an agent.";
   delete status.dataset.page;
   if (!user) {
     made.replaceChildren();
+    clearTimeout(lastCallDue);
+    lastCallDue = lastCallDetail = null;
+    lastCall.hidden = true;
+    lastCall.textContent = "";
     status.textContent = "Sign in to let your agents use this page.";
     await window.reactor.agents.disconnect();
     return;

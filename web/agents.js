@@ -2,7 +2,7 @@
  * The page's link to the reactor server for the person's desktop agents (MCP at /mcp; the server
  * side is reactor/server/agents/mcp.py). One WebSocket per page: `hello` {page}, `call` {call,
  * tool, arguments, agent} and `cancel` {call} come down; answers, the tool list (acknowledged by
- * `listed`) and "the person is using this page" go up. A call runs through
+ * `listed`), "the person is using this page" and what it shows (title, route) go up. A call runs through
  * `window.reactor.chat.callTool` — admission, validation and the person's approval, as for the
  * chat. A dropped connection is made again with backoff (0.5 s doubling to 30 s), the calls it
  * brought withdrawn; a refusal (signed out: 4401, too many pages: 4429) is not retried. A
@@ -29,6 +29,9 @@ class AgentLink {
     this.lastActive = 0;
     this.stopListening = null;
     this.onActivity = () => this.active();
+    this.onMoved = () => this.moved();
+    this.lastWhere = "";
+    this.titleWatch = null;
   }
 
   /** Connect (again) and resolve {pageId} once the server has this page and its tools. */
@@ -38,6 +41,9 @@ class AgentLink {
       this.wanted = true;
       this.generation += 1;
       for (const type of ["focus", "pointerdown", "keydown"]) addEventListener(type, this.onActivity, true);
+      addEventListener("hashchange", this.onMoved);
+      this.titleWatch = new MutationObserver(this.onMoved);
+      this.titleWatch.observe(document.head, { subtree: true, childList: true, characterData: true });
       this.stopListening = window.reactor.onAgentToolBundles(() => this.sendTools());
       this.run();
     } else if (this.pageId) {
@@ -54,6 +60,8 @@ class AgentLink {
     for (const controller of this.calls.values()) controller.abort(new Error("The page's agents switch was turned off."));
     this.calls.clear();
     for (const type of ["focus", "pointerdown", "keydown"]) removeEventListener(type, this.onActivity, true);
+    removeEventListener("hashchange", this.onMoved);
+    this.titleWatch?.disconnect();
     this.stopListening?.();
     this.settle(null, new Error("Disconnected."));
     this.pageId = null;
@@ -71,7 +79,7 @@ class AgentLink {
     let delay = BACKOFF_MS[0];
     while (current()) {
       // Origin and path only: a query or fragment may hold what the person would not hand to an agent.
-      const query = new URLSearchParams({ title: document.title.slice(0, 200), url: (location.origin + location.pathname).slice(0, 500) });
+      const query = new URLSearchParams({ ...this.where(), url: (location.origin + location.pathname).slice(0, 500) });
       const address = new URL(`/api/agent-pages/link?${query}`, this.server);
       address.protocol = address.protocol === "https:" ? "wss:" : "ws:";
       const closed = await this.hold(new WebSocket(address), () => { delay = BACKOFF_MS[0]; });
@@ -101,6 +109,7 @@ class AgentLink {
   heard(message, onHello) {
     if (message.type === "hello") {
       this.pageId = message.page;
+      this.lastWhere = JSON.stringify(this.where());  // as the link's address said
       this.named = false;
       onHello();
       this.sendTools();
@@ -167,6 +176,20 @@ class AgentLink {
     this.settle(null, new Error(problem));
     this.disconnect();
     window.dispatchEvent(new CustomEvent("reactor:agents", { detail: { connected: false, problem } }));
+  }
+
+  /** What the page shows, for the agent choosing among the person's pages: its title and its
+   * address's fragment, the app's route (#/decks/onboarding/4). */
+  where() {
+    return { title: document.title.slice(0, 200), route: location.hash.slice(0, 500) };
+  }
+
+  /** Tell the server what the page shows now, when that changed. */
+  moved() {
+    const where = JSON.stringify(this.where());
+    if (where === this.lastWhere) return;
+    this.lastWhere = where;
+    this.post({ type: "where", ...this.where() });
   }
 
   active() {

@@ -160,7 +160,11 @@ function addressed(hash) {
  * a move within a deck replaces the current one. */
 let deckInAddress = false;  // a deck is on screen and in the address (the list then replaces it)
 
+const PAGE_TITLE = globalThis.document?.title ?? '';
+
 function keepAddress(state) {
+  // The tab's title says which deck is on screen (a person's tab list, an agent's list of pages).
+  document.title = state.deck ? `${state.deck.title} – ${PAGE_TITLE}` : PAGE_TITLE;
   const here = addressed(location.hash);
   let want;
   if (state.deck) {

@@ -57,6 +57,7 @@ STEPS = [
         sent_at REAL NOT NULL
     );
     """,
+    "ALTER TABLE agent_pages ADD COLUMN route TEXT NOT NULL DEFAULT ''",
 ]
 
 
@@ -77,8 +78,8 @@ class PostgresPageBus:
     def pages_of(self, username: str) -> list[PageLink]:
         with self.database.transaction() as db:
             rows = db.execute(
-                "SELECT id, username, process, title, url, active_at, tools FROM agent_pages "
-                "WHERE username = ?",
+                "SELECT id, username, process, title, url, active_at, tools, route "
+                "FROM agent_pages WHERE username = ?",
                 (username,),
             ).fetchall()
         return [
@@ -90,6 +91,7 @@ class PostgresPageBus:
                 r["process"],
                 r["active_at"],
                 json.loads(r["tools"]),
+                r["route"],
             )
             for r in rows
         ]
@@ -99,10 +101,10 @@ class PostgresPageBus:
         with self.database.transaction() as db:
             db.execute(
                 "INSERT INTO agent_pages (id, username, process, title, url, active_at, "
-                "seen_at, tools) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                "seen_at, tools, route) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
                 "active_at = excluded.active_at, seen_at = excluded.seen_at, tools = "
-                "excluded.tools",
+                "excluded.tools, title = excluded.title, route = excluded.route",
                 (
                     page.id,
                     page.username,
@@ -112,6 +114,7 @@ class PostgresPageBus:
                     page.active_at,
                     now,
                     json.dumps(page.tools),
+                    page.route,
                 ),
             )
 

@@ -92,8 +92,8 @@ OWN_TOOL_LIST = [
         name="reactor_pages",
         title="Open reactor pages",
         description="List the person's open reactor pages whose agents switch is on: their ids, "
-        "titles and "
-        "addresses, the most recently used first. Tools without reactor_call go to the first.",
+        "titles (what each shows), routes, addresses and when each was last used, the most "
+        "recently used first. A tool called without reactor_call goes to the page marked default.",
         input_schema={"type": "object", "properties": {}, "additionalProperties": False},
         annotations=types.ToolAnnotations(
             read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -156,7 +156,10 @@ def mcp_server(relay: PageRelay, page_url: Callable[[Any], str]) -> RelayServer:
         username = _agent(ctx).user.username
         name, arguments = params.name, dict(params.arguments or {})
         if name == "reactor_pages":
-            listed = [p.describe() for p in relay.pages_of(username)]
+            # the first is the most recently used: where a tool called without reactor_call goes
+            listed = [
+                {**p.describe(), "default": i == 0} for i, p in enumerate(relay.pages_of(username))
+            ]
             return tool_result(
                 {
                     "ok": True,
@@ -390,8 +393,9 @@ class Agents:
 
     async def page_link(self, socket: WebSocket) -> None:
         """A connected page's one connection: `hello` {page} first, then `call` and `cancel` go
-        down; `answer`, `tools` (acknowledged by `listed`) and `active` come up. A refusal after
-        the handshake is a close code the page can read: 4401 signed out, 4429 too many pages."""
+        down; `answer`, `tools` (acknowledged by `listed`), `active` and `where` come up. A
+        refusal after the handshake is a close code the page can read: 4401 signed out, 4429 too
+        many pages."""
         if not self.own_page(socket.headers):
             await socket.close(1008)  # before the handshake is accepted: the browser sees a 403
             return
@@ -403,7 +407,9 @@ class Agents:
             return
         relay = self.relay
         query = socket.query_params
-        page = relay.connect(user.username, query.get("title", ""), query.get("url", ""))
+        page = relay.connect(
+            user.username, query.get("title", ""), query.get("url", ""), query.get("route", "")
+        )
         if page is None:
             await socket.close(
                 4429, f"You have {MAX_PAGES} pages connected already; switch one off first."
@@ -468,7 +474,7 @@ class Agents:
                 return
             try:
                 body = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested past what Python reads
                 body = None
             if not isinstance(body, dict):
                 await _tell(socket, "Send each message as a JSON object.")
@@ -508,7 +514,13 @@ def _page_says(relay: PageRelay, page: PageLink, body: dict[str, Any]) -> str | 
     if kind == "active":
         relay.touch(page)
         return None
-    return 'Send {"type": "answer" | "tools" | "active", …}.'
+    if kind == "where":
+        title, route = body.get("title"), body.get("route")
+        if not isinstance(title, str) or not isinstance(route, str):
+            return 'Where a page is: {"type": "where", "title": "…", "route": "#/…"}.'
+        relay.locate(page, title, route)
+        return None
+    return 'Send {"type": "answer" | "tools" | "active" | "where", …}.'
 
 
 def _page_url(request: Request | None) -> str:

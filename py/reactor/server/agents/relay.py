@@ -22,6 +22,7 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from ...envelope import tool_failure
@@ -64,16 +65,20 @@ class PageLink:
     process: str
     active_at: float = field(default_factory=time.time)
     tools: list[dict[str, Any]] = field(default_factory=list)
+    route: str = ""  # what the page shows, as its address's fragment says (#/decks/onboarding/4)
     outbox: asyncio.Queue[dict[str, Any] | None] | None = None
     loop: asyncio.AbstractEventLoop | None = None
     sent: set[str] = field(default_factory=set)  # the calls sent down its stream, not yet answered
 
     def describe(self) -> dict[str, Any]:
+        """The page as an agent chooses among them (reactor_pages)."""
+        used = datetime.fromtimestamp(self.active_at, UTC)
         return {
             "page": self.id,
             "title": self.title,
+            "route": self.route,
             "url": self.url,
-            "activeAt": self.active_at,
+            "lastUsed": used.isoformat(timespec="seconds").replace("+00:00", "Z"),
             "tools": len(self.tools),
         }
 
@@ -114,10 +119,11 @@ class PageRelay:
 
     # The directory of pages
 
-    def connect(self, username: str, title: str, url: str) -> PageLink | None:
+    def connect(self, username: str, title: str, url: str, route: str = "") -> PageLink | None:
         if len(self.pages_of(username)) >= MAX_PAGES:
             return None
         page = PageLink(secrets.token_hex(8), username, title[:200], url[:500], self.process)
+        page.route = route[:500]
         page.outbox, page.loop = asyncio.Queue(), asyncio.get_running_loop()
         self.pages[page.id] = page
         if self.bus is not None:
@@ -149,6 +155,11 @@ class PageRelay:
         page.tools = tools
         self._saved(page)
 
+    def locate(self, page: PageLink, title: str, route: str) -> None:
+        """What the page shows now (its title, its address's fragment), as reactor_pages says."""
+        page.title, page.route = title[:200], route[:500]
+        self._saved(page, changed=False)
+
     def touch(self, page: PageLink) -> None:
         """The person is using this page: it is the one tools go to. Their agents hear of it
         only when that changes which page it is (tools/list answers otherwise then)."""
@@ -161,6 +172,7 @@ class PageRelay:
         local = self.pages.get(page.id)
         if local is not None and local is not page:
             local.tools, local.active_at = page.tools, page.active_at
+            local.title, local.route = page.title, page.route
         if self.bus is not None:
             self.bus.save(page)
         if changed:
@@ -219,11 +231,13 @@ class PageRelay:
             self.waiting_on.pop(call_id, None)
 
     def answer(self, page: PageLink, call_id: str, envelope: dict[str, Any]) -> bool:
-        """The page's answer to a call, sent to the process that waits for it. False when this
-        process waits for no such call (already answered, given up, or not a call at all)."""
+        """The page's answer to a call, sent to the process that waits for it. False when the
+        call was not sent to this page (another page's, already answered, given up, or not a
+        call at all): an answer counts only from the page the call went to."""
         local = self.pages.get(page.id)
-        if local is not None:
-            local.sent.discard(call_id)
+        if local is None or call_id not in local.sent:
+            return False
+        local.sent.discard(call_id)
         process = call_id.partition(".")[0]
         if process != self.process:
             if self.bus is None or not process:
