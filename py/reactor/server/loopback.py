@@ -33,6 +33,7 @@ class LoopbackServer:
             port=port,
             log_level="warning",
             timeout_graceful_shutdown=GRACE_SECONDS,
+            proxy_headers=False,  # whose X-Forwarded-* count is the app's to say (proxies.py)
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
