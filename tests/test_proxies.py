@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import re
 import signal
 import subprocess
 import sys
@@ -366,11 +368,16 @@ def test_json_logs_are_one_object_a_line_with_the_request_id_and_no_secret(tmp_p
 
     command = [
         sys.executable, "-m", "reactor", "serve", "--port", "0", "--data", str(tmp_path),
-        "--log-format", "json", "--trust-proxy", "127.0.0.1",
+        "--log-format", "json",
     ]  # fmt: skip
     reset = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
     with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=reset
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=reset,
+        env={**os.environ, "REACTOR_TRUST_PROXIES": "127.0.0.1"},
     ) as server:
         url = server.stdout.readline().split()[3].rstrip("/")
         with httpx.Client(base_url=url, timeout=30) as client:
@@ -424,3 +431,35 @@ def test_json_logs_are_one_object_a_line_with_the_request_id_and_no_secret(tmp_p
     assert lines[-1]["message"] == "reactor stopped."
     for secret in ("ada-demo", session, cookie, agent, "query-marker-91", "Bearer", "secret="):
         assert secret not in err, secret
+
+
+@pytest.mark.parametrize(
+    "trusted, given, kept",
+    [
+        (True, "edge-4f1c2a9e", True),
+        (False, "edge-4f1c2a9e", False),  # anyone may send one: only a named proxy's counts
+        (True, "two words", False),
+        (True, "x" * 129, False),
+        (True, "", False),
+    ],
+)
+def test_a_request_id_is_a_trusted_proxys_when_well_formed_else_a_new_one(
+    tmp_path, trusted, given, kept
+):
+    server = app_server_over(
+        tmp_path / "data", plugins=[], trust_proxies=["127.0.0.1"] if trusted else []
+    )
+    ids = [
+        server.client()
+        .get("/auth/session", headers={"x-request-id": given})
+        .headers["x-request-id"]
+        for _ in range(2)
+    ]
+    if kept:
+        assert ids == [given, given]
+    else:
+        assert (
+            given not in ids
+            and ids[0] != ids[1]
+            and all(re.fullmatch("[0-9a-f]{32}", i) for i in ids)
+        )
