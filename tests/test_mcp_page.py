@@ -303,6 +303,49 @@ def test_the_switch_is_remembered_and_a_dropped_connection_is_made_again(reactor
     assert [p.id for p in relay.pages_of("ada")] == [status.get_attribute("data-page")]
 
 
+class Proxied:
+    """A server as the page reaches it through a proxy (tests/plain_proxy.py)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+
+NO_WEBSOCKET = (
+    "This page cannot open its link for your agents (a WebSocket). The server says: "
+    "/api/agent-pages/link takes a WebSocket only, and this request came without "
+    "`Upgrade: websocket`: a proxy in front of reactor must pass WebSockets on (nginx: "
+    "`proxy_http_version 1.1;`, `proxy_set_header Upgrade $http_upgrade;` and "
+    '`proxy_set_header Connection "upgrade";`).'
+)
+
+
+def test_behind_a_proxy_that_drops_the_upgrade_the_panel_names_its_settings_and_stops(
+    new_reactor_page, reactor_server
+):
+    from plain_proxy import PlainProxy
+
+    proxy = PlainProxy(reactor_server.url)
+    try:
+        reactor = new_reactor_page(Proxied(proxy.url))
+        reactor.expect_console_error(r"WebSocket connection to .*/api/agent-pages/link.* failed")
+        reactor.expect_console_error(r"status of 426")
+        page = reactor.open().sign_in("ada").page
+        page.get_by_test_id("agents-switch").check()
+        status = page.get_by_test_id("agents-status")
+        expect(status).to_have_text(NO_WEBSOCKET, timeout=30_000)
+        link = [line for line in proxy.requests if " /api/agent-pages/link" in line]
+        assert proxy.asked_upgrade == 3 and len(link) == 4, (
+            "three sockets that never opened, then one plain request asking why; no more"
+        )
+        assert status.get_attribute("data-page") is None
+        page.locator("#agents").get_by_role("button", name="Try again").click()
+        expect(status).not_to_have_text(NO_WEBSOCKET)
+        expect(status).to_have_text(NO_WEBSOCKET, timeout=30_000)
+        assert proxy.asked_upgrade == 6, "tried again as asked, three times, then stopped"
+    finally:
+        proxy.close()
+
+
 def test_an_agent_that_gives_up_stops_the_call_in_the_page(reactor_page, agents):
     page, live = reactor_page.page, reactor_page.server
     with page.expect_websocket() as link:

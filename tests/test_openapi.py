@@ -75,6 +75,13 @@ schema = schemathesis.openapi.from_asgi(
                     },
                 }
                 for name in BEYOND_SCHEMA
+            ]
+            # the page's link is a WebSocket: a plain GET is always its 426, saying what to set
+            + [
+                {
+                    "include-operation-id": "link_without_upgrade",
+                    "checks": {"positive_data_acceptance": {"expected-statuses": ["426"]}},
+                }
             ],
         }
     ),

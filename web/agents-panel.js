@@ -17,6 +17,9 @@ function api(path, options = {}) {
 const status = el("p", { class: "agents-status", role: "status", "data-testid": "agents-status" });
 const lastCall = el("p", { class: "agents-last-call", "data-testid": "agents-last-call", hidden: "" });
 const toggle = el("input", { type: "checkbox", "data-testid": "agents-switch" });
+// shown with a problem the link stopped on: it tries again when the person asks
+const retry = el("button", { type: "button", hidden: "" }, "Try again");
+retry.addEventListener("click", () => follow());
 const tokens = el("ul", { class: "agents-tokens", "data-testid": "agent-tokens" });
 const made = el("div", { class: "agents-made", "data-testid": "agent-token-made" });
 const nameInput = el("input", { name: "token-name", placeholder: "Which agent? e.g. Claude Code on my laptop", maxlength: "80", "aria-label": "Which agent the token is for" });
@@ -109,6 +112,7 @@ async function follow() {
   // making a token waits for someone to sign in, and says so.
   nameInput.disabled = makeButton.disabled = !user;
   formNote.textContent = user ? "" : "Sign in to make a token for an agent.";
+  retry.hidden = true;
   delete status.dataset.page;
   if (!user) {
     made.replaceChildren();
@@ -131,12 +135,15 @@ async function follow() {
     status.dataset.page = pageId;
     status.textContent = `Your agents can use this page's tools (page ${pageId}) at ${mcpUrl}.`;
   } catch (error) {
+    if (!toggle.checked || !user) return;  // switched off or signed out meanwhile: said already
     status.textContent = error.message;
+    retry.hidden = false;
   }
 }
 
 window.addEventListener("reactor:agents", ({ detail }) => {
   if (!toggle.checked || !user) return;
+  retry.hidden = !detail.problem;
   if (detail.problem) {
     delete status.dataset.page;
     status.textContent = detail.problem;
@@ -178,7 +185,7 @@ whenIdle().then(() => {
   box.append(
     el("h2", { id: "agents-title" }, "Agents"),
     el("label", { class: "agents-switch" }, toggle, " Let my agents use this page"),
-    status, lastCall, form, made, tokens,
+    status, retry, lastCall, form, made, tokens,
   );
   window.addEventListener("reactor:session", ({ detail }) => {
     const before = user?.username;

@@ -5,8 +5,11 @@
  * `listed`), "the person is using this page" and what it shows (title, route) go up. A call runs through
  * `window.reactor.chat.callTool` — admission, validation and the person's approval, as for the
  * chat. A dropped connection is made again with backoff (0.5 s doubling to 30 s), the calls it
- * brought withdrawn; a refusal (signed out: 4401, too many pages: 4429) is not retried. A
- * server that stops (1012) is left at once: another behind the same address takes the link.
+ * brought withdrawn; a refusal (signed out: 4401, too many pages: 4429) is not retried. A server
+ * that stops (1012) is linked again the same way: behind a balancer, another process takes it. A
+ * socket that never opens, several times in a row, is asked about with a plain fetch of the same
+ * address: the server's sentence (a proxy in front that does not pass WebSockets on is a 426
+ * naming its settings) is the person's, and the link stops trying until they ask again.
  */
 
 const BACKOFF_MS = [500, 30_000];
@@ -14,6 +17,7 @@ const ACTIVE_EVERY_MS = 10_000;
 const REFUSED = new Set([4401, 4429]);
 const MESSAGE_LIMIT = 2_000_000;  // the server's limit on one message (server/agents/mcp.py BODY_LIMIT)
 const TELL_WAITING_MS = 100;  // a call not answered by then is shown while it runs
+const ASK_WHY_AFTER = 3;  // sockets in a row that never opened before the page asks the server why
 
 class AgentLink {
   constructor(server) {
@@ -77,12 +81,16 @@ class AgentLink {
     const generation = this.generation;
     const current = () => this.wanted && this.generation === generation;
     let delay = BACKOFF_MS[0];
+    let unopened = 0;  // sockets in a row that never opened
     while (current()) {
       // Origin and path only: a query or fragment may hold what the person would not hand to an agent.
       const query = new URLSearchParams({ ...this.where(), url: (location.origin + location.pathname).slice(0, 500) });
       const address = new URL(`/api/agent-pages/link?${query}`, this.server);
       address.protocol = address.protocol === "https:" ? "wss:" : "ws:";
-      const closed = await this.hold(new WebSocket(address), () => { delay = BACKOFF_MS[0]; });
+      const socket = new WebSocket(address);
+      let opened = false;
+      socket.addEventListener("open", () => { opened = true; });
+      const closed = await this.hold(socket, () => { delay = BACKOFF_MS[0]; });
       // The calls that came down this link can no longer be answered: their questions are
       // withdrawn, and none runs after (the server has failed them).
       for (const controller of this.calls.values()) controller.abort(new Error("The page's link to the server was lost."));
@@ -91,6 +99,15 @@ class AgentLink {
       if (REFUSED.has(closed.code)) {  // signed out, or too many pages: trying again will not help
         this.refuse(closed.reason || "The server refused this page's connection.");
         break;
+      }
+      unopened = opened ? 0 : unopened + 1;
+      if (unopened >= ASK_WHY_AFTER) {
+        const why = await whyNoSocket(address);
+        if (!current()) break;
+        if (why) {  // the server answers, but not as a WebSocket: trying again will not help
+          this.refuse(`This page cannot open its link for your agents (a WebSocket). The server says: ${why}`);
+          break;
+        }
       }
       this.pageId = null;
       window.dispatchEvent(new CustomEvent("reactor:agents", { detail: { connected: false } }));
@@ -203,6 +220,21 @@ class AgentLink {
   post(message) {
     if (!this.pageId || this.socket?.readyState !== WebSocket.OPEN) return;
     this.socket.send(typeof message === "string" ? message : JSON.stringify(message));
+  }
+}
+
+/** The server's sentence for a plain request of the link's address (`address` without its
+ * query); null when there is none to read (the server unreachable, or an answer not its own). */
+async function whyNoSocket(address) {
+  const plain = new URL(address.pathname, address);
+  plain.protocol = address.protocol === "wss:" ? "https:" : "http:";
+  try {
+    const answer = await fetch(plain, { cache: "no-store" });
+    if (answer.ok) return null;
+    const { error } = await answer.json();
+    return typeof error === "string" && error ? error : null;
+  } catch {
+    return null;
   }
 }
 

@@ -45,7 +45,14 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path(".data-pyscript"))
     args = parser.parse_args()
     print(f"the PyScript example is at http://127.0.0.1:{args.port}/pyscript/", flush=True)
-    uvicorn.run(make_app(args.data), host="127.0.0.1", port=args.port, log_level="warning")
+    # whose X-Forwarded-* count is reactor's to say (--trust-proxy), not uvicorn's
+    uvicorn.run(
+        make_app(args.data),
+        host="127.0.0.1",
+        port=args.port,
+        log_level="warning",
+        proxy_headers=False,
+    )
 
 
 if __name__ == "__main__":

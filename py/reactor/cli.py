@@ -42,6 +42,29 @@ def main(argv: list[str] | None = None) -> int:
         help="a host name the server answers to besides loopback and --host, e.g. "
         "reactor.example.org (repeat for more; also $REACTOR_ALLOW_HOSTS)",
     )
+    serve.add_argument(
+        "--trust-proxy",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="ADDR",
+        help="the proxies (IP addresses or networks, e.g. 127.0.0.1 10.0.0.0/8) whose "
+        "X-Forwarded-For and X-Forwarded-Proto count; default none (also $REACTOR_TRUST_PROXIES)",
+    )
+    serve.add_argument(
+        "--public-url",
+        default=os.environ.get("REACTOR_PUBLIC_URL", ""),
+        metavar="URL",
+        help="the address people see when a proxy is in front, e.g. https://reactor.example.org "
+        "(also $REACTOR_PUBLIC_URL)",
+    )
+    serve.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default=os.environ.get("REACTOR_LOG_FORMAT", "text"),
+        help="log lines as text (default) or one JSON object each, with the request's id "
+        "(also $REACTOR_LOG_FORMAT)",
+    )
     _assistant_arguments(serve)
     password = commands.add_parser(
         "passwd", help="set a user's password (creating the user if needed)"
@@ -92,10 +115,18 @@ def main(argv: list[str] | None = None) -> int:
         *os.environ.get("REACTOR_ALLOW_ORIGINS", "").replace(",", " ").split(),
     ]
     hosts = [*args.allow_host, *os.environ.get("REACTOR_ALLOW_HOSTS", "").replace(",", " ").split()]
+    proxies = [
+        *args.trust_proxy,
+        *os.environ.get("REACTOR_TRUST_PROXIES", "").replace(",", " ").split(),
+    ]
     if args.database and not args.database.startswith(("postgresql://", "postgres://")):
         parser.error(
             f"--database takes a postgresql:// URL, not {args.database[:40]!r}; the SQLite "
             "file is --data."
+        )
+    if args.log_format not in ("text", "json"):
+        parser.error(
+            f"--log-format (or $REACTOR_LOG_FORMAT) is text or json, not {args.log_format[:20]!r}."
         )
     assistant, problem = assistant_config(args)
     if problem:
@@ -104,11 +135,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from .server.auth.cors import check_origins
         from .server.auth.protection import LOOPBACK_HOSTS, check_hosts
+        from .server.proxies import check_proxies, check_public_url
 
         allowed = check_origins(origins)
         served = check_hosts(
             [*LOOPBACK_HOSTS, *([] if _is_wildcard(args.host) else [args.host]), *hosts]
         )
+        trusted = tuple(
+            str(n.network_address if n.num_addresses == 1 else n) for n in check_proxies(proxies)
+        )
+        public = check_public_url(args.public_url) if args.public_url else ""
     except ValueError as error:
         parser.error(str(error))
     return serve_forever(
@@ -121,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
         database=args.database,
         assistant=assistant,
         browser_keys=args.model_browser_keys,
+        trust_proxies=trusted,
+        public_url=public,
+        log_format=args.log_format,
     )
 
 
@@ -329,7 +368,12 @@ def serve_forever(host: str, port: int, data: Path, **options: Any) -> int:
     try:
         return _serve(host, port, data, **options)
     except KeyboardInterrupt:
-        print("reactor stopped.", file=sys.stderr)
+        if options.get("log_format") == "json":  # the log's lines are JSON, this one too
+            import logging
+
+            logging.getLogger("reactor").warning("reactor stopped.")
+        else:
+            print("reactor stopped.", file=sys.stderr)
         return 130
 
 
@@ -344,12 +388,18 @@ def _serve(
     database: str = "",
     assistant: Any = None,
     browser_keys: bool | None = None,
+    trust_proxies: tuple[str, ...] = (),
+    public_url: str = "",
+    log_format: str = "text",
 ) -> int:
 
     from .errors import DatabaseError
     from .plugin_spec import discover_plugins
     from .server.app import create_app
+    from .server.logs import configure_logging
     from .server.serving import graceful
+
+    log_options = configure_logging(log_format)
 
     # The composition root: the installed plugins (the reactor.plugins entry points) go in here.
     try:
@@ -362,6 +412,8 @@ def _serve(
             database=database,
             assistant=assistant,
             browser_keys=browser_keys,
+            trust_proxies=trust_proxies,
+            public_url=public_url,
         )
     except DatabaseError as error:
         print(f"reactor serve: {error}", file=sys.stderr)
@@ -400,8 +452,13 @@ def _serve(
             f"the page's chat uses {assistant.model} at {assistant.url} through this server",
             flush=True,
         )
-    # Pages connected for their agents hold an event stream open (server/agents/mcp.py).
-    graceful(app, log_level="warning").run(sockets=[listener])
+    if public_url:
+        print(f"people reach it at {public_url}/", flush=True)
+    if trust_proxies:
+        print(f"X-Forwarded-For and -Proto count from {', '.join(trust_proxies)}", flush=True)
+    # Pages connected for their agents hold an event stream open (server/agents/mcp.py). Whose
+    # forwarded headers count is the app's to say (server/proxies.py), not uvicorn's.
+    graceful(app, log_level="warning", **log_options).run(sockets=[listener])
     return 0
 
 

@@ -11,6 +11,7 @@ from functools import wraps
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
@@ -36,11 +37,13 @@ from .auth.sessions import Auth
 from .database import Database
 from .gateway.config import AssistantConfig
 from .gateway.route import Gateway
+from .logs import RequestLog
 from .openapi import openapi_document
 from .plugins.context import ServerContext
 from .plugins.records import PluginRecords
 from .plugins.switches import STEPS as PLUGIN_STATE
 from .plugins.switches import PluginStateSync, plugin_routes, read_plugin_state
+from .proxies import ForwardedHeaders, check_proxies, check_public_url
 from .runtime.assets import accepted_codings
 from .runtime.page import PageSettings, page_archive, page_routes
 from .runtime.vendored import ROOT, Runtime, runtime_manifest, snapshot_url
@@ -77,6 +80,8 @@ def create_app(
     database: str = "",
     assistant: AssistantConfig | None = None,
     browser_keys: bool | None = None,
+    trust_proxies: Iterable[str] = (),
+    public_url: str = "",
 ) -> Starlette:
     """Build the app over `data_dir/reactor.sqlite3`, or over `database` (a `postgresql://` URL:
     several server processes then share one truth); plugins set up their tables on start.
@@ -93,9 +98,16 @@ def create_app(
     `assistant` is the site's model (reactor.server.gateway): the page's chat reaches it through
     this server, which holds the key. `browser_keys` lets a person type a provider's key into the
     chat's settings instead (by default only when there is no `assistant`).
+
+    `trust_proxies` are the addresses (or networks) of the proxies whose `X-Forwarded-For` and
+    `X-Forwarded-Proto` count (server/proxies.py; none by default). `public_url` is the origin
+    people see (`https://reactor.example.org:8443`): its host is served, and sentences that
+    tell a person an address use it.
     """
     origins = check_origins(allow_origins)
-    hosts = check_hosts(allow_hosts)
+    public = check_public_url(public_url) if public_url else ""
+    hosts = check_hosts([*allow_hosts, *([urlsplit(public).hostname or ""] if public else [])])
+    proxies = [str(network) for network in check_proxies(trust_proxies)]
     store = Database(database or Path(data_dir) / "reactor.sqlite3")
     platform = PluginPlatform(discover_plugins() if plugins is None else plugins)
     # Several processes may start at once on one database: their migrations and seeds take turns.
@@ -108,7 +120,7 @@ def create_app(
         gateway = None if assistant is None else Gateway(assistant, store, auth)
         agent_tokens = AgentTokens(store, auth)
         # /mcp and the pages it relays to (mcp_relay.py)
-        agents = Agents(auth, agent_tokens, origins, store)
+        agents = Agents(auth, agent_tokens, origins, store, public)
         server_plugin_routes = _server_plugin_routes(platform, context, seed_demo)
     agent = AgentSpec.from_dict(
         json.loads((ROOT / "agent.json").read_text()) if agent_spec is None else agent_spec
@@ -146,6 +158,8 @@ def create_app(
     # other processes may switch a plugin: each request reads the switches
     if store.kind == "postgresql":
         middleware.insert(0, Middleware(PluginStateSync, database=store, platform=platform))
+    # In front of all: the client and scheme a trusted proxy names, then the request's id and log.
+    middleware[:0] = [Middleware(ForwardedHeaders, proxies=proxies), Middleware(RequestLog)]
     app = Starlette(
         routes=routes,
         middleware=middleware,

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
@@ -42,12 +43,13 @@ from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.routing import WebSocketRoute
+from starlette.routing import Route, WebSocketRoute
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
-from ..api import EVENTS, Declaration, Reply, documented, error_response
-from ..auth.protection import same_origin
+from ...errors import ApiError
+from ..api import EVENTS, Call, Declaration, Reply, declare, documented, error_response
+from ..auth.protection import proxy_fault, same_origin
 from ..auth.sessions import Auth, session_token
 from ..database import Database
 from .bus import PostgresPageBus
@@ -56,11 +58,21 @@ from .sessions import SessionRows, SessionWatch, SharedSessionManager
 from .tokens import PREFIX, AgentToken, AgentTokens, bearer_token
 from .transport import SettlingSessionManager
 
+log = logging.getLogger("reactor.server")
+
 PATH = "/mcp"
 LINK_PATH = "/api/agent-pages/link"
 RECHECK_SECONDS = 15.0  # how often a linked page's session is checked again
 BODY_LIMIT = 2_000_000  # a tool's answer: AI Tools cap their results at 1,000,000 bytes
 OWN_TOOLS = ("reactor_pages", "reactor_call")
+PASS_WEBSOCKETS = (
+    "`proxy_http_version 1.1;`, `proxy_set_header Upgrade $http_upgrade;` and "
+    '`proxy_set_header Connection "upgrade";`'
+)
+NOT_UPGRADED = (
+    f"{LINK_PATH} takes a WebSocket only, and this request came without `Upgrade: websocket`: "
+    f"a proxy in front of reactor must pass WebSockets on (nginx: {PASS_WEBSOCKETS})."
+)
 
 
 def no_page_sentence(url: str) -> str:
@@ -279,14 +291,11 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
         origin = headers.get("origin")
-        if (
-            origin is not None
-            and origin not in self.origins
-            and not same_origin(origin, headers.get("host", ""))
-        ):
-            await error_response(403, f"Requests from pages of {origin[:100]} may not use {PATH}.")(
-                scope, receive, send
-            )
+        if origin is not None and origin not in self.origins and not same_origin(origin, scope):
+            sentence = proxy_fault(origin, scope)
+            await error_response(
+                403, sentence or f"Requests from pages of {origin[:100]} may not use {PATH}."
+            )(scope, receive, send)
             return
         secret = bearer_token(headers)
         agent = self.tokens.check(secret) if secret else None
@@ -337,14 +346,19 @@ class Agents:
     the page's routes; `lifespan` runs the session manager."""
 
     def __init__(
-        self, auth: Auth, tokens: AgentTokens, origins: Iterable[str], database: Database
+        self,
+        auth: Auth,
+        tokens: AgentTokens,
+        origins: Iterable[str],
+        database: Database,
+        public_url: str = "",
     ) -> None:
         # Processes sharing a PostgreSQL database share their pages by it (server/agents/bus.py).
         self.bus = PostgresPageBus(database) if database.kind == "postgresql" else None
         self.auth, self.tokens, self.relay = auth, tokens, PageRelay(self.bus)
         # ...and their MCP sessions (server/agents/sessions.py).
         self.sessions = SessionRows(database) if self.bus is not None else None
-        self.server = mcp_server(self.relay, lambda ctx: _page_url(ctx.request))
+        self.server = mcp_server(self.relay, lambda ctx: _page_url(ctx.request, public_url))
         self.server.middleware.append(SessionWatch(self.relay, self.sessions))
         self.endpoint = McpEndpoint(tokens, origins)
 
@@ -379,24 +393,32 @@ class Agents:
         withdrawn from their pages, and the pages linked here link again elsewhere."""
         self.relay.stop()
 
-    def own_page(self, headers: Headers) -> bool:
+    def own_page(self, scope: Scope) -> bool:
         """Whether a page of this server (or of an allowed origin) asks: the stream is a GET the
         cross-site write check does not see, and a page of another port of the same site (whose
-        fetch carries the SameSite=Lax cookie) must not take the person's calls for itself."""
+        fetch carries the SameSite=Lax cookie) must not take the person's calls for itself. A
+        page refused for what a proxy lost is a line in the log (the browser shows no reason)."""
+        headers = Headers(scope=scope)
         origin = headers.get("origin")
         if origin is not None:
-            return origin in self.endpoint.origins or same_origin(origin, headers.get("host", ""))
+            own = origin in self.endpoint.origins or same_origin(origin, scope)
+            if not own:
+                proxy_fault(origin, scope)
+            return own
         return headers.get("sec-fetch-site", "same-origin") in ("same-origin", "none")
 
     def routes(self) -> list[Any]:
-        return [WebSocketRoute(LINK_PATH, self.page_link)]
+        return [
+            WebSocketRoute(LINK_PATH, self.page_link),
+            Route(LINK_PATH, link_without_upgrade, methods=["GET"]),
+        ]
 
     async def page_link(self, socket: WebSocket) -> None:
         """A connected page's one connection: `hello` {page} first, then `call` and `cancel` go
         down; `answer`, `tools` (acknowledged by `listed`), `active` and `where` come up. A
         refusal after the handshake is a close code the page can read: 4401 signed out, 4429 too
         many pages."""
-        if not self.own_page(socket.headers):
+        if not self.own_page(socket.scope):
             await socket.close(1008)  # before the handshake is accepted: the browser sees a 403
             return
         token = session_token(socket)
@@ -486,6 +508,26 @@ class Agents:
                 await socket.send_text(json.dumps({"type": "listed", "tools": len(page.tools)}))
 
 
+@declare(
+    "The page's link for desktop agents, asked without its WebSocket upgrade",
+    description="The link is a WebSocket (Upgrade: websocket). A plain GET, which is what a "
+    "proxy that does not pass WebSockets on makes of the handshake, is answered 426 with what "
+    "to set; the page asks it to say why its WebSocket never opened.",
+    replies={},
+    refusals={426: NOT_UPGRADED},
+)
+async def link_without_upgrade(call: Call) -> Any:
+    client = call.request.client
+    log.warning(
+        "GET %s came without `Upgrade: websocket` from %s: the proxy in front of reactor does not "
+        "pass WebSockets on; nginx needs %s",
+        LINK_PATH,
+        client.host if client else "unknown",
+        PASS_WEBSOCKETS.replace("`", ""),
+    )
+    raise ApiError(426, NOT_UPGRADED, headers={"upgrade": "websocket"})
+
+
 async def _tell(socket: WebSocket, problem: str) -> None:
     """What was wrong with the page's last message (the page logs it for its developer)."""
     await socket.send_text(json.dumps({"type": "problem", "error": problem}))
@@ -523,7 +565,11 @@ def _page_says(relay: PageRelay, page: PageLink, body: dict[str, Any]) -> str | 
     return 'Send {"type": "answer" | "tools" | "active" | "where", …}.'
 
 
-def _page_url(request: Request | None) -> str:
+def _page_url(request: Request | None, public_url: str = "") -> str:
+    """The page's address for a person: the one people see (`--public-url`), else as this
+    request reached the server (its scheme as a trusted proxy says it)."""
+    if public_url:
+        return f"{public_url}/"
     if request is None:
         return "the reactor page"
     return f"{request.url.scheme}://{request.headers.get('host', '127.0.0.1')}/"

@@ -9,10 +9,16 @@
   own origin or an allowed one (`Origin`, else `Sec-Fetch-Site`; 403 otherwise). A bearer token
   is never sent by a browser on its own, so a request carrying one is not forged cross-site.
   Sign-in and sign-out are writes like any other.
+
+The server's own origin is the request's scheme (as a trusted proxy says it) with its Host. An
+Origin that differs from it only by what a proxy in front lost — the Host's port, the page's
+https — is refused with a sentence naming the proxy setting to fix (`proxy_fault`), and a line
+in the log.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -22,9 +28,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ...errors import DeclarationError
 from ..api import error_response
+from ..proxies import PROXIED
 
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+DEFAULT_PORTS = {"http": 80, "https": 443}
+log = logging.getLogger("reactor.server")
 
 
 def check_hosts(hosts: Iterable[str]) -> tuple[str, ...]:
@@ -51,10 +60,19 @@ def check_hosts(hosts: Iterable[str]) -> tuple[str, ...]:
 
 def host_name(header: str) -> str:
     """The host of a `Host` header, without its port ('[::1]:8000' -> '::1')."""
+    return split_host(header)[0]
+
+
+def split_host(header: str) -> tuple[str, str]:
+    """A `Host` header's host and port ("" for none): '[::1]:8000' -> ('::1', '8000')."""
     header = header.strip().lower()
     if header.startswith("["):
-        return header[1:].partition("]")[0]
-    return header.rpartition(":")[0] if header.count(":") == 1 else header
+        name, _, rest = header[1:].partition("]")
+        return name, rest.removeprefix(":")
+    if header.count(":") == 1:
+        name, _, port = header.partition(":")
+        return name, port
+    return header, ""
 
 
 class HostCheck:
@@ -130,11 +148,12 @@ class CrossSiteWriteGuard:
             )
         origin = headers.get("origin")
         if origin is not None:
-            if origin in self.origins or same_origin(origin, headers.get("host", "")):
+            if origin in self.origins or same_origin(origin, scope):
                 return None
             return error_response(
                 403,
-                f"A page of {origin[:100]} may not write to this server; only its own "
+                proxy_fault(origin, scope)
+                or f"A page of {origin[:100]} may not write to this server; only its own "
                 "pages and the origins its operator allows (--allow-origin) may.",
             )
         if headers.get("sec-fetch-site", "same-origin") in ("same-origin", "none"):
@@ -143,14 +162,82 @@ class CrossSiteWriteGuard:
         return error_response(403, "A cross-site request may not write to this server.")
 
 
-def same_origin(origin: str, host: str) -> bool:
-    """Whether `origin` is this server's (its scheme may be https when TLS ends at a proxy)."""
+def same_origin(origin: str, scope: Scope) -> bool:
+    """Whether `origin` is this server's as the request reached it: its scheme (as a trusted
+    proxy says it, server/proxies.py), host and port (the Host header's)."""
+    return _difference(origin, scope) == ()
+
+
+def proxy_fault(origin: str, scope: Scope) -> str:
+    """When `origin` is this server's own but for what a proxy in front of it lost (the Host's
+    port, the page's https), the sentence naming the proxy setting to set, and one line in the
+    log for the operator; "" otherwise."""
+    lost = _difference(origin, scope)
+    if not lost:
+        return ""
+    host = Headers(scope=scope).get("host", "")[:80]
+    trusted = bool(scope.get(PROXIED))
+    causes = []
+    if "port" in lost:
+        causes.append(
+            f"drops the page's port from the Host header (it sent {host!r}; "
+            "`proxy_set_header Host $http_host;` keeps it)"
+        )
+    if "scheme" in lost:
+        causes.append(
+            "does not tell reactor that the page is https (`proxy_set_header X-Forwarded-Proto "
+            "$scheme;` does"
+            + (
+                ")"
+                if trusted
+                else ", from a proxy reactor trusts: `reactor serve --trust-proxy ADDRESS`)"
+            )
+        )
+    said = " and ".join(causes)
+    peer = scope.get("client") or ("unknown", 0)
+    log.warning(
+        "refused %s %s from the page %s: the proxy in front of reactor %s; the request came as "
+        "%s from %s, %s",
+        scope.get("method", "WEBSOCKET"),
+        scope.get("path", "")[:100],
+        origin[:100],
+        said,
+        scope.get("scheme", "http"),
+        peer[0],
+        "a trusted proxy" if trusted else "not a trusted proxy",
+    )
+    return (
+        f"This server cannot tell that {origin[:100]} is its own page: the proxy in front of it "
+        f"{said}."
+    )
+
+
+def _difference(origin: str, scope: Scope) -> tuple[str, ...] | None:
+    """How `origin` differs from the request's own origin: () when it is the same; ("port",),
+    ("scheme",) or both when the host is the same and only what a proxy loses differs (the
+    port the Host header left out, an https page reached by http); None for another site."""
     try:
         parts = urlsplit(origin)
+        port = parts.port
     except ValueError:
-        return False
-    return (
-        parts.scheme in ("http", "https")
-        and bool(host)
-        and parts.netloc.lower() == host.strip().lower()
-    )
+        return None
+    if parts.path or parts.query or parts.fragment or parts.username is not None:
+        return None
+    name, given = split_host(Headers(scope=scope).get("host", ""))
+    if (
+        parts.scheme not in DEFAULT_PORTS
+        or not name
+        or name != parts.hostname
+        or not (given.isdigit() or not given)
+    ):
+        return None
+    # A browser leaves the scheme's default port out of both Origin and Host.
+    default = DEFAULT_PORTS[parts.scheme]
+    lost = []
+    if (default if port is None else port) != (int(given) if given else default):
+        lost.append("port")
+    if parts.scheme != ("https" if scope.get("scheme") in ("https", "wss") else "http"):
+        if parts.scheme == "http":  # an http page and an https server: another origin
+            return None
+        lost.append("scheme")
+    return tuple(lost)

@@ -2,8 +2,9 @@
 does not reset them, and several processes on one file share them).
 
 An attempt is counted when it starts and forgotten when it succeeds, so a burst of guesses sent
-at once is limited as well as one sent in turn. Behind a proxy every client has the proxy's
-address: the per-client limit then applies to all of them together (raise CLIENT_LIMIT there).
+at once is limited as well as one sent in turn. The client's address is the connection's, or
+the one a proxy named by `--trust-proxy` forwards (server/proxies.py); behind a proxy not named,
+every client has the proxy's address, and the per-client limit applies to all of them together.
 """
 
 from __future__ import annotations
