@@ -187,7 +187,7 @@ class PostgresPageBus:
                                 log.exception("The page bus could not read a message")
                         if watch.due(time.monotonic()):
                             self._watch(connection, watch)
-            except psycopg.Error:
+            except (psycopg.Error, DatabaseError):
                 # The database restarted or the connection dropped: listen again (what was sent
                 # meanwhile is lost; its callers end at their limit, or when the page goes).
                 self.stopping.wait(POLL_SECONDS)
@@ -202,7 +202,7 @@ class PostgresPageBus:
             )
         }
         listed = {row[0] for row in connection.execute("SELECT DISTINCT process FROM agent_pages")}
-        gone = watch.gone(live, listed, time.monotonic())
+        gone = watch.gone(live, listed | self._depended_on(), time.monotonic())
         if not gone:
             return
         log.warning("The server processes %s stopped; their pages' links are gone", sorted(gone))
@@ -211,11 +211,34 @@ class PostgresPageBus:
         if relay is not None and loop is not None:
             loop.call_soon_threadsafe(relay.processes_gone, gone)
 
+    def _depended_on(self) -> set[str]:
+        """The processes this one's calls depend on (those waiting on its pages' answers, those
+        holding the pages it waits on), read on the relay's loop: watched even if never seen."""
+        relay, loop = self.relay, self.loop
+        if relay is None or loop is None:
+            return set()
+
+        async def read() -> set[str]:
+            return relay.depended_on()
+
+        try:
+            return asyncio.run_coroutine_threadsafe(read(), loop).result(POLL_SECONDS)
+        except Exception:  # the loop is busy or stopping: the next poll asks again
+            return set()
+
     def _save_own_pages(self) -> None:
+        """After a broken connection: this process's pages as they are now, no more, no fewer
+        (another process may have taken it for dead; a page may have left meanwhile)."""
         relay = self.relay
         if relay is None:
             return
-        for page in list(relay.pages.values()):
+        pages = list(relay.pages.values())
+        with self.database.transaction() as db:
+            db.execute(
+                "DELETE FROM agent_pages WHERE process = ? AND id <> ALL(?)",
+                (relay.process, [p.id for p in pages]),
+            )
+        for page in pages:
             self.save(page)
 
     def _heard(self, payload: str) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import secrets
 import time
 import weakref
@@ -26,8 +27,9 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from ...envelope import tool_failure
-from ...errors import ReactorError
+from ...errors import DatabaseError, ReactorError
 
+log = logging.getLogger("reactor")
 STOPPING = (
     "The reactor server this agent reached is stopping: {tool} was withdrawn from the page "
     "before it answered. Call it again (another server process takes the call)."
@@ -131,13 +133,16 @@ class PageRelay:
         return page
 
     def disconnect(self, page: PageLink) -> None:
+        """The page's link ended: its calls fail at once, it leaves the directory. With the
+        database away the calls waiting here still fail; the rest is settled when the bus is
+        back (server/agents/bus.py writes this process's pages again)."""
         if self.pages.pop(page.id, None) is None:
             return
-        if self.bus is not None:
-            self.bus.remove(page.id)
         for call in page.sent:
-            self.gone(call)
-        self.changed(page.username)
+            _tolerant(self.gone, call)
+        if self.bus is not None:
+            _tolerant(self.bus.remove, page.id)
+        _tolerant(self.changed, page.username)
 
     def pages_of(self, username: str) -> list[PageLink]:
         """The person's connected pages, on any process, the most recently active first."""
@@ -300,6 +305,13 @@ class PageRelay:
 
     # Processes that go
 
+    def depended_on(self) -> set[str]:
+        """The other processes whose death would end calls of this one: those waiting on answers
+        from its pages, those holding the pages it waits on."""
+        waiting = {c.partition(".")[0] for page in self.pages.values() for c in page.sent}
+        holding = {page.process for page in self.waiting_on.values()}
+        return (waiting | holding) - {self.process}
+
     def processes_gone(self, processes: set[str]) -> None:
         """Other processes died (the bus saw their connections end): the calls waiting here on
         their pages end, and this process's pages withdraw the calls they were waiting on."""
@@ -341,6 +353,14 @@ class PageRelay:
             task = asyncio.ensure_future(_quietly(connection.send_tool_list_changed()))
             self.notices.add(task)  # held until done: the loop keeps only weak references to tasks
             task.add_done_callback(self.notices.discard)
+
+
+def _tolerant(step: Callable[..., None], *args: Any) -> None:
+    """One step of a page's leaving, which a database fault must not stop short."""
+    try:
+        step(*args)
+    except DatabaseError as error:
+        log.warning("A page's link ended while the database failed: %s", error)
 
 
 async def _quietly(notice: Awaitable[None]) -> None:
