@@ -34,8 +34,11 @@ from .auth.cors import CrossOrigin, check_origins
 from .auth.protection import LOOPBACK_HOSTS, CrossSiteWriteGuard, HostCheck, check_hosts
 from .auth.sessions import Auth
 from .database import Database
+from .faults import SafetyNet
 from .gateway.config import AssistantConfig
 from .gateway.route import Gateway
+from .health import PATHS as HEALTH_PATHS
+from .health import Readiness, health_routes
 from .openapi import openapi_document
 from .plugins.context import ServerContext
 from .plugins.records import PluginRecords
@@ -129,6 +132,7 @@ def create_app(
         *server_plugin_routes,
         *agent_tokens.routes(),
         *agents.routes(),
+        *health_routes(Readiness(store, lambda: agents.endpoint.manager is not None)),
         mcp,
     ]
     routes.append(_openapi_route(routes))
@@ -145,7 +149,12 @@ def create_app(
         middleware.insert(1, Middleware(CrossOrigin, origins=origins))
     # other processes may switch a plugin: each request reads the switches
     if store.kind == "postgresql":
-        middleware.insert(0, Middleware(PluginStateSync, database=store, platform=platform))
+        middleware.insert(
+            0,
+            Middleware(PluginStateSync, database=store, platform=platform, skip=HEALTH_PATHS),
+        )
+    # outermost: an exception nothing answered is answered in JSON (server/faults.py)
+    middleware.insert(0, Middleware(SafetyNet))
     app = Starlette(
         routes=routes,
         middleware=middleware,
