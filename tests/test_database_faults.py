@@ -20,9 +20,10 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-import websockets.sync.client
 from conftest import bearer, start_server, stop_server
 from starlette.routing import Route
+from websockets.exceptions import ConnectionClosedError, InvalidStatus
+from websockets.sync.client import connect
 
 from postgres import SKIP_REASON, Cluster, postgres_bin
 from reactor.errors import DatabaseUnavailable
@@ -203,10 +204,14 @@ def test_while_the_database_is_down_the_site_answers_json_and_readyz_says_so(ser
     live, database = served
     headers = bearer(live, "ada")
     link = live.url.replace("http://", "ws://") + "/api/agent-pages/link"
-    with httpx.Client(base_url=live.url, timeout=30) as client:
+    with (
+        httpx.Client(base_url=live.url, timeout=30) as client,
+        connect(link, additional_headers=headers, open_timeout=30) as page,
+    ):
         ready = client.get("/readyz")
         assert ready.status_code == 200
         assert ready.json() == {"status": "ready", "checks": {"database": "ok", "runtime": "ok"}}
+        assert json.loads(page.recv(timeout=30))["type"] == "hello"
         own_cluster.halt()
         try:
             assert client.get("/healthz").json() == {"status": "ok"}
@@ -219,10 +224,19 @@ def test_while_the_database_is_down_the_site_answers_json_and_readyz_says_so(ser
             # a route, the plugin switches' middleware (every request), a WebSocket's handshake
             assert_json_refusal(client.put("/api/decks/down", json=deck("down"), headers=headers))
             assert_json_refusal(client.get("/"))
-            with pytest.raises(websockets.exceptions.InvalidStatus) as handshake:
-                websockets.sync.client.connect(link, additional_headers=headers, open_timeout=30)
+            with (
+                pytest.raises(InvalidStatus) as handshake,
+                connect(link, additional_headers=headers, open_timeout=30),
+            ):
+                pass
             refusal = handshake.value.response
             assert refusal.status_code == 503 and json.loads(refusal.body)["error"] == DOWN
+            # a page's link opened before: its next message meets the fault; closed, "try later"
+            page.send(json.dumps({"type": "active"}))
+            with pytest.raises(ConnectionClosedError) as closed:
+                page.recv(timeout=30)
+            assert closed.value.rcvd is not None
+            assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (1013, DOWN)
         finally:
             own_cluster.resume()
         back = time.monotonic()

@@ -199,25 +199,32 @@ def declaration_of(endpoint: Any) -> Declaration | None:
 
 def error_answer(error: Exception) -> JSONResponse:
     """The one answer of every refusal: `{"error": sentence, "field"?, ...details}` with its
-    headers. A database fault is a 503 with Retry-After, logged in one line; any other exception
-    is a bug: a 500 with a sentence, its traceback logged. Each is logged here, once."""
-    if isinstance(error, DatabaseUnavailable):
-        log.warning("%s", error)  # its sentence names the database without its password
-        error = ApiError(503, DATABASE_DOWN, retry_after=DOWN_RETRY_SECONDS)
-    elif isinstance(error, DatabaseBusy):
-        log.warning("%s", error)
-        error = ApiError(
-            503,
-            "The database is busy with other changes; try again in a moment.",
-            retry_after=BUSY_RETRY_SECONDS,
-        )
-    elif not isinstance(error, ApiError):
-        log.error("A request failed with a fault of the server", exc_info=error)
-        error = ApiError(500, FAULT)
+    headers (a database fault or a bug as `refusal_of` says)."""
+    error = refusal_of(error)
     extra = {"field": error.field} if error.field else {}
     return JSONResponse(
         {"error": error.sentence, **extra, **error.details}, error.status, headers=error.headers
     )
+
+
+def refusal_of(error: Exception) -> ApiError:
+    """What the person is told of an error: an ApiError as it is; a database fault a 503 with
+    Retry-After, logged in one line; any other exception is a bug: a 500 with a sentence, its
+    traceback logged. Each is logged here, once."""
+    if isinstance(error, ApiError):
+        return error
+    if isinstance(error, DatabaseUnavailable):
+        log.warning("%s", error)  # its sentence names the database without its password
+        return ApiError(503, DATABASE_DOWN, retry_after=DOWN_RETRY_SECONDS)
+    if isinstance(error, DatabaseBusy):
+        log.warning("%s", error)
+        return ApiError(
+            503,
+            "The database is busy with other changes; try again in a moment.",
+            retry_after=BUSY_RETRY_SECONDS,
+        )
+    log.error("A request failed with a fault of the server", exc_info=error)
+    return ApiError(500, FAULT)
 
 
 def error_response(

@@ -218,7 +218,10 @@ def _openapi_route(routes: list[BaseRoute]) -> Route:
 
 
 async def _refused(request: Request, error: Exception) -> Response:
-    """A refusal raised outside a declared route's own handling: the same answer."""
+    """A refusal raised outside a declared route's own handling: the same answer. A WebSocket's
+    is SafetyNet's (server/faults.py), which knows whether its handshake was answered."""
+    if request.scope["type"] == "websocket":
+        raise error
     return error_answer(error)
 
 
