@@ -11,9 +11,9 @@ A PostgreSQL server that restarts ends every pooled connection, which the pool o
 next uses one. So a connection taken from the pool is dropped when it has anything to read (an idle
 connection is spoken to only to be ended), and a transaction whose first statement finds its
 connection dead starts again, once, on a new one (the pool's other idle connections dropped too):
-nothing had run on the dead one, so nothing can run twice. A failure after the first statement,
-the commit's included, is the caller's DatabaseUnavailable: it may have committed, and is never
-repeated here.
+nothing had run on the dead one, so nothing can run twice. A failure after the first statement
+is the caller's DatabaseUnavailable and is never repeated here (a commit that failed may have
+committed all the same).
 
 Each owner of tables (auth, plugin records, each server plugin) keeps an ordered list of schema
 steps; `migrate` runs the steps a database has not had yet, each in its own transaction, and
