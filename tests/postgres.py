@@ -31,7 +31,9 @@ def postgres_bin() -> Path | None:
 
 
 class Cluster:
-    """One PostgreSQL server for the test session; `database()` makes a new, empty database."""
+    """One PostgreSQL server for the test session; `database()` makes a new, empty database.
+    `restart()`, `halt()` and `resume()` are what an operator's `pg_ctl` does to it (a test that
+    uses them starts a cluster of its own)."""
 
     def __init__(self, bin_dir: Path) -> None:
         self.bin = bin_dir
@@ -57,14 +59,29 @@ class Cluster:
             "--no-sync",
             "--locale=C.UTF-8",
         )
+        self.resume()
+
+    def resume(self) -> None:
+        """Start the server (again); back when this returns: it accepts connections."""
+        self._pg_ctl("-w", "start")
+
+    def halt(self) -> None:
+        """Stop the server as `pg_ctl stop` does (fast: every session is ended)."""
+        self._pg_ctl("-m", "fast", "-w", "stop")
+
+    def restart(self) -> None:
+        """`pg_ctl restart`: every session ended, the server back when this returns."""
+        self._pg_ctl("-m", "fast", "-w", "restart")
+
+    def _pg_ctl(self, *action: str) -> None:
         options = (
             f"-c listen_addresses=127.0.0.1 -p {self.port} -c "
             f"unix_socket_directories={self.folder} -c fsync=off"
         )
         options += " -c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
-        self._run(
-            "pg_ctl", "-D", str(data), "-l", str(self.folder / "log"), "-o", options, "-w", "start"
-        )
+        # the log file keeps the server's output off this process's pipes
+        data, log = str(self.folder / "data"), str(self.folder / "log")
+        self._run("pg_ctl", "-D", data, "-l", log, "-o", options, *action)
 
     def url(self, name: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"

@@ -30,7 +30,9 @@ ReactorError
     │                                 PostgreSQL)
     ├── UniqueViolation               a write would repeat a unique key (a taken slug, a taken id)
     └── DatabaseBusy                  too busy to answer now (locked, a serialization failure):
-                                      retry
+        │                             retry
+        └── DatabaseUnavailable       not answering at all (down, restarting, the connection
+                                      dropped): retry in a few seconds
 
 Plugins raise ToolError with the code that says what happened (`not_permitted`, `not_found`,
 `unavailable`), so the envelope the model reads means what it says; anything else a handler
@@ -218,3 +220,8 @@ class UniqueViolation(DatabaseError):
 
 class DatabaseBusy(DatabaseError):
     """The database could not answer now (SQLite locked, PostgreSQL serialization or deadlock)."""
+
+
+class DatabaseUnavailable(DatabaseBusy):
+    """The database does not answer: unreachable, restarting, or it dropped the connection. A
+    DatabaseBusy, so whatever retries a busy database retries this too."""

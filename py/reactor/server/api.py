@@ -5,7 +5,8 @@ The same declaration checks every request before its handler runs — anything o
 422 naming the field (a path segment outside it, a 404), never clamped or replaced by a
 default — and writes the route's entry in `/openapi.json` (server/openapi.py), so the two
 cannot disagree. A handler refuses with `raise ApiError(status, sentence)`; `error_answer` is
-the one place that turns a refusal into its answer, `{"error": sentence, "field"?, ...}`. A
+the one place that turns a refusal, a database fault or a bug into its answer, `{"error":
+sentence, "field"?, ...}`. A
 schema's `x-refusal` is the sentence a person reads when a value breaks it (`x-unknown`, when
 the body has a field it does not take).
 
@@ -16,6 +17,7 @@ the body has a field it does not take).
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -24,7 +26,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from ..errors import ApiError, DatabaseBusy, refusal
+from ..errors import ApiError, DatabaseBusy, DatabaseUnavailable, refusal
 from ..json_schema import Validator
 from ..schema import json_path, shortened
 from .requests import read_json
@@ -53,6 +55,13 @@ NO_STORE = {"cache-control": "no-store: the answer is this person's, as of now"}
 ETAG = {"etag": "The version of what was answered, for If-None-Match or If-Match"}
 RETRY_AFTER = {"retry-after": "Seconds to wait before asking again"}
 BUSY_RETRY_SECONDS = 1
+DOWN_RETRY_SECONDS = 2  # a restarted PostgreSQL answers again within a second or two
+DATABASE_DOWN = "The site's database is not answering; try again in a few seconds."
+FAULT = (
+    "Something went wrong on the server; try again, and tell the site's operator if it goes on "
+    "(the server's log has the details)."
+)
+log = logging.getLogger("reactor.server")
 BODY_LIMIT = 64 * 1024
 PATH_SEGMENT = {"type": "string", "minLength": 1}
 
@@ -190,18 +199,32 @@ def declaration_of(endpoint: Any) -> Declaration | None:
 
 def error_answer(error: Exception) -> JSONResponse:
     """The one answer of every refusal: `{"error": sentence, "field"?, ...details}` with its
-    headers."""
-    if isinstance(error, DatabaseBusy):
-        error = ApiError(
-            503,
-            "The database is busy with other changes; try again in a moment.",
-            retry_after=BUSY_RETRY_SECONDS,
-        )
-    assert isinstance(error, ApiError)
+    headers (a database fault or a bug as `refusal_of` says)."""
+    error = refusal_of(error)
     extra = {"field": error.field} if error.field else {}
     return JSONResponse(
         {"error": error.sentence, **extra, **error.details}, error.status, headers=error.headers
     )
+
+
+def refusal_of(error: Exception) -> ApiError:
+    """What the person is told of an error: an ApiError as it is; a database fault a 503 with
+    Retry-After, logged in one line; any other exception is a bug: a 500 with a sentence, its
+    traceback logged. Each is logged here, once."""
+    if isinstance(error, ApiError):
+        return error
+    if isinstance(error, DatabaseUnavailable):
+        log.warning("%s", error)  # its sentence names the database without its password
+        return ApiError(503, DATABASE_DOWN, retry_after=DOWN_RETRY_SECONDS)
+    if isinstance(error, DatabaseBusy):
+        log.warning("%s", error)
+        return ApiError(
+            503,
+            "The database is busy with other changes; try again in a moment.",
+            retry_after=BUSY_RETRY_SECONDS,
+        )
+    log.error("A request failed with a fault of the server", exc_info=error)
+    return ApiError(500, FAULT)
 
 
 def error_response(

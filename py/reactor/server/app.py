@@ -35,8 +35,11 @@ from .auth.cors import CrossOrigin, check_origins
 from .auth.protection import LOOPBACK_HOSTS, CrossSiteWriteGuard, HostCheck, check_hosts
 from .auth.sessions import Auth
 from .database import Database
+from .faults import SafetyNet
 from .gateway.config import AssistantConfig
 from .gateway.route import Gateway
+from .health import PATHS as HEALTH_PATHS
+from .health import Readiness, health_routes
 from .logs import RequestLog
 from .openapi import openapi_document
 from .plugins.context import ServerContext
@@ -141,6 +144,7 @@ def create_app(
         *server_plugin_routes,
         *agent_tokens.routes(),
         *agents.routes(),
+        *health_routes(Readiness(store, lambda: agents.endpoint.manager is not None)),
         mcp,
     ]
     routes.append(_openapi_route(routes))
@@ -157,9 +161,17 @@ def create_app(
         middleware.insert(1, Middleware(CrossOrigin, origins=origins))
     # other processes may switch a plugin: each request reads the switches
     if store.kind == "postgresql":
-        middleware.insert(0, Middleware(PluginStateSync, database=store, platform=platform))
-    # In front of all: the client and scheme a trusted proxy names, then the request's id and log.
-    middleware[:0] = [Middleware(ForwardedHeaders, proxies=proxies), Middleware(RequestLog)]
+        middleware.insert(
+            0,
+            Middleware(PluginStateSync, database=store, platform=platform, skip=HEALTH_PATHS),
+        )
+    # In front of all: the client and scheme a trusted proxy names, then the request's id and log;
+    # then an exception nothing answered is answered in JSON (server/faults.py).
+    middleware[:0] = [
+        Middleware(ForwardedHeaders, proxies=proxies),
+        Middleware(RequestLog),
+        Middleware(SafetyNet),
+    ]
     app = Starlette(
         routes=routes,
         middleware=middleware,
@@ -223,7 +235,10 @@ def _openapi_route(routes: list[BaseRoute]) -> Route:
 
 
 async def _refused(request: Request, error: Exception) -> Response:
-    """A refusal raised outside a declared route's own handling: the same answer."""
+    """A refusal raised outside a declared route's own handling: the same answer. A WebSocket's
+    is SafetyNet's (server/faults.py), which knows whether its handshake was answered."""
+    if request.scope["type"] == "websocket":
+        raise error
     return error_answer(error)
 
 

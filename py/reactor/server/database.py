@@ -5,7 +5,15 @@ Every store writes its SQL once, in SQLite's spelling that PostgreSQL also reads
 parameters, `INSERT … ON CONFLICT`, rows read by column name or position. This module is the one
 place that knows the difference: it rewrites parameters for psycopg, maps the few column types
 that differ (BLOB, REAL, INTEGER) when a migration step runs on PostgreSQL, and turns each
-driver's errors into `UniqueViolation` and `DatabaseBusy`.
+driver's errors into `UniqueViolation`, `DatabaseBusy` and `DatabaseUnavailable`.
+
+A PostgreSQL server that restarts ends every pooled connection, which the pool only learns when it
+next uses one. So a connection taken from the pool is dropped when it has anything to read (an idle
+connection is spoken to only to be ended), and a transaction whose first statement finds its
+connection dead starts again, once, on a new one (the pool's other idle connections dropped too):
+nothing had run on the dead one, so nothing can run twice. A failure after the first statement
+is the caller's DatabaseUnavailable and is never repeated here (a commit that failed may have
+committed all the same).
 
 Each owner of tables (auth, plugin records, each server plugin) keeps an ordered list of schema
 steps; `migrate` runs the steps a database has not had yet, each in its own transaction, and
@@ -21,6 +29,7 @@ from __future__ import annotations
 
 import queue
 import re
+import select
 import sqlite3
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
@@ -28,8 +37,9 @@ from contextlib import contextmanager, nullcontext
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
-from ..errors import DatabaseBusy, DatabaseError, UniqueViolation
+from ..errors import DatabaseBusy, DatabaseError, DatabaseUnavailable, UniqueViolation
 
 VERSIONS = (
     "CREATE TABLE IF NOT EXISTS schema_versions (owner TEXT PRIMARY KEY, version INTEGER NOT NULL)"
@@ -39,6 +49,10 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 WRITE_LOCK = 7_355_608
 SETUP_LOCK = 7_355_609  # held by a server process while it migrates and seeds
 IDLE_CONNECTIONS = 8  # connections kept open between transactions, per process
+CONNECT_SECONDS = 10  # how long opening a PostgreSQL connection may take
+# SQLSTATEs of a PostgreSQL that is not there: class 08 (the connection), and an administrator's
+# shutdown, a crash's, or a server still starting. Without a SQLSTATE, the client lost the server.
+UNAVAILABLE = ("08", "57P01", "57P02", "57P03")
 
 
 class Database:
@@ -89,6 +103,11 @@ class Database:
                     "ON CONFLICT (owner) DO UPDATE SET version = excluded.version",
                     (owner, number),
                 )
+
+    def ping(self) -> None:
+        """One `SELECT 1` through the pool; DatabaseError when the database does not answer."""
+        with self.transaction() as db:
+            db.execute("SELECT 1")
 
     def version(self, owner: str) -> int:
         with self.transaction() as db:
@@ -214,7 +233,9 @@ class _SQLite(_Backend):
 
 
 class _Postgres(_Backend):
-    """A few pooled psycopg connections; SQL rewritten from SQLite's spelling once per statement."""
+    """A few pooled psycopg connections; SQL rewritten from SQLite's spelling once per statement.
+    A transaction runs on a `_Lease`: its connection, replaced if the first statement finds it
+    dead."""
 
     kind = "postgresql"
 
@@ -226,33 +247,48 @@ class _Postgres(_Backend):
                 "A PostgreSQL database needs the psycopg driver: pip install 'reactor[postgres]'."
             ) from None
         self.psycopg, self.url = psycopg, url
-        self.shown = re.sub(r"//([^:@/]*):[^@/]*@", r"//\1:***@", url)  # never the password
+        self.shown = shown_url(url)
+        try:
+            password = urlsplit(url).password
+        except ValueError:
+            password = None
+        self.password = unquote(password) if password else ""
         self.idle: queue.LifoQueue[Any] = queue.LifoQueue(IDLE_CONNECTIONS)
         # an app dropped without close() still closes them
         weakref.finalize(self, _close_idle, self.idle)
 
-    def _connect(self) -> Any:
+    def _take(self) -> Any:
+        """An idle connection that is still open, else a new one."""
+        while True:
+            try:
+                connection = self.idle.get_nowait()
+            except queue.Empty:
+                return self._open()
+            if _alive(connection):
+                return connection
+            connection.close()
+
+    def _open(self) -> Any:
         try:
-            return self.idle.get_nowait()
-        except queue.Empty:
-            pass
-        try:
-            return self.psycopg.connect(self.url, row_factory=_row_factory, connect_timeout=10)
+            return self.psycopg.connect(
+                self.url, row_factory=_row_factory, connect_timeout=CONNECT_SECONDS
+            )
         except self.psycopg.OperationalError as error:
-            raise DatabaseBusy(
-                f"The database at {self.shown} could not be reached: {error}".strip()
+            raise DatabaseUnavailable(
+                f"The database at {self.shown} could not be reached: {self._said(error)}"
             ) from error
 
     @contextmanager
-    def transaction(self, immediate: bool) -> Iterator[Any]:
-        connection = self._connect()
+    def transaction(self, immediate: bool) -> Iterator[_Lease]:
+        lease = _Lease(self._take())
         try:
             with self.errors():
                 if immediate:
-                    connection.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
-                yield connection
-                connection.commit()
+                    self.execute(lease, "SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
+                yield lease
+                lease.connection.commit()
         except BaseException:
+            connection = lease.connection
             if not connection.closed:
                 try:
                     connection.rollback()
@@ -260,7 +296,7 @@ class _Postgres(_Backend):
                     connection.close()
             raise
         finally:
-            self._give_back(connection)
+            self._give_back(lease.connection)
 
     def _give_back(self, connection: Any) -> None:
         if (
@@ -274,9 +310,29 @@ class _Postgres(_Backend):
         except queue.Full:
             connection.close()
 
+    def _run(self, lease: _Lease, statement: Any) -> Any:
+        """`statement(connection)` on the lease's connection. The first statement of a transaction
+        that finds the connection dead runs again on a new one: it, like everything before it in
+        this transaction (nothing), never ran."""
+        if lease.started:
+            return statement(lease.connection)
+        lease.started = True
+        try:
+            return statement(lease.connection)
+        except self.psycopg.OperationalError:
+            if not lease.connection.closed:
+                raise  # the statement failed, not the connection
+        # A restart ends every connection: the idle ones are as dead as this one.
+        _close_idle(self.idle)
+        lease.connection.close()
+        lease.connection = self._open()
+        return statement(lease.connection)
+
     @contextmanager
     def setup_lock(self) -> Iterator[None]:
-        with self.psycopg.connect(self.url, autocommit=True, connect_timeout=10) as holder:
+        with self.psycopg.connect(
+            self.url, autocommit=True, connect_timeout=CONNECT_SECONDS
+        ) as holder:
             holder.execute("SELECT pg_advisory_lock(%s)", (SETUP_LOCK,))
             try:
                 yield
@@ -284,12 +340,18 @@ class _Postgres(_Backend):
                 holder.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK,))
 
     def execute(self, connection: Any, sql: str, params: Any) -> Any:
-        return connection.execute(_postgres_sql(sql), _postgres_params(params))
+        statement, values = _postgres_sql(sql), _postgres_params(params)
+        return self._run(connection, lambda c: c.execute(statement, values))
 
     def executemany(self, connection: Any, sql: str, rows: Any) -> Any:
-        cursor = connection.cursor()
-        cursor.executemany(_postgres_sql(sql), [_postgres_params(row) for row in rows])
-        return cursor
+        statement, values = _postgres_sql(sql), [_postgres_params(row) for row in rows]
+
+        def run(c: Any) -> Any:
+            cursor = c.cursor()
+            cursor.executemany(statement, values)
+            return cursor
+
+        return self._run(connection, run)
 
     def schema(self, statement: str) -> str:
         return _postgres_schema(statement)
@@ -299,21 +361,66 @@ class _Postgres(_Backend):
         errors = self.psycopg.errors
         try:
             yield
+        except DatabaseError:
+            raise  # ours already (a connection that could not be opened)
         except errors.UniqueViolation as error:
-            raise UniqueViolation(str(error).strip()) from error
+            raise UniqueViolation(self._said(error)) from error
         except (
             errors.SerializationFailure,
             errors.DeadlockDetected,
             errors.LockNotAvailable,
         ) as error:
-            raise DatabaseBusy(str(error).strip()) from error
+            raise DatabaseBusy(self._said(error)) from error
         except self.psycopg.OperationalError as error:
-            raise DatabaseBusy(f"The database at {self.shown} failed: {error}".strip()) from error
+            kind = DatabaseUnavailable if _unavailable(error) else DatabaseBusy
+            raise kind(f"The database at {self.shown} failed: {self._said(error)}") from error
         except errors.IntegrityError as error:
-            raise DatabaseError(str(error).strip()) from error
+            raise DatabaseError(self._said(error)) from error
+
+    def _said(self, error: Exception) -> str:
+        """The driver's message on one line, without the password, should it name it."""
+        said = " ".join(str(error).split())
+        return said.replace(self.password, "***") if self.password else said
 
     def close(self) -> None:
         _close_idle(self.idle)
+
+
+class _Lease:
+    """The connection one PostgreSQL transaction runs on, and whether a statement was sent on it."""
+
+    __slots__ = ("connection", "started")
+
+    def __init__(self, connection: Any) -> None:
+        self.connection, self.started = connection, False
+
+
+def shown_url(url: str) -> str:
+    """A database URL as a log or an error may show it: never its password."""
+    url = re.sub(r"//([^:@/]*):[^@/]*@", r"//\1:***@", url)
+    return re.sub(r"(?i)(password=)[^&]*", r"\1***", url)
+
+
+def _alive(connection: Any) -> bool:
+    """Whether a pooled connection is still open. An idle connection has nothing to read: the
+    server speaks to it unasked only to end it (a restart's "terminating connection", then the
+    end of the socket), so one with anything to read is not used again."""
+    if connection.closed:
+        return False
+    try:
+        socket = connection.pgconn.socket
+    except Exception:  # psycopg: the connection is gone
+        return False
+    if hasattr(select, "poll"):
+        poll = select.poll()
+        poll.register(socket, select.POLLIN)
+        return not poll.poll(0)
+    return not select.select([socket], [], [], 0)[0]
+
+
+def _unavailable(error: Any) -> bool:
+    state = getattr(error, "sqlstate", None)
+    return state is None or state.startswith(UNAVAILABLE)
 
 
 def _close_idle(idle: queue.LifoQueue[Any]) -> None:

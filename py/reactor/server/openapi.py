@@ -3,8 +3,9 @@
 
 Beside what a route declares, the document lists what the server answers for every route in
 front of it: 421 for a host it does not serve, 401 for an agent token anywhere but /mcp, 503
-when the database is busy; for a write, 403 from another site and 415 for a cookie write that is
-not JSON; for a body, 400, 413 and 422; for a query, 422; for a constrained path segment, 404.
+when the database is busy or not answering, 500 for a fault of the server (JSON too); for a
+write, 403 from another site and 415 for a cookie write that is not JSON; for a body, 400, 413
+and 422; for a query, 422; for a constrained path segment, 404.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 SECURITY: list[dict[str, list[str]]] = [{"bearer": []}, {"cookie": []}, {}]
 EVERY_ROUTE = {
     421: "The Host header names a host this server does not serve.",
-    503: "The database is busy; try again after Retry-After.",
+    500: "A fault of the server (a bug); the server's log has the details.",
+    503: "The database is busy or not answering; try again after Retry-After.",
 }
 NOT_MCP = {401: "An agent token was sent: it works only on /mcp."}
 WRITE = {

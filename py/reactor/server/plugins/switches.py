@@ -4,6 +4,7 @@ server process on one database agrees."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -151,12 +152,21 @@ def plugin_routes(context: ServerContext) -> list[Route]:
 
 class PluginStateSync:
     """ASGI middleware: before each request, the plugin switches as the shared database holds
-    them, so a plugin one server process disabled is disabled in all of them at the next request."""
+    them, so a plugin one server process disabled is disabled in all of them at the next request.
+    The paths in `skip` serve no plugin (/healthz must answer while the database does not)."""
 
-    def __init__(self, app: ASGIApp, *, database: Database, platform: PluginPlatform) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        database: Database,
+        platform: PluginPlatform,
+        skip: Iterable[str] = (),
+    ) -> None:
         self.app, self.database, self.platform = app, database, platform
+        self.skip = frozenset(skip)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        if scope["type"] == "http" and scope["path"] not in self.skip:
             await run_in_threadpool(read_plugin_state, self.database, self.platform)
         await self.app(scope, receive, send)
