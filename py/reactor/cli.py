@@ -43,6 +43,14 @@ def main(argv: list[str] | None = None) -> int:
         "reactor.example.org (repeat for more; also $REACTOR_ALLOW_HOSTS)",
     )
     _assistant_arguments(serve)
+    serve.add_argument(
+        "--metrics-token",
+        type=_metrics_token,
+        default=os.environ.get("REACTOR_METRICS_TOKEN", ""),
+        metavar="TOKEN",
+        help="the bearer token that lets Prometheus read /metrics from elsewhere than this "
+        "machine (prefer $REACTOR_METRICS_TOKEN: a command line is visible to everyone on it)",
+    )
     password = commands.add_parser(
         "passwd", help="set a user's password (creating the user if needed)"
     )
@@ -121,7 +129,17 @@ def main(argv: list[str] | None = None) -> int:
         database=args.database,
         assistant=assistant,
         browser_keys=args.model_browser_keys,
+        metrics_token=args.metrics_token,
     )
+
+
+def _metrics_token(value: str) -> str:
+    from .server.metrics import token_problem
+
+    problem = token_problem(value)
+    if problem:  # an ArgumentTypeError: argparse then shows the sentence, never the value
+        raise argparse.ArgumentTypeError(problem)
+    return value
 
 
 def _storage_arguments(command: argparse.ArgumentParser) -> None:
@@ -344,6 +362,7 @@ def _serve(
     database: str = "",
     assistant: Any = None,
     browser_keys: bool | None = None,
+    metrics_token: str = "",
 ) -> int:
     import uvicorn
 
@@ -363,6 +382,7 @@ def _serve(
             database=database,
             assistant=assistant,
             browser_keys=browser_keys,
+            metrics_token=metrics_token,
         )
     except DatabaseError as error:
         print(f"reactor serve: {error}", file=sys.stderr)

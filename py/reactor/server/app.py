@@ -36,6 +36,7 @@ from .auth.sessions import Auth
 from .database import Database
 from .gateway.config import AssistantConfig
 from .gateway.route import Gateway
+from .metrics import Metrics, MetricsMiddleware
 from .openapi import openapi_document
 from .plugins.context import ServerContext
 from .plugins.records import PluginRecords
@@ -77,6 +78,7 @@ def create_app(
     database: str = "",
     assistant: AssistantConfig | None = None,
     browser_keys: bool | None = None,
+    metrics_token: str = "",
 ) -> Starlette:
     """Build the app over `data_dir/reactor.sqlite3`, or over `database` (a `postgresql://` URL:
     several server processes then share one truth); plugins set up their tables on start.
@@ -93,6 +95,7 @@ def create_app(
     `assistant` is the site's model (reactor.server.gateway): the page's chat reaches it through
     this server, which holds the key. `browser_keys` lets a person type a provider's key into the
     chat's settings instead (by default only when there is no `assistant`).
+    `metrics_token` lets a scraper not on this machine read /metrics (server/metrics.py).
     """
     origins = check_origins(allow_origins)
     hosts = check_hosts(allow_hosts)
@@ -120,6 +123,7 @@ def create_app(
         agent, assistant, assistant is None if browser_keys is None else browser_keys, origins
     )
     mcp = Route(MCP_PATH, MCP_OPERATION(agents.endpoint), methods=["GET", "POST", "DELETE"])
+    metrics = Metrics(store, agents.relay, metrics_token)
     routes: list[BaseRoute] = [
         *page_routes(runtime, archive, platform, settings),
         *auth.routes(),
@@ -129,6 +133,7 @@ def create_app(
         *server_plugin_routes,
         *agent_tokens.routes(),
         *agents.routes(),
+        *metrics.routes(),
         mcp,
     ]
     routes.append(_openapi_route(routes))
@@ -146,6 +151,7 @@ def create_app(
     # other processes may switch a plugin: each request reads the switches
     if store.kind == "postgresql":
         middleware.insert(0, Middleware(PluginStateSync, database=store, platform=platform))
+    middleware.insert(0, Middleware(MetricsMiddleware, metrics=metrics))  # outermost: sees all
     app = Starlette(
         routes=routes,
         middleware=middleware,

@@ -16,6 +16,7 @@ from starlette.types import Receive, Scope, Send
 from ...errors import ApiError, DatabaseError
 from ...host.streaming import EventStream
 from ..api import error_answer
+from ..metrics import Metrics, metrics_of
 from .allowance import Reservation
 from .config import UPSTREAM_PATHS
 from .usage import Usage
@@ -35,8 +36,10 @@ class Relay(Response):
         self.who, self.config = reservation.who, gateway.config
         self.usage = Usage(self.config.provider)
         self.charged: tuple[int, int] | None = None  # once settled: input and output tokens
+        self.metrics: Metrics | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.metrics = metrics_of(scope)
         relay = asyncio.ensure_future(self.relay(send))
         left = asyncio.ensure_future(_disconnected(receive))
         try:
@@ -74,6 +77,9 @@ class Relay(Response):
             await run_in_threadpool(self.gateway.allowance.settle, reservation, sum(self.charged))
         except DatabaseError as error:  # the reservation stays charged: never less than due
             log.warning("assistant: %s's answer could not be settled: %s", self.who, error)
+            self.charged = reservation.input, reservation.output
+        if self.metrics is not None:
+            self.metrics.charged(*self.charged)
 
     async def relay(self, send: Send) -> None:
         gateway, config = self.gateway, self.config
