@@ -5,18 +5,20 @@ the provider. The page's side is in test_gateway_page.py."""
 import asyncio
 import json
 import logging
+import queue
 import subprocess
 import sys
+import threading
 
 import httpx
 import pytest
-from conftest import app_server_over, bearer, run_reactor
+from conftest import app_server_over, bearer, new_database, run_reactor
 
 from reactor.cancellation import CancelToken
 from reactor.errors import DeclarationError
 from reactor.host import ModelRequest, ProviderError, urllib_send
 from reactor.host.site import SiteModel
-from reactor.server.gateway.allowance import ALLOWANCE_USED
+from reactor.server.gateway.allowance import ALLOWANCE_USED, input_estimate
 from reactor.server.gateway.config import AssistantConfig
 from reactor.server.loopback import LoopbackServer, free_port
 from reactor.testing.standins import StandIn, call, text
@@ -37,7 +39,7 @@ def stand_in(provider):
     stand_in.stop()
 
 
-def gateway_app(tmp_path, stand_in, **options):
+def gateway_app(tmp_path, stand_in, database="", **options):
     config = AssistantConfig(
         provider=stand_in.provider,
         model="site-model",
@@ -45,7 +47,7 @@ def gateway_app(tmp_path, stand_in, **options):
         base_url=stand_in.url,
         **options,
     )
-    return app_server_over(tmp_path / "data", seed_demo=True, assistant=config)
+    return app_server_over(tmp_path / "data", seed_demo=True, assistant=config, database=database)
 
 
 def ask(server, headers, body=None, provider="openai", **extra):
@@ -194,6 +196,95 @@ def test_the_daily_allowance_counts_the_tokens_the_provider_reports(tmp_path, st
     assert refused.status_code == 429 and refused.json()["error"] == ALLOWANCE_USED
     assert 1 <= int(refused.headers["retry-after"]) <= 86_401
     assert len(stand_in.requests) == 2
+
+
+# The issue's numbers: answers of 2,000 tokens (a 2,000-token bound), a limit of 5,000 a day.
+ANSWER_WORDS, CLOSED_AT = 40, 19
+LONG_ANSWER = text(" ".join(f"word{n}" for n in range(ANSWER_WORDS)))
+
+
+def open_stream(url, headers, provider, max_tokens=2000):
+    body = {"messages": [{"role": "user", "content": "hi"}], "stream": True}
+    return httpx.stream(
+        "POST", url + ROUTE[provider], json={**body, "max_tokens": max_tokens}, headers=headers,
+        timeout=20,
+    )  # fmt: skip
+
+
+def test_closing_the_stream_before_the_usage_event_is_charged_as_reading_to_the_end(
+    request, tmp_path, stand_in, provider, backend
+):
+    """The issue: four 2,000-token answers read to their 19th chunk and closed, before the
+    provider's usage event; the request after the limit is refused, as it is for a person who
+    reads each answer to the end (429 after three)."""
+    database = new_database(request, backend, tmp_path / "data")
+    server = gateway_app(tmp_path, stand_in, database, limit_tokens=5000)
+    stand_in.usage = (10, 1990)
+    stand_in.answers = [LONG_ANSWER] * 8
+    stand_in.hold_after = CLOSED_AT + 1  # the provider is still answering when the person goes
+    bob, ada = bearer(server, "bob"), bearer(server, "ada")
+    closed, read = [], []
+    with LoopbackServer(server.app) as url:
+        stand_in.hold.clear()
+        for _ in range(4):
+            stand_in.hung_up.clear()
+            with open_stream(url, bob, provider) as answer:
+                closed.append(answer.status_code)
+                if answer.status_code != 200:
+                    refused = json.loads(answer.read())
+                    continue
+                chunks = (line for line in answer.iter_lines() if line.startswith("data: "))
+                assert len([c for _, c in zip(range(CLOSED_AT), chunks)]) == CLOSED_AT
+            assert stand_in.hung_up.wait(10), "the gateway closed the provider's request"
+        stand_in.hold.set()
+        for _ in range(4):
+            with open_stream(url, ada, provider) as answer:
+                read.append(answer.status_code)
+                whole = answer.read().decode()
+                assert answer.status_code != 200 or "word39" in whole
+    assert closed == [200, 200, 200, 429], "closed at the 19th chunk: 429 after three"
+    assert refused["error"] == ALLOWANCE_USED
+    assert read == closed, "read to the end: the same"
+
+
+def test_requests_sent_in_parallel_cannot_pass_the_limit_by_more_than_one_requests_bound(
+    request, tmp_path, backend
+):
+    stand_in = StandIn("openai", KEY)
+    database = new_database(request, backend, tmp_path / "data")
+    limit, max_tokens, sent = 5000, 2000, 8
+    try:
+        server = gateway_app(tmp_path, stand_in, database, limit_tokens=limit)
+        stand_in.usage = (10, max_tokens - 10)  # each answer uses all of its bound
+        stand_in.hold.clear()  # every answer waits after its first word until all were asked
+        bob = bearer(server, "bob")
+        statuses: queue.Queue[tuple[int, str]] = queue.Queue()
+
+        def ask_one(url):
+            with open_stream(url, bob, "openai", max_tokens) as answer:
+                statuses.put((answer.status_code, answer.headers["content-type"]))
+                body = answer.read().decode()
+            if answer.status_code != 200:
+                assert json.loads(body)["error"] == ALLOWANCE_USED
+
+        with LoopbackServer(server.app) as url:
+            threads = [threading.Thread(target=ask_one, args=(url,)) for _ in range(sent)]
+            for thread in threads:
+                thread.start()
+            answered = [statuses.get(timeout=20)[0] for _ in range(sent)].count(200)
+            stand_in.hold.set()
+            for thread in threads:
+                thread.join(20)
+            after = ask(server, bob)
+    finally:
+        stand_in.stop()
+    bound = max_tokens + input_estimate(json.dumps(stand_in.requests[0]).encode())
+    assert 1 <= answered == len(stand_in.requests)
+    assert answered * sum(stand_in.usage) < limit + bound, (
+        f"{answered} answers of {sum(stand_in.usage)} tokens: past the limit by more than one "
+        "request's bound"
+    )
+    assert after.status_code == 429 and after.json()["error"] == ALLOWANCE_USED
 
 
 @pytest.mark.parametrize(

@@ -66,6 +66,14 @@ def main(argv: list[str] | None = None) -> int:
         "(also $REACTOR_LOG_FORMAT)",
     )
     _assistant_arguments(serve)
+    serve.add_argument(
+        "--metrics-token",
+        type=_metrics_token,
+        default=os.environ.get("REACTOR_METRICS_TOKEN", ""),
+        metavar="TOKEN",
+        help="the bearer token that lets Prometheus read /metrics from elsewhere than this "
+        "machine (prefer $REACTOR_METRICS_TOKEN: a command line is visible to everyone on it)",
+    )
     password = commands.add_parser(
         "passwd", help="set a user's password (creating the user if needed)"
     )
@@ -160,7 +168,17 @@ def main(argv: list[str] | None = None) -> int:
         trust_proxies=trusted,
         public_url=public,
         log_format=args.log_format,
+        metrics_token=args.metrics_token,
     )
+
+
+def _metrics_token(value: str) -> str:
+    from .server.metrics import token_problem
+
+    problem = token_problem(value)
+    if problem:  # an ArgumentTypeError: argparse then shows the sentence, never the value
+        raise argparse.ArgumentTypeError(problem)
+    return value
 
 
 def _storage_arguments(command: argparse.ArgumentParser) -> None:
@@ -391,6 +409,7 @@ def _serve(
     trust_proxies: tuple[str, ...] = (),
     public_url: str = "",
     log_format: str = "text",
+    metrics_token: str = "",
 ) -> int:
 
     from .errors import DatabaseError
@@ -414,6 +433,7 @@ def _serve(
             browser_keys=browser_keys,
             trust_proxies=trust_proxies,
             public_url=public_url,
+            metrics_token=metrics_token,
         )
     except DatabaseError as error:
         print(f"reactor serve: {error}", file=sys.stderr)

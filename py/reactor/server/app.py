@@ -41,6 +41,7 @@ from .gateway.route import Gateway
 from .health import PATHS as HEALTH_PATHS
 from .health import Readiness, health_routes
 from .logs import RequestLog
+from .metrics import Metrics, MetricsMiddleware
 from .openapi import openapi_document
 from .plugins.context import ServerContext
 from .plugins.records import PluginRecords
@@ -85,6 +86,7 @@ def create_app(
     browser_keys: bool | None = None,
     trust_proxies: Iterable[str] = (),
     public_url: str = "",
+    metrics_token: str = "",
 ) -> Starlette:
     """Build the app over `data_dir/reactor.sqlite3`, or over `database` (a `postgresql://` URL:
     several server processes then share one truth); plugins set up their tables on start.
@@ -106,6 +108,7 @@ def create_app(
     `X-Forwarded-Proto` count (server/proxies.py; none by default). `public_url` is the origin
     people see (`https://reactor.example.org:8443`): its host is served, and sentences that
     tell a person an address use it.
+    `metrics_token` lets a scraper not on this machine read /metrics (server/metrics.py).
     """
     origins = check_origins(allow_origins)
     public = check_public_url(public_url) if public_url else ""
@@ -135,6 +138,7 @@ def create_app(
         agent, assistant, assistant is None if browser_keys is None else browser_keys, origins
     )
     mcp = Route(MCP_PATH, MCP_OPERATION(agents.endpoint), methods=["GET", "POST", "DELETE"])
+    metrics = Metrics(store, agents.relay, metrics_token)
     routes: list[BaseRoute] = [
         *page_routes(runtime, archive, platform, settings),
         *auth.routes(),
@@ -145,6 +149,7 @@ def create_app(
         *agent_tokens.routes(),
         *agents.routes(),
         *health_routes(Readiness(store, lambda: agents.endpoint.manager is not None)),
+        *metrics.routes(),
         mcp,
     ]
     routes.append(_openapi_route(routes))
@@ -163,13 +168,17 @@ def create_app(
     if store.kind == "postgresql":
         middleware.insert(
             0,
-            Middleware(PluginStateSync, database=store, platform=platform, skip=HEALTH_PATHS),
+            Middleware(
+                PluginStateSync, database=store, platform=platform, skip=(*HEALTH_PATHS, "/metrics")
+            ),
         )
-    # In front of all: the client and scheme a trusted proxy names, then the request's id and log;
-    # then an exception nothing answered is answered in JSON (server/faults.py).
+    # In front of all: the client and scheme a trusted proxy names, then the request's id and log,
+    # the metrics (which read the route matched, and see every answer); then an exception nothing
+    # answered is answered in JSON (server/faults.py).
     middleware[:0] = [
         Middleware(ForwardedHeaders, proxies=proxies),
         Middleware(RequestLog),
+        Middleware(MetricsMiddleware, metrics=metrics),
         Middleware(SafetyNet),
     ]
     app = Starlette(

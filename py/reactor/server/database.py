@@ -32,7 +32,7 @@ import re
 import select
 import sqlite3
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from functools import lru_cache
 from pathlib import Path
@@ -60,6 +60,8 @@ class Database:
     `transaction()` commits on success and rolls back on any error, on both."""
 
     def __init__(self, target: str | Path) -> None:
+        # what else hears of a failed transaction (server/metrics.py counts them)
+        self.on_error: Callable[[DatabaseError], object] = lambda error: None
         self.target = str(target)
         self.backend: _Backend = (
             _Postgres(self.target) if is_postgres_url(self.target) else _SQLite(Path(target))
@@ -78,8 +80,12 @@ class Database:
     def transaction(self, *, immediate: bool = False) -> Iterator[Transaction]:
         """A connection in one transaction. `immediate` takes the write lock at the start, for a
         read-then-write that must not race another writer, in this process or any other."""
-        with self.backend.transaction(immediate) as connection:
-            yield Transaction(connection, self.backend)
+        try:
+            with self.backend.transaction(immediate) as connection:
+                yield Transaction(connection, self.backend)
+        except DatabaseError as error:
+            self.on_error(error)
+            raise
 
     def setup_lock(self) -> Any:
         """Held while a server process migrates and seeds, so processes starting together on one

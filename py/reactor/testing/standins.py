@@ -87,9 +87,10 @@ class StandIn:
         self.cut_next = False  # the next stream drops its connection after its first text
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
-        # cleared: a stream waits after its first text until it is set
+        # cleared: a stream waits after its `hold_after`-th text (its first) until it is set
         self.hold = threading.Event()
         self.hold.set()
+        self.hold_after = 1
         self.first_text_sent = threading.Event()
         self.hung_up = threading.Event()  # the caller closed its connection before the answer ended
         self.sent_at: list[float] = []  # when each text delta was written (time.time())
@@ -332,15 +333,16 @@ class Streamed(Response):
                     await asyncio.sleep(stand_in.delta_gap)
                 stand_in.sent_at.append(time.time())
             await send({"type": "http.response.body", "body": event.encode(), "more_body": True})
-            if kind == "text" and texts == 0:
-                texts = 1
+            if kind != "text":
+                continue
+            texts += 1
+            if texts == 1:
                 stand_in.first_text_sent.set()
                 if self.cut:
                     raise ConnectionResetError("the stand-in drops the connection mid-stream")
+            if texts == stand_in.hold_after:
                 while not stand_in.hold.is_set():
                     await asyncio.sleep(0.01)
-            elif kind == "text":
-                texts += 1
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 

@@ -52,6 +52,7 @@ from ..api import EVENTS, Call, Declaration, Reply, declare, documented, error_r
 from ..auth.protection import proxy_fault, same_origin
 from ..auth.sessions import Auth, session_token
 from ..database import Database
+from ..metrics import counted
 from .bus import PostgresPageBus
 from .relay import MAX_PAGES, PageLink, PageRelay, failure
 from .sessions import SessionRows, SessionWatch, SharedSessionManager
@@ -219,7 +220,9 @@ def mcp_server(relay: PageRelay, page_url: Callable[[Any], str]) -> RelayServer:
 
         return tool_result(await relay.call(page, name, arguments, progress, _agent(ctx).name))
 
-    return RelayServer("reactor", version="1", on_list_tools=list_tools, on_call_tool=call_tool)
+    return RelayServer(
+        "reactor", version="1", on_list_tools=list_tools, on_call_tool=counted(call_tool)
+    )
 
 
 def _tool(tool: Any) -> types.Tool | None:

@@ -1,9 +1,22 @@
 """Requests per minute and tokens per UTC day for each person, counted in the database so that
-every server process on one PostgreSQL shares them."""
+every server process on one PostgreSQL shares them.
+
+A request is charged its bound before it goes to the provider: its `max_tokens` and an estimate
+of its input (`Reservation`), added to the day's tokens in the one statement that admits it, and
+only while the day's tokens are under the limit. The answer then settles it (`settle`): to the
+usage the provider reports for the whole answer, or, for an answer that did not end as answers
+end (the person left, the stream was cut, no usage came), to the larger of the reservation and
+what the provider reported so far (relay.py says why). So a person who closes the stream before
+the provider's final usage event is still charged, and requests sent in parallel see each
+other's reservations: together they end at most one request's bound past the limit, as long as
+each answer stays within its bound (the provider stops at `max_tokens`; the input estimate is
+generous, see `input_estimate`). A server that stops mid-answer leaves the reservation charged
+for the day: never less than what the person could have used."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from ...errors import ApiError
 from ..database import Database
@@ -15,10 +28,32 @@ USAGE_TABLE = [
     "(who, period))"
 ]
 ALLOWANCE_USED = "You have used today's assistant allowance; it renews at 00:00 UTC."
+BYTES_PER_TOKEN = 4  # English text as providers' tokenizers cut it; JSON's syntax adds more
 
 
 class Refused(ApiError):
     """A request the gateway answers itself: the status, the person's sentence, its headers."""
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """The tokens charged to `who` on day `period` while a request is answered: its input
+    estimate and its output bound (`max_tokens`)."""
+
+    who: str
+    period: str
+    input: int
+    output: int
+
+    @property
+    def tokens(self) -> int:
+        return self.input + self.output
+
+
+def input_estimate(body: bytes) -> int:
+    """The input tokens of a request body as sent (JSON, non-ASCII escaped as `\\uXXXX`, so six
+    bytes a character where a tokenizer takes one or two): its bytes over four, rounded up."""
+    return -(-len(body) // BYTES_PER_TOKEN)
 
 
 class Allowance:
@@ -28,9 +63,11 @@ class Allowance:
         self.database, self.config = database, config
         database.migrate("assistant", USAGE_TABLE)
 
-    def admit(self, who: str, now: float) -> None:
-        """Count one request; Refused (429) when over either limit."""
+    def admit(self, who: str, now: float, input: int, output: int) -> Reservation:
+        """Count one request and charge its bound (`input` estimated, `output` its max_tokens)
+        to today, in one transaction; Refused (429) when over either limit, charging nothing."""
         minute, day = _minute(now), _day(now)
+        reservation = Reservation(who, day, input, output)
         with self.database.transaction() as db:
             db.execute(
                 "DELETE FROM assistant_usage WHERE who = ? AND period LIKE 'm:%' AND period < ?",
@@ -42,12 +79,27 @@ class Allowance:
                 "DO UPDATE SET requests = assistant_usage.requests + 1 RETURNING requests",
                 (who, minute),
             ).fetchone()[0]
-            row = db.execute(
-                "SELECT tokens FROM assistant_usage WHERE who = ? AND period = ?", (who, day)
-            ).fetchone()
-        if row is not None and row[0] >= self.config.limit_tokens:
+            over_rpm = requests > self.config.limit_rpm
+            if over_rpm:
+                row = db.execute(
+                    "SELECT tokens FROM assistant_usage WHERE who = ? AND period = ?", (who, day)
+                ).fetchone()
+                used_up = row is not None and row[0] >= self.config.limit_tokens
+            else:
+                # The bound is added by the statement that checks the limit: requests in
+                # parallel, on any process, each see the others' reservations.
+                used_up = (
+                    db.execute(
+                        "INSERT INTO assistant_usage (who, period, tokens) VALUES (?, ?, ?) ON "
+                        "CONFLICT (who, period) DO UPDATE SET tokens = assistant_usage.tokens + "
+                        "excluded.tokens WHERE assistant_usage.tokens < ? RETURNING tokens",
+                        (who, day, reservation.tokens, self.config.limit_tokens),
+                    ).fetchone()
+                    is None
+                )
+        if used_up:
             raise Refused(429, ALLOWANCE_USED, retry_after=int(86_400 - now % 86_400) + 1)
-        if requests > self.config.limit_rpm:
+        if over_rpm:
             wait = int(60 - now % 60) + 1
             raise Refused(
                 429,
@@ -55,13 +107,16 @@ class Allowance:
                 f"minute, its limit; wait {wait} seconds and send again.",
                 retry_after=wait,
             )
+        return reservation
 
-    def spend(self, who: str, tokens: int, now: float) -> None:
+    def settle(self, reservation: Reservation, tokens: int) -> None:
+        """Replace the reservation by the tokens the answer is charged, on the day it was made."""
+        if tokens == reservation.tokens:
+            return
         with self.database.transaction() as db:
             db.execute(
-                "INSERT INTO assistant_usage (who, period, tokens) VALUES (?, ?, ?) ON CONFLICT "
-                "(who, period) DO UPDATE SET tokens = assistant_usage.tokens + excluded.tokens",
-                (who, _day(now), tokens),
+                "UPDATE assistant_usage SET tokens = tokens + ? WHERE who = ? AND period = ?",
+                (tokens - reservation.tokens, reservation.who, reservation.period),
             )
 
 

@@ -6,17 +6,18 @@ import asyncio
 import codecs
 import json
 import logging
-import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import httpx
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from ...errors import ApiError
+from ...errors import ApiError, DatabaseError
 from ...host.streaming import EventStream
 from ..api import error_answer
+from ..metrics import Metrics, metrics_of
+from .allowance import Reservation
 from .config import UPSTREAM_PATHS
 from .usage import Usage
 
@@ -29,13 +30,16 @@ log = logging.getLogger("reactor.assistant")
 class Relay(Response):
     """The provider's answer, passed on as it arrives; the person leaving closes the upstream."""
 
-    def __init__(self, gateway: Gateway, body: dict[str, Any], who: str) -> None:
+    def __init__(self, gateway: Gateway, content: bytes, reservation: Reservation) -> None:
         super().__init__()
-        self.gateway, self.sent, self.who = gateway, body, who
-        self.config = gateway.config
+        self.gateway, self.content, self.reservation = gateway, content, reservation
+        self.who, self.config = reservation.who, gateway.config
         self.usage = Usage(self.config.provider)
+        self.charged: tuple[int, int] | None = None  # once settled: input and output tokens
+        self.metrics: Metrics | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.metrics = metrics_of(scope)
         relay = asyncio.ensure_future(self.relay(send))
         left = asyncio.ensure_future(_disconnected(receive))
         try:
@@ -44,6 +48,7 @@ class Relay(Response):
             for task in (relay, left):
                 task.cancel()
             await asyncio.gather(relay, left, return_exceptions=True)
+            await self.settle()  # the person left, or the relay failed: not settled yet
         if left.done() and not left.cancelled() and not relay.done():
             log.info(
                 "assistant: %s left before the answer ended; the provider's request was closed",
@@ -51,10 +56,30 @@ class Relay(Response):
             )
         if relay.done() and not relay.cancelled() and relay.exception() is not None:
             raise relay.exception()  # type: ignore[misc]
-        if self.usage.tokens:  # a refusal or an answer without usage spends nothing
-            await run_in_threadpool(
-                self.gateway.allowance.spend, self.who, self.usage.tokens, time.time()
-            )
+
+    async def settle(self, *, refused: bool = False) -> None:
+        """Charge the answer, once: nothing when the provider refused it or could not be
+        reached; the provider's usage when it reported the whole answer's; otherwise, for input
+        and for output, the larger of the reservation and what the provider reported so far.
+        Why the reservation when the person closes the stream early, rather than an estimate of
+        what was streamed: the provider goes on generating (and billing) until it sees the close,
+        OpenAI's usage comes only in its last event, and text cut into chunks is no count of
+        tokens a person cannot game (dense text, many tokens a chunk); the bound is the one
+        number that holds. A Stop thus costs up to the answer's max_tokens. Settled before the
+        answer's last byte, so the person's next request sees it."""
+        if self.charged is not None:
+            return
+        reservation = self.reservation
+        self.charged = (
+            (0, 0) if refused else self.usage.charged(reservation.input, reservation.output)
+        )
+        try:
+            await run_in_threadpool(self.gateway.allowance.settle, reservation, sum(self.charged))
+        except DatabaseError as error:  # the reservation stays charged: never less than due
+            log.warning("assistant: %s's answer could not be settled: %s", self.who, error)
+            self.charged = reservation.input, reservation.output
+        if self.metrics is not None:
+            self.metrics.charged(*self.charged)
 
     async def relay(self, send: Send) -> None:
         gateway, config = self.gateway, self.config
@@ -67,7 +92,7 @@ class Relay(Response):
                     "POST",
                     url,
                     headers=gateway.upstream_headers(),
-                    content=json.dumps(self.sent).encode(),
+                    content=self.content,
                 ) as upstream,
             ):
                 if upstream.status_code >= 300:
@@ -75,12 +100,14 @@ class Relay(Response):
                     status, sentence, retry = self.refusal(
                         upstream.status_code, upstream.headers, text
                     )
+                    await self.settle(refused=True)
                     await _send_json(send, status, sentence, retry)
                     return
                 kind = upstream.headers.get("content-type", "")
                 if "text/event-stream" not in kind:
                     text = (await _read_capped(upstream, 16_000_000)).decode("utf-8", "replace")
                     self.usage.read_whole(text)
+                    await self.settle()
                     await _send_whole(send, upstream.status_code, text, kind or "application/json")
                     return
                 await send(
@@ -103,10 +130,12 @@ class Relay(Response):
             )
             if not started:
                 sentence = "This site's assistant could not reach its model; try again in a moment."
+                await self.settle(refused=True)
                 await _send_json(send, 502, sentence, None)
                 return
             await self.send_events(send, [self.failure_event(self.cut_sentence())])
         if started:
+            await self.settle()
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def pass_events(self, upstream: httpx.Response, send: Send) -> None:

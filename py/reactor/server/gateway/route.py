@@ -9,8 +9,10 @@ speaks it) or `POST /api/assistant/v1/messages` (Anthropic's Messages).
 What passes: the configured model only (a request naming another is refused), the fields the
 provider's request defines for a chat (anything else is a 422 naming it), `max_tokens` up to the
 cap, a body up to its cap. Who: signed-in users, or anyone when `anonymous`; each within a number
-of requests per minute and of tokens per UTC day, counted in the database from the usage the
-provider reports, so every server process on one PostgreSQL shares them. The answer's events are
+of requests per minute and of tokens per UTC day, counted in the database (so every server
+process on one PostgreSQL shares them): a request's bound is charged when it is admitted and
+settled to the usage the provider reports, so closing the stream early escapes nothing
+(allowance.py). The answer's events are
 relayed one by one as they arrive; the person leaving (Stop, a closed page) closes the upstream
 request at once. Every failure is one sentence for the person; the operator's log says which
 provider error it was. The key goes only to the provider: no answer and no log line holds it."""
@@ -18,6 +20,7 @@ provider error it was. The key goes only to the provider: no answer and no log l
 from __future__ import annotations
 
 import hashlib
+import json
 import ssl
 import time
 from typing import Any
@@ -31,7 +34,7 @@ from starlette.routing import Route
 from ..api import EVENTS, Call, Reply, declare
 from ..auth.sessions import Auth, User
 from ..database import Database
-from .allowance import Allowance
+from .allowance import Allowance, input_estimate
 from .config import ANTHROPIC_VERSION, FIELDS, PATHS, AssistantConfig
 from .relay import Relay
 
@@ -75,8 +78,15 @@ class Gateway:
         async def assistant(call: Call) -> Response:
             person = _who(call.user, call.request)
             upstream = self.upstream_body(call.body, person)
-            await run_in_threadpool(self.allowance.admit, person, time.time())
-            return Relay(self, upstream, person)
+            content = json.dumps(upstream).encode()
+            reservation = await run_in_threadpool(
+                self.allowance.admit,
+                person,
+                time.time(),
+                input_estimate(content),
+                _bound(upstream),
+            )
+            return Relay(self, content, reservation)
 
         return [Route(PATHS[provider], assistant, methods=["POST"])]
 
@@ -165,6 +175,13 @@ class Gateway:
 
     def hide(self, text: str) -> str:
         return text.replace(self.config.api_key, "***") if self.config.api_key else text
+
+
+def _bound(sent: dict[str, Any]) -> int:
+    """The most output tokens the provider may answer with: the request's cap, as sent."""
+    return max(
+        (v for k, v in sent.items() if k in ("max_tokens", "max_completion_tokens")), default=0
+    )
 
 
 def _who(user: User | None, request: Request) -> str:

@@ -1,4 +1,4 @@
-"""The tokens an answer used, read from the provider's own events."""
+"""The tokens an answer used, read from the provider's own events, and what it is charged."""
 
 from __future__ import annotations
 
@@ -14,10 +14,23 @@ class Usage:
         self.provider = provider
         self.input = self.output = 0
         self.complete = False
+        self.reported = False  # the provider said how many tokens, at least so far
 
     @property
     def tokens(self) -> int:
         return self.input + self.output
+
+    @property
+    def whole(self) -> bool:
+        """The answer ended as answers end and the provider reported its usage."""
+        return self.complete and self.reported
+
+    def charged(self, input_bound: int, output_bound: int) -> tuple[int, int]:
+        """The input and output tokens an answer is charged: the provider's report of the whole
+        answer; else, for each, the larger of its bound and what was reported so far."""
+        if self.whole:
+            return self.input, self.output
+        return max(self.input, input_bound), max(self.output, output_bound)
 
     def read_event(self, kind: str, data: str) -> str | None:
         """Note what the event says; the provider's error text when it is an error event."""
@@ -43,11 +56,16 @@ class Usage:
         if kind == "error":
             return json.dumps(event.get("error"))
         if kind == "message_start":
-            usage = (event.get("message") or {}).get("usage") or {}
-            self.input = _count(usage.get("input_tokens"))
-            self.output = _count(usage.get("output_tokens"))
+            usage = (event.get("message") or {}).get("usage")
+            if isinstance(usage, dict):
+                self.input = _count(usage.get("input_tokens"))
+                self.output = _count(usage.get("output_tokens"))
+                self.reported = True
         elif kind == "message_delta":
-            self.output = max(self.output, _count((event.get("usage") or {}).get("output_tokens")))
+            usage = event.get("usage")
+            if isinstance(usage, dict):
+                self.output = max(self.output, _count(usage.get("output_tokens")))
+                self.reported = True
         elif kind == "message_stop":
             self.complete = True
         return None
@@ -59,6 +77,7 @@ class Usage:
             return
         if isinstance(answer, dict):
             usage = answer.get("usage")
+            self.complete = True
             if self.provider == "openai":
                 self._openai(usage)
             elif isinstance(usage, dict):
@@ -66,6 +85,7 @@ class Usage:
                     _count(usage.get("input_tokens")),
                     _count(usage.get("output_tokens")),
                 )
+                self.reported = True
 
     def _openai(self, usage: Any) -> None:
         if isinstance(usage, dict):
@@ -73,6 +93,7 @@ class Usage:
                 _count(usage.get("prompt_tokens")),
                 _count(usage.get("completion_tokens")),
             )
+            self.reported = True
 
 
 def _count(value: Any) -> int:
