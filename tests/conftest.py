@@ -197,6 +197,31 @@ def bearer(server: LiveServer | AppServer, username: str) -> dict[str, str]:
     return {"authorization": f"Bearer {answer.json()['token']}"}
 
 
+def open_2025_session(url: str, token: str) -> dict[str, str]:
+    """A 2025-11-25 session opened by hand, as a client without progress tokens has it: the
+    headers of its next requests."""
+    headers = {
+        "authorization": f"Bearer {token}",
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+    }
+    hello = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "hand", "version": "1"},
+    }
+    opened = httpx.post(
+        f"{url}/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        headers=headers,
+    )
+    headers |= {"mcp-session-id": opened.headers["mcp-session-id"]}
+    headers |= {"mcp-protocol-version": "2025-11-25"}
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert httpx.post(f"{url}/mcp", json=initialized, headers=headers).status_code == 202
+    return headers
+
+
 @pytest.fixture
 def reactor_server(tmp_path: Path) -> Iterator[LiveServer]:
     """The demo's app (its plugins, users and data), fresh for each test and served in this process

@@ -6,6 +6,7 @@ revoked token, another person's token."""
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import os
 import re
@@ -15,11 +16,13 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import httpx
 import httpx2
 import mcp.types as types
 import pytest
-from conftest import bearer, start_server, stop_server
+from conftest import bearer, open_2025_session, start_server, stop_server
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -410,6 +413,52 @@ def test_reactor_pages_tells_two_pages_apart_by_what_they_show(
     deadline = time.monotonic() + 10
     while routes()[first_id] != "#/decks/onboarding/5":
         assert time.monotonic() < deadline, "the agent reads where the page went"
+
+
+def test_a_question_whose_agent_closed_its_request_is_withdrawn_within_a_second(reactor_page):
+    page, live = reactor_page.page, reactor_page.server
+    connect_page(reactor_page)
+    headers = open_2025_session(live.url, make_token_in_panel(page))
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "decks_delete_deck", "arguments": {"id": "onboarding"}},
+    }
+    address = urlsplit(live.url)
+    request = http.client.HTTPConnection(address.hostname, address.port)
+    request.request("POST", "/mcp", body=json.dumps(call), headers=headers)  # no progress token
+    page.get_by_test_id("approval").wait_for()
+    request.close()  # the client gives up: its connection closes, with no cancel sent
+    expect(page.get_by_test_id("approval-choice")).to_have_text(
+        "No longer asked; it did not run.", timeout=1000
+    )
+    assert httpx.get(f"{live.url}/api/decks/onboarding").status_code == 200
+
+
+def test_a_question_whose_agent_was_killed_is_withdrawn_within_a_second(reactor_page):
+    page, live = reactor_page.page, reactor_page.server
+    assert MCP1_PYTHON.exists(), "run ./dev test once: it makes .venv-mcp1 with the SDK's 1.x line"
+    connect_page(reactor_page)
+    client = subprocess.Popen(
+        [
+            str(MCP1_PYTHON),
+            str(ROOT / "tests" / "mcp1_client.py"),
+            live.url,
+            make_token_in_panel(page),
+            "decks_delete_deck",
+            json.dumps({"id": "onboarding"}),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    page.get_by_test_id("approval").wait_for()
+    client.kill()
+    client.wait(10)
+    expect(page.get_by_test_id("approval-choice")).to_have_text(
+        "No longer asked; it did not run.", timeout=1000
+    )
+    assert httpx.get(f"{live.url}/api/decks/onboarding").status_code == 200
 
 
 def test_an_agent_on_the_2026_07_28_protocol_calls_the_page_too(reactor_page, agents):

@@ -36,10 +36,12 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
+import anyio
 import mcp.types as types
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -66,6 +68,7 @@ LINK_PATH = "/api/agent-pages/link"
 RECHECK_SECONDS = 15.0  # how often a linked page's session is checked again
 BODY_LIMIT = 2_000_000  # a tool's answer: AI Tools cap their results at 1,000,000 bytes
 OWN_TOOLS = ("reactor_pages", "reactor_call")
+REVOKED = "revoked"  # a bus message: a token was revoked on some process
 PASS_WEBSOCKETS = (
     "`proxy_http_version 1.1;`, `proxy_set_header Upgrade $http_upgrade;` and "
     '`proxy_set_header Connection "upgrade";`'
@@ -290,6 +293,15 @@ class McpEndpoint:
     def __init__(self, tokens: AgentTokens, origins: Iterable[str]) -> None:
         self.tokens, self.origins = tokens, frozenset(origins)
         self.manager: SettlingSessionManager | None = None  # while the app's lifespan runs
+        self.running: dict[str, set[anyio.CancelScope]] = {}  # each token's requests being served
+
+    async def revoked(self, token_id: str) -> None:
+        """The token was revoked: its sessions end (their streams close, their calls are withdrawn
+        from the pages) and its requests still being served here stop."""
+        if self.manager is not None:
+            await self.manager.end_sessions_of(token_id)
+        for request in self.running.pop(token_id, set()):
+            request.cancel()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
@@ -321,6 +333,11 @@ class McpEndpoint:
                 503, f"{PATH} is not running: the server was started without its lifespan."
             )(scope, receive, send)
             return
+        if scope["method"] == "POST" and MCP_SESSION_ID_HEADER not in headers:
+            crowded = self.manager.room_for(agent.id, agent.user.username)
+            if crowded:  # an `initialize` would open one more session
+                await error_response(429, crowded, retry_after=60)(scope, receive, send)
+                return
         # The SDK binds an MCP session to the credential that opened it (another token gets 404).
         scope = {
             **scope,
@@ -331,7 +348,13 @@ class McpEndpoint:
                 )
             ),
         }
-        await self.manager.handle_request(scope, receive, send)
+        with anyio.CancelScope() as request:
+            running = self.running.setdefault(agent.id, set())
+            running.add(request)
+            try:
+                await self.manager.handle_request(scope, receive, send)
+            finally:
+                running.discard(request)
 
 
 def _refusal(secret: str) -> str:
@@ -364,6 +387,20 @@ class Agents:
         self.server = mcp_server(self.relay, lambda ctx: _page_url(ctx.request, public_url))
         self.server.middleware.append(SessionWatch(self.relay, self.sessions))
         self.endpoint = McpEndpoint(tokens, origins)
+        tokens.on_revoke.append(self.revoke)
+        self.relay.hearers[REVOKED] = lambda message: self._revoke_here(message.get("token"))
+
+    def revoke(self, token_id: str) -> None:
+        """A token was revoked: what it opened ends on every process."""
+        self._revoke_here(token_id)
+        if self.bus is not None:
+            self.bus.send("*", {"type": REVOKED, "token": token_id})
+
+    def _revoke_here(self, token_id: Any) -> None:
+        if isinstance(token_id, str):
+            task = asyncio.ensure_future(self.endpoint.revoked(token_id))
+            self.relay.notices.add(task)  # held until done
+            task.add_done_callback(self.relay.notices.discard)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Any) -> AsyncIterator[None]:
@@ -448,8 +485,10 @@ class Agents:
             with contextlib.suppress(BaseException):  # a send that failed: the page went
                 await down
             relay.disconnect(page)
-            with contextlib.suppress(Exception):
-                await socket.close()
+        # Only when the page went or was refused: a fault raised above reaches server/faults.py,
+        # which closes the link with "try again later".
+        with contextlib.suppress(Exception):
+            await socket.close()
 
     async def _down(self, socket: WebSocket, page: PageLink, token: str) -> None:
         """Calls and cancels to the page; every RECHECK_SECONDS, whatever the traffic, its person

@@ -48,10 +48,8 @@ from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.runner import serve_connection
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
-from mcp.server.streamable_http_manager import DEFAULT_SESSION_IDLE_TIMEOUT
 from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
-from mcp.shared.message import SessionMessage
 from mcp.shared.transport_context import TransportContext
 from mcp_types import (
     INTERNAL_ERROR,
@@ -59,7 +57,6 @@ from mcp_types import (
     ErrorData,
     InitializeRequestParams,
     JSONRPCError,
-    JSONRPCNotification,
 )
 from pydantic import ValidationError
 from starlette.datastructures import Headers
@@ -69,7 +66,7 @@ from starlette.types import Receive, Scope, Send
 from ...errors import DatabaseError
 from ..database import Database
 from .relay import PageRelay
-from .transport import SettlingSessionManager, SettlingTransport
+from .transport import IDLE_SECONDS, SettlingSessionManager, SettlingTransport, cancel_request
 
 log = logging.getLogger("reactor")
 TOUCH_SECONDS = 60.0  # how often a process marks the sessions it used
@@ -106,7 +103,7 @@ class StoredSession:
 class SessionRows:
     """The table `mcp_sessions`: the sessions any process may adopt."""
 
-    def __init__(self, database: Database, idle_seconds: float = DEFAULT_SESSION_IDLE_TIMEOUT):
+    def __init__(self, database: Database, idle_seconds: float = IDLE_SECONDS):
         self.database = database
         database.migrate("mcp_sessions", STEPS)
         self.lifetime = idle_seconds + TOUCH_SECONDS  # unused for longer: no process holds it
@@ -374,8 +371,12 @@ class SharedSessionManager(SettlingSessionManager):
         request if it runs here."""
         session_id, params = message.get("session"), message.get("params")
         transport = self._server_instances.get(session_id) if isinstance(session_id, str) else None
-        if transport is not None and isinstance(params, dict) and self._task_group is not None:
-            self._task_group.start_soon(_hand_over_cancel, transport, params)
+        request = params.get("requestId") if isinstance(params, dict) else None
+        if transport is not None and request is not None and self._task_group is not None:
+            reason = params.get("reason") if isinstance(params, dict) else None
+            self._task_group.start_soon(
+                cancel_request, transport, request, reason if isinstance(reason, str) else ""
+            )
 
     async def _touch_every_minute(self) -> None:
         while True:
@@ -387,18 +388,6 @@ class SharedSessionManager(SettlingSessionManager):
                 except Exception:  # the database is away: the next minute tries again
                     log.exception("Could not mark the MCP sessions used")
                     self.used |= used
-
-
-async def _hand_over_cancel(
-    transport: StreamableHTTPServerTransport, params: dict[str, Any]
-) -> None:
-    # The transport's own stream into its session loop: the dispatcher there applies the cancel.
-    writer = transport._read_stream_writer
-    if writer is None:
-        return
-    notice = JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params=params)
-    with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-        await writer.send(SessionMessage(notice))
 
 
 def _refusal(message: str, status: int) -> Response:

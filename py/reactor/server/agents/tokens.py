@@ -21,6 +21,7 @@ import math
 import secrets
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,6 +110,7 @@ class AgentTokens:
         database.migrate("agent_tokens", STEPS)
         self.shared_count = database.kind == "postgresql"
         self.recent: dict[str, deque[float]] = {}  # SQLite: each token's requests in the window
+        self.on_revoke: list[Callable[[str], None]] = []  # told of each token revoked
 
     def make(self, user: User, name: str) -> dict[str, object]:
         """A new token for `user`: the only time its secret is returned."""
@@ -264,6 +266,8 @@ class AgentTokens:
                     "yours.",
                     field="id",
                 )
+            for revoked in self.on_revoke:  # what the token opened ends now, not at its next use
+                revoked(token_id)
             return {"revoked": token_id}
 
         return [
