@@ -7,13 +7,13 @@ import pytest
 
 from reactor import ReactorError
 from reactor.envelope import (
-    FAILURE_CODES,
     RAN_WITHOUT_VALUE,
     envelope_text,
     is_failure,
     tool_failure,
     tool_success,
 )
+from reactor.errors import FAILURE_CODES
 
 
 def test_a_value_is_wrapped_and_none_says_the_command_ran():

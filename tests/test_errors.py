@@ -65,3 +65,42 @@ def test_an_errors_detail_carries_its_command_problems_and_the_persons_words():
         "message": "No.",
         "command": "decks.open",
     }
+
+
+def test_every_exception_class_of_reactor_and_its_plugins_is_in_the_tree():
+    # Walks every module (the browser bridge, which needs `js`, by its source): a class that
+    # raises outside the drawn tree fails here, wherever it is added.
+    import ast
+    import importlib
+    import inspect
+    import pkgutil
+    from pathlib import Path
+
+    import reactor
+    import reactor_plugins
+
+    stray = []
+    for package in (reactor, reactor_plugins):
+        for found in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            if found.name.endswith("__main__"):
+                continue
+            if found.name == "reactor.browser":
+                tree = ast.parse((Path(reactor.__file__).parent / "browser.py").read_text())
+                bases = [
+                    ast.unparse(base)
+                    for node in ast.walk(tree)
+                    if isinstance(node, ast.ClassDef)
+                    for base in node.bases
+                ]
+                stray += [f"reactor.browser: a class based on {b}" for b in bases if "Error" in b]
+                continue
+            module = importlib.import_module(found.name)
+            for name, value in vars(module).items():
+                if (
+                    inspect.isclass(value)
+                    and issubclass(value, BaseException)
+                    and value.__module__ == module.__name__
+                    and not issubclass(value, ReactorError)
+                ):
+                    stray.append(f"{found.name}.{name}")
+    assert stray == []

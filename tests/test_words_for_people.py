@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from reactor import MemoryPage, Reactor
-from reactor.envelope import FAILURE_CODES
-from reactor.errors import HttpError, ToolError
+from reactor.errors import FAILURE_CODES, HttpError, ToolError
 from reactor.host import AgentSpec
 from reactor.host.approval import needs_approval
 from reactor.host.tools import FAILURE_LINES, Toolbox, outcome_line

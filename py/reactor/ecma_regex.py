@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .errors import ReactorError
+
 _ECMA_SPACE = (
     r"\t\n\v\f\r\x20\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"  # ECMA-262 \s
 )
@@ -32,7 +34,7 @@ _MAX_REGEXES = 4096
 _REGEXES: dict[str, Any] = {}  # pattern -> its compiled translation, or the sentence refusing it
 
 
-class _Refused(Exception):
+class _Refused(ReactorError):
     """The pattern uses what str(self) names, whose meaning Python's re would not keep."""
 
 

@@ -4,9 +4,10 @@
              (a command returning None adds "note": "The command ran; it returns no value.")
     failure  {"ok": false, "error": {"code": <CODE>, "message": <a sentence>, ...details}}
 
-Codes (FAILURE_CODES): invalid_arguments (with problems: [{path, message}]), unknown_tool,
-not_admitted, not_permitted, not_found, conflict (what the call changes was changed by someone
-else since it was read: read it again), denied, unavailable, failed, aborted, timeout, too_large.
+Codes (FAILURE_CODES, in errors.py beside ToolError): invalid_arguments (with problems:
+[{path, message}]), unknown_tool, not_admitted, not_permitted, not_found, conflict (what the call
+changes was changed by someone else since it was read: read it again), denied, unavailable,
+failed, aborted, timeout, too_large.
 The model reads the envelope as JSON text; the message is written for it to act on. Formats only
 re-wrap it per provider. A failure may add `display`: the same failure in the person's words, which
 a chat card shows instead of `message` ("Sign in at the top of the page first." beside "Nobody is
@@ -18,24 +19,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .errors import check_failure_code
 from .json_text import dumps
 
-FAILURE_CODES = frozenset(
-    {
-        "invalid_arguments",
-        "unknown_tool",
-        "not_admitted",
-        "not_permitted",
-        "not_found",
-        "conflict",
-        "denied",
-        "unavailable",
-        "failed",
-        "aborted",
-        "timeout",
-        "too_large",
-    }
-)
 RAN_WITHOUT_VALUE = "The command ran; it returns no value."
 
 
@@ -56,15 +42,6 @@ def tool_success(result: Any) -> dict[str, Any]:
 def tool_failure(code: str, message: str, **details: Any) -> dict[str, Any]:
     check_failure_code(code, "tool_failure")
     return {"ok": False, "error": {"code": code, "message": message, **details}}
-
-
-def check_failure_code(code: str, owner: str) -> None:
-    """Refuse a code the envelope does not have (a DeclarationError, also a ValueError)."""
-    if code not in FAILURE_CODES:
-        from .errors import DeclarationError
-
-        rule = f"{code!r} is not a tool failure code; use one of {sorted(FAILURE_CODES)}."
-        raise DeclarationError(rule, owner=owner, field="code", value=code)
 
 
 def is_failure(envelope: dict[str, Any]) -> bool:

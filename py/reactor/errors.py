@@ -21,11 +21,20 @@ ReactorError
 │   └── NotFoundError (LookupError)   what was asked for does not exist: code `not_found`
 ├── HttpError                         the server answered 4xx/5xx (.status, .detail, .body)
 ├── ApiError                          the server refuses a request (.status, .field, .headers,
-│                                     .details)
+│   │                                 .details)
+│   └── StaleVersion                  a write named a version someone else replaced (.current;
+│                                     server/requests.py)
 ├── ProtocolError                     a message between the page and the worker that is not the
 │                                     protocol's
 ├── PageError                         the page answered the worker's request with its error (.name)
 ├── PageScriptError                   a JavaScript command of the page threw (.name)
+├── HostError                         the chat's host: SettingsError (ValueError), ProviderError
+│                                     (reactor.host.errors)
+├── PageGone                          a page for agents went before it answered
+│                                     (server/agents/relay.py)
+├── ScaffoldError (ValueError)        `reactor new plugin` refused (reactor.scaffold)
+├── ServerStartError (RuntimeError)   reactor.testing's server did not start
+├── PageCallError (AssertionError)    reactor.testing: the page refused a window.reactor call
 └── DatabaseError                     the server's database refused a statement (SQLite or
     │                                 PostgreSQL)
     ├── UniqueViolation               a write would repeat a unique key (a taken slug, a taken id)
@@ -34,9 +43,11 @@ ReactorError
         └── DatabaseUnavailable       not answering at all (down, restarting, the connection
                                       dropped): retry in a few seconds
 
-Plugins raise ToolError with the code that says what happened (`not_permitted`, `not_found`,
-`unavailable`), so the envelope the model reads means what it says; anything else a handler
-raises reaches the model as `failed` with its sentence.
+A plugin's own errors derive from these too (the CMS's CrawlRefused, SourceError, SlugTaken…):
+tests/test_errors.py walks every module of reactor and of the installed plugins for a class that
+does not. Plugins raise ToolError with the code that says what happened (`not_permitted`,
+`not_found`, `unavailable`), so the envelope the model reads means what it says; anything else a
+handler raises reaches the model as `failed` with its sentence.
 
 Every message is a sentence naming the offending value, written for whoever must act on it:
 a developer for declarations, a model or a person for commands.
@@ -137,12 +148,36 @@ class AbortedError(ReactorError):
         self.reason = reason
 
 
+# The codes of a tool's failure, as the envelope the model reads carries them (envelope.py).
+FAILURE_CODES = frozenset(
+    {
+        "invalid_arguments",
+        "unknown_tool",
+        "not_admitted",
+        "not_permitted",
+        "not_found",
+        "conflict",
+        "denied",
+        "unavailable",
+        "failed",
+        "aborted",
+        "timeout",
+        "too_large",
+    }
+)
+
+
+def check_failure_code(code: str, owner: str) -> None:
+    """Refuse a code the envelope does not have (a DeclarationError, also a ValueError)."""
+    if code not in FAILURE_CODES:
+        rule = f"{code!r} is not a tool failure code; use one of {sorted(FAILURE_CODES)}."
+        raise DeclarationError(rule, owner=owner, field="code", value=code)
+
+
 class ToolError(ReactorError):
     """Raise from a tool to answer the model with `{"ok": false, "error": {code, message, ...}}`."""
 
     def __init__(self, code: str, message: str, **details: Any) -> None:
-        from .envelope import check_failure_code
-
         check_failure_code(code, "ToolError")
         super().__init__(message)
         self.code = code

@@ -20,8 +20,8 @@ Pure Python: runs on CPython and in Pyodide; HTTP goes through the `send` the ca
 
 from __future__ import annotations
 
-from ..envelope import FAILURE_CODES, envelope_text, is_failure, tool_failure, tool_success
-from ..errors import ToolError
+from ..envelope import envelope_text, is_failure, tool_failure, tool_success
+from ..errors import FAILURE_CODES, ToolError
 from .anthropic import AnthropicModel
 from .approval import (
     ApprovalGate,

@@ -46,8 +46,14 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..envelope import FAILURE_CODES
-from ..errors import ApiError, DatabaseBusy, DatabaseError, DeclarationError, UniqueViolation
+from ..errors import (
+    FAILURE_CODES,
+    ApiError,
+    DatabaseBusy,
+    DatabaseError,
+    DeclarationError,
+    UniqueViolation,
+)
 from .agents.tokens import bearer_token
 from .api import Call, Reply, declare
 from .database import Database

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from ..errors import ReactorError
 from .server import TestUser
 from .standins import StandIn
 
@@ -47,7 +48,7 @@ class Served(Protocol):
     url: str
 
 
-class PageCallError(AssertionError):
+class PageCallError(ReactorError, AssertionError):
     """A window.reactor call the page refused: `name` is the error's class
     (InvalidArgumentsError…)."""
 

@@ -31,10 +31,6 @@ ALLOWANCE_USED = "You have used today's assistant allowance; it renews at 00:00 
 BYTES_PER_TOKEN = 4  # English text as providers' tokenizers cut it; JSON's syntax adds more
 
 
-class Refused(ApiError):
-    """A request the gateway answers itself: the status, the person's sentence, its headers."""
-
-
 @dataclass(frozen=True)
 class Reservation:
     """The tokens charged to `who` on day `period` while a request is answered: its input
@@ -65,7 +61,7 @@ class Allowance:
 
     def admit(self, who: str, now: float, input: int, output: int) -> Reservation:
         """Count one request and charge its bound (`input` estimated, `output` its max_tokens)
-        to today, in one transaction; Refused (429) when over either limit, charging nothing."""
+        to today, in one transaction; ApiError (429) when over either limit, charging nothing."""
         minute, day = _minute(now), _day(now)
         reservation = Reservation(who, day, input, output)
         with self.database.transaction() as db:
@@ -98,10 +94,10 @@ class Allowance:
                     is None
                 )
         if used_up:
-            raise Refused(429, ALLOWANCE_USED, retry_after=int(86_400 - now % 86_400) + 1)
+            raise ApiError(429, ALLOWANCE_USED, retry_after=int(86_400 - now % 86_400) + 1)
         if over_rpm:
             wait = int(60 - now % 60) + 1
-            raise Refused(
+            raise ApiError(
                 429,
                 f"You have sent {self.config.limit_rpm} messages to the assistant in the last "
                 f"minute, its limit; wait {wait} seconds and send again.",

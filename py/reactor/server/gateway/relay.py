@@ -6,7 +6,7 @@ import asyncio
 import codecs
 import json
 import logging
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import httpx
 from starlette.concurrency import run_in_threadpool
@@ -17,20 +17,28 @@ from ...errors import ApiError, DatabaseError
 from ...host.streaming import EventStream
 from ..api import error_answer
 from ..metrics import Metrics, metrics_of
-from .allowance import Reservation
-from .config import UPSTREAM_PATHS
+from .allowance import Allowance, Reservation
+from .config import UPSTREAM_PATHS, AssistantConfig
 from .usage import Usage
 
-if TYPE_CHECKING:
-    from .route import Gateway
-
 log = logging.getLogger("reactor.assistant")
+
+
+class Upstream(Protocol):
+    """What the relay needs of the gateway that made it (route.py's Gateway)."""
+
+    config: AssistantConfig
+    allowance: Allowance
+
+    def client(self) -> httpx.AsyncClient: ...
+    def upstream_headers(self) -> dict[str, str]: ...
+    def hide(self, text: str) -> str: ...
 
 
 class Relay(Response):
     """The provider's answer, passed on as it arrives; the person leaving closes the upstream."""
 
-    def __init__(self, gateway: Gateway, content: bytes, reservation: Reservation) -> None:
+    def __init__(self, gateway: Upstream, content: bytes, reservation: Reservation) -> None:
         super().__init__()
         self.gateway, self.content, self.reservation = gateway, content, reservation
         self.who, self.config = reservation.who, gateway.config
