@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..cancellation import CancelToken
 from .errors import ProviderError
 from .formats import anthropic_result, anthropic_tools
 from .model import END_TURN, MAX_TOKENS, OTHER, REFUSAL, TOOL_USE, ModelRequest, ModelTurn, ToolCall
 from .streaming import AnthropicStream
-from .transport import Send, post_json, post_stream
+from .transport import Send
+from .wire import WireModel
 
 _STOPS = {
     "end_turn": END_TURN,
@@ -29,10 +29,11 @@ _STOPS = {
 }
 
 
-class AnthropicModel:
+class AnthropicModel(WireModel):
     """A Claude model over the Messages API; the key stays with the caller."""
 
     provider = "Anthropic"
+    path = "/v1/messages"
 
     def __init__(
         self,
@@ -70,7 +71,7 @@ class AnthropicModel:
             body["tools"] = anthropic_tools(request.tools)
         return body
 
-    async def complete(self, request: ModelRequest, signal: CancelToken) -> ModelTurn:
+    def headers(self) -> dict[str, str]:
         headers = {"anthropic-version": self.version}
         # a key typed in the page goes straight to Anthropic, which asks this header of browsers
         if self._api_key:
@@ -78,42 +79,13 @@ class AnthropicModel:
                 "x-api-key": self._api_key,
                 "anthropic-dangerous-direct-browser-access": "true",
             }
-        url, body = f"{self.base_url}/v1/messages", self.request_body(request)
-        if not self.stream:
-            data = await post_json(
-                self._send,
-                url,
-                headers,
-                body,
-                signal=signal,
-                provider=self.provider,
-                secret=self._api_key,
-            )
-            return self.parse_response(data)
-        stream = AnthropicStream(self.provider, request.on_text or (lambda text: None))
-        whole = await post_stream(
-            self._send,
-            url,
-            headers,
-            {**body, "stream": True},
-            signal=signal,
-            provider=self.provider,
-            secret=self._api_key,
-            on_event=stream.event,
-        )
-        if whole is None and not stream.complete:
-            raise ProviderError(
-                f"The answer was cut off: {self.provider} ended its stream before it "
-                "finished. Send your message again to retry.",
-                provider=self.provider,
-                status=200,
-                kind="cut_off",
-            )
-        return self.parse_response(
-            whole
-            if whole is not None
-            else {"content": stream.content(), "stop_reason": stream.stop_reason}
-        )
+        return headers
+
+    def new_stream(self, on_text: Any) -> AnthropicStream:
+        return AnthropicStream(self.provider, on_text)
+
+    def streamed_turn(self, stream: AnthropicStream) -> ModelTurn:
+        return self.parse_response({"content": stream.content(), "stop_reason": stream.stop_reason})
 
     def parse_response(self, data: dict[str, Any]) -> ModelTurn:
         blocks = data.get("content")

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..cancellation import CancelToken
 from .errors import ProviderError
 from .formats import openai_chat_result, openai_chat_tools
 from .model import END_TURN, MAX_TOKENS, OTHER, REFUSAL, TOOL_USE, ModelRequest, ModelTurn, ToolCall
 from .streaming import OpenAIStream
-from .transport import Send, post_json, post_stream
+from .transport import Send
+from .wire import WireModel
 
 _STOPS = {
     "stop": END_TURN,
@@ -27,10 +27,11 @@ _STOPS = {
 }
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(WireModel):
     """A model behind an OpenAI-compatible `/chat/completions`; the key stays with the caller."""
 
     provider = "OpenAI-compatible server"
+    path = "/chat/completions"
 
     def __init__(
         self,
@@ -70,43 +71,14 @@ class OpenAIChatModel:
             body["temperature"] = self.temperature
         return body
 
-    async def complete(self, request: ModelRequest, signal: CancelToken) -> ModelTurn:
-        headers = {"authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        url, body = f"{self.base_url}/chat/completions", self.request_body(request)
-        if not self.stream:
-            data = await post_json(
-                self._send,
-                url,
-                headers,
-                body,
-                signal=signal,
-                provider=self.provider,
-                secret=self._api_key,
-            )
-            return self.parse_response(data)
-        stream = OpenAIStream(self.provider, request.on_text or _ignore)
-        whole = await post_stream(
-            self._send,
-            url,
-            headers,
-            {**body, "stream": True},
-            signal=signal,
-            provider=self.provider,
-            secret=self._api_key,
-            on_event=stream.event,
-        )
-        if whole is not None:
-            return self.parse_response(whole)
-        if not stream.complete:
-            raise ProviderError(
-                f"The answer was cut off: {self.provider} ended its stream before it "
-                "finished. Send your message again to retry.",
-                provider=self.provider,
-                status=200,
-                kind="cut_off",
-            )
-        calls = stream.tool_calls()
-        reason = stream.finish_reason
+    def headers(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+
+    def new_stream(self, on_text: Any) -> OpenAIStream:
+        return OpenAIStream(self.provider, on_text)
+
+    def streamed_turn(self, stream: OpenAIStream) -> ModelTurn:
+        calls, reason = stream.tool_calls(), stream.finish_reason
         stop = TOOL_USE if calls and reason in ("stop", "") else _STOPS.get(reason, OTHER)
         return ModelTurn("".join(stream.text), calls, stop, reason)
 
@@ -132,10 +104,6 @@ class OpenAIChatModel:
         reason = str(choice.get("finish_reason") or "")
         stop = TOOL_USE if calls and reason in ("stop", "") else _STOPS.get(reason, OTHER)
         return ModelTurn(_text(message.get("content")), calls, stop, reason)
-
-
-def _ignore(text: str) -> None:
-    pass
 
 
 def _message(message: dict[str, Any]) -> dict[str, Any]:
