@@ -248,6 +248,25 @@ def test_while_the_database_is_down_the_site_answers_json_and_readyz_says_so(ser
     assert "up" in stored_ids(database)
 
 
+def test_a_quiet_page_link_whose_recheck_meets_the_fault_is_closed_to_link_again(
+    served, own_cluster, monkeypatch
+):
+    from reactor.server.agents import mcp
+
+    monkeypatch.setattr(mcp, "RECHECK_SECONDS", 0.3)  # the session's recheck, every 15 s else
+    live, database = served
+    link = live.url.replace("http://", "ws://") + "/api/agent-pages/link"
+    with connect(link, additional_headers=bearer(live, "ada"), open_timeout=30) as page:
+        assert json.loads(page.recv(timeout=30))["type"] == "hello"
+        own_cluster.halt()
+        try:
+            with pytest.raises(ConnectionClosedError) as closed:
+                page.recv(timeout=10)  # the page says nothing: the server's own check meets it
+        finally:
+            own_cluster.resume()
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1013
+
+
 def test_a_server_process_killed_mid_loop_loses_no_acknowledged_write(tmp_path, postgres_cluster):
     database = postgres_cluster.database()
     started = [serve(tmp_path, database, name) for name in ("a", "b")]

@@ -83,7 +83,7 @@ class AgentLink {
     let delay = BACKOFF_MS[0];
     let unopened = 0;  // sockets in a row that never opened
     while (current()) {
-      // Origin and path only: a query or fragment may hold what the person would not hand to an agent.
+      // The address without its query (what the person would not hand to an agent); where() says the route.
       const query = new URLSearchParams({ ...this.where(), url: (location.origin + location.pathname).slice(0, 500) });
       const address = new URL(`/api/agent-pages/link?${query}`, this.server);
       address.protocol = address.protocol === "https:" ? "wss:" : "ws:";
@@ -198,7 +198,10 @@ class AgentLink {
   /** What the page shows, for the agent choosing among the person's pages: its title and its
    * address's fragment, the app's route (#/decks/onboarding/4). */
   where() {
-    return { title: document.title.slice(0, 200), route: location.hash.slice(0, 500) };
+    // Only a fragment shaped like an app's route (#/decks/onboarding/4): another fragment may
+    // hold what the person would not hand to an agent (a sign-in's token, a search).
+    const route = /^#\/[\w\-./%~]*$/.test(location.hash) ? location.hash.slice(0, 500) : "";
+    return { title: document.title.slice(0, 200), route };
   }
 
   /** Tell the server what the page shows now, when that changed. */

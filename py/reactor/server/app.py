@@ -125,7 +125,7 @@ def create_app(
         context = ServerContext(store, auth, platform, records)
         gateway = None if assistant is None else Gateway(assistant, store, auth)
         agent_tokens = AgentTokens(store, auth)
-        # /mcp and the pages it relays to (mcp_relay.py)
+        # /mcp and the pages it relays to (server/agents/)
         agents = Agents(auth, agent_tokens, origins, store, public)
         server_plugin_routes = _server_plugin_routes(platform, context, seed_demo)
     agent = AgentSpec.from_dict(

@@ -127,5 +127,9 @@ def configure_logging(format: str) -> dict[str, Any]:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.INFO)
+    # Their INFO lines name what a log must not hold (MCP session ids, a provider's URL with its
+    # query): warnings and errors only.
+    for chatty in ("mcp", "httpx", "httpcore", "sse_starlette"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     logging.captureWarnings(True)  # Python's warnings too, as lines of the `py.warnings` logger
     return {"log_config": None, "access_log": False}

@@ -4,6 +4,7 @@ stops taking connections, then tells the agents waiting on it and the pages link
 
 from __future__ import annotations
 
+import logging
 import socket
 from typing import Any
 
@@ -22,8 +23,11 @@ class GracefulServer(uvicorn.Server):
         for sock in sockets or []:
             sock.close()
         agents = getattr(getattr(self.config.app, "state", None), "agents", None)
-        if agents is not None:
-            agents.stop()
+        try:
+            if agents is not None:
+                agents.stop()
+        except Exception:  # the stop goes on: what is in flight still ends
+            logging.getLogger("reactor").exception("Telling agents and pages of the stop failed")
         await super().shutdown(sockets)
 
 

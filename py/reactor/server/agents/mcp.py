@@ -46,10 +46,10 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.routing import Route, WebSocketRoute
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
-from ...errors import ApiError
+from ...errors import ApiError, DatabaseError
 from ..api import EVENTS, Call, Declaration, Reply, declare, documented, error_response
 from ..auth.protection import proxy_fault, same_origin
 from ..auth.sessions import Auth, session_token
@@ -69,6 +69,7 @@ RECHECK_SECONDS = 15.0  # how often a linked page's session is checked again
 BODY_LIMIT = 2_000_000  # a tool's answer: AI Tools cap their results at 1,000,000 bytes
 OWN_TOOLS = ("reactor_pages", "reactor_call")
 REVOKED = "revoked"  # a bus message: a token was revoked on some process
+REVOKE_TRIES, REVOKE_RETRY_SECONDS = 15, 2.0  # the other processes are told for 30 s at most
 PASS_WEBSOCKETS = (
     "`proxy_http_version 1.1;`, `proxy_set_header Upgrade $http_upgrade;` and "
     '`proxy_set_header Connection "upgrade";`'
@@ -348,13 +349,24 @@ class McpEndpoint:
                 )
             ),
         }
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
         with anyio.CancelScope() as request:
             running = self.running.setdefault(agent.id, set())
             running.add(request)
             try:
-                await self.manager.handle_request(scope, receive, send)
+                await self.manager.handle_request(scope, receive, sending)
             finally:
                 running.discard(request)
+        if request.cancelled_caught and not started:  # revoked while it was being served
+            answer = error_response(401, REVOKED_SENTENCE)
+            answer.headers["www-authenticate"] = 'Bearer realm="reactor"'
+            await answer(scope, receive, send)
 
 
 def _refusal(secret: str) -> str:
@@ -364,7 +376,12 @@ def _refusal(secret: str) -> str:
         )
     if not secret.startswith(PREFIX):
         return f"{PATH} takes an agent token (make one in the page's Agents panel), not a session."
-    return "This agent token is unknown or revoked; make a new one in the page's Agents panel."
+    return REVOKED_SENTENCE
+
+
+REVOKED_SENTENCE = (
+    "This agent token is unknown or revoked; make a new one in the page's Agents panel."
+)
 
 
 class Agents:
@@ -391,10 +408,23 @@ class Agents:
         self.relay.hearers[REVOKED] = lambda message: self._revoke_here(message.get("token"))
 
     def revoke(self, token_id: str) -> None:
-        """A token was revoked: what it opened ends on every process."""
+        """A token was revoked: what it opened ends on every process (the other processes are
+        told again until the database takes the message)."""
         self._revoke_here(token_id)
         if self.bus is not None:
-            self.bus.send("*", {"type": REVOKED, "token": token_id})
+            task = asyncio.ensure_future(self._tell_revoked(token_id))
+            self.relay.notices.add(task)  # held until done
+            task.add_done_callback(self.relay.notices.discard)
+
+    async def _tell_revoked(self, token_id: str) -> None:
+        assert self.bus is not None
+        for _ in range(REVOKE_TRIES):
+            try:
+                await asyncio.to_thread(self.bus.send, "*", {"type": REVOKED, "token": token_id})
+                return
+            except DatabaseError as error:
+                log.warning("Could not tell the other processes of a revoked token: %s", error)
+                await asyncio.sleep(REVOKE_RETRY_SECONDS)
 
     def _revoke_here(self, token_id: Any) -> None:
         if isinstance(token_id, str):
@@ -477,17 +507,20 @@ class Agents:
                 4429, f"You have {MAX_PAGES} pages connected already; switch one off first."
             )
             return
+        # Either direction may end the link: the page going (up), a refusal or a fault (down).
         down = asyncio.ensure_future(self._down(socket, page, token))
+        up = asyncio.ensure_future(self._up(socket, page, token))
         try:
-            await self._up(socket, page, token)
+            await asyncio.wait({down, up}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            down.cancel()
-            with contextlib.suppress(BaseException):  # a send that failed: the page went
-                await down
+            for task in (down, up):
+                task.cancel()
+            ended = await asyncio.gather(down, up, return_exceptions=True)
             relay.disconnect(page)
-        # Only when the page went or was refused: a fault raised above reaches server/faults.py,
-        # which closes the link with "try again later".
-        with contextlib.suppress(Exception):
+        fault = next((e for e in ended if isinstance(e, DatabaseError)), None)
+        if fault is not None:  # server/faults.py closes the link with "try again later"
+            raise fault
+        with contextlib.suppress(Exception):  # a send that failed: the page went
             await socket.close()
 
     async def _down(self, socket: WebSocket, page: PageLink, token: str) -> None:

@@ -127,9 +127,9 @@ class PageRelay:
         page = PageLink(secrets.token_hex(8), username, title[:200], url[:500], self.process)
         page.route = route[:500]
         page.outbox, page.loop = asyncio.Queue(), asyncio.get_running_loop()
-        self.pages[page.id] = page
         if self.bus is not None:
-            self.bus.save(page)
+            self.bus.save(page)  # first: a page the directory does not have is nobody's
+        self.pages[page.id] = page
         return page
 
     def disconnect(self, page: PageLink) -> None:
@@ -202,11 +202,17 @@ class PageRelay:
         self.waiting[call_id] = future
         self.waiting_on[call_id] = page
         started = time.monotonic()
-        self._to_page(
-            page,
-            {"type": "call", "call": call_id, "tool": tool, "arguments": arguments, "agent": agent},
-        )
         try:
+            self._to_page(
+                page,
+                {
+                    "type": "call",
+                    "call": call_id,
+                    "tool": tool,
+                    "arguments": arguments,
+                    "agent": agent,
+                },
+            )
             while True:
                 waited = time.monotonic() - started
                 if waited >= self.answer_limit:
@@ -331,11 +337,11 @@ class PageRelay:
         again (to another process, behind a balancer); no call is sent any more."""
         self.stopping = why
         for call_id, page in list(self.waiting_on.items()):
-            self._to_page(page, {"type": "cancel", "call": call_id})
             self.settle(call_id, None, why)
+            _tolerant(self._to_page, page, {"type": "cancel", "call": call_id})
         for page in list(self.pages.values()):
             for call_id in page.sent:
-                self.gone(call_id)
+                _tolerant(self.gone, call_id)
             page.sent.clear()
             page.end()
 
@@ -356,11 +362,11 @@ class PageRelay:
 
 
 def _tolerant(step: Callable[..., None], *args: Any) -> None:
-    """One step of a page's leaving, which a database fault must not stop short."""
+    """One step of a page's leaving or of a stop, which a database fault must not stop short."""
     try:
         step(*args)
     except DatabaseError as error:
-        log.warning("A page's link ended while the database failed: %s", error)
+        log.warning("The page relay could not reach the database: %s", error)
 
 
 async def _quietly(notice: Awaitable[None]) -> None:

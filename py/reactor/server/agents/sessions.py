@@ -203,7 +203,7 @@ class SessionWatch:
                     dict(ctx.params or {}),
                 )
                 try:
-                    self.rows.record(stored)
+                    await anyio.to_thread.run_sync(self.rows.record, stored)
                 except DatabaseError:
                     log.exception("Could not record an MCP session")
                     raise MCPError(
@@ -278,22 +278,26 @@ class SharedSessionManager(SettlingSessionManager):
                 del self.in_flight[session_id]
         if scope["method"] == "DELETE" and transport.is_terminated:
             try:
-                self.rows.remove(session_id)
-                if self.relay.bus is not None:
-                    self.relay.bus.send("*", {"type": ENDED, "session": session_id})
+                await anyio.to_thread.run_sync(self._ended_everywhere, session_id)
             except DatabaseError:  # the other processes' copies idle out, the row expires
                 log.exception("Could not end an MCP session on the other processes")
+
+    def _ended_everywhere(self, session_id: str) -> None:
+        self.rows.remove(session_id)
+        if self.relay.bus is not None:
+            self.relay.bus.send("*", {"type": ENDED, "session": session_id})
 
     async def _adopt(self, session_id: str, owner: str, user: AuthenticatedUser) -> Response | None:
         """Serve a session this process does not hold, when it is this token's; a refusal to
         send, if any (no such session: the SDK's 404 follows)."""
         if len(session_id) > 100:
             return None
+        # read off the event loop: a database that is slow to answer holds up this request only
+        stored = await anyio.to_thread.run_sync(self.rows.find, session_id, owner)
+        if stored is None:
+            return None
         async with self._session_creation_lock:
             if session_id in self._server_instances:
-                return None
-            stored = self.rows.find(session_id, owner)
-            if stored is None:
                 return None
             if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions:
                 log.warning("Not adopting a session: %d are open", self.max_sessions)

@@ -46,8 +46,8 @@ from starlette.types import Receive, Scope, Send
 ANSWERS = (JSONRPCResponse, JSONRPCError)
 CLOSED = "The client closed its request."
 IDLE_SECONDS = 600.0  # a session no request has used for this long ends (the SDK's own: 30 min)
-SESSIONS_PER_TOKEN = 16  # open at once on one process
-SESSIONS_PER_PERSON = 64
+SESSIONS_PER_TOKEN = 64  # open at once on one process
+SESSIONS_PER_PERSON = 256
 
 
 class SettlingTransport(StreamableHTTPServerTransport):
@@ -119,6 +119,7 @@ async def _first_unless_gone(
     """The first message the session has for this request; None when the client closes the
     request first (its body is read: what `receive` has left is its disconnect)."""
     first: EventMessage | None = None
+    ended: Exception | None = None
     async with anyio.create_task_group() as watch:
 
         async def gone() -> None:
@@ -129,8 +130,12 @@ async def _first_unless_gone(
         watch.start_soon(gone)
         try:
             first = await reader.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError) as error:
+            ended = error  # raised out here: inside, the task group would wrap it in a group
         finally:
             watch.cancel_scope.cancel()
+    if ended is not None:
+        raise ended
     return first
 
 

@@ -196,8 +196,8 @@ def proxy_fault(origin: str, scope: Scope) -> str:
     said = " and ".join(causes)
     peer = scope.get("client") or ("unknown", 0)
     log.warning(
-        "refused %s %s from the page %s: the proxy in front of reactor %s; the request came as "
-        "%s from %s, %s",
+        "refused %s %r from the page %r: the proxy in front of reactor %s; the request came as "
+        "%s from %s, %s",  # %r: what a client sent is quoted, its line breaks escaped
         scope.get("method", "WEBSOCKET"),
         scope.get("path", "")[:100],
         origin[:100],
