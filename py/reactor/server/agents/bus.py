@@ -12,10 +12,11 @@ own, in a thread, and hands what it hears to its relay on the event loop.
 A page is listed for as long as its process holds its link, whatever the traffic. Which processes
 are alive is PostgreSQL's own knowledge: each process's LISTEN connection carries its name
 (`application_name`), and a process that dies — even by SIGKILL — loses that connection at once.
-Every process looks at `pg_stat_activity` each POLL_SECONDS; a process missing for GONE_SECONDS
-of the watcher's own unbroken connection (so that a database restart, which drops every
-connection, kills nobody) has its pages removed from the directory and its calls ended
-(PageRelay.processes_gone). A process whose LISTEN connection comes back writes its pages again.
+Every process looks at `pg_stat_activity` each POLL_SECONDS; a process missing for GONE_SECONDS,
+once the watcher's own connection is SETTLE_SECONDS old (after a database restart, which drops
+every connection, each process has that long to reconnect), has its pages removed from the
+directory and its calls ended (PageRelay.processes_gone). A process whose LISTEN connection comes
+back writes its pages again.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ CHANNEL = "reactor_agent_pages"
 APPLICATION = "reactor-bus:"  # + the process's name: the application_name of its LISTEN connection
 POLL_SECONDS = 1.0
 GONE_SECONDS = 2.5  # missing this long from pg_stat_activity: the process died
+# Nobody is declared gone in the first seconds of the watcher's own connection: after a database
+# restart every process reconnects, and one that takes longer than the others is not dead.
+SETTLE_SECONDS = 5.0
 INLINE_BYTES = 7000  # NOTIFY takes payloads under 8,000 bytes
 STEPS = [
     """
@@ -258,9 +262,11 @@ class PostgresPageBus:
                 row = db.execute(
                     "SELECT body FROM agent_messages WHERE id = ?", (envelope["stored"],)
                 ).fetchone()
+                # a broadcast is read by every process: the sweep of old rows takes it
+                gone = envelope["stored"] if to != "*" else ""
                 db.execute(
                     "DELETE FROM agent_messages WHERE id = ? OR sent_at < ?",
-                    (envelope["stored"], time.time() - 600),
+                    (gone, time.time() - 600),
                 )
             message = json.loads(row["body"]) if row is not None else None
         if isinstance(message, dict):
@@ -272,7 +278,7 @@ class ProcessWatch:
     connection: a process is gone once missed for GONE_SECONDS of one unbroken connection."""
 
     def __init__(self, since: float) -> None:
-        self.next_poll = since
+        self.since = self.next_poll = since
         self.known: set[str] = set()
         self.missed: dict[str, float] = {}
 
@@ -287,8 +293,9 @@ class ProcessWatch:
         for process in live:
             self.missed.pop(process, None)
         gone = set()
+        settled = now - self.since >= SETTLE_SECONDS  # the others have had time to reconnect
         for process in self.known - live:
-            if now - self.missed.setdefault(process, now) >= GONE_SECONDS:
+            if now - self.missed.setdefault(process, now) >= GONE_SECONDS and settled:
                 gone.add(process)
         self.known -= gone
         for process in gone:
