@@ -26,6 +26,10 @@ ReactorError
 │                                     protocol's
 ├── PageError                         the page answered the worker's request with its error (.name)
 ├── PageScriptError                   a JavaScript command of the page threw (.name)
+├── OutboundRefused (ValueError)      the server will not fetch that address (not http(s),
+│                                     credentials, a non-public address): nothing was sent
+├── OutboundFailed                    a fetch of the server's could not be read: unreachable, too
+│                                     slow, too large, an error status
 └── DatabaseError                     the server's database refused a statement (SQLite or
     │                                 PostgreSQL)
     ├── UniqueViolation               a write would repeat a unique key (a taken slug, a taken id)
@@ -206,6 +210,14 @@ class PageScriptError(ReactorError):
     def __init__(self, name: str, message: str) -> None:
         super().__init__(message)
         self.name = name
+
+
+class OutboundRefused(ReactorError, ValueError):
+    """The guard refused a URL before any connection was made (reactor.server.outbound)."""
+
+
+class OutboundFailed(ReactorError):
+    """A guarded fetch could not be read: unreachable, too slow, too large, or an error status."""
 
 
 class DatabaseError(ReactorError):
