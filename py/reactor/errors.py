@@ -22,6 +22,8 @@ ReactorError
 ├── HttpError                         the server answered 4xx/5xx (.status, .detail, .body)
 ├── ApiError                          the server refuses a request (.status, .field, .headers,
 │                                     .details)
+├── OAuthError                        an OAuth endpoint refuses, as its RFC spells it (.code, the
+│                                     sentence as .description, .status)
 ├── ProtocolError                     a message between the page and the worker that is not the
 │                                     protocol's
 ├── PageError                         the page answered the worker's request with its error (.name)
@@ -188,6 +190,16 @@ class ApiError(ReactorError):
         self.headers = dict(headers or {})
         if retry_after is not None:
             self.headers["retry-after"] = str(retry_after)
+
+
+class OAuthError(ReactorError):
+    """An OAuth endpoint's refusal: the RFC's error code (`invalid_grant`, `invalid_target`, …),
+    the sentence its client shows (`error_description`), the HTTP status (400, or 401 for a
+    client that failed to authenticate)."""
+
+    def __init__(self, code: str, description: str, *, status: int = 400) -> None:
+        super().__init__(description)
+        self.code, self.description, self.status = code, description, status
 
 
 class ProtocolError(ReactorError):

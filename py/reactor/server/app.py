@@ -28,7 +28,8 @@ from ..platform import PluginPlatform
 from ..plugin_spec import PluginSpec, discover_plugins
 from .agents.mcp import MCP_OPERATION, Agents
 from .agents.mcp import PATH as MCP_PATH
-from .agents.tokens import AgentTokens, AgentTokensOnlyOnMcp
+from .agents.oauth import ACCESS_PREFIX, CLIENT_PATHS, REFRESH_PREFIX, OAuth
+from .agents.tokens import PREFIX, AgentTokens, AgentTokensOnlyOnMcp
 from .api import Call, Declaration, Reply, declaration_of, declare, error_answer, error_response
 from .auth.cors import CrossOrigin, check_origins
 from .auth.protection import LOOPBACK_HOSTS, CrossSiteWriteGuard, HostCheck, check_hosts
@@ -107,8 +108,9 @@ def create_app(
         context = ServerContext(store, auth, platform, records)
         gateway = None if assistant is None else Gateway(assistant, store, auth)
         agent_tokens = AgentTokens(store, auth)
+        oauth = OAuth(store, auth)  # agents allowed by the person, on this server's own pages
         # /mcp and the pages it relays to (mcp_relay.py)
-        agents = Agents(auth, agent_tokens, origins, store)
+        agents = Agents(auth, agent_tokens, origins, store, oauth.grants)
         server_plugin_routes = _server_plugin_routes(platform, context, seed_demo)
     agent = AgentSpec.from_dict(
         json.loads((ROOT / "agent.json").read_text()) if agent_spec is None else agent_spec
@@ -128,6 +130,7 @@ def create_app(
         *([] if gateway is None else gateway.routes()),
         *server_plugin_routes,
         *agent_tokens.routes(),
+        *oauth.routes(),
         *agents.routes(),
         mcp,
     ]
@@ -137,8 +140,10 @@ def create_app(
     routes.insert(0, mcp)
     middleware = [
         Middleware(HostCheck, hosts=hosts),
-        Middleware(CrossSiteWriteGuard, origins=origins),
-        Middleware(AgentTokensOnlyOnMcp, path=MCP_PATH),
+        Middleware(CrossSiteWriteGuard, origins=origins, exempt=CLIENT_PATHS),
+        Middleware(
+            AgentTokensOnlyOnMcp, path=MCP_PATH, prefixes=(PREFIX, ACCESS_PREFIX, REFRESH_PREFIX)
+        ),
         Middleware(Compression, mcp_path=MCP_PATH),
     ]
     if origins:

@@ -52,8 +52,10 @@ from ..auth.protection import same_origin
 from ..auth.sessions import Auth, session_token
 from ..database import Database
 from .bus import PostgresPageBus
+from .oauth.grants import Grants
+from .oauth.resource import challenge, holder
 from .relay import MAX_PAGES, PageLink, PageRelay, failure
-from .tokens import PREFIX, AgentToken, AgentTokens, bearer_token
+from .tokens import AgentToken, AgentTokens, bearer_token
 from .transport import SettlingSessionManager
 
 PATH = "/mcp"
@@ -257,8 +259,9 @@ MCP_OPERATION = documented(
         },
         refusals={
             400: "Not a JSON-RPC message MCP's transport takes.",
-            401: "No valid agent token (a session or cookie is refused); WWW-Authenticate says "
-            "Bearer.",
+            401: "No valid token (a session or cookie is refused): WWW-Authenticate names the "
+            "resource metadata (and invalid_token when one was sent), the body is a JSON-RPC "
+            "error with the sentence.",
             403: "A page of a foreign Origin asks.",
             404: "An MCP session this process does not hold.",
             405: "A method the transport does not take here.",
@@ -273,12 +276,12 @@ MCP_OPERATION = documented(
 
 class McpEndpoint:
     """ASGI app at /mcp: the transport's own rules before the SDK sees the request — an Origin,
-    when present, must be this server's or an allowed one (403); only an agent token
-    authenticates (401 with `WWW-Authenticate: Bearer`; no cookie, no session token); each token
-    is rate-limited (429 with Retry-After)."""
+    when present, must be this server's or an allowed one (403); only an OAuth access token or an
+    agent token authenticates (401 naming where authorization is: server/agents/oauth/; no
+    cookie, no session token); each is rate-limited (429 with Retry-After)."""
 
-    def __init__(self, tokens: AgentTokens, origins: Iterable[str]) -> None:
-        self.tokens, self.origins = tokens, frozenset(origins)
+    def __init__(self, tokens: AgentTokens, origins: Iterable[str], grants: Grants) -> None:
+        self.tokens, self.origins, self.grants = tokens, frozenset(origins), grants
         self.manager: SettlingSessionManager | None = None  # while the app's lifespan runs
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -294,12 +297,9 @@ class McpEndpoint:
             )
             return
         secret = bearer_token(headers)
-        agent = self.tokens.check(secret) if secret else None
+        agent, sentence = holder(self.tokens, self.grants, secret, scope)
         if agent is None:
-            sentence = _refusal(secret)
-            answer = error_response(401, sentence)
-            answer.headers["www-authenticate"] = 'Bearer realm="reactor"'
-            await answer(scope, receive, send)
+            await challenge(scope, sentence, invalid=bool(secret))(scope, receive, send)
             return
         wait = agent.retry_after
         if wait:
@@ -327,28 +327,23 @@ class McpEndpoint:
         await self.manager.handle_request(scope, receive, send)
 
 
-def _refusal(secret: str) -> str:
-    if not secret:
-        return (
-            "Send an agent token as `Authorization: Bearer …`; make one in the page's Agents panel."
-        )
-    if not secret.startswith(PREFIX):
-        return f"{PATH} takes an agent token (make one in the page's Agents panel), not a session."
-    return "This agent token is unknown or revoked; make a new one in the page's Agents panel."
-
-
 class Agents:
     """Everything /mcp needs, made once per app: the relay, the MCP server and its session manager,
     the page's routes; `lifespan` runs the session manager."""
 
     def __init__(
-        self, auth: Auth, tokens: AgentTokens, origins: Iterable[str], database: Database
+        self,
+        auth: Auth,
+        tokens: AgentTokens,
+        origins: Iterable[str],
+        database: Database,
+        grants: Grants,
     ) -> None:
         # Processes sharing a PostgreSQL database share their pages by it (server/agents/bus.py).
         self.bus = PostgresPageBus(database) if database.kind == "postgresql" else None
         self.auth, self.tokens, self.relay = auth, tokens, PageRelay(self.bus)
         self.server = mcp_server(self.relay, lambda ctx: _page_url(ctx.request))
-        self.endpoint = McpEndpoint(tokens, origins)
+        self.endpoint = McpEndpoint(tokens, origins, grants)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Any) -> AsyncIterator[None]:

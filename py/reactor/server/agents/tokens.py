@@ -274,11 +274,14 @@ class AgentTokens:
 
 
 class AgentTokensOnlyOnMcp:
-    """ASGI middleware: an agent token anywhere but `/mcp` is a 401 with a sentence, not an
-    anonymous visit (the agent's configuration is wrong, and should say so)."""
+    """ASGI middleware: an agent's token (a token of `prefixes`: agent tokens, OAuth's) anywhere
+    but `/mcp` is a 401 with a sentence, not an anonymous visit (the agent's configuration is
+    wrong, and should say so)."""
 
-    def __init__(self, app: ASGIApp, *, path: str = "/mcp") -> None:
-        self.app, self.path = app, path
+    def __init__(
+        self, app: ASGIApp, *, path: str = "/mcp", prefixes: tuple[str, ...] = (PREFIX,)
+    ) -> None:
+        self.app, self.path, self.prefixes = app, path, prefixes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
@@ -286,7 +289,7 @@ class AgentTokensOnlyOnMcp:
             and scope["path"] != self.path
             and not scope["path"].startswith(self.path + "/")
         ):
-            if bearer_token(Headers(scope=scope)).startswith(PREFIX):
+            if bearer_token(Headers(scope=scope)).startswith(self.prefixes):
                 refusal = ApiError(
                     401,
                     f"An agent token works only on {self.path}; sign in to use the rest of "

@@ -36,6 +36,7 @@ class FetchPolicy:
     resolve: Resolver | None = None
     reader: Reader = Reader()
     user_agent: str = "reactor"
+    max_redirects: int = MAX_REDIRECTS
 
 
 def fetch(
@@ -44,8 +45,9 @@ def fetch(
     """GET `url` under `policy` within `seconds` (the policy's timeout, or less when a crawl's
     budget is nearly spent); OutboundRefused from the guard, OutboundFailed from the exchange."""
     deadline = Deadline(policy.timeout if seconds is None else min(seconds, policy.timeout))
+    asked = url
     try:
-        for _ in range(MAX_REDIRECTS + 1):
+        for _ in range(policy.max_redirects + 1):
             target = check_url(url, policy.rules, policy.resolve, policy.reader)
             status, headers, body = _exchange(target, policy, accept, deadline)
             if status in REDIRECTS:
@@ -56,8 +58,13 @@ def fetch(
             return Fetched(url, headers.get("content-type", ""), body)
     finally:
         deadline.cancel()
+    if not policy.max_redirects:
+        raise OutboundFailed(
+            f"{asked[:120]!r} redirects to {url[:120]!r}; {policy.reader.name} reads it only at "
+            "its own address."
+        )
     raise OutboundFailed(
-        f"The source redirected more than {MAX_REDIRECTS} times; stopped at {url[:120]!r}."
+        f"The source redirected more than {policy.max_redirects} times; stopped at {url[:120]!r}."
     )
 
 
