@@ -207,6 +207,10 @@ class Clients:
                     status=401,
                 )
             client_id, secret = basic
+        if not client_id:
+            raise OAuthError(
+                "invalid_client", "Send your client_id (or HTTP Basic credentials).", status=401
+            )
         client = await self.find(client_id)
         if client.secret_hash is None:
             if secret:
