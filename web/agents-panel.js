@@ -197,6 +197,7 @@ function showLastCall() {
   const { agent, title, at } = lastCallDetail;
   lastCall.hidden = false;
   lastCall.textContent = `${agent || "An agent"} asked for “${title}” at ${at.toLocaleTimeString()}.`;
+  listConnections();  // when each allowed agent last called
 }
 
 window.addEventListener("reactor:agent-call", ({ detail }) => {
