@@ -6,6 +6,7 @@ flow with real clients and a real browser is tests/test_oauth_clients.py."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import secrets
@@ -16,8 +17,12 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
+import httpx2
 import pytest
 from conftest import start_server, stop_server
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from reactor.server.agents.oauth.grants import ACCESS_PREFIX, REFRESH_PREFIX
 
@@ -498,3 +503,103 @@ def test_a_decision_needs_the_person_signed_in(live):
         f"{live.url}/authorize/decision", json={"request": agent.query(), "decision": "allow"}
     )
     assert answer.status_code == 401 and "Sign in" in answer.json()["error"]
+
+
+def test_a_client_given_a_revoked_token_by_hand_shows_the_person_the_sentence(live):
+    """A client configured with a header runs no authorization: the 401's body is a JSON-RPC
+    error, which the SDK's transport hands to the caller, sentence and all."""
+    agent = Agent(live.url)
+    tokens = allowed(live, agent)
+    agent_token = httpx.post(
+        f"{live.url}/api/agent-tokens",
+        json={"name": "by hand"},
+        headers={"authorization": f"Bearer {person_token(live)}"},
+    ).json()["token"]
+    with person(live) as ada:
+        [connection] = ada.get("/api/agent-connections").json()
+        ada.delete(f"/api/agent-connections/{connection['id']}")
+        [made] = ada.get("/api/agent-tokens").json()
+        ada.delete(f"/api/agent-tokens/{made['id']}")
+    for token, sentence in [
+        (tokens["access_token"], "This access token is unknown to reactor or was revoked"),
+        (agent_token, "This agent token is unknown or revoked"),
+    ]:
+        with pytest.raises(BaseException) as refused:
+            asyncio.run(sdk_initialize(f"{live.url}/mcp", token))
+        error = innermost(refused.value)
+        assert isinstance(error, MCPError) and str(error).startswith(sentence), refused.value
+
+
+def test_a_revocation_on_one_server_process_refuses_the_next_call_on_another(
+    tmp_path, database_target, backend
+):
+    if backend != "postgresql":
+        pytest.skip("several server processes share a PostgreSQL database, not a SQLite file")
+    one = start_server(tmp_path / "one", seed_demo=True, database=database_target)
+    other = start_server(tmp_path / "other", seed_demo=False, database=database_target)
+    try:
+        agent = Agent(one.url)
+        tokens = allowed(one, agent)
+        # the token was asked for one's address: the other process serves it under its own
+        at_other = lambda: httpx.post(  # noqa: E731
+            f"{other.url}/mcp",
+            json=INITIALIZE,
+            headers={
+                **MCP_HEADERS,
+                "authorization": f"Bearer {tokens['access_token']}",
+                "host": urlsplit(one.url).netloc,
+            },
+        )
+        assert at_other().status_code == 200
+        with person(one) as ada:
+            [connection] = ada.get("/api/agent-connections").json()
+            ada.delete(f"/api/agent-connections/{connection['id']}")
+        assert at_other().status_code == 401
+    finally:
+        stop_server(other)
+        stop_server(one)
+
+
+def person_token(live: Any) -> str:
+    answer = httpx.post(
+        f"{live.url}/auth/sign-in", json={"username": "ada", "password": "ada-demo"}
+    )
+    return str(answer.json()["token"])
+
+
+async def sdk_initialize(url: str, token: str) -> Any:
+    async with httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}) as http:
+        async with streamable_http_client(url, http_client=http) as (read, write):
+            async with ClientSession(read, write) as session:
+                return await session.initialize()
+
+
+def innermost(error: BaseException) -> BaseException:
+    """The one error an exception group (the SDK's task groups) carries."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
+
+
+def test_a_client_sending_a_refused_token_in_its_header_is_told_to_fix_it_not_to_register(live):
+    """A client configured with a header (mcp-remote's --header) authorizes after /mcp refuses
+    its token, and keeps sending the header: signing in could never replace it. Discovery
+    answers it; registration says what to do instead."""
+    header = {"authorization": "Bearer reactor_agent_revoked-long-ago"}
+    metadata = httpx.get(f"{live.url}/.well-known/oauth-protected-resource/mcp", headers=header)
+    assert metadata.status_code == 200
+    registered = httpx.post(
+        f"{live.url}/register",
+        json={"client_name": "Bridge", "redirect_uris": [CALLBACK]},
+        headers=header,
+    )
+    assert registered.status_code == 400 and registered.json() == {
+        "error": "invalid_request",
+        "error_description": "This agent sends a reactor token in its Authorization header, and "
+        "/mcp refused it (it was revoked, or is unknown). Make a new token in the page's Agents "
+        "panel, or remove the header from the agent's configuration to sign in instead.",
+    }
+    token = httpx.post(f"{live.url}/token", data={"grant_type": "x"}, headers=header)
+    assert (
+        token.status_code == 400 and "Authorization header" in (token.json()["error_description"])
+    )

@@ -19,7 +19,7 @@ import ssl
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -495,3 +495,51 @@ def test_the_agents_panel_offers_the_address_alone_to_agents_that_sign_in(reacto
         "Agents you allowed",
         "Tokens, for agents that cannot sign in",
     ]
+
+
+def test_mcp_remote_with_a_revoked_token_in_its_header_says_what_to_do_and_opens_no_browser(
+    reactor_server, tmp_path
+):
+    """Claude Desktop's header line (the panel's, for a token) after the token was revoked:
+    mcp-remote tries to sign in, which its header would defeat; it stops with the sentence."""
+    live = reactor_server
+    session = httpx2.post(
+        f"{live.url}/auth/sign-in", json={"username": "ada", "password": "ada-demo"}
+    ).json()["token"]
+    ada = {"authorization": f"Bearer {session}"}
+    made = httpx2.post(f"{live.url}/api/agent-tokens", json={"name": "Desktop"}, headers=ada).json()
+    httpx2.delete(f"{live.url}/api/agent-tokens/{made['id']}", headers=ada)
+    script, opened = browser_script(tmp_path)
+    parameters = StdioServerParameters(
+        command="npx",
+        args=["-y", "mcp-remote", f"{live.url}/mcp", "--header", "Authorization:${AUTH_HEADER}"],
+        env={
+            "PATH": os.environ["PATH"],
+            "HOME": str(tmp_path),
+            "MCP_REMOTE_CONFIG_DIR": str(tmp_path / "mcp-remote"),
+            "BROWSER": str(script),
+            "AUTH_HEADER": f"Bearer {made['token']}",
+        },
+        cwd=NPM_MCP,
+    )
+    log = tmp_path / "mcp-remote.log"
+
+    async def run() -> None:
+        with open(log, "w") as errors:
+            async with stdio_client(parameters, errlog=errors) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+
+    with ThreadPoolExecutor(1) as thread, pytest.raises(BaseException) as ended:
+        # a thread of its own: Playwright's sync API may hold this one's event loop
+        thread.submit(asyncio.run, run()).result(60)
+    assert "Connection closed" in _messages(ended.value), "mcp-remote stopped; nothing hangs"
+    said = log.read_text()
+    assert (
+        "Dynamic Client Registration rejected (HTTP 400): "
+        '{"error":"invalid_request","error_description":"This agent sends a reactor token in its '
+        "Authorization header, and /mcp refused it (it was revoked, or is unknown). Make a new "
+        "token in the page's Agents panel, or remove the header from the agent's configuration "
+        'to sign in instead."}'
+    ) in said, said[-3000:]
+    assert not opened.exists(), "the person was not sent to a consent page in vain"

@@ -28,7 +28,7 @@ from ..platform import PluginPlatform
 from ..plugin_spec import PluginSpec, discover_plugins
 from .agents.mcp import MCP_OPERATION, Agents
 from .agents.mcp import PATH as MCP_PATH
-from .agents.oauth import ACCESS_PREFIX, CLIENT_PATHS, REFRESH_PREFIX, OAuth
+from .agents.oauth import ACCESS_PREFIX, CLIENT_PATHS, REFRESH_PREFIX, UNAUTHENTICATED_PATHS, OAuth
 from .agents.tokens import PREFIX, AgentTokens, AgentTokensOnlyOnMcp
 from .api import Call, Declaration, Reply, declaration_of, declare, error_answer, error_response
 from .auth.cors import CrossOrigin, check_origins
@@ -142,7 +142,10 @@ def create_app(
         Middleware(HostCheck, hosts=hosts),
         Middleware(CrossSiteWriteGuard, origins=origins, exempt=CLIENT_PATHS),
         Middleware(
-            AgentTokensOnlyOnMcp, path=MCP_PATH, prefixes=(PREFIX, ACCESS_PREFIX, REFRESH_PREFIX)
+            AgentTokensOnlyOnMcp,
+            path=MCP_PATH,
+            prefixes=(PREFIX, ACCESS_PREFIX, REFRESH_PREFIX),
+            unread=UNAUTHENTICATED_PATHS,
         ),
         Middleware(Compression, mcp_path=MCP_PATH),
     ]

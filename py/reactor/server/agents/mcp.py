@@ -53,7 +53,7 @@ from ..auth.sessions import Auth, session_token
 from ..database import Database
 from .bus import PostgresPageBus
 from .oauth.grants import Grants
-from .oauth.resource import challenge, holder
+from .oauth.resource import CHALLENGE, REFUSAL, challenge, holder
 from .relay import MAX_PAGES, PageLink, PageRelay, failure
 from .tokens import AgentToken, AgentTokens, bearer_token
 from .transport import SettlingSessionManager
@@ -256,12 +256,11 @@ MCP_OPERATION = documented(
         replies={
             200: Reply(content={"application/json": {"schema": {"type": "object"}}, **EVENTS}),
             202: Reply(),
+            # no valid token (a session or cookie is refused): where authorization is, and why
+            401: Reply(REFUSAL, headers=CHALLENGE),
         },
         refusals={
             400: "Not a JSON-RPC message MCP's transport takes.",
-            401: "No valid token (a session or cookie is refused): WWW-Authenticate names the "
-            "resource metadata (and invalid_token when one was sent), the body is a JSON-RPC "
-            "error with the sentence.",
             403: "A page of a foreign Origin asks.",
             404: "An MCP session this process does not hold.",
             405: "A method the transport does not take here.",

@@ -22,10 +22,10 @@ from ...database import Database
 from .authorize import Authorize
 from .clients import Clients
 from .grants import ACCESS_PREFIX, REFRESH_PREFIX, Grants
-from .metadata import CLIENT_PATHS, metadata_routes
+from .metadata import CLIENT_PATHS, UNAUTHENTICATED_PATHS, metadata_routes
 from .token import TokenEndpoints
 
-__all__ = ["ACCESS_PREFIX", "CLIENT_PATHS", "OAuth", "REFRESH_PREFIX"]
+__all__ = ["ACCESS_PREFIX", "CLIENT_PATHS", "REFRESH_PREFIX", "UNAUTHENTICATED_PATHS", "OAuth"]
 
 
 class OAuth:

@@ -42,9 +42,12 @@ from ...database import Database
 from ...outbound.fetch import FetchPolicy, fetch
 from ...outbound.guard import AllowRule, Reader, parse_allow_list
 from ...requests import read_json
+from ..tokens import PREFIX, bearer_token
+from .grants import ACCESS_PREFIX, REFRESH_PREFIX
 from .metadata import REGISTER_PATH, for_every_origin
 
 ALLOW_ENV = "REACTOR_OAUTH_CLIENT_ALLOW"
+AGENT_PREFIXES = (PREFIX, ACCESS_PREFIX, REFRESH_PREFIX)
 MAX_DOCUMENT = 8 * 1024  # the draft's advice is 5 KB; a logo's URL and a few redirects fit
 FETCH_SECONDS = 5.0
 CACHE_SECONDS = 600
@@ -299,6 +302,7 @@ class Clients:
         )
         async def register(request: Request) -> Response:
             try:
+                header_refusal(request)
                 body = await read_json(request, limit=16 * 1024)
                 metadata = OAuthClientMetadata.model_validate(body)
                 made = self.register(metadata)
@@ -315,6 +319,19 @@ class Clients:
             return JSONResponse(made, 201, headers={"cache-control": "no-store"})
 
         return for_every_origin(REGISTER_PATH, register, "POST")
+
+
+def header_refusal(request: Request) -> None:
+    """OAuthError when the client sends a token of reactor's in its Authorization header: one
+    configured by hand with a token /mcp refused (revoked) authorizes in vain, since its header
+    would stand in for whatever it is given; say what to do instead of asking the person."""
+    if bearer_token(Headers(scope=request.scope)).startswith(AGENT_PREFIXES):
+        raise OAuthError(
+            "invalid_request",
+            "This agent sends a reactor token in its Authorization header, and /mcp refused it "
+            "(it was revoked, or is unknown). Make a new token in the page's Agents panel, or "
+            "remove the header from the agent's configuration to sign in instead.",
+        )
 
 
 def oauth_error(error: OAuthError) -> JSONResponse:

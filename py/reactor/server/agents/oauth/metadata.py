@@ -31,6 +31,10 @@ REGISTER_PATH, REVOKE_PATH = "/register", "/revoke"
 # What agents POST with no cookie, form-encoded (RFC 6749, 7009) or JSON (RFC 7591), from
 # anywhere: the cross-site write guard leaves these three paths, and only them, to OAuth's rules.
 CLIENT_PATHS = (TOKEN_PATH, REGISTER_PATH, REVOKE_PATH)
+# Where the middleware reads no bearer (tokens.py AgentTokensOnlyOnMcp): a client configured
+# with a header sends it here too while it authorizes (mcp-remote, the Inspector); the metadata
+# answers it, and the client endpoints tell it what to do (clients.py header_refusal).
+UNAUTHENTICATED_PATHS = (PROTECTED_RESOURCE_PATH, AUTHORIZATION_SERVER_PATH, *CLIENT_PATHS)
 CLIENT_AUTH_METHODS = ["none", "client_secret_post", "client_secret_basic"]
 CACHED = {"cache-control": "public, max-age=3600"}
 EVERY_ORIGIN = {"access-control-allow-origin": "*"}

@@ -21,6 +21,27 @@ from .grants import ACCESS_PREFIX, Grants
 from .metadata import metadata_url, resource_of
 
 UNAUTHORIZED = -32001  # JSON-RPC's implementation-defined server errors: the one servers use here
+# The 401's body, for /mcp's declaration: a JSON-RPC error holding the sentence.
+REFUSAL = {
+    "type": "object",
+    "required": ["jsonrpc", "id", "error"],
+    "properties": {
+        "jsonrpc": {"const": "2.0"},
+        "id": {"type": "null"},
+        "error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {
+                "code": {"type": "integer"},
+                "message": {"type": "string", "description": "Why, as a sentence to act on."},
+            },
+        },
+    },
+}
+CHALLENGE = {
+    "www-authenticate": "Bearer, with resource_metadata (RFC 9728), and error=invalid_token "
+    "with error_description when a token was sent"
+}
 PLAIN = str.maketrans({"…": "...", "‘": "'", "’": "'", "“": "'", "”": "'", '"': "'", "\\": "/"})
 
 

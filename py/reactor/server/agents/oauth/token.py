@@ -18,7 +18,7 @@ from starlette.routing import Route
 from ....errors import OAuthError
 from ...api import Declaration, Reply, documented
 from ...requests import read_body
-from .clients import OAUTH_ERROR, Clients, oauth_error
+from .clients import OAUTH_ERROR, Clients, header_refusal, oauth_error
 from .grants import Grants
 from .metadata import REVOKE_PATH, TOKEN_PATH, for_every_origin
 
@@ -70,6 +70,7 @@ class TokenEndpoints:
         self.clients, self.grants = clients, grants
 
     async def token(self, request: Request) -> dict[str, Any]:
+        header_refusal(request)
         form = await read_form(request)
         client = await self.clients.authenticate(request, form)
         grant_type = form.get("grant_type", "")
@@ -99,6 +100,7 @@ class TokenEndpoints:
         )
 
     async def revoke(self, request: Request) -> None:
+        header_refusal(request)
         form = await read_form(request)
         client = await self.clients.authenticate(request, form)
         token = form.get("token", "")
