@@ -2,7 +2,8 @@
 
 An agent (Claude Code, Claude Desktop, Cursor, VS Code) speaks MCP's Streamable HTTP to `/mcp`
 (the official `mcp` SDK's low-level `Server`, its session manager run in the app's lifespan),
-with an agent token (server/agents/tokens.py). The page does the work: it holds one WebSocket
+with an OAuth access token the person allowed (server/agents/oauth/) or an agent token
+(server/agents/tokens.py). The page does the work: it holds one WebSocket
 to the server (`/api/agent-pages/link`): calls and cancels go down, answers, its tool list and
 "the person is using this page" come up.
 
