@@ -177,7 +177,7 @@ def test_mcp_refuses_no_token_a_session_token_a_cookie_and_a_revoked_token_with_
         assert listed[0]["lastUsed"] is not None
         client.delete(f"/api/agent-tokens/{listed[0]['id']}", headers=session)
         answer = client.post("/mcp", json=INITIALIZE, headers={"authorization": f"Bearer {token}"})
-        assert answer.status_code == 401 and "revoked" in answer.json()["error"]
+        assert answer.status_code == 401 and "revoked" in answer.json()["error"]["message"]
 
 
 def test_mcp_answers_403_to_a_foreign_origin_and_serves_its_own(live):

@@ -9,10 +9,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from reactor.errors import OutboundFailed, OutboundRefused
 from reactor.server.database import Database
+from reactor.server.outbound.fetch import FetchPolicy, fetch
+from reactor.server.outbound.guard import check_url, parse_allow_list
 from reactor_plugins.cms.backend.crawl import import_items
-from reactor_plugins.cms.backend.fetch import CrawlFailed, FetchPolicy, fetch
-from reactor_plugins.cms.backend.guard import CrawlRefused, check_url, parse_allow_list
 from reactor_plugins.cms.backend.sources import Item, SourceError, feed_items
 from reactor_plugins.cms.backend.store import SiteStore
 from test_cms_fixtures import entry_count, serve_cms, source_server
@@ -51,7 +52,7 @@ def allowing(origin, **options):
     ],
 )
 def test_the_guard_refuses_what_is_not_a_public_http_address(url, words):
-    with pytest.raises(CrawlRefused) as refused:
+    with pytest.raises(OutboundRefused) as refused:
         check_url(url, ())
     assert words in str(refused.value)
 
@@ -97,7 +98,7 @@ def test_the_guard_refuses_what_is_not_a_public_http_address(url, words):
     ],
 )
 def test_an_ipv6_address_is_judged_by_the_ipv4_address_it_embeds(url, words):
-    with pytest.raises(CrawlRefused) as refused:
+    with pytest.raises(OutboundRefused) as refused:
         check_url(url, ())
     assert words in str(refused.value)
 
@@ -110,7 +111,9 @@ def test_an_ipv6_address_embedding_a_public_ipv4_address_passes(address):
 
 
 def test_a_name_resolving_to_an_address_that_embeds_a_private_one_is_refused():
-    with pytest.raises(CrawlRefused, match="a NAT64 address embedding 10.0.0.5, a private address"):
+    with pytest.raises(
+        OutboundRefused, match="a NAT64 address embedding 10.0.0.5, a private address"
+    ):
         check_url(
             "http://example.test/", (), lambda host, port: ["93.184.216.34", "64:ff9b::a00:5"]
         )
@@ -118,7 +121,7 @@ def test_a_name_resolving_to_an_address_that_embeds_a_private_one_is_refused():
 
 def test_every_address_of_a_name_is_checked_not_just_the_first():
     two_faced = lambda host, port: ["93.184.216.34", "10.0.0.5"]  # noqa: E731
-    with pytest.raises(CrawlRefused, match="10.0.0.5, a private address"):
+    with pytest.raises(OutboundRefused, match="10.0.0.5, a private address"):
         check_url("http://example.test/", (), two_faced)
     public = check_url("https://example.test/feed?x=1", (), lambda host, port: ["93.184.216.34"])
     assert (public.host, public.port, public.path, public.addresses) == (
@@ -133,7 +136,7 @@ def test_a_name_that_cannot_be_resolved_is_refused_with_its_name():
     def nowhere(host, port):
         raise OSError("no such host")
 
-    with pytest.raises(CrawlRefused, match="'nowhere.test' could not be resolved"):
+    with pytest.raises(OutboundRefused, match="'nowhere.test' could not be resolved"):
         check_url("http://nowhere.test/", (), nowhere)
 
 
@@ -142,7 +145,7 @@ def test_the_allow_list_admits_exactly_the_hosts_ports_and_paths_it_names():
     assert check_url("http://127.0.0.1:8123/x", rules).addresses == ("127.0.0.1",)
     # the address is named
     assert check_url("http://localhost:8123/x", rules, lambda h, p: ["127.0.0.1"])
-    with pytest.raises(CrawlRefused):
+    with pytest.raises(OutboundRefused):
         check_url("http://127.0.0.1:8124/x", rules)  # another port
     private = lambda h, p: ["10.0.0.9"]  # noqa: E731
     assert check_url("http://intranet.test/blog/post", rules, private)
@@ -151,7 +154,7 @@ def test_the_allow_list_admits_exactly_the_hosts_ports_and_paths_it_names():
         "http://intranet.test/blog/../admin",
         "http://intranet.test/blog/%2e%2e/admin",
     ):
-        with pytest.raises(CrawlRefused):
+        with pytest.raises(OutboundRefused):
             check_url(outside, rules, private)
 
 
@@ -172,7 +175,7 @@ def test_the_allow_list_is_read_from_the_environment(monkeypatch):
 
 
 def test_loopback_is_refused_unless_the_allow_list_names_it(origin):
-    with pytest.raises(CrawlRefused, match="loopback"):
+    with pytest.raises(OutboundRefused, match="loopback"):
         fetch(origin + "/demo-sources/feed.xml", FetchPolicy())
     assert b"<rss" in fetch(origin + "/demo-sources/feed.xml", allowing(origin)).body
 
@@ -181,7 +184,7 @@ def test_loopback_is_refused_unless_the_allow_list_names_it(origin):
     "path, words", [("/to-private", "10.0.0.7"), ("/to-metadata", "169.254.169.254")]
 )
 def test_a_redirect_to_a_private_address_is_refused(origin, path, words):
-    with pytest.raises(CrawlRefused, match=words):
+    with pytest.raises(OutboundRefused, match=words):
         fetch(origin + path, allowing(origin))
 
 
@@ -191,20 +194,20 @@ def test_a_redirect_within_allowed_addresses_is_followed(origin):
 
 
 def test_an_oversized_answer_is_refused(origin):
-    with pytest.raises(CrawlFailed, match="larger than 100000 bytes"):
+    with pytest.raises(OutboundFailed, match="larger than 100000 bytes"):
         fetch(origin + "/huge", allowing(origin, max_bytes=100_000))
 
 
 def test_a_slow_source_times_out(origin):
     started = time.monotonic()
-    with pytest.raises(CrawlFailed, match="did not answer within 0.5 seconds"):
+    with pytest.raises(OutboundFailed, match="did not answer within 0.5 seconds"):
         fetch(origin + "/slow", allowing(origin, timeout=0.5))
     assert time.monotonic() - started < 2
 
 
 def test_a_source_that_dribbles_is_stopped_by_the_overall_deadline(origin):
     started = time.monotonic()
-    with pytest.raises(CrawlFailed, match="within 0.5 seconds"):
+    with pytest.raises(OutboundFailed, match="within 0.5 seconds"):
         fetch(origin + "/dribble", allowing(origin, timeout=0.5))
     assert time.monotonic() - started < 2
 

@@ -12,8 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from reactor_plugins.cms.backend.fetch import CrawlFailed, FetchPolicy, fetch
-from reactor_plugins.cms.backend.guard import parse_allow_list
+from reactor.errors import OutboundFailed
+from reactor.server.outbound.fetch import FetchPolicy, fetch
+from reactor.server.outbound.guard import parse_allow_list
 from test_cms_fixtures import entry_count, serve_cms
 
 DRIP_GAP = 0.25  # seconds between bytes: far inside any per-read timeout
@@ -124,7 +125,7 @@ def test_a_source_that_drips_its_status_line_headers_or_redirects_is_cut_off_at_
     hostile, path
 ):
     started = time.monotonic()
-    with pytest.raises(CrawlFailed, match=r"did not answer within 1 seconds"):
+    with pytest.raises(OutboundFailed, match=r"did not answer within 1 seconds"):
         fetch(hostile.url + path, allowing(hostile.url, timeout=1))
     elapsed = time.monotonic() - started
     assert 0.9 < elapsed < 1 + 1.5, f"the fetch took {elapsed:.2f} s"
@@ -132,7 +133,7 @@ def test_a_source_that_drips_its_status_line_headers_or_redirects_is_cut_off_at_
 
 def test_a_source_that_never_finishes_the_tls_handshake_is_cut_off_at_the_deadline(hostile):
     started = time.monotonic()  # the source reads the ClientHello and never answers it
-    with pytest.raises(CrawlFailed, match=r"did not answer within 1 seconds"):
+    with pytest.raises(OutboundFailed, match=r"did not answer within 1 seconds"):
         fetch(hostile.url.replace("http:", "https:") + "/", allowing(hostile.url, timeout=1))
     assert time.monotonic() - started < 1 + 1.5
 
@@ -170,7 +171,7 @@ def test_a_crawl_url_that_is_not_a_url_is_refused_with_a_sentence(tmp_path):
 
 
 def test_a_redirect_to_something_that_is_not_a_url_fails_with_a_sentence(hostile):
-    with pytest.raises(CrawlFailed) as failed:
+    with pytest.raises(OutboundFailed) as failed:
         fetch(hostile.url + "/bad-redirect", allowing(hostile.url))
     assert str(failed.value) == (
         f"The source '{hostile.url}/bad-redirect' redirected to 'http://[::1/', which is not "
@@ -199,6 +200,6 @@ def test_a_path_with_spaces_and_non_ascii_is_sent_percent_encoded(hostile):
     # http.client would refuse to encode 'ü' (UnicodeEncodeError, once a 500) and sends a space as
     # is.
     # the source hangs up on unknown paths
-    with pytest.raises(CrawlFailed, match="could not be read"):
+    with pytest.raises(OutboundFailed, match="could not be read"):
         fetch(hostile.url + "/a page/ü", allowing(hostile.url, timeout=1))
     assert hostile.hits.get("/a%20page/%C3%BC") == 1

@@ -214,4 +214,4 @@ def test_a_tokens_rate_holds_across_processes_and_revoking_it_stops_it_on_both(t
             httpx.delete(f"{first.url}/api/agent-tokens/{listed['id']}", headers=session)
         for server in (first, second):
             answer = client.post(f"{server.url}/mcp", json=ping)
-            assert answer.status_code == 401 and "revoked" in answer.json()["error"]
+            assert answer.status_code == 401 and "revoked" in answer.json()["error"]["message"]

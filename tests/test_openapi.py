@@ -55,6 +55,9 @@ REFUSALS = [400, 401, 403, 404, 405, 406, 409, 413, 415, 421, 422, 428, 429]
 # address is one the server's allow-list and DNS let the crawler read.
 ACCEPTED = ["2xx", "3xx", "401", "403", "404", "409", "429"]
 BEYOND_SCHEMA = ["put_deck", "create_record", "update_record", "crawl_source"]
+# OAuth's endpoints answer as their RFCs say: 400 for a request no schema can tell from a good
+# one (a code, a client, a redirect URI this server never gave or registered).
+OAUTH = ["oauth_authorize", "oauth_token", "oauth_revoke", "oauth_register", "decide"]
 schema = schemathesis.openapi.from_asgi(
     "/openapi.json",
     APP,
@@ -82,6 +85,15 @@ schema = schemathesis.openapi.from_asgi(
                     "include-operation-id": "link_without_upgrade",
                     "checks": {"positive_data_acceptance": {"expected-statuses": ["426"]}},
                 }
+            ]
+            + [
+                {
+                    "include-operation-id": name,
+                    "checks": {
+                        "positive_data_acceptance": {"expected-statuses": [*ACCEPTED, "400"]}
+                    },
+                }
+                for name in OAUTH
             ],
         }
     ),

@@ -5,9 +5,13 @@ change. The same writes, as JSON from an allowed origin, still work."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from contextlib import contextmanager
+from urllib.parse import parse_qs, urlencode, urlsplit
 
+import httpx
 import pytest
 from conftest import start_server, stop_server
 from starlette.applications import Starlette
@@ -89,9 +93,9 @@ function form(action, enctype, body) {
 
 
 @contextmanager
-def attacker_site(target: str):
+def attacker_site(target: str, writes: list[tuple[str, str, object]] = WRITES):
     async def page(request):
-        return HTMLResponse(ATTACK % {"target": json.dumps(target), "writes": json.dumps(WRITES)})
+        return HTMLResponse(ATTACK % {"target": json.dumps(target), "writes": json.dumps(writes)})
 
     server = LoopbackServer(Starlette(routes=[Route("/", page)]), start_timeout=10)
     try:
@@ -117,7 +121,52 @@ def server_state(live) -> dict:
             ],
             "sessions": db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0],
             "agent_tokens": db.execute("SELECT COUNT(*) FROM agent_tokens").fetchone()[0],
+            "oauth_codes": db.execute("SELECT COUNT(*) FROM oauth_codes").fetchone()[0],
+            "oauth_grants": db.execute("SELECT COUNT(*) FROM oauth_grants").fetchone()[0],
         }
+
+
+def allowed_agent(live) -> tuple[str, str]:
+    """An agent ada allowed (OAuth): the query of its authorization request, and the id of the
+    connection it made."""
+    registered = httpx.post(
+        f"{live.url}/register",
+        json={"redirect_uris": ["http://127.0.0.1:9/cb"], "token_endpoint_auth_method": "none"},
+    ).json()
+    verifier = "v" * 64
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
+    query = urlencode(
+        {
+            "response_type": "code",
+            "client_id": registered["client_id"],
+            "redirect_uri": "http://127.0.0.1:9/cb",
+            "code_challenge": challenge.decode().rstrip("="),
+            "code_challenge_method": "S256",
+        }
+    )
+    session = httpx.post(
+        f"{live.url}/auth/sign-in", json={"username": "ada", "password": "ada-demo"}
+    ).json()["token"]
+    ada = {"authorization": f"Bearer {session}"}
+    decided = httpx.post(
+        f"{live.url}/authorize/decision",
+        json={"request": query, "decision": "allow"},
+        headers=ada,
+    ).json()
+    code = parse_qs(urlsplit(decided["redirect"]).query)["code"][0]
+    httpx.post(
+        f"{live.url}/token",
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "client_id": registered["client_id"],
+            "redirect_uri": "http://127.0.0.1:9/cb",
+            "code_verifier": verifier,
+        },
+    ).raise_for_status()
+    [connection] = httpx.get(f"{live.url}/api/agent-connections", headers=ada).json()
+    httpx.post(f"{live.url}/auth/sign-out", headers=ada)
+    return query, connection["id"]
 
 
 def sign_in(page, live, username="ada"):
@@ -134,12 +183,20 @@ def sign_in(page, live, username="ada"):
 def test_an_attacker_page_of_the_same_site_changes_nothing(page, tmp_path):
     live = start_server(tmp_path, seed_demo=True)
     try:
+        query, connection = allowed_agent(live)
+        # the person's consent and the panel's Revoke: an attacker may neither allow nor end
+        writes = [
+            *WRITES,
+            ("POST", "/authorize/decision", {"request": query, "decision": "allow"}),
+            ("DELETE", f"/api/agent-connections/{connection}", None),
+        ]
         sign_in(page, live)
         before = server_state(live)
         assert before["sessions"] == 1
-        with attacker_site(live.url) as attacker:
+        assert (before["oauth_codes"], before["oauth_grants"]) == (1, 1)
+        with attacker_site(live.url, writes) as attacker:
             page.goto(attacker)
-            page.wait_for_function(f"document.title === 'done {len(WRITES)}'", timeout=60_000)
+            page.wait_for_function(f"document.title === 'done {len(writes)}'", timeout=60_000)
         assert server_state(live) == before
         page.goto(f"{live.url}/auth/me")
         # not signed out, not signed in as eve

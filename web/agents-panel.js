@@ -1,7 +1,9 @@
 /**
  * The demo page's *Agents* panel: the switch "Let my agents use this page" (off by default,
- * remembered in localStorage), and the person's agent tokens — make one (its secret shown once,
- * with the lines that give it to Claude Code, Claude Desktop, Cursor and VS Code), list, revoke.
+ * remembered in localStorage); how to connect an agent by sign-in (the address alone: the agent
+ * opens this server's consent page, server/agents/oauth/); the agents the person allowed, with
+ * when each last called and Revoke; and agent tokens for agents that cannot sign in — make one
+ * (its secret shown once, with the lines that give it to each agent), list, revoke.
  */
 import { el, whenIdle } from "./dom.js";
 
@@ -21,6 +23,9 @@ const toggle = el("input", { type: "checkbox", "data-testid": "agents-switch" })
 const retry = el("button", { type: "button", hidden: "" }, "Try again");
 retry.addEventListener("click", () => follow());
 const tokens = el("ul", { class: "agents-tokens", "data-testid": "agent-tokens" });
+const connections = el("ul", { class: "agents-tokens", "data-testid": "agent-connections" });
+const connect = el("div", { class: "agents-connect", "data-testid": "agent-connect" });
+const signedInOnly = el("div", { class: "agents-signed-in", hidden: "" });
 const made = el("div", { class: "agents-made", "data-testid": "agent-token-made" });
 const nameInput = el("input", { name: "token-name", placeholder: "Which agent? e.g. Claude Code on my laptop", maxlength: "80", "aria-label": "Which agent the token is for" });
 const makeButton = el("button", { type: "submit" }, "Make a token");
@@ -45,6 +50,34 @@ form.addEventListener("submit", async (event) => {
   listTokens();
 });
 
+/** A titled line to copy, with its Copy button. */
+function snippet(title, text, testid) {
+  const copy = el("button", { type: "button" }, "Copy");
+  copy.addEventListener("click", () => navigator.clipboard?.writeText(text).then(() => { copy.textContent = "Copied"; }, () => {}));
+  return el("div", { class: "agents-snippet" }, el("strong", {}, title), " ", copy, el("pre", { "data-testid": testid }, text));
+}
+
+/** The lines that connect an agent by sign-in: the address alone, where the agent speaks MCP's
+ * OAuth (Claude Code, Cursor, VS Code); it then opens this server's consent page. Claude Desktop's
+ * own connectors reach a server from Anthropic's cloud: for a server on this computer (or plain
+ * http), its mcp-remote bridge signs in instead. */
+function drawConnect() {
+  const json = (value) => JSON.stringify(value, null, 2);
+  const url = new URL(mcpUrl);
+  const local = url.protocol === "http:" || ["localhost", "127.0.0.1", "[::1]"].includes(url.hostname);
+  const bridge = ["-y", "mcp-remote", mcpUrl];
+  if (url.protocol === "http:" && !["localhost", "127.0.0.1"].includes(url.hostname)) bridge.push("--allow-http");
+  connect.replaceChildren(
+    el("p", {}, "Give your agent this address; it opens this page to ask you, and you choose Allow or Deny."),
+    snippet("Claude Code, in a terminal", `claude mcp add --transport http reactor ${mcpUrl}`, "agent-connect-claude-code"),
+    local
+      ? snippet("Claude Desktop, in claude_desktop_config.json (needs Node.js)", json({ mcpServers: { reactor: { command: "npx", args: bridge } } }), "agent-connect-desktop-json")
+      : snippet("Claude Desktop, in Settings › Connectors › Add custom connector", mcpUrl, "agent-connect-desktop-json"),
+    snippet("Cursor, in ~/.cursor/mcp.json", json({ mcpServers: { reactor: { url: mcpUrl } } }), "agent-connect-cursor-json"),
+    snippet("VS Code, in .vscode/mcp.json", json({ servers: { reactor: { type: "http", url: mcpUrl } } }), "agent-connect-vscode-json"),
+  );
+}
+
 /** The secret, once: with the lines that hand it to each agent, as each one's documentation
  * spells its configuration. Claude Desktop reads no `url` entry in claude_desktop_config.json
  * (remote servers are its Connectors, which take no bearer token): it starts `mcp-remote`, a
@@ -61,11 +94,6 @@ function showOnce({ name, token }) {
   const desktop = json({ mcpServers: { reactor: { command: "npx", args: bridge, env: { AUTH_HEADER: bearer } } } });
   const cursor = json({ mcpServers: { reactor: { url: mcpUrl, headers: { Authorization: bearer } } } });
   const vscode = json({ servers: { reactor: { type: "http", url: mcpUrl, headers: { Authorization: bearer } } } });
-  const snippet = (title, text, testid) => {
-    const copy = el("button", { type: "button" }, "Copy");
-    copy.addEventListener("click", () => navigator.clipboard?.writeText(text).then(() => { copy.textContent = "Copied"; }, () => {}));
-    return el("div", { class: "agents-snippet" }, el("strong", {}, title), " ", copy, el("pre", { "data-testid": testid }, text));
-  };
   const hide = el("button", { type: "button" }, "Done: hide it");
   hide.addEventListener("click", () => made.replaceChildren());
   made.replaceChildren(
@@ -79,11 +107,38 @@ function showOnce({ name, token }) {
   );
 }
 
+const when = (seconds) => (seconds ? new Date(seconds * 1000).toLocaleString() : "never");
+
+/** The agents the person allowed (OAuth), each with Revoke, which asks first. */
+async function listConnections() {
+  if (!user) { connections.replaceChildren(); return; }
+  const response = await api("/api/agent-connections");
+  if (!response.ok) return;
+  connections.replaceChildren(...(await response.json()).map((connection) => {
+    const item = el("li", { "data-connection-id": connection.id });
+    const revoke = el("button", { type: "button" }, "Revoke");
+    const draw = () => item.replaceChildren(el("strong", {}, connection.name),
+      ` allowed ${when(connection.created)}, last called ${when(connection.lastUsed)} `, revoke);
+    revoke.addEventListener("click", () => {
+      const yes = el("button", { type: "button" }, "Revoke");
+      const no = el("button", { type: "button" }, "Keep");
+      yes.addEventListener("click", async () => {
+        await api(`/api/agent-connections/${encodeURIComponent(connection.id)}`, { method: "DELETE" });
+        listConnections();
+      });
+      no.addEventListener("click", () => { draw(); revoke.focus(); });
+      item.replaceChildren(el("span", { role: "alert" }, `Revoke ${connection.name}? Its next call is refused; to use it again, allow it again. `), yes, " ", no);
+      no.focus();
+    });
+    draw();
+    return item;
+  }));
+}
+
 async function listTokens() {
   if (!user) { tokens.replaceChildren(); return; }
   const response = await api("/api/agent-tokens");
   if (!response.ok) return;
-  const when = (seconds) => (seconds ? new Date(seconds * 1000).toLocaleString() : "never");
   tokens.replaceChildren(...(await response.json()).map((token) => {
     const item = el("li", { "data-token-id": token.id }, el("strong", {}, token.name),
       ` made ${when(token.created)}, last used ${when(token.lastUsed)} `);
@@ -113,6 +168,7 @@ async function follow() {
   nameInput.disabled = makeButton.disabled = !user;
   formNote.textContent = user ? "" : "Sign in to make a token for an agent.";
   retry.hidden = true;
+  signedInOnly.hidden = !user;
   delete status.dataset.page;
   if (!user) {
     made.replaceChildren();
@@ -168,6 +224,7 @@ function showLastCall() {
   const { agent, title, at } = lastCallDetail;
   lastCall.hidden = false;
   lastCall.textContent = `${agent || "An agent"} asked for “${title}” at ${at.toLocaleTimeString()}.`;
+  listConnections();  // when each allowed agent last called
 }
 
 window.addEventListener("reactor:agent-call", ({ detail }) => {
@@ -182,10 +239,16 @@ window.addEventListener("reactor:agent-call", ({ detail }) => {
 // frame. It follows the switch and the session from then on.
 whenIdle().then(() => {
   toggle.checked = localStorage.getItem(SWITCH_KEY) === "on";
+  drawConnect();
+  signedInOnly.append(
+    el("h3", {}, "Connect an agent"), connect,
+    el("h3", {}, "Agents you allowed"), connections,
+    el("h3", {}, "Tokens, for agents that cannot sign in"),
+  );
   box.append(
     el("h2", { id: "agents-title" }, "Agents"),
     el("label", { class: "agents-switch" }, toggle, " Let my agents use this page"),
-    status, retry, lastCall, form, made, tokens,
+    status, retry, lastCall, signedInOnly, form, made, tokens,
   );
   window.addEventListener("reactor:session", ({ detail }) => {
     const before = user?.username;
@@ -193,10 +256,12 @@ whenIdle().then(() => {
     if (before && before !== user?.username) window.reactor.agents.disconnect();  // never carry a page to another person
     follow();
     listTokens();
+    listConnections();
   });
   fetch("/auth/session").then((r) => r.json()).then(({ user: current }) => {
     user = current;
     follow();
     listTokens();
+    listConnections();
   }, () => follow());
 });

@@ -1,6 +1,6 @@
 """The CMS server plugin: sites, roles and entries, its JSON API, the public pages and the
-guarded crawler. The page never imports this module (it needs starlette); it serves the same
-agent-tools.json the page plugin contributes.
+crawler, guarded by the server's reactor.server.outbound. The page never imports this module (it
+needs starlette); it serves the same agent-tools.json the page plugin contributes.
 
 The crawl allow-list comes from configuration: `CmsServerPlugin(crawl_allow=[...])` and the
 REACTOR_CRAWL_ALLOW environment variable (entries like `127.0.0.1:8123` or
@@ -21,19 +21,27 @@ from pathlib import Path
 from starlette.requests import Request
 from starlette.routing import Route
 
+from reactor.server.outbound.fetch import FetchPolicy
+from reactor.server.outbound.guard import AllowRule, Reader, parse_allow_list
 from reactor.server.plugins.context import ServerContext
 
 from .backend.access import Access
 from .backend.api import api_routes
 from .backend.crawl_pool import CrawlPool
 from .backend.demo import demo_source_routes, seed_demo
-from .backend.fetch import FetchPolicy
-from .backend.guard import AllowRule, parse_allow_list
 from .backend.public import public_routes
 from .backend.store import SiteStore
 
 HERE = Path(__file__).parent
 DEMO_SOURCES = "/demo-sources/"
+USER_AGENT = "reactor-cms-crawler/0.1"
+# The crawler's refusals, in its words (the guard is the server's: reactor.server.outbound).
+CRAWLER = Reader(
+    name="the crawler",
+    done="crawled",
+    plainly="crawl public sources",
+    allow="the allow-list (REACTOR_CRAWL_ALLOW)",
+)
 
 
 class CmsServerPlugin:
@@ -84,4 +92,6 @@ class CmsServerPlugin:
         server = request.scope.get("server")
         if self.demo and server and server[1]:
             rules = rules + (AllowRule(str(server[0]).lower(), int(server[1]), DEMO_SOURCES),)
-        return FetchPolicy(rules, self.crawl_timeout, self.crawl_max_bytes)
+        return FetchPolicy(
+            rules, self.crawl_timeout, self.crawl_max_bytes, reader=CRAWLER, user_agent=USER_AGENT
+        )

@@ -24,6 +24,8 @@ ReactorError
 │   │                                 .details)
 │   └── StaleVersion                  a write named a version someone else replaced (.current;
 │                                     server/requests.py)
+├── OAuthError                        an OAuth endpoint refuses, as its RFC spells it (.code, the
+│                                     sentence as .description, .status)
 ├── ProtocolError                     a message between the page and the worker that is not the
 │                                     protocol's
 ├── PageError                         the page answered the worker's request with its error (.name)
@@ -35,6 +37,10 @@ ReactorError
 ├── ScaffoldError (ValueError)        `reactor new plugin` refused (reactor.scaffold)
 ├── ServerStartError (RuntimeError)   reactor.testing's server did not start
 ├── PageCallError (AssertionError)    reactor.testing: the page refused a window.reactor call
+├── OutboundRefused (ValueError)      the server will not fetch that address (not http(s),
+│                                     credentials, a non-public address): nothing was sent
+├── OutboundFailed                    a fetch of the server's could not be read: unreachable, too
+│                                     slow, too large, an error status
 └── DatabaseError                     the server's database refused a statement (SQLite or
     │                                 PostgreSQL)
     ├── UniqueViolation               a write would repeat a unique key (a taken slug, a taken id)
@@ -223,6 +229,16 @@ class ApiError(ReactorError):
             self.headers["retry-after"] = str(retry_after)
 
 
+class OAuthError(ReactorError):
+    """An OAuth endpoint's refusal: the RFC's error code (`invalid_grant`, `invalid_target`, …),
+    the sentence its client shows (`error_description`), the HTTP status (400, or 401 for a
+    client that failed to authenticate)."""
+
+    def __init__(self, code: str, description: str, *, status: int = 400) -> None:
+        super().__init__(description)
+        self.code, self.description, self.status = code, description, status
+
+
 class ProtocolError(ReactorError):
     """A message between the page and the worker that is not the protocol's (reactor.protocol)."""
 
@@ -243,6 +259,14 @@ class PageScriptError(ReactorError):
     def __init__(self, name: str, message: str) -> None:
         super().__init__(message)
         self.name = name
+
+
+class OutboundRefused(ReactorError, ValueError):
+    """The guard refused a URL before any connection was made (reactor.server.outbound)."""
+
+
+class OutboundFailed(ReactorError):
+    """A guarded fetch could not be read: unreachable, too slow, too large, or an error status."""
 
 
 class DatabaseError(ReactorError):

@@ -28,16 +28,15 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.routing import Route
 
-from reactor.errors import ApiError
+from reactor.errors import ApiError, OutboundFailed, OutboundRefused
 from reactor.server.api import Call, Reply, declare
+from reactor.server.outbound.fetch import FetchPolicy
 from reactor.server.requests import STALE_SCHEMA
 
 from .access import Access, Grant
 from .crawl import KINDS, MAX_LIMIT, crawl, import_items
 from .crawl_pool import CrawlPool
 from .entry import COLLECTIONS, LIMITS, SLUG, STATUSES
-from .fetch import CrawlFailed, FetchPolicy
-from .guard import CrawlRefused
 from .sources import SourceError
 from .store import SiteStore, SlugTaken
 
@@ -219,9 +218,9 @@ WRITE = {**SIGNED_IN, 403: "The user's role on the site does not allow this."}
 ONE = {404: "The site has no entry with that slug."}
 # What reading a source can fail with, as the route answers it.
 CRAWL_FAILURES: dict[type[Exception], int] = {
-    CrawlRefused: 422,
+    OutboundRefused: 422,
     SourceError: 422,
-    CrawlFailed: 502,
+    OutboundFailed: 502,
     SlugTaken: 409,
 }
 

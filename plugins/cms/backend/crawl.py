@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+from reactor.errors import OutboundFailed, OutboundRefused
+from reactor.server.outbound.fetch import Fetched, FetchPolicy, fetch
+
 from .entry import SLUG
-from .fetch import CrawlFailed, Fetched, FetchPolicy, fetch
-from .guard import CrawlRefused
 from .sources import Item, SourceError, blog_links, blog_post, feed_items, wordpress_items
 from .store import SiteStore
 
@@ -29,7 +30,7 @@ class Crawl:
 
 
 def crawl(kind: str, url: str, limit: int, policy: FetchPolicy) -> Crawl:
-    """Read at most `limit` items; CrawlRefused/CrawlFailed/SourceError when the source itself
+    """Read at most `limit` items; OutboundRefused/OutboundFailed/SourceError when the source itself
     fails."""
     readers: dict[str, Callable[[str, int, FetchPolicy], Crawl]] = {
         "blog": _blog,
@@ -90,9 +91,9 @@ def _blog(url: str, limit: int, policy: FetchPolicy) -> Crawl:
         try:
             page = fetch(link, policy, accept="text/html", seconds=left)
             result.items.append(blog_post(_text(page, "text/html", "a blog page"), page.url))
-        except (CrawlRefused, CrawlFailed, SourceError) as error:
+        except (OutboundRefused, OutboundFailed, SourceError) as error:
             reason = str(error)
-            if isinstance(error, CrawlFailed) and time.monotonic() >= budget_end:
+            if isinstance(error, OutboundFailed) and time.monotonic() >= budget_end:
                 reason = "the crawl ran out of time while reading this page"
             result.skipped.append({"source_url": link, "reason": reason})
     return result

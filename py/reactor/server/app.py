@@ -29,7 +29,8 @@ from ..platform import PluginPlatform
 from ..plugin_spec import PluginSpec, discover_plugins
 from .agents.mcp import MCP_OPERATION, Agents
 from .agents.mcp import PATH as MCP_PATH
-from .agents.tokens import AgentTokens, AgentTokensOnlyOnMcp
+from .agents.oauth import ACCESS_PREFIX, CLIENT_PATHS, REFRESH_PREFIX, UNAUTHENTICATED_PATHS, OAuth
+from .agents.tokens import PREFIX, AgentTokens, AgentTokensOnlyOnMcp
 from .api import Call, Declaration, Reply, declaration_of, declare, error_answer, error_response
 from .auth.cors import CrossOrigin, check_origins
 from .auth.protection import LOOPBACK_HOSTS, CrossSiteWriteGuard, HostCheck, check_hosts
@@ -125,8 +126,9 @@ def create_app(
         context = ServerContext(store, auth, platform, records)
         gateway = None if assistant is None else Gateway(assistant, store, auth)
         agent_tokens = AgentTokens(store, auth)
+        oauth = OAuth(store, auth)  # agents allowed by the person, on this server's own pages
         # /mcp and the pages it relays to (server/agents/)
-        agents = Agents(auth, agent_tokens, origins, store, public)
+        agents = Agents(auth, agent_tokens, origins, store, oauth.grants, public)
         server_plugin_routes = _server_plugin_routes(platform, context, seed_demo)
     agent = AgentSpec.from_dict(
         json.loads((ROOT / "agent.json").read_text()) if agent_spec is None else agent_spec
@@ -147,6 +149,7 @@ def create_app(
         *([] if gateway is None else gateway.routes()),
         *server_plugin_routes,
         *agent_tokens.routes(),
+        *oauth.routes(),
         *agents.routes(),
         *health_routes(Readiness(store, lambda: agents.endpoint.manager is not None)),
         *metrics.routes(),
@@ -158,8 +161,13 @@ def create_app(
     routes.insert(0, mcp)
     middleware = [
         Middleware(HostCheck, hosts=hosts),
-        Middleware(CrossSiteWriteGuard, origins=origins),
-        Middleware(AgentTokensOnlyOnMcp, path=MCP_PATH),
+        Middleware(CrossSiteWriteGuard, origins=origins, exempt=CLIENT_PATHS),
+        Middleware(
+            AgentTokensOnlyOnMcp,
+            path=MCP_PATH,
+            prefixes=(PREFIX, ACCESS_PREFIX, REFRESH_PREFIX),
+            unread=UNAUTHENTICATED_PATHS,
+        ),
         Middleware(Compression, mcp_path=MCP_PATH),
     ]
     if origins:

@@ -2,7 +2,8 @@
 
 An agent (Claude Code, Claude Desktop, Cursor, VS Code) speaks MCP's Streamable HTTP to `/mcp`
 (the official `mcp` SDK's low-level `Server`, its session manager run in the app's lifespan),
-with an agent token (server/agents/tokens.py). The page does the work: it holds one WebSocket
+with an OAuth access token the person allowed (server/agents/oauth/) or an agent token
+(server/agents/tokens.py). The page does the work: it holds one WebSocket
 to the server (`/api/agent-pages/link`): calls and cancels go down, answers, its tool list and
 "the person is using this page" come up.
 
@@ -56,9 +57,11 @@ from ..auth.sessions import Auth, session_token
 from ..database import Database
 from ..metrics import counted
 from .bus import PostgresPageBus
+from .oauth.grants import ACCESS_PREFIX, UNKNOWN, Grants
+from .oauth.resource import CHALLENGE, REFUSAL, challenge, holder, refusal
 from .relay import MAX_PAGES, PageLink, PageRelay, failure
 from .sessions import SessionRows, SessionWatch, SharedSessionManager
-from .tokens import PREFIX, AgentToken, AgentTokens, bearer_token
+from .tokens import AgentToken, AgentTokens, bearer_token
 from .transport import SettlingSessionManager
 
 log = logging.getLogger("reactor.server")
@@ -268,11 +271,11 @@ MCP_OPERATION = documented(
         replies={
             200: Reply(content={"application/json": {"schema": {"type": "object"}}, **EVENTS}),
             202: Reply(),
+            # no valid token (a session or cookie is refused): where authorization is, and why
+            401: Reply(REFUSAL, headers=CHALLENGE),
         },
         refusals={
             400: "Not a JSON-RPC message MCP's transport takes.",
-            401: "No valid agent token (a session or cookie is refused); WWW-Authenticate says "
-            "Bearer.",
             403: "A page of a foreign Origin asks.",
             404: "An MCP session that never was, has ended, or is another token's.",
             405: "A method the transport does not take here.",
@@ -287,12 +290,12 @@ MCP_OPERATION = documented(
 
 class McpEndpoint:
     """ASGI app at /mcp: the transport's own rules before the SDK sees the request — an Origin,
-    when present, must be this server's or an allowed one (403); only an agent token
-    authenticates (401 with `WWW-Authenticate: Bearer`; no cookie, no session token); each token
-    is rate-limited (429 with Retry-After)."""
+    when present, must be this server's or an allowed one (403); only an OAuth access token or an
+    agent token authenticates (401 naming where authorization is: server/agents/oauth/; no
+    cookie, no session token); each is rate-limited (429 with Retry-After)."""
 
-    def __init__(self, tokens: AgentTokens, origins: Iterable[str]) -> None:
-        self.tokens, self.origins = tokens, frozenset(origins)
+    def __init__(self, tokens: AgentTokens, origins: Iterable[str], grants: Grants) -> None:
+        self.tokens, self.origins, self.grants = tokens, frozenset(origins), grants
         self.manager: SettlingSessionManager | None = None  # while the app's lifespan runs
         self.running: dict[str, set[anyio.CancelScope]] = {}  # each token's requests being served
 
@@ -314,12 +317,9 @@ class McpEndpoint:
             )(scope, receive, send)
             return
         secret = bearer_token(headers)
-        agent = self.tokens.check(secret) if secret else None
+        agent, sentence = holder(self.tokens, self.grants, secret, scope)
         if agent is None:
-            sentence = _refusal(secret)
-            answer = error_response(401, sentence)
-            answer.headers["www-authenticate"] = 'Bearer realm="reactor"'
-            await answer(scope, receive, send)
+            await challenge(scope, sentence, invalid=bool(secret))(scope, receive, send)
             return
         wait = agent.retry_after
         if wait:
@@ -364,24 +364,8 @@ class McpEndpoint:
             finally:
                 running.discard(request)
         if request.cancelled_caught and not started:  # revoked while it was being served
-            answer = error_response(401, REVOKED_SENTENCE)
-            answer.headers["www-authenticate"] = 'Bearer realm="reactor"'
-            await answer(scope, receive, send)
-
-
-def _refusal(secret: str) -> str:
-    if not secret:
-        return (
-            "Send an agent token as `Authorization: Bearer …`; make one in the page's Agents panel."
-        )
-    if not secret.startswith(PREFIX):
-        return f"{PATH} takes an agent token (make one in the page's Agents panel), not a session."
-    return REVOKED_SENTENCE
-
-
-REVOKED_SENTENCE = (
-    "This agent token is unknown or revoked; make a new one in the page's Agents panel."
-)
+            sentence = UNKNOWN if secret.startswith(ACCESS_PREFIX) else refusal(secret)
+            await challenge(scope, sentence, invalid=True)(scope, receive, send)
 
 
 class Agents:
@@ -394,6 +378,7 @@ class Agents:
         tokens: AgentTokens,
         origins: Iterable[str],
         database: Database,
+        grants: Grants,
         public_url: str = "",
     ) -> None:
         # Processes sharing a PostgreSQL database share their pages by it (server/agents/bus.py).
@@ -403,8 +388,9 @@ class Agents:
         self.sessions = SessionRows(database) if self.bus is not None else None
         self.server = mcp_server(self.relay, lambda ctx: _page_url(ctx.request, public_url))
         self.server.middleware.append(SessionWatch(self.relay, self.sessions))
-        self.endpoint = McpEndpoint(tokens, origins)
+        self.endpoint = McpEndpoint(tokens, origins, grants)
         tokens.on_revoke.append(self.revoke)
+        grants.on_revoke.append(self.revoke)
         self.relay.hearers[REVOKED] = lambda message: self._revoke_here(message.get("token"))
 
     def revoke(self, token_id: str) -> None:

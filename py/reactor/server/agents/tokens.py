@@ -278,19 +278,31 @@ class AgentTokens:
 
 
 class AgentTokensOnlyOnMcp:
-    """ASGI middleware: an agent token anywhere but `/mcp` is a 401 with a sentence, not an
-    anonymous visit (the agent's configuration is wrong, and should say so)."""
+    """ASGI middleware: an agent's token (a token of `prefixes`: agent tokens, OAuth's) anywhere
+    but `/mcp` is a 401 with a sentence, not an anonymous visit (the agent's configuration is
+    wrong, and should say so). On the `unread` paths no bearer is read at all (OAuth's discovery
+    and client endpoints): a client configured with a header sends it there too while it
+    authorizes, and must not be refused for it."""
 
-    def __init__(self, app: ASGIApp, *, path: str = "/mcp") -> None:
-        self.app, self.path = app, path
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        path: str = "/mcp",
+        prefixes: tuple[str, ...] = (PREFIX,),
+        unread: tuple[str, ...] = (),
+    ) -> None:
+        self.app, self.path, self.prefixes = app, path, prefixes
+        self.unread = frozenset(unread)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
             scope["type"] == "http"
             and scope["path"] != self.path
             and not scope["path"].startswith(self.path + "/")
+            and scope["path"] not in self.unread
         ):
-            if bearer_token(Headers(scope=scope)).startswith(PREFIX):
+            if bearer_token(Headers(scope=scope)).startswith(self.prefixes):
                 refusal = ApiError(
                     401,
                     f"An agent token works only on {self.path}; sign in to use the rest of "

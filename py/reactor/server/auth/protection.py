@@ -8,7 +8,8 @@
   cannot send it; a write with no body at all has no type to check) and come from this server's
   own origin or an allowed one (`Origin`, else `Sec-Fetch-Site`; 403 otherwise). A bearer token
   is never sent by a browser on its own, so a request carrying one is not forged cross-site.
-  Sign-in and sign-out are writes like any other.
+  Sign-in and sign-out are writes like any other. The paths the app names `exempt` (OAuth's
+  client endpoints, which no cookie authenticates) follow their own RFCs instead.
 
 The server's own origin is the request's scheme (as a trusted proxy says it) with its Host. An
 Origin that differs from it only by what a proxy in front lost — the Host's port, the page's
@@ -116,12 +117,21 @@ class HostCheck:
 class CrossSiteWriteGuard:
     """ASGI middleware: a write a cookie could authenticate is JSON from an origin we trust."""
 
-    def __init__(self, app: ASGIApp, *, origins: Iterable[str] = ()) -> None:
+    def __init__(
+        self, app: ASGIApp, *, origins: Iterable[str] = (), exempt: Iterable[str] = ()
+    ) -> None:
         self.app = app
         self.origins = frozenset(origins)
+        # OAuth's /token, /register, /revoke: agents POST there from anywhere, no cookie, forms.
+        # They honour no cookie, so a forged request gains nothing; their own rules apply.
+        self.exempt = frozenset(exempt)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] in UNSAFE_METHODS:
+        if (
+            scope["type"] == "http"
+            and scope["method"] in UNSAFE_METHODS
+            and scope["path"] not in self.exempt
+        ):
             refusal = self.refusal(scope)
             if refusal is not None:
                 await refusal(scope, receive, send)

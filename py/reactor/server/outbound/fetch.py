@@ -1,5 +1,6 @@
-"""A guarded GET: checked before each connection, pinned to the checked address, redirects
-re-checked hop by hop, one deadline over the whole exchange (deadline.py), and a size cap."""
+"""A guarded GET: checked before each connection (guard.py), pinned to the checked address,
+redirects re-checked hop by hop, one deadline over the whole exchange (deadline.py), and a size
+cap."""
 
 from __future__ import annotations
 
@@ -9,18 +10,12 @@ import ssl
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
-from reactor.errors import ReactorError
-
+from ...errors import OutboundFailed, OutboundRefused
 from .deadline import Deadline
-from .guard import AllowRule, CrawlRefused, Resolver, Target, check_url
+from .guard import AllowRule, Reader, Resolver, Target, check_url
 
-USER_AGENT = "reactor-cms-crawler/0.1"
 MAX_REDIRECTS = 5
 REDIRECTS = (301, 302, 303, 307, 308)
-
-
-class CrawlFailed(ReactorError):
-    """The source could not be read: unreachable, too slow, too large, or an error status."""
 
 
 @dataclass(frozen=True)
@@ -32,45 +27,54 @@ class Fetched:
 
 @dataclass(frozen=True)
 class FetchPolicy:
-    """What a crawl may use: the allow-list, seconds per fetch (redirects included), bytes per
-    answer."""
+    """What a fetch may use: the allow-list, seconds per fetch (redirects included), bytes per
+    answer; who reads (its refusals' words, its User-Agent)."""
 
     rules: tuple[AllowRule, ...] = ()
     timeout: float = 10.0
     max_bytes: int = 2_000_000
     resolve: Resolver | None = None
+    reader: Reader = Reader()
+    user_agent: str = "reactor"
+    max_redirects: int = MAX_REDIRECTS
 
 
 def fetch(
     url: str, policy: FetchPolicy, *, accept: str = "*/*", seconds: float | None = None
 ) -> Fetched:
     """GET `url` under `policy` within `seconds` (the policy's timeout, or less when a crawl's
-    budget is nearly spent); CrawlRefused from the guard, CrawlFailed from the exchange."""
+    budget is nearly spent); OutboundRefused from the guard, OutboundFailed from the exchange."""
     deadline = Deadline(policy.timeout if seconds is None else min(seconds, policy.timeout))
+    asked = url
     try:
-        for _ in range(MAX_REDIRECTS + 1):
-            target = check_url(url, policy.rules, policy.resolve)
+        for _ in range(policy.max_redirects + 1):
+            target = check_url(url, policy.rules, policy.resolve, policy.reader)
             status, headers, body = _exchange(target, policy, accept, deadline)
             if status in REDIRECTS:
                 url = _next_hop(url, status, headers.get("location"))
                 continue
             if status >= 400:
-                raise CrawlFailed(f"The source {url[:120]!r} answered {status}.")
+                raise OutboundFailed(f"The source {url[:120]!r} answered {status}.")
             return Fetched(url, headers.get("content-type", ""), body)
     finally:
         deadline.cancel()
-    raise CrawlFailed(
-        f"The source redirected more than {MAX_REDIRECTS} times; stopped at {url[:120]!r}."
+    if not policy.max_redirects:
+        raise OutboundFailed(
+            f"{asked[:120]!r} redirects to {url[:120]!r}; {policy.reader.name} reads it only at "
+            "its own address."
+        )
+    raise OutboundFailed(
+        f"The source redirected more than {policy.max_redirects} times; stopped at {url[:120]!r}."
     )
 
 
 def _next_hop(url: str, status: int, location: str | None) -> str:
     if not location:
-        raise CrawlFailed(f"{url[:120]!r} answered {status} without saying where to go.")
+        raise OutboundFailed(f"{url[:120]!r} answered {status} without saying where to go.")
     try:
         return urljoin(url, location)
     except ValueError:  # urlsplit refuses e.g. 'http://[::1/' (an unclosed IPv6 bracket)
-        raise CrawlFailed(
+        raise OutboundFailed(
             f"The source {url[:120]!r} redirected to {location[:120]!r}, which is not a "
             "well-formed address."
         ) from None
@@ -81,7 +85,9 @@ def _exchange(
 ) -> tuple[int, dict[str, str], bytes]:
     connection = _connection(target, deadline)
     try:
-        connection.request("GET", target.path, headers={"user-agent": USER_AGENT, "accept": accept})
+        connection.request(
+            "GET", target.path, headers={"user-agent": policy.user_agent, "accept": accept}
+        )
         response = connection.getresponse()
         headers = {k.lower(): v for k, v in response.getheaders()}
         body = b""
@@ -96,7 +102,9 @@ def _exchange(
     except (OSError, http.client.HTTPException, ValueError) as error:
         if deadline.expired or isinstance(error, TimeoutError):
             raise _too_slow(target, deadline) from None
-        raise CrawlFailed(f"The source {target.url[:120]!r} could not be read: {error}.") from None
+        raise OutboundFailed(
+            f"The source {target.url[:120]!r} could not be read: {error}."
+        ) from None
     finally:
         deadline.release()
         connection.close()
@@ -140,17 +148,17 @@ class _PinnedHTTPS(http.client.HTTPSConnection):
         self.sock.do_handshake()
 
 
-def _too_large(target: Target, policy: FetchPolicy) -> CrawlFailed:
-    return CrawlFailed(
-        f"The source {target.url[:120]!r} is larger than {policy.max_bytes} bytes; the "
-        "crawler stops there."
+def _too_large(target: Target, policy: FetchPolicy) -> OutboundFailed:
+    return OutboundFailed(
+        f"The source {target.url[:120]!r} is larger than {policy.max_bytes} bytes; "
+        f"{policy.reader.name} stops there."
     )
 
 
-def _too_slow(target: Target, deadline: Deadline) -> CrawlFailed:
-    return CrawlFailed(
+def _too_slow(target: Target, deadline: Deadline) -> OutboundFailed:
+    return OutboundFailed(
         f"The source {target.url[:120]!r} did not answer within {deadline.seconds:g} seconds."
     )
 
 
-__all__ = ["CrawlFailed", "CrawlRefused", "Fetched", "FetchPolicy", "fetch"]
+__all__ = ["Fetched", "FetchPolicy", "OutboundFailed", "OutboundRefused", "fetch"]

@@ -1,9 +1,12 @@
-"""The crawler's guard against server-side request forgery.
+"""The guard against server-side request forgery, for every address the server fetches on
+someone's word: the CMS's crawler (a source a person names), an OAuth client's metadata document
+(a client_id an agent names).
 
 A URL passes when it is http(s), has no credentials, and *every* address its host resolves to
-is public — or is named by the allow-list (configuration: REACTOR_CRAWL_ALLOW, or the server
-plugin's `crawl_allow`). The fetcher connects to the addresses checked here, never re-resolving,
-so a name that changes its answer between check and connect (DNS rebinding) gains nothing.
+is public — or is named by the reader's allow-list (the crawler's: REACTOR_CRAWL_ALLOW, or the
+CMS server plugin's `crawl_allow`). The fetcher (fetch.py) connects to the addresses checked
+here, never re-resolving, so a name that changes its answer between check and connect (DNS
+rebinding) gains nothing.
 
 An IPv6 address that carries an IPv4 one (IPv4-mapped and -compatible, NAT64, 6to4, Teredo)
 reaches that IPv4 address through a translator or tunnel, so it must be public too:
@@ -19,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
-from reactor.errors import ReactorError
+from ...errors import OutboundRefused
 
 Resolver = Callable[[str, int], list[str]]
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -31,8 +34,15 @@ IPV4_TRANSLATED = ipaddress.IPv6Network("::ffff:0:0:0/96")
 NAT64 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
 
 
-class CrawlRefused(ReactorError, ValueError):
-    """The guard refused a URL before any connection was made."""
+@dataclass(frozen=True)
+class Reader:
+    """Who reads through the guard, in the words of its refusals: the crawler, say, "crawled",
+    "crawl public sources", "the allow-list (REACTOR_CRAWL_ALLOW)"."""
+
+    name: str = "the server"
+    done: str = "fetched"  # "Only http and https addresses can be {done}"
+    plainly: str = "give its address"  # "…carries credentials; {plainly} without a user name…"
+    allow: str = "its operator's allow-list"
 
 
 @dataclass(frozen=True)
@@ -79,31 +89,38 @@ class Target:
     addresses: tuple[str, ...]
 
 
-def check_url(url: str, rules: Iterable[AllowRule], resolve: Resolver | None = None) -> Target:
-    """The Target of `url`, or CrawlRefused with the sentence saying why not."""
+def check_url(
+    url: str,
+    rules: Iterable[AllowRule],
+    resolve: Resolver | None = None,
+    reader: Reader = Reader(),
+) -> Target:
+    """The Target of `url`, or OutboundRefused with the sentence saying why not."""
     if not isinstance(url, str) or len(url) > 2000:
-        raise CrawlRefused("The URL must be a string of at most 2000 characters.")
+        raise OutboundRefused("The URL must be a string of at most 2000 characters.")
     shown = url[:120]
     try:
         parts = urlsplit(url.strip())
     except ValueError as error:  # e.g. 'http://[::1/': an unclosed IPv6 bracket
-        raise CrawlRefused(f"The address {shown!r} is not a well-formed URL ({error}).") from None
+        raise OutboundRefused(
+            f"The address {shown!r} is not a well-formed URL ({error})."
+        ) from None
     if parts.scheme not in ("http", "https"):
-        raise CrawlRefused(
-            f"Only http and https addresses can be crawled; {shown!r} uses "
+        raise OutboundRefused(
+            f"Only http and https addresses can be {reader.done}; {shown!r} uses "
             f"{parts.scheme or 'no scheme'!r}."
         )
     if parts.username or parts.password:
-        raise CrawlRefused(
-            f"The address {shown!r} carries credentials; crawl public sources without a user "
+        raise OutboundRefused(
+            f"The address {shown!r} carries credentials; {reader.plainly} without a user "
             "name or password."
         )
     try:
         host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
-        raise CrawlRefused(f"The address {shown!r} has an invalid port.") from None
+        raise OutboundRefused(f"The address {shown!r} has an invalid port.") from None
     if not host:
-        raise CrawlRefused(f"The address {shown!r} names no host.")
+        raise OutboundRefused(f"The address {shown!r} names no host.")
     path = _ascii((parts.path or "/") + (f"?{parts.query}" if parts.query else ""))
     addresses = _resolve(host, port, resolve or system_resolver)
     for address in addresses:
@@ -112,9 +129,9 @@ def check_url(url: str, rules: Iterable[AllowRule], resolve: Resolver | None = N
             continue
         names = {host.lower(), str(address)}
         if not any(rule.matches(names, port, parts.path or "/") for rule in rules):
-            raise CrawlRefused(
-                f"The address {shown!r} leads to {problem} address; the crawler reaches only "
-                "public addresses and those the allow-list (REACTOR_CRAWL_ALLOW) names."
+            raise OutboundRefused(
+                f"The address {shown!r} leads to {problem} address; {reader.name} reaches only "
+                f"public addresses and those {reader.allow} names."
             )
     return Target(url, parts.scheme, host, port, path, tuple(str(a) for a in addresses))
 
@@ -173,11 +190,11 @@ def _resolve(host: str, port: int, resolve: Resolver) -> list[Address]:
         try:
             found = [ipaddress.ip_address(a.split("%")[0]) for a in resolve(host, port)]
         except (OSError, UnicodeError, ValueError):
-            raise CrawlRefused(
+            raise OutboundRefused(
                 f"The host {host[:80]!r} could not be resolved to an address."
             ) from None
     if not found:
-        raise CrawlRefused(f"The host {host[:80]!r} resolves to no address.")
+        raise OutboundRefused(f"The host {host[:80]!r} resolves to no address.")
     # An IPv4 address written as IPv6 (::ffff:10.0.0.1) is judged as the IPv4 address it is.
     unique: list[Address] = []
     for address in found:
