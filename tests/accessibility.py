@@ -81,14 +81,19 @@ CONTRAST = """([selector, backdrop]) => {
 }"""
 
 
+def run(page: Any, function: str, arg: Any = None) -> Any:
+    """`function(arg)` in the page: a Playwright page's, or an engines.EnginePage's (any engine)."""
+    return page.run(function, arg) if hasattr(page, "run") else page.evaluate(function, arg)
+
+
 def axe_violations(page: Any, scope: str = "") -> list[dict[str, Any]]:
     """axe-core's serious and critical violations on the page as it is now (or within `scope`).
     Its script is evaluated in the page by the test (no tag, no CSP exception, no CDN)."""
     if not AXE.exists():
         pytest.skip("axe-core is not installed: ./dev test installs it (pinned) into .npm-test/")
-    if not page.evaluate("typeof window.axe !== 'undefined'"):
-        page.evaluate(AXE.read_text(encoding="utf-8") + "\n;undefined")
-    found = page.evaluate(RUN_AXE, scope or None)
+    if not run(page, "() => typeof window.axe !== 'undefined'"):
+        run(page, "() => {\n" + AXE.read_text(encoding="utf-8") + "\n}")
+    found = run(page, RUN_AXE, scope or None)
     return [v for v in found if v["impact"] in SERIOUS]
 
 
@@ -104,7 +109,7 @@ def said(violations: dict[str, list[dict[str, Any]]]) -> str:
 
 def contrast(page: Any, selector: str, backdrop: str = "rgb(0, 0, 0)") -> list[dict[str, Any]]:
     """The contrast ratio each element matching `selector` is drawn at (text against background)."""
-    return page.evaluate(CONTRAST, [selector, backdrop])  # type: ignore[no-any-return]
+    return run(page, CONTRAST, [selector, backdrop])  # type: ignore[no-any-return]
 
 
 def tab_cycle(page: Any, limit: int = 400) -> list[str]:
