@@ -148,6 +148,31 @@ def test_a_write_waits_for_approval_and_a_denial_reaches_the_model(server_page, 
     )
 
 
+def test_the_chat_reads_in_time_order_the_question_the_decision_then_the_result(
+    server_page, server, provider
+):
+    page = open_chat(server_page, "ada")
+    use_fake_provider(page, server)
+    provider.turns = [
+        tool_call_turn("decks_update_slide", {"id": "onboarding", "slide": 1, "title": "One"}),
+        text_turn("Renamed."),
+    ]
+    say(page, "rename slide 1")
+    page.get_by_test_id("approval").get_by_role("button", name="Allow", exact=True).click()
+    page.locator("reactor-chat .chat-assistant").get_by_text("Renamed.").wait_for()
+    shown = page.locator("reactor-chat ol.chat-log > li").evaluate_all(
+        "items => items.map((li) => [li.className, li.dataset.decision ?? li.dataset.status ?? ''])"
+    )
+    assert shown == [
+        ["chat-message chat-user", ""],
+        ["chat-approval", "allow"],
+        ["chat-tool", "finished"],
+        ["chat-message chat-assistant", ""],
+    ]
+    approval = page.get_by_test_id("approval").inner_text()
+    assert approval.startswith("Change slide 1 of") and "Allowed." in approval
+
+
 def test_always_allow_runs_the_next_call_of_that_tool_without_asking(server_page, server, provider):
     page = open_chat(server_page, "ada")  # the seeded decks are the operators' to change
     use_fake_provider(page, server)

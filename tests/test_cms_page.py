@@ -51,6 +51,16 @@ def test_signing_in_at_the_top_shows_the_sites_entries_and_their_status(reactor_
     assert page.evaluate("document.cookie") == ""
 
 
+def test_a_person_in_no_site_is_told_so_once(reactor_page):
+    page = ready(reactor_page)
+    reactor_page.sign_in("eve")
+    panel = page.locator("#cms")
+    panel.get_by_test_id("cms-no-sites").wait_for()
+    assert panel.locator("p").all_inner_texts() == [
+        "eve is not a member of any site yet; an administrator adds members."
+    ]
+
+
 def test_crawl_into_drafts_publish_on_request_and_show_the_page(reactor_page, live_server):
     page = ready(reactor_page)
     sign_in(reactor_page)

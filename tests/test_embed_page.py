@@ -88,7 +88,7 @@ def test_both_plugins_tools_answer_with_the_envelope_and_read_the_live_list(embe
     # The person changes the page after the plugins registered: the next calls see it.
     page.fill("#new-todo input[name=title]", "Buy milk")
     page.press("#new-todo input[name=title]", "Enter")
-    page.click("#todos li[data-id='2'] span")
+    page.click("#todos li[data-id='2'] .todo-title")
     assert [t["title"] for t in call("todo_list")["result"]][-1] == "Buy milk"
     done = {"id": 2, "title": "Write to the landlord", "done": True}
     assert call("todo_complete") == {"ok": True, "result": done}

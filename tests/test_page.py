@@ -312,7 +312,7 @@ def test_a_plugin_that_cannot_load_is_reported_on_the_page_and_the_rest_work(
 ):
     live = start_server(tmp_path, plugins=[*discover_plugins(), GHOST], seed_demo=True)
     try:
-        reactor = new_reactor_page(live).open()
+        reactor = new_reactor_page(live).expect_load_failure("Plugin 'ghost'").open()
         assert "Plugin 'ghost' could not be imported" in reactor.ready["failures"][0]
         progress = reactor.page.locator("[data-reactor-progress]")
         assert progress.get_attribute("data-state") == "warning"

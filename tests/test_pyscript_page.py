@@ -2,14 +2,16 @@
 plugin through window.reactor; the chat's tools then change the list PyScript draws."""
 
 import importlib.util
+import re
+import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 
 from reactor.server.loopback import LoopbackServer
-
-pytestmark = pytest.mark.browser
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pyscript" / "serve.py"
 
@@ -23,6 +25,27 @@ def example(tmp_path):
         yield url
 
 
+def test_serve_py_with_port_0_prints_the_address_it_serves_at(tmp_path):
+    served = subprocess.Popen(
+        [sys.executable, str(EXAMPLE), "--port", "0", "--data", str(tmp_path / "data")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        said = served.stdout.readline()
+        found = re.fullmatch(
+            r"the PyScript example is at (http://127\.0\.0\.1:(\d+)/pyscript/)\n", said
+        )
+        assert found and found[2] != "0", said
+        page = httpx.get(found[1], timeout=30)
+        assert page.status_code == 200 and "<title>A shopping list in PyScript" in page.text
+    finally:
+        served.terminate()
+        served.wait(timeout=20)
+        served.stdout.close()
+
+
+@pytest.mark.browser
 def test_a_pyscript_plugin_is_a_tool_the_chat_calls_and_its_page_shows_the_change(page, example):
     origin = urlsplit(example)
     strays, errors = [], []
@@ -34,6 +57,9 @@ def test_a_pyscript_plugin_is_a_tool_the_chat_calls_and_its_page_shows_the_chang
     page.goto(f"{example}/pyscript/")
     # PyScript's Python ran
     page.get_by_text("Ready: the assistant can list and add items").wait_for(timeout=120_000)
+    # reactor's status counts the page's own plugin, defined after reactor was ready
+    status = page.locator("[data-reactor-progress]").inner_text()
+    assert re.fullmatch(r"Ready in \d+\.\d s: shopping\.", status), status
     added = page.evaluate("window.reactor.callTool('shopping_add_item', {text: 'Milk'})")
     assert added["ok"] and added["result"] == {"count": 1, "items": ["Milk"]}
     # drawn by PyScript

@@ -1,7 +1,11 @@
 """reactor.testing as a plugin author meets it: a test file with no conftest of its own, run by
 pytest in a process of its own, against this checkout's installed plugins and real Chromium."""
 
+import shutil
+
 import pytest
+
+from reactor.scaffold import new_plugin
 
 pytestmark = pytest.mark.browser
 pytest_plugins = ["pytester"]
@@ -125,3 +129,75 @@ def test_an_authors_failing_tests_say_what_to_fix(pytester):
     assert "call_tool('decks_open'): the arguments must be JSON" in out and "nan" in out
     assert "a request outside the server's origin: http://203.0.113.9/x" in out
     assert "execute('decks.open') failed: InvalidArgumentsError" in out
+
+
+USERS = """
+import pytest
+from reactor.testing import UserExistsError
+
+
+def test_one_asks_for_ann(reactor_server):
+    ann = reactor_server.user("ann", groups=["staff"])
+    assert ann.headers()["authorization"].startswith("Bearer ")
+
+
+def test_another_asks_for_ann_again_and_gets_the_same(reactor_server):
+    ann = reactor_server.user("ann")
+    assert ann.groups == ("staff",) and ann.headers()
+
+
+def test_other_groups_for_ann_say_how_to_get_a_new_user(reactor_server):
+    with pytest.raises(UserExistsError) as refused:
+        reactor_server.user("ann", groups=["operators"])
+    print("SAID:", refused.value)
+
+
+def test_a_demo_user_is_the_demos(reactor_server):
+    bob = reactor_server.user("bob")
+    assert bob.password == "bob-demo" and bob.groups == ("staff",) and bob.headers()
+"""
+
+BROKEN_PLUGIN = """
+def test_the_page_offers_the_tool(reactor_page):
+    reactor_page.wait_for_tool("notes_list_items")
+
+
+def test_a_test_that_expects_the_failure_goes_on(new_reactor_page):
+    reactor = new_reactor_page().expect_load_failure("Plugin 'notes' failed to load")
+    assert "notes" not in reactor.open().ready["loaded"]
+"""
+
+
+def test_a_user_asked_for_twice_is_the_same_user_and_other_groups_say_what_to_do(pytester):
+    result = run(pytester, USERS, "-s")
+    result.assert_outcomes(passed=4)
+    said = result.stdout.str()
+    assert "'ann' exists already with the groups ['staff']" in said
+    assert "Ask for another name for a new user (reactor_server.user('ann2'" in said
+
+
+def test_a_plugin_that_failed_to_load_fails_the_test_at_once_with_its_own_sentence(pytester):
+    """An installed plugin (the scaffold's, a handler left out) whose page half cannot load."""
+    new_plugin("notes", pytester.path)
+    page_half = pytester.path / "notes" / "reactor_notes" / "__init__.py"
+    code = page_half.read_text()
+    page_half.write_text(code.replace('"notes.listItems": list_items, ', ""))
+    # installed as pip would: the package and its entry point, where `reactor serve` looks
+    (pytester.path / "notes" / "reactor_notes").rename(pytester.path / "reactor_notes")
+    shutil.rmtree(pytester.path / "notes")
+    installed = pytester.path / "reactor_notes-0.1.0.dist-info"
+    installed.mkdir()
+    (installed / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: reactor-notes\nVersion: 0.1.0\n"
+    )
+    (installed / "entry_points.txt").write_text(
+        "[reactor.plugins]\nnotes = reactor_notes.spec:PLUGIN\n"
+    )
+    result = run(pytester, BROKEN_PLUGIN)
+    result.assert_outcomes(errors=1, passed=1)  # reactor_page's set-up failed
+    said = result.stdout.str()
+    assert (
+        "Plugin 'notes' failed to load and was rolled back: AgentTools bundle 'notes' declares "
+        "the command 'notes.listItems', but no handler was given for it." in said
+    )
+    assert "within 30000 ms" not in said, "the test failed at once, not after waiting"

@@ -9,7 +9,7 @@ import json
 
 from reactor import Reactor, define_agent_tools, define_plugin
 from reactor.cancellation import CancelToken
-from reactor.facade import PageTools, define_plugin_json, watch_changes
+from reactor.facade import PageTools, define_plugin_json, warm_call_path, watch_changes
 from reactor.host import EVERY_PLUGIN, AgentSpec, Toolbox
 
 
@@ -181,4 +181,23 @@ def test_defining_a_page_plugin_answers_from_its_own_declaration():
     assert answer == {
         "ok": True,
         "value": {"name": "todo", "commands": ["todo.list"], "tools": ["todo_list"]},
+    }
+
+
+def test_the_warm_up_before_ready_runs_a_call_and_leaves_the_pages_reactor_as_it_was():
+    reactor = Reactor()
+    reactor.load_plugins([plugin("notes")])
+    heard = []
+    watch_changes(reactor, bundles=lambda delta, n: heard.append(n), commands=heard.append)
+    page_tools = PageTools(reactor)
+    before = ([c.id for c in reactor.commands.list_commands()], page_tools.bundles_json())
+    assert json.loads(warm_call_path(page_tools)) == {
+        "ok": True,
+        "result": {"id": "warm", "slide": 1},
+    }
+    assert ([c.id for c in reactor.commands.list_commands()], page_tools.bundles_json()) == before
+    assert heard == [] and reactor.plugins == ["notes"], "the page heard of nothing"
+    assert json.loads(page_tools.call_json("notes_1", '{"n": 2}', None)) == {
+        "ok": True,
+        "result": {"tool": 1, "n": 2},
     }

@@ -237,8 +237,13 @@ class ReactorChat extends HTMLElement {
       const question = el("p", { "data-testid": "approval-question" }, asked);
       const card = el("li", { class: "chat-approval", "data-testid": "approval", "data-tool": request.tool },
         question, el("details", {}, el("summary", {}, "Details"), el("pre", {}, pretty(request.arguments))));
+      // In time order: the question, then the decision, then the call's card with its outcome.
+      const toolCard = this.cards.get(request.callId);
+      toolCard?.remove();
+      const decided = () => { if (toolCard) card.after(toolCard); };
       const answer = (decision) => () => {
         card.dataset.decision = decision;
+        decided();
         // The card keeps what was chosen, in words; the buttons go.
         card.querySelectorAll("button").forEach((b) => b.remove());
         question.textContent = `${asked} `;
@@ -254,6 +259,7 @@ class ReactorChat extends HTMLElement {
       signal?.addEventListener("abort", () => {
         if (card.dataset.decision) return;
         card.dataset.decision = "withdrawn";
+        decided();
         card.querySelectorAll("button").forEach((b) => b.remove());
         question.textContent = `${asked} `;
         question.append(el("strong", { "data-testid": "approval-choice" }, "No longer asked; it did not run."));

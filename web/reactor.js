@@ -49,6 +49,15 @@ function report(text, state = "loading") {
   progress.textContent = state === "loading" ? `${text} (${seconds} s)` : text;
 }
 
+let readyState = null;  // {seconds, loaded, failures} once ready: the progress line's words
+
+/** The progress line once ready: every plugin the page has now, those it defined later too. */
+function sayReady() {
+  const { seconds, loaded, failures } = readyState;
+  if (failures.length) report(`Ready in ${seconds} s, but: ${failures.join(" ")}`, "warning");
+  else report(`Ready in ${seconds} s: ${loaded.join(", ") || "no plugins"}.`, "ready");
+}
+
 let failed = false;
 
 function fail(message, detail = "") {
@@ -257,6 +266,8 @@ export const reactor = {
       for (const [id, command] of pagePlugins.get(key)?.commands ?? []) {
         if (!pageCommands.has(id)) pageCommands.set(id, command);
       }
+      readyState.loaded.push(defined.name);
+      sayReady();
       return defined;
     } catch (error) {
       pagePlugins.delete(key);
@@ -271,6 +282,8 @@ export const reactor = {
   async unloadPlugin(name) {
     await ready;
     const gone = await noticed(channel.request("unloadPlugin", { name }));
+    readyState.loaded = readyState.loaded.filter((loaded) => !gone.includes(loaded));
+    sayReady();
     for (const [key, entry] of pagePlugins) {
       if (!gone.includes(entry.name)) continue;
       pagePlugins.delete(key);
@@ -336,11 +349,8 @@ const fromWorker = {
     }
     python = true;
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
-    if (failures.length) {
-      report(`Ready in ${seconds} s, but: ${failures.join(" ")}`, "warning");
-    } else {
-      report(`Ready in ${seconds} s: ${loaded.join(", ") || "no plugins"}.`, "ready");
-    }
+    readyState = { seconds, loaded: [...loaded], failures };
+    sayReady();
     settleReady.resolve({ loaded, failures });
   },
   "bundles.changed"({ delta, notice }) {

@@ -42,18 +42,25 @@ export const todos = {
 };
 
 function draw() {
+  // What had the focus is drawn anew: the focus goes to its new self, not to the page's top.
+  const focused = /** @type {HTMLElement | null} */ (list.contains(document.activeElement) ? document.activeElement : null);
+  const again = focused && `li[data-id="${focused.closest("li")?.dataset.id}"] ${focused.tagName.toLowerCase()}`;
   list.replaceChildren(...todos.items.map((item) => {
     const li = document.createElement("li");
     li.dataset.id = item.id;
     li.classList.toggle("done", item.done);
     li.classList.toggle("selected", item.id === todos.selected);
     const box = Object.assign(document.createElement("input"), { type: "checkbox", checked: item.done, disabled: item.done });
+    box.setAttribute("aria-label", `Done: ${item.title}`);
     box.addEventListener("change", () => todos.complete(item.id));
-    const title = Object.assign(document.createElement("span"), { textContent: item.title });
+    // A button, so that a keyboard selects it too (Tab, then Enter or Space).
+    const title = Object.assign(document.createElement("button"), { type: "button", className: "todo-title", textContent: item.title });
+    title.setAttribute("aria-pressed", String(item.id === todos.selected));
     title.addEventListener("click", () => todos.select(item.id));
     li.append(box, title);
     return li;
   }));
+  if (again) /** @type {HTMLElement | null} */ (list.querySelector(again))?.focus();
 }
 
 document.getElementById("new-todo").addEventListener("submit", (event) => {

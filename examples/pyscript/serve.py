@@ -1,6 +1,6 @@
 """Serve the PyScript example: a page whose PyScript Python defines a reactor plugin.
 
-    .venv/bin/python examples/pyscript/serve.py [--port 8002] [--data .data-pyscript]
+    .venv/bin/python examples/pyscript/serve.py [--port 8002 | --port 0] [--data .data-pyscript]
 
 The page is served by a reactor server of its own (create_app, with one more route), so PyScript,
 Pyodide and reactor all come from the page's own origin: it loads nothing from any other.
@@ -38,21 +38,21 @@ def make_app(data: Path) -> Any:
 
 
 def main() -> None:
+    import socket
+
     import uvicorn
 
     parser = argparse.ArgumentParser(description="Serve the PyScript example page with reactor.")
-    parser.add_argument("--port", type=int, default=8002)
+    parser.add_argument("--port", type=int, default=8002, help="0 picks a free one (default 8002)")
     parser.add_argument("--data", type=Path, default=Path(".data-pyscript"))
     args = parser.parse_args()
-    print(f"the PyScript example is at http://127.0.0.1:{args.port}/pyscript/", flush=True)
     # whose X-Forwarded-* count is reactor's to say (--trust-proxy), not uvicorn's
-    uvicorn.run(
-        make_app(args.data),
-        host="127.0.0.1",
-        port=args.port,
-        log_level="warning",
-        proxy_headers=False,
-    )
+    config = uvicorn.Config(make_app(args.data), log_level="warning", proxy_headers=False)
+    # Bound here and handed to uvicorn, so the address printed is the one bound (`--port 0`).
+    listener = socket.create_server(("127.0.0.1", args.port))
+    port = listener.getsockname()[1]
+    print(f"the PyScript example is at http://127.0.0.1:{port}/pyscript/", flush=True)
+    uvicorn.Server(config).run(sockets=[listener])
 
 
 if __name__ == "__main__":

@@ -121,7 +121,7 @@ class PanelCommands:
             entries = (await self.client.list_entries())["entries"]
             self.panel.show_entries(entries, message)
         else:
-            self.panel.draw(message or f"User {state.username!r} has no CMS site yet.")
+            self.panel.draw(message)  # the panel itself says that they are in no site yet
         return self._where()
 
 

@@ -465,6 +465,7 @@ async def _boot(
         execute_json,
         find_commands_json,
         unload_plugin_json,
+        warm_call_path,
         watch_changes,
     )
     from .page_plugins import python_page_plugin
@@ -502,6 +503,7 @@ async def _boot(
         activation = await reactor.activate_plugins()
         failures += [str(error) for error in [*report.failed.values(), *activation.values()]]
         page_tools = PageTools(reactor)
+        warm_call_path(page_tools)
         notices = watch_changes(
             reactor,
             bundles=lambda delta, number: endpoint.notify(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .page import Exchange, PageCallError, ReactorPage
 from .recording import Demo, Recorder
-from .server import ReactorServer, ServerStartError, TestUser
+from .server import ReactorServer, ServerStartError, TestUser, UserExistsError
 from .standins import StandIn, call, text
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "ServerStartError",
     "StandIn",
     "TestUser",
+    "UserExistsError",
     "call",
     "text",
 ]

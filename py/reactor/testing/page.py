@@ -77,7 +77,8 @@ class ReactorPage:
 
     The fixture fails the test on any request off the server's origin (and those of
     `allow_origin`), any page error and any console error not expected with
-    `expect_console_error(pattern)`. `server` is anything with the `url` it serves at."""
+    `expect_console_error(pattern)`; `open()` fails it at once when a plugin failed to load,
+    unless `expect_load_failure(pattern)`. `server` is anything with the `url` it serves at."""
 
     def __init__(self, page: Any, server: Served) -> None:
         self.page, self.server = page, server
@@ -85,6 +86,7 @@ class ReactorPage:
         self.strays: list[str] = []
         self.errors: list[str] = []
         self.allowed: list[re.Pattern[str]] = []
+        self.allowed_failures: list[re.Pattern[str]] = []  # load failures the test expects
         self.origins: set[str] = set()  # where the page may send requests: host:port
         self._strays_at: re.Pattern[str] | None = None
         page.on("pageerror", lambda error: self.errors.append(f"page error: {error}"))
@@ -110,6 +112,7 @@ class ReactorPage:
             )
         self.page.goto(path if urlsplit(path).scheme else self.server.url + path)
         self.ready = self.page.evaluate("window.reactor.ready")
+        self._check_loaded()
         return self
 
     def execute_at_load(self, calls: list[tuple[str, Any]], path: str = "/") -> list[Any]:
@@ -129,7 +132,28 @@ class ReactorPage:
             self.page.goto(path if urlsplit(path).scheme else self.server.url + path)
         answer = json.loads(message.value.text.removeprefix(AT_LOAD))
         self.ready = answer["ready"]
+        self._check_loaded()
         return answer["out"]  # type: ignore[no-any-return]
+
+    def expect_load_failure(self, pattern: str) -> ReactorPage:
+        """A plugin failing to load with a sentence matching `pattern` (a regular expression)
+        does not fail the test at `open()`; it is still in `ready["failures"]`."""
+        self.allowed_failures.append(re.compile(pattern))
+        return self
+
+    def _check_loaded(self) -> None:
+        """A plugin that failed to load fails the test now, with the load failure's own sentence:
+        every later wait for its tools would only time out."""
+        failed = [
+            failure
+            for failure in self.ready.get("failures", [])
+            if not any(pattern.search(failure) for pattern in self.allowed_failures)
+        ]
+        if failed:
+            pytest.fail(
+                "A plugin failed to load in the page:\n" + "\n".join(f"  - {f}" for f in failed),
+                pytrace=False,
+            )
 
     def allow_origin(self, url: str) -> ReactorPage:
         """Let the page send requests to `url`'s origin too (the site that embeds reactor)."""
@@ -184,14 +208,21 @@ class ReactorPage:
         if not self._wait_for(offered, name, timeout_ms):
             pytest.fail(
                 f"No bundle offered the tool {name!r} within {timeout_ms} ms; the page has "
-                f"{self.tools()}."
+                f"{self.tools()}.{self._failures_said()}"
             )
 
     def wait_for_bundle(self, bundle_id: str, timeout_ms: int = 30_000) -> None:
         """Wait until the page lists the bundle `bundle_id` (even one that offers no tool yet)."""
         if not self._wait_for("bundles.some((b) => b.id === key)", bundle_id, timeout_ms):
             listed = [bundle["id"] for bundle in self.bundles()]
-            pytest.fail(f"No bundle {bundle_id!r} within {timeout_ms} ms; the page has {listed}.")
+            pytest.fail(
+                f"No bundle {bundle_id!r} within {timeout_ms} ms; the page has {listed}."
+                f"{self._failures_said()}"
+            )
+
+    def _failures_said(self) -> str:
+        failures = self.ready.get("failures", [])
+        return f" Plugins that failed to load: {' '.join(failures)}" if failures else ""
 
     def chat(self, messages: list[str] | str, *, approve: bool | None = None) -> list[Exchange]:
         """Type each message into the page's chat as a person would and wait for its answer.

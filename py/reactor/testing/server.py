@@ -3,6 +3,7 @@ folder (SQLite, or a PostgreSQL database the test names), users the test makes."
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import subprocess
@@ -10,6 +11,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import ReactorError
 
@@ -18,8 +20,16 @@ START_TIMEOUT_S = (
 )
 
 
+SHARED = " (one reactor_server, and its users, serve every test of the session)."
+
+
 class ServerStartError(ReactorError, RuntimeError):
     """`reactor serve` did not start; the message holds what it said."""
+
+
+class UserExistsError(ReactorError, ValueError):
+    """`reactor_server.user(name, …)` asked for a user that exists with other groups or another
+    password; the message says how to get a new one."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +68,7 @@ class ReactorServer:
     ) -> None:
         self.data, self.database = Path(data), database
         self.data.mkdir(parents=True, exist_ok=True)
+        self._users: dict[str, TestUser] = {}  # by name: each made once, then the same
         self.log_path = self.data / "server.log"
         command = [
             sys.executable,
@@ -103,19 +114,46 @@ class ReactorServer:
         )
 
     def user(
-        self, name: str, *, password: str = "", groups: tuple[str, ...] | list[str] = ()
+        self,
+        name: str,
+        *,
+        password: str | None = None,
+        groups: tuple[str, ...] | list[str] | None = None,
     ) -> TestUser:
-        """Make a user (password: `<name>-password` unless given), in the server's own database."""
+        """The user `name`, made in the server's own database the first time it is asked for
+        (password `<name>-password` unless given; no groups unless given), the same user each
+        time after: the server, and so its users, may be shared by the whole session. Asking
+        again with another password or other groups is a UserExistsError saying what to do."""
         from ..server.auth.sessions import Auth
         from ..server.database import Database
 
-        password = password or f"{name}-password"
-        store = Database(self.database or self.data / "reactor.sqlite3")
-        try:
-            Auth(store, seed=False).create_user(name, password, groups)
-        finally:
-            store.close()
-        return TestUser(name, password, tuple(groups), self)
+        wanted = None if groups is None else tuple(sorted(set(groups)))
+        made = self._users.get(name)
+        if made is None:
+            store = Database(self.database or self.data / "reactor.sqlite3")
+            try:
+                auth = Auth(store, seed=False)
+                made = _stored_user(self, auth, name, password)
+                if made is None:
+                    made = TestUser(name, password or f"{name}-password", wanted or (), self)
+                    auth.create_user(name, made.password, made.groups)
+            finally:
+                store.close()
+            self._users[name] = made
+        if password is not None and password != made.password:
+            raise UserExistsError(
+                f"reactor_server.user({name!r}, password=…): {name!r} exists already with another "
+                f"password{SHARED} Leave the password out to get this user, "
+                f"or ask for another name for a new one."
+            )
+        if wanted is not None and wanted != made.groups:
+            raise UserExistsError(
+                f"reactor_server.user({name!r}, groups={list(wanted)!r}): {name!r} exists already "
+                f"with the groups {list(made.groups)!r}{SHARED} Ask for another name for a new "
+                f"user (reactor_server.user({name + '2'!r}, groups={list(wanted)!r})), or run "
+                "with --reactor-server-scope module for a server per test module."
+            )
+        return made
 
     def log(self) -> str:
         """What the server wrote to its error stream so far."""
@@ -136,3 +174,26 @@ class ReactorServer:
 
     def __repr__(self) -> str:
         return f"ReactorServer({self.url!r})"
+
+
+def _stored_user(
+    server: ReactorServer, auth: Any, name: str, password: str | None
+) -> TestUser | None:
+    """`name` as the database has it already (a demo user of --reactor-seed, one another process
+    made), with the password that signs it in; None when there is no such user."""
+    from ..server.auth.sessions import DEMO_USERS
+
+    with auth.database.transaction() as db:
+        row = db.execute("SELECT groups FROM users WHERE username = ?", (name,)).fetchone()
+    if row is None:
+        return None
+    demo = {user: secret for user, secret, _ in DEMO_USERS}
+    tried = [password] if password is not None else [f"{name}-password", demo.get(name, "")]
+    known = next((secret for secret in tried if secret and auth.has_password(name, secret)), None)
+    if known is None:
+        raise UserExistsError(
+            f"reactor_server.user({name!r}): the server's database has a user {name!r} already, "
+            "whose password was not given. Pass it (reactor_server.user(name, password=…)), or "
+            "ask for another name for a new user."
+        )
+    return TestUser(name, known, tuple(json.loads(row["groups"])), server)

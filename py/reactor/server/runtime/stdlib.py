@@ -17,10 +17,15 @@ from pathlib import Path
 STDLIB_AFTER_BOOT = ("difflib", "ipaddress", "urllib.parse")
 COMPILED_STDLIB = "/lib/compiled-stdlib"
 # reactor's modules the worker imports at its start, imported in the memory snapshot too
-# (snapshot.py): a page restored from it imports none of them.
+# (snapshot.py): a page restored from it imports none of them. With them, what the first calls
+# after ready import: a tool call's envelope, and the chat's host, which the chat widget asks for
+# as soon as the page is ready (imported then, it held the first tool call after ready: 1.2-3.7 s
+# in WebKitGTK, whose WebAssembly is slow until warm; 0.2-0.5 s in Chromium).
 REACTOR_AT_START = (
     "reactor.browser",
+    "reactor.envelope",
     "reactor.facade",
+    "reactor.host",
     "reactor.on_demand",
     "reactor.page_plugins",
     "reactor.plugins",
