@@ -44,6 +44,8 @@ from .plugins.switches import PluginStateSync, plugin_routes, read_plugin_state
 from .runtime.assets import accepted_codings
 from .runtime.page import PageSettings, page_archive, page_routes
 from .runtime.vendored import ROOT, Runtime, runtime_manifest, snapshot_url
+from .threads.routes import Threads
+from .threads.store import ThreadLimits, ThreadStore
 
 __all__ = ["Runtime", "create_app", "make_snapshot", "runtime_manifest", "snapshot_url"]
 DOCUMENT = {
@@ -77,6 +79,7 @@ def create_app(
     database: str = "",
     assistant: AssistantConfig | None = None,
     browser_keys: bool | None = None,
+    threads: ThreadLimits | None = None,
 ) -> Starlette:
     """Build the app over `data_dir/reactor.sqlite3`, or over `database` (a `postgresql://` URL:
     several server processes then share one truth); plugins set up their tables on start.
@@ -93,6 +96,9 @@ def create_app(
     `assistant` is the site's model (reactor.server.gateway): the page's chat reaches it through
     this server, which holds the key. `browser_keys` lets a person type a provider's key into the
     chat's settings instead (by default only when there is no `assistant`).
+
+    `threads` are the limits of the signed-in people's kept conversations (server/threads/),
+    and how many days one untouched is kept (by default: for ever).
     """
     origins = check_origins(allow_origins)
     hosts = check_hosts(allow_hosts)
@@ -107,6 +113,8 @@ def create_app(
         context = ServerContext(store, auth, platform, records)
         gateway = None if assistant is None else Gateway(assistant, store, auth)
         agent_tokens = AgentTokens(store, auth)
+        kept = Threads(ThreadStore(store, threads), auth)
+        kept.purge_when_due()
         # /mcp and the pages it relays to (mcp_relay.py)
         agents = Agents(auth, agent_tokens, origins, store)
         server_plugin_routes = _server_plugin_routes(platform, context, seed_demo)
@@ -128,6 +136,7 @@ def create_app(
         *([] if gateway is None else gateway.routes()),
         *server_plugin_routes,
         *agent_tokens.routes(),
+        *kept.routes(),
         *agents.routes(),
         mcp,
     ]
@@ -154,6 +163,7 @@ def create_app(
     )
     app.state.context = context
     app.state.agents = agents
+    app.state.threads = kept
     app.state.snapshot = runtime.snapshot  # its URL, "" for none
     return app
 
