@@ -10,12 +10,13 @@ export const VERSION = 1;
 export const PAGE_REQUESTS = new Set([
   "execute", "callTool", "definePlugin", "unloadPlugin", "commands", "commands.find", "bundles",
   "diagnostics",
-  "chat.configure", "chat.label", "chat.send", "chat.tools", "chat.callTool",
+  "chat.configure", "chat.label", "chat.send", "chat.tools", "chat.callTool", "chat.thread", "chat.resume",
 ]);
 export const PAGE_NOTICES = new Set(["chat.stop", "panel.event", "panels.unload"]);
 /** What the worker asks the page (each is answered), and what it tells it. */
 export const WORKER_REQUESTS = new Set([
-  "page.openTab", "page.fullscreen", "pageCommand.run", "chat.approve", "aiTool.run", "panel.open", "panel.close",
+  "page.openTab", "page.fullscreen", "pageCommand.run", "chat.approve", "page.storage", "aiTool.run", "panel.open",
+  "panel.close",
 ]);
 export const WORKER_NOTICES = new Set([
   "progress", "fail", "ready", "bundles.changed", "commands.changed", "page.show", "chat.event", "aiTool.warm",

@@ -155,8 +155,12 @@ THREAD = {
                 {"type": "null"},
                 {
                     "type": "object",
-                    "required": ["tab", "since"],
-                    "properties": {"tab": {"type": "string"}, "since": {"type": "number"}},
+                    "required": ["tab", "since", "stale"],
+                    "properties": {
+                        "tab": {"type": "string"},
+                        "since": {"type": "number"},
+                        "stale": {"type": "boolean"},
+                    },
                 },
             ]
         },

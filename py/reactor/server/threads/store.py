@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import ApiError
+from ...host.threads import first_words
 from ..database import Database
 from ..requests import StaleVersion
 
@@ -51,8 +52,6 @@ STEPS = [
     );
     """,
 ]
-UNTITLED = "New conversation"
-TITLE_WORDS, TITLE_LENGTH = 8, 60
 ID_PATTERN = r"^[A-Za-z0-9_-]{22}$"
 CURSOR = re.compile(r"^([0-9]+(?:\.[0-9]+)?(?:e[-+]?[0-9]+)?)~([A-Za-z0-9_-]{22})$")
 APPEND = """
@@ -240,7 +239,7 @@ class ThreadStore:
 
     def read(self, username: str, thread_id: str) -> str:
         """The whole thread as JSON text: its summary, `messages`, `items` and `answering`
-        ({tab, since} of the tab whose answer was coming, or null)."""
+        ({tab, since, stale} of the tab whose answer was coming, or null)."""
         with self.database.transaction() as db:
             row = db.execute(
                 f"SELECT {SUMMARY} FROM threads WHERE id = ? AND username = ?",
@@ -254,7 +253,11 @@ class ThreadStore:
             ).fetchall()
         described = self._described(row)
         described["answering"] = (
-            {"tab": row["answering_tab"], "since": row["answering_at"]}
+            {
+                "tab": row["answering_tab"],
+                "since": row["answering_at"],
+                "stale": not described["answering"],
+            }
             if row["answering_tab"]
             else None
         )
@@ -358,21 +361,6 @@ def full(most: int) -> str:
         f"This conversation has reached this site's limit of {megabytes(most)}, so nothing more "
         "can be added to it: start a new conversation (this one stays as it is)."
     )
-
-
-def first_words(messages: list[dict[str, Any]]) -> str:
-    """A thread's title until the person names it: the first words of its first message."""
-    for message in messages:
-        text = message.get("content") if message.get("role") == "user" else None
-        if isinstance(text, str) and text.split():
-            words = text.split()
-            title = " ".join(words[:TITLE_WORDS])
-            if len(title) > TITLE_LENGTH:
-                title = title[: TITLE_LENGTH - 1].rstrip() + "…"
-            elif len(words) > TITLE_WORDS:
-                title += "…"
-            return title
-    return UNTITLED
 
 
 def _text(values: list[dict[str, Any]]) -> str:
