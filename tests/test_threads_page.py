@@ -181,3 +181,138 @@ def test_a_conversation_started_on_the_demo_page_goes_on_in_the_embedded_example
         assert snapshot(page) == on_example
         listed = page.request.get(f"{live.url}/api/threads").json()
         assert listed["count"] == 1 and listed["threads"][0]["title"] == "list decks"
+
+
+def test_a_reload_while_an_approval_waits_asks_it_again_and_the_tool_runs_only_once_allowed(
+    new_reactor_page, tmp_path, stand_in
+):
+    with serve(tmp_path, stand_in) as server:
+        reactor = new_reactor_page(server)
+        page = open_chat(reactor, "ada")
+        writes = writes_to_decks(page)
+        rename = {"id": "onboarding", "slide": 1, "title": "Hello"}
+        stand_in.answers = [call("decks_update_slide", rename, "c1"), text("Renamed it.")]
+        say(page, "rename the first slide")
+        page.get_by_test_id("approval").wait_for()
+        page = reload(reactor)
+        asked = page.locator("[data-testid=approval]:not([data-decision])")
+        asked.wait_for()
+        assert asked.get_by_test_id("approval-question").inner_text() == (
+            "Change slide 1 of ‘Onboarding: your first week’?"
+        )
+        assert writes == [] and len(stand_in.requests) == 1, "nothing ran, the model waits"
+        asked.get_by_role("button", name="Allow", exact=True).click()
+        reply(page, "Renamed it.")
+        idle(page)
+        assert len(writes) == 1 and len(stand_in.requests) == 2
+        title = page.request.get(f"{server.url}/api/decks/onboarding").json()["slides"][0]["title"]
+        assert title == "Hello"
+        assert [row[0] for row in snapshot(page)] == [
+            "chat-message chat-user",
+            "chat-tool",
+            "chat-approval",
+            "chat-message chat-assistant",
+        ]
+
+
+def conversations(page):
+    """The chat's conversations panel, opened anew: its rows, newest first."""
+    chat = page.locator("reactor-chat")
+    toggle = chat.get_by_role("button", name="Conversations")
+    if toggle.get_attribute("aria-expanded") == "true":
+        toggle.click()
+    toggle.click()
+    chat.locator("[data-testid=thread-list][data-state=listed]").wait_for()
+    return chat.get_by_test_id("thread")
+
+
+def test_another_browser_of_the_same_person_lists_and_opens_the_thread_and_bob_gets_404(
+    new_reactor_page, tmp_path
+):
+    with serve(tmp_path) as server:
+        first = new_reactor_page(server)
+        page = open_chat(first, "ada")
+        say(page, "list decks")
+        page.locator("reactor-chat .chat-tool[data-status=finished]").wait_for()
+        idle(page)
+        seen = snapshot(page)
+        thread = page.request.get(f"{server.url}/api/threads").json()["threads"][0]
+        other = new_reactor_page(server)  # a browser context of its own: another computer
+        elsewhere = open_chat(other, "ada")
+        rows = conversations(elsewhere)
+        assert rows.all_inner_texts()[0].startswith("list decks")
+        rows.first.get_by_role("button", name="list decks").click()
+        elsewhere.locator("reactor-chat .chat-tool[data-status=finished]").wait_for()
+        assert snapshot(elsewhere) == seen
+        assert elsewhere.get_by_test_id("thread-title").inner_text() == "list decks"
+        # bob, signed in in a third browser, cannot read, rename or delete it
+        bob = new_reactor_page(server).page
+        bob.goto(server.url + "/auth/session")
+        signed = bob.request.post(
+            f"{server.url}/auth/sign-in", data={"username": "bob", "password": "bob-demo"}
+        )
+        assert signed.ok
+        at = f"{server.url}/api/threads/{thread['id']}"
+        answers = [
+            bob.request.get(at),
+            bob.request.patch(at, data={"title": "bob's now"}),
+            bob.request.delete(at),
+        ]
+        assert [a.status for a in answers] == [404, 404, 404]
+        assert page.request.get(at).json()["title"] == "list decks", "unchanged"
+        assert page.request.get(f"{server.url}/api/threads").json()["count"] == 1
+
+
+def test_the_list_starts_switches_renames_deletes_and_exports_conversations(
+    new_reactor_page, tmp_path
+):
+    with serve(tmp_path) as server:
+        reactor = new_reactor_page(server)
+        page = open_chat(reactor, "ada")
+        chat = page.locator("reactor-chat")
+        say(page, "list decks")
+        page.locator("reactor-chat .chat-tool[data-status=finished]").wait_for()
+        idle(page)
+        conversations(page)
+        chat.get_by_test_id("new-thread").click()
+        chat.locator("ol.chat-log > li").first.wait_for(state="detached")
+        say(page, "open deck onboarding at slide 2")
+        page.get_by_test_id("slide-number").get_by_text("Slide 2 of 5").wait_for()
+        idle(page)
+        rows = conversations(page)
+        assert [r.split("\n")[0] for r in rows.all_inner_texts()] == [
+            "open deck onboarding at slide 2",
+            "list decks",
+        ]
+        # back to the first conversation: drawn as it was, nothing run
+        rows.nth(1).get_by_role("button", name="list decks").click()
+        chat.locator("ol.chat-log > li.chat-user").get_by_text("list decks", exact=True).wait_for()
+        assert page.get_by_test_id("thread-title").inner_text() == "list decks"
+        rows = conversations(page)
+        rows.nth(1).get_by_role("button", name="Rename").click()
+        rows.nth(1).get_by_label("New name").fill("The decks we have")
+        rows.nth(1).get_by_role("button", name="Save").click()
+        chat.get_by_role("button", name="The decks we have").wait_for()
+        assert page.get_by_test_id("thread-title").inner_text() == "The decks we have"
+        with page.expect_download() as markdown:
+            rows.nth(1).get_by_role("button", name="Markdown").click()
+        text = markdown.value.path().read_text(encoding="utf-8")
+        assert markdown.value.suggested_filename == "The-decks-we-have.md"
+        assert text.startswith("# The decks we have\n\n**You:**\n\nlist decks\n")
+        assert "> **" in text and "(decks_list_decks): done." in text
+        with page.expect_download() as exported:
+            rows.nth(1).get_by_role("button", name="JSON").click()
+        kept = json.loads(exported.value.path().read_text(encoding="utf-8"))
+        assert kept["title"] == "The decks we have" and kept["messages"][0] == {
+            "role": "user",
+            "content": "list decks",
+        }
+        delete = rows.first.get_by_role("button", name="Delete")
+        delete.click()
+        rows.first.get_by_role("button", name="Delete for good?").click()
+        chat.get_by_role("button", name="open deck onboarding at slide 2").wait_for(
+            state="detached"
+        )
+        assert [r.split("\n")[0] for r in conversations(page).all_inner_texts()] == [
+            "The decks we have"
+        ]

@@ -82,7 +82,7 @@ class ReactorChat extends HTMLElement {
     this.modelLabel = el("span", { class: "chat-model", "data-testid": "chat-model" });
     this.replaceChildren(
       el("header", { class: "chat-head" }, el("h2", {}, "Assistant"), this.threads.title, this.modelLabel),
-      this.settingsForm(), this.log, form,
+      this.threads.panel(), this.settingsForm(), this.log, form,
     );
   }
 

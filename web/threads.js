@@ -72,6 +72,105 @@ export class ChatThreads {
     this.title = el("span", { class: "chat-thread-title", "data-testid": "thread-title" });
   }
 
+  /** The conversations panel: a new one, the list (newest first), and for each open, rename, delete, export. */
+  panel() {
+    this.list = el("ol", { class: "chat-thread-list", "data-testid": "thread-list" });
+    this.more = el("button", { type: "button", hidden: true }, "More");
+    this.more.addEventListener("click", () => this.showList(this.next));
+    this.said = el("p", { class: "chat-error", role: "alert" });
+    const fresh = el("button", { type: "button", "data-testid": "new-thread" }, "New conversation");
+    fresh.addEventListener("click", () => this.ask(async () => {
+      await window.reactor.chat.thread("new");
+      this.shown(false);
+    }));
+    // A button, not a <details>: the chat's one <summary> is its Model settings'.
+    this.toggle = el("button", { type: "button", class: "chat-threads-toggle", "aria-expanded": "false" }, "Conversations");
+    this.box = el("div", { class: "chat-threads", hidden: true }, fresh, this.list, this.more, this.said);
+    this.toggle.addEventListener("click", () => this.shown(this.box.hidden));
+    return el("div", {}, this.toggle, this.box);
+  }
+
+  /** Show or hide the conversations panel (its list read anew when shown). */
+  shown(on) {
+    this.box.hidden = !on;
+    this.toggle.setAttribute("aria-expanded", String(on));
+    if (on) this.showList();
+  }
+
+  /** Run `action` (a request to Python); its refusal is said in the panel. */
+  async ask(action) {
+    this.said.textContent = "";
+    try {
+      await this.chat.restored;
+      return await action();
+    } catch (error) {
+      this.said.textContent = error.message;
+      return undefined;
+    }
+  }
+
+  /** The list, from its start or after `before` (the `next` of the page shown). */
+  async showList(before = "") {
+    this.list.dataset.state = "listing";
+    const listed = await this.ask(() => window.reactor.chat.thread("list", { before }));
+    if (!listed) return;
+    this.list.dataset.state = "listed";
+    const rows = listed.threads.map((thread) => this.row(thread));
+    if (before) this.list.append(...rows);
+    else this.list.replaceChildren(...rows);
+    if (!listed.threads.length && !before) this.list.append(el("li", { class: "chat-note" }, "No conversations yet."));
+    this.next = listed.next;
+    this.more.hidden = !listed.next;
+  }
+
+  row(thread) {
+    const when = new Date(thread.updated * 1000).toLocaleString();
+    const open = el("button", { type: "button", class: "chat-thread-open", title: `Last changed ${when}` }, thread.title);
+    open.addEventListener("click", () => this.ask(async () => {
+      const answer = await window.reactor.chat.thread("open", { thread: thread.id });
+      this.shown(false);
+      this.cut(answer.resume);
+    }));
+    const rename = el("button", { type: "button" }, "Rename");
+    rename.addEventListener("click", () => {
+      const name = el("input", { value: thread.title, "aria-label": "New name", maxlength: 120 });
+      const form = el("form", { class: "chat-thread-rename" }, name, el("button", { type: "submit" }, "Save"));
+      form.addEventListener("submit", (event) => {
+        event.preventDefault();
+        this.ask(async () => {
+          await window.reactor.chat.thread("rename", { thread: thread.id, title: name.value });
+          await this.showList();
+        });
+      });
+      open.replaceWith(form);
+      name.focus();
+    });
+    const remove = el("button", { type: "button" }, "Delete");
+    remove.addEventListener("click", () => {
+      if (remove.dataset.sure !== "true") {
+        remove.dataset.sure = "true";
+        remove.textContent = "Delete for good?";
+        return;
+      }
+      this.ask(async () => {
+        await window.reactor.chat.thread("delete", { thread: thread.id });
+        await this.showList();
+      });
+    });
+    const exports = ["markdown", "json"].map((format) => {
+      const button = el("button", { type: "button" }, format === "json" ? "JSON" : "Markdown");
+      button.addEventListener("click", () => this.ask(async () => {
+        const file = await window.reactor.chat.thread("export", { thread: thread.id, format });
+        const link = el("a", { href: URL.createObjectURL(new Blob([file.text], { type: file.type })), download: file.name });
+        link.click();
+        setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
+      }));
+      return button;
+    });
+    return el("li", { class: "chat-thread", "data-testid": "thread", "data-id": thread.id },
+      open, el("span", { class: "chat-thread-actions" }, rename, remove, "Export: ", ...exports));
+  }
+
   /** Python takes over the conversation drawn at load; then what its cut turn needs is done. */
   async restore() {
     const { where, thread } = await this.loading;
@@ -115,7 +214,7 @@ export class ChatThreads {
       `This browser kept a conversation from before you signed in: “${summary.title}”. `, keep, not);
     keep.addEventListener("click", async () => {
       card.remove();
-      try { await window.reactor.chat.thread("keep", { id: summary.id }); } catch (error) { this.chat.note(error.message, "error"); }
+      try { await window.reactor.chat.thread("keep", { thread: summary.id }); } catch (error) { this.chat.note(error.message, "error"); }
     });
     not.addEventListener("click", () => { card.remove(); sessionStorage.setItem(DISMISSED_KEY, summary.id); });
     this.chat.log.append(card);

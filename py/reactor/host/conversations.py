@@ -59,21 +59,21 @@ class Conversations:
         if op == "list":
             return await self.store.listed(str(message.get("before") or ""))
         if op == "open":
-            return await self.open(str(message["id"]))
+            return await self.open(str(message["thread"]))
         if op == "new":
             return self.new()
         if op == "rename":
-            return await self.rename(str(message["id"]), str(message["title"]))
+            return await self.rename(str(message["thread"]), str(message["title"]))
         if op == "delete":
-            return await self.delete(str(message["id"]))
+            return await self.delete(str(message["thread"]))
         if op == "export":
-            return await self.export(message.get("id"), str(message.get("format")))
+            return await self.export(message.get("thread"), str(message.get("format")))
         if op == "refresh":
             return await self.refresh()
         if op == "signedIn":
             return await self.sign(bool(message.get("signedIn")))
         if op == "keep":
-            return await self.keep_here(str(message["id"]))
+            return await self.keep_here(str(message["thread"]))
         raise HostError(f"There is no conversation operation {op!r}.")
 
     @property
@@ -164,16 +164,20 @@ class Conversations:
     async def refresh(self) -> dict[str, Any] | None:
         """What another tab added to the current thread, drawn here (the page regained focus,
         or a send was refused); None when nothing changed."""
-        if self.keeper.thread is None or self.session.loop.running:
+        current = self.keeper.thread
+        if current is None or self.session.loop.running:
             return None
         try:
-            thread = await self.store.read(self.keeper.thread["id"])
+            thread = await self.store.read(current["id"])
         except ThreadRefused as refused:
-            if refused.status != 404:
+            if refused.status != 404 or self.keeper.thread is not current:
                 raise
             self.new()  # deleted in another tab
             return None
-        if thread["version"] == self.keeper.thread["version"]:
+        # Meanwhile this page may have switched, sent or kept more: then it knows better.
+        if self.keeper.thread is not current or self.session.loop.running:
+            return None
+        if thread["version"] == current["version"]:
             return None
         self._adopt(thread)
         self._tell(thread, redraw=True)
