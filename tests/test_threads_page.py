@@ -316,3 +316,63 @@ def test_the_list_starts_switches_renames_deletes_and_exports_conversations(
         assert [r.split("\n")[0] for r in conversations(page).all_inner_texts()] == [
             "The decks we have"
         ]
+
+
+def test_two_tabs_on_one_conversation_see_each_other_and_a_second_send_is_refused_not_mixed(
+    new_reactor_page, tmp_path, stand_in
+):
+    with serve(tmp_path, stand_in) as server:
+        first = new_reactor_page(server)
+        one = open_chat(first, "ada")
+        stand_in.answers = [text("Hello from the first tab.")]
+        say(one, "hello")
+        reply(one, "Hello from the first tab.")
+        idle(one)
+        second = new_reactor_page(server, one.context.new_page())  # a second tab, same person
+        two = open_chat(second)
+        assert snapshot(two) == snapshot(one)
+        # The first tab asks again; its answer is held after its first words.
+        stand_in.answers = [text("Still answering, and the rest")]
+        stand_in.hold.clear()
+        say(one, "tell me more")
+        one.locator("reactor-chat [data-streaming=true]").get_by_text("Still").wait_for()
+        say(two, "and me too")
+        refused = two.locator("reactor-chat li.chat-error").last
+        refused.wait_for()
+        assert refused.inner_text() == (
+            "The assistant is still answering in another tab or window; wait for it to finish, "
+            "or stop it there, then send your message again."
+        )
+        assert two.locator("reactor-chat textarea").input_value() == "and me too"
+        stand_in.hold.set()
+        reply(one, "Still answering, and the rest")
+        idle(one)
+        # The person comes back to the second tab and into its chat: it shows what was added.
+        two.locator("reactor-chat textarea").click()
+        two.locator("reactor-chat .chat-assistant").get_by_text("Still answering").wait_for()
+        # The second tab sends again: it goes after the first tab's turn, not into it.
+        stand_in.answers = [text("Answered the second tab.")]
+        two.locator("reactor-chat").get_by_role("button", name="Send").click()
+        reply(two, "Answered the second tab.")
+        idle(two)
+        # Back in the first tab: the second tab's turn shows, and the next message follows it.
+        stand_in.answers = [text("Noted.")]
+        say(one, "one more thing")
+        one.locator("reactor-chat .chat-assistant").get_by_text(
+            "Answered the second tab."
+        ).wait_for()
+        reply(one, "Noted.")
+        idle(one)
+        thread = one.request.get(f"{server.url}/api/threads").json()["threads"][0]
+        kept = one.request.get(f"{server.url}/api/threads/{thread['id']}").json()
+        assert [m["content"] for m in kept["messages"] if m["role"] == "user"] == [
+            "hello",
+            "tell me more",
+            "and me too",
+            "one more thing",
+        ]
+        assert snapshot(one) == snapshot(two)[: len(snapshot(one)) - 2] + snapshot(one)[-2:]
+        assert len(stand_in.requests) == 4, "the refused send asked no model"
+        assert (
+            stand_in.requests[-1]["messages"][-2]["content"].strip() == "Answered the second tab."
+        )

@@ -48,8 +48,10 @@ class ReactorChat extends HTMLElement {
     this.threads = new ChatThreads(this);  // reads this tab's conversation at once, while Python boots
     window.addEventListener("reactor:chat", (event) => this.onEvent(event.detail));
     window.addEventListener("reactor:session", (event) => this.threads.signed(event.detail));
-    // What another tab added to the conversation shows when the person comes back to this one.
+    // What another tab added to the conversation shows when the person comes back to this one
+    // (or into the chat: a browser without windows, as a headless one, tells no focus).
     window.addEventListener("focus", () => this.threads.refresh());
+    this.addEventListener("focusin", () => this.threads.refresh());
     document.addEventListener("visibilitychange", () => document.visibilityState === "visible" && this.threads.refresh());
     window.reactor.chat.setApprover((request, signal) => this.askApproval(request, signal));
     // Drawn once the page is idle, in a task of its own, not in the page's first busy tasks; the

@@ -192,7 +192,7 @@ class ThreadStore:
                 },
             ).fetchone()
             if row is None:
-                self._refusal(db, username, thread_id, version, size)
+                self._refusal(db, username, thread_id, version, size, tab, start)
             db.execute(
                 "INSERT INTO thread_turns (thread_id, number, messages, items) VALUES (?, ?, ?, ?)",
                 (thread_id, row["version"], messages_text, items_text),
@@ -304,27 +304,36 @@ class ThreadStore:
         if used + size > self.limits.thread_bytes:
             raise ApiError(409, full(self.limits.thread_bytes), limit="threadBytes")
 
-    def _refusal(self, db: Any, username: str, thread_id: str, version: int, size: int) -> None:
+    def _refusal(
+        self, db: Any, username: str, thread_id: str, version: int, size: int, tab: str, start: bool
+    ) -> None:
+        """Why the append was refused: not theirs, another tab answering, a stale version, or
+        the thread full."""
         row = db.execute(
             f"SELECT {SUMMARY} FROM threads WHERE id = ? AND username = ?", (thread_id, username)
         ).fetchone()
         if row is None:
             raise not_found(thread_id)
+        described = self._described(row)
+        busy = ApiError(
+            409,
+            "The assistant is still answering in another tab or window; wait for it to finish, "
+            "or stop it there, then send your message again.",
+            answering=True,
+            current=described,
+        )
+        if start and described["answering"] and row["answering_tab"] != tab:
+            raise busy
         if row["version"] != version:
             raise StaleVersion(
                 "This conversation changed in another tab or window; it is shown here as it is "
                 "now. Send your message again.",
                 row["version"],
-                self._described(row),
+                described,
             )
         if row["size"] + size > self.limits.thread_bytes:
             raise ApiError(409, full(self.limits.thread_bytes), limit="threadBytes")
-        raise ApiError(
-            409,
-            "The assistant is still answering in another tab or window; wait for it to finish, "
-            "or stop it there, then send your message again.",
-            answering=True,
-        )
+        raise busy
 
     def _described(self, row: Any) -> dict[str, Any]:
         return {
