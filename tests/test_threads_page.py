@@ -376,3 +376,49 @@ def test_two_tabs_on_one_conversation_see_each_other_and_a_second_send_is_refuse
         assert (
             stand_in.requests[-1]["messages"][-2]["content"].strip() == "Answered the second tab."
         )
+
+
+def ask_and_hold(page, stand_in):
+    """Ask for an answer the provider holds after its first word, seen on screen."""
+    stand_in.answers = [text("Partially answered, and the rest held back")]
+    stand_in.hold.clear()
+    say(page, "tell me everything")
+    page.locator("reactor-chat [data-streaming=true]").get_by_text("Partially").wait_for()
+
+
+def test_a_page_reloaded_while_the_sites_model_answers_shows_the_rest_as_it_comes(
+    new_reactor_page, tmp_path, stand_in
+):
+    with serve(tmp_path, stand_in) as server:
+        reactor = new_reactor_page(server)
+        page = open_chat(reactor, "ada")
+        ask_and_hold(page, stand_in)
+        page = reload(reactor)
+        # re-attached: what came before the reload, then the rest
+        page.locator("reactor-chat [data-streaming=true]").get_by_text("Partially").wait_for()
+        assert not stand_in.hung_up.is_set(), "the provider's answer went on through the reload"
+        stand_in.hold.set()
+        reply(page, "Partially answered, and the rest held back")
+        idle(page)
+        assert len(stand_in.requests) == 1, "the model was not asked again"
+        before = snapshot(page)
+        assert [row[2] for row in before] == [
+            "tell me everything",
+            "Partially answered, and the rest held back",
+        ]
+        assert snapshot(reload(reactor)) == before, "and it was kept"
+
+
+def test_stop_on_a_reloaded_page_closes_the_providers_request(new_reactor_page, tmp_path, stand_in):
+    with serve(tmp_path, stand_in) as server:
+        reactor = new_reactor_page(server)
+        page = open_chat(reactor, "ada")
+        ask_and_hold(page, stand_in)
+        page = reload(reactor)
+        page.locator("reactor-chat [data-streaming=true]").get_by_text("Partially").wait_for()
+        page.locator("reactor-chat").get_by_role("button", name="Stop").click()
+        assert stand_in.hung_up.wait(2.0), "the provider saw its connection close"
+        idle(page)
+        assert page.locator("reactor-chat .chat-note").last.inner_text() == (
+            "You stopped the assistant."
+        )

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .approval import needs_approval
@@ -37,12 +36,9 @@ class Conversations:
         *,
         server: ThreadStore,
         local: ThreadStore,
-        can_reattach: Callable[[], bool] = lambda: False,
-        reattach: Callable[[], Awaitable[dict[str, Any]]] | None = None,
     ) -> None:
         self.session, self.keeper = session, session.keeper
         self.server, self.local = server, local
-        self.can_reattach, self._reattach = can_reattach, reattach
         self.signed_in: bool | None = None  # None until the widget says
         self.cut: str | None = None  # the restored thread's cut turn (RESUMES), until resumed
         self.keeper.on_created = self._created
@@ -96,8 +92,8 @@ class Conversations:
         """Go on with the restored thread's cut turn (the widget asks at once for an approval or
         a re-attached reply, and when the person presses Continue)."""
         cut, self.cut = self.cut, None
-        if cut == "stream" and self._reattach is not None:
-            return await self._reattach()
+        if cut == "stream":
+            return await self.session.reattach()
         return await self.session.resume(ask_again=cut == "approval")
 
     async def send(self, text: str) -> dict[str, Any]:
@@ -246,7 +242,8 @@ class Conversations:
             )
             asks = tool is not None and needs_approval(tool.side_effect)
             return "approval" if asks and not decided else "interrupted"
-        return "stream" if self.signed_in and self.can_reattach() else "interrupted"
+        kept = self.signed_in and thread.get("streaming") and self.session.can_reattach()
+        return "stream" if kept else "interrupted"
 
     def _idle(self, what: str) -> None:
         if self.session.loop.running:

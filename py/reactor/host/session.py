@@ -38,6 +38,7 @@ def model_from_settings(
     site: dict[str, Any] | None = None,
     site_send: Send | None = None,
     keys: bool = True,
+    thread: Callable[[], str] = lambda: "",
 ) -> Model:
     """The model the settings name (by default the site's, else the scripted one); a setting
     that cannot be used is a ValueError saying what to do."""
@@ -45,7 +46,7 @@ def model_from_settings(
     if provider == "site":
         if not site:
             raise SettingsError("This site has no assistant of its own; pick another model.")
-        return SiteModel(site, site_send or send)
+        return SiteModel(site, site_send or send, thread)
     if provider == "scripted":
         return ScriptedModel()
     if provider in TYPED_KEYS and not keys:
@@ -177,8 +178,30 @@ class ChatSession:
 
     def _model(self, settings: dict[str, Any]) -> Model:
         return model_from_settings(
-            settings, self.send_http, site=self.site, site_send=self.site_send, keys=self.keys
+            settings,
+            self.send_http,
+            site=self.site,
+            site_send=self.site_send,
+            keys=self.keys,
+            thread=self._kept_thread,
         )
+
+    def _kept_thread(self) -> str:
+        """The thread the site's model answers in, when the server keeps it ("" otherwise)."""
+        keeper = self.keeper
+        kept_on_server = keeper.store is not None and keeper.store.where == "server"
+        return keeper.thread["id"] if kept_on_server and keeper.thread else ""
+
+    def can_reattach(self) -> bool:
+        """Whether a reply the server kept for this page's thread can be read again here."""
+        return isinstance(self.loop.model, SiteModel)
+
+    async def reattach(self) -> dict[str, Any]:
+        """Go on with a turn whose reply the server kept (the page was reloaded mid-answer): the
+        rest of the reply as it comes, then the turn as it would have gone on."""
+        if isinstance(self.loop.model, SiteModel):
+            self.loop.model.reattaching = True
+        return await self.resume(ask_again=False)
 
     async def send(self, text: str) -> dict[str, Any]:
         """Answer `text`; the widget hears `running` before and after, however the send was

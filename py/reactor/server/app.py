@@ -113,7 +113,9 @@ def create_app(
         context = ServerContext(store, auth, platform, records)
         gateway = None if assistant is None else Gateway(assistant, store, auth)
         agent_tokens = AgentTokens(store, auth)
-        kept = Threads(ThreadStore(store, threads), auth)
+        kept = Threads(
+            ThreadStore(store, threads), auth, None if gateway is None else gateway.streaming
+        )
         kept.purge_when_due()
         # /mcp and the pages it relays to (mcp_relay.py)
         agents = Agents(auth, agent_tokens, origins, store)

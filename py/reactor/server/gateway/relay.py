@@ -29,13 +29,17 @@ log = logging.getLogger("reactor.assistant")
 class Relay(Response):
     """The provider's answer, passed on as it arrives; the person leaving closes the upstream."""
 
-    def __init__(self, gateway: Gateway, body: dict[str, Any], who: str) -> None:
+    def __init__(self, gateway: Gateway, body: dict[str, Any], who: str, thread: str = "") -> None:
         super().__init__()
-        self.gateway, self.sent, self.who = gateway, body, who
+        self.gateway, self.sent, self.who, self.thread = gateway, body, who, thread
         self.config = gateway.config
         self.usage = Usage(self.config.provider)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.thread:  # kept for its thread: the page leaving does not end it (kept.py)
+            kept = self.gateway.kept.begin((self.who, self.thread), self.relay_and_spend)
+            await kept.read(send, receive)
+            return
         relay = asyncio.ensure_future(self.relay(send))
         left = asyncio.ensure_future(_disconnected(receive))
         try:
@@ -55,6 +59,15 @@ class Relay(Response):
             await run_in_threadpool(
                 self.gateway.allowance.spend, self.who, self.usage.tokens, time.time()
             )
+
+    async def relay_and_spend(self, send: Send) -> None:
+        try:
+            await self.relay(send)
+        finally:
+            if self.usage.tokens:
+                await run_in_threadpool(
+                    self.gateway.allowance.spend, self.who, self.usage.tokens, time.time()
+                )
 
     async def relay(self, send: Send) -> None:
         gateway, config = self.gateway, self.config

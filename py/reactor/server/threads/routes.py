@@ -9,6 +9,7 @@ write no chat threads.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -147,7 +148,7 @@ SUMMARY: dict[str, Any] = {
 }
 THREAD = {
     "type": "object",
-    "required": [*SUMMARY["required"], "items"],
+    "required": [*SUMMARY["required"], "items", "streaming"],
     "properties": {
         **SUMMARY["properties"],
         "answering": {
@@ -166,6 +167,11 @@ THREAD = {
         },
         "messages": {"type": "array", "items": {"type": "object"}},
         "items": {"type": "array", "items": {"type": "object"}},
+        "streaming": {
+            "type": "boolean",
+            "description": "Whether the site's model is answering in it now: a reloaded page "
+            "re-attaches to the answer (GET /api/assistant/streams/{thread}).",
+        },
     },
 }
 LIMITS = {
@@ -213,8 +219,15 @@ NOT_THEIRS = "The person has no conversation with that id (another person's is n
 class Threads:
     """The threads of one app: the store, its routes, and the purge of old ones."""
 
-    def __init__(self, store: ThreadStore, auth: Auth) -> None:
+    def __init__(
+        self,
+        store: ThreadStore,
+        auth: Auth,
+        streaming: Callable[[str, str], bool] | None = None,
+    ) -> None:
         self.store, self.auth = store, auth
+        # whether the site's model is answering in a thread now (server/gateway/kept.py)
+        self.streaming = streaming or (lambda username, thread: False)
         self.limits: ThreadLimits = store.limits
         self._purged = 0.0
 
@@ -301,6 +314,8 @@ class Threads:
         )
         async def read_thread(call: Call) -> Response:
             text = await run_in_threadpool(store.read, call.user.username, call.path["id"])
+            streaming = self.streaming(call.user.username, call.path["id"])
+            text = f'{text[:-1]}, "streaming": {"true" if streaming else "false"}}}'
             return Response(
                 text, media_type="application/json", headers={"cache-control": "no-store"}
             )
