@@ -422,3 +422,38 @@ def test_stop_on_a_reloaded_page_closes_the_providers_request(new_reactor_page, 
         assert page.locator("reactor-chat .chat-note").last.inner_text() == (
             "You stopped the assistant."
         )
+
+
+def test_a_reply_from_a_typed_key_model_cut_by_a_reload_is_marked_interrupted_with_continue(
+    new_reactor_page, tmp_path
+):
+    provider = StandIn("openai", KEY, cors=True)  # the browser talks to it itself
+    try:
+        with serve(tmp_path) as server:
+            reactor = new_reactor_page(server).allow_origin(provider.url)
+            page = open_chat(reactor, "ada")
+            chat = page.locator("reactor-chat")
+            chat.locator("summary").click()
+            chat.locator("select[name=provider]").select_option("openai")
+            chat.locator("input[name=baseUrl]").fill(provider.url)
+            chat.locator("input[name=model]").fill("typed-model")
+            chat.locator("input[name=apiKey]").fill(KEY)
+            chat.get_by_role("button", name="Use this model").click()
+            page.get_by_test_id("chat-model").get_by_text("typed-model").wait_for()
+            ask_and_hold(page, provider)
+            page = reload(reactor)
+            note = page.get_by_test_id("interrupted")
+            assert note.inner_text().startswith(
+                "The answer was interrupted when the page was reloaded."
+            )
+            assert provider.hung_up.wait(2.0), "the browser's request went with the page"
+            assert page.get_by_test_id("chat-model").inner_text().startswith("typed-model")
+            provider.hold.set()
+            provider.answers = [text("Here is all of it.")]
+            note.get_by_role("button", name="Continue").click()
+            reply(page, "Here is all of it.")
+            idle(page)
+            assert [row[2] for row in snapshot(page)] == ["tell me everything", "Here is all of it."]
+            assert [m["role"] for m in provider.requests[-1]["messages"]] == ["system", "user"]
+    finally:
+        provider.stop()
