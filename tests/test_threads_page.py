@@ -12,6 +12,7 @@ import pytest
 from conftest import start_server, stop_server
 
 from reactor.server.gateway.config import AssistantConfig
+from reactor.server.threads.store import ThreadLimits
 from reactor.testing.standins import StandIn, call, text
 from test_embed_page import embedding
 
@@ -453,7 +454,54 @@ def test_a_reply_from_a_typed_key_model_cut_by_a_reload_is_marked_interrupted_wi
             note.get_by_role("button", name="Continue").click()
             reply(page, "Here is all of it.")
             idle(page)
-            assert [row[2] for row in snapshot(page)] == ["tell me everything", "Here is all of it."]
+            assert [row[2] for row in snapshot(page)] == [
+                "tell me everything",
+                "Here is all of it.",
+            ]
             assert [m["role"] for m in provider.requests[-1]["messages"]] == ["system", "user"]
     finally:
         provider.stop()
+
+
+def test_past_the_limits_the_person_reads_what_to_do_and_keeps_their_words(
+    new_reactor_page, tmp_path
+):
+    limits = ThreadLimits(threads=1, thread_bytes=6000)
+    with serve(tmp_path, threads=limits) as server:
+        reactor = new_reactor_page(server)
+        page = open_chat(reactor, "ada")
+        chat = page.locator("reactor-chat")
+        say(page, "list decks")
+        page.locator("reactor-chat .chat-tool[data-status=finished]").wait_for()
+        idle(page)
+        conversations(page)
+        assert chat.get_by_test_id("thread-limits").inner_text() == (
+            "1 of 1 conversations kept, each up to 0.006 MB."
+        )
+        chat.get_by_test_id("new-thread").click()
+        chat.locator("ol.chat-log > li").first.wait_for(state="detached")
+        say(page, "list decks again")
+        refused = chat.locator("li.chat-error")
+        refused.wait_for()
+        assert refused.inner_text() == (
+            "You have 1 conversation, the most this site keeps for one person: delete old ones "
+            "(under Conversations) to start a new one."
+        )
+        assert chat.locator("textarea").input_value() == "list decks again"
+        rows = conversations(page)
+        rows.first.get_by_role("button", name="list decks").click()
+        chat.locator("ol.chat-log > li.chat-user").get_by_text("list decks").wait_for()
+        for _ in range(5):  # the conversation grows to its limit
+            before = chat.locator("li.chat-error").count()
+            say(page, "list decks")
+            idle(page)
+            if chat.locator("li.chat-error").count() > before:
+                break
+        assert chat.locator("li.chat-error").last.inner_text() == (
+            "This conversation has reached this site's limit of 0.006 MB, so nothing more can be "
+            "added to it: start a new conversation (this one stays as it is)."
+        )
+        thread = page.request.get(f"{server.url}/api/threads").json()["threads"][0]
+        assert thread["size"] <= 6000
+        kept = page.request.get(f"{server.url}/api/threads/{thread['id']}").json()
+        assert kept["answering"] is None, "nothing half-written: no turn left open"

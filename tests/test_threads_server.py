@@ -293,7 +293,7 @@ def test_past_the_number_of_threads_the_person_is_told_to_delete_old_ones(limite
         assert refused.status_code == 409 and refused.json()["limit"] == "threads"
         assert refused.json()["error"] == (
             "You have 2 conversations, the most this site keeps for one person: delete old "
-            "ones to start a new one."
+            "ones (under Conversations) to start a new one."
         )
         assert client.get("/api/threads", headers=ada).json()["count"] == 2
         client.delete(f"/api/threads/{first['id']}", headers=ada)

@@ -78,6 +78,7 @@ export class ChatThreads {
     this.more = el("button", { type: "button", hidden: true }, "More");
     this.more.addEventListener("click", () => this.showList(this.next));
     this.said = el("p", { class: "chat-error", role: "alert" });
+    this.limits = el("p", { class: "chat-thread-limits", "data-testid": "thread-limits" });
     const fresh = el("button", { type: "button", "data-testid": "new-thread" }, "New conversation");
     fresh.addEventListener("click", () => this.ask(async () => {
       await window.reactor.chat.thread("new");
@@ -85,7 +86,7 @@ export class ChatThreads {
     }));
     // A button, not a <details>: the chat's one <summary> is its Model settings'.
     this.toggle = el("button", { type: "button", class: "chat-threads-toggle", "aria-expanded": "false" }, "Conversations");
-    this.box = el("div", { class: "chat-threads", hidden: true }, fresh, this.list, this.more, this.said);
+    this.box = el("div", { class: "chat-threads", hidden: true }, fresh, this.list, this.more, this.limits, this.said);
     this.toggle.addEventListener("click", () => this.shown(this.box.hidden));
     return el("div", {}, this.toggle, this.box);
   }
@@ -121,6 +122,10 @@ export class ChatThreads {
     if (!listed.threads.length && !before) this.list.append(el("li", { class: "chat-note" }, "No conversations yet."));
     this.next = listed.next;
     this.more.hidden = !listed.next;
+    // What the server (or this browser) keeps, said before it refuses anything.
+    const { threads, threadBytes, keepDays } = listed.limits;
+    this.limits.textContent = `${listed.count} of ${threads} conversations kept, each up to `
+      + `${threadBytes / 1e6} MB${keepDays ? `; one untouched for ${keepDays} days is deleted` : ""}.`;
   }
 
   row(thread) {

@@ -42,6 +42,14 @@ def main(argv: list[str] | None = None) -> int:
         help="a host name the server answers to besides loopback and --host, e.g. "
         "reactor.example.org (repeat for more; also $REACTOR_ALLOW_HOSTS)",
     )
+    serve.add_argument(
+        "--threads-keep-days",
+        type=_days,
+        default=os.environ.get("REACTOR_THREADS_KEEP_DAYS") or None,
+        metavar="N",
+        help="delete the chat conversations nobody added to for N days (default: keep them; "
+        "also $REACTOR_THREADS_KEEP_DAYS)",
+    )
     _assistant_arguments(serve)
     password = commands.add_parser(
         "passwd", help="set a user's password (creating the user if needed)"
@@ -121,7 +129,22 @@ def main(argv: list[str] | None = None) -> int:
         database=args.database,
         assistant=assistant,
         browser_keys=args.model_browser_keys,
+        keep_days=args.threads_keep_days,
     )
+
+
+def _days(text: str) -> float:
+    """--threads-keep-days: a number of days above 0."""
+    try:
+        days = float(text)
+    except ValueError:
+        days = 0.0
+    if not 0 < days < 100_000:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of days: give how many days an untouched conversation is "
+            "kept, such as 30."
+        )
+    return days
 
 
 def _storage_arguments(command: argparse.ArgumentParser) -> None:
@@ -344,12 +367,14 @@ def _serve(
     database: str = "",
     assistant: Any = None,
     browser_keys: bool | None = None,
+    keep_days: float | None = None,
 ) -> int:
 
     from .errors import DatabaseError
     from .plugin_spec import discover_plugins
     from .server.app import create_app
     from .server.serving import graceful
+    from .server.threads.store import ThreadLimits
 
     # The composition root: the installed plugins (the reactor.plugins entry points) go in here.
     try:
@@ -362,6 +387,7 @@ def _serve(
             database=database,
             assistant=assistant,
             browser_keys=browser_keys,
+            threads=ThreadLimits(keep_days=keep_days),
         )
     except DatabaseError as error:
         print(f"reactor serve: {error}", file=sys.stderr)
@@ -400,6 +426,8 @@ def _serve(
             f"the page's chat uses {assistant.model} at {assistant.url} through this server",
             flush=True,
         )
+    if keep_days is not None:
+        print(f"chat conversations untouched for {keep_days:g} days are deleted", flush=True)
     # Pages connected for their agents hold an event stream open (server/agents/mcp.py).
     graceful(app, log_level="warning").run(sockets=[listener])
     return 0

@@ -359,9 +359,19 @@ class ThreadKeeper:
             self.on_created(self.thread)
         else:
             version = self.thread["version"]
-            answer = await self.store.append(
-                self.thread["id"], {**body, "version": version, "start": stage == "start"}
-            )
+            try:
+                answer = await self.store.append(
+                    self.thread["id"], {**body, "version": version, "start": stage == "start"}
+                )
+            except ThreadRefused as refused:
+                if stage != "end" or refused.stale or refused.status != 409:
+                    raise
+                # Full: the turn is closed all the same, so no tab waits for it; what it added
+                # since stays on this page only.
+                empty = {**body, "messages": [], "items": [], "version": version, "start": False}
+                answer = await self.store.append(self.thread["id"], empty)
+                self.thread["version"] = answer["version"]
+                raise
             self.thread["version"] = answer["version"]
         if stage == "start":
             self.transcript.add(items[-1])

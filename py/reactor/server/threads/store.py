@@ -359,9 +359,10 @@ def not_found(thread_id: str) -> ApiError:
 
 
 def too_many(most: int) -> str:
+    kept = f"{most} conversation{'' if most == 1 else 's'}"
     return (
-        f"You have {most} conversations, the most this site keeps for one person: delete old "
-        "ones to start a new one."
+        f"You have {kept}, the most this site keeps for one person: delete old ones (under "
+        "Conversations) to start a new one."
     )
 
 
