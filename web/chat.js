@@ -16,6 +16,26 @@ function drawMarkdown(element, text) {
   (markdown ??= import("./markdown.js")).then(({ renderMarkdown }) => renderMarkdown(element, text));
 }
 
+/**
+ * A conversation drawn again may hold hundreds of replies: each is drawn as Markdown when it
+ * comes into view, not all at once while the page starts.
+ */
+const unseen = new WeakMap();  // element -> its text, until it is seen
+const seen = typeof IntersectionObserver === "function" ? new IntersectionObserver((entries) => {
+  for (const { target, isIntersecting } of entries) {
+    if (!isIntersecting) continue;
+    seen.unobserve(target);
+    drawMarkdown(target, unseen.get(target));
+  }
+}) : null;
+
+function drawMarkdownWhenSeen(element, text) {
+  if (!seen) return drawMarkdown(element, text);
+  element.textContent = text;
+  unseen.set(element, text);
+  seen.observe(element);
+}
+
 /** An approval's decision as its card says it. */
 const DECISIONS = {
   allow: "Allowed.", always: "Always allowed in this chat.", deny: "Denied; it did not run.",
@@ -193,7 +213,8 @@ class ReactorChat extends HTMLElement {
       this.target = null;
     }
     this.log.replaceChildren(drawn);
-    this.log.lastElementChild?.scrollIntoView({ block: "nearest" });
+    // At the next frame, which lays the log out anyway: not a second layout now.
+    requestAnimationFrame(() => this.log.lastElementChild?.scrollIntoView({ block: "nearest" }));
   }
 
   running(on) {
@@ -242,7 +263,7 @@ class ReactorChat extends HTMLElement {
       this.streaming = null;
       delete item.dataset.streaming;
       if (event.cut) item.dataset.streaming = "stopped";  // kept as far as it had come
-      if (event.role === "assistant") drawMarkdown(item, event.text);
+      if (event.role === "assistant") (this.target ? drawMarkdownWhenSeen : drawMarkdown)(item, event.text);
       else item.textContent = event.text;
       item.dataset.role = event.role;
       if (event.role === "user") this.cards = new Map();  // a turn's calls are its own (ids may repeat)

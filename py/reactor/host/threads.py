@@ -18,7 +18,7 @@ newest first) and STORAGE_PREFIX + id (a thread), which the widget reads at load
 from __future__ import annotations
 
 import json
-import secrets
+import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -166,7 +166,7 @@ class LocalThreads:
         now = time.time()
         messages, items = list(body["messages"]), list(body["items"])
         thread = {
-            "id": secrets.token_urlsafe(16),
+            "id": _random_name(16),
             "title": str(body.get("title") or "").strip() or first_words(messages),
             "created": now,
             "updated": now,
@@ -280,6 +280,12 @@ class LocalThreads:
         await self.storage.set(STORAGE_INDEX, json.dumps(index))
 
 
+def _random_name(size: int) -> str:
+    """Unguessable: `size` random bytes, in hex (not `secrets`: the page would fetch the stdlib
+    zip for it)."""
+    return os.urandom(size).hex()
+
+
 def _loaded(text: str | None) -> dict[str, Any] | None:
     try:
         thread = json.loads(text) if text else None
@@ -315,7 +321,7 @@ class ThreadKeeper:
     conversation is kept already. `keep(stage, history)` is the loop's hook (reactor.host.loop)."""
 
     def __init__(self, tab: str = "") -> None:
-        self.tab = tab or secrets.token_urlsafe(9)
+        self.tab = tab or _random_name(8)
         self.store: ThreadStore | None = None
         self.thread: dict[str, Any] | None = None  # {id, title, version}: None until kept
         self.transcript = Transcript()
