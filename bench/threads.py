@@ -1,14 +1,15 @@
 """What kept conversations cost (issue: conversations that last), each against a floor measured
 in the same run.
 
-    .venv/bin/python -m bench.threads [--loads 10] [--appends 200] [--out bench/threads-results.json]
+    .venv/bin/python -m bench.threads [--loads 10] [--appends 200] [--out FILE]
 
 On screen: a thread of 500 messages with 100 tool cards, drawn at a cold load (a new browser
 context: empty HTTP cache) of the demo page signed in as its owner, against the same page of a
 person with no thread, in interleaved loads. `ready` is when `reactor.ready` resolves, `on
 screen` the first animation frame after the chat drew the conversation (its `data-thread="drawn"`),
-both on the page's clock. The goal: on screen at most 150 ms after ready (p50; a thread drawn
-before ready counts as 0), and ready not later than the empty page's.
+both on the page's clock. The goals, p50: on screen at most 150 ms after its own ready (a thread
+drawn before ready counts as 0), and at most 150 ms after the empty page's ready of the same round
+(so a ready the drawing delays counts too).
 
 Appending: a turn (a message and its item, ~1 KB) appended with `POST /api/threads/{id}/turns`
 over HTTP on loopback (one keep-alive client, a uvicorn server), against `GET /auth/me` (the same
@@ -37,7 +38,6 @@ from reactor.server.loopback import LoopbackServer  # noqa: E402
 
 from .measure import launch  # noqa: E402
 
-GOALS = {"on_screen_after_ready_ms": 150.0, "append_p50_ms": 5.0}
 # Stamps ready and the first frame after the conversation is drawn, on the page's clock.
 STAMPS = """
 window.__stamps = {};
@@ -172,8 +172,15 @@ def on_screen(url: str, loads: int) -> dict[str, Any]:
         }
 
     report = {kind: figures(loaded) for kind, loaded in rows.items()}
-    paired = [t["ready"] / e["ready"] for t, e in zip(rows["thread"], rows["empty"])]
-    report["ready_thread_over_empty"] = round(statistics.median(paired), 3)
+    pairs = list(zip(rows["thread"], rows["empty"]))
+    report["ready_thread_over_empty"] = round(
+        statistics.median(t["ready"] / e["ready"] for t, e in pairs), 3
+    )
+    # The thread on screen against the empty page's ready, paired: what drawing it costs a
+    # person, a later ready included.
+    report["on_screen_after_empty_ready_ms"] = round(
+        statistics.median(max(0.0, t["on_screen"] - e["ready"]) for t, e in pairs), 1
+    )
     return report
 
 
@@ -192,7 +199,9 @@ def appends(url: str, count: int) -> dict[str, Any]:
         for number in range(count + 20):  # the first 20 warm up and are not counted
             started = time.perf_counter()
             answer = client.post(
-                f"/api/threads/{made['id']}/turns", json={**turn, "version": version}, headers=headers
+                f"/api/threads/{made['id']}/turns",
+                json={**turn, "version": version},
+                headers=headers,
             )
             took = time.perf_counter() - started
             answer.raise_for_status()
@@ -235,9 +244,10 @@ class DurableCluster(Cluster):
 
 def run(loads: int, count: int) -> dict[str, Any]:
     report: dict[str, Any] = {"plan": {"loads": loads, "appends": count}}
-    with tempfile.TemporaryDirectory() as data, LoopbackServer(
-        create_app(data, seed_demo=True)
-    ) as url:
+    with (
+        tempfile.TemporaryDirectory() as data,
+        LoopbackServer(create_app(data, seed_demo=True)) as url,
+    ):
         with httpx.Client(base_url=url, timeout=60) as client:
             report["thread"] = long_thread(client, bearer(client, "ada"))
         report["screen"] = on_screen(url, loads)
@@ -249,15 +259,24 @@ def run(loads: int, count: int) -> dict[str, Any]:
         cluster = DurableCluster(bin_dir)
         cluster.start()
         try:
-            with tempfile.TemporaryDirectory() as data, LoopbackServer(
-                create_app(data, seed_demo=True, database=cluster.database())
-            ) as url:
+            with (
+                tempfile.TemporaryDirectory() as data,
+                LoopbackServer(
+                    create_app(data, seed_demo=True, database=cluster.database())
+                ) as url,
+            ):
                 report["postgresql"] = appends(url, count)
         finally:
             cluster.stop()
     screen = report["screen"]["thread"]["on_screen_after_ready_ms"]
+    paired = report["screen"]["on_screen_after_empty_ready_ms"]
     report["goals"] = {
         "on_screen_after_ready_ms": {"value": screen, "limit": 150.0, "met": screen <= 150.0},
+        "on_screen_after_empty_ready_ms": {
+            "value": paired,
+            "limit": 150.0,
+            "met": paired <= 150.0,
+        },
         **{
             f"append_p50_ms_{kind}": {
                 "value": report[kind]["append"]["p50"],
