@@ -1,7 +1,7 @@
-"""Conversations that last, in real Chromium against a real server: a reload draws the
-conversation again (text, tool cards, approvals) and runs nothing; a signed-out conversation
-stays in the browser; another page of the site, or another browser of the same person, goes on
-with it."""
+"""Conversations that last, in real Chromium against a real server on SQLite and on
+PostgreSQL: a reload draws the conversation again (text, tool cards, approvals) and runs
+nothing; a signed-out conversation stays in the browser; another page of the site, another tab
+or another browser of the same person goes on with it; a reply in flight is re-attached."""
 
 from __future__ import annotations
 
@@ -25,18 +25,26 @@ SNAPSHOT = """() => [...document.querySelectorAll("reactor-chat ol.chat-log > li
 ])"""
 
 
-@contextmanager
-def serve(tmp_path, stand_in=None, **options):
-    """A reactor server (with the site's model `stand_in`, when given) for the `with` block."""
-    if stand_in is not None:
-        options["assistant"] = AssistantConfig(
-            provider=stand_in.provider, model="site-model", api_key=KEY, base_url=stand_in.url
+@pytest.fixture
+def serve(tmp_path, database_target):
+    """`serve(stand_in=None, **options)`: a reactor server (with the site's model `stand_in`, when
+    given) on the test's database, for a `with` block."""
+
+    @contextmanager
+    def serving(stand_in=None, **options):
+        if stand_in is not None:
+            options["assistant"] = AssistantConfig(
+                provider=stand_in.provider, model="site-model", api_key=KEY, base_url=stand_in.url
+            )
+        server = start_server(
+            tmp_path / "data", seed_demo=True, database=database_target, **options
         )
-    server = start_server(tmp_path / "data", seed_demo=True, **options)
-    try:
-        yield server
-    finally:
-        stop_server(server)
+        try:
+            yield server
+        finally:
+            stop_server(server)
+
+    return serving
 
 
 @pytest.fixture
@@ -97,9 +105,9 @@ def writes_to_decks(page):
 
 
 def test_two_turns_with_a_card_and_an_approval_are_drawn_again_after_a_reload_and_run_nothing(
-    new_reactor_page, tmp_path, stand_in
+    new_reactor_page, serve, stand_in
 ):
-    with serve(tmp_path, stand_in) as server:
+    with serve(stand_in) as server:
         reactor = new_reactor_page(server)
         page = open_chat(reactor, "ada")
         writes = writes_to_decks(page)
@@ -138,9 +146,9 @@ def test_two_turns_with_a_card_and_an_approval_are_drawn_again_after_a_reload_an
 
 
 def test_signed_out_a_reload_keeps_the_conversation_and_the_server_receives_none_of_it(
-    new_reactor_page, tmp_path
+    new_reactor_page, serve
 ):
-    with serve(tmp_path) as server:
+    with serve() as server:
         reactor = new_reactor_page(server)
         page = open_chat(reactor)
         bodies = []
@@ -157,9 +165,9 @@ def test_signed_out_a_reload_keeps_the_conversation_and_the_server_receives_none
 
 
 def test_a_conversation_started_on_the_demo_page_goes_on_in_the_embedded_example(
-    new_reactor_page, tmp_path
+    new_reactor_page, tmp_path, database_target
 ):
-    with embedding(tmp_path) as (live, site):
+    with embedding(tmp_path, database=database_target) as (live, site):
         reactor = new_reactor_page(live).allow_origin(site)
         page = open_chat(reactor, "ada")
         say(page, "list decks")
@@ -185,9 +193,9 @@ def test_a_conversation_started_on_the_demo_page_goes_on_in_the_embedded_example
 
 
 def test_a_reload_while_an_approval_waits_asks_it_again_and_the_tool_runs_only_once_allowed(
-    new_reactor_page, tmp_path, stand_in
+    new_reactor_page, serve, stand_in
 ):
-    with serve(tmp_path, stand_in) as server:
+    with serve(stand_in) as server:
         reactor = new_reactor_page(server)
         page = open_chat(reactor, "ada")
         writes = writes_to_decks(page)
@@ -228,9 +236,9 @@ def conversations(page):
 
 
 def test_another_browser_of_the_same_person_lists_and_opens_the_thread_and_bob_gets_404(
-    new_reactor_page, tmp_path
+    new_reactor_page, serve
 ):
-    with serve(tmp_path) as server:
+    with serve() as server:
         first = new_reactor_page(server)
         page = open_chat(first, "ada")
         say(page, "list decks")
@@ -265,9 +273,9 @@ def test_another_browser_of_the_same_person_lists_and_opens_the_thread_and_bob_g
 
 
 def test_the_list_starts_switches_renames_deletes_and_exports_conversations(
-    new_reactor_page, tmp_path
+    new_reactor_page, serve
 ):
-    with serve(tmp_path) as server:
+    with serve() as server:
         reactor = new_reactor_page(server)
         page = open_chat(reactor, "ada")
         chat = page.locator("reactor-chat")
@@ -320,9 +328,9 @@ def test_the_list_starts_switches_renames_deletes_and_exports_conversations(
 
 
 def test_two_tabs_on_one_conversation_see_each_other_and_a_second_send_is_refused_not_mixed(
-    new_reactor_page, tmp_path, stand_in
+    new_reactor_page, serve, stand_in
 ):
-    with serve(tmp_path, stand_in) as server:
+    with serve(stand_in) as server:
         first = new_reactor_page(server)
         one = open_chat(first, "ada")
         stand_in.answers = [text("Hello from the first tab.")]
@@ -388,9 +396,9 @@ def ask_and_hold(page, stand_in):
 
 
 def test_a_page_reloaded_while_the_sites_model_answers_shows_the_rest_as_it_comes(
-    new_reactor_page, tmp_path, stand_in
+    new_reactor_page, serve, stand_in
 ):
-    with serve(tmp_path, stand_in) as server:
+    with serve(stand_in) as server:
         reactor = new_reactor_page(server)
         page = open_chat(reactor, "ada")
         ask_and_hold(page, stand_in)
@@ -410,8 +418,8 @@ def test_a_page_reloaded_while_the_sites_model_answers_shows_the_rest_as_it_come
         assert snapshot(reload(reactor)) == before, "and it was kept"
 
 
-def test_stop_on_a_reloaded_page_closes_the_providers_request(new_reactor_page, tmp_path, stand_in):
-    with serve(tmp_path, stand_in) as server:
+def test_stop_on_a_reloaded_page_closes_the_providers_request(new_reactor_page, serve, stand_in):
+    with serve(stand_in) as server:
         reactor = new_reactor_page(server)
         page = open_chat(reactor, "ada")
         ask_and_hold(page, stand_in)
@@ -426,11 +434,11 @@ def test_stop_on_a_reloaded_page_closes_the_providers_request(new_reactor_page, 
 
 
 def test_a_reply_from_a_typed_key_model_cut_by_a_reload_is_marked_interrupted_with_continue(
-    new_reactor_page, tmp_path
+    new_reactor_page, serve
 ):
     provider = StandIn("openai", KEY, cors=True)  # the browser talks to it itself
     try:
-        with serve(tmp_path) as server:
+        with serve() as server:
             reactor = new_reactor_page(server).allow_origin(provider.url)
             page = open_chat(reactor, "ada")
             chat = page.locator("reactor-chat")
@@ -463,11 +471,9 @@ def test_a_reply_from_a_typed_key_model_cut_by_a_reload_is_marked_interrupted_wi
         provider.stop()
 
 
-def test_past_the_limits_the_person_reads_what_to_do_and_keeps_their_words(
-    new_reactor_page, tmp_path
-):
+def test_past_the_limits_the_person_reads_what_to_do_and_keeps_their_words(new_reactor_page, serve):
     limits = ThreadLimits(threads=1, thread_bytes=6000)
-    with serve(tmp_path, threads=limits) as server:
+    with serve(threads=limits) as server:
         reactor = new_reactor_page(server)
         page = open_chat(reactor, "ada")
         chat = page.locator("reactor-chat")
