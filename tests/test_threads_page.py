@@ -511,3 +511,32 @@ def test_past_the_limits_the_person_reads_what_to_do_and_keeps_their_words(new_r
         assert thread["size"] <= 6000
         kept = page.request.get(f"{server.url}/api/threads/{thread['id']}").json()
         assert kept["answering"] is None, "nothing half-written: no turn left open"
+
+
+def test_signing_in_offers_to_keep_this_browsers_conversation_in_the_account(
+    new_reactor_page, serve
+):
+    with serve() as server:
+        reactor = new_reactor_page(server)
+        page = open_chat(reactor)
+        say(page, "list decks")
+        page.locator("reactor-chat .chat-tool[data-status=finished]").wait_for()
+        idle(page)
+        before = snapshot(page)
+        reactor.sign_in("ada")
+        offer = page.get_by_test_id("keep-offer")
+        offer.wait_for()
+        assert offer.inner_text().startswith(
+            "This browser kept a conversation from before you signed in: “list decks”."
+        )
+        assert page.locator("reactor-chat ol.chat-log > li.chat-user").count() == 0
+        offer.get_by_role("button", name="Keep it in my account").click()
+        page.locator("reactor-chat ol.chat-log > li.chat-user").get_by_text("list decks").wait_for()
+        assert snapshot(page) == before
+        listed = page.request.get(f"{server.url}/api/threads").json()
+        assert [t["title"] for t in listed["threads"]] == ["list decks"]
+        assert page.evaluate("localStorage.getItem('reactor.threads')") == "[]"
+        # Signing out leaves the account's conversation off the screen and on the server.
+        page.locator("#session").get_by_role("button", name="Sign out").click()
+        page.locator("reactor-chat ol.chat-log > li").first.wait_for(state="detached")
+        assert page.request.get(f"{server.url}/api/threads").status == 401
