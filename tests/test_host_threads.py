@@ -335,3 +335,53 @@ def test_a_thread_exports_as_markdown_a_person_reads():
     assert "> **Notes: Write the note** (notes_write): done. Wrote ‘hi’." in text
     assert "> Asked: Write ‘hi’? **Allowed.**" in text
     assert "**Assistant:** *(cut short)*\n\nDone." in text
+
+
+def test_signing_in_offers_this_browsers_conversation_and_keep_moves_it_into_the_account():
+    page = Page()
+    local, account = LocalThreads(MemoryStorage()), LocalThreads(MemoryStorage())
+    session, _ = chat(page, local, model=Script(ModelTurn("Hi.")))
+    conversations = Conversations(session, server=account, local=local)
+
+    async def run():
+        await conversations.restore(None, "local", "tab-a")
+        await conversations.send("hello there")
+        kept_here = session.keeper.thread["id"]
+        offered = (await conversations.sign(True))["offer"]
+        assert session.loop.history == [], "a new conversation, in the account"
+        await conversations.handle({"op": "keep", "thread": offered["id"]})
+        return kept_here, offered
+
+    kept_here, offered = asyncio.run(run())
+    assert offered["id"] == kept_here and offered["title"] == "hello there"
+    assert [m["content"] for m in session.loop.history] == ["hello there", "Hi."]
+    assert asyncio.run(local.listed())["threads"] == [], "gone from this browser"
+    moved = asyncio.run(account.listed())["threads"]
+    assert [t["title"] for t in moved] == ["hello there"]
+    assert session.keeper.thread["id"] == moved[0]["id"]
+
+
+def test_what_cannot_be_done_to_a_conversation_is_refused_with_a_sentence():
+    store = LocalThreads(MemoryStorage())
+    session, conversations = chat(Page(), store)
+
+    async def refused(message):
+        with pytest.raises(Exception) as error:
+            await conversations.handle(message)
+        return str(error.value)
+
+    async def run():
+        await conversations.restore(None, "local", "tab-a")
+        return [
+            await refused({"op": "export", "format": "markdown"}),
+            await refused({"op": "rename", "thread": "x", "title": "  "}),
+            await refused({"op": "fly"}),
+        ], await asyncio.gather(conversations.resume(), return_exceptions=True)
+
+    sentences, (resumed,) = asyncio.run(run())
+    assert sentences == [
+        "There is nothing to export yet: this conversation is empty.",
+        "Give the conversation a name: it cannot be blank.",
+        "There is no conversation operation 'fly'.",
+    ]
+    assert str(resumed) == "There is no interrupted answer to continue here."

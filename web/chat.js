@@ -176,6 +176,7 @@ class ReactorChat extends HTMLElement {
     const text = this.input.value.trim();
     if (!text || this.sendButton.disabled) return;
     this.input.value = "";
+    this.querySelectorAll(".chat-interrupted").forEach((note) => note.remove());  // a new turn instead
     this.running(true);  // at once; the chat's own `running` events follow
     try {
       await this.configured;

@@ -92,6 +92,8 @@ class Conversations:
         """Go on with the restored thread's cut turn (the widget asks at once for an approval or
         a re-attached reply, and when the person presses Continue)."""
         cut, self.cut = self.cut, None
+        if cut not in RESUMES or cut == "elsewhere":
+            raise HostError("There is no interrupted answer to continue here.")
         if cut == "stream":
             return await self.session.reattach()
         return await self.session.resume(ask_again=cut == "approval")
