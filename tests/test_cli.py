@@ -1,11 +1,12 @@
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
 import urllib.request
 
 import pytest
-from conftest import run_reactor
+from conftest import app_server_over, bearer, run_reactor
 
 from reactor_plugins.decks import DECKS_AGENT_TOOLS
 
@@ -160,3 +161,34 @@ def test_a_password_stored_under_an_unknown_scheme_is_a_database_error(tmp_path)
 def test_serve_refuses_a_host_name_that_is_not_one(tmp_path):
     done = run_reactor("serve", "--allow-host", "http://x.example/", "--data", str(tmp_path))
     assert done.returncode == 2 and "is not a host name to serve" in done.stderr
+
+
+def test_serve_with_threads_keep_days_deletes_the_conversations_untouched_that_long(tmp_path):
+    server = app_server_over(tmp_path, seed_demo=True)
+    ada = bearer(server, "ada")
+    turn = {"messages": [{"role": "user", "content": "hi"}], "items": [], "tab": "t"}
+    with server.client() as client:
+        old = client.post("/api/threads", json=turn, headers=ada).json()
+        recent = client.post("/api/threads", json=turn, headers=ada).json()
+    database = server.app.state.context.database
+    with database.transaction() as db:
+        db.execute("UPDATE threads SET updated = updated - 31 * 86400 WHERE id = ?", (old["id"],))
+    database.close()
+    command = [sys.executable, "-m", "reactor", "serve", "--port", "0", "--data", str(tmp_path),
+               "--threads-keep-days", "30"]  # fmt: skip
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as serving:
+        try:
+            assert serving.stdout.readline().startswith("reactor is serving http://127.0.0.1:")
+            assert serving.stdout.readline() == (
+                "chat conversations untouched for 30 days are deleted\n"
+            )
+        finally:
+            serving.terminate()
+    with sqlite3.connect(tmp_path / "reactor.sqlite3") as db:
+        left = [row[0] for row in db.execute("SELECT id FROM threads")]
+    assert left == [recent["id"]]
+    refused = run_reactor("serve", "--threads-keep-days", "soon", "--data", str(tmp_path))
+    assert refused.returncode == 2 and (
+        "'soon' is not a number of days: give how many days an untouched conversation is "
+        "kept, such as 30." in refused.stderr
+    )

@@ -17,9 +17,10 @@ TODO_TOOLS = {"todo_add", "todo_list", "todo_complete", "todo_select"}
 
 
 @contextmanager
-def embedding(tmp_path, allowed=None, plugins=None):
-    """The reactor server and the example page, each on its own loopback port. The example's
-    socket is bound first (port 0), so the reactor server cannot be given the same port."""
+def embedding(tmp_path, allowed=None, plugins=None, **options):
+    """The reactor server (with `options`, as create_app takes them) and the example page, each
+    on its own loopback port. The example's socket is bound first (port 0), so the reactor server
+    cannot be given the same port."""
     spec = importlib.util.spec_from_file_location("embed_example_serve", EXAMPLE)
     serve = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(serve)
@@ -31,6 +32,7 @@ def embedding(tmp_path, allowed=None, plugins=None):
             seed_demo=True,
             allow_origins=[site] if allowed is None else allowed,
             **({} if plugins is None else {"plugins": plugins}),
+            **options,
         )
     except BaseException:
         site_server.server_close()

@@ -6,6 +6,7 @@
  * An assistant's text is Markdown, drawn by the page's CommonMark with raw HTML off.
  */
 import { el, whenIdle } from "./dom.js";
+import { ChatThreads } from "./threads.js";
 
 let markdown = null;  // web/markdown.js, imported with the first reply: not while the page boots (view.js)
 
@@ -15,6 +16,31 @@ function drawMarkdown(element, text) {
   (markdown ??= import("./markdown.js")).then(({ renderMarkdown }) => renderMarkdown(element, text));
 }
 
+/**
+ * A conversation drawn again may hold hundreds of replies: each is drawn as Markdown when it
+ * comes into view, not all at once while the page starts.
+ */
+const unseen = new WeakMap();  // element -> its text, until it is seen
+const seen = typeof IntersectionObserver === "function" ? new IntersectionObserver((entries) => {
+  for (const { target, isIntersecting } of entries) {
+    if (!isIntersecting) continue;
+    seen.unobserve(target);
+    drawMarkdown(target, unseen.get(target));
+  }
+}) : null;
+
+function drawMarkdownWhenSeen(element, text) {
+  if (!seen) return drawMarkdown(element, text);
+  element.textContent = text;
+  unseen.set(element, text);
+  seen.observe(element);
+}
+
+/** An approval's decision as its card says it. */
+const DECISIONS = {
+  allow: "Allowed.", always: "Always allowed in this chat.", deny: "Denied; it did not run.",
+  withdrawn: "No longer asked; it did not run.",
+};
 const KEYED = new Set(["openai", "anthropic"]);  // the providers whose base URL, model and key a person types
 const SETTINGS_KEY = "reactor.chat.settings";  // sessionStorage: the key never leaves this tab but for its provider
 
@@ -39,13 +65,29 @@ function keyArguments(args) {
 class ReactorChat extends HTMLElement {
   connectedCallback() {
     this.cards = new Map();
+    this.threads = new ChatThreads(this);  // reads this tab's conversation at once, while Python boots
     window.addEventListener("reactor:chat", (event) => this.onEvent(event.detail));
+    window.addEventListener("reactor:session", (event) => this.threads.signed(event.detail));
+    // What another tab added to the conversation shows when the person comes back to this one
+    // (or into the chat: a browser without windows, as a headless one, tells no focus).
+    window.addEventListener("focus", () => this.threads.refresh());
+    this.addEventListener("focusin", () => this.threads.refresh());
+    document.addEventListener("visibilitychange", () => document.visibilityState === "visible" && this.threads.refresh());
     window.reactor.chat.setApprover((request, signal) => this.askApproval(request, signal));
     // Drawn once the page is idle, in a task of its own, not in the page's first busy tasks; the
     // chat then sets itself up once the tools are ready, so it never delays them.
     const drawn = whenIdle().then(() => this.draw());
+    // The conversation is drawn as soon as it has come, Python or not: drawn, never run again.
+    drawn.then(() => this.threads.loading).then(({ thread }) => {
+      if (thread) this.redraw(thread.items ?? []);
+    }).catch(() => {}).finally(() => {
+      this.dataset.thread = "drawn";
+      performance.mark("reactor:thread-drawn");
+    });
     this.configured = Promise.all([window.reactor.ready, drawn]).then(whenIdle).then(() => this.applySettings(this.savedSettings(), { saved: true }));
     this.configured.catch(() => {});
+    // Python takes the conversation over; a turn a reload cut is then asked again or offered to continue.
+    this.restored = this.configured.then(() => this.threads.restore()).catch((error) => this.note(error.message, "error"));
   }
 
   draw() {
@@ -61,8 +103,8 @@ class ReactorChat extends HTMLElement {
     });
     this.modelLabel = el("span", { class: "chat-model", "data-testid": "chat-model" });
     this.replaceChildren(
-      el("header", { class: "chat-head" }, el("h2", {}, "Assistant"), this.modelLabel),
-      this.settingsForm(), this.log, form,
+      el("header", { class: "chat-head" }, el("h2", {}, "Assistant"), this.threads.title, this.modelLabel),
+      this.threads.panel(), this.settingsForm(), this.log, form,
     );
   }
 
@@ -134,15 +176,46 @@ class ReactorChat extends HTMLElement {
     const text = this.input.value.trim();
     if (!text || this.sendButton.disabled) return;
     this.input.value = "";
+    this.querySelectorAll(".chat-interrupted").forEach((note) => note.remove());  // a new turn instead
     this.running(true);  // at once; the chat's own `running` events follow
     try {
       await this.configured;
+      await this.restored;
       const outcome = await window.reactor.chat.send(text);
+      if (outcome.status === "step_limit") this.note("Stopped at the step limit for one message.");
+    } catch (error) {
+      this.note(error.message, "error");
+      this.input.value ||= text;  // not sent: the person's words are theirs to send again
+      this.running(false);
+    }
+  }
+
+  /** Go on with the turn a reload cut (reactor.chat.resume), as a message is answered. */
+  async resume() {
+    this.running(true);
+    try {
+      const outcome = await window.reactor.chat.resume();
       if (outcome.status === "step_limit") this.note("Stopped at the step limit for one message.");
     } catch (error) {
       this.note(error.message, "error");
       this.running(false);
     }
+  }
+
+  /** The whole conversation drawn anew from its items (a restored or switched thread). */
+  redraw(items) {
+    this.cards = new Map();
+    this.streaming = null;
+    const drawn = document.createDocumentFragment();
+    this.target = drawn;
+    try {
+      for (const item of items) this.show(item);
+    } finally {
+      this.target = null;
+    }
+    this.log.replaceChildren(drawn);
+    // At the next frame, which lays the log out anyway: not a second layout now.
+    requestAnimationFrame(() => this.log.lastElementChild?.scrollIntoView({ block: "nearest" }));
   }
 
   running(on) {
@@ -152,11 +225,23 @@ class ReactorChat extends HTMLElement {
   }
 
   note(text, kind = "note") {
-    this.log.append(el("li", { class: `chat-${kind}` }, text));
+    (this.target ?? this.log).append(el("li", { class: `chat-${kind}` }, text));
   }
 
   onEvent(event) {
     if (!this.log) return;  // not drawn yet: nothing has been said
+    if (event.type === "thread") {
+      this.threads.changed(event);
+      return;
+    }
+    if (event.type === "approval") return;  // drawn as it was asked (askApproval)
+    this.show(event);
+    this.log.lastElementChild?.scrollIntoView({ block: "nearest" });
+  }
+
+  /** An event, or a kept item of a conversation drawn again, in the log (or what `target` gathers). */
+  show(event) {
+    const log = this.target ?? this.log;
     if (event.type === "running") {
       this.running(event.running);  // any reply, however started (the widget, or reactor.chat.send)
       return;
@@ -171,20 +256,24 @@ class ReactorChat extends HTMLElement {
       // A streamed reply: its text as it arrives, drawn as Markdown once it is whole.
       if (!this.streaming) {
         this.streaming = el("li", { class: "chat-message chat-assistant", "data-role": "assistant", "data-streaming": "true" });
-        this.log.append(this.streaming);
+        log.append(this.streaming);
       }
       this.streaming.textContent += event.text;
     } else if (event.type === "message") {
       const item = event.role === "assistant" && this.streaming ? this.streaming : el("li", { class: `chat-message chat-${event.role}` });
       this.streaming = null;
       delete item.dataset.streaming;
-      if (event.role === "assistant") drawMarkdown(item, event.text);
+      if (event.cut) item.dataset.streaming = "stopped";  // kept as far as it had come
+      if (event.role === "assistant") (this.target ? drawMarkdownWhenSeen : drawMarkdown)(item, event.text);
       else item.textContent = event.text;
       item.dataset.role = event.role;
-      if (!item.isConnected) this.log.append(item);
+      if (event.role === "user") this.cards = new Map();  // a turn's calls are its own (ids may repeat)
+      if (!item.isConnected) log.append(item);
     } else if (event.type.startsWith("tool_call.")) {
       this.endStream();
       this.toolCard(event);
+    } else if (event.type === "approval") {
+      log.append(this.approvalCard(event, event.decision).card);
     } else if (event.type === "stopped") {
       this.endStream();
       this.note(event.reason);
@@ -192,7 +281,6 @@ class ReactorChat extends HTMLElement {
       this.endStream();
       this.note(event.message, "error");
     }
-    this.log.lastElementChild?.scrollIntoView({ block: "nearest" });
   }
 
   /** A tool call as a person reads it: what ran, one line of outcome; the JSON behind "Details". */
@@ -216,7 +304,7 @@ class ReactorChat extends HTMLElement {
           el("pre", { class: "chat-tool-args" }, pretty(parsed(event.arguments))),
           el("pre", { class: "chat-tool-result" })));
       this.cards.set(event.call_id, card);
-      this.log.append(card);
+      (this.target ?? this.log).append(card);
     }
     const status = event.type.slice("tool_call.".length);
     card.dataset.status = status;
@@ -231,23 +319,14 @@ class ReactorChat extends HTMLElement {
     // The question must be on screen: a view in full screen (a presentation) would hide it.
     if (document.fullscreenElement && !this.contains(document.fullscreenElement)) document.exitFullscreen().catch(() => {});
     return new Promise((resolve) => {
-      // The person's words, from the tool's command ("Publish ‘Hello’ on Acme?"), never its name.
-      const asked = request.question
-        || `Allow the assistant to ${request.sideEffect === "destructive" ? "delete something" : "change something"} on this page?`;
-      const question = el("p", { "data-testid": "approval-question" }, asked);
-      const card = el("li", { class: "chat-approval", "data-testid": "approval", "data-tool": request.tool },
-        question, el("details", {}, el("summary", {}, "Details"), el("pre", {}, pretty(request.arguments))));
+      const { card, decide } = this.approvalCard(request);
       // In time order: the question, then the decision, then the call's card with its outcome.
       const toolCard = this.cards.get(request.callId);
       toolCard?.remove();
       const decided = () => { if (toolCard) card.after(toolCard); };
       const answer = (decision) => () => {
-        card.dataset.decision = decision;
+        decide(decision);
         decided();
-        // The card keeps what was chosen, in words; the buttons go.
-        card.querySelectorAll("button").forEach((b) => b.remove());
-        question.textContent = `${asked} `;
-        question.append(el("strong", { "data-testid": "approval-choice" }, { allow: "Allowed.", always: "Always allowed in this chat.", deny: "Denied; it did not run." }[decision]));
         resolve(decision);
       };
       for (const [decision, text] of [["allow", "Allow"], ["always", "Always allow"], ["deny", "Deny"]]) {
@@ -258,16 +337,32 @@ class ReactorChat extends HTMLElement {
       // Nobody waits for the answer any more: the question is withdrawn, not left to be answered.
       signal?.addEventListener("abort", () => {
         if (card.dataset.decision) return;
-        card.dataset.decision = "withdrawn";
+        decide("withdrawn");
         decided();
-        card.querySelectorAll("button").forEach((b) => b.remove());
-        question.textContent = `${asked} `;
-        question.append(el("strong", { "data-testid": "approval-choice" }, "No longer asked; it did not run."));
         resolve("deny");
       });
       this.log.append(card);
       card.scrollIntoView({ block: "nearest" });
     });
+  }
+
+  /** An approval's card, asking; `decide(decision)` writes the choice in words (drawn so when kept). */
+  approvalCard(request, decision = null) {
+    // The person's words, from the tool's command ("Publish ‘Hello’ on Acme?"), never its name.
+    const asked = request.question
+      || `Allow the assistant to ${(request.sideEffect ?? request.side_effect) === "destructive" ? "delete something" : "change something"} on this page?`;
+    const question = el("p", { "data-testid": "approval-question" }, asked);
+    const card = el("li", { class: "chat-approval", "data-testid": "approval", "data-tool": request.tool },
+      question, el("details", {}, el("summary", {}, "Details"), el("pre", {}, pretty(request.arguments))));
+    const decide = (chosen) => {
+      card.dataset.decision = chosen;
+      // The card keeps what was chosen, in words; the buttons go.
+      card.querySelectorAll("button").forEach((b) => b.remove());
+      question.textContent = `${asked} `;
+      question.append(el("strong", { "data-testid": "approval-choice" }, DECISIONS[chosen] ?? chosen));
+    };
+    if (decision) decide(decision);
+    return { card, decide };
   }
 }
 

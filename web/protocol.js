@@ -10,12 +10,15 @@ export const VERSION = 1;
 export const PAGE_REQUESTS = new Set([
   "execute", "callTool", "definePlugin", "unloadPlugin", "commands", "commands.find", "bundles",
   "diagnostics",
-  "chat.configure", "chat.label", "chat.send", "chat.tools", "chat.callTool",
+  "chat.configure", "chat.label", "chat.send", "chat.tools", "chat.callTool", "chat.thread", "chat.resume",
 ]);
 export const PAGE_NOTICES = new Set(["chat.stop", "panel.event", "panels.unload"]);
+/** The envelope's own keys: a message's fields may not take them (reactor/protocol.py). */
+const ENVELOPE_KEYS = new Set(["v", "id", "re", "type"]);
 /** What the worker asks the page (each is answered), and what it tells it. */
 export const WORKER_REQUESTS = new Set([
-  "page.openTab", "page.fullscreen", "pageCommand.run", "chat.approve", "aiTool.run", "panel.open", "panel.close",
+  "page.openTab", "page.fullscreen", "pageCommand.run", "chat.approve", "page.storage", "aiTool.run", "panel.open",
+  "panel.close",
 ]);
 export const WORKER_NOTICES = new Set([
   "progress", "fail", "ready", "bundles.changed", "commands.changed", "page.show", "chat.event", "aiTool.warm",
@@ -68,6 +71,8 @@ export class WorkerChannel {
    */
   request(type, fields = {}, { signal } = {}) {
     if (!PAGE_REQUESTS.has(type)) throw new TypeError(`${type} is not a request the page sends`);
+    const taken = Object.keys(fields).find((key) => ENVELOPE_KEYS.has(key));
+    if (taken) throw new TypeError(`${type}: a field may not be named ${taken}, the envelope's own`);
     const id = ++this.nextId;
     /** @type {{v: number, id: number, type: string, cancelled?: string}} */
     const message = { v: VERSION, id, type, ...fields };

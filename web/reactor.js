@@ -177,6 +177,15 @@ export const reactor = {
     },
     async label() { await ready; return channel.request("chat.label"); },
     async send(text) { await ready; return channel.request("chat.send", { text }); },
+    /**
+     * The chat's conversations (web/threads.js draws them): `op` is restore, list, open, new,
+     * rename, delete, export, refresh, signedIn or keep (reactor.host.conversations).
+     * @param {string} op
+     * @param {object} [fields]
+     */
+    async thread(op, fields = {}) { await ready; return channel.request("chat.thread", { ...fields, op }); },
+    /** Go on with the turn a reload cut: an approval asked again, the reply re-attached, or Continue. */
+    async resume() { await ready; return channel.request("chat.resume"); },
     stop() { if (python) channel.notify("chat.stop"); },
     async tools() { await ready; return channel.request("chat.tools"); },
     /**
@@ -396,6 +405,13 @@ const fromWorker = {
     // The widget answers "allow", "always" or "deny"; with no widget on the page, nothing is approved.
     // `signal` aborts when the call stops waiting (its agent gave up, the person pressed Stop).
     return chatApprover ? chatApprover(request, signal) : "deny";
+  },
+  "page.storage"({ op, key, value }) {
+    // The chat's conversations of a signed-out person: this origin's storage (reactor.host.threads).
+    if (op === "get") return localStorage.getItem(key);
+    if (op === "set") localStorage.setItem(key, value);
+    else localStorage.removeItem(key);
+    return null;
   },
   async "pageCommand.run"({ key, command, args }) {
     const defined = pagePlugins.get(key)?.commands.get(command);

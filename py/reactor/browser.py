@@ -161,6 +161,32 @@ class ServerLink:
         return await browser_send(method, url, headers, body, on_chunk, credentials=credentials)
 
 
+class PageStorage:
+    """The page's localStorage (its origin's), asked of the page: a worker has none."""
+
+    def __init__(self, endpoint: WorkerEndpoint) -> None:
+        self._endpoint = endpoint
+
+    async def get(self, key: str) -> str | None:
+        value = await self._endpoint.ask("page.storage", op="get", key=key)
+        return None if value is None else str(value)
+
+    async def set(self, key: str, value: str) -> None:
+        try:
+            await self._endpoint.ask("page.storage", op="set", key=key, value=value)
+        except PageError as error:  # QuotaExceededError: the origin's storage is full
+            from .host.threads import ThreadRefused
+
+            raise ThreadRefused(
+                "This browser has no room left to keep this conversation: delete old "
+                f"conversations, or sign in to keep them on this site ({error}).",
+                status=507,
+            ) from None
+
+    async def remove(self, key: str) -> None:
+        await self._endpoint.ask("page.storage", op="remove", key=key)
+
+
 class JsSignal:
     """A JS AbortSignal as tool code reads it; hand `signal.js` to `fetch` to stop a request."""
 
@@ -309,10 +335,13 @@ def _serve_chat(
 
     The host is imported and the session made on first use, not at boot: tools are ready sooner."""
     sessions: list[Any] = []
+    conversations: list[Any] = []
 
     def session() -> Any:
         if not sessions:
             from .host import AgentSpec, ChatSession, HostEvent
+            from .host.conversations import Conversations
+            from .host.threads import LocalThreads, ServerThreads
 
             async def approve(request: Any) -> str:
                 return str(
@@ -349,7 +378,22 @@ def _serve_chat(
                     keys=assistant.get("browserKeys", True),
                 )
             )
+
+            async def fetch(method: str, url: str, body: Any = None) -> Any:
+                return await server.fetch_json(url, method=method, body=body, headers={})
+
+            conversations.append(
+                Conversations(
+                    sessions[0],
+                    server=ServerThreads(fetch),
+                    local=LocalThreads(PageStorage(endpoint)),
+                )
+            )
         return sessions[0]
+
+    def chats() -> Any:
+        session()
+        return conversations[0]
 
     chosen = False  # whether a model was chosen in this page (by the person or the page's code)
 
@@ -390,7 +434,9 @@ def _serve_chat(
 
     endpoint.handle("chat.configure", configure)
     endpoint.handle("chat.label", lambda message, signal: session().label)
-    endpoint.handle("chat.send", lambda message, signal: session().send(message["text"]))
+    endpoint.handle("chat.send", lambda message, signal: chats().send(message["text"]))
+    endpoint.handle("chat.thread", lambda message, signal: chats().handle(message))
+    endpoint.handle("chat.resume", lambda message, signal: chats().resume())
     endpoint.handle("chat.tools", tools)
     endpoint.handle(
         "chat.callTool",

@@ -65,6 +65,14 @@ def main(argv: list[str] | None = None) -> int:
         help="log lines as text (default) or one JSON object each, with the request's id "
         "(also $REACTOR_LOG_FORMAT)",
     )
+    serve.add_argument(
+        "--threads-keep-days",
+        type=_days,
+        default=os.environ.get("REACTOR_THREADS_KEEP_DAYS") or None,
+        metavar="N",
+        help="delete the chat conversations nobody added to for N days (default: keep them; "
+        "also $REACTOR_THREADS_KEEP_DAYS)",
+    )
     _assistant_arguments(serve)
     serve.add_argument(
         "--metrics-token",
@@ -169,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         public_url=public,
         log_format=args.log_format,
         metrics_token=args.metrics_token,
+        keep_days=args.threads_keep_days,
     )
 
 
@@ -179,6 +188,20 @@ def _metrics_token(value: str) -> str:
     if problem:  # an ArgumentTypeError: argparse then shows the sentence, never the value
         raise argparse.ArgumentTypeError(problem)
     return value
+
+
+def _days(text: str) -> float:
+    """--threads-keep-days: a number of days above 0."""
+    try:
+        days = float(text)
+    except ValueError:
+        days = 0.0
+    if not 0 < days < 100_000:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of days: give how many days an untouched conversation is "
+            "kept, such as 30."
+        )
+    return days
 
 
 def _storage_arguments(command: argparse.ArgumentParser) -> None:
@@ -410,6 +433,7 @@ def _serve(
     public_url: str = "",
     log_format: str = "text",
     metrics_token: str = "",
+    keep_days: float | None = None,
 ) -> int:
 
     from .errors import DatabaseError
@@ -417,6 +441,7 @@ def _serve(
     from .server.app import create_app
     from .server.logs import configure_logging
     from .server.serving import graceful
+    from .server.threads.store import ThreadLimits
 
     log_options = configure_logging(log_format)
 
@@ -434,6 +459,7 @@ def _serve(
             trust_proxies=trust_proxies,
             public_url=public_url,
             metrics_token=metrics_token,
+            threads=ThreadLimits(keep_days=keep_days),
         )
     except DatabaseError as error:
         print(f"reactor serve: {error}", file=sys.stderr)
@@ -476,6 +502,8 @@ def _serve(
         print(f"people reach it at {public_url}/", flush=True)
     if trust_proxies:
         print(f"X-Forwarded-For and -Proto count from {', '.join(trust_proxies)}", flush=True)
+    if keep_days is not None:
+        print(f"chat conversations untouched for {keep_days:g} days are deleted", flush=True)
     # Pages connected for their agents hold an event stream open (server/agents/mcp.py). Whose
     # forwarded headers count is the app's to say (server/proxies.py), not uvicorn's.
     graceful(app, log_level="warning", **log_options).run(sockets=[listener])

@@ -48,6 +48,8 @@ PAGE_REQUESTS = frozenset(
         "chat.send",
         "chat.tools",
         "chat.callTool",
+        "chat.thread",
+        "chat.resume",
     }
 )
 #: The requests that run something by name with arguments: the field that names it. Without a
@@ -62,6 +64,7 @@ WORKER_REQUESTS = frozenset(
         "page.fullscreen",
         "pageCommand.run",
         "chat.approve",
+        "page.storage",
         "aiTool.run",
         "panel.open",
         "panel.close",

@@ -10,6 +10,9 @@
     anthropic.py  Anthropic Messages
     scripted.py   ScriptedModel, for demos and tests without an AI
     session.py    ChatSession: the page's chat — settings, one history, tool calls from WebMCP
+    transcript.py what the person saw, kept to draw it again; a conversation as Markdown
+    threads.py    where a conversation is kept as it goes: the server, or this browser
+    conversations.py  the widget's conversations: restore, resume, list, switch, sign-in
     errors.py     HostError, SettingsError, ProviderError
 
 The envelope (reactor.envelope) and argument parsing (reactor.arguments) are the core's, shared

@@ -6,11 +6,18 @@ it. Every call is answered in the history â€” run, refused, denied or stopped â€
 conversation stays one a provider accepts. `stop()` aborts the model request and the running
 tool; whatever either returns after that is dropped, and the calls left are answered as
 aborted.
+
+`keep(stage, history)`, when given, keeps the conversation as it goes (reactor.host.threads):
+"start" once the person's message is in the history and before the model is asked (a refusal
+there takes the message back and fails the send), "model" after each model turn, "approved"
+when the person allowed a call (before it runs), "tool" after each call's answer, "end" when
+the turn ends. `resume` goes on with a turn a reload cut (the page's conversation restored).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,18 +25,20 @@ from ..cancellation import CancelToken
 from ..envelope import is_failure, tool_failure
 from ..errors import AbortedError
 from ..events import Emitter
-from .approval import ApprovalGate, ApprovalRequest, Approve
+from .approval import ApprovalGate, ApprovalRequest, Approve, needs_approval
 from .errors import HostError, SettingsError
-from .model import MAX_TOKENS, Model, ModelRequest, ModelTurn, ToolCall
+from .model import MAX_TOKENS, TOOL_USE, Model, ModelRequest, ModelTurn, ToolCall
 from .tools import Toolbox, outcome_line
 
 PRESSED_STOP = "The person pressed stop."  # why a call stopped, as its answer tells the model
+Keep = Callable[[str, list[dict[str, Any]]], Awaitable[None]]
 
 
 @dataclass(frozen=True)
 class HostEvent:
     """For a UI. type: message, message.delta (a streamed piece of text),
-    tool_call.started|approved|denied|finished|failed, stopped, error."""
+    tool_call.started|approved|denied|finished|failed, approval (the person's decision, once
+    asked), stopped, error."""
 
     type: str
     data: dict[str, Any] = field(default_factory=dict)
@@ -61,6 +70,7 @@ class ChatLoop:
         tool_timeout: float | None = None,
         on_event: Callable[[HostEvent], object] | None = None,
         history: list[dict[str, Any]] | None = None,
+        keep: Keep | None = None,
     ) -> None:
         if max_steps < 1:
             raise SettingsError(f"max_steps must be at least 1, not {max_steps!r}.")
@@ -75,6 +85,7 @@ class ChatLoop:
         if on_event is not None:
             self.events.connect(on_event)
         self._token: CancelToken | None = None
+        self._keep = keep
 
     @property
     def running(self) -> bool:
@@ -91,11 +102,121 @@ class ChatLoop:
             raise HostError("The chat is still answering the last message; stop it or wait for it.")
         token = self._token = CancelToken()
         try:
+            self._close_pending()
             self.history.append({"role": "user", "content": text})
+            if self._keep is not None:
+                try:
+                    await self._keep("start", self.history)
+                except BaseException:
+                    self.history.pop()
+                    raise
             self._emit("message", role="user", text=text)
-            return await self._run(token)
+            return await self._ended(await self._run(token))
         finally:
             self._token = None
+
+    def pending_calls(self) -> list[ToolCall]:
+        """The calls of the last model turn that have no answer in the history (a reload cut the
+        turn while they waited or ran)."""
+        answered = set()
+        for message in reversed(self.history):
+            if message["role"] == "tool":
+                answered.add(message["tool_call_id"])
+            elif message["role"] == "assistant":
+                return [
+                    ToolCall(c["id"], c["name"], c.get("arguments"))
+                    for c in message.get("tool_calls") or []
+                    if c["id"] not in answered
+                ]
+            else:
+                return []
+        return []
+
+    async def resume(self, *, ask_again: bool) -> LoopOutcome:
+        """Go on with the turn a reload cut: its calls left unanswered are answered (the first
+        one asked for again when `ask_again`, as it waited for the person and did not run; else
+        answered as interrupted, since it may have run), then the model is asked again."""
+        if self._token is not None:
+            raise HostError("The chat is still answering the last message; stop it or wait for it.")
+        token = self._token = CancelToken()
+        try:
+            pending = self.pending_calls()
+            if pending:
+                last = self.history[self._last_assistant()]
+                turn = ModelTurn(str(last.get("content") or ""), tuple(pending), TOOL_USE)
+                for index, call in enumerate(pending):
+                    if index == 0 and not ask_again:
+                        result = self._interrupted(call)
+                    else:
+                        result = await self._answer(call, turn, token, False)
+                    self.history.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": call.id,
+                            "name": call.name,
+                            "result": result,
+                        }
+                    )
+                    problem = await self._kept("tool")
+                    if problem:
+                        return await self._ended(self._failed(problem, 1))
+                if token.aborted:
+                    return await self._ended(self._stopped(token, 1))
+            return await self._ended(await self._run(token))
+        finally:
+            self._token = None
+
+    def _last_assistant(self) -> int:
+        return max(i for i, m in enumerate(self.history) if m["role"] == "assistant")
+
+    def _close_pending(self) -> None:
+        """Calls a reload left unanswered, answered as interrupted before the next message: a
+        provider takes no conversation with a call and no answer."""
+        for call in self.pending_calls():
+            result = self._interrupted(call)
+            self.history.append(
+                {"role": "tool", "tool_call_id": call.id, "name": call.name, "result": result}
+            )
+
+    def _interrupted(self, call: ToolCall) -> dict[str, Any]:
+        result = tool_failure(
+            "aborted",
+            f"{call.name} was interrupted: the page was reloaded while it waited or ran, so it "
+            "may or may not have taken effect. Check before calling it again.",
+            display="Interrupted when the page was reloaded; it may or may not have run.",
+        )
+        tool = self.toolbox.tool(call.name)
+        self._emit(
+            "tool_call.failed",
+            call_id=call.id,
+            name=call.name,
+            title=tool.title if tool is not None else "",
+            arguments=call.arguments,
+            result=result,
+            summary="Interrupted when the page was reloaded; it may or may not have run.",
+        )
+        return result
+
+    async def _kept(self, stage: str) -> str:
+        """Keep the conversation at `stage`; the person's sentence if it could not be kept."""
+        if self._keep is None:
+            return ""
+        try:
+            await self._keep(stage, self.history)
+        except HostError as error:
+            return str(error)
+        return ""
+
+    async def _ended(self, outcome: LoopOutcome) -> LoopOutcome:
+        problem = await self._kept("end")
+        if problem and outcome.status != "error":
+            self._emit("error", message=problem, kind="ThreadRefused")
+            return LoopOutcome("error", outcome.text, outcome.steps, error=problem)
+        return outcome
+
+    def _failed(self, problem: str, step: int) -> LoopOutcome:
+        self._emit("error", message=problem, kind="ThreadRefused")
+        return LoopOutcome("error", steps=step, error=problem)
 
     async def _run(self, token: CancelToken) -> LoopOutcome:
         for step in range(1, self.max_steps + 1):
@@ -125,12 +246,20 @@ class ChatLoop:
                 )
             if not turn.tool_calls:
                 return LoopOutcome("done", turn.text, step, turn.stop_reason)
+            problem = await self._kept("model")
+            if problem:
+                self._close_pending()
+                return self._failed(problem, step)
             last = step == self.max_steps
             for call in turn.tool_calls:
                 result = await self._answer(call, turn, token, last)
                 self.history.append(
                     {"role": "tool", "tool_call_id": call.id, "name": call.name, "result": result}
                 )
+                problem = await self._kept("tool")
+                if problem:
+                    self._close_pending()
+                    return self._failed(problem, step)
             if token.aborted:
                 return self._stopped(token, step)
         reason = f"The step limit of {self.max_steps} model requests for one message was reached."
@@ -189,13 +318,21 @@ class ChatLoop:
         request = ApprovalRequest(
             call.id, tool.name, tool.description, args, tool.side_effect, tool.question(args)
         )
+        known = tool.name in self.approvals.always
         try:
             decision = await self.approvals.decide(request, token)
         except AbortedError:
+            self._asked(request, "withdrawn")
             return tool_failure(
                 "aborted",
                 f"{tool.name} did not run: the chat was stopped while asking to approve it.",
             )
+        if decision in ("allow", "deny") or (decision == "always" and not known):
+            self._asked(request, decision)
+            if decision != "deny":
+                problem = await self._kept("approved")
+                if problem:
+                    return tool_failure("aborted", f"{tool.name} did not run: {problem}")
         if decision == "deny":
             return tool_failure(
                 "denied",
@@ -211,6 +348,21 @@ class ChatLoop:
         if decision in ("allow", "always"):
             self._emit("tool_call.approved", call_id=call.id, name=tool.name, decision=decision)
         return await self.toolbox.run(tool, args, signal=token, timeout=self.tool_timeout)
+
+    def _asked(self, request: ApprovalRequest, decision: str) -> None:
+        """The person's decision on a call they were asked about, for the transcript."""
+        if not needs_approval(request.side_effect):
+            return
+        self._emit(
+            "approval",
+            call_id=request.call_id,
+            tool=request.tool,
+            question=request.question,
+            arguments=request.arguments,
+            side_effect=request.side_effect,
+            decision=decision,
+            at=time.time(),
+        )
 
     def _stopped(self, token: CancelToken, step: int) -> LoopOutcome:
         reason = token.reason if isinstance(token.reason, str) else "Stopped."

@@ -9,7 +9,7 @@ the browser, given to the model adapter, which sends it only to the provider's o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -23,6 +23,7 @@ from .model import Model
 from .openai import OpenAIChatModel
 from .scripted import ScriptedModel, examples
 from .site import SiteModel
+from .threads import ThreadKeeper
 from .tools import AgentSpec, Toolbox
 from .transport import Send
 
@@ -37,6 +38,7 @@ def model_from_settings(
     site: dict[str, Any] | None = None,
     site_send: Send | None = None,
     keys: bool = True,
+    thread: Callable[[], str] = lambda: "",
 ) -> Model:
     """The model the settings name (by default the site's, else the scripted one); a setting
     that cannot be used is a ValueError saying what to do."""
@@ -44,7 +46,7 @@ def model_from_settings(
     if provider == "site":
         if not site:
             raise SettingsError("This site has no assistant of its own; pick another model.")
-        return SiteModel(site, site_send or send)
+        return SiteModel(site, site_send or send, thread)
     if provider == "scripted":
         return ScriptedModel()
     if provider in TYPED_KEYS and not keys:
@@ -101,7 +103,8 @@ def model_from_settings(
 
 
 class ChatSession:
-    """The chat of one page: its agent spec, its settings, one history kept across settings."""
+    """The chat of one page: its agent spec, its settings, one history kept across settings,
+    kept as it goes by `keeper` (reactor.host.threads; by default nowhere)."""
 
     def __init__(
         self,
@@ -115,11 +118,13 @@ class ChatSession:
         site: dict[str, Any] | None = None,
         site_send: Send | None = None,
         keys: bool = True,
+        keeper: ThreadKeeper | None = None,
     ) -> None:
         self.toolbox = Toolbox(reactor, spec)
         self.send_http = send
         self.approve = approve
-        self.on_event = on_event
+        self.keeper = keeper or ThreadKeeper()
+        self._tell = on_event
         self.max_steps = max_steps
         self.site, self.site_send, self.keys = site, site_send, keys
         self.loop = self._loop(self._model({}), history=[])
@@ -166,19 +171,53 @@ class ChatSession:
         self.on_event(HostEvent("model", {"label": self.label, "provider": self.provider}))
         return self.label
 
+    def on_event(self, event: HostEvent) -> None:
+        """Every event of the chat: the transcript records it, the widget hears it."""
+        self.keeper.transcript.record(event)
+        self._tell(event)
+
     def _model(self, settings: dict[str, Any]) -> Model:
         return model_from_settings(
-            settings, self.send_http, site=self.site, site_send=self.site_send, keys=self.keys
+            settings,
+            self.send_http,
+            site=self.site,
+            site_send=self.site_send,
+            keys=self.keys,
+            thread=self._kept_thread,
         )
+
+    def _kept_thread(self) -> str:
+        """The thread the site's model answers in, when the server keeps it ("" otherwise)."""
+        keeper = self.keeper
+        kept_on_server = keeper.store is not None and keeper.store.where == "server"
+        return keeper.thread["id"] if kept_on_server and keeper.thread else ""
+
+    def can_reattach(self) -> bool:
+        """Whether a reply the server kept for this page's thread can be read again here."""
+        return isinstance(self.loop.model, SiteModel)
+
+    async def reattach(self) -> dict[str, Any]:
+        """Go on with a turn whose reply the server kept (the page was reloaded mid-answer): the
+        rest of the reply as it comes, then the turn as it would have gone on."""
+        if isinstance(self.loop.model, SiteModel):
+            self.loop.model.reattaching = True
+        return await self.resume(ask_again=False)
 
     async def send(self, text: str) -> dict[str, Any]:
         """Answer `text`; the widget hears `running` before and after, however the send was
         started."""
+        return await self._answering(lambda: self.loop.send(text))
+
+    async def resume(self, *, ask_again: bool) -> dict[str, Any]:
+        """Go on with a turn a reload cut (ChatLoop.resume), as `send` answers a message."""
+        return await self._answering(lambda: self.loop.resume(ask_again=ask_again))
+
+    async def _answering(self, run: Callable[[], Awaitable[Any]]) -> dict[str, Any]:
         if self.loop.running:
             raise HostError("The chat is still answering the last message; stop it or wait for it.")
         self.on_event(HostEvent("running", {"running": True}))
         try:
-            outcome = await self.loop.send(text)
+            outcome = await run()
         finally:
             self.on_event(HostEvent("running", {"running": False}))
         return {
@@ -216,4 +255,5 @@ class ChatSession:
             max_steps=self.max_steps,
             on_event=self.on_event,
             history=history,
+            keep=self.keeper.keep,
         )

@@ -52,6 +52,8 @@ from .proxies import ForwardedHeaders, check_proxies, check_public_url
 from .runtime.assets import accepted_codings
 from .runtime.page import PageSettings, page_archive, page_routes
 from .runtime.vendored import ROOT, Runtime, runtime_manifest, snapshot_url
+from .threads.routes import Threads
+from .threads.store import ThreadLimits, ThreadStore
 
 __all__ = ["Runtime", "create_app", "make_snapshot", "runtime_manifest", "snapshot_url"]
 DOCUMENT = {
@@ -88,6 +90,7 @@ def create_app(
     trust_proxies: Iterable[str] = (),
     public_url: str = "",
     metrics_token: str = "",
+    threads: ThreadLimits | None = None,
 ) -> Starlette:
     """Build the app over `data_dir/reactor.sqlite3`, or over `database` (a `postgresql://` URL:
     several server processes then share one truth); plugins set up their tables on start.
@@ -110,6 +113,8 @@ def create_app(
     people see (`https://reactor.example.org:8443`): its host is served, and sentences that
     tell a person an address use it.
     `metrics_token` lets a scraper not on this machine read /metrics (server/metrics.py).
+    `threads` are the limits of the signed-in people's kept conversations (server/threads/),
+    and how many days one untouched is kept (by default: for ever).
     """
     origins = check_origins(allow_origins)
     public = check_public_url(public_url) if public_url else ""
@@ -127,6 +132,10 @@ def create_app(
         gateway = None if assistant is None else Gateway(assistant, store, auth)
         agent_tokens = AgentTokens(store, auth)
         oauth = OAuth(store, auth)  # agents allowed by the person, on this server's own pages
+        kept = Threads(
+            ThreadStore(store, threads), auth, None if gateway is None else gateway.streaming
+        )
+        kept.purge_when_due()
         # /mcp and the pages it relays to (server/agents/)
         agents = Agents(auth, agent_tokens, origins, store, oauth.grants, public)
         server_plugin_routes = _server_plugin_routes(platform, context, seed_demo)
@@ -150,6 +159,7 @@ def create_app(
         *server_plugin_routes,
         *agent_tokens.routes(),
         *oauth.routes(),
+        *kept.routes(),
         *agents.routes(),
         *health_routes(Readiness(store, lambda: agents.endpoint.manager is not None)),
         *metrics.routes(),
@@ -197,6 +207,7 @@ def create_app(
     )
     app.state.context = context
     app.state.agents = agents
+    app.state.threads = kept
     app.state.snapshot = runtime.snapshot  # its URL, "" for none
     return app
 

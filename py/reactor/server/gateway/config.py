@@ -79,6 +79,8 @@ class AssistantConfig:
     max_tokens: int = 4096
     max_body: int = 2_000_000
     timeout: float = 120.0
+    # How long a reply kept for its thread waits for a page to come back (gateway/kept.py).
+    reattach_seconds: float = 30.0
 
     def __post_init__(self) -> None:
         def refuse(option: str, value: Any, rule: str) -> DeclarationError:

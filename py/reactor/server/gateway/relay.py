@@ -19,6 +19,7 @@ from ..api import error_answer
 from ..metrics import Metrics, metrics_of
 from .allowance import Allowance, Reservation
 from .config import UPSTREAM_PATHS, AssistantConfig
+from .kept import KeptStreams
 from .usage import Usage
 
 log = logging.getLogger("reactor.assistant")
@@ -29,6 +30,7 @@ class Upstream(Protocol):
 
     config: AssistantConfig
     allowance: Allowance
+    kept: KeptStreams
 
     def client(self) -> httpx.AsyncClient: ...
     def upstream_headers(self) -> dict[str, str]: ...
@@ -38,16 +40,22 @@ class Upstream(Protocol):
 class Relay(Response):
     """The provider's answer, passed on as it arrives; the person leaving closes the upstream."""
 
-    def __init__(self, gateway: Upstream, content: bytes, reservation: Reservation) -> None:
+    def __init__(
+        self, gateway: Upstream, content: bytes, reservation: Reservation, thread: str = ""
+    ) -> None:
         super().__init__()
         self.gateway, self.content, self.reservation = gateway, content, reservation
-        self.who, self.config = reservation.who, gateway.config
+        self.who, self.config, self.thread = reservation.who, gateway.config, thread
         self.usage = Usage(self.config.provider)
         self.charged: tuple[int, int] | None = None  # once settled: input and output tokens
         self.metrics: Metrics | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         self.metrics = metrics_of(scope)
+        if self.thread:  # kept for its thread: the page leaving does not end it (kept.py)
+            kept = self.gateway.kept.begin((self.who, self.thread), self.relay_and_settle)
+            await kept.read(send, receive)
+            return
         relay = asyncio.ensure_future(self.relay(send))
         left = asyncio.ensure_future(_disconnected(receive))
         try:
@@ -88,6 +96,13 @@ class Relay(Response):
             self.charged = reservation.input, reservation.output
         if self.metrics is not None:
             self.metrics.charged(*self.charged)
+
+    async def relay_and_settle(self, send: Send) -> None:
+        """The answer of a kept stream (kept.py): relayed, and settled however it ends."""
+        try:
+            await self.relay(send)
+        finally:
+            await self.settle()
 
     async def relay(self, send: Send) -> None:
         gateway, config = self.gateway, self.config

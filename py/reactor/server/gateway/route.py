@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import ssl
 import time
 from typing import Any
@@ -31,14 +32,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ...errors import ApiError
 from ..api import EVENTS, Call, Reply, declare
 from ..auth.sessions import Auth, User
 from ..database import Database
 from .allowance import Allowance, input_estimate
 from .config import ANTHROPIC_VERSION, FIELDS, PATHS, AssistantConfig
+from .kept import KeptStreams
 from .relay import Relay
 
 ANSWERS = {"application/json": {"schema": {"type": "object"}}, **EVENTS}
+THREAD_HEADER = "x-reactor-thread"  # the thread a page's request answers: its reply is kept
+THREAD = re.compile(r"[A-Za-z0-9_-]{1,64}")
+STREAMS = "/api/assistant/streams/{thread}"
 
 
 class Gateway:
@@ -47,6 +53,7 @@ class Gateway:
     def __init__(self, config: AssistantConfig, database: Database, auth: Auth) -> None:
         self.config, self.auth = config, auth
         self.allowance = Allowance(database, config)
+        self.kept = KeptStreams(config.reattach_seconds)
         # made once, ~10 ms: every request's client shares it
         self._tls = ssl.create_default_context()
 
@@ -86,9 +93,64 @@ class Gateway:
                 input_estimate(content),
                 _bound(upstream),
             )
-            return Relay(self, content, reservation)
+            thread = call.request.headers.get(THREAD_HEADER, "")
+            kept = call.user is not None and THREAD.fullmatch(thread) is not None
+            return Relay(self, content, reservation, thread if kept else "")
 
-        return [Route(PATHS[provider], assistant, methods=["POST"])]
+        signed_in = self.auth.signed_in("Sign in to reach the answer of your conversation.")
+        gone = (
+            "This site keeps no answer coming for that conversation now (it ended more than "
+            f"{config.reattach_seconds:g} seconds ago, or another server process has it)."
+        )
+
+        @declare(
+            "Re-attach to the answer the site's model is giving in one of the person's "
+            "conversations (kept while it streams): from the event after `Last-Event-ID`, the "
+            "rest as it comes",
+            path={"thread": {"type": "string", "pattern": f"^{THREAD.pattern}$"}},
+            replies={200: Reply(content=ANSWERS)},
+            refusals={401: "Nobody is signed in.", 404: "No answer is kept for the thread."},
+            who=signed_in,
+        )
+        async def reattach(call: Call) -> Response:
+            kept = self.kept.get((_who(call.user, call.request), call.path["thread"]))
+            if kept is None:
+                raise ApiError(404, gone, field="thread")
+            after = call.request.headers.get("last-event-id", "0")
+            return _Reattached(kept, int(after) if after.isdigit() else 0)
+
+        @declare(
+            "Stop the answer the site's model is giving in one of the person's conversations: "
+            "the provider's request is closed",
+            path={"thread": {"type": "string", "pattern": f"^{THREAD.pattern}$"}},
+            replies={
+                200: Reply(
+                    {
+                        "type": "object",
+                        "required": ["stopped"],
+                        "properties": {"stopped": {"type": "string"}},
+                    }
+                )
+            },
+            refusals={401: "Nobody is signed in.", 404: "No answer is kept for the thread."},
+            who=signed_in,
+        )
+        async def stop(call: Call) -> Any:
+            kept = self.kept.get((_who(call.user, call.request), call.path["thread"]))
+            if kept is None:
+                raise ApiError(404, gone, field="thread")
+            kept.stop()
+            return {"stopped": call.path["thread"]}
+
+        return [
+            Route(PATHS[provider], assistant, methods=["POST"]),
+            Route(STREAMS, reattach, methods=["GET"]),
+            Route(STREAMS, stop, methods=["DELETE"]),
+        ]
+
+    def streaming(self, username: str, thread: str) -> bool:
+        """Whether an answer is kept for the person's thread (the page re-attaches to it)."""
+        return self.kept.has(f"user:{username}", thread)
 
     def request_schema(self) -> dict[str, Any]:
         """What the route takes: the provider's chat fields, no other; the site's model; one
@@ -188,3 +250,14 @@ def _who(user: User | None, request: Request) -> str:
     if user is not None:
         return f"user:{user.username}"
     return f"address:{request.client.host if request.client else 'unknown'}"
+
+
+class _Reattached(Response):
+    """A kept answer, read from the chunk after `after`."""
+
+    def __init__(self, kept: Any, after: int) -> None:
+        super().__init__()
+        self.kept, self.after = kept, after
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.kept.read(send, receive, self.after)
