@@ -20,6 +20,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from reactor.server.agents.bus import SETTLE_SECONDS
 from reactor.server.agents.relay import STOPPING
 from test_many_processes import serve
 from test_mcp_processes import ScriptedPage
@@ -32,6 +33,12 @@ class Served:
 
     def __init__(self, tmp_path, database: str, name: str) -> None:
         self.process, self.url = serve(tmp_path, database, name)
+        self.started = time.monotonic()
+
+    def settled(self) -> None:
+        """Wait until this process's watcher may declare others gone (bus.SETTLE_SECONDS after
+        its connection): the seconds are then what a process's death costs in steady state."""
+        until(lambda: time.monotonic() - self.started >= SETTLE_SECONDS, SETTLE_SECONDS + 1)
 
     def session(self, username: str = "ada") -> dict[str, str]:
         answer = httpx.post(
@@ -124,6 +131,7 @@ def test_a_killed_process_ends_the_calls_waiting_on_its_pages_and_they_leave_the
     page = ScriptedPage(second.url, second.session(), NEVER)  # its link held by the second
     call = AgentCall(first.url, token, "notes_count", {})
     until(lambda: page.calls, 10)
+    first.settled()
     killed = time.monotonic()
     second.process.send_signal(signal.SIGKILL)
     text = call.text()
@@ -139,6 +147,7 @@ def test_a_page_withdraws_the_call_of_an_agent_whose_process_was_killed(two):
     page = ScriptedPage(second.url, second.session(), NEVER)
     AgentCall(first.url, first.agent_token(), "notes_count", {})
     until(lambda: page.calls, 10)
+    second.settled()
     first.process.send_signal(signal.SIGKILL)
     cancel = page.said.get(timeout=5)
     assert cancel == {"type": "cancel", "call": page.calls[0]["call"]}

@@ -273,7 +273,11 @@ class ReactorChat extends HTMLElement {
       this.endStream();
       this.toolCard(event);
     } else if (event.type === "approval") {
-      log.append(this.approvalCard(event, event.decision).card);
+      const { card } = this.approvalCard(event, event.decision);
+      log.append(card);
+      // In time order, as drawn live: the question, its decision, then the call's card.
+      const toolCard = this.cards.get(event.call_id);
+      if (toolCard) card.after(toolCard);
     } else if (event.type === "stopped") {
       this.endStream();
       this.note(event.reason);

@@ -157,7 +157,8 @@ class ReactorServer:
 
     def log(self) -> str:
         """What the server wrote to its error stream so far."""
-        self._log.flush()
+        if not self._log.closed:  # closed once the server stopped
+            self._log.flush()
         return self.log_path.read_text(errors="replace")
 
     def stop(self) -> None:

@@ -29,7 +29,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import Scope
 
-from ....errors import ApiError, OAuthError
+from ....errors import ApiError, OAuthError, ReactorError
 from ...api import HTML, Call, Declaration, Reply, declare, documented
 from ...auth.sessions import Auth
 from .clients import Client, Clients
@@ -66,7 +66,7 @@ QUERY: dict[str, dict[str, Any]] = {
 REQUIRED = ("response_type", "client_id", "code_challenge", "code_challenge_method")
 
 
-class ToThePerson(Exception):
+class ToThePerson(ReactorError):
     """A refusal shown on the page: the redirect URI is not trusted (yet)."""
 
     def __init__(self, error: OAuthError) -> None:
@@ -74,7 +74,7 @@ class ToThePerson(Exception):
         self.error = error
 
 
-class ToTheClient(Exception):
+class ToTheClient(ReactorError):
     """A refusal sent back to the client, at its redirect URI."""
 
     def __init__(self, url: str) -> None:
