@@ -1,1 +1,1 @@
-"""Benchmarks of reactor in real headless Chromium: `python -m bench` (see README, "Benchmarks")."""
+"""Benchmarks of reactor in real headless Chromium: `python -m bench` (docs/DEVELOPING.md)."""

@@ -11,6 +11,13 @@ from typing import Any
 
 
 def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return run(parser, args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """`reactor`'s commands and their options (the docs' command lines are checked against it)."""
     parser = argparse.ArgumentParser(
         prog="reactor", description="Serve reactor: the page, its runtime and plugins."
     )
@@ -119,7 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     plugin.add_argument(
         "--dir", type=Path, default=Path("."), help="the folder to create it in (default: here)"
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command == "new":
         return new_plugin(args.name, args.dir, server=args.server)
     if args.command == "tools":
