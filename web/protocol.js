@@ -26,16 +26,25 @@ export const WORKER_NOTICES = new Set([
 ]);
 
 /**
+ * @typedef {{type?: string, message: string, command?: string, problems?: {path: string, message: string}[], display?: string}} ErrorDetail
+ * @typedef {{v: number, id?: number, re?: number, type?: string, ok?: boolean, value?: any, error?: ErrorDetail, reason?: string, [field: string]: any}} Message
+ * @typedef {(message: any, signal?: AbortSignal) => any} Handler  a notice comes without a signal
+ */
+
+/**
  * A failure the worker answered with: its Python error's class name, sentence, command and
  * problems, and `display`, the same failure in a person's words when the command gave them.
  */
 export class ReactorError extends Error {
+  /** @param {ErrorDetail} detail */
   constructor({ type, message, command, problems, display }) {
     super(message);
     this.name = type || "ReactorError";
     this.command = command;
-    if (problems) this.problems = problems;
-    if (display) this.display = display;
+    /** @type {{path: string, message: string}[] | undefined} */
+    this.problems = problems;
+    /** @type {string | undefined} */
+    this.display = display;
   }
 }
 
@@ -54,11 +63,17 @@ export function errorDetail(error) {
  * its notices.
  */
 export class WorkerChannel {
+  /**
+   * @param {Worker} worker
+   * @param {Record<string, Handler>} handlers
+   */
   constructor(worker, handlers) {
     this.worker = worker;
     this.handlers = handlers;
-    this.asked = new Map();  // id -> {resolve, reject}
-    this.running = new Map();  // the worker's request id -> AbortController
+    /** @type {Map<number, {resolve: (value: any) => void, reject: (error: Error) => void}>} */
+    this.asked = new Map();
+    /** @type {Map<number, AbortController>} the worker's request id -> its controller */
+    this.running = new Map();
     this.nextId = 0;
     worker.addEventListener("message", ({ data }) => this.receive(data));
   }
@@ -86,16 +101,22 @@ export class WorkerChannel {
     });
   }
 
-  /** Tell the worker something; no answer comes. */
+  /**
+   * Tell the worker something; no answer comes.
+   * @param {string} type
+   * @param {object} [fields]
+   */
   notify(type, fields = {}) {
     if (!PAGE_NOTICES.has(type)) throw new TypeError(`${type} is not a notice the page sends`);
     this.worker.postMessage(JSON.stringify({ v: VERSION, type, ...fields }));
   }
 
+  /** @param {string | Message} text */
   receive(text) {
+    /** @type {Message} */
     const message = typeof text === "string" ? JSON.parse(text) : text;
     if (message.v !== VERSION) {
-      this.handlers.fail?.({ message: `the worker speaks protocol version ${message.v}, this page ${VERSION}; reload the page.` });
+      this.handlers.fail?.({ v: VERSION, type: "fail", message: `the worker speaks protocol version ${message.v}, this page ${VERSION}; reload the page.` });
     } else if (message.re !== undefined && message.type === "cancel") {
       this.running.get(message.re)?.abort(new DOMException(message.reason, "AbortError"));
     } else if (message.re !== undefined) {
@@ -103,32 +124,38 @@ export class WorkerChannel {
       this.asked.delete(message.re);
       if (!asked) return;
       if (message.ok) asked.resolve(message.value);
-      else asked.reject(new ReactorError(message.error));
+      else asked.reject(new ReactorError(message.error ?? { message: "The worker failed and said nothing." }));
     } else if (message.id !== undefined) {
-      this.answer(message);
-    } else if (WORKER_NOTICES.has(message.type)) {
+      this.answer(message, message.id, String(message.type));
+    } else if (message.type !== undefined && WORKER_NOTICES.has(message.type)) {
       this.handlers[message.type]?.(message);
     }
   }
 
-  async answer(message) {
+  /**
+   * @param {Message} message
+   * @param {number} id
+   * @param {string} type
+   */
+  async answer(message, id, type) {
     const controller = new AbortController();
-    this.running.set(message.id, controller);
+    this.running.set(id, controller);
     let reply;
     try {
-      const handler = WORKER_REQUESTS.has(message.type) && this.handlers[message.type];
-      if (!handler) throw Object.assign(new Error(`the page has no request type ${message.type}`), { name: "ProtocolError" });
+      const handler = WORKER_REQUESTS.has(type) && this.handlers[type];
+      if (!handler) throw Object.assign(new Error(`the page has no request type ${type}`), { name: "ProtocolError" });
       const value = await handler(message, controller.signal);
-      reply = JSON.stringify({ v: VERSION, re: message.id, ok: true, value: value === undefined ? null : value });
+      reply = JSON.stringify({ v: VERSION, re: id, ok: true, value: value === undefined ? null : value });
     } catch (error) {
-      reply = JSON.stringify({ v: VERSION, re: message.id, ok: false, error: errorDetail(error) });
+      reply = JSON.stringify({ v: VERSION, re: id, ok: false, error: errorDetail(error) });
     } finally {
-      this.running.delete(message.id);
+      this.running.delete(id);
     }
     this.worker.postMessage(reply);
   }
 }
 
+/** @param {AbortSignal} signal */
 function reasonOf(signal) {
   return String(signal.reason?.message ?? signal.reason ?? "aborted");
 }
