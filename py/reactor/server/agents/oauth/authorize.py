@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -32,8 +31,8 @@ from starlette.types import Scope
 from ....errors import ApiError, OAuthError, ReactorError
 from ...api import HTML, Call, Declaration, Reply, declare, documented
 from ...auth.sessions import Auth
-from .clients import Client, Clients
-from .consent import consent_page, refusal_page
+from .clients import Clients
+from .consent import AuthorizationRequest, consent_page, refusal_page
 from .grants import MAX_GRANTS, Asked, Grants
 from .metadata import AUTHORIZE_PATH, origin_of, resource_of, same_resource
 
@@ -80,25 +79,6 @@ class ToTheClient(ReactorError):
     def __init__(self, url: str) -> None:
         super().__init__(url)
         self.url = url
-
-
-@dataclass(frozen=True)
-class AuthorizationRequest:
-    """An authorization request that passed: who asks, where the answer goes, what it proves."""
-
-    client: Client
-    redirect_uri: str
-    redirect_given: bool
-    challenge: str
-    resource: str
-    state: str | None
-    issuer: str
-
-    def back(self, **parameters: str) -> str:
-        """The redirect URI with `parameters`, the request's `state` and this server's `iss`."""
-        return construct_redirect_uri(
-            self.redirect_uri, **parameters, state=self.state, iss=self.issuer
-        )
 
 
 async def read_request(

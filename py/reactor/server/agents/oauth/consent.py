@@ -11,16 +11,15 @@ and Deny, or the sign-in form when nobody is signed in. `web/consent.js` sends t
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from mcp.server.auth.provider import construct_redirect_uri
 from starlette.responses import HTMLResponse
 
 from ....errors import OAuthError
 from ...auth.sessions import User
-
-if TYPE_CHECKING:
-    from .authorize import AuthorizationRequest
+from .clients import Client
 
 HEADERS = {
     "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
@@ -31,6 +30,25 @@ HEADERS = {
     "referrer-policy": "no-referrer",
 }
 WHAT_IT_MAY_DO = "Call the tools of your open pages; anything that changes data still asks you."
+
+
+@dataclass(frozen=True)
+class AuthorizationRequest:
+    """An authorization request that passed: who asks, where the answer goes, what it proves."""
+
+    client: Client
+    redirect_uri: str
+    redirect_given: bool
+    challenge: str
+    resource: str
+    state: str | None
+    issuer: str
+
+    def back(self, **parameters: str) -> str:
+        """The redirect URI with `parameters`, the request's `state` and this server's `iss`."""
+        return construct_redirect_uri(
+            self.redirect_uri, **parameters, state=self.state, iss=self.issuer
+        )
 
 
 def consent_page(asked: AuthorizationRequest, user: User | None) -> HTMLResponse:
