@@ -10,10 +10,13 @@ the official SDK's (Streamable HTTP), and `Wire`, the same requests sent with ht
 answer read from the JSON body or the event stream (what any client sends, without a client
 library's own time). Rounds interleave the paths: `--calls` calls timed in each client (each
 call's wall time) and as many in the page (each `await reactor.callTool(...)`,
-`performance.now()`), after a warm-up round; and, as each client's floor, its `tools/call` of
-reactor_pages, which the server answers alone.
-Reported: p50 and p95 of each, and what each client's call adds to the page's (p50 − p50); the
-goal is <= 5 ms.
+`performance.now()`), after a warm-up round; as each client's floor, its `tools/call` of
+reactor_pages, which the server answers alone; and as the page link's floor, a bare WebSocket echo
+between the same page and the same server process: `/bench/echo`, a route mounted in front of the
+bench's app only (so behind the same middleware as the page's link), which sends back each text it
+gets, timed in the page from `send` to the echo's `message` event.
+Reported: p50 and p95 of each, what each client's call adds to the page's (p50 − p50), and the
+floor beside it; the goal is that /mcp adds <= 1.5 ms on the wire.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from starlette.routing import WebSocketRoute  # noqa: E402
+from starlette.websockets import WebSocket, WebSocketDisconnect  # noqa: E402
+
 from reactor.server.app import create_app  # noqa: E402
 from reactor.server.loopback import LoopbackServer  # noqa: E402
 from reactor.testing import ReactorPage  # noqa: E402
@@ -37,9 +43,11 @@ from test_mcp_page import Agent, connect_page, make_token_in_panel  # noqa: E402
 
 from .measure import launch  # noqa: E402
 
-GOAL_MS = 5.0
-PATHS = ["page", "server", "mcp", "wire_server", "wire"]
+GOAL_MS = 1.5
+ECHO_PATH = "/bench/echo"
+PATHS = ["page", "echo", "server", "mcp", "wire_server", "wire"]
 LABELS = {
+    "echo": "floor: a bare WebSocket echo, page > server > page",
     "page": "the page's own reactor.callTool(decks_get_deck)",
     "server": "SDK client: reactor_pages (the server alone)",
     "mcp": "SDK client: decks_get_deck (client > server > page > back)",
@@ -57,6 +65,38 @@ IN_PAGE = """async ([calls, args]) => {
   }
   return times;
 }"""
+# The floor: the same page, a WebSocket of its own to the same server, a small message each way.
+ECHO = """async ([path, calls, text]) => {
+  const address = new URL(path, location.href);
+  address.protocol = address.protocol === "https:" ? "wss:" : "ws:";
+  const socket = window.__benchEcho ??= new WebSocket(address);
+  if (socket.readyState !== WebSocket.OPEN) {
+    await new Promise((resolve, reject) => { socket.onopen = resolve; socket.onerror = reject; });
+  }
+  const times = [];
+  for (let i = 0; i < calls; i++) {
+    const started = performance.now();
+    const heard = new Promise((resolve) => { socket.onmessage = resolve; });
+    socket.send(text);
+    await heard;
+    times.push(performance.now() - started);
+  }
+  return times;
+}"""
+# As long as a call of decks_get_deck sent down the page's link.
+ECHO_TEXT = json.dumps(
+    {"type": "call", "call": "0" * 25, "tool": "decks_get_deck", "arguments": ARGS, "agent": "b"}
+)
+
+
+async def echo(socket: WebSocket) -> None:
+    """The floor's server end: each text back as it came."""
+    await socket.accept()
+    try:
+        while True:
+            await socket.send_text(await socket.receive_text())
+    except WebSocketDisconnect:
+        return
 
 
 class Wire:
@@ -122,17 +162,16 @@ def run(rounds: int, calls: int) -> dict[str, Any]:
 
     # "server" and "wire_server": reactor_pages, answered by the server alone: each client's floor.
     times: dict[str, list[float]] = {path: [] for path in PATHS}
-    with (
-        tempfile.TemporaryDirectory() as data,
-        LoopbackServer(create_app(data, seed_demo=True)) as url,
-    ):
+    with tempfile.TemporaryDirectory() as data:
+        app = create_app(data, seed_demo=True)
+        app.router.routes.insert(0, WebSocketRoute(ECHO_PATH, echo))  # the bench's app only
+        with LoopbackServer(app) as url, sync_playwright() as playwright:
 
-        class Live:  # what the tests' page helpers read of a live server
-            pass
+            class Live:  # what the tests' page helpers read of a live server
+                pass
 
-        live = Live()
-        live.url = url  # type: ignore[attr-defined]
-        with sync_playwright() as playwright:
+            live = Live()
+            live.url = url  # type: ignore[attr-defined]
             browser = launch(playwright)
             page = browser.new_page()
             connect_page(ReactorPage(page, live).open(), "ada")
@@ -143,6 +182,8 @@ def run(rounds: int, calls: int) -> dict[str, Any]:
                     for path in PATHS[number % len(PATHS) :] + PATHS[: number % len(PATHS)]:
                         if path == "page":
                             measured = page.evaluate(IN_PAGE, [calls, ARGS])
+                        elif path == "echo":
+                            measured = page.evaluate(ECHO, [ECHO_PATH, calls, ECHO_TEXT])
                         else:
                             tool, arguments = (
                                 ("reactor_pages", {})
@@ -174,6 +215,7 @@ def run(rounds: int, calls: int) -> dict[str, Any]:
     }
     report["added_ms"] = round(report["mcp"]["p50"] - report["page"]["p50"], 2)
     report["wire_added_ms"] = round(report["wire"]["p50"] - report["page"]["p50"], 2)
+    report["floor_ms"] = report["echo"]["p50"]
     report["goal"] = {
         "limit_ms": GOAL_MS,
         "met_by_the_sdk_client": report["added_ms"] <= GOAL_MS,
@@ -200,7 +242,8 @@ def main() -> int:
     for client, key in (("with the SDK's client", "added_ms"), ("on the wire", "wire_added_ms")):
         met = report[key] <= GOAL_MS
         print(
-            f"/mcp adds {report[key]} ms at p50 {client} (goal <= {GOAL_MS} ms): "
+            f"/mcp adds {report[key]} ms at p50 {client} (goal <= {GOAL_MS} ms on the wire; the "
+            f"floor, a bare WebSocket round trip: {report['floor_ms']} ms): "
             f"{'met' if met else 'NOT met'}"
         )
     if args.out:
