@@ -38,11 +38,13 @@ from typing import Any
 
 import anyio
 import mcp.types as types
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.transport_security import TransportSecuritySettings
+from opentelemetry import trace
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.routing import Route, WebSocketRoute
@@ -59,7 +61,7 @@ from .bus import PostgresPageBus
 from .relay import MAX_PAGES, PageLink, PageRelay, failure
 from .sessions import SessionRows, SessionWatch, SharedSessionManager
 from .tokens import PREFIX, AgentToken, AgentTokens, bearer_token
-from .transport import SettlingSessionManager
+from .transport import KernelCapture, SettlingSessionManager
 
 log = logging.getLogger("reactor.server")
 
@@ -224,9 +226,17 @@ def mcp_server(relay: PageRelay, page_url: Callable[[Any], str]) -> RelayServer:
 
         return tool_result(await relay.call(page, name, arguments, progress, _agent(ctx).name))
 
-    return RelayServer(
+    server = RelayServer(
         "reactor", version="1", on_list_tools=list_tools, on_call_tool=counted(call_tool)
     )
+    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        # No tracing is set up in this process (a provider set before the app is made keeps the
+        # SDK's spans): the SDK's span around each message would be a no-op costing ~0.05 ms.
+        server.middleware = [
+            m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)
+        ]
+    server.middleware.append(KernelCapture(server))
+    return server
 
 
 def _tool(tool: Any) -> types.Tool | None:
