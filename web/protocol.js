@@ -12,14 +12,15 @@ export const PAGE_REQUESTS = new Set([
   "diagnostics",
   "chat.configure", "chat.label", "chat.send", "chat.tools", "chat.callTool",
 ]);
-export const PAGE_NOTICES = new Set(["chat.stop", "panel.event", "panels.unload"]);
+/** The `agents.*` notices drive the page's link for desktop agents, held by the worker's JavaScript. */
+export const PAGE_NOTICES = new Set(["chat.stop", "panel.event", "panels.unload", "agents.open", "agents.send", "agents.close"]);
 /** What the worker asks the page (each is answered), and what it tells it. */
 export const WORKER_REQUESTS = new Set([
   "page.openTab", "page.fullscreen", "pageCommand.run", "chat.approve", "aiTool.run", "panel.open", "panel.close",
 ]);
 export const WORKER_NOTICES = new Set([
   "progress", "fail", "ready", "bundles.changed", "commands.changed", "page.show", "chat.event", "aiTool.warm",
-  "panel.draw", "panel.listen", "panel.unlisten",
+  "panel.draw", "panel.listen", "panel.unlisten", "agents.socket", "agents.call",
 ]);
 
 /**
