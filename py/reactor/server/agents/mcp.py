@@ -32,7 +32,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
@@ -68,6 +67,7 @@ log = logging.getLogger("reactor.server")
 PATH = "/mcp"
 LINK_PATH = "/api/agent-pages/link"
 RECHECK_SECONDS = 15.0  # how often a linked page's session is checked again
+RECHECK: dict[str, Any] = {"type": "recheck"}  # the outbox's mark: check the session now
 BODY_LIMIT = 2_000_000  # a tool's answer: AI Tools cap their results at 1,000,000 bytes
 OWN_TOOLS = ("reactor_pages", "reactor_call")
 REVOKED = "revoked"  # a bus message: a token was revoked on some process
@@ -535,34 +535,33 @@ class Agents:
 
     async def _down(self, socket: WebSocket, page: PageLink, token: str) -> None:
         """Calls and cancels to the page; every RECHECK_SECONDS, whatever the traffic, its person
-        is checked again (a session signed out elsewhere ends the link)."""
-        assert page.outbox is not None
+        is checked again (a session signed out elsewhere ends the link). The recheck comes as a
+        mark in the outbox, so a call waits on the queue alone (no timeout task per message)."""
+        assert page.outbox is not None and page.loop is not None
         await socket.send_text(json.dumps({"type": "hello", "page": page.id}))
-        recheck = time.monotonic() + RECHECK_SECONDS
-        while True:
-            quiet = False
-            try:
-                message = await asyncio.wait_for(
-                    page.outbox.get(), max(0.0, recheck - time.monotonic())
-                )
-            except TimeoutError:
-                message, quiet = None, True
-            if time.monotonic() >= recheck:
-                recheck = time.monotonic() + RECHECK_SECONDS
-                if self.auth.user_for_token(token) is None:
-                    await socket.close(
-                        4401, "You were signed out; sign in to let your agents use this page."
-                    )
+        outbox = page.outbox
+        recheck = page.loop.call_later(RECHECK_SECONDS, outbox.put_nowait, RECHECK)
+        try:
+            while True:
+                message = await outbox.get()
+                if message is RECHECK:
+                    if self.auth.user_for_token(token) is None:
+                        await socket.close(
+                            4401, "You were signed out; sign in to let your agents use this page."
+                        )
+                        return
+                    recheck = page.loop.call_later(RECHECK_SECONDS, outbox.put_nowait, RECHECK)
+                    continue
+                if message is None:
+                    await socket.close(1012)  # the server ended it: the page connects again
                     return
-            if quiet:
-                continue
-            if message is None:
-                await socket.close(1012)  # the server ended it: the page connects again
-                return
-            await socket.send_text(json.dumps(message, ensure_ascii=False))
+                await socket.send_text(json.dumps(message, ensure_ascii=False))
+        finally:
+            recheck.cancel()
 
     async def _up(self, socket: WebSocket, page: PageLink, token: str) -> None:
-        """The page's messages until it goes; each one is its person's, checked again."""
+        """The page's messages until it goes; each one is its person's, checked again (an answer
+        just after it is relayed)."""
         while True:
             received = await socket.receive()
             if received["type"] == "websocket.disconnect":
@@ -573,20 +572,27 @@ class Agents:
                     socket, f"Send each message as JSON text of at most {BODY_LIMIT:,} characters."
                 )
                 continue
+            try:
+                body = json.loads(text)
+            except (ValueError, RecursionError):  # not JSON, or nested past what Python reads
+                body = None
+            answer = isinstance(body, dict) and body.get("type") == "answer"
+            if answer:
+                # A call's answer goes to its agent first: the call was sent to this page while
+                # its person was signed in. The check follows once the answer is on its way.
+                problem = _page_says(self.relay, page, body)  # type: ignore[arg-type]
+                await asyncio.sleep(0)
             user = self.auth.user_for_token(token)
             if user is None or user.username != page.username:
                 await socket.close(
                     4401, "You were signed out; sign in to let your agents use this page."
                 )
                 return
-            try:
-                body = json.loads(text)
-            except (ValueError, RecursionError):  # not JSON, or nested past what Python reads
-                body = None
             if not isinstance(body, dict):
                 await _tell(socket, "Send each message as a JSON object.")
                 continue
-            problem = _page_says(self.relay, page, body)
+            if not answer:
+                problem = _page_says(self.relay, page, body)
             if problem is not None:
                 await _tell(socket, problem)
             elif body["type"] == "tools":
