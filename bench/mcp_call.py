@@ -2,19 +2,21 @@
 (client → the reactor server → the person's page → back), against the page's own
 `reactor.callTool` of the same tool, in one run.
 
-    .venv/bin/python -m bench.mcp_call [--rounds 10] [--calls 20]
+    .venv/bin/python -m bench.mcp_call [--rounds 10] [--calls 20] [--own-process]
 
-One reactor server on loopback with the demo's data; one Chromium page signed in as ada with
-*Let my agents use this page* on; two MCP clients with her token, each on a 2025-11-25 session:
-the official SDK's (Streamable HTTP), and `Wire`, the same requests sent with http.client and the
-answer read from the JSON body or the event stream (what any client sends, without a client
-library's own time). Rounds interleave the paths: `--calls` calls timed in each client (each
-call's wall time) and as many in the page (each `await reactor.callTool(...)`,
-`performance.now()`), after a warm-up round; as each client's floor, its `tools/call` of
-reactor_pages, which the server answers alone; and as the page link's floor, a bare WebSocket echo
-between the same page and the same server process: `/bench/echo`, a route mounted in front of the
-bench's app only (so behind the same middleware as the page's link), which sends back each text it
-gets, timed in the page from `send` to the echo's `message` event.
+One reactor server on loopback with the demo's data, in a thread of the bench's process (the
+clients share its interpreter lock: its work after each answer counts in their time), or with
+`--own-process` in a process of its own, as a deployment's is; one Chromium
+page signed in as ada with *Let my agents use this page* on; two MCP clients with her token, each
+on a 2025-11-25 session: the official SDK's (Streamable HTTP), and `Wire`, the same requests sent
+with http.client and the answer read from the JSON body or the event stream (what any client
+sends, without a client library's own time). Rounds interleave the paths: `--calls` calls timed
+in each client (each call's wall time) and as many in the page (each `await
+reactor.callTool(...)`, `performance.now()`), after a warm-up round; as each client's floor, its
+`tools/call` of reactor_pages, which the server answers alone; and as the page link's floor, a
+bare WebSocket echo between the same page and the same server process: `/bench/echo`, a route
+mounted in front of the bench's app only (so behind the same middleware as the page's link),
+which sends back each text it gets, timed in the page from `send` to the echo's `message` event.
 Reported: p50 and p95 of each, what each client's call adds to the page's (p50 − p50), and the
 floor beside it; the goal is that /mcp adds <= 1.5 ms on the wire.
 """
@@ -22,12 +24,15 @@ floor beside it; the goal is that /mcp adds <= 1.5 ms on the wire.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -37,7 +42,8 @@ from starlette.routing import WebSocketRoute  # noqa: E402
 from starlette.websockets import WebSocket, WebSocketDisconnect  # noqa: E402
 
 from reactor.server.app import create_app  # noqa: E402
-from reactor.server.loopback import LoopbackServer  # noqa: E402
+from reactor.server.loopback import LoopbackServer, free_port  # noqa: E402
+from reactor.server.serving import graceful  # noqa: E402
 from reactor.testing import ReactorPage  # noqa: E402
 from test_mcp_page import Agent, connect_page, make_token_in_panel  # noqa: E402
 
@@ -153,19 +159,55 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-def run(rounds: int, calls: int) -> dict[str, Any]:
-    from playwright.sync_api import sync_playwright
-
+def bench_app(data: str) -> Any:
+    """The demo's app, with the floor's echo (the bench's app only) and no rate limit on tokens
+    (the bench calls far faster than any person's agent may)."""
     from reactor.server.agents import tokens as agent_tokens
 
-    agent_tokens.RATE_LIMIT = 1_000_000  # the bench calls far faster than any person's agent may
+    agent_tokens.RATE_LIMIT = 1_000_000
+    app = create_app(data, seed_demo=True)
+    app.router.routes.insert(0, WebSocketRoute(ECHO_PATH, echo))
+    return app
+
+
+@contextlib.contextmanager
+def served(data: str, in_process: bool) -> Iterator[str]:
+    """The bench's server: its URL while it runs, in a thread here or a process of its own."""
+    if in_process:
+        with LoopbackServer(bench_app(data)) as url:
+            yield url
+        return
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "bench.mcp_call", "--serve", data, str(port)])
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                http.client.HTTPConnection("127.0.0.1", port, timeout=1).request("GET", "/healthz")
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the bench's server did not start on {url}") from None
+                time.sleep(0.1)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(15)
+
+
+def serve(data: str, port: int) -> None:
+    """The bench's server in this process, in the foreground (`--serve`)."""
+    graceful(bench_app(data), host="127.0.0.1", port=port, log_level="warning").run()
+
+
+def run(rounds: int, calls: int, *, in_process: bool = True) -> dict[str, Any]:
+    from playwright.sync_api import sync_playwright
 
     # "server" and "wire_server": reactor_pages, answered by the server alone: each client's floor.
     times: dict[str, list[float]] = {path: [] for path in PATHS}
     with tempfile.TemporaryDirectory() as data:
-        app = create_app(data, seed_demo=True)
-        app.router.routes.insert(0, WebSocketRoute(ECHO_PATH, echo))  # the bench's app only
-        with LoopbackServer(app) as url, sync_playwright() as playwright:
+        with served(data, in_process) as url, sync_playwright() as playwright:
 
             class Live:  # what the tests' page helpers read of a live server
                 pass
@@ -231,8 +273,14 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--own-process", action="store_true", help="the server in its own process")
+    parser.add_argument("--serve", nargs=2, metavar=("DATA", "PORT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    report = run(args.rounds, args.calls)
+    if args.serve:
+        serve(args.serve[0], int(args.serve[1]))
+        return 0
+    report = run(args.rounds, args.calls, in_process=not args.own_process)
+    report["server_process"] = "its own" if args.own_process else "the bench's"
     for path in PATHS:
         figures = report[path]
         print(
