@@ -20,7 +20,7 @@ import js  # type: ignore[import-not-found]
 from pyodide.ffi import JsException, create_once_callable, create_proxy, to_js  # type: ignore[import-not-found]
 
 from .answer import failure_text, success_text
-from .awaiting import started
+from .awaiting import is_awaitable, started
 from .cancellation import CancelToken
 from .disposable import Disposable
 from .errors import (
@@ -317,11 +317,23 @@ class AgentCalls:
 
     def call(self, call_id: str, name: str, args: str) -> Any:
         """The envelope's JSON text, or (a call that waits, e.g. for the person) an awaitable of
-        it; what it raises (stopped while the person was asked) is the call's failure."""
+        it; what it raises (stopped while the person was asked) is the call's failure. A tool
+        the person need not approve runs as the page's own callTool runs it: at once when its
+        command is synchronous (the chat's path, a coroutine with its approval step, cost twice
+        the time in Pyodide)."""
         if self.session is None:
             raise ProtocolError("The page's chat is not ready yet; its agents call after it is.")
-        signal = CancelToken()
-        task = started(self.session().call_tool(name, args, signal))
+        from .host import needs_approval
+
+        session, signal = self.session(), CancelToken()
+        tool = session.toolbox.tool(name)
+        if tool is not None and not needs_approval(tool.side_effect):
+            outcome = session.toolbox.call(name, args, signal=signal)
+            if not is_awaitable(outcome):
+                return dumps(outcome)
+            task = started(outcome)
+        else:
+            task = started(session.call_tool(name, args, signal))
         if task.done():
             return dumps(task.result())
         self.running[call_id] = signal
