@@ -18,7 +18,10 @@ bare WebSocket echo between the same page and the same server process: `/bench/e
 mounted in front of the bench's app only (so behind the same middleware as the page's link),
 which sends back each text it gets, timed in the page from `send` to the echo's `message` event.
 Reported: p50 and p95 of each, what each client's call adds to the page's (p50 − p50), and the
-floor beside it; the goal is that /mcp adds <= 1.5 ms on the wire.
+floor beside it; the goal is that /mcp adds <= 1.5 ms on the wire. For each client path, the
+time the server (its thread, or its process) and the browser's processes spent on a CPU per call
+(Linux's schedstat): what a call costs, which other work on a shared machine does not inflate as
+it does the wall time.
 """
 
 from __future__ import annotations
@@ -27,12 +30,13 @@ import argparse
 import contextlib
 import http.client
 import json
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -170,12 +174,51 @@ def bench_app(data: str) -> Any:
     return app
 
 
+def on_cpu(tasks: list[str]) -> int:
+    """Nanoseconds the tasks (/proc/<pid>/task/<tid> directories) have run on a CPU (Linux)."""
+    total = 0
+    for task in tasks:
+        with contextlib.suppress(OSError):
+            total += int(Path(task, "schedstat").read_text().split()[0])
+    return total
+
+
+def tasks_of(pid: int) -> list[str]:
+    return [str(task) for task in Path(f"/proc/{pid}/task").glob("*")]
+
+
+def browser_tasks(excluded: int) -> list[str]:
+    """The tasks of the Chromium processes this bench started (none of the server's)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], [os.getpid()]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child != excluded:
+                found.append(child)
+                todo.append(child)
+    return [
+        task
+        for pid in found
+        if b"chromium" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        for task in tasks_of(pid)
+    ]
+
+
 @contextlib.contextmanager
-def served(data: str, in_process: bool) -> Iterator[str]:
-    """The bench's server: its URL while it runs, in a thread here or a process of its own."""
+def served(data: str, in_process: bool) -> Iterator[tuple[str, Callable[[], list[str]], int]]:
+    """The bench's server while it runs, in a thread here or a process of its own: its URL, its
+    tasks (what it runs on a CPU) and its process id when it has its own."""
     if in_process:
-        with LoopbackServer(bench_app(data)) as url:
-            yield url
+        server = LoopbackServer(bench_app(data))
+        try:
+            task = f"/proc/self/task/{server.thread.native_id}"
+            yield server.url, lambda: [task], 0
+        finally:
+            server.stop()
         return
     port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "bench.mcp_call", "--serve", data, str(port)])
@@ -190,7 +233,7 @@ def served(data: str, in_process: bool) -> Iterator[str]:
                 if server.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"the bench's server did not start on {url}") from None
                 time.sleep(0.1)
-        yield url
+        yield url, lambda: tasks_of(server.pid), server.pid
     finally:
         server.terminate()
         server.wait(15)
@@ -206,8 +249,13 @@ def run(rounds: int, calls: int, *, in_process: bool = True) -> dict[str, Any]:
 
     # "server" and "wire_server": reactor_pages, answered by the server alone: each client's floor.
     times: dict[str, list[float]] = {path: [] for path in PATHS}
+    # On-CPU time of the server and of the browser over the calls of each client path, in µs.
+    cpu: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as data:
-        with served(data, in_process) as url, sync_playwright() as playwright:
+        with (
+            served(data, in_process) as (url, server_tasks, server_pid),
+            sync_playwright() as playwright,
+        ):
 
             class Live:  # what the tests' page helpers read of a live server
                 pass
@@ -233,6 +281,8 @@ def run(rounds: int, calls: int, *, in_process: bool = True) -> dict[str, Any]:
                                 else ("decks_get_deck", ARGS)
                             )
                             measured = []
+                            watched = server_tasks(), browser_tasks(server_pid)
+                            before = [on_cpu(tasks) for tasks in watched]
                             for _ in range(calls):
                                 started = time.perf_counter()
                                 if path.startswith("wire"):
@@ -241,6 +291,10 @@ def run(rounds: int, calls: int, *, in_process: bool = True) -> dict[str, Any]:
                                     failed = agent.call(tool, arguments).result(30).is_error
                                 measured.append((time.perf_counter() - started) * 1000)
                                 assert not failed, path
+                            if number:
+                                spent = cpu.setdefault(path, {"server": 0.0, "browser": 0.0})
+                                for side, tasks, start in zip(spent, watched, before, strict=True):
+                                    spent[side] += (on_cpu(tasks) - start) / 1000
                         if number:
                             times[path] += measured
             finally:
@@ -255,6 +309,10 @@ def run(rounds: int, calls: int, *, in_process: bool = True) -> dict[str, Any]:
         }
         for path, v in times.items()
     }
+    for path, spent in cpu.items():
+        report[path]["cpu_us_per_call"] = {
+            side: round(total / len(times[path])) for side, total in spent.items()
+        }
     report["added_ms"] = round(report["mcp"]["p50"] - report["page"]["p50"], 2)
     report["wire_added_ms"] = round(report["wire"]["p50"] - report["page"]["p50"], 2)
     report["floor_ms"] = report["echo"]["p50"]
@@ -283,9 +341,15 @@ def main() -> int:
     report["server_process"] = "its own" if args.own_process else "the bench's"
     for path in PATHS:
         figures = report[path]
+        spent = figures.get("cpu_us_per_call")
         print(
             f"{LABELS[path]:<58} p50 {figures['p50']:>7} ms   p95 {figures['p95']:>7} ms   "
             f"({figures['n']} calls)"
+            + (
+                f"   CPU a call: server {spent['server']} µs, browser {spent['browser']} µs"
+                if spent
+                else ""
+            )
         )
     for client, key in (("with the SDK's client", "added_ms"), ("on the wire", "wire_added_ms")):
         met = report[key] <= GOAL_MS
