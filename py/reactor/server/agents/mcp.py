@@ -32,6 +32,8 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
@@ -68,6 +70,7 @@ PATH = "/mcp"
 LINK_PATH = "/api/agent-pages/link"
 RECHECK_SECONDS = 15.0  # how often a linked page's session is checked again
 RECHECK: dict[str, Any] = {"type": "recheck"}  # the outbox's mark: check the session now
+ANSWER_CHECK_SECONDS = 1.0  # an answer reads the session again once its last check is this old
 BODY_LIMIT = 2_000_000  # a tool's answer: AI Tools cap their results at 1,000,000 bytes
 OWN_TOOLS = ("reactor_pages", "reactor_call")
 REVOKED = "revoked"  # a bus message: a token was revoked on some process
@@ -560,8 +563,10 @@ class Agents:
             recheck.cancel()
 
     async def _up(self, socket: WebSocket, page: PageLink, token: str) -> None:
-        """The page's messages until it goes; each one is its person's, checked again (an answer
-        just after it is relayed)."""
+        """The page's messages until it goes; each one is its person's, checked again: an answer
+        just after it is relayed, and only when the last check is ANSWER_CHECK_SECONDS old (a
+        call's answer comes every millisecond or two when an agent is busy)."""
+        checked = -math.inf  # when the session was last found signed in
         while True:
             received = await socket.receive()
             if received["type"] == "websocket.disconnect":
@@ -582,12 +587,14 @@ class Agents:
                 # its person was signed in. The check follows once the answer is on its way.
                 problem = _page_says(self.relay, page, body)  # type: ignore[arg-type]
                 await asyncio.sleep(0)
-            user = self.auth.user_for_token(token)
-            if user is None or user.username != page.username:
-                await socket.close(
-                    4401, "You were signed out; sign in to let your agents use this page."
-                )
-                return
+            if not answer or time.monotonic() - checked >= ANSWER_CHECK_SECONDS:
+                user = self.auth.user_for_token(token)
+                if user is None or user.username != page.username:
+                    await socket.close(
+                        4401, "You were signed out; sign in to let your agents use this page."
+                    )
+                    return
+                checked = time.monotonic()
             if not isinstance(body, dict):
                 await _tell(socket, "Send each message as a JSON object.")
                 continue
