@@ -224,6 +224,43 @@ def test_an_agent_lists_and_calls_the_pages_tools_and_the_person_decides_the_wri
     assert "Never" not in titles_now(agent)
 
 
+# The page's main thread held by its own script for 4 s (a long task), started in a timer so that
+# the test goes on meanwhile: it says so on a BroadcastChannel first (the reactor worker hears it
+# while the main thread is held), and `held` says from when to when (the wall clock, ms).
+HOLD_MAIN_THREAD = """() => {
+  setTimeout(() => {
+    const from = Date.now();
+    new BroadcastChannel("held").postMessage(from);
+    while (Date.now() < from + 4000);
+    window.held = [from, Date.now()];
+  }, 0);
+}"""
+HEAR_THE_HOLD = """() => {
+  self.holdHeard = new Promise((resolve) => {
+    new BroadcastChannel("held").onmessage = ({ data }) => resolve(data);
+  });
+}"""
+
+
+def test_an_agents_call_is_answered_while_the_pages_main_thread_is_busy(reactor_page, agents):
+    page, live = reactor_page.page, reactor_page.server
+    connect_page(reactor_page)
+    agent = agents(live.url, make_token_in_panel(page))
+    assert agent.call("decks_list_decks", {}).result(30).is_error is False
+    worker = next(w for w in page.workers if w.evaluate("self.name") == "reactor")
+    worker.evaluate(HEAR_THE_HOLD)
+    page.evaluate(HOLD_MAIN_THREAD)
+    worker.evaluate("self.holdHeard")  # the main thread is held from now on
+    listed = agent.call("decks_list_decks", {}).result(30)
+    answered = time.time() * 1000
+    assert listed.is_error is False and listed.structured_content["decks"]
+    held_from, held_to = page.evaluate("window.held")  # once the page is free again
+    assert answered < held_to, (
+        f"answered {answered - held_from:.0f} ms into a hold of {held_to - held_from:.0f} ms: "
+        "the call waited for the page's main thread"
+    )
+
+
 def test_a_page_closed_mid_call_fails_the_call_within_a_second_and_the_list_changes(
     reactor_page,
     agents,

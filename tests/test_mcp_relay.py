@@ -310,3 +310,23 @@ def test_a_call_answered_at_once_is_one_json_body_and_one_that_waits_an_event_st
     finally:
         page.close()
         stop_server(live)
+
+
+def test_a_page_whose_person_signed_out_elsewhere_is_closed_at_its_next_message(tmp_path):
+    import httpx
+    from conftest import bearer, start_server, stop_server
+
+    from test_mcp_processes import ScriptedPage
+
+    live = start_server(tmp_path / "data", seed_demo=True)
+    ada = bearer(live, "ada")
+    page = ScriptedPage(live.url, ada, lambda call: None)
+    try:
+        httpx.post(f"{live.url}/auth/sign-out", headers=ada).raise_for_status()
+        page.send({"type": "where", "title": "reactor", "route": "#/decks"})
+        page.thread.join(10)  # the server closed the link
+        assert not page.thread.is_alive()
+        assert page.socket.close_code == 4401 and "signed out" in page.socket.close_reason
+    finally:
+        page.close()
+        stop_server(live)

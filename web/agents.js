@@ -2,9 +2,11 @@
  * The page's link to the reactor server for the person's desktop agents (MCP at /mcp; the server
  * side is reactor/server/agents/mcp.py). One WebSocket per page: `hello` {page}, `call` {call,
  * tool, arguments, agent} and `cancel` {call} come down; answers, the tool list (acknowledged by
- * `listed`), "the person is using this page" and what it shows (title, route) go up. A call runs through
- * `window.reactor.chat.callTool` — admission, validation and the person's approval, as for the
- * chat. A dropped connection is made again with backoff (0.5 s doubling to 30 s), the calls it
+ * `listed`), "the person is using this page" and what it shows (title, route) go up. The socket
+ * is held by the reactor worker (web/agent-socket.js), where a call runs as the chat's callTool
+ * runs it — admission, validation and the person's approval — and is answered without waiting
+ * for this thread; this thread drives the socket (a WorkerSocket) and hears the rest. A dropped
+ * connection is made again with backoff (0.5 s doubling to 30 s), the calls it
  * brought withdrawn; a refusal (signed out: 4401, too many pages: 4429) is not retried. A server
  * that stops (1012) is linked again the same way: behind a balancer, another process takes it. A
  * socket that never opens, several times in a row, is asked about with a plain fetch of the same
@@ -16,18 +18,64 @@ const BACKOFF_MS = [500, 30_000];
 const ACTIVE_EVERY_MS = 10_000;
 const REFUSED = new Set([4401, 4429]);
 const MESSAGE_LIMIT = 2_000_000;  // the server's limit on one message (server/agents/mcp.py BODY_LIMIT)
-const TELL_WAITING_MS = 100;  // a call not answered by then is shown while it runs
 const ASK_WHY_AFTER = 3;  // sockets in a row that never opened before the page asks the server why
 
+/** The worker's sockets, by number: what it says of each goes to it. */
+const sockets = new Map();
+let nextSocket = 0;
+
+/**
+ * The socket the reactor worker holds for this page (web/agent-socket.js), as a WebSocket for
+ * AgentLink: `open`, `message` (the messages the worker does not answer itself) and `close`;
+ * `send`, `close`, `readyState`.
+ */
+class WorkerSocket extends EventTarget {
+  constructor(url, notify) {
+    super();
+    this.id = ++nextSocket;
+    this.notify = notify;
+    /** @type {number} */
+    this.readyState = WebSocket.CONNECTING;
+    this.onmessage = null;
+    this.onclose = null;
+    sockets.set(this.id, this);
+    notify("agents.open", { socket: this.id, url: String(url) });
+  }
+
+  send(text) {
+    this.notify("agents.send", { socket: this.id, text });
+  }
+
+  /** Close it; the calls it brought are stopped with `reason`. */
+  close(code, reason = "") {
+    if (this.readyState >= WebSocket.CLOSING) return;
+    this.readyState = WebSocket.CLOSING;
+    this.notify("agents.close", { socket: this.id, code, reason });
+  }
+
+  heard({ event, text, code, reason }) {
+    if (event === "open") {
+      this.readyState = WebSocket.OPEN;
+      this.dispatchEvent(new Event("open"));
+    } else if (event === "message") {
+      this.onmessage?.({ data: text });
+    } else if (event === "close") {
+      this.readyState = WebSocket.CLOSED;
+      sockets.delete(this.id);
+      this.onclose?.({ code, reason });
+    }
+  }
+}
+
 class AgentLink {
-  constructor(server) {
+  constructor(server, notify) {
     this.server = server;
+    this.notify = notify;    // tells the reactor worker (the socket's holder)
     this.pageId = null;
     this.named = false;      // whether the server has acknowledged this page's tools
     this.wanted = false;
     this.generation = 0;     // one run() loop at a time: a disconnect then connect starts a new one
     this.socket = null;
-    this.calls = new Map();  // call id -> AbortController
     this.titles = new Map(); // tool name -> its title, as the palette shows it
     this.waiting = [];       // connect() promises waiting for the server to have the page and its tools
     this.lastActive = 0;
@@ -56,13 +104,11 @@ class AgentLink {
     return named;
   }
 
-  /** Close the connection: calls still running here are stopped, and the server fails them at once. */
+  /** Close the connection: calls still running are stopped, and the server fails them at once. */
   disconnect() {
     this.wanted = false;
     this.generation += 1;
-    this.socket?.close(1000);
-    for (const controller of this.calls.values()) controller.abort(new Error("The page's agents switch was turned off."));
-    this.calls.clear();
+    this.socket?.close(1000, "The page's agents switch was turned off.");
     for (const type of ["focus", "pointerdown", "keydown"]) removeEventListener(type, this.onActivity, true);
     removeEventListener("hashchange", this.onMoved);
     this.titleWatch?.disconnect();
@@ -87,14 +133,11 @@ class AgentLink {
       const query = new URLSearchParams({ ...this.where(), url: (location.origin + location.pathname).slice(0, 500) });
       const address = new URL(`/api/agent-pages/link?${query}`, this.server);
       address.protocol = address.protocol === "https:" ? "wss:" : "ws:";
-      const socket = new WebSocket(address);
+      const socket = new WorkerSocket(address, this.notify);
       let opened = false;
       socket.addEventListener("open", () => { opened = true; });
+      // The worker withdraws the calls that came down a link that closed (the server has failed them).
       const closed = await this.hold(socket, () => { delay = BACKOFF_MS[0]; });
-      // The calls that came down this link can no longer be answered: their questions are
-      // withdrawn, and none runs after (the server has failed them).
-      for (const controller of this.calls.values()) controller.abort(new Error("The page's link to the server was lost."));
-      this.calls.clear();
       if (!current()) break;
       if (REFUSED.has(closed.code)) {  // signed out, or too many pages: trying again will not help
         this.refuse(closed.reason || "The server refused this page's connection.");
@@ -134,44 +177,15 @@ class AgentLink {
       this.named = true;  // the server has the page and its tools: agents may call it now
       this.settle({ pageId: this.pageId });
       window.dispatchEvent(new CustomEvent("reactor:agents", { detail: { connected: true, pageId: this.pageId } }));
-    } else if (message.type === "call") {
-      this.runCall(message);
-    } else if (message.type === "cancel") {
-      this.calls.get(message.call)?.abort(new Error("The agent stopped this call."));
     } else if (message.type === "problem") {
       console.warn(`reactor agents: ${message.error}`);
     }
   }
 
-  async runCall({ call, tool, arguments: args, agent }) {
-    const controller = new AbortController();
-    this.calls.set(call, controller);
-    const running = window.reactor.chat.callTool(tool, args ?? {}, { signal: controller.signal });
-    // The page says which agent asked for what (the Agents panel's line): after the answer has
-    // gone for a quick call, since a redraw on the way would hold the answer up by a frame's
-    // work; while it waits for one that takes longer (the person deciding).
-    const detail = { agent, tool, title: this.titles.get(tool) ?? tool, at: new Date() };
-    let told = false;
-    const tell = () => {
-      if (told) return;
-      told = true;
-      window.dispatchEvent(new CustomEvent("reactor:agent-call", { detail }));
-    };
-    const waiting = setTimeout(tell, TELL_WAITING_MS);
-    let envelope;
-    try {
-      envelope = await running;
-    } catch (error) {
-      const code = controller.signal.aborted ? "aborted" : "failed";
-      envelope = { ok: false, error: { code, message: String(error?.message ?? error) } };
-    } finally {
-      clearTimeout(waiting);
-      this.calls.delete(call);
-    }
-    const answer = JSON.stringify({ type: "answer", call, envelope });
-    this.post(answer.length <= MESSAGE_LIMIT ? answer : { type: "answer", call, envelope: {
-      ok: false, error: { code: "too_large", message: `The result is over ${MESSAGE_LIMIT.toLocaleString("en")} characters; ask for less of it.` } } });
-    tell();
+  /** The worker ran an agent's call: the Agents panel's line says which agent asked for what. */
+  called({ agent, tool, at }) {
+    const detail = { agent, tool, title: this.titles.get(tool) ?? tool, at: new Date(at) };
+    window.dispatchEvent(new CustomEvent("reactor:agent-call", { detail }));
   }
 
   async sendTools() {
@@ -243,8 +257,14 @@ async function whyNoSocket(address) {
 
 let link = null;
 
-/** The page's one AgentLink to `server` (made on first use). */
-export function agentLink(server) {
-  link ??= new AgentLink(server);
+/** The page's one AgentLink to `server` (made on first use); `notify(type, fields)` tells the worker. */
+export function agentLink(server, notify) {
+  link ??= new AgentLink(server, notify);
   return link;
+}
+
+/** What the worker says of a socket it holds (`agents.socket`) or of a call it ran (`agents.call`). */
+export function fromWorker(message) {
+  if (message.type === "agents.call") link?.called(message);
+  else sockets.get(message.socket)?.heard(message);
 }

@@ -12,7 +12,8 @@ export const PAGE_REQUESTS = new Set([
   "diagnostics",
   "chat.configure", "chat.label", "chat.send", "chat.tools", "chat.callTool", "chat.thread", "chat.resume",
 ]);
-export const PAGE_NOTICES = new Set(["chat.stop", "panel.event", "panels.unload"]);
+/** The `agents.*` notices drive the page's link for desktop agents, held by the worker's JavaScript. */
+export const PAGE_NOTICES = new Set(["chat.stop", "panel.event", "panels.unload", "agents.open", "agents.send", "agents.close"]);
 /** The envelope's own keys: a message's fields may not take them (reactor/protocol.py). */
 const ENVELOPE_KEYS = new Set(["v", "id", "re", "type"]);
 /** What the worker asks the page (each is answered), and what it tells it. */
@@ -22,7 +23,7 @@ export const WORKER_REQUESTS = new Set([
 ]);
 export const WORKER_NOTICES = new Set([
   "progress", "fail", "ready", "bundles.changed", "commands.changed", "page.show", "chat.event", "aiTool.warm",
-  "panel.draw", "panel.listen", "panel.unlisten",
+  "panel.draw", "panel.listen", "panel.unlisten", "agents.socket", "agents.call",
 ]);
 
 /**

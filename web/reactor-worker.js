@@ -7,7 +7,8 @@
  * Python bundle is written in, `reactor.browser.start` takes over, and every later message goes
  * to Python (reactor/protocol.py): a call (its CALLS) with its envelope read here, anything else
  * as it came. Until then, progress and the first failure go to the page as the protocol's
- * `progress` and `fail` notices.
+ * `progress` and `fail` notices. The page's link for desktop agents is held here too
+ * (web/agent-socket.js): its `agents.*` notices never reach Python's channel.
  */
 
 import { bootPyodide } from "./pyodide-boot.js";
@@ -17,6 +18,10 @@ const waiting = [];  // messages that came before Python could take them
 let take = null;  // Python's WorkerEndpoint.take
 let takeCall = null;  // and its take_call, for the CALLS: {type: the field that names what to run}
 let calls = {};
+let agentCall = null;  // and its AgentCalls, for the page's link for desktop agents
+let agentCancel = null;
+let agentSocket = null;  // web/agent-socket.js's AgentSocket, made at the link's first notice
+const AGENTS = `{"v":${VERSION},"type":"agents.`;  // how the page's notices to the link begin
 let pyodide = null;
 let config = null;
 
@@ -82,7 +87,7 @@ async function boot(bootConfig) {
   reached("python-installed", "Importing reactor…");
   const start = python.pyimport("reactor.browser").start;
   const config = JSON.stringify({ ...bootConfig, preloaded: await preloaded });
-  ({ take, takeCall, calls } = start(config, atBoot, restored, installLater));
+  ({ take, takeCall, calls, agentCall, agentCancel } = start(config, atBoot, restored, installLater));
   for (const text of waiting.splice(0)) deliver(text);
 }
 
@@ -129,7 +134,18 @@ function asCall(text) {
   return [message.type, message.id, name, typeof args === "string" ? args : JSON.stringify(args)];
 }
 
+/** A notice of the page to its link for desktop agents (sent once the page is ready). */
+function toAgentSocket(text) {
+  agentSocket ??= import("./agent-socket.js").then(({ AgentSocket }) => new AgentSocket({
+    agentCall: (...args) => agentCall(...args),
+    agentCancel: (...args) => agentCancel(...args),
+  }, notice));
+  const message = JSON.parse(text);
+  agentSocket.then((socket) => socket.take(message));
+}
+
 onmessage = ({ data }) => {
+  if (typeof data === "string" && data.startsWith(AGENTS)) return toAgentSocket(data);
   if (take) return deliver(data);
   const message = typeof data === "string" ? JSON.parse(data) : data;
   if (message.type === "boot" && !config) {

@@ -39,6 +39,9 @@ let toolBundles = null;  // a frozen snapshot of the bundles, made once per burs
 const bundleMap = new Map();  // id -> frozen bundle: what Python's deltas apply to (10,000 tools are 4 MB of JSON)
 let chatApprover = null;
 let settleReady;
+let agents = null;  // web/agents.js, imported when the page first links for desktop agents
+const agentsModule = () => (agents ??= import("./agents.js"));
+const notifyWorker = (type, fields) => channel.notify(type, fields);
 
 export { ReactorError };
 
@@ -205,8 +208,8 @@ export const reactor = {
    * `connect()` resolves {pageId} (the person must be signed in), `disconnect()` ends it (web/agents.js).
    */
   agents: {
-    async connect() { await ready; return (await import("./agents.js")).agentLink(server).connect(); },
-    async disconnect() { (await import("./agents.js")).agentLink(server).disconnect(); },
+    async connect() { await ready; return (await agentsModule()).agentLink(server, notifyWorker).connect(); },
+    async disconnect() { (await agentsModule()).agentLink(server, notifyWorker).disconnect(); },
   },
 
   /** Counters of the AI Tool worker: {started, terminated, calls, booted}. */
@@ -437,6 +440,9 @@ const fromWorker = {
     return panels.add(panel);
   },
   "panel.close": (message) => panels?.remove(message) ?? { disposed: false },
+  // The page's link for desktop agents, which the worker holds (web/agents.js, web/agent-socket.js).
+  "agents.socket": (message) => agentsModule().then((module) => module.fromWorker(message)),
+  "agents.call": (message) => agentsModule().then((module) => module.fromWorker(message)),
   "panel.draw": (message) => panels?.draw(message),
   "panel.listen": (message) => panels?.listen(message),
   "panel.unlisten": (message) => panels?.unlisten(message),

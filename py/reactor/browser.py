@@ -20,12 +20,20 @@ import js  # type: ignore[import-not-found]
 from pyodide.ffi import JsException, create_once_callable, create_proxy, to_js  # type: ignore[import-not-found]
 
 from .answer import failure_text, success_text
-from .awaiting import started
+from .awaiting import is_awaitable, started
 from .cancellation import CancelToken
 from .disposable import Disposable
-from .errors import AbortedError, CommandUnavailableError, PageError, PageScriptError, ToolError
+from .errors import (
+    AbortedError,
+    CommandUnavailableError,
+    PageError,
+    PageScriptError,
+    ProtocolError,
+    ToolError,
+)
 from .events import Emitter
 from .http import Preloaded, answer_json
+from .json_text import dumps
 from .protocol import CALLS, Raw, WorkerEndpoint
 
 
@@ -324,12 +332,60 @@ async def browser_send(
         raise OSError(str(error)) from None
 
 
+class AgentCalls:
+    """The calls of the person's desktop agents, which come down the page's link held in this
+    worker (web/agent-socket.js): run as the chat's callTool runs them (admission, validation,
+    the person's approval in the page), without a hop to the page's main thread and back."""
+
+    def __init__(self) -> None:
+        self.session: Any = None  # the chat's ChatSession, made on first use (_serve_chat)
+        self.running: dict[str, CancelToken] = {}
+
+    def call(self, call_id: str, name: str, args: str) -> Any:
+        """The envelope's JSON text, or (a call that waits, e.g. for the person) an awaitable of
+        it; what it raises (stopped while the person was asked) is the call's failure. A tool
+        the person need not approve runs as the page's own callTool runs it: at once when its
+        command is synchronous (the chat's path, a coroutine with its approval step, cost twice
+        the time in Pyodide)."""
+        if self.session is None:
+            raise ProtocolError("The page's chat is not ready yet; its agents call after it is.")
+        from .host import needs_approval
+
+        session, signal = self.session(), CancelToken()
+        tool = session.toolbox.tool(name)
+        if tool is not None and not needs_approval(tool.side_effect):
+            outcome = session.toolbox.call(name, args, signal=signal)
+            if not is_awaitable(outcome):
+                return dumps(outcome)
+            task = started(outcome)
+        else:
+            task = started(session.call_tool(name, args, signal))
+        if task.done():
+            return dumps(task.result())
+        self.running[call_id] = signal
+
+        async def answer() -> str:
+            try:
+                return dumps(await task)
+            finally:
+                self.running.pop(call_id, None)
+
+        return started(answer())
+
+    def cancel(self, call_id: str, reason: str) -> None:
+        """The agent stopped the call, or the link went: it stops (its question is withdrawn)."""
+        signal = self.running.pop(call_id, None)
+        if signal is not None:
+            signal.abort(reason)
+
+
 def _serve_chat(
     endpoint: WorkerEndpoint,
     reactor: Any,
     agent: dict[str, Any],
     assistant: dict[str, Any],
     server: ServerLink,
+    agent_calls: AgentCalls,
 ) -> None:
     """The chat widget's requests: a ChatSession whose events and approvals cross as messages.
 
@@ -443,6 +499,7 @@ def _serve_chat(
         lambda message, signal: session().call_tool(message["name"], message["args"], signal),
     )
     endpoint.handle("chat.stop", stop)
+    agent_calls.session = session
 
 
 def _import_plugin(spec: str) -> Any:
@@ -482,17 +539,26 @@ def start(
     if from_snapshot:
         restored()
     endpoint = WorkerEndpoint(js.postMessage)
+    agent_calls = AgentCalls()
     # Run now as far as it goes (to the first request it waits for), not on a later turn.
     started(
         _boot(
-            endpoint, json.loads(config_json), modules_at_boot.split(","), from_snapshot, when_ready
+            endpoint,
+            json.loads(config_json),
+            modules_at_boot.split(","),
+            from_snapshot,
+            when_ready,
+            agent_calls,
         )
     )
-    # The worker's JavaScript takes every message with `take`, a CALLS request with `takeCall`.
+    # The worker's JavaScript takes every message with `take`, a CALLS request with `takeCall`;
+    # the page's link for desktop agents, held there, runs their calls by `agentCall`.
     taking = {
         "take": create_proxy(endpoint.take),
         "takeCall": create_proxy(endpoint.take_call),
         "calls": CALLS,
+        "agentCall": create_proxy(agent_calls.call),
+        "agentCancel": create_proxy(agent_calls.cancel),
     }
     return to_js(taking, dict_converter=js.Object.fromEntries)
 
@@ -503,6 +569,7 @@ async def _boot(
     modules_at_boot: list[str],
     from_snapshot: bool,
     when_ready: Any,
+    agent_calls: AgentCalls,
 ) -> None:
     from .facade import (
         PageTools,
@@ -617,7 +684,9 @@ async def _boot(
         )
         endpoint.handle("panel.event", page.panel_event)
         endpoint.handle("panels.unload", lambda message, signal: page.left.emit(None))
-        _serve_chat(endpoint, reactor, config["agent"], config.get("assistant") or {}, server)
+        _serve_chat(
+            endpoint, reactor, config["agent"], config.get("assistant") or {}, server, agent_calls
+        )
         endpoint.notify(
             "ready",
             loaded=reactor.plugins,

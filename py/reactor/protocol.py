@@ -55,8 +55,11 @@ PAGE_REQUESTS = frozenset(
 #: The requests that run something by name with arguments: the field that names it. Without a
 #: signal, the worker's JavaScript hands them to `take_call` (web/reactor-worker.js).
 CALLS = {"execute": "command", "callTool": "name"}
-#: What the page tells the worker without an answer.
-PAGE_NOTICES = frozenset({"chat.stop", "panel.event", "panels.unload"})
+#: What the page tells the worker without an answer. The `agents.*` ones drive the page's link
+#: for desktop agents, which the worker's JavaScript holds (web/agent-socket.js): never Python.
+PAGE_NOTICES = frozenset(
+    {"chat.stop", "panel.event", "panels.unload", "agents.open", "agents.send", "agents.close"}
+)
 #: What the worker asks the page (each is answered).
 WORKER_REQUESTS = frozenset(
     {
@@ -84,6 +87,8 @@ WORKER_NOTICES = frozenset(
         "panel.draw",
         "panel.listen",
         "panel.unlisten",
+        "agents.socket",
+        "agents.call",
     }
 )
 

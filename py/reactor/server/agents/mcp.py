@@ -33,17 +33,20 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 import anyio
 import mcp.types as types
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.transport_security import TransportSecuritySettings
+from opentelemetry import trace
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.routing import Route, WebSocketRoute
@@ -62,13 +65,15 @@ from .oauth.resource import CHALLENGE, REFUSAL, challenge, holder, refusal
 from .relay import MAX_PAGES, PageLink, PageRelay, failure
 from .sessions import SessionRows, SessionWatch, SharedSessionManager
 from .tokens import AgentToken, AgentTokens, bearer_token
-from .transport import SettlingSessionManager
+from .transport import KernelCapture, SettlingSessionManager
 
 log = logging.getLogger("reactor.server")
 
 PATH = "/mcp"
 LINK_PATH = "/api/agent-pages/link"
 RECHECK_SECONDS = 15.0  # how often a linked page's session is checked again
+RECHECK: dict[str, Any] = {"type": "recheck"}  # the outbox's mark: check the session now
+ANSWER_CHECK_SECONDS = 1.0  # an answer reads the session again once its last check is this old
 BODY_LIMIT = 2_000_000  # a tool's answer: AI Tools cap their results at 1,000,000 bytes
 OWN_TOOLS = ("reactor_pages", "reactor_call")
 REVOKED = "revoked"  # a bus message: a token was revoked on some process
@@ -227,9 +232,17 @@ def mcp_server(relay: PageRelay, page_url: Callable[[Any], str]) -> RelayServer:
 
         return tool_result(await relay.call(page, name, arguments, progress, _agent(ctx).name))
 
-    return RelayServer(
+    server = RelayServer(
         "reactor", version="1", on_list_tools=list_tools, on_call_tool=counted(call_tool)
     )
+    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        # No tracing is set up in this process (a provider set before the app is made keeps the
+        # SDK's spans): the SDK's span around each message would be a no-op costing ~0.05 ms.
+        server.middleware = [
+            m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)
+        ]
+    server.middleware.append(KernelCapture(server))
+    return server
 
 
 def _tool(tool: Any) -> types.Tool | None:
@@ -511,34 +524,35 @@ class Agents:
 
     async def _down(self, socket: WebSocket, page: PageLink, token: str) -> None:
         """Calls and cancels to the page; every RECHECK_SECONDS, whatever the traffic, its person
-        is checked again (a session signed out elsewhere ends the link)."""
-        assert page.outbox is not None
+        is checked again (a session signed out elsewhere ends the link). The recheck comes as a
+        mark in the outbox, so a call waits on the queue alone (no timeout task per message)."""
+        assert page.outbox is not None and page.loop is not None
         await socket.send_text(json.dumps({"type": "hello", "page": page.id}))
-        recheck = time.monotonic() + RECHECK_SECONDS
-        while True:
-            quiet = False
-            try:
-                message = await asyncio.wait_for(
-                    page.outbox.get(), max(0.0, recheck - time.monotonic())
-                )
-            except TimeoutError:
-                message, quiet = None, True
-            if time.monotonic() >= recheck:
-                recheck = time.monotonic() + RECHECK_SECONDS
-                if self.auth.user_for_token(token) is None:
-                    await socket.close(
-                        4401, "You were signed out; sign in to let your agents use this page."
-                    )
+        outbox = page.outbox
+        recheck = page.loop.call_later(RECHECK_SECONDS, outbox.put_nowait, RECHECK)
+        try:
+            while True:
+                message = await outbox.get()
+                if message is RECHECK:
+                    if self.auth.user_for_token(token) is None:
+                        await socket.close(
+                            4401, "You were signed out; sign in to let your agents use this page."
+                        )
+                        return
+                    recheck = page.loop.call_later(RECHECK_SECONDS, outbox.put_nowait, RECHECK)
+                    continue
+                if message is None:
+                    await socket.close(1012)  # the server ended it: the page connects again
                     return
-            if quiet:
-                continue
-            if message is None:
-                await socket.close(1012)  # the server ended it: the page connects again
-                return
-            await socket.send_text(json.dumps(message, ensure_ascii=False))
+                await socket.send_text(json.dumps(message, ensure_ascii=False))
+        finally:
+            recheck.cancel()
 
     async def _up(self, socket: WebSocket, page: PageLink, token: str) -> None:
-        """The page's messages until it goes; each one is its person's, checked again."""
+        """The page's messages until it goes; each one is its person's, checked again: an answer
+        just after it is relayed, and only when the last check is ANSWER_CHECK_SECONDS old (a
+        call's answer comes every millisecond or two when an agent is busy)."""
+        checked = -math.inf  # when the session was last found signed in
         while True:
             received = await socket.receive()
             if received["type"] == "websocket.disconnect":
@@ -549,20 +563,29 @@ class Agents:
                     socket, f"Send each message as JSON text of at most {BODY_LIMIT:,} characters."
                 )
                 continue
-            user = self.auth.user_for_token(token)
-            if user is None or user.username != page.username:
-                await socket.close(
-                    4401, "You were signed out; sign in to let your agents use this page."
-                )
-                return
             try:
                 body = json.loads(text)
             except (ValueError, RecursionError):  # not JSON, or nested past what Python reads
                 body = None
+            answer = isinstance(body, dict) and body.get("type") == "answer"
+            if answer:
+                # A call's answer goes to its agent first: the call was sent to this page while
+                # its person was signed in. The check follows once the answer is on its way.
+                problem = _page_says(self.relay, page, body)  # type: ignore[arg-type]
+                await asyncio.sleep(0)
+            if not answer or time.monotonic() - checked >= ANSWER_CHECK_SECONDS:
+                user = self.auth.user_for_token(token)
+                if user is None or user.username != page.username:
+                    await socket.close(
+                        4401, "You were signed out; sign in to let your agents use this page."
+                    )
+                    return
+                checked = time.monotonic()
             if not isinstance(body, dict):
                 await _tell(socket, "Send each message as a JSON object.")
                 continue
-            problem = _page_says(self.relay, page, body)
+            if not answer:
+                problem = _page_says(self.relay, page, body)
             if problem is not None:
                 await _tell(socket, problem)
             elif body["type"] == "tools":

@@ -198,10 +198,41 @@ class PageRelay:
         if self.stopping:
             return failure("unavailable", self.stopping.format(tool=tool))
         call_id = f"{self.process}.{secrets.token_hex(8)}"
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[dict[str, Any]] = loop.create_future()
         self.waiting[call_id] = future
         self.waiting_on[call_id] = page
         started = time.monotonic()
+        # While it waits: progress every progress_seconds, and the end at answer_limit, by a
+        # timer: the call awaits its answer alone (a timeout around each wait cost a task).
+        reporting: set[asyncio.Future[None]] = set()
+        timer: asyncio.TimerHandle
+
+        def tick() -> None:
+            nonlocal timer
+            if future.done():
+                return
+            waited = time.monotonic() - started
+            if waited >= self.answer_limit:
+                self._to_page(page, {"type": "cancel", "call": call_id})
+                future.set_result(
+                    failure(
+                        "timeout",
+                        f"The person did not answer in the page within {self.answer_limit:g} s, "
+                        f"so {tool} did not run; ask them in the chat before you try again.",
+                    )
+                )
+                return
+            sending = asyncio.ensure_future(
+                progress(
+                    waited, f"Waiting for the page to answer {tool} (the person may be deciding)."
+                )
+            )
+            reporting.add(sending)
+            sending.add_done_callback(_reported(reporting))
+            timer = loop.call_later(min(self.progress_seconds, self.answer_limit - waited), tick)
+
+        timer = loop.call_later(min(self.progress_seconds, self.answer_limit), tick)
         try:
             self._to_page(
                 page,
@@ -213,31 +244,16 @@ class PageRelay:
                     "agent": agent,
                 },
             )
-            while True:
-                waited = time.monotonic() - started
-                if waited >= self.answer_limit:
-                    self._to_page(page, {"type": "cancel", "call": call_id})
-                    return failure(
-                        "timeout",
-                        f"The person did not answer in the page within {self.answer_limit:g} s, "
-                        f"so {tool} did not run; ask them in the chat before you try again.",
-                    )
-                try:
-                    return await asyncio.wait_for(
-                        asyncio.shield(future),
-                        min(self.progress_seconds, self.answer_limit - waited),
-                    )
-                except TimeoutError:
-                    await progress(
-                        time.monotonic() - started,
-                        f"Waiting for the page to answer {tool} (the person may be deciding).",
-                    )
+            return await future
         except PageGone as gone:
             return failure("unavailable", gone.sentence.format(tool=tool))
         except asyncio.CancelledError:
             self._to_page(page, {"type": "cancel", "call": call_id})
             raise
         finally:
+            timer.cancel()
+            for sending in reporting:
+                sending.cancel()
             self.waiting.pop(call_id, None)
             self.waiting_on.pop(call_id, None)
 
@@ -359,6 +375,17 @@ class PageRelay:
             task = asyncio.ensure_future(_quietly(connection.send_tool_list_changed()))
             self.notices.add(task)  # held until done: the loop keeps only weak references to tasks
             task.add_done_callback(self.notices.discard)
+
+
+def _reported(reporting: set[asyncio.Future[None]]) -> Callable[[asyncio.Future[None]], None]:
+    """A progress notice's end: forgotten, and a failure to send it (the agent went) dropped."""
+
+    def done(sending: asyncio.Future[None]) -> None:
+        reporting.discard(sending)
+        if not sending.cancelled():
+            sending.exception()
+
+    return done
 
 
 def _tolerant(step: Callable[..., None], *args: Any) -> None:

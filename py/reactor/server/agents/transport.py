@@ -8,29 +8,52 @@ page within milliseconds, and an event stream costs about a millisecond more tha
 each of them (its tasks, its rendezvous stream, chunked framing). A call that waits for the
 person still gets its progress notices: the first one opens the stream, and the answer follows on
 it.
+
+A request of a session this process has served before runs in the request's own task, by the
+session's own kernel (the SDK's ServerRunner over the session's Connection, registered with its
+dispatcher as in flight, so a client's `notifications/cancelled` reaches it): not through the
+session loop's streams and a task of its own, which took ~0.2 ms of each call. Only a request
+still running after WATCH_AFTER gets a second task, which notices a client that closed the
+request and opens the event stream when a progress notice comes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 from typing import Any
 
 import anyio
 import pydantic_core
-from anyio.streams.memory import MemoryObjectReceiveStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.server.connection import Connection
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel.server import Server
+from mcp.server.runner import ServerRunner
 from mcp.server.streamable_http import (
     CONTENT_TYPE_SSE,
     MCP_SESSION_ID_HEADER,
+    REQUEST_CANCELLED,
     REQUEST_STREAM_BUFFER_SIZE,
     EventMessage,
     StreamableHTTPServerTransport,
     check_accept_headers,
 )
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp.shared.jsonrpc_dispatcher import (
+    JSONRPCDispatcher,
+    _InFlight,
+    _JSONRPCDispatchContext,
+    handler_exception_to_error_data,
+    progress_token_from_params,
+)
 from mcp.shared.message import SessionMessage
 from mcp_types import (
     DEFAULT_NEGOTIATED_VERSION,
+    ErrorData,
     JSONRPCError,
     JSONRPCNotification,
     JSONRPCRequest,
@@ -43,19 +66,68 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
+log = logging.getLogger("reactor.server")
 ANSWERS = (JSONRPCResponse, JSONRPCError)
 CLOSED = "The client closed its request."
+WATCH_AFTER = 0.02  # seconds a request runs before a task watches its client and its progress
+TRANSPORT = "reactor.transport"  # the scope's key for the transport serving the request
 IDLE_SECONDS = 600.0  # a session no request has used for this long ends (the SDK's own: 30 min)
 SESSIONS_PER_TOKEN = 64  # open at once on one process
 SESSIONS_PER_PERSON = 256
 
 
+class Kernel:
+    """What a session's requests run on when served in their own task: its runner (the SDK's
+    handler kernel over the session's Connection) and its dispatcher (which holds the requests in
+    flight, for `notifications/cancelled`)."""
+
+    __slots__ = ("dispatcher", "runner")
+
+    def __init__(self, runner: ServerRunner[Any], dispatcher: JSONRPCDispatcher[Any]) -> None:
+        self.runner, self.dispatcher = runner, dispatcher
+
+
+class KernelCapture:
+    """The MCP server's middleware: a session's first request through the SDK's loop hands its
+    kernel to the session's transport, which serves the next ones in their own task."""
+
+    def __init__(self, server: Server[Any]) -> None:
+        self.server = server
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        request = ctx.request
+        transport = None if request is None else request.scope.get(TRANSPORT)
+        if isinstance(transport, SettlingTransport) and transport.kernel is None:
+            # mcp 2.3 offers the session's connection and dispatcher under no public name.
+            connection = getattr(ctx.session, "_connection", None)
+            outbound = getattr(ctx.session, "_request_outbound", None)
+            dispatcher = getattr(outbound, "_dispatcher", None)
+            if isinstance(connection, Connection) and isinstance(dispatcher, JSONRPCDispatcher):
+                runner = ServerRunner(self.server, connection, ctx.lifespan_context)
+                transport.kernel = Kernel(runner, dispatcher)
+        return await call_next(ctx)
+
+
 class SettlingTransport(StreamableHTTPServerTransport):
     """The SDK's transport, with a request's answer mode chosen by what it says first."""
+
+    kernel: Kernel | None = None  # once a request went through the session's loop
+    serving: set[anyio.CancelScope] | None = None  # the requests running in their own task
+
+    async def terminate(self) -> None:
+        """The session ends: the requests running in their own task stop (the SDK's loop stops
+        its own)."""
+        self._terminated = True
+        for running in list(self.serving or ()):
+            running.cancel()
+        await super().terminate()
 
     async def _handle_post_request(
         self, scope: Scope, request: Request, receive: Receive, send: Send
     ) -> None:
+        scope[TRANSPORT] = self  # request.scope: KernelCapture finds the transport by it
         message = await _plain_request(request) if self._check_content_type(request) else None
         if message is None:  # initialize, a notification, a response, a refusal: the SDK's way
             await super()._handle_post_request(scope, request, receive, send)
@@ -66,6 +138,18 @@ class SettlingTransport(StreamableHTTPServerTransport):
         writer, reader = anyio.create_memory_object_stream[EventMessage](REQUEST_STREAM_BUFFER_SIZE)
         self._request_streams[request_id] = (writer, reader)
         version = request.headers.get(MCP_PROTOCOL_VERSION_HEADER, DEFAULT_NEGOTIATED_VERSION)
+        if self.kernel is not None and not self._terminated:
+            served = ServedHere(self, self.kernel, message, writer, reader)
+            try:
+                await served.run(
+                    self._create_session_message(message, request, request_id, version),
+                    scope,
+                    receive,
+                    send,
+                )
+            finally:
+                await self._clean_up_memory_streams(request_id)
+            return
         # The session is connected: its headers were valid.
         assert self._read_stream_writer is not None
         await self._read_stream_writer.send(
@@ -87,6 +171,20 @@ class SettlingTransport(StreamableHTTPServerTransport):
             return
         # A progress notice (or a request to the client) came first: the rest is an event stream,
         # that message its first event, ended by the answer.
+        if not await self._stream_events(request_id, first, reader, scope, receive, send):
+            await cancel_request(self, message.id)  # the client closed the stream first
+
+    async def _stream_events(
+        self,
+        request_id: str,
+        first: EventMessage,
+        reader: MemoryObjectReceiveStream[EventMessage],
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> bool:
+        """Answer with an event stream: `first`, then what comes from `reader` up to the answer;
+        whether the answer went."""
         events, stream = anyio.create_memory_object_stream[dict[str, Any]](0)
         self._sse_stream_writers[request_id] = events
         headers = {
@@ -109,8 +207,112 @@ class SettlingTransport(StreamableHTTPServerTransport):
             )(scope, receive, send)
         finally:
             await stream.aclose()
-            if not watched.answered:  # the client closed the stream first: a cancel
-                await cancel_request(self, message.id)
+        return watched.answered
+
+
+class ServedHere:
+    """One request of a session, run in its own task by the session's kernel, answered in JSON;
+    after WATCH_AFTER a watch task notices its client closing it (the call is cancelled, and
+    withdrawn from the page) and opens the event stream when a progress notice comes (the answer
+    then follows on it)."""
+
+    def __init__(
+        self,
+        transport: SettlingTransport,
+        kernel: Kernel,
+        message: JSONRPCRequest,
+        writer: MemoryObjectSendStream[EventMessage],
+        reader: MemoryObjectReceiveStream[EventMessage],
+    ) -> None:
+        self.transport, self.kernel, self.message = transport, kernel, message
+        self.writer, self.reader = writer, reader
+        self.running = anyio.CancelScope()
+        self.watch: asyncio.Future[None] | None = None
+        self.gone = False  # the client closed the request: nobody to answer
+        self.streaming = False  # the watch answers with an event stream
+
+    async def run(self, framed: SessionMessage, scope: Scope, receive: Receive, send: Send) -> None:
+        message, dispatcher, transport = self.message, self.kernel.dispatcher, self.transport
+        metadata = framed.metadata
+        dctx = _JSONRPCDispatchContext(
+            transport=dispatcher._transport_builder(metadata),
+            _dispatcher=dispatcher,
+            _request_id=message.id,
+            message_metadata=metadata,
+            _progress_token=progress_token_from_params(message.params),
+        )
+        key = coerce_request_id(message.id)
+        dispatcher._in_flight[key] = _InFlight(scope=self.running, dctx=dctx)
+        serving = transport.serving = transport.serving or set()
+        serving.add(self.running)
+        timer = asyncio.get_running_loop().call_later(
+            WATCH_AFTER, self._start_watch, scope, receive, send
+        )
+        answer: JSONRPCResponse | JSONRPCError | None = None
+        try:
+            with self.running:
+                try:
+                    runner = self.kernel.runner
+                    result = await runner.on_request(dctx, message.method, message.params)
+                    answer = JSONRPCResponse(jsonrpc="2.0", id=message.id, result=result)
+                except Exception as error:  # as the SDK's dispatcher words a handler's failure
+                    data = handler_exception_to_error_data(error)
+                    if data is None:
+                        log.exception("handler for %r raised", message.method)
+                        data = ErrorData(code=0, message=str(error))
+                    answer = JSONRPCError(jsonrpc="2.0", id=message.id, error=data)
+                finally:
+                    timer.cancel()
+                    dctx.close()
+                    entry = dispatcher._in_flight.get(key)
+                    if entry is not None and entry.dctx is dctx:
+                        del dispatcher._in_flight[key]
+            if dctx.cancel_requested.is_set():  # the client's notifications/cancelled
+                cancelled = ErrorData(code=REQUEST_CANCELLED, message="Request cancelled")
+                answer = JSONRPCError(jsonrpc="2.0", id=message.id, error=cancelled)
+            if self.streaming:
+                if answer is not None:
+                    with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                        await self.writer.send(EventMessage(answer))
+                assert self.watch is not None
+                await self.watch
+                return
+            await self._stop_watch()
+            if self.gone:
+                return
+            if answer is None:  # the session ended while the request ran
+                await _session_ended(message)(scope, receive, send)
+                return
+            await transport._create_json_response(answer)(scope, receive, send)
+        finally:
+            serving.discard(self.running)
+            await self._stop_watch()
+
+    def _start_watch(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.watch = asyncio.ensure_future(self._watching(scope, receive, send))
+
+    async def _stop_watch(self) -> None:
+        if self.watch is not None and not self.watch.done():
+            self.watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.watch
+
+    async def _watching(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            first = await _first_unless_gone(self.reader, receive)
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            return  # the session ended: the request's task answers
+        if first is None:  # the client closed its request: the call stops
+            self.gone = True
+            self.running.cancel()
+            return
+        self.streaming = True
+        answered = await self.transport._stream_events(
+            str(self.message.id), first, self.reader, scope, receive, send
+        )
+        if not answered:  # the client closed the stream first: the call stops
+            self.gone = True
+            self.running.cancel()
 
 
 async def _first_unless_gone(

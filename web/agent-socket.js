@@ -1,0 +1,122 @@
+/**
+ * The page's link for desktop agents (its WebSocket to the reactor server), held in the reactor
+ * worker; web/agents.js drives it from the main thread by the `agents.open`, `agents.send` and
+ * `agents.close` notices. A `call` that comes down runs here, in Python (reactor/browser.py
+ * AgentCalls: the chat's own callTool, admission, validation and the person's approval), and its
+ * answer goes up at once: a call never waits for the main thread, which may be drawing, unless the
+ * person must approve it (the chat asks them there). The main thread hears the link's other
+ * messages, its opening and its closing (`agents.socket`), and a line for the Agents panel per
+ * call (`agents.call`): after the answer has gone for a quick call, while it waits for one that
+ * takes longer.
+ */
+
+const MESSAGE_LIMIT = 2_000_000;  // the server's limit on one message (server/agents/mcp.py BODY_LIMIT)
+const TELL_WAITING_MS = 100;  // a call not answered by then is shown while it runs
+const LINK_LOST = "The page's link to the server was lost.";
+
+export class AgentSocket {
+  /**
+   * @param {{agentCall: Function, agentCancel: Function}} python the worker's Python (reactor.browser.start)
+   * @param {(type: string, fields: object) => void} notice tells the main thread
+   */
+  constructor(python, notice) {
+    this.python = python;
+    this.notice = notice;
+    this.socket = null;
+    this.id = 0;  // the main thread's number for the socket held now
+    this.running = new Set();  // the calls running, by id
+    this.aborted = new Set();  // those of them stopped
+  }
+
+  /** A notice of the main thread: agents.open {socket, url}, agents.send {socket, text}, agents.close {socket, code, reason}. */
+  take(message) {
+    if (message.type === "agents.open") this.open(message.socket, message.url);
+    else if (message.socket !== this.id || !this.socket) return;
+    else if (message.type === "agents.send") this.send(message.text);
+    else if (message.type === "agents.close") {
+      this.withdraw(message.reason || LINK_LOST);
+      this.socket.close(message.code);
+    }
+  }
+
+  open(id, url) {
+    this.socket?.close(1000);
+    this.withdraw(LINK_LOST);
+    const socket = new WebSocket(url);
+    [this.socket, this.id] = [socket, id];
+    socket.onopen = () => this.notice("agents.socket", { socket: id, event: "open" });
+    socket.onmessage = ({ data }) => this.heard(id, socket, data);
+    socket.onclose = ({ code, reason }) => {
+      if (this.socket === socket) {
+        // The calls that came down this link can no longer be answered: their questions are
+        // withdrawn, and none runs after (the server has failed them).
+        this.withdraw(LINK_LOST);
+        this.socket = null;
+      }
+      this.notice("agents.socket", { socket: id, event: "close", code, reason });
+    };
+  }
+
+  send(text) {
+    if (this.socket.readyState === WebSocket.OPEN) this.socket.send(text);
+  }
+
+  heard(id, socket, text) {
+    let message = null;
+    try {
+      message = JSON.parse(text);
+    } catch {
+      // the main thread reads it, and says what was wrong
+    }
+    if (message?.type === "call") this.run(socket, message);
+    else if (message?.type === "cancel") this.cancel(message.call, "The agent stopped this call.");
+    else this.notice("agents.socket", { socket: id, event: "message", text });
+  }
+
+  cancel(call, reason) {
+    if (!this.running.has(call)) return;
+    this.aborted.add(call);
+    this.python.agentCancel(call, reason);
+  }
+
+  withdraw(reason) {
+    for (const call of [...this.running]) this.cancel(call, reason);
+  }
+
+  async run(socket, { call, tool, arguments: args, agent }) {
+    const detail = { agent, tool, at: Date.now() };
+    let told = false;
+    const tell = () => {
+      if (told) return;
+      told = true;
+      this.notice("agents.call", detail);
+    };
+    const waiting = setTimeout(tell, TELL_WAITING_MS);
+    let envelope;  // its JSON text
+    this.running.add(call);
+    try {
+      const outcome = this.python.agentCall(call, String(tool), JSON.stringify(args ?? {}));
+      if (typeof outcome === "string") {
+        envelope = outcome;
+      } else {  // it waits (the person deciding): an awaitable of Python's
+        try {
+          envelope = await outcome;
+        } finally {
+          outcome.destroy();
+        }
+      }
+    } catch (error) {
+      const code = this.aborted.has(call) ? "aborted" : "failed";
+      envelope = JSON.stringify({ ok: false, error: { code, message: String(error?.message ?? error) } });
+    } finally {
+      clearTimeout(waiting);
+      this.running.delete(call);
+      this.aborted.delete(call);
+    }
+    const answer = `{"type":"answer","call":${JSON.stringify(call)},"envelope":${envelope}}`;
+    const sent = answer.length <= MESSAGE_LIMIT ? answer : JSON.stringify({ type: "answer", call, envelope: {
+      ok: false, error: { code: "too_large", message: `The result is over ${MESSAGE_LIMIT.toLocaleString("en")} characters; ask for less of it.` } } });
+    if (socket.readyState === WebSocket.OPEN) socket.send(sent);
+    tell();
+  }
+}
