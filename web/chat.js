@@ -87,7 +87,11 @@ class ReactorChat extends HTMLElement {
     this.configured = Promise.all([window.reactor.ready, drawn]).then(whenIdle).then(() => this.applySettings(this.savedSettings(), { saved: true }));
     this.configured.catch(() => {});
     // Python takes the conversation over; a turn a reload cut is then asked again or offered to continue.
-    this.restored = this.configured.then(() => this.threads.restore()).catch((error) => this.note(error.message, "error"));
+    // (A page that could not start says so in its progress line; the chat adds nothing.)
+    this.restored = this.configured.then(
+      () => this.threads.restore().catch((error) => this.note(error.message, "error")),
+      () => {},
+    );
   }
 
   draw() {

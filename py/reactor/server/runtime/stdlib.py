@@ -26,6 +26,7 @@ REACTOR_AT_START = (
     "reactor.envelope",
     "reactor.facade",
     "reactor.host",
+    "reactor.host.conversations",
     "reactor.on_demand",
     "reactor.page_plugins",
     "reactor.plugins",
