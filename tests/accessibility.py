@@ -114,7 +114,7 @@ def contrast(page: Any, selector: str, backdrop: str = "rgb(0, 0, 0)") -> list[d
 
 def tab_cycle(page: Any, limit: int = 400) -> list[str]:
     """The visible controls that Tab, pressed from the top of the page round to its first stop
-    again, never focused: by what a person would call them."""
+    again, never focused: by what a person would call them (visible before and after)."""
     controls = page.evaluate(VISIBLE_CONTROLS)
     page.evaluate("document.activeElement?.blur()")
     reached: list[str] = []
@@ -125,7 +125,10 @@ def tab_cycle(page: Any, limit: int = 400) -> list[str]:
             break
         if name is not None and name not in reached:
             reached.append(name)
-    return [name for name in controls if name not in reached]
+    # A control the page redrew meanwhile (a palette after a command's availability changed) is
+    # judged only if it is still there.
+    still = page.evaluate(VISIBLE_CONTROLS)
+    return [name for name in controls if name in still and name not in reached]
 
 
 FOCUS_IN = "(e) => e === document.activeElement || e.contains(document.activeElement)"
