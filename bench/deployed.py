@@ -92,7 +92,9 @@ def wait_for_port(port: int, process: subprocess.Popen[Any], seconds: float = 10
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"{process.args[0]} ended ({process.returncode}) before it listened")
+            raise RuntimeError(
+                f"{process.args!r:.80} ended ({process.returncode}) before it listened"
+            )
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
             return

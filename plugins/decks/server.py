@@ -132,7 +132,9 @@ class DecksServerPlugin:
             headers = {"etag": etag, "cache-control": "no-cache", "vary": "Accept-Encoding"}
             if unchanged(call.request, etag):
                 return Response(status_code=304, headers=headers)
-            answer = listing.cached(etag) or await run_in_threadpool(listing.read)
+            answer = listing.cached(etag)
+            if answer is None:
+                answer = await run_in_threadpool(listing.read)
             headers["etag"] = answer.etag  # the list read: a write may have come since
             if "gzip" in accepted_codings(call.request.headers.get("accept-encoding", "")):
                 headers["content-encoding"] = "gzip"
