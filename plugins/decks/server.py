@@ -128,7 +128,9 @@ class DecksServerPlugin:
             },
         )
         async def list_decks(call: Call) -> Response:
-            etag = await run_in_threadpool(listing.etag)
+            # on the loop, as a session's check is: one aggregate over narrow columns costs less
+            # than a hop to a worker thread and back (0.15 ms of a 304's 1 ms: bench/proxy.py)
+            etag = listing.etag()
             headers = {"etag": etag, "cache-control": "no-cache", "vary": "Accept-Encoding"}
             if unchanged(call.request, etag):
                 return Response(status_code=304, headers=headers)
