@@ -1,11 +1,13 @@
 """The bench's own plumbing, on CPython: its page plugins load, its server ships them to the page.
-The measurements themselves run with `python -m bench --quick` (real Chromium, about 2 minutes)."""
+The measurements themselves run with `python -m bench --quick` (real Chromium, about 2 minutes);
+the load through the deployed site (bench/proxy.py) runs here for a second a load."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import hashlib
+import json
 import re
 import sys
 from pathlib import Path
@@ -13,6 +15,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import httpx
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -121,3 +124,21 @@ def test_a_new_browser_shows_a_page_of_another_origin_before_the_page_timed(tmp_
     for app in bench_app(tmp_path / "product"), bench_app(tmp_path / "lab", lab=True):
         (page,) = get(app, "/bench/launch.html")
         assert page.status_code == 200 and 'target.hostname === "127.0.0.1"' in page.text
+
+
+@pytest.mark.browser
+def test_the_proxy_bench_loads_the_deployed_site_and_writes_every_figure(tmp_path, capsys):
+    from bench import proxy
+
+    out = tmp_path / "proxy-results.json"
+    brief = ["--seconds", "1", "--rounds", "1", "--clients", "3", "--list-kb", "4"]
+    if proxy.main([*brief, "--out", str(out)]) == 2:
+        pytest.skip(capsys.readouterr().err.strip())  # no nginx or no PostgreSQL here
+    results = json.loads(out.read_text())
+    for load in proxy.LOADS:
+        figures = results["loads"][load]
+        assert figures["ok"] == figures["requests"] > 0, (load, figures["statuses"])
+        assert figures["p50_ms"] <= figures["p95_ms"] and figures["cpu_ms_per_answer"]["reactor"]
+    # a browser's list, asked again with its ETag through nginx, is a 304 each time
+    assert results["loads"]["decks"]["statuses"] == {"304": results["loads"]["decks"]["ok"]}
+    assert set(results["met"]) == set(proxy.GOALS) and results["list_bytes"] >= 4 * 1024

@@ -14,10 +14,11 @@ from starlette.applications import Starlette
 from reactor import PluginPlatform
 from reactor.server.auth.sessions import Auth
 from reactor.server.database import Database
+from reactor.server.openapi import openapi_document
 from reactor.server.plugins.context import ServerContext
 from reactor.server.plugins.records import PluginRecords
 from reactor_plugins.decks import DECKS_AGENT_TOOLS
-from reactor_plugins.decks.server import MAX_BODY_BYTES
+from reactor_plugins.decks.server import MAX_BODY_BYTES, DeckList
 from reactor_plugins.decks.spec import PLUGIN as DECKS
 
 SEED_IDS = ["onboarding", "quarterly-review", "reactor-in-5-minutes"]
@@ -126,6 +127,70 @@ def test_a_deck_is_served_as_its_spec(client):
 def test_an_unknown_deck_is_a_404_with_a_sentence(client):
     answer = client.get("/api/decks/nope")
     assert answer.status_code == 404 and answer.json() == {"error": "There is no deck 'nope'."}
+
+
+# The list's ETag: a 304, kept answers, never a stale list ---------------------------------
+
+
+def test_a_browser_that_has_the_list_gets_a_304_with_no_body(client):
+    first = client.get("/api/decks")
+    etag = first.headers["etag"]
+    assert first.headers["cache-control"] == "no-cache"  # the browser asks again each time
+    again = client.get("/api/decks", headers={"if-none-match": etag})
+    assert (again.status_code, again.content) == (304, b"")
+    assert again.headers["etag"] == etag and again.headers["cache-control"] == "no-cache"
+
+
+@pytest.mark.parametrize("given", ["{etag}", '"x", {etag}', "{strong}", "*", '{etag}, W/"old"'])
+def test_if_none_match_names_the_list_among_others_weak_or_strong(client, given):
+    etag = client.get("/api/decks").headers["etag"]
+    header = given.format(etag=etag, strong=etag.removeprefix("W/"))
+    assert client.get("/api/decks", headers={"if-none-match": header}).status_code == 304
+
+
+@pytest.mark.parametrize("given", ['W/"old"', '"', "", "x" * 5000, "W/", ","])
+def test_an_if_none_match_of_another_or_no_version_gets_the_whole_list(client, given):
+    answer = client.get("/api/decks", headers={"if-none-match": given})
+    assert answer.status_code == 200 and len(answer.json()) == 3
+
+
+def test_the_list_is_the_same_gzipped_or_not(client):
+    # httpx asks for gzip and undoes it; the bytes sent are read back raw here
+    zipped = client.get("/api/decks", headers={"accept-encoding": "gzip"})
+    plain = client.get("/api/decks", headers={"accept-encoding": "identity"})
+    assert zipped.headers["content-encoding"] == "gzip" and "content-encoding" not in plain.headers
+    assert zipped.json() == plain.json() and zipped.headers["etag"] == plain.headers["etag"]
+    assert "accept-encoding" in plain.headers["vary"].lower()
+
+
+def test_a_write_through_another_process_changes_the_list_at_its_next_request(database):
+    reader, writer = serve(database), serve(database)  # two apps: each keeps its own answers
+    etag = reader.get("/api/decks").headers["etag"]
+    assert writer.put("/api/decks/demo", json=deck()).status_code == 201
+    changed = reader.get("/api/decks", headers={"if-none-match": etag})
+    assert changed.status_code == 200 and "demo" in [d["id"] for d in changed.json()]
+    assert changed.headers["etag"] != etag
+    renamed = writer.put("/api/decks/demo", json=deck(title="Renamed"))
+    assert renamed.status_code == 200
+    listed = reader.get("/api/decks", headers={"if-none-match": changed.headers["etag"]}).json()
+    assert ("demo", "Renamed") in [(d["id"], d["title"]) for d in listed]
+
+
+def test_a_process_keeps_the_answers_of_a_few_lists_only(database):
+    listing = DeckList(database)
+    client = serve(database)
+    for number in range(3 * DeckList.MAX_ANSWERS):
+        client.put(f"/api/decks/d{number}", json=deck(f"d{number}"))
+        answer = listing.read()
+        assert listing.cached(listing.etag()) == answer
+    assert len(listing.answers) == DeckList.MAX_ANSWERS
+
+
+def test_the_document_says_the_list_answers_304_with_its_etag(client):
+    document = openapi_document(client.app.routes, title="decks", version="1")
+    answers = document["paths"]["/api/decks"]["get"]["responses"]
+    assert {"etag", "cache-control"} <= set(answers["200"]["headers"])
+    assert "content" not in answers["304"] and "etag" in answers["304"]["headers"]
 
 
 # Writing ----------------------------------------------------------------------------------

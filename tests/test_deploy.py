@@ -8,232 +8,52 @@ in both protocol eras."""
 from __future__ import annotations
 
 import asyncio
-import datetime
 import json
-import os
-import re
-import shlex
-import shutil
-import socket
-import ssl
-import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import httpx2
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from playwright.sync_api import expect
 
-from reactor.server.loopback import free_port
 from reactor.testing import ReactorPage
 from reactor.testing.standins import StandIn, text
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.deployed import NAME, NotDeployable, Site, ToProxyAsync, deployed  # noqa: E402
+
 pytestmark = pytest.mark.browser
-DEPLOY = Path(__file__).resolve().parent.parent / "docs" / "DEPLOY.md"
-NAME = "reactor.test"
 PASSWORD = "a-real-password-9"
 MODEL_KEY = "sk-site-model-key"
 
 
-def blocks(language: str) -> list[str]:
-    """The fenced code blocks of docs/DEPLOY.md in `language`."""
-    found = re.findall(rf"```{language}\n(.*?)```", DEPLOY.read_text(), re.S)
-    assert found, f"docs/DEPLOY.md has a {language} block"
-    return found
-
-
-def certificate(folder: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for reactor.test, and its key."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, NAME)])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(NAME)]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    crt, pem = folder / "reactor.test.crt", folder / "reactor.test.key"
-    crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    pem.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return crt, pem
-
-
-def wait_for_port(port: int, process: subprocess.Popen[Any]) -> None:
-    for _ in range(200):
-        assert process.poll() is None, "it started"
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            return
-        except OSError:
-            threading.Event().wait(0.05)
-    raise AssertionError(f"nothing listens on {port}")
-
-
-@dataclass
-class Site:
-    url: str  # https://reactor.test:<port>, as people reach it
-    port: int
-    cert: Path
-    model: StandIn
-    processes: list[subprocess.Popen[str]]
-    folder: Path
-
-    def logs(self) -> list[str]:
-        """The processes' log lines so far (--log-format json)."""
-        return [
-            line
-            for number in range(len(self.processes))
-            for line in (self.folder / f"reactor-{number}.log").read_text().splitlines()
-        ]
-
-    def client(self, **options: Any) -> httpx.Client:
-        """An HTTP client that reaches reactor.test at the proxy (no DNS for it here)."""
-        return httpx.Client(base_url=self.url, transport=ToProxy(self.port, self.cert), **options)
-
-
-class ToProxy(httpx.HTTPTransport):
-    """Requests for reactor.test go to the proxy on loopback, its certificate checked."""
-
-    def __init__(self, port: int, cert: Path) -> None:
-        super().__init__(verify=ssl.create_default_context(cafile=cert))
-        self.port = port
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        request.extensions = {**request.extensions, "sni_hostname": NAME}
-        request.url = request.url.copy_with(host="127.0.0.1")
-        return super().handle_request(request)
-
-
-class ToProxyAsync(httpx2.AsyncHTTPTransport):
-    """The same, for the MCP SDK's client."""
-
-    def __init__(self, cert: Path) -> None:
-        super().__init__(verify=ssl.create_default_context(cafile=cert))
-
-    async def handle_async_request(self, request: Any) -> Any:
-        request.extensions = {**request.extensions, "sni_hostname": NAME}
-        request.url = request.url.copy_with(host="127.0.0.1")
-        return await super().handle_async_request(request)
-
-
-def serve_lines(port_of: dict[str, int], data: Path, database: str, public: str) -> list[list[str]]:
-    """The page's `reactor serve` lines, each as the arguments of one process."""
-    lines = [
-        shlex.split(line, comments=True)
-        for block in blocks("sh")
-        for line in block.splitlines()
-        if line.startswith("reactor serve")
-    ]
-    assert len(lines) == 2, "two processes"
-    made = []
-    for number, words in enumerate(lines):
-        words = [w.replace("https://reactor.test:8443", public) for w in words]
-        port = words[words.index("--port") + 1]
-        words[words.index("--port") + 1] = str(port_of[port])
-        made.append(
-            [sys.executable, "-m", "reactor", *words[1:], "--data", str(data / f"p{number}")]
-        )
-        assert "--database" not in words, "the database comes from REACTOR_DATABASE_URL"
-    return made
+@pytest.fixture(scope="module")
+def model() -> Iterator[StandIn]:
+    """The site's model: a stand-in speaking OpenAI's API on loopback."""
+    model = StandIn("openai", MODEL_KEY)
+    yield model
+    model.stop()
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory, postgres_cluster) -> Iterator[Site]:
-    nginx = shutil.which("nginx") or next(
-        (p for p in ("/usr/sbin/nginx",) if Path(p).exists()), None
-    )
-    if nginx is None:
-        pytest.skip("nginx is not installed (Debian's `nginx`, which ./dev installs as root)")
-    folder = tmp_path_factory.mktemp("site")
-    crt, pem = certificate(folder)
-    database = postgres_cluster.database()
-    model = StandIn("openai", MODEL_KEY)
-    port = free_port()
-    public = f"https://{NAME}:{port}"
-    env = {
-        **os.environ,
-        "REACTOR_DATABASE_URL": database,
-        "REACTOR_MODEL_API_KEY": MODEL_KEY,
-    }
-    # the page's `reactor passwd` line, its password from a pipe
-    passwd = next(
-        shlex.split(line, comments=True)
-        for line in blocks("sh")[0].splitlines()
-        if line.startswith("reactor passwd")
-    )
-    subprocess.run(
-        [sys.executable, "-m", "reactor", *passwd[1:], "--data", str(folder / "admin")],
-        input=PASSWORD + "\n",
-        text=True,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    ports = {"8001": free_port(), "8002": free_port()}
-    model_flags = ["--model-provider", "openai", "--model", "stand-in"]
-    model_flags += ["--model-base-url", model.url]
-    processes = []
-    for command in serve_lines(ports, folder, database, public):
-        with (folder / f"reactor-{len(processes)}.log").open("w") as log:
-            process = subprocess.Popen(
-                [*command, *model_flags], stdout=subprocess.PIPE, stderr=log, text=True, env=env
-            )
-        line = process.stdout.readline()
-        assert line.startswith("reactor is serving"), line
-        processes.append(process)
-    config = blocks("nginx")[0]
-    config = config.replace("listen 8443", f"listen 127.0.0.1:{port}")
-    for given, chosen in ports.items():
-        config = config.replace(f"127.0.0.1:{given}", f"127.0.0.1:{chosen}")
-    config = config.replace("/etc/ssl/reactor.test.crt", str(crt))
-    config = config.replace("/etc/ssl/reactor.test.key", str(pem))
-    temp = " ".join(
-        f"{kind}_temp_path {folder / kind};" for kind in ("client_body", "proxy", "fastcgi")
-    )
-    temp += f" uwsgi_temp_path {folder / 'uwsgi'}; scgi_temp_path {folder / 'scgi'};"
-    (folder / "nginx.conf").write_text(
-        ("user root;\n" if os.geteuid() == 0 else "")
-        + f"pid {folder / 'nginx.pid'};\nerror_log {folder / 'error.log'};\n"
-        + f"events {{}}\nhttp {{\n  access_log {folder / 'access.log'};\n  {temp}\n"
-        + config
-        + "\n}\n"
-    )
-    proxy = subprocess.Popen(
-        [nginx, "-p", str(folder), "-c", str(folder / "nginx.conf"), "-g", "daemon off;"]
-    )
-    wait_for_port(port, proxy)
-    yield Site(public, port, crt, model, processes, folder)
-    proxy.terminate()
-    proxy.wait(10)
-    for process in processes:
-        process.terminate()
-        process.wait(10)
-        process.stdout.close()
-    model.stop()
+def site(tmp_path_factory, postgres_cluster, model) -> Iterator[Site]:
+    flags = ["--model-provider", "openai", "--model", "stand-in", "--model-base-url", model.url]
+    try:
+        with deployed(
+            tmp_path_factory.mktemp("site"),
+            postgres_cluster.database(),
+            password=PASSWORD,
+            flags=flags,
+            env={"REACTOR_MODEL_API_KEY": MODEL_KEY},
+        ) as site:
+            yield site
+    except NotDeployable as missing:
+        pytest.skip(str(missing))
 
 
 @pytest.fixture
@@ -250,7 +70,7 @@ def browser_page(browser_type, browser_type_launch_args, site) -> Iterator[Any]:
 
 
 def test_the_page_sign_in_a_write_the_chat_and_the_agents_link_work_through_the_proxy(
-    site, browser_page
+    site, model, browser_page
 ):
     reactor = ReactorPage(browser_page, site).open()
     assert not reactor.ready["failures"]
@@ -265,15 +85,15 @@ def test_the_page_sign_in_a_write_the_chat_and_the_agents_link_work_through_the_
 
     # The answer streams through the proxy: its first words are on screen while the model holds
     # the rest back.
-    site.model.answers.append(text("Streamed through nginx, word by word."))
-    site.model.hold.clear()
+    model.answers.append(text("Streamed through nginx, word by word."))
+    model.hold.clear()
     chat = page.locator("reactor-chat")
     chat.locator("textarea").fill("hello")
     chat.get_by_role("button", name="Send").click()
     streaming = chat.locator("[data-streaming=true]")
     expect(streaming).to_contain_text("Streamed")
     assert "word by word" not in streaming.inner_text()
-    site.model.hold.set()
+    model.hold.set()
     expect(chat.locator(".chat-assistant").last).to_have_text(
         "Streamed through nginx, word by word."
     )

@@ -131,3 +131,63 @@ def test_a_plugin_record_and_a_plugin_switch_made_on_one_hold_on_the_other(two_s
             == 200
         )
     assert httpx.get(f"{a}/api/decks").status_code == 200
+
+
+def list_etags(urls, headers=None):
+    """The decks list's ETag as each process answers it (each answer whole and the same)."""
+    answers = [httpx.get(f"{url}/api/decks", headers=headers) for url in urls]
+    assert all(a.status_code == 200 and a.json() == answers[0].json() for a in answers)
+    return [a.headers["etag"] for a in answers]
+
+
+def test_an_unchanged_decks_list_is_a_304_with_the_same_etag_from_both_processes(two_servers):
+    a, b = two_servers
+    etag, same = list_etags(two_servers)
+    assert etag == same
+    for url in (a, b, a, b):
+        answer = httpx.get(f"{url}/api/decks", headers={"if-none-match": etag})
+        assert (answer.status_code, answer.content) == (304, b"")
+        assert answer.headers["etag"] == etag and answer.headers["cache-control"] == "no-cache"
+
+
+def test_a_new_changed_or_deleted_deck_changes_the_list_etag_on_both_processes_at_once(
+    two_servers,
+):
+    a, b = two_servers
+    ada = bearer(sign_in(a, "ada").json()["token"])
+    seen = [list_etags(two_servers)[0]]
+
+    def after(write, url):
+        """The write through `url`; then the next request to each process: a new ETag, the same
+        on both, and the one before no longer answered 304. The list as it is now."""
+        assert write(url).status_code in (200, 201, 204)
+        etags = list_etags(two_servers)
+        assert etags[0] == etags[1] != seen[-1]
+        for other in (a, b):
+            stale = httpx.get(f"{other}/api/decks", headers={"if-none-match": seen[-1]})
+            assert stale.status_code == 200 and stale.headers["etag"] == etags[0]
+        seen.append(etags[0])
+        return httpx.get(f"{b}/api/decks").json()
+
+    def put(id, title):
+        deck = {"id": id, "title": title, "slides": [{"title": "One", "body": "x"}]}
+        return lambda url: httpx.put(f"{url}/api/decks/{id}", json=deck, headers=ada)
+
+    listed = after(put("etag-one", "New deck"), a)
+    assert ("etag-one", "New deck") in [(d["id"], d["title"]) for d in listed]
+    listed = after(put("etag-one", "Renamed"), b)
+    assert ("etag-one", "Renamed") in [(d["id"], d["title"]) for d in listed]
+    listed = after(lambda url: httpx.delete(f"{url}/api/decks/etag-one", headers=ada), a)
+    assert "etag-one" not in [d["id"] for d in listed]
+    assert seen[-1] == seen[0], "the list is again what it was: so is its ETag"
+    # Another deck in the place of the first: as many decks, the same versions, another list.
+    listed = after(put("etag-two", "In its place"), b)
+    assert "etag-two" in [d["id"] for d in listed] and seen[-1] != seen[1]
+    assert httpx.delete(f"{a}/api/decks/etag-two", headers=ada).status_code == 204
+
+
+def test_every_person_and_nobody_get_the_same_decks_list_under_the_same_etag(two_servers):
+    a, b = two_servers
+    people = [bearer(sign_in(a, name).json()["token"]) for name in ("ada", "bob", "eve")]
+    answers = [httpx.get(f"{url}/api/decks", headers=h) for url in (a, b) for h in [{}, *people]]
+    assert len({(x.headers["etag"], x.content) for x in answers}) == 1

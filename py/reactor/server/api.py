@@ -53,6 +53,7 @@ EVENTS = {"text/event-stream": {"schema": {"type": "string"}}}
 # Headers an answer sends, by name: what each holds (the document lists them per answer).
 NO_STORE = {"cache-control": "no-store: the answer is this person's, as of now"}
 ETAG = {"etag": "The version of what was answered, for If-None-Match or If-Match"}
+REVALIDATED = {**ETAG, "cache-control": "no-cache: ask again each time, with If-None-Match"}
 RETRY_AFTER = {"retry-after": "Seconds to wait before asking again"}
 BUSY_RETRY_SECONDS = 1
 DOWN_RETRY_SECONDS = 2  # a restarted PostgreSQL answers again within a second or two
@@ -225,6 +226,18 @@ def refusal_of(error: Exception) -> ApiError:
         )
     log.error("A request failed with a fault of the server", exc_info=error)
     return ApiError(500, FAULT)
+
+
+def unchanged(request: Request, etag: str) -> bool:
+    """Whether the request's If-None-Match names `etag` (or `*`): its 304. Compared weakly, as
+    RFC 9110 has it for GET: `W/"x"` and `"x"` are the same version."""
+    header = request.headers.get("if-none-match")
+    if not header:
+        return False
+    if header.strip() == "*":
+        return True
+    tag = etag.removeprefix("W/")
+    return any(given.strip().removeprefix("W/") == tag for given in header.split(","))
 
 
 def error_response(

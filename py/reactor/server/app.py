@@ -182,12 +182,16 @@ def create_app(
     ]
     if origins:
         middleware.insert(1, Middleware(CrossOrigin, origins=origins))
-    # other processes may switch a plugin: each request reads the switches
+    # other processes may switch a plugin: each request reads the switches, but those of /mcp,
+    # whose tools are the page's (a read there took a tenth of an agent's call)
     if store.kind == "postgresql":
         middleware.insert(
             0,
             Middleware(
-                PluginStateSync, database=store, platform=platform, skip=(*HEALTH_PATHS, "/metrics")
+                PluginStateSync,
+                database=store,
+                platform=platform,
+                skip=(*HEALTH_PATHS, "/metrics", MCP_PATH),
             ),
         )
     # In front of all: the client and scheme a trusted proxy names, then the request's id and log,

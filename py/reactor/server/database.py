@@ -48,7 +48,11 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 # the advisory lock an `immediate` PostgreSQL transaction takes, as SQLite's writer lock
 WRITE_LOCK = 7_355_608
 SETUP_LOCK = 7_355_609  # held by a server process while it migrates and seeds
-IDLE_CONNECTIONS = 8  # connections kept open between transactions, per process
+# Connections kept open between transactions, per process. Fewer than the requests a process
+# serves at once means opening (a backend forked, on PostgreSQL) and closing connections all the
+# time: with 8, two processes serving 20 clients opened 50-75 per 1,000 requests, and PostgreSQL
+# spent twice the CPU per request (bench/proxy.py).
+IDLE_CONNECTIONS = 16
 CONNECT_SECONDS = 10  # how long opening a PostgreSQL connection may take
 # SQLSTATEs of a PostgreSQL that is not there: class 08 (the connection), and an administrator's
 # shutdown, a crash's, or a server still starting. Without a SQLSTATE, the client lost the server.

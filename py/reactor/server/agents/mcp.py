@@ -222,8 +222,7 @@ def mcp_server(relay: PageRelay, page_url: Callable[[Any], str]) -> RelayServer:
                 )
             name, arguments = tool, inner
         else:
-            connected = relay.pages_of(username)
-            page = connected[0] if connected else None
+            page = relay.first_page(username)
         if page is None:
             return tool_result(failure("unavailable", no_page_sentence(page_url(ctx))))
 

@@ -94,6 +94,7 @@ class PageBus(Protocol):
     """What the relay needs to span processes (server/agents/bus.py implements it on PostgreSQL)."""
 
     def pages_of(self, username: str) -> list[PageLink]: ...
+    def first_page(self, username: str) -> PageLink | None: ...
     def save(self, page: PageLink) -> None: ...
     def remove(self, page_id: str) -> None: ...
     def send(self, process: str, message: dict[str, Any]) -> None: ...
@@ -152,6 +153,14 @@ class PageRelay:
             else [p for p in self.pages.values() if p.username == username]
         )
         return sorted(pages, key=lambda p: -p.active_at)
+
+    def first_page(self, username: str) -> PageLink | None:
+        """The page a call goes to: the person's most recently active (its tools unread when
+        another process holds it)."""
+        if self.bus is not None:
+            return self.bus.first_page(username)
+        pages = self.pages_of(username)
+        return pages[0] if pages else None
 
     def page_of(self, username: str, page_id: str) -> PageLink | None:
         return next((p for p in self.pages_of(username) if p.id == page_id), None)

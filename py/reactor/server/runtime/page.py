@@ -22,7 +22,7 @@ from ...errors import ApiError
 from ...host.tools import AgentSpec
 from ...platform import PluginPlatform
 from ...plugin_spec import PluginSpec
-from ..api import ANY_FILE, ETAG, HTML, NO_STORE, Call, Reply, declare
+from ..api import ANY_FILE, HTML, NO_STORE, REVALIDATED, Call, Reply, declare
 from ..gateway.config import AssistantConfig
 from .assets import IMMUTABLE, REVALIDATE, RenderedPage, SourceArchive, serve_file
 from .vendored import ROOT, VENDOR, WEB, Runtime
@@ -44,7 +44,6 @@ SERVER_ONLY = {
 WORKER_SCRIPTS = ("/web/pyodide-boot.js", "/web/reactor-worker.js")
 # Where index.html's head gets the start of Pyodide's boot (early_boot).
 EARLY_BOOT_MARKER = "<!-- reactor:early-boot (the server puts the start of Pyodide's boot here) -->"
-REVALIDATED = {**ETAG, "cache-control": "no-cache: ask again each time, with If-None-Match"}
 FILE = Reply(content=ANY_FILE, headers=REVALIDATED)
 NOT_MODIFIED = Reply(headers=REVALIDATED)
 FOREVER = Reply(
