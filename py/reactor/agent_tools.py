@@ -27,8 +27,8 @@ from .commands import CommandOptions, Handler, did_you_mean
 from .contributions import ContributionPoint
 from .disposable import Disposable
 from .errors import DeclarationError, refusal
-from .json_text import copied
 from .json_schema import SchemaError
+from .json_text import copied
 from .schema import NO_ARGUMENTS, json_path, schema_problem
 from .schema_refs import bundle_resolver, file_resolver, inlined
 

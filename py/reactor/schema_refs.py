@@ -35,7 +35,6 @@ SCHEMA_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.json")
 BUNDLE_DEFS = "#/$defs/"
 
 
-
 class Resolve(Protocol):
     """What a `$ref` is, given its text and where it sits: (a key naming its target, for cycles;
     the shape it points to, not yet inlined; how that shape's own `$ref`s resolve), or None to

@@ -21,10 +21,8 @@ _FIELDS = ENTRY_SCHEMA["properties"]
 COLLECTIONS = tuple(_FIELDS["collection"]["enum"])
 STATUSES = tuple(_FIELDS["status"]["enum"])
 SLUG = re.compile(_FIELDS["slug"]["pattern"].removeprefix("^").removesuffix("$"))
-LIMITS = {
-    field: _FIELDS[field]["maxLength"] for field in ("title", "slug", "excerpt", "body", "source_url")
-}
 WRITABLE = ("collection", "title", "slug", "excerpt", "body", "source_url")
+LIMITS = {field: _FIELDS[field]["maxLength"] for field in WRITABLE if field != "collection"}
 
 
 def slugify(title: str) -> str:
