@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 import reactor_plugins.decks as decks_package
-from reactor import NotFoundError, ToolError
+from reactor import NotFoundError, ToolError, load_agent_tools
+from reactor.schema import argument_problems
 from reactor_plugins.decks import DECKS_AGENT_TOOLS
 from reactor_plugins.decks.deck import (
     DECK_SCHEMA,
@@ -119,6 +120,30 @@ def test_the_tools_describe_a_slide_exactly_as_the_deck_schema_does():
                 without_descriptions(tools[command]["parameters"]["properties"][field])
                 == slide["properties"][field]
             )
+
+
+def test_the_tools_read_a_slide_from_the_deck_schema_so_a_changed_limit_reaches_them(tmp_path):
+    # agent-tools.json writes no slide of its own: it refers to deck.schema.json's.
+    for name in ("agent-tools.json", "deck.schema.json"):
+        (tmp_path / name).write_text((HERE / name).read_text(encoding="utf-8"), encoding="utf-8")
+    schema = json.loads((tmp_path / "deck.schema.json").read_text(encoding="utf-8"))
+    schema["properties"]["slides"]["items"]["properties"]["body"]["maxLength"] = 10
+    (tmp_path / "deck.schema.json").write_text(json.dumps(schema), encoding="utf-8")
+    tools = {
+        t["name"]: t["parameters"]
+        for t in load_agent_tools(tmp_path / "agent-tools.json")["commands"]
+        if "parameters" in t
+    }
+    eleven = "x" * 11
+    for name, args in [
+        ("decks_update_slide", {"id": "d", "slide": 1, "body": eleven}),
+        ("decks_add_slide", {"id": "d", "title": "t", "body": eleven}),
+        ("decks_insert_slide", {"id": "d", "slide": 1, "title": "t", "body": eleven}),
+        ("decks_create_deck", {"title": "T", "slides": [{"title": "t", "body": eleven}]}),
+        ("decks_update_deck", {"id": "d", "slides": [{"title": "t", "body": eleven}]}),
+    ]:
+        [problem] = argument_problems(tools[name], args)
+        assert problem["message"] == "'xxxxxxxxxxx' is too long", name
 
 
 def test_the_outline_numbers_slides_from_one():
