@@ -21,6 +21,7 @@ from reactor import (
     agent_tool_bundles,
     load_agent_tools,
 )
+from reactor.facade import PageTools
 from reactor.http import answer_json
 from reactor_plugins.cms import CMS_AGENT_TOOLS, CMS_PLUGIN
 from reactor_plugins.cms.server import HERE
@@ -317,6 +318,27 @@ def test_updating_changes_fields_and_never_the_status(server):
     assert "Say what to change" in failure(reactor, "cms.updateSitePage", {"slug": "edit-me"})
     with pytest.raises(InvalidArgumentsError):
         run(reactor, "cms.updateSitePage", {"slug": "edit-me", "status": "published"})
+
+
+def call(reactor, tool, args):
+    """What the model reads of one call of `tool`: the envelope."""
+    return json.loads(asyncio.run(PageTools(reactor).call_json(tool, json.dumps(args), None)))
+
+
+def test_a_refusal_reaches_the_model_with_the_code_it_can_act_on(server):
+    reactor, _ = signed_in(server)
+    run(reactor, "cms.createSitePage", {"title": "Taken", "slug": "taken-slug"})
+    nothing = call(reactor, "cms_update_site_page", {"slug": "taken-slug"})["error"]
+    assert nothing["code"] == "invalid_arguments"
+    assert nothing["message"].startswith("Say what to change")
+    taken = call(reactor, "cms_create_site_page", {"title": "Again", "slug": "taken-slug"})
+    assert taken["error"]["code"] == "conflict"
+    assert "'taken-slug' is already used" in taken["error"]["message"]
+    assert taken["error"]["display"] == taken["error"]["message"]  # no one else's change: said
+    published = call(reactor, "cms_delete_site_page", {"slug": "about", "confirm": True})
+    assert published["error"]["code"] == "conflict" and "unpublish it first" in str(published)
+    missing = call(reactor, "cms_read_site_page", {"slug": "no-such-entry"})
+    assert missing["error"]["code"] == "not_found"
 
 
 def test_the_demo_blog_is_crawled_into_drafts_and_the_panel_shows_them(server):

@@ -362,3 +362,36 @@ def test_hostile_text_in_an_entry_is_escaped_on_its_public_page(client):
     )
     assert "script-src" not in page.headers["content-security-policy"]
     assert page.headers["content-security-policy"].startswith("default-src 'none'")
+
+
+def test_what_the_tools_let_a_model_send_is_what_the_api_takes(client):
+    # One declaration, entry.schema.json: the tools refer to it and backend/entry.py reads it.
+    # Were the two written apart, a tool would send what the API refuses, or forbid what it takes.
+    from reactor.schema import argument_problems
+    from reactor_plugins.cms import CMS_AGENT_TOOLS
+    from reactor_plugins.cms.backend.entry import ENTRY_SCHEMA
+
+    declared = [*CMS_AGENT_TOOLS["commands"], *CMS_AGENT_TOOLS["otherCommands"]]
+    for entry in declared:
+        for name, shape in entry.get("parameters", {}).get("properties", {}).items():
+            if name in ENTRY_SCHEMA["properties"]:
+                words = {k: v for k, v in shape.items() if k != "description"}
+                assert words == ENTRY_SCHEMA["properties"][name], (entry["command"], name)
+    create = next(t for t in declared if t["command"] == "cms.createSitePage")["parameters"]
+    url = "https://example.com/"
+    for field, taken, refused in [
+        ("title", "t" * 200, "t" * 201),
+        ("slug", "s" * 80, "s" * 81),
+        ("slug", "a-fine-slug", "Not A Slug"),
+        ("excerpt", "e" * 1000, "e" * 1001),
+        ("body", "b" * 100_000, "b" * 100_001),
+        ("source_url", url + "u" * (2000 - len(url)), url + "u" * (2001 - len(url))),
+        ("collection", "pages", "drafts"),
+    ]:
+        fields = {"title": "A title", field: taken}
+        assert argument_problems(create, fields) == [], field
+        assert client.as_user("ada").post(f"{ACME}/entries", json=fields).status_code == 201
+        fields[field] = refused
+        assert [p["path"] for p in argument_problems(create, fields)] == [f"$.{field}"]
+        answer = client.as_user("ada").post(f"{ACME}/entries", json=fields)
+        assert (answer.status_code, answer.json()["field"]) == (422, field)

@@ -174,6 +174,63 @@ def test_an_agent_asking_for_an_unknown_deck_gets_not_found_with_the_decks_there
     }
 
 
+@pytest.mark.parametrize(
+    "tool, args, code, message",
+    [
+        (
+            "decks_update_slide",
+            {"id": "onboarding", "slide": 1},
+            "invalid_arguments",
+            "Say what to change: pass a new `title`, `body` or `notes`.",
+        ),
+        (
+            "decks_update_deck",
+            {"id": "onboarding"},
+            "invalid_arguments",
+            "Say what to change: pass a new `title`, `theme` or `slides`.",
+        ),
+        (
+            "decks_print",
+            {},
+            "invalid_arguments",
+            "Which deck? Pass its `id`, as listed by decks_list_decks, or open one first.",
+        ),
+        (
+            "decks_insert_slide",
+            {"id": "onboarding", "slide": 9, "title": "x", "body": ""},
+            "invalid_arguments",
+            "A new slide can take the numbers 1 to 6; there is no slide 9 to insert.",
+        ),
+        (
+            "decks_get_slide",
+            {"id": "onboarding", "slide": 9},
+            "not_found",
+            "The deck has slides 1 to 5; there is no slide 9.",
+        ),
+        (
+            "decks_create_deck",
+            {"id": "onboarding", "title": "Again"},
+            "conflict",
+            "There is already a deck 'onboarding'; choose another id, or change that deck with "
+            "decks_update_deck.",
+        ),
+    ],
+)
+def test_a_refusal_reaches_the_model_with_the_code_it_can_act_on(decks, tool, args, code, message):
+    reactor, _ = decks
+    answer = json.loads(run(PageTools(reactor).call_json(tool, json.dumps(args), None)))
+    assert answer["ok"] is False
+    assert (answer["error"]["code"], answer["error"]["message"]) == (code, message)
+
+
+def test_the_last_slide_kept_is_a_request_to_fix_not_a_failure(decks):
+    reactor, _ = decks
+    execute(reactor, "decks.createDeck", {"id": "one", "title": "One"})
+    call = PageTools(reactor).call_json("decks_delete_slide", '{"id": "one", "slide": 1}', None)
+    error = json.loads(run(call))["error"]
+    assert error["code"] == "invalid_arguments" and "keeps at least one slide" in error["message"]
+
+
 def test_opening_past_the_last_slide_says_which_slides_there_are(decks):
     reactor, _ = decks
     with pytest.raises(

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 import reactor_plugins.decks as decks_package
+from reactor import NotFoundError, ToolError, load_agent_tools
+from reactor.schema import argument_problems
 from reactor_plugins.decks import DECKS_AGENT_TOOLS
 from reactor_plugins.decks.deck import (
     DECK_SCHEMA,
@@ -57,8 +59,9 @@ def test_every_seed_deck_is_valid_and_has_four_to_six_slides():
 
 def test_a_malformed_deck_is_refused_with_a_sentence_naming_each_problem():
     bad = {"id": "Not A Slug", "title": 7, "slides": [{"title": "ok"}], "colour": "red"}
-    with pytest.raises(ValueError) as refused:
+    with pytest.raises(ToolError) as refused:
         check_deck(bad)
+    assert refused.value.code == "invalid_arguments"
     sentence = str(refused.value)
     assert sentence.startswith("The deck is not valid: ")
     for words in (
@@ -119,20 +122,45 @@ def test_the_tools_describe_a_slide_exactly_as_the_deck_schema_does():
             )
 
 
+def test_the_tools_read_a_slide_from_the_deck_schema_so_a_changed_limit_reaches_them(tmp_path):
+    # agent-tools.json writes no slide of its own: it refers to deck.schema.json's.
+    for name in ("agent-tools.json", "deck.schema.json"):
+        (tmp_path / name).write_text((HERE / name).read_text(encoding="utf-8"), encoding="utf-8")
+    schema = json.loads((tmp_path / "deck.schema.json").read_text(encoding="utf-8"))
+    schema["properties"]["slides"]["items"]["properties"]["body"]["maxLength"] = 10
+    (tmp_path / "deck.schema.json").write_text(json.dumps(schema), encoding="utf-8")
+    tools = {
+        t["name"]: t["parameters"]
+        for t in load_agent_tools(tmp_path / "agent-tools.json")["commands"]
+        if "parameters" in t
+    }
+    eleven = "x" * 11
+    for name, args in [
+        ("decks_update_slide", {"id": "d", "slide": 1, "body": eleven}),
+        ("decks_add_slide", {"id": "d", "title": "t", "body": eleven}),
+        ("decks_insert_slide", {"id": "d", "slide": 1, "title": "t", "body": eleven}),
+        ("decks_create_deck", {"title": "T", "slides": [{"title": "t", "body": eleven}]}),
+        ("decks_update_deck", {"id": "d", "slides": [{"title": "t", "body": eleven}]}),
+    ]:
+        [problem] = argument_problems(tools[name], args)
+        assert problem["message"] == "'xxxxxxxxxxx' is too long", name
+
+
 def test_the_outline_numbers_slides_from_one():
     assert deck_outline(deck()) == [{"slide": 1, "title": "One"}, {"slide": 2, "title": "Two"}]
 
 
-def test_a_slide_out_of_range_is_refused_with_the_range_there_is():
+def test_a_slide_out_of_range_is_not_found_with_the_range_there_is():
     spec = deck(slides=[{"title": str(n), "body": ""} for n in range(5)])
     assert slide_index(spec, 5) == 4
-    with pytest.raises(ValueError, match=r"^The deck has slides 1 to 5; there is no slide 7\.$"):
+    with pytest.raises(NotFoundError, match=r"^The deck has slides 1 to 5; there is no slide 7\.$"):
         slide_index(spec, 7)
-    with pytest.raises(ValueError, match=r"^The deck has only slide 1; there is no slide 2\.$"):
+    with pytest.raises(NotFoundError, match=r"^The deck has only slide 1; there is no slide 2\.$"):
         slide_index(deck(slides=[{"title": "", "body": ""}]), 2)
     assert slide_index(spec, 6, insert=True) == 5
-    with pytest.raises(ValueError, match="1 to 6"):
+    with pytest.raises(ToolError, match="1 to 6") as refused:
         slide_index(spec, 7, insert=True)
+    assert refused.value.code == "invalid_arguments"
 
 
 @pytest.mark.parametrize(

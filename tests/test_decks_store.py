@@ -79,16 +79,21 @@ def test_a_malformed_deck_is_refused_whole_and_nothing_is_stored():
     store = DeckStore(MemoryPage())
     bad = deck()
     bad["slides"][1]["body"] = 42
-    with pytest.raises(ValueError, match=r"\$\.slides\[1\]\.body: 42 is not of type 'string'"):
+    with pytest.raises(ToolError, match=r"\$\.slides\[1\]\.body: 42 is not of type 'string'") as no:
         run(store.create_deck(bad))
+    assert no.value.code == "invalid_arguments"
     assert run(store.list_decks()) == []
 
 
-def test_a_taken_id_is_refused_and_the_first_deck_is_kept():
+def test_a_taken_id_is_a_conflict_and_the_first_deck_is_kept():
     store = DeckStore(MemoryPage())
     run(store.create_deck(deck(title="First")))
-    with pytest.raises(ValueError, match="There is already a deck 'demo'"):
+    with pytest.raises(ToolError, match="There is already a deck 'demo'") as taken:
         run(store.create_deck(deck(title="Second")))
+    assert taken.value.code == "conflict"
+    assert taken.value.details["display"] == (
+        "There is already a deck ‘First’ with that id; nothing was overwritten."
+    )
     assert run(store.get_deck("demo"))["title"] == "First"
 
 
@@ -201,17 +206,26 @@ def test_what_was_kept_while_the_server_was_down_is_sent_with_the_next_accepted_
     assert store.is_saved("kept") and store.is_saved("gone")
 
 
-@pytest.mark.parametrize("status", [400, 409, 413, 422])
-def test_a_refused_new_deck_is_rolled_back_and_the_server_sentence_is_raised(status):
+@pytest.mark.parametrize(
+    "status, code",
+    [
+        (400, "invalid_arguments"),
+        (409, "conflict"),
+        (413, "invalid_arguments"),
+        (422, "invalid_arguments"),
+    ],
+)
+def test_a_refused_new_deck_is_rolled_back_and_the_server_sentence_is_raised(status, code):
     page = FakeServerPage()
     store = DeckStore(page, API)
     run(store.list_decks())
     page.failure = HttpError(status, "Decks are read-only today.")
     with pytest.raises(
-        ValueError,
+        ToolError,
         match="^The decks server refused the change to deck 'demo': Decks are read-only today.$",
-    ):
+    ) as refused:
         run(store.create_deck(deck()))
+    assert refused.value.code == code
     page.failure = None
     assert run(store.list_decks()) == []
 
@@ -221,8 +235,9 @@ def test_a_refused_update_puts_the_previous_deck_back():
     store = DeckStore(page, API)
     run(store.get_deck("demo"))
     page.failure = HttpError(422, "No.")
-    with pytest.raises(ValueError, match="No."):
+    with pytest.raises(ToolError, match="No.") as refused:
         run(store.update_deck(deck(title="Refused")))
+    assert refused.value.code == "invalid_arguments"
     assert run(store.get_deck("demo")) == deck()
 
 

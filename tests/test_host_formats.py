@@ -240,3 +240,42 @@ def test_a_tool_and_its_command_share_one_validator_even_past_the_schema_cache()
     assert tool is not None and tool.validator is reactor.commands.get_command("one.get").validator
     assert toolbox.call("one_get", '{"id": "a"}') == {"ok": True, "result": {"id": "a"}}
     assert toolbox.call("one_get", '{"id": 3}')["error"]["code"] == "invalid_arguments"
+
+
+def test_the_decks_tools_rendered_for_each_provider_refuse_a_too_long_body_as_the_page_does():
+    # The decks' bundle names its slide once (deck.schema.json); each provider is still handed
+    # whole schemas, which refuse what the page refuses, in the same sentence.
+    from reactor import MemoryPage
+    from reactor.schema import argument_problems
+    from reactor_plugins.decks import DECKS_PLUGIN
+
+    reactor = Reactor(services={"page": MemoryPage()})
+    assert reactor.load_plugins([DECKS_PLUGIN]).loaded == ["decks"]
+    decks = Toolbox(reactor, AgentSpec("presenter", plugins=("decks",)))
+    tools = decks.tools()
+    rendered = {
+        "openai": {
+            t["function"]["name"]: t["function"]["parameters"] for t in openai_chat_tools(tools)
+        },
+        "responses": {t["name"]: t["parameters"] for t in responses_tools(tools)},
+        "anthropic": {t["name"]: t["input_schema"] for t in anthropic_tools(tools)},
+        "mcp": {t["name"]: t["inputSchema"] for t in mcp_list_tools(tools)["tools"]},
+    }
+    mcp_models().ListToolsResult.model_validate(mcp_list_tools(tools))
+    too_long = "x" * 20_001
+    calls = {
+        "decks_update_slide": ({"id": "q", "slide": 1, "body": too_long}, "$.body"),
+        "decks_add_slide": ({"id": "q", "title": "t", "body": "", "notes": too_long}, "$.notes"),
+        "decks_create_deck": (
+            {"title": "Q", "slides": [{"title": "a", "body": too_long}]},
+            "$.slides[0].body",
+        ),
+    }
+    for name, (args, path) in calls.items():
+        refused = decks.prepare(name, args)
+        assert isinstance(refused, dict) and refused["error"]["code"] == "invalid_arguments"
+        [problem] = refused["error"]["problems"]
+        assert problem["path"] == path and problem["message"].endswith("' is too long")
+        for provider, schemas in rendered.items():
+            assert "$ref" not in json.dumps(schemas[name]), provider
+            assert argument_problems(schemas[name], args) == [problem], provider

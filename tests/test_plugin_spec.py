@@ -123,3 +123,15 @@ def test_a_plugin_declares_the_gets_its_page_half_makes_as_it_starts():
     spec = PluginSpec(name="notes", preload=["/api/notes", "/api/notes?mine=1"])
     assert spec.preload == ("/api/notes", "/api/notes?mine=1")
     assert PluginSpec(name="notes", preload="/api/notes").preload == ("/api/notes",)
+
+
+def test_each_installed_plugin_is_described_once_by_its_spec():
+    # The page half says nothing of its own that GET /plugins (the spec's words) would contradict.
+    from importlib import import_module
+
+    specs = [spec for spec in discover_plugins() if spec.page]
+    assert {"decks", "cms", "ai-tools"} <= {spec.name for spec in specs}
+    for spec in specs:
+        module, attribute = spec.page.split(":")
+        page_half = getattr(import_module(module), attribute)
+        assert spec.description and page_half.description in ("", spec.description), spec.name

@@ -110,7 +110,6 @@ async def _activate(context: PluginContext) -> None:
 
 AI_TOOLS_PAGE_PLUGIN = define_plugin(
     name=AI_TOOLS_PLUGIN,
-    description="Functions written for this account, offered to the agent as tools.",
-    register=_register,
+    register=_register,  # its description is the spec's (spec.py): one per plugin
     activate=_activate,
 )

@@ -43,9 +43,7 @@ def _register(context: PluginContext) -> CmsState:
 
 CMS_PLUGIN = define_plugin(
     name="cms",
-    description="A CMS: sign in, pick a site, crawl sources into drafts, publish on request, show "
-    "the page.",
-    register=_register,
+    register=_register,  # its description is the spec's (spec.py): one per plugin
 )
 
 __all__ = [

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from reactor.errors import NotFoundError, ToolError
-from reactor.http import tool_refusal
+from reactor.http import refusal_code, tool_refusal
 from reactor.page import HttpError, Page
 from reactor.urls import on_origin_of, query_string, quote_segment
 
@@ -105,7 +105,10 @@ class CmsClient:
                 self.state.saw(error.body["current"])
                 raise ToolError("conflict", error.detail) from None
             if error.status in (400, 409, 413, 415, 422):
-                raise ValueError(error.detail) from None
+                # a field breaks a rule, the slug is taken, the entry is published: the server's
+                # sentence, which a person reads too when it is not someone else's change
+                said = {"display": error.detail} if error.status == 409 else {}
+                raise ToolError(refusal_code(error.status), error.detail, **said) from None
             raise ConnectionError(
                 f"The CMS server failed ({error.status}): {error.detail}"
             ) from None

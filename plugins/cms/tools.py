@@ -93,8 +93,9 @@ def create_cms_agent_tools(
     async def update_site_page(args: dict[str, Any]) -> dict[str, Any]:
         changes = {key: value for key, value in args.items() if key != "slug"}
         if not changes:
-            raise ValueError(
-                "Say what to change: pass a new title, excerpt, body, collection or source_url."
+            raise ToolError(
+                "invalid_arguments",
+                "Say what to change: pass a new title, excerpt, body, collection or source_url.",
             )
         try:
             entry = await client.update_entry(args["slug"], changes)
@@ -118,7 +119,9 @@ def create_cms_agent_tools(
 
     async def delete_site_page(args: dict[str, Any]) -> dict[str, Any]:
         if args.get("confirm") is not True:
-            raise ValueError("Deleting needs confirm: true, after the person confirmed it.")
+            raise ToolError(
+                "invalid_arguments", "Deleting needs confirm: true, after the person confirmed it."
+            )
         answer = await client.delete_entry(args["slug"])
         if state.current == args["slug"]:
             state.current = ""

@@ -42,8 +42,7 @@ async def _show_the_list(context: PluginContext) -> None:
 
 DECKS_PLUGIN = define_plugin(
     name="decks",
-    description="Slide decks: list, open, present and print them; read and write their slides.",
-    register=_register,
+    register=_register,  # its description is the spec's (spec.py): one per plugin
     activate=_show_the_list,
 )
 

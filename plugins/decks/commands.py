@@ -2,8 +2,10 @@
 
 agent-tools.json declares each command (its label, description, schema); here is its code. Each
 handler takes one `args` dict, already checked against that schema, and returns what a model
-needs next. Bad requests raise ValueError or NotFoundError with a
-sentence naming the fix; the registry turns them into CommandFailedError.
+needs next. A request it cannot do raises ToolError with the code the model acts on and a
+sentence naming the fix: `invalid_arguments` (a bad request the schema could not express),
+`not_found` (NotFoundError, naming what there is), `conflict` (a taken id, someone else's change),
+`unavailable`. The registry carries it as CommandFailedError; the model reads its code.
 """
 
 from __future__ import annotations
@@ -106,8 +108,9 @@ class DeckCommands:
     async def print_deck(self, args: dict[str, Any]) -> dict[str, Any]:
         id = args.get("id") or (self.view.deck["id"] if self.view.deck else None)
         if id is None:
-            raise ValueError(
-                "Which deck? Pass its `id`, as listed by decks_list_decks, or open one first."
+            raise ToolError(
+                "invalid_arguments",
+                "Which deck? Pass its `id`, as listed by decks_list_decks, or open one first.",
             )
         deck = await self.store.get_deck(id)
         url = f"/decks/{quote_segment(id)}/print"
@@ -156,7 +159,9 @@ class DeckCommands:
             key: args[key] for key in ("title", "theme", "slides") if key in args
         }
         if not changes:
-            raise ValueError("Say what to change: pass a new `title`, `theme` or `slides`.")
+            raise ToolError(
+                "invalid_arguments", "Say what to change: pass a new `title`, `theme` or `slides`."
+            )
         deck, report = await self._edit(args["id"], lambda deck: deck.update(changes))
         return {**deck_summary(deck), "outline": deck_outline(deck), **report}
 
@@ -172,7 +177,9 @@ class DeckCommands:
     async def update_slide(self, args: dict[str, Any]) -> dict[str, Any]:
         changes = {key: args[key] for key in ("title", "body", "notes") if key in args}
         if not changes:
-            raise ValueError("Say what to change: pass a new `title`, `body` or `notes`.")
+            raise ToolError(
+                "invalid_arguments", "Say what to change: pass a new `title`, `body` or `notes`."
+            )
 
         def change(deck: dict[str, Any]) -> None:
             deck["slides"][slide_index(deck, args["slide"])].update(changes)
@@ -209,9 +216,10 @@ class DeckCommands:
         def change(deck: dict[str, Any]) -> None:
             index = slide_index(deck, args["slide"])
             if len(deck["slides"]) == 1:
-                raise ValueError(
+                raise ToolError(
+                    "invalid_arguments",
                     "A deck keeps at least one slide; change this one with decks_update_slide, "
-                    "or delete the deck with decks_delete_deck."
+                    "or delete the deck with decks_delete_deck.",
                 )
             del deck["slides"][index]
 

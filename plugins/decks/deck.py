@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from reactor import urls
+from reactor.errors import NotFoundError, ToolError
 from reactor.schema import argument_problems
 
 DECK_SCHEMA: dict[str, Any] = json.loads(
@@ -50,10 +51,11 @@ def problems_sentence(problems: list[dict[str, str]]) -> str:
 
 
 def check_deck(spec: Any) -> None:
-    """Raise ValueError naming every problem of `spec`, or return when it is a valid deck."""
+    """Return when `spec`, a deck a caller asked to write, is a valid deck; else refuse the
+    request (`invalid_arguments`) naming every problem."""
     problems = deck_problems(spec)
     if problems:
-        raise ValueError(problems_sentence(problems))
+        raise ToolError("invalid_arguments", problems_sentence(problems))
 
 
 def deck_summary(spec: dict[str, Any]) -> dict[str, Any]:
@@ -68,17 +70,20 @@ def deck_outline(spec: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def slide_index(spec: dict[str, Any], number: int, *, insert: bool = False) -> int:
-    """The list index of slide `number` (1-based); with `insert`, one past the last is allowed."""
+    """The list index of slide `number` (1-based); with `insert`, one past the last is allowed.
+    A slide that is not there is `not_found`; a place a slide cannot be inserted at is
+    `invalid_arguments`."""
     count = len(spec["slides"])
     last = count + 1 if insert else count
     if not 1 <= number <= last:
         if insert:
-            raise ValueError(
+            raise ToolError(
+                "invalid_arguments",
                 f"A new slide can take the numbers 1 to {last}; there is no slide {number} "
-                "to insert."
+                "to insert.",
             )
         have = "only slide 1" if count == 1 else f"slides 1 to {count}"
-        raise ValueError(f"The deck has {have}; there is no slide {number}.")
+        raise NotFoundError(f"The deck has {have}; there is no slide {number}.")
     return number - 1
 
 

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from typing import Any
 
 from reactor.errors import NotFoundError, ToolError
-from reactor.http import tool_refusal
+from reactor.http import refusal_code, tool_refusal
 from reactor.page import HttpError, Page
 from reactor.urls import quote_segment
 
-from .deck import check_deck, deck_summary
+from .deck import check_deck, deck_problems, deck_summary, problems_sentence
 
 
 class DeckStore:
@@ -86,19 +86,24 @@ class DeckStore:
                 f"The deck {id!r} is on the decks server, which cannot be reached right now "
                 f"({error}); try again shortly."
             ) from None
-        check_deck(spec)
+        problems = deck_problems(spec)
+        if problems:  # the server's copy is broken, not the caller's request
+            raise ToolError("failed", problems_sentence(problems))
         self._decks.setdefault(id, spec)
         self._remote.pop(id, None)
         return copy.deepcopy(self._decks[id])
 
     async def create_deck(self, spec: dict[str, Any]) -> dict[str, Any]:
-        """Add a new deck; ValueError when its id is taken. Answers the save report."""
+        """Add a new deck; `conflict` when its id is taken. Answers the save report."""
         check_deck(spec)
         await self._ensure_index()
         if spec["id"] in self._decks or spec["id"] in self._remote:
-            raise ValueError(
+            raise ToolError(
+                "conflict",
                 f"There is already a deck {spec['id']!r}; choose another id, or change that "
-                "deck with decks_update_deck."
+                "deck with decks_update_deck.",
+                display=f"There is already a deck ‘{self.title_of(spec['id'])}’ with that id; "
+                "nothing was overwritten.",
             )
         return await self._replace(spec, before=None)
 
@@ -155,8 +160,9 @@ class DeckStore:
                 refusal = tool_refusal(error)
                 if refusal is not None:
                     raise refusal from None
-                raise ValueError(
-                    f"The decks server refused the change to deck {id!r}: {error.detail}"
+                raise ToolError(
+                    refusal_code(error.status),
+                    f"The decks server refused the change to deck {id!r}: {error.detail}",
                 ) from None
             return self._kept(id, method, f"the server answered {error.status}: {error.detail}")
         except OSError as error:

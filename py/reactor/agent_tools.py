@@ -9,8 +9,10 @@ of `commands` is a command and the tool that calls it; `otherCommands` are comma
 no tool (a sign-in form a model must never fill). A command declared without `parameters`
 takes no arguments. `sideEffect` (none, read, write, destructive) tells a host which tools need
 the person's approval; `summary` is the line a chat shows for a finished call ("Opened
-‘{result.title}’ at slide {result.slide}"). `define_agent_tools` refuses, at declaration,
-anything a model provider would refuse at request time.
+‘{result.title}’ at slide {result.slide}"). A shape several commands share is written once, in
+the bundle's `$defs` or a JSON file beside it, and referred to (schema_refs.py); a checked
+bundle has it copied in, so each command's schema is whole. `define_agent_tools` refuses, at
+declaration, anything a model provider would refuse at request time.
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ from .commands import CommandOptions, Handler, did_you_mean
 from .contributions import ContributionPoint
 from .disposable import Disposable
 from .errors import DeclarationError, refusal
+from .json_schema import SchemaError
 from .json_text import copied
-from .schema import NO_ARGUMENTS, schema_problem
+from .schema import NO_ARGUMENTS, json_path, schema_problem
+from .schema_refs import bundle_resolver, file_resolver, inlined
 
 # The tool names OpenAI, Anthropic and Gemini all accept: a letter or _, then up to 63 of
 # [A-Za-z0-9_-].
@@ -40,6 +44,7 @@ BUNDLE_KEYS = {
     "toolset",
     "patternMessages",
     "otherCommands",
+    "$defs",
 }
 COMMAND_KEYS = {"name", "command", "label", "description", "parameters", "sideEffect", "summary"}
 OTHER_COMMAND_KEYS = {"command", "label", "description", "parameters"}
@@ -68,11 +73,13 @@ def define_agent_tools(
     toolset: Iterable[str] | None = None,
     pattern_messages: dict[str, str] | None = None,
     other_commands: Iterable[dict[str, Any]] | None = None,
+    defs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Check a bundle and fill its bookkeeping; the toolset defaults to every tool's name.
     `pattern_messages` says, per `pattern` its schemas use, what it asks for in a person's words
     (a form shows that, never the regular expression). `other_commands` are the plugin's
-    commands that are no tool."""
+    commands that are no tool. `defs` are the shapes its schemas refer to as `#/$defs/<name>`:
+    copied in where they are named, so the bundle answered has none (schema_refs.py)."""
     owner = id if isinstance(id, str) and id else "?"
 
     def refuse(field: str, value: Any, rule: str) -> DeclarationError:
@@ -85,6 +92,12 @@ def define_agent_tools(
         raise refuse("description", description, "must be a string.")
     if isinstance(commands, (str, bytes, dict)) or not isinstance(commands, Iterable):
         raise refuse("commands", commands, "must be a list of tools.")
+    if defs is None:
+        defs = {}
+    elif not isinstance(defs, dict) or not all(
+        isinstance(shape, (dict, bool)) for shape in defs.values()
+    ):
+        raise refuse("$defs", defs, "must map each name to the JSON Schema it stands for.")
 
     tools: list[dict[str, Any]] = []
     declared: set[str] = set()  # the command ids
@@ -119,7 +132,7 @@ def define_agent_tools(
             "command": command,
             "description": tool_description,
         }
-        entry.update(_command_words(tool, where, f"tool {tool_name!r}", refuse))
+        entry.update(_command_words(tool, where, f"tool {tool_name!r}", defs, refuse))
         if "sideEffect" in tool:
             if tool["sideEffect"] not in SIDE_EFFECTS:
                 raise refuse(
@@ -185,7 +198,7 @@ def define_agent_tools(
             )
         bundle["patternMessages"] = dict(pattern_messages)
     if other_commands is not None:
-        bundle["otherCommands"] = _other_commands(other_commands, declared, refuse)
+        bundle["otherCommands"] = _other_commands(other_commands, declared, defs, refuse)
     return bundle
 
 
@@ -193,9 +206,11 @@ def _command_words(
     entry: dict[str, Any],
     where: str,
     what: str,
+    defs: dict[str, Any],
     refuse: Callable[[str, Any, str], DeclarationError],
 ) -> dict[str, Any]:
-    """The label and parameters of a command's declaration, checked."""
+    """The label and parameters of a command's declaration, checked; the shapes its parameters
+    name in the bundle's `defs` copied in."""
     words: dict[str, Any] = {}
     if "label" in entry:
         if not isinstance(entry["label"], str) or not entry["label"].strip():
@@ -205,13 +220,21 @@ def _command_words(
                 f"of {what} must be the words a palette shows for it.",
             )
         words["label"] = entry["label"]
-    if entry.get("parameters") is not None:
-        problem = schema_problem(entry["parameters"])
+    parameters = entry.get("parameters")
+    if parameters is not None:
+        if defs:
+            try:
+                parameters = inlined(parameters, bundle_resolver(defs, parameters))
+            except SchemaError as error:
+                raise refuse(
+                    f"{where}.parameters",
+                    parameters,
+                    f"of {what} are refused: {error.message} (at {json_path(error.path)}).",
+                ) from None
+        problem = schema_problem(parameters)
         if problem:
-            raise refuse(
-                f"{where}.parameters", entry["parameters"], f"of {what} are refused: {problem}."
-            )
-        words["parameters"] = copied(entry["parameters"])
+            raise refuse(f"{where}.parameters", parameters, f"of {what} are refused: {problem}.")
+        words["parameters"] = copied(parameters)
     return words
 
 
@@ -245,7 +268,10 @@ def _command_id(
 
 
 def _other_commands(
-    commands: Any, taken: set[str], refuse: Callable[[str, Any, str], DeclarationError]
+    commands: Any,
+    taken: set[str],
+    defs: dict[str, Any],
+    refuse: Callable[[str, Any, str], DeclarationError],
 ) -> list[dict[str, Any]]:
     if isinstance(commands, (str, bytes, dict)) or not isinstance(commands, Iterable):
         raise refuse("otherCommands", commands, "must be a list of commands.")
@@ -261,7 +287,7 @@ def _other_commands(
                 f"{where}.description", description, f"of command {command!r} must be a string."
             )
         entry: dict[str, Any] = {"command": command, "description": description}
-        entry.update(_command_words(declared, where, f"command {command!r}", refuse))
+        entry.update(_command_words(declared, where, f"command {command!r}", defs, refuse))
         checked.append(entry)
     return checked
 
@@ -397,11 +423,13 @@ def check_agent_tools(bundle: Any) -> dict[str, Any]:
         toolset=bundle.get("toolset"),
         pattern_messages=bundle.get("patternMessages"),
         other_commands=bundle.get("otherCommands"),
+        defs=bundle.get("$defs"),
     )
 
 
 def load_agent_tools(path: str | Path) -> dict[str, Any]:
-    """Read and check a bundle JSON file; a broken file is refused with its name and line."""
+    """Read and check a bundle JSON file; a broken file is refused with its name and line. Its
+    `$ref`s to JSON files beside it ("deck.schema.json#/$defs/slide") are read from them."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -413,6 +441,18 @@ def load_agent_tools(path: str | Path) -> dict[str, Any]:
             field="",
             value=None,
         ) from error
+    try:
+        if isinstance(data, dict):
+            files = file_resolver(path.parent)
+            data = {key: inlined(value, files, (key,)) for key, value in data.items()}
+    except SchemaError as error:
+        field = json_path(error.path)[2:]
+        raise DeclarationError(
+            f"{path.name}: {field} is refused: {error.message}.",
+            owner=path.name,
+            field=field,
+            value=None,
+        ) from None
     return check_agent_tools(data)
 
 

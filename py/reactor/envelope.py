@@ -5,9 +5,10 @@
     failure  {"ok": false, "error": {"code": <CODE>, "message": <a sentence>, ...details}}
 
 Codes (FAILURE_CODES, in errors.py beside ToolError): invalid_arguments (with problems:
-[{path, message}]), unknown_tool, not_admitted, not_permitted, not_found, conflict (what the call
-changes was changed by someone else since it was read: read it again), denied, unavailable,
-failed, aborted, timeout, too_large.
+[{path, message}] when the schema refused them; without, a plugin's refusal of a request the schema
+could not express), unknown_tool, not_admitted, not_permitted, not_found, conflict (the call
+collides with what is there: a taken id, or a change someone else made since it was read: read it
+again), denied, unavailable, failed, aborted, timeout, too_large.
 The model reads the envelope as JSON text; the message is written for it to act on. Formats only
 re-wrap it per provider. A failure may add `display`: the same failure in the person's words, which
 a chat card shows instead of `message` ("Sign in at the top of the page first." beside "Nobody is

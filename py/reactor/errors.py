@@ -51,9 +51,10 @@ ReactorError
 
 A plugin's own errors derive from these too (the CMS's CrawlRefused, SourceError, SlugTaken…):
 tests/test_errors.py walks every module of reactor and of the installed plugins for a class that
-does not. Plugins raise ToolError with the code that says what happened (`not_permitted`,
-`not_found`, `unavailable`), so the envelope the model reads means what it says; anything else a
-handler raises reaches the model as `failed` with its sentence.
+does not. Plugins raise ToolError with the code that says what happened (`invalid_arguments` for
+a request the schema could not express, `not_found`, `conflict` for a taken id or someone else's
+change, `not_permitted`, `unavailable`), so the envelope the model reads means what it says;
+anything else a handler raises reaches the model as `failed` with its sentence.
 
 Every message is a sentence naming the offending value, written for whoever must act on it:
 a developer for declarations, a model or a person for commands.

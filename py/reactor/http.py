@@ -23,7 +23,32 @@ from .errors import HttpError, ToolError
 
 Send = Callable[..., Awaitable[tuple[int, dict[str, str], str]]]
 
-__all__ = ["Preloaded", "Send", "answer_json", "fetch_json", "tool_refusal", "urllib_send"]
+__all__ = [
+    "REFUSAL_CODES",
+    "Preloaded",
+    "Send",
+    "answer_json",
+    "fetch_json",
+    "refusal_code",
+    "tool_refusal",
+    "urllib_send",
+]
+
+# The code of a tool's failure when a server refused the request the tool made, by status: what
+# the model can do about it (401 and 403: tool_refusal). Any other status is `failed`.
+REFUSAL_CODES = {
+    400: "invalid_arguments",
+    404: "not_found",
+    409: "conflict",
+    413: "invalid_arguments",
+    422: "invalid_arguments",
+    429: "unavailable",
+}
+
+
+def refusal_code(status: int) -> str:
+    """The code a tool answers with when a server refused its request with `status`."""
+    return REFUSAL_CODES.get(status, "failed")
 
 
 def tool_refusal(error: HttpError) -> ToolError | None:

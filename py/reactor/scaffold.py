@@ -231,11 +231,8 @@ TOOLS = load_agent_tools(Path(__file__).with_name("agent-tools.json"))
     context.register_bundle(TOOLS, {{"{name}.listItems": list_items, "{name}.addItem": add_item}})
 
 
-PLUGIN = define_plugin(
-    name="{name}",
-    description="{title} items an agent can list and add to.",
-    register=_register,
-)
+# Its description is the one in spec.py: a plugin is described once.
+PLUGIN = define_plugin(name="{name}", register=_register)
 '''
 
 

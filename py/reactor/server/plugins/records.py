@@ -40,8 +40,8 @@ RECORD = {
     "properties": {
         "id": {"type": "string", "pattern": f"^{RECORD_ID.pattern}$"},
         "name": {"type": "string", "pattern": f"^{TOOL_NAME.pattern}$"},
-        "location": {"enum": ["ai-tool", "ui"]},
-        "language": {"enum": ["python", "javascript"]},
+        "location": {"enum": list(LOCATIONS)},
+        "language": {"enum": list(LANGUAGES)},
         "code": {"type": "string"},
         "settings": {
             "type": "object",

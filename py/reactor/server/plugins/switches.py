@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ...errors import ApiError
 from ...platform import PluginPlatform
+from ...records.declaration import LOCATIONS
 from ..api import NO_STORE, Call, Reply, declare
 from ..database import Database
 from .context import ServerContext
@@ -63,7 +64,6 @@ SWITCH = {
     "additionalProperties": False,
     "x-unknown": SWITCHED,
 }
-LOCATIONS = ["ai-tool", "ui"]
 
 
 def read_plugin_state(database: Database, platform: PluginPlatform) -> None:
@@ -86,7 +86,7 @@ def plugin_routes(context: ServerContext) -> list[Route]:
 
     @declare(
         "The server's plugins, then the plugin records the user can see (without their code)",
-        query={"location": {"enum": LOCATIONS}},
+        query={"location": {"enum": list(LOCATIONS)}},
         replies={
             200: Reply(
                 {"type": "array", "items": {"anyOf": [SERVER_PLUGIN, LISTED_RECORD]}},
