@@ -138,6 +138,8 @@ def create_app(
         kept.purge_when_due()
         # /mcp and the pages it relays to (server/agents/)
         agents = Agents(auth, agent_tokens, origins, store, oauth.grants, public)
+        if gateway is not None:  # kept replies reached from every process (gateway/shared.py)
+            gateway.share(agents.relay, agents.bus)
         server_plugin_routes = _server_plugin_routes(platform, context, seed_demo)
     agent = AgentSpec.from_dict(
         json.loads((ROOT / "agent.json").read_text()) if agent_spec is None else agent_spec

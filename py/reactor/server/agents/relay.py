@@ -119,6 +119,10 @@ class PageRelay:
         self.notices: set[asyncio.Future[None]] = set()
         # Other kinds of message that cross by the same bus, by type (server/agents/sessions.py).
         self.hearers: dict[str, Callable[[dict[str, Any]], None]] = {}
+        # ...and what else depends on other processes (server/gateway/shared.py): which of them
+        # to watch, and who is told when some go.
+        self.dependents: list[Callable[[], set[str]]] = []
+        self.on_gone: list[Callable[[set[str]], None]] = []
 
     # The directory of pages
 
@@ -341,7 +345,8 @@ class PageRelay:
         from its pages, those holding the pages it waits on."""
         waiting = {c.partition(".")[0] for page in self.pages.values() for c in page.sent}
         holding = {page.process for page in self.waiting_on.values()}
-        return (waiting | holding) - {self.process}
+        others = {process for dependent in self.dependents for process in dependent()}
+        return (waiting | holding | others) - {self.process}
 
     def processes_gone(self, processes: set[str]) -> None:
         """Other processes died (the bus saw their connections end): the calls waiting here on
@@ -355,6 +360,8 @@ class PageRelay:
                 self.deliver(page.id, {"type": "cancel", "call": call_id})
         for username in {p.username for p in self.pages.values()} | set(self.listeners):
             self._notify(username)
+        for told in self.on_gone:
+            told(processes)
 
     def stop(self, why: str = STOPPING) -> None:
         """This process is stopping (SIGTERM): the calls it waits on end with `why` (a sentence for

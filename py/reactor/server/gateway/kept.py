@@ -9,14 +9,16 @@ for `window` seconds does, and so does Stop (`DELETE /api/assistant/streams/{thr
 finished answer is kept for `window` seconds more, for a page reloaded just after it ended.
 Each chunk of events is followed by `id: n`, so an event stream's reader knows where it was.
 
-Kept in this process's memory: with several server processes, a page whose reload reaches
-another process finds nothing to re-attach to, and offers to continue instead.
+Kept in the memory of the process that relays it: with several server processes on one
+PostgreSQL, shared.py says which process holds each reply and carries it, and Stop, to the
+others by the page bus.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -31,6 +33,7 @@ class KeptStream:
 
     def __init__(self, streams: KeptStreams, key: Key) -> None:
         self.streams, self.key = streams, key
+        self.id = secrets.token_hex(8)  # this reply, not another one later in the same thread
         self.start: Message | None = None
         self.chunks: list[bytes] = []
         self.done = False
@@ -136,6 +139,7 @@ class KeptStreams:
     def __init__(self, window: float) -> None:
         self.window = window
         self._kept: dict[Key, KeptStream] = {}
+        self.on_forget: Callable[[KeptStream], None] | None = None  # shared.py's
 
     def begin(self, key: Key, relay: Callable[[Send], Awaitable[None]]) -> KeptStream:
         """Relay an answer into a new KeptStream for `key` (one that was kept for it goes)."""
@@ -167,6 +171,8 @@ class KeptStreams:
     def forget(self, kept: KeptStream) -> None:
         if self._kept.get(kept.key) is kept:
             del self._kept[kept.key]
+            if self.on_forget is not None:
+                self.on_forget(kept)
 
 
 async def _disconnected(receive: Receive) -> None:

@@ -19,7 +19,7 @@ from ..api import error_answer
 from ..metrics import Metrics, metrics_of
 from .allowance import Allowance, Reservation
 from .config import UPSTREAM_PATHS, AssistantConfig
-from .kept import KeptStreams
+from .kept import KeptStream, KeptStreams
 from .usage import Usage
 
 log = logging.getLogger("reactor.assistant")
@@ -32,6 +32,7 @@ class Upstream(Protocol):
     allowance: Allowance
     kept: KeptStreams
 
+    async def hold(self, kept: KeptStream) -> None: ...
     def client(self) -> httpx.AsyncClient: ...
     def upstream_headers(self) -> dict[str, str]: ...
     def hide(self, text: str) -> str: ...
@@ -54,6 +55,7 @@ class Relay(Response):
         self.metrics = metrics_of(scope)
         if self.thread:  # kept for its thread: the page leaving does not end it (kept.py)
             kept = self.gateway.kept.begin((self.who, self.thread), self.relay_and_settle)
+            await self.gateway.hold(kept)
             await kept.read(send, receive)
             return
         relay = asyncio.ensure_future(self.relay(send))
@@ -192,15 +194,7 @@ class Relay(Response):
         )
 
     def failure_event(self, sentence: str) -> str:
-        """An error event in the provider's own format, holding the person's sentence."""
-        if self.config.provider == "openai":
-            return _event_text(
-                "message",
-                json.dumps({"error": {"type": "reactor_gateway", "message": sentence}}),
-                "openai",
-            )
-        payload = {"type": "error", "error": {"type": "api_error", "message": sentence}}
-        return _event_text("error", json.dumps(payload), "anthropic")
+        return failure_event(self.config.provider, sentence)
 
     @staticmethod
     def cut_sentence() -> str:
@@ -261,6 +255,18 @@ class Relay(Response):
                 None,
             )
         return 502, "This site's model failed to answer; try again in a moment.", None
+
+
+def failure_event(provider: str, sentence: str) -> str:
+    """An error event in the provider's own format, holding the person's sentence."""
+    if provider == "openai":
+        return _event_text(
+            "message",
+            json.dumps({"error": {"type": "reactor_gateway", "message": sentence}}),
+            "openai",
+        )
+    payload = {"type": "error", "error": {"type": "api_error", "message": sentence}}
+    return _event_text("error", json.dumps(payload), "anthropic")
 
 
 async def _disconnected(receive: Receive) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import ssl
 import time
@@ -32,19 +33,21 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ...errors import ApiError
+from ...errors import ApiError, DatabaseError
 from ..api import EVENTS, Call, Reply, declare
 from ..auth.sessions import Auth, User
 from ..database import Database
 from .allowance import Allowance, input_estimate
 from .config import ANTHROPIC_VERSION, FIELDS, PATHS, AssistantConfig
-from .kept import KeptStreams
-from .relay import Relay
+from .kept import KeptStream, KeptStreams
+from .relay import Relay, failure_event
+from .shared import SharedStreams
 
 ANSWERS = {"application/json": {"schema": {"type": "object"}}, **EVENTS}
 THREAD_HEADER = "x-reactor-thread"  # the thread a page's request answers: its reply is kept
 THREAD = re.compile(r"[A-Za-z0-9_-]{1,64}")
 STREAMS = "/api/assistant/streams/{thread}"
+log = logging.getLogger("reactor.assistant")
 
 
 class Gateway:
@@ -54,6 +57,12 @@ class Gateway:
         self.config, self.auth = config, auth
         self.allowance = Allowance(database, config)
         self.kept = KeptStreams(config.reattach_seconds)
+        # several processes on one PostgreSQL: each re-attaches to the others' replies (shared.py)
+        self.shared = (
+            SharedStreams(database, self.kept, self._cut_event, config.timeout + 5.0)
+            if database.kind == "postgresql"
+            else None
+        )
         # made once, ~10 ms: every request's client shares it
         self._tls = ssl.create_default_context()
 
@@ -100,7 +109,7 @@ class Gateway:
         signed_in = self.auth.signed_in("Sign in to reach the answer of your conversation.")
         gone = (
             "This site keeps no answer coming for that conversation now (it ended more than "
-            f"{config.reattach_seconds:g} seconds ago, or another server process has it)."
+            f"{config.reattach_seconds:g} seconds ago, or the server process giving it stopped)."
         )
 
         @declare(
@@ -113,11 +122,16 @@ class Gateway:
             who=signed_in,
         )
         async def reattach(call: Call) -> Response:
-            kept = self.kept.get((_who(call.user, call.request), call.path["thread"]))
-            if kept is None:
-                raise ApiError(404, gone, field="thread")
+            key = (_who(call.user, call.request), call.path["thread"])
             after = call.request.headers.get("last-event-id", "0")
-            return _Reattached(kept, int(after) if after.isdigit() else 0)
+            start = int(after) if after.isdigit() and len(after) < 10 else 0
+            kept = self.kept.get(key)
+            if kept is not None:
+                return _Reattached(kept, start)
+            holder = "" if self.shared is None else await self.shared.holder(key)
+            if self.shared is None or not holder:
+                raise ApiError(404, gone, field="thread")
+            return await self.shared.read(holder, key, start, gone)
 
         @declare(
             "Stop the answer the site's model is giving in one of the person's conversations: "
@@ -136,10 +150,15 @@ class Gateway:
             who=signed_in,
         )
         async def stop(call: Call) -> Any:
-            kept = self.kept.get((_who(call.user, call.request), call.path["thread"]))
-            if kept is None:
+            key = (_who(call.user, call.request), call.path["thread"])
+            kept = self.kept.get(key)
+            if kept is not None:
+                kept.stop()
+                return {"stopped": call.path["thread"]}
+            holder = "" if self.shared is None else await self.shared.holder(key)
+            if self.shared is None or not holder:
                 raise ApiError(404, gone, field="thread")
-            kept.stop()
+            await self.shared.stop(holder, key)
             return {"stopped": call.path["thread"]}
 
         return [
@@ -149,8 +168,34 @@ class Gateway:
         ]
 
     def streaming(self, username: str, thread: str) -> bool:
-        """Whether an answer is kept for the person's thread (the page re-attaches to it)."""
-        return self.kept.has(f"user:{username}", thread)
+        """Whether an answer is kept for the person's thread (the page re-attaches to it), by
+        this process or another one alive; called off the event loop (it may read the database)."""
+        key = (f"user:{username}", thread)
+        if self.kept.has(*key):
+            return True
+        return self.shared is not None and self.shared.streaming(key)
+
+    def share(self, relay: Any, bus: Any) -> None:
+        """The page bus of several processes (server/agents/bus.py): replies kept by any of them
+        are re-attached to and stopped from this one, and this one's from them."""
+        if self.shared is not None and bus is not None:
+            self.shared.join(relay, bus)
+
+    async def hold(self, kept: KeptStream) -> None:
+        """The other processes learn that this one holds `kept` (when there are others)."""
+        if self.shared is not None:
+            try:
+                await self.shared.hold(kept)
+            except DatabaseError as error:  # kept here all the same: a reload here re-attaches
+                log.warning("assistant: the other processes could not learn of a reply: %s", error)
+
+    def _cut_event(self) -> bytes:
+        """What ends a reply another process held when that process stopped mid-answer."""
+        sentence = (
+            "The answer was cut off: the server process giving it stopped before it finished. "
+            "Send your message again to retry."
+        )
+        return failure_event(self.config.provider, sentence).encode()
 
     def request_schema(self) -> dict[str, Any]:
         """What the route takes: the provider's chat fields, no other; the site's model; one

@@ -314,7 +314,8 @@ class Threads:
         )
         async def read_thread(call: Call) -> Response:
             text = await run_in_threadpool(store.read, call.user.username, call.path["id"])
-            streaming = self.streaming(call.user.username, call.path["id"])
+            # off the loop: with several processes, the database says who holds the reply
+            streaming = await run_in_threadpool(self.streaming, call.user.username, call.path["id"])
             text = f'{text[:-1]}, "streaming": {"true" if streaming else "false"}}}'
             return Response(
                 text, media_type="application/json", headers={"cache-control": "no-store"}
