@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -168,7 +167,9 @@ def test_a_reply_started_on_one_process_is_read_on_the_other_whole_in_order_and_
         [line for line in lines if line],
         [line for line in after.text.splitlines() if line],
     )
-    assert said[len(said) - len(rest) :] == rest and rest[0] == said[said.index(f"id: {ids[1]}") + 1]
+    assert (
+        said[len(said) - len(rest) :] == rest and rest[0] == said[said.index(f"id: {ids[1]}") + 1]
+    )
     # Another person gets nothing of it from either process.
     bob = sign_in(b, "bob")
     for url in (a, b):
@@ -187,6 +188,13 @@ def test_stop_through_the_other_process_closes_the_providers_request(site, stand
         assert stand_in.hung_up.wait(5), "the provider saw its request closed"
         said = words(answer.iter_lines())  # and the answer on A ended where it was
     assert said == "One "
+    # The page asks again, through B: a reload reaching A gets that newer reply, not its own.
+    stand_in.answers = [text("Five six")]
+    stand_in.hold.set()
+    again = httpx.post(f"{b}{ROUTE}", json=ASK, headers=headers, timeout=10)
+    assert words(again.text.splitlines()) == "Five six "
+    reread = httpx.get(f"{a}/api/assistant/streams/{thread}", headers=ada, timeout=10)
+    assert words(reread.text.splitlines()) == "Five six "
 
 
 def test_a_holder_that_dies_ends_the_reply_read_elsewhere_and_the_page_reads_interrupted(

@@ -125,13 +125,14 @@ class Gateway:
             key = (_who(call.user, call.request), call.path["thread"])
             after = call.request.headers.get("last-event-id", "0")
             start = int(after) if after.isdigit() and len(after) < 10 else 0
+            # the newest reply of the thread may be another process's (shared.py)
+            holder = "" if self.shared is None else await self.shared.elsewhere(key)
+            if self.shared is not None and holder:
+                return await self.shared.read(holder, key, start, gone)
             kept = self.kept.get(key)
-            if kept is not None:
-                return _Reattached(kept, start)
-            holder = "" if self.shared is None else await self.shared.holder(key)
-            if self.shared is None or not holder:
+            if kept is None:
                 raise ApiError(404, gone, field="thread")
-            return await self.shared.read(holder, key, start, gone)
+            return _Reattached(kept, start)
 
         @declare(
             "Stop the answer the site's model is giving in one of the person's conversations: "
@@ -151,14 +152,14 @@ class Gateway:
         )
         async def stop(call: Call) -> Any:
             key = (_who(call.user, call.request), call.path["thread"])
-            kept = self.kept.get(key)
-            if kept is not None:
-                kept.stop()
+            holder = "" if self.shared is None else await self.shared.elsewhere(key)
+            if self.shared is not None and holder:
+                await self.shared.stop(holder, key)
                 return {"stopped": call.path["thread"]}
-            holder = "" if self.shared is None else await self.shared.holder(key)
-            if self.shared is None or not holder:
+            kept = self.kept.get(key)
+            if kept is None:
                 raise ApiError(404, gone, field="thread")
-            await self.shared.stop(holder, key)
+            kept.stop()
             return {"stopped": call.path["thread"]}
 
         return [
@@ -171,9 +172,13 @@ class Gateway:
         """Whether an answer is kept for the person's thread (the page re-attaches to it), by
         this process or another one alive; called off the event loop (it may read the database)."""
         key = (f"user:{username}", thread)
-        if self.kept.has(*key):
-            return True
-        return self.shared is not None and self.shared.streaming(key)
+        if self.shared is not None:
+            try:
+                if self.shared.elsewhere_now(key):
+                    return True
+            except DatabaseError:  # as far as this process knows
+                pass
+        return self.kept.has(*key)
 
     def share(self, relay: Any, bus: Any) -> None:
         """The page bus of several processes (server/agents/bus.py): replies kept by any of them

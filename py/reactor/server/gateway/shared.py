@@ -176,13 +176,21 @@ class SharedStreams:
 
     # The reader's side
 
-    async def holder(self, key: Key) -> str:
-        """The other process that holds the reply for `key`, alive; "" when none does."""
+    async def elsewhere(self, key: Key) -> str:
+        """The other process, alive, that holds the newest reply for `key`; "" when this one
+        does, or none (or the database cannot say: then what this process keeps is read)."""
         if not self.process:
             return ""
-        return await run_in_threadpool(self._holder, key)
+        try:
+            return await run_in_threadpool(self.elsewhere_now, key)
+        except DatabaseError as error:
+            log.warning("assistant: which process holds a reply is unknown: %s", error)
+            return ""
 
-    def _holder(self, key: Key) -> str:
+    def elsewhere_now(self, key: Key) -> str:
+        """`elsewhere`, off the event loop."""
+        if not self.process:
+            return ""
         with self.database.transaction() as db:
             row = db.execute(
                 "SELECT process, EXISTS (SELECT 1 FROM pg_stat_activity WHERE "
@@ -199,10 +207,6 @@ class SharedStreams:
                 )
                 return ""
             return str(row["process"])
-
-    def streaming(self, key: Key) -> bool:
-        """Whether a live process holds the reply for `key` (called off the loop)."""
-        return bool(self.process) and bool(self._holder(key))
 
     async def stop(self, holder: str, key: Key) -> None:
         await asyncio.to_thread(self._send, holder, {"type": STOP, "who": key[0], "thread": key[1]})
