@@ -217,3 +217,15 @@ def test_a_holder_that_dies_ends_the_reply_read_elsewhere_and_the_page_reads_int
     assert not streaming(b, ada, thread), "a reload now offers to continue"
     gone = httpx.get(f"{a}/api/assistant/streams/{thread}", headers=ada)
     assert gone.status_code == 404 and "no answer coming" in gone.json()["error"]
+
+
+def test_events_larger_than_a_notify_payload_cross_whole(site, stand_in, reply):
+    a, b, _ = site
+    ada = sign_in(a)
+    thread = new_thread(a, ada)
+    long_word = "é" * 6000  # 12,000 bytes in one event: past NOTIFY's 8,000
+    stand_in.answers = [text(f"One {long_word} end")]
+    ask_and_leave_after_first_words(a, ada, thread)
+    stand_in.hold.set()
+    rest = httpx.get(f"{b}/api/assistant/streams/{thread}", headers=ada, timeout=10)
+    assert rest.status_code == 200 and words(rest.text.splitlines()) == f"One {long_word} end "

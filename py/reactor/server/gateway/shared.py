@@ -224,7 +224,7 @@ class SharedStreams:
         except (TimeoutError, DatabaseError):
             first = None
         if first is None or first.get("n") != 0 or not first.get("found"):
-            self._leave(reader)
+            self.leave(reader)
             raise ApiError(404, gone, field="thread")
         return _Remote(self, reader, queue, gone)
 
@@ -233,7 +233,7 @@ class SharedStreams:
         if reading is not None:
             reading[1].put_nowait(message)
 
-    def _leave(self, reader: str) -> None:
+    def leave(self, reader: str) -> None:
         """This process reads no more for `reader`: the holder is told (its page left)."""
         reading = self.reading.pop(reader, None)
         if reading is not None:
@@ -261,7 +261,7 @@ class _Remote(Response):
             while True:
                 got = asyncio.ensure_future(self.queue.get())
                 await asyncio.wait(
-                    {got, left}, timeout=self.shared.idle, return_when="FIRST_COMPLETED"
+                    {got, left}, timeout=self.shared.idle, return_when=asyncio.FIRST_COMPLETED
                 )
                 if left.done():
                     got.cancel()
@@ -289,7 +289,7 @@ class _Remote(Response):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             left.cancel()
-            self.shared._leave(self.reader)
+            self.shared.leave(self.reader)
 
 
 def _encoded(message: Message) -> dict[str, Any]:
