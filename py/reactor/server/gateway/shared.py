@@ -166,13 +166,20 @@ class SharedStreams:
             kept.stop()
 
     def _gone(self, processes: set[str]) -> None:
-        """Other processes died: the readers they had here leave; the answers they held end."""
+        """Other processes died: the readers they had here leave; the answers they held end, and
+        their rows go."""
         for reader, (left, _) in list(self.serving.items()):
             if reader.partition(".")[0] in processes:
                 left.set()
         for holder, queue in list(self.reading.values()):
             if holder in processes:
                 queue.put_nowait(None)
+        task = asyncio.ensure_future(run_in_threadpool(self._remove_of, sorted(processes)))
+        task.add_done_callback(_logged)
+
+    def _remove_of(self, processes: list[str]) -> None:
+        with self.database.transaction() as db:
+            db.execute("DELETE FROM assistant_streams WHERE process = ANY(?)", (processes,))
 
     # The reader's side
 
