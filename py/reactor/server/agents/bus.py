@@ -5,9 +5,10 @@ The directory of connected pages is the table `agent_pages` (which process holds
 stream, its tools, when the person last used it); every process reads it, so an agent's request
 reaching any process finds the person's pages. Messages between processes — a call to the process
 holding the page, the answer back to the process that waits, "the page went", a page's claim of
-a call (to the process that waits) and its answer, "the tool list changed" — go by `NOTIFY reactor_agent_pages`; a payload over NOTIFY's 8,000 bytes waits in
-`agent_messages` and the notification names it. Each process LISTENs on one connection of its
-own, in a thread, and hands what it hears to its relay on the event loop.
+a call (to the process that waits) and its answer, "the tool list changed" — go by
+`NOTIFY reactor_agent_pages`; a payload over NOTIFY's 8,000 bytes waits in `agent_messages` and
+the notification names it. Each process LISTENs on one connection of its own, in a thread, and
+hands what it hears to its relay on the event loop.
 
 A page is listed for as long as its process holds its link, whatever the traffic. Which processes
 are alive is PostgreSQL's own knowledge: each process's LISTEN connection carries its name
