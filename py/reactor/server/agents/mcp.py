@@ -5,7 +5,8 @@ An agent (Claude Code, Claude Desktop, Cursor, VS Code) speaks MCP's Streamable 
 with an OAuth access token the person allowed (server/agents/oauth/) or an agent token
 (server/agents/tokens.py). The page does the work: it holds one WebSocket
 to the server (`/api/agent-pages/link`): calls and cancels go down, answers, its tool list and
-"the person is using this page" come up.
+"the person is using this page" come up, and a claim of a call the person allowed (answered: may
+it run, does the agent still wait; server/agents/relay.py).
 
 Why a WebSocket rather than server-sent events down and a POST up for each answer: in Chromium
 on loopback a message each way over an open WebSocket takes 0.6–0.8 ms, a fetch POST 3–6 ms,
