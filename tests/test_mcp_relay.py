@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from reactor.server.agents.mcp import tool_result
-from reactor.server.agents.relay import CLAIMED_TIMEOUT, PageRelay
+from reactor.server.agents.relay import CLAIMED_STOPPING, CLAIMED_TIMEOUT, STOPPING, PageRelay
 
 
 async def quiet(waited: float, message: str) -> None:
@@ -120,6 +120,27 @@ def test_a_call_claimed_while_its_agent_waits_runs_and_nothing_withdraws_it_afte
     assert timed_out["error"]["message"] == CLAIMED_TIMEOUT.format(
         tool="decks_delete_deck", limit=0.3
     ), "the agent is told it is running, never that it did not run"
+
+
+def test_a_server_that_stops_tells_the_agent_its_claimed_call_runs_and_withdraws_the_others():
+    async def run():
+        relay = PageRelay()
+        page = relay.connect("ada", "reactor", "")
+        allowed = asyncio.ensure_future(relay.call(page, "decks_create_deck", {}, quiet))
+        asked = asyncio.ensure_future(relay.call(page, "decks_delete_deck", {}, quiet))
+        first, second = await page.outbox.get(), await page.outbox.get()
+        relay.claim(page, first["call"])
+        await page.outbox.get()  # claimed
+        relay.stop()
+        sent = [await page.outbox.get(), await page.outbox.get()]
+        return first, second, await allowed, await asked, sent
+
+    first, second, allowed, asked, sent = asyncio.run(run())
+    assert allowed["error"]["message"] == CLAIMED_STOPPING.format(tool="decks_create_deck")
+    assert asked["error"]["message"] == STOPPING.format(tool="decks_delete_deck")
+    assert sent == [{"type": "cancel", "call": second["call"]}, None], (
+        "only the call nobody allowed is withdrawn; then the link ends"
+    )
 
 
 def test_a_claim_after_the_agent_stopped_waiting_is_refused_and_it_was_told_it_did_not_run():
