@@ -21,7 +21,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from reactor.server.agents.bus import APPLICATION, SETTLE_SECONDS
-from reactor.server.agents.relay import STOPPING
+from reactor.server.agents.relay import CLAIM_SECONDS, STOPPING
 from test_many_processes import serve
 from test_mcp_processes import ScriptedPage
 
@@ -188,6 +188,26 @@ def test_a_claim_for_a_call_whose_process_was_killed_is_refused_at_once(two):
     page.send({"type": "claim", "call": asked})
     assert page.said.get(timeout=5) == {"type": "claimed", "call": asked, "ok": False}
     assert time.monotonic() - sent < 1, "refused in one round trip, not at a deadline"
+
+
+def test_a_claim_the_agents_process_does_not_answer_is_refused_after_claim_seconds(two):
+    first, second = two
+    page = ScriptedPage(second.url, second.session(), NEVER)
+    AgentCall(first.url, first.agent_token(), "notes_count", {})
+    until(lambda: page.calls, 10)
+    asked = page.calls[0]["call"]
+    first.process.send_signal(signal.SIGSTOP)  # hung: its connections stay open, nothing answers
+    try:
+        sent = time.monotonic()
+        page.send({"type": "claim", "call": asked})
+        assert page.said.get(timeout=CLAIM_SECONDS + 2) == {
+            "type": "claimed",
+            "call": asked,
+            "ok": False,
+        }
+        assert CLAIM_SECONDS <= time.monotonic() - sent < CLAIM_SECONDS + 1
+    finally:
+        first.process.send_signal(signal.SIGCONT)
 
 
 def test_a_linked_page_stays_listed_whatever_the_traffic_until_its_link_closes(two):
