@@ -422,6 +422,56 @@ def test_a_lost_link_withdraws_the_question_it_brought_and_nothing_runs_after(re
     assert "Orphaned" not in titles_now(agent)
 
 
+def test_an_allow_clicked_after_the_agent_stopped_waiting_changes_nothing_and_says_so(
+    reactor_page, agents
+):
+    page, live = reactor_page.page, reactor_page.server
+    connect_page(reactor_page)
+    agent = agents(live.url, make_token_in_panel(page))
+    relay = live.app.state.agents.relay
+    before = titles_now(agent)
+    # The withdrawal is held back on its way to the page: the person's click comes first.
+    held: list[tuple[str, dict[str, Any]]] = []
+    deliver = relay.deliver
+
+    def holding(page_id: str, message: dict[str, Any]) -> None:
+        if message.get("type") == "cancel":
+            held.append((page_id, message))
+        else:
+            deliver(page_id, message)
+
+    relay.deliver, relay.progress_seconds = holding, 0.1
+    late = agent.call("decks_create_deck", {"title": "Too late"})
+    question = page.get_by_test_id("approval")
+    question.wait_for()
+    relay.answer_limit = 0  # the person took too long: the server ends the call at its next tick
+    told = late.result(30)
+    relay.answer_limit = 120
+    assert told.is_error and "so decks_create_deck did not run" in told.content[0].text
+    assert [message["type"] for _, message in held] == ["cancel"]
+
+    question.get_by_role("button", name="Allow", exact=True).click()
+    expect(question.get_by_test_id("approval-choice")).to_have_text(
+        "The agent stopped waiting for this; nothing was changed."
+    )
+    expect(question.get_by_role("button")).to_have_count(0)
+    del relay.deliver
+    loop = live.app.state.agents.relay.pages[held[0][0]].loop
+    loop.call_soon_threadsafe(relay.deliver, *held[0])  # the withdrawal comes, late
+    assert titles_now(agent) == before, "nothing ran: the deck list is as it was"
+    expect(question.get_by_test_id("approval-choice")).to_have_text(
+        "The agent stopped waiting for this; nothing was changed."
+    )
+
+    # An agent that waits: its Allow is claimed, and the write runs.
+    made = agent.call("decks_create_deck", {"title": "In time"})
+    page.locator("[data-testid=approval]:not([data-decision])").get_by_role(
+        "button", name="Allow", exact=True
+    ).click()
+    assert made.result(30).structured_content["title"] == "In time"
+    assert sorted(titles_now(agent)) == sorted([*before, "In time"])
+
+
 def test_reactor_pages_tells_two_pages_apart_by_what_they_show(
     reactor_page, new_reactor_page, agents
 ):

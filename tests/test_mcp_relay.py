@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from reactor.server.agents.mcp import tool_result
-from reactor.server.agents.relay import PageRelay
+from reactor.server.agents.relay import CLAIMED_STOPPING, CLAIMED_TIMEOUT, STOPPING, PageRelay
 
 
 async def quiet(waited: float, message: str) -> None:
@@ -90,6 +90,75 @@ def test_an_agent_that_gives_up_cancels_the_call_in_the_page():
     assert cancel == {"type": "cancel", "call": sent["call"]}
 
 
+def test_a_call_claimed_while_its_agent_waits_runs_and_nothing_withdraws_it_after():
+    async def run():
+        relay = PageRelay()
+        relay.answer_limit, relay.progress_seconds = 0.3, 0.05
+        page = relay.connect("ada", "reactor", "")
+        other = relay.connect("ada", "reactor", "")
+        gives_up = asyncio.ensure_future(relay.call(page, "decks_create_deck", {}, quiet))
+        waits = asyncio.ensure_future(relay.call(page, "decks_delete_deck", {}, quiet))
+        first, second = await page.outbox.get(), await page.outbox.get()
+        relay.claim(other, first["call"])  # not sent to that page: refused
+        refused_elsewhere = await other.outbox.get()
+        for sent in (first, second):
+            relay.claim(page, sent["call"])
+        claims = [await page.outbox.get(), await page.outbox.get()]
+        gives_up.cancel()  # the agent stops waiting once the person allowed it
+        await asyncio.gather(gives_up, return_exceptions=True)
+        timed_out = await waits  # its result does not come in time
+        return first, second, refused_elsewhere, claims, timed_out, page.outbox.qsize()
+
+    first, second, refused_elsewhere, claims, timed_out, left = asyncio.run(run())
+    assert refused_elsewhere == {"type": "claimed", "call": first["call"], "ok": False}
+    assert claims == [
+        {"type": "claimed", "call": first["call"], "ok": True},
+        {"type": "claimed", "call": second["call"], "ok": True},
+    ]
+    assert left == 0, "no cancel went down: the person allowed them, they run"
+    assert timed_out["error"]["code"] == "timeout"
+    assert timed_out["error"]["message"] == CLAIMED_TIMEOUT.format(
+        tool="decks_delete_deck", limit=0.3
+    ), "the agent is told it is running, never that it did not run"
+
+
+def test_a_server_that_stops_tells_the_agent_its_claimed_call_runs_and_withdraws_the_others():
+    async def run():
+        relay = PageRelay()
+        page = relay.connect("ada", "reactor", "")
+        allowed = asyncio.ensure_future(relay.call(page, "decks_create_deck", {}, quiet))
+        asked = asyncio.ensure_future(relay.call(page, "decks_delete_deck", {}, quiet))
+        first, second = await page.outbox.get(), await page.outbox.get()
+        relay.claim(page, first["call"])
+        await page.outbox.get()  # claimed
+        relay.stop()
+        sent = [await page.outbox.get(), await page.outbox.get()]
+        return first, second, await allowed, await asked, sent
+
+    first, second, allowed, asked, sent = asyncio.run(run())
+    assert allowed["error"]["message"] == CLAIMED_STOPPING.format(tool="decks_create_deck")
+    assert asked["error"]["message"] == STOPPING.format(tool="decks_delete_deck")
+    assert sent == [{"type": "cancel", "call": second["call"]}, None], (
+        "only the call nobody allowed is withdrawn; then the link ends"
+    )
+
+
+def test_a_claim_after_the_agent_stopped_waiting_is_refused_and_it_was_told_it_did_not_run():
+    async def run():
+        relay = PageRelay()
+        relay.answer_limit = 0.05
+        page = relay.connect("ada", "reactor", "")
+        envelope = await relay.call(page, "decks_create_deck", {}, quiet)
+        sent = await page.outbox.get()
+        await page.outbox.get()  # the withdrawal, which the person clicked before it came
+        relay.claim(page, sent["call"])
+        return envelope, sent, await page.outbox.get()
+
+    envelope, sent, claimed = asyncio.run(run())
+    assert "so decks_create_deck did not run" in envelope["error"]["message"]
+    assert claimed == {"type": "claimed", "call": sent["call"], "ok": False}
+
+
 def test_pages_are_found_by_their_person_only_the_most_recently_active_first():
     async def run():
         relay = PageRelay()
@@ -151,6 +220,7 @@ def test_a_connected_pages_messages_are_checked_and_only_its_person_may_send_the
             ([1, 2], "a JSON object"),
             ("[" * 100_000 + "]" * 100_000, "a JSON object"),  # deeper than Python reads
             ({"type": "where", "title": 3, "route": ""}, "Where a page is"),
+            ({"type": "claim", "call": 7}, "A claim is"),
             (
                 '{"type": "tools", "tools": [' + "{}," * 700_000 + "{}]}",
                 "at most 2,000,000 characters",
@@ -165,6 +235,8 @@ def test_a_connected_pages_messages_are_checked_and_only_its_person_may_send_the
         # nobody waits: dropped
         page.send({"type": "answer", "call": "nobody.0", "envelope": {"ok": True}})
         page.send({"type": "active"})
+        page.send({"type": "claim", "call": "nobody.0"})
+        assert page.said.get(timeout=10) == {"type": "claimed", "call": "nobody.0", "ok": False}
         page.send({"type": "tools", "tools": []})
         assert page.said.get(timeout=10) == {"type": "listed", "tools": 0}, (
             "the page goes on after a dropped answer"

@@ -25,9 +25,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import httpx
 import httpx2
 import mcp.types as types
 import pytest
+from conftest import open_2025_session
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -542,3 +544,46 @@ def test_mcp_remote_with_a_revoked_token_in_its_header_says_what_to_do_and_opens
         'to sign in instead."}'
     ) in said, said[-3000:]
     assert not opened.exists(), "the person was not sent to a consent page in vain"
+
+
+def test_revoking_an_allowed_agent_in_the_panel_ends_its_stream_and_withdraws_its_question(
+    reactor_page,
+):
+    from test_mcp_limits import Ended
+    from test_oauth import Agent as Client
+    from test_oauth import allowed
+
+    page, live = reactor_page.page, reactor_page.server
+    connect_page(reactor_page)
+    headers = open_2025_session(live.url, allowed(live, Client(live.url))["access_token"])
+    opened = threading.Event()
+
+    def listen() -> None:  # the session's GET stream, for the server's notices
+        with httpx.stream("GET", f"{live.url}/mcp", headers=headers, timeout=60) as stream:
+            opened.set()
+            for _ in stream.iter_lines():
+                pass
+
+    delete = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "decks_delete_deck", "arguments": {"id": "onboarding"}},
+    }
+    stream = Ended(listen)
+    assert opened.wait(10)
+    waiting = Ended(lambda: httpx.post(f"{live.url}/mcp", json=delete, headers=headers, timeout=60))
+    question = page.get_by_test_id("approval")
+    question.wait_for()
+    revoke_in_the_panel(page, "Test Agent")
+    revoked = time.monotonic()
+    assert stream.done.wait(5) and waiting.done.wait(5)
+    assert max(stream.at, waiting.at) - revoked < 2, "ended at once, not at the agent's next call"
+    assert waiting.answer is not None and waiting.answer.status_code in (401, 404)
+    said = waiting.answer.json()["error"]["message"]  # JSON-RPC's error, as MCP's clients read it
+    assert "unknown to reactor or was revoked" in said or "session ended" in said
+    expect(question.get_by_test_id("approval-choice")).to_have_text(
+        "No longer asked; it did not run."
+    )
+    assert httpx.get(f"{live.url}/api/decks/onboarding").status_code == 200
+    assert httpx.post(f"{live.url}/mcp", json=delete, headers=headers).status_code == 401

@@ -20,8 +20,8 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from reactor.server.agents.bus import SETTLE_SECONDS
-from reactor.server.agents.relay import STOPPING
+from reactor.server.agents.bus import APPLICATION, SETTLE_SECONDS
+from reactor.server.agents.relay import CLAIM_SECONDS, STOPPING
 from test_many_processes import serve
 from test_mcp_processes import ScriptedPage
 
@@ -151,6 +151,63 @@ def test_a_page_withdraws_the_call_of_an_agent_whose_process_was_killed(two):
     first.process.send_signal(signal.SIGKILL)
     cancel = page.said.get(timeout=5)
     assert cancel == {"type": "cancel", "call": page.calls[0]["call"]}
+
+
+def test_a_pages_claim_reaches_the_process_whose_agent_waits_and_the_call_then_runs(two):
+    first, second = two
+    page = ScriptedPage(second.url, second.session(), NEVER)  # its link held by the second
+    call = AgentCall(first.url, first.agent_token(), "notes_count", {})  # waited for on the first
+    until(lambda: page.calls, 10)
+    asked = page.calls[0]["call"]
+    page.send({"type": "claim", "call": asked})
+    assert page.said.get(timeout=5) == {"type": "claimed", "call": asked, "ok": True}
+    page.send({"type": "answer", "call": asked, "envelope": {"ok": True, "result": {"notes": 3}}})
+    assert call.text() == '{"notes": 3}'
+    page.send({"type": "claim", "call": asked})  # answered: nobody waits for it any more
+    assert page.said.get(timeout=5) == {"type": "claimed", "call": asked, "ok": False}
+
+
+def test_a_claim_for_a_call_whose_process_was_killed_is_refused_at_once(two):
+    first, second = two
+    page = ScriptedPage(second.url, second.session(), NEVER)
+    AgentCall(first.url, first.agent_token(), "notes_count", {})
+    until(lambda: page.calls, 10)
+    asked = page.calls[0]["call"]
+    first.process.send_signal(signal.SIGKILL)
+    database = second.process.args[second.process.args.index("--database") + 1]
+    listening = APPLICATION + asked.partition(".")[0]  # the first's LISTEN connection
+
+    def ended() -> bool:
+        with psycopg.connect(database, autocommit=True) as db:
+            found = "SELECT 1 FROM pg_stat_activity WHERE application_name = %s"
+            return db.execute(found, (listening,)).fetchone() is None
+
+    until(ended, 5)
+    # The person clicks Allow before the second's watcher has withdrawn the call (GONE_SECONDS).
+    sent = time.monotonic()
+    page.send({"type": "claim", "call": asked})
+    assert page.said.get(timeout=5) == {"type": "claimed", "call": asked, "ok": False}
+    assert time.monotonic() - sent < 1, "refused in one round trip, not at a deadline"
+
+
+def test_a_claim_the_agents_process_does_not_answer_is_refused_after_claim_seconds(two):
+    first, second = two
+    page = ScriptedPage(second.url, second.session(), NEVER)
+    AgentCall(first.url, first.agent_token(), "notes_count", {})
+    until(lambda: page.calls, 10)
+    asked = page.calls[0]["call"]
+    first.process.send_signal(signal.SIGSTOP)  # hung: its connections stay open, nothing answers
+    try:
+        sent = time.monotonic()
+        page.send({"type": "claim", "call": asked})
+        assert page.said.get(timeout=CLAIM_SECONDS + 2) == {
+            "type": "claimed",
+            "call": asked,
+            "ok": False,
+        }
+        assert CLAIM_SECONDS <= time.monotonic() - sent < CLAIM_SECONDS + 1
+    finally:
+        first.process.send_signal(signal.SIGCONT)
 
 
 def test_a_linked_page_stays_listed_whatever_the_traffic_until_its_link_closes(two):

@@ -5,7 +5,10 @@
  * `listed`), "the person is using this page" and what it shows (title, route) go up. The socket
  * is held by the reactor worker (web/agent-socket.js), where a call runs as the chat's callTool
  * runs it — admission, validation and the person's approval — and is answered without waiting
- * for this thread; this thread drives the socket (a WorkerSocket) and hears the rest. A dropped
+ * for this thread; this thread drives the socket (a WorkerSocket) and hears the rest. When the
+ * person allows an agent's write, this thread first claims its call (`claim` up, `claimed` {ok}
+ * down): the server says yes only while the agent still waits for it, and the page runs nothing
+ * otherwise (the agent was told it did not run; the withdrawal may not have come yet). A dropped
  * connection is made again with backoff (0.5 s doubling to 30 s), the calls it
  * brought withdrawn; a refusal (signed out: 4401, too many pages: 4429) is not retried. A server
  * that stops (1012) is linked again the same way: behind a balancer, another process takes it. A
@@ -84,6 +87,7 @@ class AgentLink {
     this.onMoved = () => this.moved();
     this.lastWhere = "";
     this.titleWatch = null;
+    this.claims = new Map(); // call id -> resolves whether the server let this page run it
   }
 
   /** Connect (again) and resolve {pageId} once the server has this page and its tools. */
@@ -115,6 +119,29 @@ class AgentLink {
     this.stopListening?.();
     this.settle(null, new Error("Disconnected."));
     this.pageId = null;
+    this.unclaimed();
+  }
+
+  /**
+   * Ask the server whether the page may run the agent's call `call` the person allowed: true
+   * only while the agent waits for it (the server then no longer withdraws it). One round trip;
+   * false at once with no open link, and when the link closes meanwhile.
+   * @param {string} call
+   * @returns {Promise<boolean>}
+   */
+  claim(call) {
+    if (!this.pageId || this.socket?.readyState !== WebSocket.OPEN) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const asked = this.claims.get(call);
+      this.claims.set(call, (ok) => { asked?.(ok); resolve(ok); });
+      if (!asked) this.post({ type: "claim", call });
+    });
+  }
+
+  /** The link closed: no claim made on it will be answered, and none lets its call run. */
+  unclaimed() {
+    for (const resolve of this.claims.values()) resolve(false);
+    this.claims.clear();
   }
 
   get connected() { return this.pageId !== null; }
@@ -163,7 +190,12 @@ class AgentLink {
   hold(socket, onHello) {
     this.socket = socket;
     socket.onmessage = ({ data }) => this.heard(JSON.parse(data), onHello);
-    return new Promise((resolve) => { socket.onclose = resolve; });
+    return new Promise((resolve) => {
+      socket.onclose = (event) => {
+        this.unclaimed();
+        resolve(event);
+      };
+    });
   }
 
   heard(message, onHello) {
@@ -177,6 +209,10 @@ class AgentLink {
       this.named = true;  // the server has the page and its tools: agents may call it now
       this.settle({ pageId: this.pageId });
       window.dispatchEvent(new CustomEvent("reactor:agents", { detail: { connected: true, pageId: this.pageId } }));
+    } else if (message.type === "claimed") {
+      const resolve = this.claims.get(message.call);
+      this.claims.delete(message.call);
+      resolve?.(message.ok === true);
     } else if (message.type === "problem") {
       console.warn(`reactor agents: ${message.error}`);
     }
@@ -261,6 +297,15 @@ let link = null;
 export function agentLink(server, notify) {
   link ??= new AgentLink(server, notify);
   return link;
+}
+
+/**
+ * Whether the page may run the agent's call `call` the person allowed (AgentLink.claim); false
+ * with no link.
+ * @param {string} call
+ */
+export function claim(call) {
+  return link ? link.claim(call) : Promise.resolve(false);
 }
 
 /** What the worker says of a socket it holds (`agents.socket`) or of a call it ran (`agents.call`). */

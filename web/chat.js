@@ -40,6 +40,7 @@ function drawMarkdownWhenSeen(element, text) {
 const DECISIONS = {
   allow: "Allowed.", always: "Always allowed in this chat.", deny: "Denied; it did not run.",
   withdrawn: "No longer asked; it did not run.",
+  unclaimed: "The agent stopped waiting for this; nothing was changed.",
 };
 const KEYED = new Set(["openai", "anthropic"]);  // the providers whose base URL, model and key a person types
 const SETTINGS_KEY = "reactor.chat.settings";  // sessionStorage: the key never leaves this tab but for its provider
@@ -73,7 +74,7 @@ class ReactorChat extends HTMLElement {
     window.addEventListener("focus", () => this.threads.refresh());
     this.addEventListener("focusin", () => this.threads.refresh());
     document.addEventListener("visibilitychange", () => document.visibilityState === "visible" && this.threads.refresh());
-    window.reactor.chat.setApprover((request, signal) => this.askApproval(request, signal));
+    window.reactor.chat.setApprover((request, signal, claim) => this.askApproval(request, signal, claim));
     // Drawn once the page is idle, in a task of its own, not in the page's first busy tasks; the
     // chat then sets itself up once the tools are ready, so it never delays them.
     const drawn = whenIdle().then(() => this.draw());
@@ -322,8 +323,12 @@ class ReactorChat extends HTMLElement {
     if (event.result) card.querySelector(".chat-tool-result").textContent = pretty(event.result.ok ? event.result.result : event.result.error);
   }
 
-  /** Ask the person; the card stays until they answer (or the chat is stopped). */
-  askApproval(request, signal) {
+  /**
+   * Ask the person; the card stays until they answer (or the chat is stopped). `claim`, for a
+   * desktop agent's call, asks the server whether the agent still waits for it: an Allow of a
+   * call it stopped waiting for runs nothing, and the card says so.
+   */
+  askApproval(request, signal, claim = null) {
     // The question must be on screen: a view in full screen (a presentation) would hide it.
     if (document.fullscreenElement && !this.contains(document.fullscreenElement)) document.exitFullscreen().catch(() => {});
     return new Promise((resolve) => {
@@ -332,10 +337,17 @@ class ReactorChat extends HTMLElement {
       const toolCard = this.cards.get(request.callId);
       toolCard?.remove();
       const decided = () => { if (toolCard) card.after(toolCard); };
-      const answer = (decision) => () => {
+      let claiming = false;
+      const answer = (decision) => async () => {
+        if (claim && decision !== "deny") {
+          // The withdrawal may be on its way: one round trip to the server says whether to run.
+          claiming = true;
+          card.querySelectorAll("button").forEach((button) => { button.disabled = true; });
+          if (!(await claim().catch(() => false))) decision = "unclaimed";
+        }
         decide(decision);
         decided();
-        resolve(decision);
+        resolve(decision === "unclaimed" ? "deny" : decision);
       };
       for (const [decision, text] of [["allow", "Allow"], ["always", "Always allow"], ["deny", "Deny"]]) {
         const button = el("button", { type: "button" }, text);
@@ -344,7 +356,7 @@ class ReactorChat extends HTMLElement {
       }
       // Nobody waits for the answer any more: the question is withdrawn, not left to be answered.
       signal?.addEventListener("abort", () => {
-        if (card.dataset.decision) return;
+        if (card.dataset.decision || claiming) return;  // a claim's answer settles the card
         decide("withdrawn");
         decided();
         resolve("deny");

@@ -166,7 +166,9 @@ export const reactor = {
 
   /**
    * The page's chat host, for the chat widget (web/chat.js) or any other UI: events arrive as
-   * `reactor:chat` events on window; `approver(request)` must resolve "allow", "always" or "deny".
+   * `reactor:chat` events on window; `approver(request, signal, claim)` must resolve "allow",
+   * "always" or "deny". `claim`, for a desktop agent's call, resolves whether the agent still
+   * waits for it (an allowed call it stopped waiting for does not run; the approver may say so).
    */
   chat: {
     /**
@@ -404,10 +406,19 @@ const fromWorker = {
       return error?.message || "the browser refused full screen";
     }
   },
-  "chat.approve"({ request }, signal) {
+  async "chat.approve"({ request }, signal) {
     // The widget answers "allow", "always" or "deny"; with no widget on the page, nothing is approved.
     // `signal` aborts when the call stops waiting (its agent gave up, the person pressed Stop).
-    return chatApprover ? chatApprover(request, signal) : "deny";
+    if (!chatApprover) return "deny";
+    // A desktop agent's call is claimed from the server once allowed (web/agents.js), whatever
+    // the approver: `claim()` (asked once) is false when the agent stopped waiting, and then the
+    // call does not run. The widget claims it itself, to tell the person.
+    const call = request.agentCall;
+    let claimed = null;
+    const claim = call ? () => (claimed ??= agentsModule().then((module) => module.claim(call))) : null;
+    const decision = await chatApprover(request, signal, claim);
+    if (claim && (decision === "allow" || decision === "always") && !(await claim())) return "deny";
+    return decision;
   },
   "page.storage"({ op, key, value }) {
     // The chat's conversations of a signed-out person: this origin's storage (reactor.host.threads).

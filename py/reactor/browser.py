@@ -359,7 +359,7 @@ class AgentCalls:
                 return dumps(outcome)
             task = started(outcome)
         else:
-            task = started(session.call_tool(name, args, signal))
+            task = started(session.call_tool(name, args, signal, agent_call=call_id))
         if task.done():
             return dumps(task.result())
         self.running[call_id] = signal
@@ -410,6 +410,8 @@ def _serve_chat(
                             "arguments": request.arguments,
                             "sideEffect": request.side_effect,
                             "question": request.question or question(request),
+                            # the page claims it from the server before it runs (web/agents.js)
+                            "agentCall": request.agent_call,
                         },
                     )
                 )

@@ -51,6 +51,9 @@ class ApprovalRequest:
     arguments: dict[str, Any]
     side_effect: str
     question: str = ""  # what the person is asked, in their words (HostTool.question)
+    # A desktop agent's call through the server: the page claims it there before it runs it
+    # (server/agents/relay.py), since the agent may have stopped waiting meanwhile.
+    agent_call: str = ""
 
 
 Approve = Callable[[ApprovalRequest], Awaitable[str]]

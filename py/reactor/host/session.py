@@ -230,15 +230,23 @@ class ChatSession:
     def stop(self) -> None:
         self.loop.stop()
 
-    async def call_tool(self, name: str, args: Any, signal: CancelToken) -> dict[str, Any]:
-        """A tool called from outside the chat (a browser agent through WebMCP): admitted and
-        approved the same way, so a write through another door still asks the person."""
+    async def call_tool(
+        self, name: str, args: Any, signal: CancelToken, agent_call: str = ""
+    ) -> dict[str, Any]:
+        """A tool called from outside the chat (a browser agent through WebMCP, a desktop agent's
+        call `agent_call` through the server): admitted and approved the same way, so a write
+        through another door still asks the person."""
         prepared = self.toolbox.prepare(name, args)
         if isinstance(prepared, dict):
             return prepared
         tool, checked = prepared
         request = ApprovalRequest(
-            f"webmcp-{id(signal)}", tool.name, tool.description, checked, tool.side_effect
+            f"webmcp-{id(signal)}",
+            tool.name,
+            tool.description,
+            checked,
+            tool.side_effect,
+            agent_call=agent_call,
         )
         decision = await self.loop.approvals.decide(request, signal)
         if decision in ("deny", "unasked"):

@@ -4,10 +4,11 @@ PostgreSQL database.
 The directory of connected pages is the table `agent_pages` (which process holds each page's
 stream, its tools, when the person last used it); every process reads it, so an agent's request
 reaching any process finds the person's pages. Messages between processes — a call to the process
-holding the page, the answer back to the process that waits, "the page went", "the tool list
-changed" — go by `NOTIFY reactor_agent_pages`; a payload over NOTIFY's 8,000 bytes waits in
-`agent_messages` and the notification names it. Each process LISTENs on one connection of its
-own, in a thread, and hands what it hears to its relay on the event loop.
+holding the page, the answer back to the process that waits, "the page went", a page's claim of
+a call (to the process that waits) and its answer, "the tool list changed" — go by
+`NOTIFY reactor_agent_pages`; a payload over NOTIFY's 8,000 bytes waits in `agent_messages` and
+the notification names it. Each process LISTENs on one connection of its own, in a thread, and
+hands what it hears to its relay on the event loop.
 
 A page is listed for as long as its process holds its link, whatever the traffic. Which processes
 are alive is PostgreSQL's own knowledge: each process's LISTEN connection carries its name
@@ -168,6 +169,16 @@ class PostgresPageBus:
             db.execute(
                 "SELECT pg_notify(?, ?)", (CHANNEL, json.dumps(envelope, ensure_ascii=False))
             )
+
+    def alive(self, process: str) -> bool:
+        """Whether the process is running: its LISTEN connection is open (PostgreSQL drops the
+        connection of a process that dies, even by SIGKILL)."""
+        with self.database.transaction() as db:
+            row = db.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE application_name = ?",
+                (APPLICATION + process,),
+            ).fetchone()
+        return row is not None
 
     def start(self, relay: PageRelay) -> None:
         """Listen for this process's messages, in a thread, until `stop`."""

@@ -5,7 +5,8 @@ An agent (Claude Code, Claude Desktop, Cursor, VS Code) speaks MCP's Streamable 
 with an OAuth access token the person allowed (server/agents/oauth/) or an agent token
 (server/agents/tokens.py). The page does the work: it holds one WebSocket
 to the server (`/api/agent-pages/link`): calls and cancels go down, answers, its tool list and
-"the person is using this page" come up.
+"the person is using this page" come up, and a claim of a call the person allowed (answered: may
+it run, does the agent still wait; server/agents/relay.py).
 
 Why a WebSocket rather than server-sent events down and a POST up for each answer: in Chromium
 on loopback a message each way over an open WebSocket takes 0.6–0.8 ms, a fetch POST 3–6 ms,
@@ -483,7 +484,8 @@ class Agents:
 
     async def page_link(self, socket: WebSocket) -> None:
         """A connected page's one connection: `hello` {page} first, then `call` and `cancel` go
-        down; `answer`, `tools` (acknowledged by `listed`), `active` and `where` come up. A
+        down; `answer`, `claim` (answered by `claimed`), `tools` (acknowledged by `listed`),
+        `active` and `where` come up. A
         refusal after the handshake is a close code the page can read: 4401 signed out, 4429 too
         many pages."""
         if not self.own_page(socket.scope):
@@ -630,6 +632,12 @@ def _page_says(relay: PageRelay, page: PageLink, body: dict[str, Any]) -> str | 
         # one nobody waits for any more (given up, or not a call) is dropped
         relay.answer(page, call, envelope)
         return None
+    if kind == "claim":
+        call = body.get("call")
+        if not isinstance(call, str) or not call:
+            return 'A claim is {"type": "claim", "call": "…"}: the call the person allowed.'
+        relay.claim(page, call)  # answered down the link: `claimed` {call, ok}
+        return None
     if kind == "tools":
         tools = body.get("tools")
         if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
@@ -645,7 +653,7 @@ def _page_says(relay: PageRelay, page: PageLink, body: dict[str, Any]) -> str | 
             return 'Where a page is: {"type": "where", "title": "…", "route": "#/…"}.'
         relay.locate(page, title, route)
         return None
-    return 'Send {"type": "answer" | "tools" | "active" | "where", …}.'
+    return 'Send {"type": "answer" | "claim" | "tools" | "active" | "where", …}.'
 
 
 def _page_url(request: Request | None, public_url: str = "") -> str:

@@ -11,6 +11,13 @@ A process that dies takes its pages' links and its waiting calls with it: the bu
 processes went (`processes_gone`), and the relay ends the calls waiting on their pages and
 withdraws, on its own pages, the calls nobody waits for any more. A process that stops (SIGTERM)
 says so first (`stop`).
+
+A withdrawal takes a moment to reach the page, and the person may click Allow meanwhile: before
+a write runs, the page claims its call (`claim`). The process whose call it is answers yes only
+while the call's waiter is alive, and marks it claimed in the same step of its loop; from then on
+nothing withdraws the call from the page, and an agent that stops waiting is told it runs. A
+claim for a call whose process is gone (or that does not answer within CLAIM_SECONDS) is refused,
+and the page runs nothing.
 """
 
 from __future__ import annotations
@@ -37,9 +44,19 @@ STOPPING = (
 PROGRESS_SECONDS = 5.0
 ANSWER_LIMIT = 120.0
 MAX_PAGES = 20  # connected pages per person
+CLAIM_SECONDS = 3.0  # a claim that crossed to another process and was not answered is refused
 
 
 PAGE_CLOSED = "The page closed before {tool} answered; whether it ran is unknown."
+CLAIMED_TIMEOUT = (
+    "The person allowed {tool} in the page and it is running there, but its result did not come "
+    "within {limit:g} s. Read what the page shows before you call it again."
+)
+CLAIMED_STOPPING = (
+    "The person allowed {tool} in the page and it is running there, but the reactor server this "
+    "agent reached is stopping before its result came. Read what the page shows before you call "
+    "it again."
+)
 LINK_LOST = (
     "The page's link was lost (the server process holding it stopped) before {tool} answered, "
     "and the page stopped the call; whether it had begun to run is unknown. Call reactor_pages, "
@@ -98,6 +115,7 @@ class PageBus(Protocol):
     def save(self, page: PageLink) -> None: ...
     def remove(self, page_id: str) -> None: ...
     def send(self, process: str, message: dict[str, Any]) -> None: ...
+    def alive(self, process: str) -> bool: ...
 
 
 class PageRelay:
@@ -111,6 +129,9 @@ class PageRelay:
         # the calls this process waits on, and the page each one went to
         self.waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.waiting_on: dict[str, PageLink] = {}
+        self.claimed: set[str] = set()  # those of them a page claimed: they run, whatever comes
+        # the claims this process's pages made of other processes' calls: call -> (page, its end)
+        self.claims: dict[str, tuple[str, asyncio.TimerHandle]] = {}
         self.stopping = ""  # why this process is stopping: no call is sent any more
         self.answer_limit = ANSWER_LIMIT
         self.progress_seconds = PROGRESS_SECONDS
@@ -226,6 +247,10 @@ class PageRelay:
             if future.done():
                 return
             waited = time.monotonic() - started
+            if waited >= self.answer_limit and call_id in self.claimed:
+                sentence = CLAIMED_TIMEOUT.format(tool=tool, limit=self.answer_limit)
+                future.set_result(failure("timeout", sentence))
+                return
             if waited >= self.answer_limit:
                 self._to_page(page, {"type": "cancel", "call": call_id})
                 future.set_result(
@@ -261,7 +286,8 @@ class PageRelay:
         except PageGone as gone:
             return failure("unavailable", gone.sentence.format(tool=tool))
         except asyncio.CancelledError:
-            self._to_page(page, {"type": "cancel", "call": call_id})
+            if call_id not in self.claimed:  # a claimed call runs: the person allowed it
+                self._to_page(page, {"type": "cancel", "call": call_id})
             raise
         finally:
             timer.cancel()
@@ -269,6 +295,7 @@ class PageRelay:
                 sending.cancel()
             self.waiting.pop(call_id, None)
             self.waiting_on.pop(call_id, None)
+            self.claimed.discard(call_id)
 
     def answer(self, page: PageLink, call_id: str, envelope: dict[str, Any]) -> bool:
         """The page's answer to a call, sent to the process that waits for it. False when the
@@ -299,6 +326,51 @@ class PageRelay:
         else:
             future.set_result(envelope)
         return True
+
+    def claim(self, page: PageLink, call_id: str) -> None:
+        """The page's person allowed a call: the page may run it only if the process whose call
+        it is still waits for it. The answer (`claimed` {call, ok}) goes down the page's link."""
+        local = self.pages.get(page.id)
+        if local is None:
+            return
+        process = call_id.partition(".")[0]
+        if call_id in self.claims:
+            return  # asked already: that answer comes
+        if call_id not in local.sent:  # not sent to this page, answered, or withdrawn already
+            self._claimed(local.id, call_id, False)
+        elif process == self.process:
+            self._claimed(local.id, call_id, self.take(call_id))
+        elif self.bus is None:
+            self._claimed(local.id, call_id, False)
+        else:
+            loop = asyncio.get_running_loop()
+            late = loop.call_later(CLAIM_SECONDS, self._claimed, local.id, call_id, False)
+            self.claims[call_id] = (local.id, late)
+            try:
+                if not self.bus.alive(process):  # its waiter went with it
+                    self._claimed(local.id, call_id, False)
+                    return
+                self.bus.send(process, {"type": "claim", "call": call_id, "from": self.process})
+            except DatabaseError as error:  # no one can say the call still waits: nothing runs
+                log.warning("A page's claim could not cross to its process: %s", error)
+                self._claimed(local.id, call_id, False)
+
+    def take(self, call_id: str) -> bool:
+        """Claim a call this process waits for: yes while its waiter is alive (not answered, not
+        given up, not past its limit), and from then on it is not withdrawn. One step of the
+        loop: no withdrawal comes between the look and the mark."""
+        future = self.waiting.get(call_id)
+        if future is None or future.done():
+            return False
+        self.claimed.add(call_id)
+        return True
+
+    def _claimed(self, page_id: str, call_id: str, ok: bool) -> None:
+        """The answer to a page's claim, down its link (a claim answered once: a late one drops)."""
+        pending = self.claims.pop(call_id, None)
+        if pending is not None:
+            pending[1].cancel()
+        self.deliver(page_id, {"type": "claimed", "call": call_id, "ok": ok})
 
     def gone(self, call_id: str) -> None:
         process = call_id.partition(".")[0]
@@ -333,6 +405,14 @@ class PageRelay:
             self.settle(str(message.get("call")), message["envelope"])
         elif kind == "gone":
             self.settle(str(message.get("call")), None)
+        elif kind == "claim" and self.bus is not None:
+            call_id = str(message.get("call"))
+            answer = {"type": "claimed", "call": call_id, "ok": self.take(call_id)}
+            _tolerant(self.bus.send, str(message.get("from")), answer)
+        elif kind == "claimed":
+            call_id = str(message.get("call"))
+            if call_id in self.claims:
+                self._claimed(self.claims[call_id][0], call_id, message.get("ok") is True)
         elif kind == "changed":
             self._notify(str(message.get("username")))
         elif isinstance(kind, str) and kind in self.hearers:
@@ -354,6 +434,9 @@ class PageRelay:
         for call_id, page in list(self.waiting_on.items()):
             if page.process in processes:
                 self.settle(call_id, None, LINK_LOST)
+        for call_id, (page_id, _) in list(self.claims.items()):
+            if call_id.partition(".")[0] in processes:
+                self._claimed(page_id, call_id, False)
         for page in self.pages.values():
             for call_id in [c for c in page.sent if c.partition(".")[0] in processes]:
                 page.sent.discard(call_id)
@@ -369,6 +452,9 @@ class PageRelay:
         again (to another process, behind a balancer); no call is sent any more."""
         self.stopping = why
         for call_id, page in list(self.waiting_on.items()):
+            if call_id in self.claimed:  # it runs in the page: the agent is told so
+                self.settle(call_id, None, CLAIMED_STOPPING)
+                continue
             self.settle(call_id, None, why)
             _tolerant(self._to_page, page, {"type": "cancel", "call": call_id})
         for page in list(self.pages.values()):
