@@ -164,6 +164,7 @@ class ReactorChat extends HTMLElement {
       settings = {};
     }
     if (answer.chosen) sessionStorage.setItem(SETTINGS_KEY, JSON.stringify(settings));
+    this.chosenProvider = answer.provider;
     this.provider.replaceChildren(...answer.providers.map(([value, text]) =>
       el("option", { value, selected: value === answer.provider }, text)));
     this.showKeyedFields();
@@ -253,8 +254,12 @@ class ReactorChat extends HTMLElement {
     }
     if (event.type === "model") {
       this.showModel(event.label);  // also when reactor.chat.configure was called from code
-      if (this.provider.querySelector(`option[value="${event.provider}"]`)) this.provider.value = event.provider;
-      this.showKeyedFields();
+      // Only a model chosen elsewhere moves the picker: the echo of the person's own choice
+      // must not undo what they have picked since.
+      if (event.provider !== this.chosenProvider && this.provider.querySelector(`option[value="${event.provider}"]`)) {
+        this.chosenProvider = this.provider.value = event.provider;
+        this.showKeyedFields();
+      }
       return;
     }
     if (event.type === "message.delta") {
