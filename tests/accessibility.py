@@ -1,5 +1,6 @@
 """What the accessibility tests ask of a page: axe-core's verdict (from npm, pinned, given to
-the page only by the test), WCAG's contrast ratio, and the page's controls as Tab reaches them."""
+the page only by the test), WCAG's contrast ratio, and the page's controls as Tab reaches them.
+Each takes a Playwright page (Chromium) or an engines.EnginePage (any engine)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from reactor.testing.engines import FOCUS_IN, EnginePage
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 # ./dev test installs it, pinned (install_npm_test)
@@ -40,10 +43,23 @@ NAMED = f"""
     && !(e.closest("details:not([open])") && e.tagName !== "SUMMARY");
 """
 VISIBLE_CONTROLS = f"() => {{ {NAMED} return all().filter(usable).map(named); }}"
+# The control Tab has reached; null on none; false once the focus has left the page (for the
+# browser's own controls: Firefox's toolbar).
 FOCUSED = f"""() => {{ {NAMED}
   const e = document.activeElement;
+  if (!document.hasFocus()) return false;
   return !e || e === document.body ? null : named(e);
 }}"""
+# Sequential focus navigation from the top of the page: from a mark there that takes the focus
+# but no Tab (a blurred control would stay the starting point).
+FROM_THE_TOP = """() => {
+  const mark = document.createElement("span");
+  mark.tabIndex = -1;
+  mark.dataset.tabFromHere = "";
+  document.body.prepend(mark);
+  mark.focus();
+}"""
+MARK_GONE = "() => { document.querySelector('[data-tab-from-here]')?.remove(); }"
 
 # WCAG 2.2's relative luminance and contrast ratio of what is drawn: the element's text over the
 # first background behind it, each through the opacity of the element and its ancestors, over
@@ -86,6 +102,14 @@ def run(page: Any, function: str, arg: Any = None) -> Any:
     return page.run(function, arg) if hasattr(page, "run") else page.evaluate(function, arg)
 
 
+def press(page: Any, key: str) -> None:
+    """A person's press of `key` ("Tab", "Shift+Tab"), in a Playwright page or an EnginePage."""
+    if isinstance(page, EnginePage):
+        page.press(key)
+    else:
+        page.keyboard.press(key)
+
+
 def axe_violations(page: Any, scope: str = "") -> list[dict[str, Any]]:
     """axe-core's serious and critical violations on the page as it is now (or within `scope`).
     Its script is evaluated in the page by the test (no tag, no CSP exception, no CDN)."""
@@ -112,32 +136,46 @@ def contrast(page: Any, selector: str, backdrop: str = "rgb(0, 0, 0)") -> list[d
     return run(page, CONTRAST, [selector, backdrop])  # type: ignore[no-any-return]
 
 
-def tab_cycle(page: Any, limit: int = 400) -> list[str]:
-    """The visible controls that Tab, pressed from the top of the page round to its first stop
-    again, never focused: by what a person would call them (visible before and after)."""
-    controls = page.evaluate(VISIBLE_CONTROLS)
-    page.evaluate("document.activeElement?.blur()")
+def tab_cycle(page: Any, limit: int = 400, *, tab: str = "Tab") -> list[str]:
+    """The visible controls that `tab` (Tab), pressed from the top of the page round to its first
+    stop again (or until it leaves the page for the browser's toolbar), never focused: by what a
+    person would call them (visible before and after)."""
+    controls = run(page, VISIBLE_CONTROLS)
+    run(page, FROM_THE_TOP)
     reached: list[str] = []
     for _ in range(limit):
-        page.keyboard.press("Tab")
-        name = page.evaluate(FOCUSED)
-        if name is not None and reached and name == reached[0]:
+        press(page, tab)
+        name = run(page, FOCUSED)
+        if name is False or (name is not None and reached and name == reached[0]):
             break
         if name is not None and name not in reached:
             reached.append(name)
+    run(page, MARK_GONE)
     # A control the page redrew meanwhile (a palette after a command's availability changed) is
     # judged only if it is still there.
-    still = page.evaluate(VISIBLE_CONTROLS)
+    still = run(page, VISIBLE_CONTROLS)
     return [name for name in controls if name in still and name not in reached]
 
 
-FOCUS_IN = "(e) => e === document.activeElement || e.contains(document.activeElement)"
+LOCATED_FOCUS_IN = "(e) => e === document.activeElement || e.contains(document.activeElement)"
+LEFT = "() => !document.hasFocus()"
 
 
-def tab_to(page: Any, locator: Any, *, backwards: bool = False, limit: int = 200) -> int:
-    """Press Tab (Shift+Tab) until `locator` has the focus; how many presses it took."""
+def tab_to(
+    page: Any, target: Any, *, backwards: bool = False, limit: int = 200, tab: str = "Tab"
+) -> int:
+    """Press `tab` (Tab; Shift+ it, backwards) until `target` — a Playwright locator, or the CSS
+    selector of an element — has the focus; how many presses it took."""
+    key = f"Shift+{tab}" if backwards else tab
     for presses in range(1, limit + 1):
-        page.keyboard.press("Shift+Tab" if backwards else "Tab")
-        if locator.evaluate(FOCUS_IN):
+        press(page, key)
+        if isinstance(target, str):
+            there = run(page, FOCUS_IN, target)
+        else:
+            there = target.evaluate(LOCATED_FOCUS_IN)
+        if there:
             return presses
-    pytest.fail(f"{limit} presses of {'Shift+' if backwards else ''}Tab never reached {locator}")
+    # Chromium's and WebKit's focus comes back from the browser's controls; Firefox's, under
+    # WebDriver's keys, does not.
+    left = " (the browser's own controls have the focus, not the page)" if run(page, LEFT) else ""
+    pytest.fail(f"{limit} presses of {key} never reached {target}{left}")

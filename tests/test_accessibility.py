@@ -2,7 +2,8 @@
 demo page in each of its states (decks, a deck, Present, the palette with a form, the chat with
 cards and a pending approval, the Agents and CMS panels) nor on the embed example; Tab reaches
 every control; a person with a keyboard alone sends a chat, allows an approval and presents a
-deck; Present's controls are drawn at WCAG AA contrast."""
+deck; Present's controls are drawn at WCAG AA contrast. The keyboard-only path, Tab's round and
+Present's contrast run in Firefox and WebKit too (tests/test_engines.py)."""
 
 import pytest
 

@@ -5,7 +5,8 @@ Debian's `firefox-esr`, driven over WebDriver BiDi (no geckodriver), and WebKitG
 (tests/test_engines.py) and its bench (bench/engines.py) use them; so may a plugin's tests.
 
 Each driver is the few requests of the W3C protocols a test needs — open a page, run a function
-in it, click as a person does, take a screenshot, hear its errors and requests — written here over
+in it, click and press keys as a person does, take a screenshot, hear its errors and requests —
+written here over
 websockets and httpx (the server's own dependencies): Selenium's releases require a `certifi`
 newer than some package mirrors hold.
 """
@@ -64,10 +65,59 @@ FIREFOX_PREFS = {
 }
 
 
+# Keys by Playwright's names, as WebDriver's actions spell them (its "normalized key values").
+KEYS = {
+    "Backspace": "\ue003",
+    "Tab": "\ue004",
+    "Enter": "\ue007",
+    "Shift": "\ue008",
+    "Control": "\ue009",
+    "Alt": "\ue00a",
+    "Escape": "\ue00c",
+    "Space": " ",
+    "PageUp": "\ue00e",
+    "PageDown": "\ue00f",
+    "End": "\ue010",
+    "Home": "\ue011",
+    "ArrowLeft": "\ue012",
+    "ArrowUp": "\ue013",
+    "ArrowRight": "\ue014",
+    "ArrowDown": "\ue015",
+    "Delete": "\ue017",
+    "Meta": "\ue03d",
+}
+
+
+def key_actions(combo: str) -> list[dict[str, str]]:
+    """WebDriver's key actions for a press of `combo` ("Tab", "Shift+Tab", "a"): the modifiers
+    down, the key down and up, the modifiers up."""
+    *held, key = combo.split("+") if combo != "+" else ["+"]
+    codes = [KEYS.get(name, name) for name in [*held, key]]
+    if any(len(code) != 1 for code in codes):
+        raise ValueError(f"no such key: {combo!r} (known: {', '.join(KEYS)} or one character)")
+    return [{"type": "keyDown", "value": code} for code in codes] + [
+        {"type": "keyUp", "value": code} for code in reversed(codes)
+    ]
+
+
+def typed_actions(text: str) -> list[dict[str, str]]:
+    """WebDriver's key actions typing `text`, one character after another."""
+    return [
+        {"type": kind, "value": character} for character in text for kind in ("keyDown", "keyUp")
+    ]
+
+
+FOCUS_IN = """(selector) => {
+  const e = document.querySelector(selector), at = document.activeElement;
+  return !!e && !!at && (e === at || e.contains(at));
+}"""
+
+
 class EnginePage:
     """One page in one engine. `run(function, arg)` runs a JavaScript function (async or not) of
     one JSON argument in the page and answers its value as JSON; `click(selector)` is a person's
-    click (the engine's own input, so full screen and popups count it as a gesture)."""
+    click and `press(key)` / `type(text)` a person's keys (the engine's own input, so full screen
+    and popups count them as a gesture)."""
 
     engine = ""
     driver = ""  # what drives it, for the test's report
@@ -84,6 +134,25 @@ class EnginePage:
 
     def click(self, selector: str) -> None:
         raise NotImplementedError
+
+    def press(self, key: str) -> None:
+        """Press `key` ("Tab", "Shift+Tab", "Enter", "Space", "a") where the focus is."""
+        self._keys(key_actions(key))
+
+    def type(self, text: str) -> None:
+        """Type `text` where the focus is, one key after another."""
+        self._keys(typed_actions(text))
+
+    def _keys(self, actions: list[dict[str, str]]) -> None:
+        raise NotImplementedError
+
+    def focus_in(self, selector: str) -> bool:
+        """Whether the focus is on the first element matching `selector`, or inside it."""
+        return bool(self.run(FOCUS_IN, selector))
+
+    def heard(self) -> list[str]:
+        """The page's errors and console errors heard so far."""
+        return list(self.errors)
 
     def screenshot(self, name: str) -> Path:
         """A PNG of the viewport in test-results/engines/, to be looked at."""
@@ -158,6 +227,12 @@ class PlaywrightPage(EnginePage):
 
     def click(self, selector: str) -> None:
         self.page.click(selector)
+
+    def press(self, key: str) -> None:
+        self.page.keyboard.press(key)
+
+    def type(self, text: str) -> None:
+        self.page.keyboard.type(text)
 
     def _png(self) -> bytes:
         return bytes(self.page.screenshot())
@@ -334,6 +409,15 @@ class BidiPage(EnginePage):
             },
         )
 
+    def _keys(self, actions: list[dict[str, str]]) -> None:
+        self.browser.command(
+            "input.performActions",
+            {
+                "context": self.context,
+                "actions": [{"type": "key", "id": "keyboard", "actions": actions}],
+            },
+        )
+
     def _png(self) -> bytes:
         shot = self.browser.command("browsingContext.captureScreenshot", {"context": self.context})
         return base64.b64decode(shot["data"])
@@ -378,24 +462,56 @@ class WebKitDriver:
         stop(self.process)
 
 
+# WebKitWebDriver tells nothing of the console, and runs no script at document start (Debian's
+# WebKitGTK 2.50 refuses WebDriver BiDi's `webSocketUrl`): this records the page's uncaught
+# errors, unhandled rejections and console errors from the moment it runs in a new document (its
+# value: the document's readyState then; null while the old document is still there).
+HEAR = """() => {
+  if (window.__reactorLeaving) return null;
+  if (!window.__reactorHeard) {
+    const heard = window.__reactorHeard = [];
+    const text = (v) => {
+      if (v instanceof Error) return `${v.name}: ${v.message}`;
+      if (typeof v === "string") return v;
+      try { return JSON.stringify(v) ?? String(v); } catch { return String(v); }
+    };
+    addEventListener("error", (e) => heard.push(`page error: ${e.message || text(e.error)}`));
+    addEventListener("unhandledrejection",
+                     (e) => heard.push(`page error: unhandled rejection: ${text(e.reason)}`));
+    const error = console.error;
+    console.error = (...args) => {
+      heard.push(`console error: ${args.map(text).join(" ")}`);
+      error.apply(console, args);
+    };
+    window.__reactorHeardFrom = document.readyState;
+  }
+  return window.__reactorHeardFrom;
+}"""
+HEARD = "() => window.__reactorHeard ?? []"
+LEAVING = "() => { window.__reactorLeaving = true; return window.__reactorHeard ?? []; }"
+
+
 class WebKitPage(EnginePage):
     """A MiniBrowser of its own (one WebDriver session), so nothing carries over between tests.
     WebKit tells WebDriver nothing of the console or the network: `requests` are the page's
-    resource timings (the page's own requests, not its workers')."""
+    resource timings (the page's own requests, not its workers'), and `heard()` what `HEAR`
+    recorded in each document the page opened, from the moment `goto` found it there: not at
+    document start, which WebKitWebDriver has no way to reach. `heard_from` says when: mostly
+    "loading" or "interactive" (the demo page's modules not run yet), at times "complete"."""
 
     engine = "webkit"
 
     def __init__(self, driver: WebKitDriver) -> None:
         super().__init__()
         self.http, self.driver = driver.http, driver.driver
+        self.heard_from = ""  # the document's readyState when HEAR began recording in it
         options: dict[str, Any] = {"args": ["--automation"]}
         if driver.minibrowser:
             options["binary"] = driver.minibrowser
-        made = self._send(
-            "POST",
-            "/session",
-            {"capabilities": {"alwaysMatch": {"webkitgtk:browserOptions": options}}},
-        )
+        # "none": navigating answers at once, so that HEAR runs as soon as the new document is
+        # there; goto waits for the load event itself.
+        wanted = {"webkitgtk:browserOptions": options, "pageLoadStrategy": "none"}
+        made = self._send("POST", "/session", {"capabilities": {"alwaysMatch": wanted}})
         self.session = f"/session/{made['sessionId']}"
         self._send("POST", f"{self.session}/timeouts", {"script": 300_000})
         self._send("POST", f"{self.session}/window/rect", {**VIEWPORT, "x": 0, "y": 0})
@@ -408,9 +524,26 @@ class WebKitPage(EnginePage):
         return value
 
     def goto(self, url: str) -> None:
+        self.errors += self.run(LEAVING)  # what the document being left said
         self._send("POST", f"{self.session}/url", {"url": url})
-        # WebKitWebDriver may answer before the load event: the page's modules have run after it.
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while (state := self._hear()) is None:  # the old document, until the new one is there
+            if time.monotonic() > deadline:
+                raise AssertionError(f"webkit: {url} did not replace the page it was on")
+        self.heard_from = state
         self.run(LOADED)
+
+    def _hear(self) -> str | None:
+        """HEAR's answer; None also when the document it ran in was replaced meanwhile."""
+        try:
+            return self.run(HEAR)  # type: ignore[no-any-return]
+        except AssertionError as error:
+            if "no such frame" in str(error) or "unload" in str(error):
+                return None
+            raise
+
+    def heard(self) -> list[str]:
+        return [*self.errors, *self.run(HEARD)]
 
     def _run_text(self, script: str, text: str) -> str:
         # WebDriver's Execute Script waits for a promise it is given.
@@ -428,6 +561,10 @@ class WebKitPage(EnginePage):
         )
         element = next(iter(found.values()))
         self._send("POST", f"{self.session}/element/{element}/click", {})
+
+    def _keys(self, actions: list[dict[str, str]]) -> None:
+        key = [{"type": "key", "id": "keyboard", "actions": actions}]
+        self._send("POST", f"{self.session}/actions", {"actions": key})
 
     def _png(self) -> bytes:
         return base64.b64decode(self._send("GET", f"{self.session}/screenshot"))
