@@ -42,7 +42,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from reactor.errors import ApiError
-from reactor.server.api import ETAG, HTML, REVALIDATED, Call, Reply, declare, unchanged
+from reactor.server.api import ETAG, HTML, REVALIDATED, Call, Reply, declare, routes_of, unchanged
 from reactor.server.auth.sessions import User
 from reactor.server.database import Database
 from reactor.server.plugins.context import ServerContext
@@ -121,6 +121,8 @@ class DecksServerPlugin:
         listing = DeckList(database)
 
         @declare(
+            "GET",
+            "/api/decks",
             "Summaries of every deck (304 when If-None-Match names its ETag)",
             replies={
                 200: Reply({"type": "array", "items": LISTED}, headers=REVALIDATED),
@@ -144,6 +146,8 @@ class DecksServerPlugin:
             return Response(answer.body, media_type="application/json", headers=headers)
 
         @declare(
+            "GET",
+            "/api/decks/{id}",
             "A deck's spec (its version in the ETag header)",
             path={"id": DECK_ID},
             replies={200: Reply(DECK, headers=ETAG)},
@@ -157,6 +161,8 @@ class DecksServerPlugin:
             return JSONResponse(spec, headers={"etag": f'"{version}"'})
 
         @declare(
+            "PUT",
+            "/api/decks/{id}",
             "Create a deck (201) or replace one (200): its owner or an operator",
             path={"id": DECK_ID},
             body=DECK_BODY,
@@ -212,6 +218,8 @@ class DecksServerPlugin:
             )
 
         @declare(
+            "DELETE",
+            "/api/decks/{id}",
             "Delete a deck: its owner or an operator",
             path={"id": DECK_ID},
             replies={204: Reply(), 409: Reply(STALE_SCHEMA)},
@@ -234,6 +242,8 @@ class DecksServerPlugin:
             return Response(status_code=204)
 
         @declare(
+            "GET",
+            "/decks/{id}/print",
             "Every slide of a deck as one printable page",
             # a page a person opened says so
             replies={200: Reply(content=HTML), 404: Reply(content=HTML)},
@@ -246,13 +256,7 @@ class DecksServerPlugin:
                 )
             return HTMLResponse(printable_html(found[0]), headers=PRINT_HEADERS)
 
-        return [
-            Route("/api/decks", list_decks, methods=["GET"]),
-            Route("/api/decks/{id}", get_deck, methods=["GET"]),
-            Route("/api/decks/{id}", put_deck, methods=["PUT"]),
-            Route("/api/decks/{id}", delete_deck, methods=["DELETE"]),
-            Route("/decks/{id}/print", print_deck, methods=["GET"]),
-        ]
+        return routes_of(list_decks, get_deck, put_deck, delete_deck, print_deck)
 
 
 LIST_FORMAT = 1  # a new summary field: one more, so that no browser keeps a list without it

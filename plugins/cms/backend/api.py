@@ -29,7 +29,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from reactor.errors import ApiError, OutboundFailed, OutboundRefused
-from reactor.server.api import Call, Reply, declare
+from reactor.server.api import Call, Endpoint, Reply, declare, routes_of
 from reactor.server.outbound.fetch import FetchPolicy
 from reactor.server.requests import STALE_SCHEMA
 
@@ -350,7 +350,7 @@ def api_routes(
         summary: str,
         replies: dict[int, Reply],
         **declared: Any,
-    ) -> Route:
+    ) -> Endpoint:
         """One API call: the session checked first (401, before the body is read), then its
         declaration."""
 
@@ -368,15 +368,20 @@ def api_routes(
             return answer
 
         run.__name__ = handler.__name__
-        endpoint = declare(
-            summary, replies=replies, who=access.username, body_limit=MAX_BODY_BYTES, **declared
+        return declare(
+            method,
+            path,
+            summary,
+            replies=replies,
+            who=access.username,
+            body_limit=MAX_BODY_BYTES,
+            **declared,
         )(run)
-        return Route(path, endpoint, methods=[method])
 
     site = "/api/cms/sites/{site}"
     one = site + "/entries/{slug}"
     entry = Reply(ENTRY)
-    return [
+    return routes_of(
         route(
             "/api/cms/session",
             "GET",
@@ -469,7 +474,7 @@ def api_routes(
                 502: "The source could not be read.",
             },
         ),
-    ]
+    )
 
 
 def _own(request: Request, url: str) -> str:

@@ -10,13 +10,17 @@ sentence, "field"?, ...}`. A
 schema's `x-refusal` is the sentence a person reads when a value breaks it (`x-unknown`, when
 the body has a field it does not take).
 
-    @declare("Revoke an agent token", path={"id": TOKEN_ID}, replies={200: Reply(REVOKED)},
+    @declare("DELETE", "/api/agent-tokens/{id}", "Revoke an agent token", path={"id": TOKEN_ID},
+             replies={200: Reply(REVOKED)},
              refusals={401: "Nobody is signed in.", 404: "No such token of theirs."})
     async def revoke_token(call: Call) -> Any: ...
+
+    routes = routes_of(revoke_token, ...)  # the app's Routes, each from its declaration
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping
@@ -25,6 +29,7 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from ..errors import ApiError, DatabaseBusy, DatabaseUnavailable, refusal
 from ..json_schema import Validator
@@ -79,9 +84,10 @@ class Reply:
 
 @dataclass(frozen=True)
 class Declaration:
-    """Everything a route takes and answers: `replies` are the answers it makes itself (its
-    successes, and a refusal with a body of its own, such as an HTML page's 404), `refusals`
-    every other status it answers, with when (as `{"error": sentence}`)."""
+    """Everything a route takes and answers: where (`methods` at each of `paths`), `replies`
+    the answers it makes itself (its successes, and a refusal with a body of its own, such as an
+    HTML page's 404), `refusals` every other status it answers, with when (as `{"error":
+    sentence}`)."""
 
     summary: str
     replies: Mapping[int, Reply]
@@ -94,6 +100,8 @@ class Declaration:
     body_limit: int = BODY_LIMIT
     too_large: str = ""  # the 413's sentence, when the route says it in its own words
     name: str = ""
+    methods: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for status in set(self.replies) & set(self.refusals):
@@ -128,9 +136,12 @@ class Call:
 
 
 Handler = Callable[[Call], Awaitable[Any]]
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def declare(
+    method: str | tuple[str, ...],
+    at: str | tuple[str, ...],
     summary: str,
     *,
     replies: Mapping[int, Reply],
@@ -143,13 +154,14 @@ def declare(
     body_limit: int = BODY_LIMIT,
     too_large: str = "",
     who: Callable[[Request], Any] | None = None,
-) -> Callable[[Handler], Callable[[Request], Awaitable[Response]]]:
-    """Make `handler(call)` a Starlette endpoint that checks each request against this
-    declaration first: `who(request)` (the user, or ApiError 401/403) before the body is read,
-    then the path, the query and the body. The handler answers a Response, or a JSON value sent
-    with the one success status declared."""
+) -> Callable[[Handler], Endpoint]:
+    """Make `handler(call)` the Starlette endpoint of `method` at `at` (a path, or several
+    served alike), which checks each request against this declaration first: `who(request)` (the
+    user, or ApiError 401/403) before the body is read, then the path, the query and the body.
+    The handler answers a Response, or a JSON value sent with the one success status declared.
+    `routes_of` makes its Routes."""
 
-    def wrap(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    def wrap(handler: Handler) -> Endpoint:
         declaration = Declaration(
             summary,
             replies,
@@ -162,6 +174,7 @@ def declare(
             body_limit,
             too_large,
             handler.__name__,
+            *_where(method, at),
         )
         checks = _Checks(declaration, who)
         successes = [status for status in replies if status < 300]
@@ -183,12 +196,15 @@ def declare(
     return wrap
 
 
-def documented(declaration: Declaration) -> Callable[[Any], Any]:
-    """For an ASGI app that checks its own requests (MCP's transport): its declaration, for the
-    document only."""
+def documented(
+    method: str | tuple[str, ...], at: str | tuple[str, ...], declaration: Declaration
+) -> Callable[[Any], Any]:
+    """For an endpoint that checks its own requests (MCP's transport, OAuth's RFC endpoints):
+    where it is served and its declaration, for `routes_of` and the document."""
+    methods, paths = _where(method, at)
 
     def attach(app: Any) -> Any:
-        app.declaration = declaration
+        app.declaration = dataclasses.replace(declaration, methods=methods, paths=paths)
         return app
 
     return attach
@@ -196,6 +212,32 @@ def documented(declaration: Declaration) -> Callable[[Any], Any]:
 
 def declaration_of(endpoint: Any) -> Declaration | None:
     return getattr(endpoint, "declaration", None)
+
+
+def routes_of(*endpoints: Any) -> list[Route]:
+    """The Routes of declared endpoints: each at every path its declaration names, for its
+    methods. A request tries them in this order."""
+    routes = []
+    for endpoint in endpoints:
+        declaration = declaration_of(endpoint)
+        if declaration is None or not declaration.paths:
+            raise refusal(
+                "Route",
+                getattr(endpoint, "__name__", repr(endpoint)),
+                "",
+                None,
+                "has no declaration: declare it with @declare(method, path, summary, ...).",
+            )
+        routes += [
+            Route(at, endpoint, methods=list(declaration.methods)) for at in declaration.paths
+        ]
+    return routes
+
+
+def _where(
+    method: str | tuple[str, ...], at: str | tuple[str, ...]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return (method,) if isinstance(method, str) else method, (at,) if isinstance(at, str) else at
 
 
 def error_answer(error: Exception) -> JSONResponse:

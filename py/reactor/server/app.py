@@ -31,7 +31,16 @@ from .agents.mcp import MCP_OPERATION, Agents
 from .agents.mcp import PATH as MCP_PATH
 from .agents.oauth import ACCESS_PREFIX, CLIENT_PATHS, REFRESH_PREFIX, UNAUTHENTICATED_PATHS, OAuth
 from .agents.tokens import PREFIX, AgentTokens, AgentTokensOnlyOnMcp
-from .api import Call, Declaration, Reply, declaration_of, declare, error_answer, error_response
+from .api import (
+    Call,
+    Declaration,
+    Reply,
+    declaration_of,
+    declare,
+    error_answer,
+    error_response,
+    routes_of,
+)
 from .auth.cors import CrossOrigin, check_origins
 from .auth.protection import LOOPBACK_HOSTS, CrossSiteWriteGuard, HostCheck, check_hosts
 from .auth.sessions import Auth
@@ -148,7 +157,7 @@ def create_app(
     settings = PageSettings(
         agent, assistant, assistant is None if browser_keys is None else browser_keys, origins
     )
-    mcp = Route(MCP_PATH, MCP_OPERATION(agents.endpoint), methods=["GET", "POST", "DELETE"])
+    (mcp,) = routes_of(MCP_OPERATION(agents.endpoint))
     metrics = Metrics(store, agents.relay, metrics_token)
     routes: list[BaseRoute] = [
         *page_routes(runtime, archive, platform, settings),
@@ -253,13 +262,15 @@ def _server_plugin_routes(
 
 def _openapi_route(routes: list[BaseRoute]) -> Route:
     @declare(
+        "GET",
+        "/openapi.json",
         "This document: every route, what it takes and what it answers (OpenAPI 3.1)",
         replies={200: Reply(DOCUMENT)},
     )
     async def openapi(call: Call) -> Response:
         return JSONResponse(document)
 
-    route = Route("/openapi.json", openapi, methods=["GET"])
+    (route,) = routes_of(openapi)
     document = openapi_document(
         [*routes, route], title="reactor", version=metadata.version("reactor")
     )

@@ -33,7 +33,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...errors import ApiError
-from ..api import EVENTS, Call, Reply, declare
+from ..api import EVENTS, Call, Reply, declare, routes_of
 from ..auth.sessions import Auth, User
 from ..database import Database
 from .allowance import Allowance, input_estimate
@@ -66,6 +66,8 @@ class Gateway:
         )
 
         @declare(
+            "POST",
+            PATHS[provider],
             "Ask the site's model "
             f"({'OpenAI Chat Completions' if provider == 'openai' else 'Anthropic Messages'} "
             "wire format; the server adds the key and relays the answer as it streams)",
@@ -104,6 +106,8 @@ class Gateway:
         )
 
         @declare(
+            "GET",
+            STREAMS,
             "Re-attach to the answer the site's model is giving in one of the person's "
             "conversations (kept while it streams): from the event after `Last-Event-ID`, the "
             "rest as it comes",
@@ -120,6 +124,8 @@ class Gateway:
             return _Reattached(kept, int(after) if after.isdigit() else 0)
 
         @declare(
+            "DELETE",
+            STREAMS,
             "Stop the answer the site's model is giving in one of the person's conversations: "
             "the provider's request is closed",
             path={"thread": {"type": "string", "pattern": f"^{THREAD.pattern}$"}},
@@ -142,11 +148,7 @@ class Gateway:
             kept.stop()
             return {"stopped": call.path["thread"]}
 
-        return [
-            Route(PATHS[provider], assistant, methods=["POST"]),
-            Route(STREAMS, reattach, methods=["GET"]),
-            Route(STREAMS, stop, methods=["DELETE"]),
-        ]
+        return routes_of(assistant, reattach, stop)
 
     def streaming(self, username: str, thread: str) -> bool:
         """Whether an answer is kept for the person's thread (the page re-attaches to it)."""
