@@ -14,6 +14,7 @@ from starlette.applications import Starlette
 from reactor import PluginPlatform
 from reactor.server.auth.sessions import Auth
 from reactor.server.database import Database
+from reactor.server.faults import ANSWERS
 from reactor.server.openapi import openapi_document
 from reactor.server.plugins.context import ServerContext
 from reactor.server.plugins.records import PluginRecords
@@ -58,7 +59,7 @@ def serve(database, *, seed=True):
     auth = Auth(database, seed=True)
     context = ServerContext(database, auth, platform, PluginRecords(database, auth, reserved=set()))
     plugin.setup(context, seed=seed)
-    return Client(Starlette(routes=plugin.routes(context)), auth)
+    return Client(Starlette(routes=plugin.routes(context), exception_handlers=ANSWERS), auth)
 
 
 @pytest.fixture

@@ -11,6 +11,8 @@ from starlette.testclient import TestClient
 
 from reactor.errors import ApiError, DatabaseBusy, DeclarationError
 from reactor.server.api import Call, Reply, declare, routes_of
+from reactor.server.auth.protection import CrossSiteWriteGuard
+from reactor.server.faults import ANSWERS
 from reactor.server.openapi import openapi_document
 
 NOTE = {
@@ -50,7 +52,7 @@ def app() -> TestClient:
             raise DatabaseBusy("database is locked")
         raise ApiError(429, "Too many notes; wait a minute.", retry_after=60)
 
-    return TestClient(Starlette(routes=routes_of(add_note, refuse)))
+    return TestClient(Starlette(routes=routes_of(add_note, refuse), exception_handlers=ANSWERS))
 
 
 @pytest.mark.parametrize(
@@ -101,7 +103,9 @@ def test_a_refusal_is_one_shape_with_the_headers_it_promises():
 
 def test_the_document_is_written_from_the_same_declaration():
     routes = app().app.routes  # type: ignore[attr-defined]
-    document = openapi_document(routes, title="notes", version="1")
+    # the middleware in front declares what it refuses: the write guard's 403 and 415
+    refusals = CrossSiteWriteGuard.refusals()
+    document = openapi_document(routes, title="notes", version="1", refusals=refusals)
     add = document["paths"]["/notes"]["post"]
     assert add["operationId"] == "add_note"
     assert add["requestBody"]["content"]["application/json"]["schema"] is NOTE

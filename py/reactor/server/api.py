@@ -4,9 +4,10 @@
 The same declaration checks every request before its handler runs — anything outside it is a
 422 naming the field (a path segment outside it, a 404), never clamped or replaced by a
 default — and writes the route's entry in `/openapi.json` (server/openapi.py), so the two
-cannot disagree. A handler refuses with `raise ApiError(status, sentence)`; `error_answer` is
-the one place that turns a refusal, a database fault or a bug into its answer, `{"error":
-sentence, "field"?, ...}`. A
+cannot disagree. A handler refuses with `raise ApiError(status, sentence)`; the app's handlers
+(server/faults.py) answer it with `error_answer`, which turns a refusal, a database fault or a
+bug into its answer, `{"error": sentence, "field"?, ...}`. A middleware declares what it refuses
+in front of the routes (`Refusal`, its `refusals(**options)`), for the document. A
 schema's `x-refusal` is the sentence a person reads when a value breaks it (`x-unknown`, when
 the body has a field it does not take).
 
@@ -23,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +70,14 @@ FAULT = (
 )
 log = logging.getLogger("reactor.server")
 BODY_LIMIT = 64 * 1024
+# What a declaration's checks refuse before its handler runs, by what it declares.
+BODY_REFUSALS = {
+    400: "The body is not a JSON object.",
+    413: "The body is larger than this route takes.",
+    422: "The body breaks its schema; `field` names where.",
+}
+QUERY_REFUSALS = {422: "A query parameter breaks its schema; `field` names which."}
+PATH_REFUSALS = {404: "A path segment names nothing that can be here."}
 PATH_SEGMENT = {"type": "string", "minLength": 1}
 
 
@@ -103,6 +112,18 @@ class Declaration:
     methods: tuple[str, ...] = ()
     paths: tuple[str, ...] = ()
 
+    def checked(self) -> dict[int, str]:
+        """What this declaration's own checks refuse, by what it declares (a body, a query, a
+        constrained path segment), with when."""
+        refused: dict[int, str] = {}
+        if self.body is not None:
+            refused |= BODY_REFUSALS
+        if self.query:
+            refused |= QUERY_REFUSALS
+        if self.path:
+            refused |= PATH_REFUSALS
+        return refused
+
     def __post_init__(self) -> None:
         for status in set(self.replies) & set(self.refusals):
             raise refusal(
@@ -121,6 +142,31 @@ class Declaration:
                     status,
                     f"{status} is not an error status.",
                 )
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A status a middleware answers in front of the routes, and when: the document lists it on
+    every operation it can answer (of `methods` only, when given; never at a `spared` path)."""
+
+    status: int
+    when: str
+    methods: frozenset[str] | None = None
+    spared: tuple[str, ...] = ()
+
+    def applies(self, method: str, path: str) -> bool:
+        return (self.methods is None or method in self.methods) and path not in self.spared
+
+
+def refusals_of(middleware: Iterable[Any]) -> list[Refusal]:
+    """What each of the app's middleware (Starlette `Middleware(cls, **options)`) declares it
+    refuses: its class's `refusals(**options)`, none when it has no such method."""
+    found: list[Refusal] = []
+    for entry in middleware:
+        declared = getattr(entry.cls, "refusals", None)
+        if declared is not None:
+            found += declared(**entry.kwargs)
+    return found
 
 
 @dataclass(frozen=True)
@@ -181,11 +227,8 @@ def declare(
         success = successes[0] if len(successes) == 1 else 200
 
         async def endpoint(request: Request) -> Response:
-            try:
-                call = await checks.call(request)
-                answer = await handler(call)
-            except (ApiError, DatabaseBusy) as error:
-                return error_answer(error)
+            # a refusal, a fault: raised on to the app's one answer of errors (server/faults.py)
+            answer = await handler(await checks.call(request))
             return answer if isinstance(answer, Response) else JSONResponse(answer, success)
 
         endpoint.__name__ = endpoint.__qualname__ = handler.__name__

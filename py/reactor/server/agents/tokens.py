@@ -31,7 +31,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ...errors import ApiError
-from ..api import NO_STORE, Call, Reply, declare, error_answer, routes_of
+from ..api import NO_STORE, Call, Refusal, Reply, declare, error_answer, routes_of
 from ..auth.sessions import Auth, User
 from ..database import Database
 
@@ -296,6 +296,16 @@ class AgentTokensOnlyOnMcp:
     ) -> None:
         self.app, self.path, self.prefixes = app, path, prefixes
         self.unread = frozenset(unread)
+
+    @classmethod
+    def refusals(
+        cls, *, path: str = "/mcp", unread: tuple[str, ...] = (), **options: Any
+    ) -> tuple[Refusal, ...]:
+        return (
+            Refusal(
+                401, f"An agent token was sent: it works only on {path}.", None, (path, *unread)
+            ),
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
