@@ -79,6 +79,7 @@ BODY_REFUSALS = {
 QUERY_REFUSALS = {422: "A query parameter breaks its schema; `field` names which."}
 PATH_REFUSALS = {404: "A path segment names nothing that can be here."}
 PATH_SEGMENT = {"type": "string", "minLength": 1}
+SERVICES = "reactor.services"  # scope key: what routes_of serves a route with
 
 
 @dataclass(frozen=True)
@@ -179,6 +180,7 @@ class Call:
     query: dict[str, Any]
     path: dict[str, str]
     user: Any = None  # what the declaration's `who` answered: the signed-in user
+    services: Any = None  # what the app serves the route with (routes_of's `services`)
 
 
 Handler = Callable[[Call], Awaitable[Any]]
@@ -257,11 +259,14 @@ def declaration_of(endpoint: Any) -> Declaration | None:
     return getattr(endpoint, "declaration", None)
 
 
-def routes_of(*endpoints: Any) -> list[Route]:
+def routes_of(*endpoints: Any, services: Any = None) -> list[Route]:
     """The Routes of declared endpoints: each at every path its declaration names, for its
-    methods. A request tries them in this order."""
+    methods. A request tries them in this order. A module-level handler takes what it works with
+    from `services` (`call.services`; `services_of(request)` for a `who`): one set per app."""
     routes = []
     for endpoint in endpoints:
+        if services is not None:
+            endpoint = _serving(endpoint, services)
         declaration = declaration_of(endpoint)
         if declaration is None or not declaration.paths:
             raise refusal(
@@ -275,6 +280,23 @@ def routes_of(*endpoints: Any) -> list[Route]:
             Route(at, endpoint, methods=list(declaration.methods)) for at in declaration.paths
         ]
     return routes
+
+
+def services_of(request: Request) -> Any:
+    """The services the app serves this request's route with (routes_of's `services`)."""
+    return request.scope.get(SERVICES)
+
+
+def _serving(endpoint: Any, services: Any) -> Any:
+    async def served(request: Request) -> Response:
+        request.scope[SERVICES] = services
+        response: Response = await endpoint(request)
+        return response
+
+    served.__name__ = served.__qualname__ = getattr(endpoint, "__name__", "served")
+    served.__doc__ = endpoint.__doc__
+    served.declaration = declaration_of(endpoint)  # type: ignore[attr-defined]
+    return served
 
 
 def _where(
@@ -451,7 +473,7 @@ class _Checks:
             problems = self.body.problems(body)
             if problems:
                 raise body_refusal(self.declaration.body, body, problems)
-        return Call(request, body, query, path, user)
+        return Call(request, body, query, path, user, request.scope.get(SERVICES))
 
 
 _REQUIRED = re.compile(r"'(.+)' is a required property")  # reactor.json_schema's words
