@@ -18,6 +18,7 @@ from starlette.routing import Route
 from reactor import PluginPlatform
 from reactor.server.auth.sessions import Auth
 from reactor.server.database import Database
+from reactor.server.faults import ANSWERS
 from reactor.server.loopback import LoopbackServer
 from reactor.server.plugins.context import ServerContext
 from reactor.server.plugins.records import PluginRecords
@@ -57,7 +58,8 @@ def serve_cms(
     auth = Auth(database, seed=True)
     context = ServerContext(database, auth, platform, PluginRecords(database, auth, reserved=set()))
     plugin.setup(context, seed=seed)
-    return Client(Starlette(routes=plugin.routes(context)), context.auth), database
+    app = Starlette(routes=plugin.routes(context), exception_handlers=ANSWERS)
+    return Client(app, context.auth), database
 
 
 def entry_count(database: Database) -> int:
@@ -103,6 +105,7 @@ def source_app() -> Starlette:
         return Response(f"<main>{articles}</main>", media_type="text/html")
 
     return Starlette(
+        exception_handlers=ANSWERS,
         routes=[
             *demo_source_routes(),
             Route("/slow-blog/", slow_blog),
@@ -113,7 +116,7 @@ def source_app() -> Starlette:
             Route("/to-metadata", redirect("http://169.254.169.254/latest/meta-data/")),
             Route("/to-blog", redirect("/demo-sources/blog/")),
             Route("/bomb.xml", doctype_feed),
-        ]
+        ],
     )
 
 

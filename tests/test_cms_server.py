@@ -395,3 +395,12 @@ def test_what_the_tools_let_a_model_send_is_what_the_api_takes(client):
         assert [p["path"] for p in argument_problems(create, fields)] == [f"$.{field}"]
         answer = client.as_user("ada").post(f"{ACME}/entries", json=fields)
         assert (answer.status_code, answer.json()["field"]) == (422, field)
+
+
+def test_two_apps_served_by_the_same_handlers_each_keep_their_own_entries(tmp_path):
+    # the API's handlers are module-level: each app serves them with its own store and access
+    first, _ = serve_cms(tmp_path / "first")
+    second, _ = serve_cms(tmp_path / "second")
+    made = first.as_user("ada").post(f"{ACME}/entries", json=draft(title="Only here")).json()
+    assert first.as_user("ada").get(f"{ACME}/entries/{made['slug']}").status_code == 200
+    assert second.as_user("ada").get(f"{ACME}/entries/{made['slug']}").status_code == 404

@@ -14,6 +14,7 @@ from starlette.applications import Starlette
 from reactor import PluginPlatform
 from reactor.server.auth.sessions import Auth
 from reactor.server.database import Database
+from reactor.server.faults import ANSWERS
 from reactor.server.openapi import openapi_document
 from reactor.server.plugins.context import ServerContext
 from reactor.server.plugins.records import PluginRecords
@@ -58,7 +59,7 @@ def serve(database, *, seed=True):
     auth = Auth(database, seed=True)
     context = ServerContext(database, auth, platform, PluginRecords(database, auth, reserved=set()))
     plugin.setup(context, seed=seed)
-    return Client(Starlette(routes=plugin.routes(context)), auth)
+    return Client(Starlette(routes=plugin.routes(context), exception_handlers=ANSWERS), auth)
 
 
 @pytest.fixture
@@ -453,3 +454,16 @@ def test_the_app_serves_the_decks_api_and_tells_the_page_where_it_is(app_server)
     ]
     assert boot["services"]["decks_api"] == "/api/decks"
     assert b"export function renderDecks" in client.get("/assets/plugins/decks/view.js").content
+
+
+def test_two_apps_served_by_the_same_handlers_each_keep_their_own_decks_and_list(tmp_path):
+    # the handlers are module-level: each app serves them with its own database and list cache
+    first = serve(Database(tmp_path / "first.sqlite3"))
+    second = serve(Database(tmp_path / "second.sqlite3"))
+    before = second.get("/api/decks")
+    assert first.put("/api/decks/demo", json=deck()).status_code == 201
+    assert first.get("/api/decks/demo").status_code == 200
+    assert second.get("/api/decks/demo").status_code == 404
+    after = second.get("/api/decks", headers={"if-none-match": before.headers["etag"]})
+    assert after.status_code == 304  # the first app's write is not the second's
+    assert "demo" in [d["id"] for d in first.get("/api/decks").json()]

@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 from starlette.applications import Starlette
-from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from reactor.errors import ApiError, DatabaseBusy, DeclarationError
-from reactor.server.api import Call, Reply, declare
+from reactor.server.api import Call, Reply, declare, routes_of
+from reactor.server.auth.protection import CrossSiteWriteGuard
+from reactor.server.faults import ANSWERS
 from reactor.server.openapi import openapi_document
 
 NOTE = {
@@ -33,6 +34,8 @@ NOTE = {
 
 def app() -> TestClient:
     @declare(
+        "POST",
+        "/notes",
         "Add a note",
         body=NOTE,
         query={"copies": {"type": "integer", "minimum": 1, "maximum": 3}},
@@ -41,15 +44,15 @@ def app() -> TestClient:
     async def add_note(call: Call) -> Any:
         return {"text": call.body["text"], "copies": call.query.get("copies", 1)}
 
-    @declare("Refuse", replies={200: Reply()}, refusals={429: "Always.", 503: "Busy."})
+    @declare(
+        "GET", "/refuse", "Refuse", replies={200: Reply()}, refusals={429: "Always.", 503: "Busy."}
+    )
     async def refuse(call: Call) -> Any:
         if call.request.query_params.get("busy"):
             raise DatabaseBusy("database is locked")
         raise ApiError(429, "Too many notes; wait a minute.", retry_after=60)
 
-    return TestClient(
-        Starlette(routes=[Route("/notes", add_note, methods=["POST"]), Route("/refuse", refuse)])
-    )
+    return TestClient(Starlette(routes=routes_of(add_note, refuse), exception_handlers=ANSWERS))
 
 
 @pytest.mark.parametrize(
@@ -100,7 +103,9 @@ def test_a_refusal_is_one_shape_with_the_headers_it_promises():
 
 def test_the_document_is_written_from_the_same_declaration():
     routes = app().app.routes  # type: ignore[attr-defined]
-    document = openapi_document(routes, title="notes", version="1")
+    # the middleware in front declares what it refuses: the write guard's 403 and 415
+    refusals = CrossSiteWriteGuard.refusals()
+    document = openapi_document(routes, title="notes", version="1", refusals=refusals)
     add = document["paths"]["/notes"]["post"]
     assert add["operationId"] == "add_note"
     assert add["requestBody"]["content"]["application/json"]["schema"] is NOTE
@@ -117,4 +122,6 @@ def test_the_document_is_written_from_the_same_declaration():
 
 def test_a_status_declared_as_both_a_reply_and_a_refusal_is_refused_where_it_is_written():
     with pytest.raises(DeclarationError, match="404 is a reply already"):
-        declare("Page", replies={404: Reply()}, refusals={404: "Gone."})(lambda call: None)  # type: ignore[arg-type, return-value]
+        declare("GET", "/page", "Page", replies={404: Reply()}, refusals={404: "Gone."})(
+            lambda call: None
+        )  # type: ignore[arg-type, return-value]

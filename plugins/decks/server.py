@@ -31,6 +31,7 @@ import gzip
 import hashlib
 import json
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,8 +43,18 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from reactor.errors import ApiError
-from reactor.server.api import ETAG, HTML, REVALIDATED, Call, Reply, declare, unchanged
-from reactor.server.auth.sessions import User
+from reactor.server.api import (
+    ETAG,
+    HTML,
+    REVALIDATED,
+    Call,
+    Reply,
+    declare,
+    routes_of,
+    services_of,
+    unchanged,
+)
+from reactor.server.auth.sessions import Auth, User
 from reactor.server.database import Database
 from reactor.server.plugins.context import ServerContext
 from reactor.server.plugins.records import OPERATORS
@@ -101,7 +112,8 @@ PRINT_HEADERS = {"content-security-policy": "default-src 'none'; style-src 'unsa
 
 
 class DecksServerPlugin:
-    """Stores decks in the server's SQLite file and serves them to the page."""
+    """Stores decks in the server's SQLite file and serves them to the page: its routes are the
+    module-level handlers below, each app's with its own database, auth and list cache."""
 
     def setup(self, context: ServerContext, *, seed: bool) -> None:
         """Create the table; with `seed`, fill an empty table with the demo decks."""
@@ -116,143 +128,171 @@ class DecksServerPlugin:
                     _write(db, spec, owner=None)
 
     def routes(self, context: ServerContext) -> list[Route]:
-        database, auth = context.database, context.auth
-        signed_in = auth.signed_in
-        listing = DeckList(database)
+        services = DecksServices(context.database, context.auth, DeckList(context.database))
+        return routes_of(list_decks, get_deck, put_deck, delete_deck, print_deck, services=services)
 
-        @declare(
-            "Summaries of every deck (304 when If-None-Match names its ETag)",
-            replies={
-                200: Reply({"type": "array", "items": LISTED}, headers=REVALIDATED),
-                304: Reply(headers=REVALIDATED),
+
+@dataclass(frozen=True)
+class DecksServices:
+    """What the handlers work with, one set per app: they take it from the call
+    (`call.services`, routes_of)."""
+
+    database: Database
+    auth: Auth
+    listing: DeckList
+
+
+def _decks(call: Call) -> DecksServices:
+    services: DecksServices = call.services
+    return services
+
+
+def _signed_in(sentence: str) -> Callable[[Request], User]:
+    """A declaration's `who`: the app's signed-in user, 401 with `sentence` when nobody is."""
+
+    def who(request: Request) -> User:
+        services: DecksServices = services_of(request)
+        return services.auth.signed_in(sentence)(request)
+
+    return who
+
+
+# The routes, each declared once at import; a request tries them in this order.
+@declare(
+    "GET",
+    "/api/decks",
+    "Summaries of every deck (304 when If-None-Match names its ETag)",
+    replies={
+        200: Reply({"type": "array", "items": LISTED}, headers=REVALIDATED),
+        304: Reply(headers=REVALIDATED),
+    },
+)
+async def list_decks(call: Call) -> Response:
+    # on the loop, as a session's check is: one aggregate over narrow columns costs less
+    # than a hop to a worker thread and back (0.15 ms of a 304's 1 ms: bench/proxy.py)
+    listing = _decks(call).listing
+    etag = listing.etag()
+    headers = {"etag": etag, "cache-control": "no-cache", "vary": "Accept-Encoding"}
+    if unchanged(call.request, etag):
+        return Response(status_code=304, headers=headers)
+    answer = listing.cached(etag)
+    if answer is None:
+        answer = await run_in_threadpool(listing.read)
+    headers["etag"] = answer.etag  # the list read: a write may have come since
+    if "gzip" in accepted_codings(call.request.headers.get("accept-encoding", "")):
+        headers["content-encoding"] = "gzip"
+        return Response(answer.gzipped, media_type="application/json", headers=headers)
+    return Response(answer.body, media_type="application/json", headers=headers)
+
+
+@declare(
+    "GET",
+    "/api/decks/{id}",
+    "A deck's spec (its version in the ETag header)",
+    path={"id": DECK_ID},
+    replies={200: Reply(DECK, headers=ETAG)},
+    refusals={404: "No deck has that id."},
+)
+async def get_deck(call: Call) -> Response:
+    found = await run_in_threadpool(_read, _decks(call).database, call.path["id"])
+    if found is None:
+        raise _no_deck(call.path["id"])
+    spec, version = found
+    return JSONResponse(spec, headers={"etag": f'"{version}"'})
+
+
+@declare(
+    "PUT",
+    "/api/decks/{id}",
+    "Create a deck (201) or replace one (200): its owner or an operator",
+    path={"id": DECK_ID},
+    body=DECK_BODY,
+    body_limit=MAX_BODY_BYTES,
+    too_large=f"The deck is larger than {MAX_BODY_BYTES} bytes; split it into smaller decks.",
+    replies={
+        200: Reply(SUMMARY, headers=ETAG),
+        201: Reply(SUMMARY, headers=ETAG),
+        409: Reply(STALE_SCHEMA),
+    },
+    refusals={
+        400: "If-Match names no deck version.",
+        401: "Nobody is signed in.",
+        403: "The deck is another person's.",
+        422: "The deck breaks its schema, or its id is not the address's.",
+    },
+    who=_signed_in("Sign in to save decks."),
+)
+async def put_deck(call: Call) -> Response:
+    id, spec, user = call.path["id"], call.body, call.user
+    expected = _if_match(call.request)
+    problems = deck_problems(spec)
+    if spec["id"] != id:
+        problems.insert(
+            0,
+            {
+                "path": "$.id",
+                "message": f"the deck's id {spec['id']!r} is not the address's {id!r}"[:200],
             },
         )
-        async def list_decks(call: Call) -> Response:
-            # on the loop, as a session's check is: one aggregate over narrow columns costs less
-            # than a hop to a worker thread and back (0.15 ms of a 304's 1 ms: bench/proxy.py)
-            etag = listing.etag()
-            headers = {"etag": etag, "cache-control": "no-cache", "vary": "Accept-Encoding"}
-            if unchanged(call.request, etag):
-                return Response(status_code=304, headers=headers)
-            answer = listing.cached(etag)
-            if answer is None:
-                answer = await run_in_threadpool(listing.read)
-            headers["etag"] = answer.etag  # the list read: a write may have come since
-            if "gzip" in accepted_codings(call.request.headers.get("accept-encoding", "")):
-                headers["content-encoding"] = "gzip"
-                return Response(answer.gzipped, media_type="application/json", headers=headers)
-            return Response(answer.body, media_type="application/json", headers=headers)
-
-        @declare(
-            "A deck's spec (its version in the ETag header)",
-            path={"id": DECK_ID},
-            replies={200: Reply(DECK, headers=ETAG)},
-            refusals={404: "No deck has that id."},
+    if problems:
+        raise ApiError(
+            422,
+            problems_sentence(problems),
+            field=problems[0]["path"].removeprefix("$."),
+            problems=problems,
         )
-        async def get_deck(call: Call) -> Response:
-            found = await run_in_threadpool(_read, database, call.path["id"])
-            if found is None:
-                raise _no_deck(call.path["id"])
-            spec, version = found
-            return JSONResponse(spec, headers={"etag": f'"{version}"'})
+    saved = await run_in_threadpool(_save, _decks(call).database, spec, user, expected)
+    if saved is None:
+        raise _not_yours(user, id, "replace")
+    created, version = saved
+    summary = {
+        "id": id,
+        "title": spec["title"],
+        "slides": len(spec["slides"]),
+        "version": version,
+    }
+    return JSONResponse(
+        summary, status_code=201 if created else 200, headers={"etag": f'"{version}"'}
+    )
 
-        @declare(
-            "Create a deck (201) or replace one (200): its owner or an operator",
-            path={"id": DECK_ID},
-            body=DECK_BODY,
-            body_limit=MAX_BODY_BYTES,
-            too_large=f"The deck is larger than {MAX_BODY_BYTES} bytes; split it into smaller "
-            "decks.",
-            replies={
-                200: Reply(SUMMARY, headers=ETAG),
-                201: Reply(SUMMARY, headers=ETAG),
-                409: Reply(STALE_SCHEMA),
-            },
-            refusals={
-                400: "If-Match names no deck version.",
-                401: "Nobody is signed in.",
-                403: "The deck is another person's.",
-                422: "The deck breaks its schema, or its id is not the address's.",
-            },
-            who=signed_in("Sign in to save decks."),
-        )
-        async def put_deck(call: Call) -> Response:
-            id, spec, user = call.path["id"], call.body, call.user
-            expected = _if_match(call.request)
-            problems = deck_problems(spec)
-            if spec["id"] != id:
-                problems.insert(
-                    0,
-                    {
-                        "path": "$.id",
-                        "message": f"the deck's id {spec['id']!r} is not the address's {id!r}"[
-                            :200
-                        ],
-                    },
-                )
-            if problems:
-                raise ApiError(
-                    422,
-                    problems_sentence(problems),
-                    field=problems[0]["path"].removeprefix("$."),
-                    problems=problems,
-                )
-            saved = await run_in_threadpool(_save, database, spec, user, expected)
-            if saved is None:
-                raise _not_yours(user, id, "replace")
-            created, version = saved
-            summary = {
-                "id": id,
-                "title": spec["title"],
-                "slides": len(spec["slides"]),
-                "version": version,
-            }
-            return JSONResponse(
-                summary, status_code=201 if created else 200, headers={"etag": f'"{version}"'}
-            )
 
-        @declare(
-            "Delete a deck: its owner or an operator",
-            path={"id": DECK_ID},
-            replies={204: Reply(), 409: Reply(STALE_SCHEMA)},
-            refusals={
-                400: "If-Match names no deck version.",
-                401: "Nobody is signed in.",
-                403: "The deck is another person's.",
-                404: "No deck has that id.",
-            },
-            who=signed_in("Sign in to delete decks."),
-        )
-        async def delete_deck(call: Call) -> Response:
-            id, user = call.path["id"], call.user
-            expected = _if_match(call.request)
-            deleted = await run_in_threadpool(_delete, database, id, user, expected)
-            if deleted is None:
-                raise _not_yours(user, id, "delete")
-            if not deleted:
-                raise _no_deck(id)
-            return Response(status_code=204)
+@declare(
+    "DELETE",
+    "/api/decks/{id}",
+    "Delete a deck: its owner or an operator",
+    path={"id": DECK_ID},
+    replies={204: Reply(), 409: Reply(STALE_SCHEMA)},
+    refusals={
+        400: "If-Match names no deck version.",
+        401: "Nobody is signed in.",
+        403: "The deck is another person's.",
+        404: "No deck has that id.",
+    },
+    who=_signed_in("Sign in to delete decks."),
+)
+async def delete_deck(call: Call) -> Response:
+    id, user = call.path["id"], call.user
+    expected = _if_match(call.request)
+    deleted = await run_in_threadpool(_delete, _decks(call).database, id, user, expected)
+    if deleted is None:
+        raise _not_yours(user, id, "delete")
+    if not deleted:
+        raise _no_deck(id)
+    return Response(status_code=204)
 
-        @declare(
-            "Every slide of a deck as one printable page",
-            # a page a person opened says so
-            replies={200: Reply(content=HTML), 404: Reply(content=HTML)},
-        )
-        async def print_deck(call: Call) -> Response:
-            found = await run_in_threadpool(_read, database, call.path["id"])
-            if found is None:  # a page a person opened: an HTML page, not the API's JSON
-                return HTMLResponse(
-                    missing_html(call.path["id"]), status_code=404, headers=PRINT_HEADERS
-                )
-            return HTMLResponse(printable_html(found[0]), headers=PRINT_HEADERS)
 
-        return [
-            Route("/api/decks", list_decks, methods=["GET"]),
-            Route("/api/decks/{id}", get_deck, methods=["GET"]),
-            Route("/api/decks/{id}", put_deck, methods=["PUT"]),
-            Route("/api/decks/{id}", delete_deck, methods=["DELETE"]),
-            Route("/decks/{id}/print", print_deck, methods=["GET"]),
-        ]
+@declare(
+    "GET",
+    "/decks/{id}/print",
+    "Every slide of a deck as one printable page",
+    # a page a person opened says so
+    replies={200: Reply(content=HTML), 404: Reply(content=HTML)},
+)
+async def print_deck(call: Call) -> Response:
+    found = await run_in_threadpool(_read, _decks(call).database, call.path["id"])
+    if found is None:  # a page a person opened: an HTML page, not the API's JSON
+        return HTMLResponse(missing_html(call.path["id"]), status_code=404, headers=PRINT_HEADERS)
+    return HTMLResponse(printable_html(found[0]), headers=PRINT_HEADERS)
 
 
 LIST_FORMAT = 1  # a new summary field: one more, so that no browser keeps a list without it

@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from reactor.errors import ApiError
-from reactor.server.api import Call, Reply, declare
+from reactor.server.api import Call, Reply, declare, routes_of
 from reactor.server.auth.sessions import User
 from reactor.server.plugins.context import ServerContext
 
@@ -230,6 +230,8 @@ class MaintenanceServerPlugin:
         }
 
         @declare(
+            "GET",
+            "/api/maintenance/entities",
             "A building's open maintenance tasks, for those who may use a tool that reads them",
             query={
                 "building": {"type": "string"},
@@ -244,6 +246,8 @@ class MaintenanceServerPlugin:
             return _backlog(context, call.query.get("building"), call.query.get("limit", 20))
 
         @declare(
+            "GET",
+            "/api/maintenance/slow",
             "The demo's slow archive: answers after `ms` (at most 60,000), or notices the "
             "caller left",
             query={"ms": {"type": "integer", "minimum": 0, "maximum": SLOW_LIMIT_MS}},
@@ -275,10 +279,7 @@ class MaintenanceServerPlugin:
             self.count_slow("completed")
             return JSONResponse({"value": 42, "waitedMs": ms})
 
-        return [
-            Route("/api/maintenance/entities", entities, methods=["GET"]),
-            Route("/api/maintenance/slow", slow, methods=["GET"]),
-        ]
+        return routes_of(entities, slow)
 
 
 def _backlog(context: ServerContext, building: str | None, limit: int) -> dict[str, Any]:

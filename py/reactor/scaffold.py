@@ -244,7 +244,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reactor.server.api import Call, Reply, declare
+from reactor.server.api import Call, Reply, declare, routes_of
 from reactor.server.plugins.context import ServerContext
 from starlette.routing import Route
 
@@ -277,13 +277,17 @@ class ItemsServer:
                 rows = db.execute("SELECT text FROM {table} ORDER BY id")
                 return [row["text"] for row in rows]
 
-        # Each route is declared once: the declaration checks every request (a 422 names the
-        # field) and is the route's entry in /openapi.json.
-        @declare("The items, oldest first", replies={{200: Reply(ITEMS)}})
+        # Each route is declared once, its method and path included: the declaration checks
+        # every request (a 422 names the field) and is the route's entry in /openapi.json.
+        @declare(
+            "GET", "/api/{name}/items", "The items, oldest first", replies={{200: Reply(ITEMS)}}
+        )
         async def list_items(call: Call) -> Any:
             return items()
 
         @declare(
+            "POST",
+            "/api/{name}/items",
             "Add an item (signed-in users)",
             body=ITEM,
             replies={{200: Reply(ITEMS)}},
@@ -295,10 +299,7 @@ class ItemsServer:
                 db.execute("INSERT INTO {table} (text) VALUES (?)", (call.body["text"],))
             return items()
 
-        return [
-            Route("/api/{name}/items", list_items, methods=["GET"]),
-            Route("/api/{name}/items", add_item, methods=["POST"]),
-        ]
+        return routes_of(list_items, add_item)
 '''
 
 

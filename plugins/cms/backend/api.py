@@ -2,7 +2,9 @@
 session (401), then the query and the body (400, 413, 422 naming the field; a cookie write that
 is not JSON is refused before, by the server's one cross-site guard); the handler checks the role
 on the site (403) and the state (404, 409), and for a crawl, room to run it (429, crawl_pool.py).
-A database too busy to answer is 503, not 500.
+A database too busy to answer is 503, not 500. The handlers are module-level, declared once at
+import (`ENDPOINTS`); each takes the app's store, access and crawl pool from `call.services`
+(`CmsServices`, given by `api_routes`).
 
     GET    /api/cms/session                              who is signed in, and their sites and roles
     GET    /api/cms/sites/{site}/entries                 summaries (?collection=pages|posts,
@@ -29,7 +31,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from reactor.errors import ApiError, OutboundFailed, OutboundRefused
-from reactor.server.api import Call, Reply, declare
+from reactor.server.api import Call, Endpoint, Reply, declare, routes_of, services_of
 from reactor.server.outbound.fetch import FetchPolicy
 from reactor.server.requests import STALE_SCHEMA
 
@@ -236,240 +238,278 @@ class CrawlJob:
 Handler = Callable[[Call], Any]
 
 
+@dataclass(frozen=True)
+class CmsServices:
+    """What the API's handlers work with, one set per app: they take it from the call
+    (`call.services`, routes_of)."""
+
+    store: SiteStore
+    access: Access
+    policy_for: Callable[[Request], FetchPolicy]
+    crawls: CrawlPool
+
+
 def api_routes(
     store: SiteStore,
     access: Access,
     policy_for: Callable[[Request], FetchPolicy],
     crawls: CrawlPool,
 ) -> list[Route]:
-    def grant(call: Call, action: str, doing: str) -> Grant:
-        return access.grant(call.request, call.path["site"], action, doing)
+    return routes_of(*ENDPOINTS, services=CmsServices(store, access, policy_for, crawls))
 
-    def entry_of(call: Call) -> dict[str, Any]:
-        site, slug = call.path["site"], call.path["slug"]
-        entry = store.get_entry(site, slug)
-        if entry is None:
-            raise ApiError(
-                404,
-                f"There is no entry {slug[:80]!r} on site {site[:80]!r}; list them with GET "
-                ".../entries.",
-            )
-        return entry
 
-    def session(call: Call) -> Any:
-        return {"user": {"username": call.user}, "sites": store.sites_of(call.user)}
+def _cms(call: Call) -> CmsServices:
+    services: CmsServices = call.services
+    return services
 
-    def list_entries(call: Call) -> Any:
-        role = grant(call, "read", "reading entries").role
-        entries = store.list_entries(
-            call.path["site"],
-            collection=call.query.get("collection"),
-            status=call.query.get("status"),
+
+def _username(request: Request) -> str:
+    """The declaration's `who`: the signed-in user (401 before the body is read)."""
+    services: CmsServices = services_of(request)
+    return services.access.username(request)
+
+
+def grant(call: Call, action: str, doing: str) -> Grant:
+    return _cms(call).access.grant(call.request, call.path["site"], action, doing)
+
+
+def entry_of(call: Call) -> dict[str, Any]:
+    site, slug = call.path["site"], call.path["slug"]
+    entry = _cms(call).store.get_entry(site, slug)
+    if entry is None:
+        raise ApiError(
+            404,
+            f"There is no entry {slug[:80]!r} on site {site[:80]!r}; list them with GET "
+            ".../entries.",
         )
-        return {"site": call.path["site"], "role": role, "entries": entries}
+    return entry
 
-    def read_entry(call: Call) -> Any:
-        grant(call, "read", "reading an entry")
-        return entry_of(call)
 
-    def create_entry(call: Call) -> Any:
-        who = grant(call, "write", "creating an entry")
-        fields = dict(call.body)
-        publish = fields.pop("publish", False)
-        if publish:
-            who.require("publish", "creating an entry as published")
-        return store.create_entry(call.path["site"], fields, published=publish)
+def session(call: Call) -> Any:
+    return {"user": {"username": call.user}, "sites": _cms(call).store.sites_of(call.user)}
 
-    def update_entry(call: Call) -> Any:
-        who = grant(call, "write", "changing an entry")
-        changes = dict(call.body)
-        version = changes.pop("version", None)
+
+def list_entries(call: Call) -> Any:
+    role = grant(call, "read", "reading entries").role
+    entries = _cms(call).store.list_entries(
+        call.path["site"],
+        collection=call.query.get("collection"),
+        status=call.query.get("status"),
+    )
+    return {"site": call.path["site"], "role": role, "entries": entries}
+
+
+def read_entry(call: Call) -> Any:
+    grant(call, "read", "reading an entry")
+    return entry_of(call)
+
+
+def create_entry(call: Call) -> Any:
+    who = grant(call, "write", "creating an entry")
+    fields = dict(call.body)
+    publish = fields.pop("publish", False)
+    if publish:
+        who.require("publish", "creating an entry as published")
+    return _cms(call).store.create_entry(call.path["site"], fields, published=publish)
+
+
+def update_entry(call: Call) -> Any:
+    who = grant(call, "write", "changing an entry")
+    changes = dict(call.body)
+    version = changes.pop("version", None)
+    entry = entry_of(call)
+    if entry["status"] == "published":
+        who.require("publish", "changing a published entry (it changes the public page)")
+    return _cms(call).store.update_entry(entry["site"], entry["slug"], changes, version=version)
+
+
+def set_status(status: str, doing: str) -> Handler:
+    def change(call: Call) -> Any:
+        grant(call, "publish", doing)
         entry = entry_of(call)
-        if entry["status"] == "published":
-            who.require("publish", "changing a published entry (it changes the public page)")
-        return store.update_entry(entry["site"], entry["slug"], changes, version=version)
+        if entry["status"] == status:
+            return entry
+        return _cms(call).store.set_status(entry["site"], entry["slug"], status)
 
-    def set_status(status: str, doing: str) -> Handler:
-        def change(call: Call) -> Any:
-            grant(call, "publish", doing)
-            entry = entry_of(call)
-            if entry["status"] == status:
-                return entry
-            return store.set_status(entry["site"], entry["slug"], status)
+    change.__name__ = f"set_{status}"
+    return change
 
-        change.__name__ = f"set_{status}"
-        return change
 
-    def delete_entry(call: Call) -> Any:
-        grant(call, "write", "deleting an entry")
-        slug = call.path["slug"]
-        if call.query["confirm"] != slug:
-            raise ApiError(
-                422,
-                f"Deleting needs confirmation: send ?confirm={slug[:80]} with the exact slug.",
-                field="confirm",
-            )
-        entry = entry_of(call)
-        if entry["status"] == "published":
-            raise ApiError(
-                409, f"The entry {slug!r} is published; unpublish it first, then delete the draft."
-            )
-        store.delete_entry(entry["site"], slug)
-        return {"deleted": slug, "site": entry["site"]}
+def delete_entry(call: Call) -> Any:
+    grant(call, "write", "deleting an entry")
+    slug = call.path["slug"]
+    if call.query["confirm"] != slug:
+        raise ApiError(
+            422,
+            f"Deleting needs confirmation: send ?confirm={slug[:80]} with the exact slug.",
+            field="confirm",
+        )
+    entry = entry_of(call)
+    if entry["status"] == "published":
+        raise ApiError(
+            409, f"The entry {slug!r} is published; unpublish it first, then delete the draft."
+        )
+    _cms(call).store.delete_entry(entry["site"], slug)
+    return {"deleted": slug, "site": entry["site"]}
 
-    def crawl_source(call: Call) -> CrawlJob:
-        who = grant(call, "write", "importing from a source")
-        body = call.body
-        kind, limit = body["kind"], body.get("limit", 5)
-        collection, dry_run = body.get("collection", "posts"), body.get("dry_run", False)
-        url, policy = _own(call.request, body["url"].strip()), policy_for(call.request)
 
-        def read_and_import() -> Any:
-            result = crawl(kind, url, limit, policy)
-            answer: dict[str, Any] = {
-                "site": who.site,
-                "kind": kind,
-                "source": url,
-                "found": len(result.items),
-            }
-            if dry_run:
-                answer["items"] = [item.describe() for item in result.items]
-                answer["skipped"] = result.skipped
-                return answer
-            report = import_items(store, who.site, result.items, collection)
-            answer["imported"] = report["imported"]
-            answer["skipped"] = result.skipped + report["skipped"]
+def crawl_source(call: Call) -> CrawlJob:
+    who = grant(call, "write", "importing from a source")
+    body = call.body
+    kind, limit = body["kind"], body.get("limit", 5)
+    collection, dry_run = body.get("collection", "posts"), body.get("dry_run", False)
+    url, policy = _own(call.request, body["url"].strip()), _cms(call).policy_for(call.request)
+
+    def read_and_import() -> Any:
+        result = crawl(kind, url, limit, policy)
+        answer: dict[str, Any] = {
+            "site": who.site,
+            "kind": kind,
+            "source": url,
+            "found": len(result.items),
+        }
+        if dry_run:
+            answer["items"] = [item.describe() for item in result.items]
+            answer["skipped"] = result.skipped
             return answer
+        report = import_items(_cms(call).store, who.site, result.items, collection)
+        answer["imported"] = report["imported"]
+        answer["skipped"] = result.skipped + report["skipped"]
+        return answer
 
-        return CrawlJob(who.username, read_and_import)
+    return CrawlJob(who.username, read_and_import)
 
-    def route(
-        path: str,
-        method: str,
-        handler: Handler,
-        summary: str,
-        replies: dict[int, Reply],
-        **declared: Any,
-    ) -> Route:
-        """One API call: the session checked first (401, before the body is read), then its
-        declaration."""
 
-        async def run(call: Call) -> Any:
-            try:
-                answer = await run_in_threadpool(handler, call)
-                # checked on the shared pool; read on the crawl pool
-                if isinstance(answer, CrawlJob):
-                    answer = await crawls.run(answer.username, answer.run)
-            except tuple(CRAWL_FAILURES) as error:
-                status = next(
-                    code for kind, code in CRAWL_FAILURES.items() if isinstance(error, kind)
-                )
-                raise ApiError(status, str(error)) from None
-            return answer
+def route(
+    path: str,
+    method: str,
+    handler: Handler,
+    summary: str,
+    replies: dict[int, Reply],
+    **declared: Any,
+) -> Endpoint:
+    """One API call: the session checked first (401, before the body is read), then its
+    declaration."""
 
-        run.__name__ = handler.__name__
-        endpoint = declare(
-            summary, replies=replies, who=access.username, body_limit=MAX_BODY_BYTES, **declared
-        )(run)
-        return Route(path, endpoint, methods=[method])
+    async def run(call: Call) -> Any:
+        try:
+            answer = await run_in_threadpool(handler, call)
+            # checked on the shared pool; read on the crawl pool
+            if isinstance(answer, CrawlJob):
+                answer = await _cms(call).crawls.run(answer.username, answer.run)
+        except tuple(CRAWL_FAILURES) as error:
+            status = next(code for kind, code in CRAWL_FAILURES.items() if isinstance(error, kind))
+            raise ApiError(status, str(error)) from None
+        return answer
 
-    site = "/api/cms/sites/{site}"
-    one = site + "/entries/{slug}"
-    entry = Reply(ENTRY)
-    return [
-        route(
-            "/api/cms/session",
-            "GET",
-            session,
-            "Who is signed in, and their sites and roles",
-            {200: Reply(SESSION)},
-            refusals=SIGNED_IN,
-        ),
-        route(
-            site + "/entries",
-            "GET",
-            list_entries,
-            "A site's entries (viewer)",
-            {200: Reply(LISTED)},
-            query={"collection": {"enum": list(COLLECTIONS)}, "status": {"enum": list(STATUSES)}},
-            refusals=READ,
-        ),
-        route(
-            site + "/entries",
-            "POST",
-            create_entry,
-            "Create a draft (editor); `publish: true` needs a publisher",
-            {201: entry},
-            body=CREATE,
-            refusals={**WRITE, 409: "The slug is used on the site already."},
-        ),
-        route(
-            one,
-            "GET",
-            read_entry,
-            "One entry, with its body (viewer)",
-            {200: entry},
-            refusals={**READ, **ONE},
-        ),
-        route(
-            one,
-            "PATCH",
-            update_entry,
-            "Change an entry's fields (editor; a published entry: publisher); 409 when "
-            "`version` is not the current",
-            {200: entry, 409: Reply(STALE_SCHEMA)},  # the entry as it is now, to read and redo
-            body=CHANGE,
-            refusals={**WRITE, **ONE},
-        ),
-        route(
-            one,
-            "DELETE",
-            delete_entry,
-            "Delete a draft (editor); ?confirm= the exact slug",
-            {200: Reply(DELETED)},
-            query={"confirm": TEXT},
-            required_query=("confirm",),
-            refusals={
-                **WRITE,
-                **ONE,
-                409: "The entry is published.",
-                422: "?confirm= is not the entry's slug.",
-            },
-        ),
-        route(
-            one + "/publish",
-            "POST",
-            set_status("published", "publishing"),
-            "Publish an entry (publisher)",
-            {200: entry},
-            refusals={**WRITE, **ONE},
-        ),
-        route(
-            one + "/unpublish",
-            "POST",
-            set_status("draft", "unpublishing"),
-            "Take an entry back to draft (publisher)",
-            {200: entry},
-            refusals={**WRITE, **ONE},
-        ),
-        route(
-            site + "/crawl",
-            "POST",
-            crawl_source,
-            "Import a blog, feed or WordPress site as drafts (editor); 429 with Retry-After when "
-            "the user or the server runs as many crawls as it may",
-            {200: Reply(CRAWLED)},
-            body=CRAWL,
-            refusals={
-                **WRITE,
-                409: "An imported slug was taken meanwhile.",
-                422: "The address is one the crawler may not read, or the source is not of its "
-                "kind.",
-                429: "The user or the server runs as many crawls as it may.",
-                502: "The source could not be read.",
-            },
-        ),
-    ]
+    run.__name__ = handler.__name__
+    return declare(
+        method,
+        path,
+        summary,
+        replies=replies,
+        who=_username,
+        body_limit=MAX_BODY_BYTES,
+        **declared,
+    )(run)
+
+
+SITE_PATH = "/api/cms/sites/{site}"
+ENTRY_PATH = SITE_PATH + "/entries/{slug}"
+# The API, each call declared once; a request tries them in this order.
+ENDPOINTS = (
+    route(
+        "/api/cms/session",
+        "GET",
+        session,
+        "Who is signed in, and their sites and roles",
+        {200: Reply(SESSION)},
+        refusals=SIGNED_IN,
+    ),
+    route(
+        SITE_PATH + "/entries",
+        "GET",
+        list_entries,
+        "A site's entries (viewer)",
+        {200: Reply(LISTED)},
+        query={"collection": {"enum": list(COLLECTIONS)}, "status": {"enum": list(STATUSES)}},
+        refusals=READ,
+    ),
+    route(
+        SITE_PATH + "/entries",
+        "POST",
+        create_entry,
+        "Create a draft (editor); `publish: true` needs a publisher",
+        {201: Reply(ENTRY)},
+        body=CREATE,
+        refusals={**WRITE, 409: "The slug is used on the site already."},
+    ),
+    route(
+        ENTRY_PATH,
+        "GET",
+        read_entry,
+        "One entry, with its body (viewer)",
+        {200: Reply(ENTRY)},
+        refusals={**READ, **ONE},
+    ),
+    route(
+        ENTRY_PATH,
+        "PATCH",
+        update_entry,
+        "Change an entry's fields (editor; a published entry: publisher); 409 when "
+        "`version` is not the current",
+        {200: Reply(ENTRY), 409: Reply(STALE_SCHEMA)},  # the entry as it is now, to read and redo
+        body=CHANGE,
+        refusals={**WRITE, **ONE},
+    ),
+    route(
+        ENTRY_PATH,
+        "DELETE",
+        delete_entry,
+        "Delete a draft (editor); ?confirm= the exact slug",
+        {200: Reply(DELETED)},
+        query={"confirm": TEXT},
+        required_query=("confirm",),
+        refusals={
+            **WRITE,
+            **ONE,
+            409: "The entry is published.",
+            422: "?confirm= is not the entry's slug.",
+        },
+    ),
+    route(
+        ENTRY_PATH + "/publish",
+        "POST",
+        set_status("published", "publishing"),
+        "Publish an entry (publisher)",
+        {200: Reply(ENTRY)},
+        refusals={**WRITE, **ONE},
+    ),
+    route(
+        ENTRY_PATH + "/unpublish",
+        "POST",
+        set_status("draft", "unpublishing"),
+        "Take an entry back to draft (publisher)",
+        {200: Reply(ENTRY)},
+        refusals={**WRITE, **ONE},
+    ),
+    route(
+        SITE_PATH + "/crawl",
+        "POST",
+        crawl_source,
+        "Import a blog, feed or WordPress site as drafts (editor); 429 with Retry-After when "
+        "the user or the server runs as many crawls as it may",
+        {200: Reply(CRAWLED)},
+        body=CRAWL,
+        refusals={
+            **WRITE,
+            409: "An imported slug was taken meanwhile.",
+            422: "The address is one the crawler may not read, or the source is not of its kind.",
+            429: "The user or the server runs as many crawls as it may.",
+            502: "The source could not be read.",
+        },
+    ),
+)
 
 
 def _own(request: Request, url: str) -> str:

@@ -10,7 +10,7 @@ from html import escape
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from reactor.server.api import HTML, Call, Reply, declare
+from reactor.server.api import HTML, Call, Reply, declare, routes_of
 
 from .store import SiteStore
 
@@ -151,7 +151,12 @@ SOURCE_HEADERS = {
 def demo_source_routes() -> list[Route]:
     page = Reply(content=HTML)
 
-    @declare("The demo blog's index page (a crawl source)", replies={200: page})
+    @declare(
+        "GET",
+        "/demo-sources/blog/",
+        "The demo blog's index page (a crawl source)",
+        replies={200: page},
+    )
     async def blog_index(call: Call) -> Response:
         articles = "".join(
             f'<article><h2><a href="posts/{slug}.html">{escape(title)}</a></h2>'
@@ -160,7 +165,12 @@ def demo_source_routes() -> list[Route]:
         )
         return _html("The demo blog", f"<h1>The demo blog</h1>{articles}")
 
-    @declare("A post of the demo blog", replies={200: page, 404: page})
+    @declare(
+        "GET",
+        "/demo-sources/blog/posts/{slug}.html",
+        "A post of the demo blog",
+        replies={200: page, 404: page},
+    )
     async def blog_post(call: Call) -> Response:
         post = next((p for p in POSTS if p[0] == call.path["slug"]), None)
         if post is None:
@@ -173,6 +183,8 @@ def demo_source_routes() -> list[Route]:
         )
 
     @declare(
+        "GET",
+        "/demo-sources/feed.xml",
         "The demo blog as RSS",
         replies={200: Reply(content={"application/rss+xml": {"schema": {"type": "string"}}})},
     )
@@ -194,6 +206,8 @@ def demo_source_routes() -> list[Route]:
         return Response(document, media_type="application/rss+xml")
 
     @declare(
+        "GET",
+        "/demo-sources/atom.xml",
         "The demo blog as Atom",
         replies={200: Reply(content={"application/atom+xml": {"schema": {"type": "string"}}})},
     )
@@ -214,6 +228,8 @@ def demo_source_routes() -> list[Route]:
         return Response(document, media_type="application/atom+xml")
 
     @declare(
+        "GET",
+        "/demo-sources/wp-json/wp/v2/posts",
         "The demo blog as WordPress's REST API answers it",
         query={"per_page": {"type": "integer", "minimum": 1, "maximum": 100}},
         replies={200: Reply({"type": "array", "items": WORDPRESS_POST})},
@@ -237,13 +253,7 @@ def demo_source_routes() -> list[Route]:
         ]
         return Response(json.dumps(posts[:per_page]), media_type="application/json")
 
-    return [
-        Route("/demo-sources/blog/", blog_index, methods=["GET"]),
-        Route("/demo-sources/blog/posts/{slug}.html", blog_post, methods=["GET"]),
-        Route("/demo-sources/feed.xml", rss, methods=["GET"]),
-        Route("/demo-sources/atom.xml", atom, methods=["GET"]),
-        Route("/demo-sources/wp-json/wp/v2/posts", wordpress, methods=["GET"]),
-    ]
+    return routes_of(blog_index, blog_post, rss, atom, wordpress)
 
 
 def _html(title: str, body: str, status: int = 200, *, description: str = "") -> Response:

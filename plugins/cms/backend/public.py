@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from reactor.server.api import HTML, Call, Reply, declare
+from reactor.server.api import HTML, Call, Reply, declare, routes_of
 from reactor.server.markdown import markdown_html
 
 from .store import SiteStore, public_path
@@ -31,7 +31,12 @@ STYLE = (
 
 
 def public_routes(store: SiteStore) -> list[Route]:
-    @declare("A site's public index: its published entries", replies={200: PAGE, 404: PAGE})
+    @declare(
+        "GET",
+        "/sites/{site}/",
+        "A site's public index: its published entries",
+        replies={200: PAGE, 404: PAGE},
+    )
     async def site_index(call: Call) -> Response:
         site = call.path["site"]
         title = await run_in_threadpool(store.site_title, site)
@@ -45,7 +50,12 @@ def public_routes(store: SiteStore) -> list[Route]:
         )
         return _page(title, f"<h1>{escape(title)}</h1><ul>{items}</ul>", site, title)
 
-    @declare("A published entry as its public page", replies={200: PAGE, 404: PAGE})
+    @declare(
+        "GET",
+        "/sites/{site}/{slug}",
+        "A published entry as its public page",
+        replies={200: PAGE, 404: PAGE},
+    )
     async def entry_page(call: Call) -> Response:
         site, slug = call.path["site"], call.path["slug"]
         entry = await run_in_threadpool(store.get_entry, site, slug)
@@ -60,10 +70,7 @@ def public_routes(store: SiteStore) -> list[Route]:
         )
         return _page(f"{entry['title']} — {site_title}", body, site, site_title)
 
-    return [
-        Route("/sites/{site}/", site_index, methods=["GET"]),
-        Route("/sites/{site}/{slug}", entry_page, methods=["GET"]),
-    ]
+    return routes_of(site_index, entry_page)
 
 
 def _page(title: str, body: str, site: str, site_title: str) -> HTMLResponse:

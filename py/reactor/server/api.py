@@ -4,27 +4,33 @@
 The same declaration checks every request before its handler runs — anything outside it is a
 422 naming the field (a path segment outside it, a 404), never clamped or replaced by a
 default — and writes the route's entry in `/openapi.json` (server/openapi.py), so the two
-cannot disagree. A handler refuses with `raise ApiError(status, sentence)`; `error_answer` is
-the one place that turns a refusal, a database fault or a bug into its answer, `{"error":
-sentence, "field"?, ...}`. A
+cannot disagree. A handler refuses with `raise ApiError(status, sentence)`; the app's handlers
+(server/faults.py) answer it with `error_answer`, which turns a refusal, a database fault or a
+bug into its answer, `{"error": sentence, "field"?, ...}`. A middleware declares what it refuses
+in front of the routes (`Refusal`, its `refusals(**options)`), for the document. A
 schema's `x-refusal` is the sentence a person reads when a value breaks it (`x-unknown`, when
 the body has a field it does not take).
 
-    @declare("Revoke an agent token", path={"id": TOKEN_ID}, replies={200: Reply(REVOKED)},
+    @declare("DELETE", "/api/agent-tokens/{id}", "Revoke an agent token", path={"id": TOKEN_ID},
+             replies={200: Reply(REVOKED)},
              refusals={401: "Nobody is signed in.", 404: "No such token of theirs."})
     async def revoke_token(call: Call) -> Any: ...
+
+    routes = routes_of(revoke_token, ...)  # the app's Routes, each from its declaration
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from ..errors import ApiError, DatabaseBusy, DatabaseUnavailable, refusal
 from ..json_schema import Validator
@@ -64,7 +70,16 @@ FAULT = (
 )
 log = logging.getLogger("reactor.server")
 BODY_LIMIT = 64 * 1024
+# What a declaration's checks refuse before its handler runs, by what it declares.
+BODY_REFUSALS = {
+    400: "The body is not a JSON object.",
+    413: "The body is larger than this route takes.",
+    422: "The body breaks its schema; `field` names where.",
+}
+QUERY_REFUSALS = {422: "A query parameter breaks its schema; `field` names which."}
+PATH_REFUSALS = {404: "A path segment names nothing that can be here."}
 PATH_SEGMENT = {"type": "string", "minLength": 1}
+SERVICES = "reactor.services"  # scope key: what routes_of serves a route with
 
 
 @dataclass(frozen=True)
@@ -79,9 +94,10 @@ class Reply:
 
 @dataclass(frozen=True)
 class Declaration:
-    """Everything a route takes and answers: `replies` are the answers it makes itself (its
-    successes, and a refusal with a body of its own, such as an HTML page's 404), `refusals`
-    every other status it answers, with when (as `{"error": sentence}`)."""
+    """Everything a route takes and answers: where (`methods` at each of `paths`), `replies`
+    the answers it makes itself (its successes, and a refusal with a body of its own, such as an
+    HTML page's 404), `refusals` every other status it answers, with when (as `{"error":
+    sentence}`)."""
 
     summary: str
     replies: Mapping[int, Reply]
@@ -94,6 +110,20 @@ class Declaration:
     body_limit: int = BODY_LIMIT
     too_large: str = ""  # the 413's sentence, when the route says it in its own words
     name: str = ""
+    methods: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+
+    def checked(self) -> dict[int, str]:
+        """What this declaration's own checks refuse, by what it declares (a body, a query, a
+        constrained path segment), with when."""
+        refused: dict[int, str] = {}
+        if self.body is not None:
+            refused |= BODY_REFUSALS
+        if self.query:
+            refused |= QUERY_REFUSALS
+        if self.path:
+            refused |= PATH_REFUSALS
+        return refused
 
     def __post_init__(self) -> None:
         for status in set(self.replies) & set(self.refusals):
@@ -116,6 +146,31 @@ class Declaration:
 
 
 @dataclass(frozen=True)
+class Refusal:
+    """A status a middleware answers in front of the routes, and when: the document lists it on
+    every operation it can answer (of `methods` only, when given; never at a `spared` path)."""
+
+    status: int
+    when: str
+    methods: frozenset[str] | None = None
+    spared: tuple[str, ...] = ()
+
+    def applies(self, method: str, path: str) -> bool:
+        return (self.methods is None or method in self.methods) and path not in self.spared
+
+
+def refusals_of(middleware: Iterable[Any]) -> list[Refusal]:
+    """What each of the app's middleware (Starlette `Middleware(cls, **options)`) declares it
+    refuses: its class's `refusals(**options)`, none when it has no such method."""
+    found: list[Refusal] = []
+    for entry in middleware:
+        declared = getattr(entry.cls, "refusals", None)
+        if declared is not None:
+            found += declared(**entry.kwargs)
+    return found
+
+
+@dataclass(frozen=True)
 class Call:
     """A request its declaration accepted: the checked body, the query as typed values (only
     the parameters it carried), the path parameters."""
@@ -125,12 +180,16 @@ class Call:
     query: dict[str, Any]
     path: dict[str, str]
     user: Any = None  # what the declaration's `who` answered: the signed-in user
+    services: Any = None  # what the app serves the route with (routes_of's `services`)
 
 
 Handler = Callable[[Call], Awaitable[Any]]
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def declare(
+    method: str | tuple[str, ...],
+    at: str | tuple[str, ...],
     summary: str,
     *,
     replies: Mapping[int, Reply],
@@ -143,13 +202,14 @@ def declare(
     body_limit: int = BODY_LIMIT,
     too_large: str = "",
     who: Callable[[Request], Any] | None = None,
-) -> Callable[[Handler], Callable[[Request], Awaitable[Response]]]:
-    """Make `handler(call)` a Starlette endpoint that checks each request against this
-    declaration first: `who(request)` (the user, or ApiError 401/403) before the body is read,
-    then the path, the query and the body. The handler answers a Response, or a JSON value sent
-    with the one success status declared."""
+) -> Callable[[Handler], Endpoint]:
+    """Make `handler(call)` the Starlette endpoint of `method` at `at` (a path, or several
+    served alike), which checks each request against this declaration first: `who(request)` (the
+    user, or ApiError 401/403) before the body is read, then the path, the query and the body.
+    The handler answers a Response, or a JSON value sent with the one success status declared.
+    `routes_of` makes its Routes."""
 
-    def wrap(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    def wrap(handler: Handler) -> Endpoint:
         declaration = Declaration(
             summary,
             replies,
@@ -162,17 +222,15 @@ def declare(
             body_limit,
             too_large,
             handler.__name__,
+            *_where(method, at),
         )
         checks = _Checks(declaration, who)
         successes = [status for status in replies if status < 300]
         success = successes[0] if len(successes) == 1 else 200
 
         async def endpoint(request: Request) -> Response:
-            try:
-                call = await checks.call(request)
-                answer = await handler(call)
-            except (ApiError, DatabaseBusy) as error:
-                return error_answer(error)
+            # a refusal, a fault: raised on to the app's one answer of errors (server/faults.py)
+            answer = await handler(await checks.call(request))
             return answer if isinstance(answer, Response) else JSONResponse(answer, success)
 
         endpoint.__name__ = endpoint.__qualname__ = handler.__name__
@@ -183,12 +241,15 @@ def declare(
     return wrap
 
 
-def documented(declaration: Declaration) -> Callable[[Any], Any]:
-    """For an ASGI app that checks its own requests (MCP's transport): its declaration, for the
-    document only."""
+def documented(
+    method: str | tuple[str, ...], at: str | tuple[str, ...], declaration: Declaration
+) -> Callable[[Any], Any]:
+    """For an endpoint that checks its own requests (MCP's transport, OAuth's RFC endpoints):
+    where it is served and its declaration, for `routes_of` and the document."""
+    methods, paths = _where(method, at)
 
     def attach(app: Any) -> Any:
-        app.declaration = declaration
+        app.declaration = dataclasses.replace(declaration, methods=methods, paths=paths)
         return app
 
     return attach
@@ -196,6 +257,52 @@ def documented(declaration: Declaration) -> Callable[[Any], Any]:
 
 def declaration_of(endpoint: Any) -> Declaration | None:
     return getattr(endpoint, "declaration", None)
+
+
+def routes_of(*endpoints: Any, services: Any = None) -> list[Route]:
+    """The Routes of declared endpoints: each at every path its declaration names, for its
+    methods. A request tries them in this order. A module-level handler takes what it works with
+    from `services` (`call.services`; `services_of(request)` for a `who`): one set per app."""
+    routes = []
+    for endpoint in endpoints:
+        if services is not None:
+            endpoint = _serving(endpoint, services)
+        declaration = declaration_of(endpoint)
+        if declaration is None or not declaration.paths:
+            raise refusal(
+                "Route",
+                getattr(endpoint, "__name__", repr(endpoint)),
+                "",
+                None,
+                "has no declaration: declare it with @declare(method, path, summary, ...).",
+            )
+        routes += [
+            Route(at, endpoint, methods=list(declaration.methods)) for at in declaration.paths
+        ]
+    return routes
+
+
+def services_of(request: Request) -> Any:
+    """The services the app serves this request's route with (routes_of's `services`)."""
+    return request.scope.get(SERVICES)
+
+
+def _serving(endpoint: Any, services: Any) -> Any:
+    async def served(request: Request) -> Response:
+        request.scope[SERVICES] = services
+        response: Response = await endpoint(request)
+        return response
+
+    served.__name__ = served.__qualname__ = getattr(endpoint, "__name__", "served")
+    served.__doc__ = endpoint.__doc__
+    served.declaration = declaration_of(endpoint)  # type: ignore[attr-defined]
+    return served
+
+
+def _where(
+    method: str | tuple[str, ...], at: str | tuple[str, ...]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return (method,) if isinstance(method, str) else method, (at,) if isinstance(at, str) else at
 
 
 def error_answer(error: Exception) -> JSONResponse:
@@ -366,7 +473,7 @@ class _Checks:
             problems = self.body.problems(body)
             if problems:
                 raise body_refusal(self.declaration.body, body, problems)
-        return Call(request, body, query, path, user)
+        return Call(request, body, query, path, user, request.scope.get(SERVICES))
 
 
 _REQUIRED = re.compile(r"'(.+)' is a required property")  # reactor.json_schema's words

@@ -15,15 +15,13 @@ from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
-from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Match, Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..errors import ApiError, DatabaseBusy
 from ..host.tools import AgentSpec
 from ..platform import PluginPlatform
 from ..plugin_spec import PluginSpec, discover_plugins
@@ -31,12 +29,22 @@ from .agents.mcp import MCP_OPERATION, Agents
 from .agents.mcp import PATH as MCP_PATH
 from .agents.oauth import ACCESS_PREFIX, CLIENT_PATHS, REFRESH_PREFIX, UNAUTHENTICATED_PATHS, OAuth
 from .agents.tokens import PREFIX, AgentTokens, AgentTokensOnlyOnMcp
-from .api import Call, Declaration, Reply, declaration_of, declare, error_answer, error_response
+from .api import (
+    Call,
+    Declaration,
+    Refusal,
+    Reply,
+    declaration_of,
+    declare,
+    error_response,
+    refusals_of,
+    routes_of,
+)
 from .auth.cors import CrossOrigin, check_origins
 from .auth.protection import LOOPBACK_HOSTS, CrossSiteWriteGuard, HostCheck, check_hosts
 from .auth.sessions import Auth
 from .database import Database
-from .faults import SafetyNet
+from .faults import ANSWERS, SafetyNet
 from .gateway.config import AssistantConfig
 from .gateway.route import Gateway
 from .health import PATHS as HEALTH_PATHS
@@ -150,7 +158,7 @@ def create_app(
     settings = PageSettings(
         agent, assistant, assistant is None if browser_keys is None else browser_keys, origins
     )
-    mcp = Route(MCP_PATH, MCP_OPERATION(agents.endpoint), methods=["GET", "POST", "DELETE"])
+    (mcp,) = routes_of(MCP_OPERATION(agents.endpoint))
     metrics = Metrics(store, agents.relay, metrics_token)
     routes: list[BaseRoute] = [
         *page_routes(runtime, archive, platform, settings),
@@ -167,10 +175,6 @@ def create_app(
         *metrics.routes(),
         mcp,
     ]
-    routes.append(_openapi_route(routes))
-    # A request tries the routes in order, a pattern each: /mcp first, as every agent call is one.
-    routes.remove(mcp)
-    routes.insert(0, mcp)
     middleware = [
         Middleware(HostCheck, hosts=hosts),
         Middleware(CrossSiteWriteGuard, origins=origins, exempt=CLIENT_PATHS),
@@ -205,10 +209,15 @@ def create_app(
         Middleware(MetricsMiddleware, metrics=metrics),
         Middleware(SafetyNet),
     ]
+    # the document lists what each middleware declares it refuses
+    routes.append(_openapi_route(routes, refusals_of(middleware)))
+    # A request tries the routes in order, a pattern each: /mcp first, as every agent call is one.
+    routes.remove(mcp)
+    routes.insert(0, mcp)
     app = Starlette(
         routes=routes,
         middleware=middleware,
-        exception_handlers={HTTPException: _http_error, ApiError: _refused, DatabaseBusy: _refused},
+        exception_handlers=ANSWERS,  # server/faults.py: where an error becomes its answer
         lifespan=agents.lifespan,
     )
     app.state.context = context
@@ -253,52 +262,21 @@ def _server_plugin_routes(
     return routes
 
 
-def _openapi_route(routes: list[BaseRoute]) -> Route:
+def _openapi_route(routes: list[BaseRoute], refusals: list[Refusal]) -> Route:
     @declare(
+        "GET",
+        "/openapi.json",
         "This document: every route, what it takes and what it answers (OpenAPI 3.1)",
         replies={200: Reply(DOCUMENT)},
     )
     async def openapi(call: Call) -> Response:
         return JSONResponse(document)
 
-    route = Route("/openapi.json", openapi, methods=["GET"])
+    (route,) = routes_of(openapi)
     document = openapi_document(
-        [*routes, route], title="reactor", version=metadata.version("reactor")
+        [*routes, route], title="reactor", version=metadata.version("reactor"), refusals=refusals
     )
     return route
-
-
-async def _refused(request: Request, error: Exception) -> Response:
-    """A refusal raised outside a declared route's own handling: the same answer. A WebSocket's
-    is SafetyNet's (server/faults.py), which knows whether its handshake was answered."""
-    if request.scope["type"] == "websocket":
-        raise error
-    return error_answer(error)
-
-
-async def _http_error(request: Request, error: Exception) -> Response:
-    """The router's own refusals (no such route, method not allowed) as sentences, like every
-    other."""
-    assert isinstance(error, HTTPException)
-    headers = {k.lower(): v for k, v in (error.headers or {}).items()}
-    # a path may be served by several routes: Allow names all their methods
-    if error.status_code == 405:
-        headers["allow"] = ", ".join(_allowed(request.app.router.routes, request.scope))
-    sentence = {
-        404: f"There is nothing at {request.url.path[:100]!r} on this server.",
-        405: f"{request.method} is not allowed on {request.url.path[:100]!r}; use "
-        f"{headers.get('allow', 'another method')}.",
-    }.get(error.status_code, error.detail)
-    return error_answer(ApiError(error.status_code, sentence, headers=headers))
-
-
-def _allowed(routes: list[BaseRoute], scope: Any) -> list[str]:
-    """The methods of the routes that answer this path, whatever the method (Starlette: a partial
-    match). A path written out (`/plugins/agent-tools`) is its own, as OpenAPI matches it before a
-    template (`/plugins/{id}`)."""
-    serving = [r for r in routes if isinstance(r, Route) and r.matches(scope)[0] != Match.NONE]
-    literal = [r for r in serving if not r.param_convertors]
-    return sorted({m for r in literal or serving for m in r.methods or ()})
 
 
 def _while_enabled(platform: PluginPlatform, name: str, route: BaseRoute) -> BaseRoute:

@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..errors import DatabaseError
-from .api import DOWN_RETRY_SECONDS, ERROR, NO_STORE, RETRY_AFTER, Call, Reply, declare
+from .api import DOWN_RETRY_SECONDS, ERROR, NO_STORE, RETRY_AFTER, Call, Reply, declare, routes_of
 from .database import Database
 
 PATHS = ("/healthz", "/readyz")  # they read nothing per request (no plugin switches)
@@ -89,6 +89,8 @@ class Readiness:
 
 def health_routes(readiness: Readiness) -> list[Route]:
     @declare(
+        "GET",
+        "/healthz",
         "Whether this server process answers (a liveness probe); it reads nothing",
         replies={200: Reply(HEALTHY, headers=NO_STORE)},
     )
@@ -96,6 +98,8 @@ def health_routes(readiness: Readiness) -> list[Route]:
         return JSONResponse({"status": "ok"}, headers={"cache-control": "no-store"})
 
     @declare(
+        "GET",
+        "/readyz",
         "Whether this server process can serve (a readiness probe): its database answers and "
         "its runtime runs",
         replies={
@@ -106,7 +110,4 @@ def health_routes(readiness: Readiness) -> list[Route]:
     async def readyz(call: Call) -> Response:
         return await readiness.answer()
 
-    return [
-        Route("/healthz", healthz, methods=["GET"]),
-        Route("/readyz", readyz, methods=["GET"]),
-    ]
+    return routes_of(healthz, readyz)

@@ -55,7 +55,7 @@ from ..errors import (
     UniqueViolation,
 )
 from .agents.tokens import bearer_token
-from .api import Call, Reply, declare
+from .api import Call, Reply, declare, routes_of
 from .database import Database
 
 if TYPE_CHECKING:
@@ -182,6 +182,8 @@ class Metrics:
         registry = self.registry
 
         @declare(
+            "GET",
+            PATH,
             "This process's metrics, in Prometheus' text format (each server process its own)",
             replies={200: Reply(content=TEXT)},
             refusals={
@@ -192,7 +194,7 @@ class Metrics:
         async def metrics(call: Call) -> Response:
             return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
-        return [Route(PATH, metrics, methods=["GET"])]
+        return routes_of(metrics)
 
 
 def metrics_of(scope: Scope) -> Metrics | None:

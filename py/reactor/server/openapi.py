@@ -1,11 +1,12 @@
 """The server's OpenAPI 3.1 document (`GET /openapi.json`), written from the routes' declarations
 (server/api.py): the same ones that check each request.
 
-Beside what a route declares, the document lists what the server answers for every route in
-front of it: 421 for a host it does not serve, 401 for an agent token anywhere but /mcp, 503
-when the database is busy or not answering, 500 for a fault of the server (JSON too); for a
-write, 403 from another site and 415 for a cookie write that is not JSON; for a body, 400, 413
-and 422; for a query, 422; for a constrained path segment, 404.
+Beside what a route declares, the document lists what its declaration's checks refuse (for a
+body, 400, 413 and 422; for a query, 422; for a constrained path segment, 404) and what the
+middleware in front of it refuses, each as the middleware declares it (`refusals`, api.Refusal):
+421 for a host the server does not serve (auth/protection.py HostCheck), 403 from another site
+and 415 for a cookie write that is not JSON (CrossSiteWriteGuard), 401 for an agent token
+anywhere but /mcp (agents/tokens.py), 500 and 503 (faults.py).
 """
 
 from __future__ import annotations
@@ -16,34 +17,32 @@ from typing import Any
 
 from starlette.routing import BaseRoute, Route
 
-from .api import ERROR, PATH_SEGMENT, RETRY_AFTER, Declaration, Reply, declaration_of
+from .api import (
+    ERROR,
+    PATH_SEGMENT,
+    RETRY_AFTER,
+    Declaration,
+    Refusal,
+    Reply,
+    declaration_of,
+)
 
-WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # a bearer token, the session cookie, or nobody
 SECURITY: list[dict[str, list[str]]] = [{"bearer": []}, {"cookie": []}, {}]
-EVERY_ROUTE = {
-    421: "The Host header names a host this server does not serve.",
-    500: "A fault of the server (a bug); the server's log has the details.",
-    503: "The database is busy or not answering; try again after Retry-After.",
-}
-NOT_MCP = {401: "An agent token was sent: it works only on /mcp."}
-WRITE = {
-    403: "A write from a page of another site (by its Origin or Sec-Fetch-Site).",
-    415: "A write that only a cookie could authenticate, and that is not JSON.",
-}
-BODY = {
-    400: "The body is not a JSON object.",
-    413: "The body is larger than this route takes.",
-    422: "The body breaks its schema; `field` names where.",
-}
-QUERY = {422: "A query parameter breaks its schema; `field` names which."}
-PATH = {404: "A path segment names nothing that can be here."}
 REASONS = {200: "OK", 201: "Created", 204: "No content", 304: "Not modified", 404: "Not found"}
 
 
-def openapi_document(routes: Iterable[BaseRoute], *, title: str, version: str) -> dict[str, Any]:
-    """The document of every Route with a declaration; a route without one is left out, which
-    the server's own routes never are (tests/test_openapi.py)."""
+def openapi_document(
+    routes: Iterable[BaseRoute],
+    *,
+    title: str,
+    version: str,
+    refusals: Iterable[Refusal] = (),
+) -> dict[str, Any]:
+    """The document of every Route with a declaration, each with the `refusals` of the
+    middleware in front (api.refusals_of) that can answer it; a route without a declaration is
+    left out, which the app's routes never are (tests/test_routes.py)."""
+    refusals = list(refusals)
     paths: dict[str, dict[str, Any]] = {}
     names: set[str] = set()
     for route in routes:
@@ -54,7 +53,10 @@ def openapi_document(routes: Iterable[BaseRoute], *, title: str, version: str) -
         path = re.sub(r"\{(\w+)(:\w+)?\}", r"{\1}", route.path)
         for method in sorted((route.methods or {"GET"}) - {"HEAD"}):
             name = _unique(declaration.name or method.lower(), path, method, names)
-            paths.setdefault(path, {})[method.lower()] = _operation(path, method, declaration, name)
+            in_front = {r.status: r.when for r in refusals if r.applies(method, route.path)}
+            paths.setdefault(path, {})[method.lower()] = _operation(
+                path, method, declaration, name, in_front
+            )
     return {
         "openapi": "3.1.0",
         "info": {
@@ -88,7 +90,9 @@ def _unique(name: str, path: str, method: str, taken: set[str]) -> str:
     return name
 
 
-def _operation(path: str, method: str, declaration: Declaration, name: str) -> dict[str, Any]:
+def _operation(
+    path: str, method: str, declaration: Declaration, name: str, in_front: dict[int, str]
+) -> dict[str, Any]:
     parameters = [
         {
             "name": segment,
@@ -107,16 +111,7 @@ def _operation(path: str, method: str, declaration: Declaration, name: str) -> d
         }
         for key, schema in declaration.query.items()
     ]
-    refusals = {**EVERY_ROUTE, **({} if path == "/mcp" else NOT_MCP)}
-    if method in WRITES:
-        refusals |= WRITE
-    if declaration.body is not None:
-        refusals |= BODY
-    if declaration.query:
-        refusals |= QUERY
-    if declaration.path:
-        refusals |= PATH
-    refusals |= declaration.refusals
+    refusals = {**in_front, **declaration.checked(), **declaration.refusals}
     refusals = {
         status: when for status, when in refusals.items() if status not in declaration.replies
     }

@@ -50,12 +50,12 @@ from mcp.server.transport_security import TransportSecuritySettings
 from opentelemetry import trace
 from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.routing import Route, WebSocketRoute
+from starlette.routing import WebSocketRoute
 from starlette.types import Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from ...errors import ApiError, DatabaseError
-from ..api import EVENTS, Call, Declaration, Reply, declare, documented, error_response
+from ..api import EVENTS, Call, Declaration, Reply, declare, documented, error_response, routes_of
 from ..auth.protection import proxy_fault, same_origin
 from ..auth.sessions import Auth, session_token
 from ..database import Database
@@ -276,6 +276,8 @@ def _tool(tool: Any) -> types.Tool | None:
 
 
 MCP_OPERATION = documented(
+    ("GET", "POST", "DELETE"),
+    PATH,
     Declaration(
         "MCP's Streamable HTTP for desktop agents (an agent token as bearer; the page's "
         "tools, relayed)",
@@ -297,7 +299,7 @@ MCP_OPERATION = documented(
             429: "Past the token's rate.",
         },
         name="mcp",
-    )
+    ),
 )
 
 
@@ -479,7 +481,7 @@ class Agents:
     def routes(self) -> list[Any]:
         return [
             WebSocketRoute(LINK_PATH, self.page_link),
-            Route(LINK_PATH, link_without_upgrade, methods=["GET"]),
+            *routes_of(link_without_upgrade),
         ]
 
     async def page_link(self, socket: WebSocket) -> None:
@@ -594,6 +596,8 @@ class Agents:
 
 
 @declare(
+    "GET",
+    LINK_PATH,
     "The page's link for desktop agents, asked without its WebSocket upgrade",
     description="The link is a WebSocket (Upgrade: websocket). A plain GET, which is what a "
     "proxy that does not pass WebSockets on makes of the handshake, is answered 426 with what "

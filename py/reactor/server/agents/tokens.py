@@ -31,7 +31,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ...errors import ApiError
-from ..api import NO_STORE, Call, Reply, declare, error_answer
+from ..api import NO_STORE, Call, Refusal, Reply, declare, error_answer, routes_of
 from ..auth.sessions import Auth, User
 from ..database import Database
 
@@ -205,6 +205,8 @@ class AgentTokens:
 
     def routes(self) -> list[Route]:
         @declare(
+            "POST",
+            "/api/agent-tokens",
             "Make an agent token for /mcp (signed in): its secret is answered this once",
             body={
                 "type": "object",
@@ -235,6 +237,8 @@ class AgentTokens:
             return JSONResponse(made, 201, headers={"cache-control": "no-store"})
 
         @declare(
+            "GET",
+            "/api/agent-tokens",
             "The signed-in person's agent tokens: name, made, last used (never the secret)",
             replies={200: Reply({"type": "array", "items": TOKEN}, headers=NO_STORE)},
             refusals={401: "Nobody is signed in."},
@@ -244,6 +248,8 @@ class AgentTokens:
             return JSONResponse(self.listed(call.user), headers={"cache-control": "no-store"})
 
         @declare(
+            "DELETE",
+            "/api/agent-tokens/{id}",
             "Revoke one of the signed-in person's agent tokens: refused from the next request on",
             replies={
                 200: Reply(
@@ -270,11 +276,7 @@ class AgentTokens:
                 revoked(token_id)
             return {"revoked": token_id}
 
-        return [
-            Route("/api/agent-tokens", make_token, methods=["POST"]),
-            Route("/api/agent-tokens", list_tokens, methods=["GET"]),
-            Route("/api/agent-tokens/{id}", revoke_token, methods=["DELETE"]),
-        ]
+        return routes_of(make_token, list_tokens, revoke_token)
 
 
 class AgentTokensOnlyOnMcp:
@@ -294,6 +296,16 @@ class AgentTokensOnlyOnMcp:
     ) -> None:
         self.app, self.path, self.prefixes = app, path, prefixes
         self.unread = frozenset(unread)
+
+    @classmethod
+    def refusals(
+        cls, *, path: str = "/mcp", unread: tuple[str, ...] = (), **options: Any
+    ) -> tuple[Refusal, ...]:
+        return (
+            Refusal(
+                401, f"An agent token was sent: it works only on {path}.", None, (path, *unread)
+            ),
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (

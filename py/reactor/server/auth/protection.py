@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers, MutableHeaders
@@ -28,7 +29,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ...errors import DeclarationError
-from ..api import error_response
+from ..api import Refusal, error_response
 from ..proxies import PROXIED
 
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -83,6 +84,10 @@ class HostCheck:
         self.app = app
         self.hosts = frozenset(check_hosts(hosts))
 
+    @classmethod
+    def refusals(cls, **options: Any) -> tuple[Refusal, ...]:
+        return (Refusal(421, "The Host header names a host this server does not serve."),)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
@@ -125,6 +130,22 @@ class CrossSiteWriteGuard:
         # OAuth's /token, /register, /revoke: agents POST there from anywhere, no cookie, forms.
         # They honour no cookie, so a forged request gains nothing; their own rules apply.
         self.exempt = frozenset(exempt)
+
+    @classmethod
+    def refusals(cls, **options: Any) -> tuple[Refusal, ...]:
+        # listed on every write, the exempt paths' too (the document has listed them so)
+        return (
+            Refusal(
+                403,
+                "A write from a page of another site (by its Origin or Sec-Fetch-Site).",
+                UNSAFE_METHODS,
+            ),
+            Refusal(
+                415,
+                "A write that only a cookie could authenticate, and that is not JSON.",
+                UNSAFE_METHODS,
+            ),
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (

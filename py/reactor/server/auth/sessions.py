@@ -24,7 +24,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ...errors import ApiError, DeclarationError, NotFoundError
-from ..api import NO_STORE, Call, Reply, declare
+from ..api import NO_STORE, Call, Reply, declare, routes_of
 from ..database import Database
 from .passwords import LEGACY, burn_time, hash_password, is_current, verify_password
 from .sign_in_limits import SignInLimits
@@ -217,6 +217,8 @@ class Auth:
 
     def routes(self) -> list[Route]:
         @declare(
+            "POST",
+            "/auth/sign-in",
             "Sign in: a session as an HttpOnly cookie, and the same token for "
             "`Authorization: Bearer`",
             body={
@@ -266,6 +268,8 @@ class Auth:
             return response
 
         @declare(
+            "POST",
+            "/auth/sign-out",
             "End this session (cookie or bearer token)",
             replies={
                 200: Reply(
@@ -287,6 +291,8 @@ class Auth:
             return response
 
         @declare(
+            "GET",
+            "/auth/me",
             "Who is signed in (401 when nobody is)",
             replies={200: Reply(USER, headers=NO_STORE)},
             refusals={401: "Nobody is signed in."},
@@ -296,6 +302,8 @@ class Auth:
             return JSONResponse(call.user.describe(), headers={"cache-control": "no-store"})
 
         @declare(
+            "GET",
+            "/auth/session",
             "Who is signed in, if anyone: the page asks at every load, and a signed-out "
             "visitor is no error",
             replies={
@@ -315,12 +323,7 @@ class Auth:
                 {"user": user.describe() if user else None}, headers={"cache-control": "no-store"}
             )
 
-        return [
-            Route("/auth/session", session, methods=["GET"]),
-            Route("/auth/sign-in", sign_in, methods=["POST"]),
-            Route("/auth/sign-out", sign_out, methods=["POST"]),
-            Route("/auth/me", me, methods=["GET"]),
-        ]
+        return routes_of(session, sign_in, sign_out, me)
 
 
 def session_token(request: HTTPConnection) -> str:

@@ -34,7 +34,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...errors import ApiError, DatabaseError
-from ..api import EVENTS, Call, Reply, declare
+from ..api import EVENTS, Call, Reply, declare, routes_of
 from ..auth.sessions import Auth, User
 from ..database import Database
 from .allowance import Allowance, input_estimate
@@ -75,6 +75,8 @@ class Gateway:
         )
 
         @declare(
+            "POST",
+            PATHS[provider],
             "Ask the site's model "
             f"({'OpenAI Chat Completions' if provider == 'openai' else 'Anthropic Messages'} "
             "wire format; the server adds the key and relays the answer as it streams)",
@@ -113,6 +115,8 @@ class Gateway:
         )
 
         @declare(
+            "GET",
+            STREAMS,
             "Re-attach to the answer the site's model is giving in one of the person's "
             "conversations (kept while it streams): from the event after `Last-Event-ID`, the "
             "rest as it comes",
@@ -135,6 +139,8 @@ class Gateway:
             return _Reattached(kept, start)
 
         @declare(
+            "DELETE",
+            STREAMS,
             "Stop the answer the site's model is giving in one of the person's conversations: "
             "the provider's request is closed",
             path={"thread": {"type": "string", "pattern": f"^{THREAD.pattern}$"}},
@@ -162,11 +168,7 @@ class Gateway:
             kept.stop()
             return {"stopped": call.path["thread"]}
 
-        return [
-            Route(PATHS[provider], assistant, methods=["POST"]),
-            Route(STREAMS, reattach, methods=["GET"]),
-            Route(STREAMS, stop, methods=["DELETE"]),
-        ]
+        return routes_of(assistant, reattach, stop)
 
     def streaming(self, username: str, thread: str) -> bool:
         """Whether an answer is kept for the person's thread (the page re-attaches to it), by

@@ -28,7 +28,7 @@ from ...records.declaration import (
     RESULT_CAP_RANGE,
     TIMEOUT_MS_RANGE,
 )
-from ..api import NO_STORE, Call, Reply, declare
+from ..api import NO_STORE, Call, Reply, declare, routes_of
 from ..auth.sessions import Auth, User
 from ..database import Database
 
@@ -222,6 +222,8 @@ class PluginRecords:
         writes = {401: "Nobody is signed in.", 403: "The user is not an operator."}
 
         @declare(
+            "GET",
+            "/plugins/{id}",
             "A plugin record the user can see, with its code",
             replies={200: Reply(RECORD, headers=NO_STORE)},
             refusals={401: "Nobody is signed in.", 404: "No record the user can see has that id."},
@@ -238,6 +240,8 @@ class PluginRecords:
             return JSONResponse(record, headers={"cache-control": "no-store"})
 
         @declare(
+            "POST",
+            "/plugins",
             "Save a new plugin record (operators); 422 names the field a declaration breaks",
             body=RECORD_BODY,
             body_limit=BODY_LIMIT,
@@ -253,6 +257,8 @@ class PluginRecords:
             return self._write(call.body, call.user, create=True)
 
         @declare(
+            "PUT",
+            "/plugins/{id}",
             "Replace a plugin record (operators)",
             body=RECORD_BODY,
             body_limit=BODY_LIMIT,
@@ -270,6 +276,8 @@ class PluginRecords:
             return self._write(call.body, call.user, create=False)
 
         @declare(
+            "DELETE",
+            "/plugins/{id}",
             "Delete a plugin record (operators)",
             replies={
                 200: Reply(
@@ -292,12 +300,7 @@ class PluginRecords:
                 raise ApiError(404, f"There is no plugin {call.path['id'][:80]!r}.", field="id")
             return {"deleted": call.path["id"]}
 
-        return [
-            Route("/plugins", create_record, methods=["POST"]),
-            Route("/plugins/{id}", get_record, methods=["GET"]),
-            Route("/plugins/{id}", update_record, methods=["PUT"]),
-            Route("/plugins/{id}", delete_record, methods=["DELETE"]),
-        ]
+        return routes_of(create_record, get_record, update_record, delete_record)
 
     def _write(self, body: dict[str, Any], user: User, *, create: bool) -> JSONResponse:
         try:

@@ -15,7 +15,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ...errors import ApiError
 from ...platform import PluginPlatform
 from ...records.declaration import LOCATIONS
-from ..api import NO_STORE, Call, Reply, declare
+from ..api import NO_STORE, Call, Reply, declare, routes_of
 from ..database import Database
 from .context import ServerContext
 from .records import OPERATORS, RECORD
@@ -85,6 +85,8 @@ def plugin_routes(context: ServerContext) -> list[Route]:
     )
 
     @declare(
+        "GET",
+        "/plugins",
         "The server's plugins, then the plugin records the user can see (without their code)",
         query={"location": {"enum": list(LOCATIONS)}},
         replies={
@@ -108,6 +110,8 @@ def plugin_routes(context: ServerContext) -> list[Route]:
         return JSONResponse(listed, headers={"cache-control": "no-store"})
 
     @declare(
+        "GET",
+        "/plugins/agent-tools",
         "The AgentTools bundles of every enabled plugin, with those made for the user",
         replies={200: Reply({"type": "array", "items": BUNDLE}, headers=NO_STORE)},
     )
@@ -117,6 +121,8 @@ def plugin_routes(context: ServerContext) -> list[Route]:
         return JSONResponse(bundles, headers={"cache-control": "no-store"})
 
     @declare(
+        "PATCH",
+        "/plugins/{id}",
         "Enable or disable a server plugin (operators)",
         body=SWITCH,
         body_limit=1024,
@@ -143,11 +149,7 @@ def plugin_routes(context: ServerContext) -> list[Route]:
         platform.set_enabled(name, enabled)
         return next(p for p in platform.list_plugins() if p["name"] == name)
 
-    return [
-        Route("/plugins", list_plugins, methods=["GET"]),
-        Route("/plugins/agent-tools", list_agent_tools, methods=["GET"]),
-        Route("/plugins/{id}", set_plugin_enabled, methods=["PATCH"]),
-    ]
+    return routes_of(list_plugins, list_agent_tools, set_plugin_enabled)
 
 
 class PluginStateSync:

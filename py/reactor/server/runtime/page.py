@@ -22,7 +22,7 @@ from ...errors import ApiError
 from ...host.tools import AgentSpec
 from ...platform import PluginPlatform
 from ...plugin_spec import PluginSpec
-from ..api import ANY_FILE, HTML, NO_STORE, REVALIDATED, Call, Reply, declare
+from ..api import ANY_FILE, HTML, NO_STORE, REVALIDATED, Call, Reply, declare, routes_of
 from ..gateway.config import AssistantConfig
 from .assets import IMMUTABLE, REVALIDATE, RenderedPage, SourceArchive, serve_file
 from .vendored import ROOT, VENDOR, WEB, Runtime
@@ -138,12 +138,17 @@ def page_routes(
     )
 
     @declare(
-        "The demo page", replies={200: Reply(content=HTML, headers=REVALIDATED), 304: NOT_MODIFIED}
+        "GET",
+        ("/", "/index.html"),
+        "The demo page",
+        replies={200: Reply(content=HTML, headers=REVALIDATED), 304: NOT_MODIFIED},
     )
     async def index(call: Call) -> Response:
         return index_page.response(call.request)
 
     @declare(
+        "GET",
+        "/web/{path:path}",
         "A file of the page's JavaScript and styles",
         replies={200: FILE, 304: NOT_MODIFIED},
         refusals={404: "No such file."},
@@ -152,6 +157,8 @@ def page_routes(
         return serve_file(call.request, WEB, call.path["path"], cache=REVALIDATE)
 
     @declare(
+        "GET",
+        "/vendor/{stamp}/{path:path}",
         "A file of the vendored runtime (Pyodide; PyScript for the bench), immutable under "
         "its version stamp",
         replies={200: FOREVER},
@@ -167,6 +174,8 @@ def page_routes(
         return serve_file(call.request, folder, path, cache=IMMUTABLE)
 
     @declare(
+        "GET",
+        "/assets/plugins/{name}/{path:path}",
         "A page asset of an enabled plugin",
         replies={200: FILE, 304: NOT_MODIFIED},
         refusals={404: "No enabled plugin serves that asset."},
@@ -179,6 +188,8 @@ def page_routes(
         return serve_file(call.request, plugin.folder, path, cache=REVALIDATE)
 
     @declare(
+        "GET",
+        "/app/python-{digest}.bundle",
         "The page's Python as one bundle, named by its hash",
         replies={200: FOREVER},
         refusals={404: "An archive of another start of the server."},
@@ -189,6 +200,8 @@ def page_routes(
         return archive.response(call.request)
 
     @declare(
+        "GET",
+        "/app/boot.json",
         "What the page boots: runtime, Python bundle, plugins, services, the chat's agent",
         replies={200: Reply(BOOT, headers=NO_STORE)},
     )
@@ -214,15 +227,7 @@ def page_routes(
             headers={"cache-control": "no-store"},
         )
 
-    return [
-        Route("/", index, methods=["GET"]),
-        Route("/index.html", index, methods=["GET"]),
-        Route("/web/{path:path}", web_file, methods=["GET"]),
-        Route("/vendor/{stamp}/{path:path}", vendor_file, methods=["GET"]),
-        Route("/assets/plugins/{name}/{path:path}", plugin_asset, methods=["GET"]),
-        Route("/app/python-{digest}.bundle", python_archive, methods=["GET"]),
-        Route("/app/boot.json", boot_config, methods=["GET"]),
-    ]
+    return routes_of(index, web_file, vendor_file, plugin_asset, python_archive, boot_config)
 
 
 def page_packages(specs: Iterable[PluginSpec]) -> dict[str, Path]:

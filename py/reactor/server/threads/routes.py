@@ -16,7 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..api import NO_STORE, Call, Reply, declare
+from ..api import NO_STORE, Call, Reply, declare, routes_of
 from ..auth.sessions import Auth
 from .store import CURSOR, ID_PATTERN, ThreadLimits, ThreadStore, megabytes
 
@@ -252,6 +252,8 @@ class Threads:
         )
 
         @declare(
+            "GET",
+            "/api/threads",
             "The signed-in person's conversations, the most recently added to first, a page at "
             "a time (`before`: the `next` of the page before), with the limits the server keeps",
             query={
@@ -277,6 +279,8 @@ class Threads:
             return JSONResponse(listed, headers={"cache-control": "no-store"})
 
         @declare(
+            "POST",
+            "/api/threads",
             "Start a conversation with its first turn (the page's first message); its title is "
             "the first words of that message unless one is given",
             body=CREATE,
@@ -305,6 +309,8 @@ class Threads:
             return JSONResponse(made, 201, headers={"cache-control": "no-store"})
 
         @declare(
+            "GET",
+            "/api/threads/{id}",
             "One of the person's conversations, whole: what the model saw (`messages`) and what "
             "the person saw (`items`)",
             path={"id": THREAD_ID},
@@ -322,6 +328,8 @@ class Threads:
             )
 
         @declare(
+            "POST",
+            "/api/threads/{id}/turns",
             "Add what the conversation gained since `version` (a turn, or the part of one that "
             "came); `start` for a new turn, refused while another tab's answer is coming",
             path={"id": THREAD_ID},
@@ -355,6 +363,8 @@ class Threads:
             return JSONResponse(appended)
 
         @declare(
+            "PATCH",
+            "/api/threads/{id}",
             "Rename one of the person's conversations",
             path={"id": THREAD_ID},
             body=TITLE,
@@ -368,6 +378,8 @@ class Threads:
             return await run_in_threadpool(store.rename, call.user.username, call.path["id"], title)
 
         @declare(
+            "DELETE",
+            "/api/threads/{id}",
             "Delete one of the person's conversations, with everything in it",
             path={"id": THREAD_ID},
             replies={
@@ -386,11 +398,6 @@ class Threads:
             await run_in_threadpool(store.delete, call.user.username, call.path["id"])
             return {"deleted": call.path["id"]}
 
-        return [
-            Route("/api/threads", list_threads, methods=["GET"]),
-            Route("/api/threads", create_thread, methods=["POST"]),
-            Route("/api/threads/{id}", read_thread, methods=["GET"]),
-            Route("/api/threads/{id}", rename_thread, methods=["PATCH"]),
-            Route("/api/threads/{id}", delete_thread, methods=["DELETE"]),
-            Route("/api/threads/{id}/turns", append_turn, methods=["POST"]),
-        ]
+        return routes_of(
+            list_threads, create_thread, read_thread, rename_thread, delete_thread, append_turn
+        )

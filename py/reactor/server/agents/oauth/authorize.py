@@ -29,7 +29,7 @@ from starlette.routing import Route
 from starlette.types import Scope
 
 from ....errors import ApiError, OAuthError, ReactorError
-from ...api import HTML, Call, Declaration, Reply, declare, documented
+from ...api import HTML, Call, Declaration, Reply, declare, documented, routes_of
 from ...auth.sessions import Auth
 from .clients import Clients
 from .consent import AuthorizationRequest, consent_page, refusal_page
@@ -164,6 +164,8 @@ class Authorize:
 
     def routes(self) -> list[Route]:
         @documented(
+            "GET",
+            AUTHORIZE_PATH,
             Declaration(
                 "OAuth's authorization endpoint: the consent page, where the person signs in and "
                 "allows or denies the agent",
@@ -178,7 +180,7 @@ class Authorize:
                     400: Reply(content=HTML),
                 },
                 name="oauth_authorize",
-            )
+            ),
         )
         async def authorize(request: Request) -> Response:
             try:
@@ -192,6 +194,8 @@ class Authorize:
             return consent_page(asked, self.auth.user_for(request))
 
         @declare(
+            "POST",
+            AUTHORIZE_PATH + "/decision",
             "The person's Allow or Deny of an authorization request (from the consent page): "
             "where the browser goes next",
             body={
@@ -267,10 +271,7 @@ class Authorize:
             )
             return _going(asked.back(code=code))
 
-        return [
-            Route(AUTHORIZE_PATH, authorize, methods=["GET"]),
-            Route(AUTHORIZE_PATH + "/decision", decide, methods=["POST"]),
-        ]
+        return routes_of(authorize, decide)
 
 
 def _going(url: str) -> Response:

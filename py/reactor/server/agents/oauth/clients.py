@@ -37,7 +37,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ....errors import ApiError, OAuthError, OutboundFailed, OutboundRefused
-from ...api import Declaration, Reply, documented
+from ...api import Declaration, Reply, documented, routes_of
 from ...database import Database
 from ...outbound.fetch import FetchPolicy, fetch
 from ...outbound.guard import AllowRule, Reader, parse_allow_list
@@ -284,6 +284,8 @@ class Clients:
 
     def routes(self) -> list[Route]:
         @documented(
+            "POST",
+            REGISTER_PATH,
             Declaration(
                 "Register an OAuth client (RFC 7591 Dynamic Client Registration), for agents "
                 "that cannot name a client ID metadata document",
@@ -298,7 +300,7 @@ class Clients:
                     429: "Too many clients were registered lately.",
                 },
                 name="oauth_register",
-            )
+            ),
         )
         async def register(request: Request) -> Response:
             try:
@@ -318,7 +320,7 @@ class Clients:
                 return oauth_error(OAuthError("invalid_client_metadata", error.sentence))
             return JSONResponse(made, 201, headers={"cache-control": "no-store"})
 
-        return for_every_origin(REGISTER_PATH, register, "POST")
+        return routes_of(*for_every_origin(register))
 
 
 def header_refusal(request: Request) -> None:

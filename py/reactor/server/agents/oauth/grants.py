@@ -34,7 +34,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ....errors import ApiError, OAuthError
-from ...api import NO_STORE, Call, Reply, declare
+from ...api import NO_STORE, Call, Reply, declare, routes_of
 from ...auth.sessions import Auth, User
 from ...database import Database
 from ..tokens import LAST_USED_SECONDS, RATE_LIMIT, RATE_WINDOW, AgentToken
@@ -432,6 +432,8 @@ class Grants:
 
     def routes(self) -> list[Route]:
         @declare(
+            "GET",
+            "/api/agent-connections",
             "The signed-in person's connected agents (OAuth): name, allowed, last called",
             replies={200: Reply({"type": "array", "items": CONNECTION}, headers=NO_STORE)},
             refusals={401: "Nobody is signed in."},
@@ -441,6 +443,8 @@ class Grants:
             return JSONResponse(self.listed(call.user), headers={"cache-control": "no-store"})
 
         @declare(
+            "DELETE",
+            "/api/agent-connections/{id}",
             "End one of the signed-in person's agent connections: refused from its next request on",
             path={"id": GRANT_ID},
             replies={
@@ -466,10 +470,7 @@ class Grants:
                 )
             return {"revoked": grant_id}
 
-        return [
-            Route("/api/agent-connections", list_connections, methods=["GET"]),
-            Route("/api/agent-connections/{id}", end_connection, methods=["DELETE"]),
-        ]
+        return routes_of(list_connections, end_connection)
 
 
 UNKNOWN = (

@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Scope
 
-from ...api import Declaration, Reply, documented
+from ...api import Declaration, Reply, declaration_of, documented, routes_of
 
 RESOURCE_PATH = "/mcp"
 PROTECTED_RESOURCE_PATH = "/.well-known/oauth-protected-resource" + RESOURCE_PATH
@@ -110,11 +110,13 @@ def authorization_server(scope: Scope) -> dict[str, Any]:
     return document.model_dump(mode="json", exclude_none=True)
 
 
-def for_every_origin(
-    path: str, endpoint: Callable[[Request], Awaitable[Response]], method: str
-) -> list[Route]:
-    """`endpoint` at `path`, readable by a page of any origin (no credentials): its answers say
-    so, and a preflight OPTIONS is answered (a client sending MCP-Protocol-Version needs one)."""
+def for_every_origin(endpoint: Callable[[Request], Awaitable[Response]]) -> list[Any]:
+    """`endpoint` (declared) readable by a page of any origin (no credentials): its answers say
+    so, and a preflight OPTIONS at its path is answered (a client sending MCP-Protocol-Version
+    needs one), declared too."""
+    declaration = declaration_of(endpoint)
+    assert declaration is not None, endpoint
+    method = ", ".join(declaration.methods)
 
     async def answered(request: Request) -> Response:
         response = await endpoint(request)
@@ -122,46 +124,67 @@ def for_every_origin(
         return response
 
     async def preflight(request: Request) -> Response:
-        return Response(
-            status_code=204,
-            headers={
-                **EVERY_ORIGIN,
-                "access-control-allow-methods": method,
-                "access-control-allow-headers": "authorization, content-type, mcp-protocol-version",
-                "access-control-max-age": "600",
-            },
-        )
+        return Response(status_code=204, headers={**EVERY_ORIGIN, **preflight_headers(method)})
 
     answered.__name__ = endpoint.__name__
-    documented_as = getattr(endpoint, "declaration", None)
-    if documented_as is not None:
-        documented(documented_as)(answered)
-    return [Route(path, answered, methods=[method]), Route(path, preflight, methods=["OPTIONS"])]
+    preflight.__name__ = f"{declaration.name or endpoint.__name__}_preflight"
+    documented(declaration.methods, declaration.paths, declaration)(answered)
+    documented(
+        "OPTIONS",
+        declaration.paths,
+        Declaration(
+            f"CORS preflight of {method} {declaration.paths[0]}: a page of any origin may ask",
+            replies={204: Reply(headers=PREFLIGHT)},
+            name=preflight.__name__,
+        ),
+    )(preflight)
+    return [answered, preflight]
+
+
+def preflight_headers(method: str) -> dict[str, str]:
+    return {
+        "access-control-allow-methods": method,
+        "access-control-allow-headers": "authorization, content-type, mcp-protocol-version",
+        "access-control-max-age": "600",
+    }
+
+
+# What a preflight's answer sends, by name (the document lists them).
+PREFLIGHT = {
+    "access-control-allow-origin": "*: any origin may ask, without credentials",
+    "access-control-allow-methods": "The method the path takes",
+    "access-control-allow-headers": "The headers a request may send",
+    "access-control-max-age": "Seconds a browser may keep this answer",
+}
 
 
 def metadata_routes() -> list[Route]:
     @documented(
+        "GET",
+        PROTECTED_RESOURCE_PATH,
         Declaration(
             "OAuth protected resource metadata (RFC 9728) of /mcp: its authorization server",
             replies={200: Reply({"type": "object"}, headers=CACHED)},
             name="oauth_protected_resource",
-        )
+        ),
     )
     async def protected_resource_document(request: Request) -> Response:
         return JSONResponse(protected_resource(request.scope), headers=CACHED)
 
     @documented(
+        "GET",
+        AUTHORIZATION_SERVER_PATH,
         Declaration(
             "OAuth authorization server metadata (RFC 8414): endpoints, PKCE S256, client ID "
             "metadata documents",
             replies={200: Reply({"type": "object"}, headers=CACHED)},
             name="oauth_authorization_server",
-        )
+        ),
     )
     async def authorization_server_document(request: Request) -> Response:
         return JSONResponse(authorization_server(request.scope), headers=CACHED)
 
-    return [
-        *for_every_origin(PROTECTED_RESOURCE_PATH, protected_resource_document, "GET"),
-        *for_every_origin(AUTHORIZATION_SERVER_PATH, authorization_server_document, "GET"),
-    ]
+    return routes_of(
+        *for_every_origin(protected_resource_document),
+        *for_every_origin(authorization_server_document),
+    )

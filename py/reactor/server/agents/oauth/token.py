@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ....errors import OAuthError
-from ...api import Declaration, Reply, documented
+from ...api import Declaration, Reply, documented, routes_of
 from ...requests import read_body
 from .clients import OAUTH_ERROR, Clients, header_refusal, oauth_error
 from .grants import Grants
@@ -110,6 +110,8 @@ class TokenEndpoints:
 
     def routes(self) -> list[Route]:
         @documented(
+            "POST",
+            TOKEN_PATH,
             Declaration(
                 "OAuth's token endpoint: an authorization code with its PKCE verifier, or a "
                 "refresh token, for a new access and refresh token",
@@ -123,7 +125,7 @@ class TokenEndpoints:
                     401: Reply(OAUTH_ERROR, headers=NO_STORE),
                 },
                 name="oauth_token",
-            )
+            ),
         )
         async def token(request: Request) -> Response:
             try:
@@ -133,6 +135,8 @@ class TokenEndpoints:
             return JSONResponse(answer, headers=NO_STORE)
 
         @documented(
+            "POST",
+            REVOKE_PATH,
             Declaration(
                 "Revoke an access or refresh token (RFC 7009): its connection ends",
                 description=f"{FORM}: token, token_type_hint, client_id (and its secret). An "
@@ -143,7 +147,7 @@ class TokenEndpoints:
                     401: Reply(OAUTH_ERROR, headers=NO_STORE),
                 },
                 name="oauth_revoke",
-            )
+            ),
         )
         async def revoke(request: Request) -> Response:
             try:
@@ -152,7 +156,4 @@ class TokenEndpoints:
                 return oauth_error(error)
             return Response(status_code=200, headers=NO_STORE)
 
-        return [
-            *for_every_origin(TOKEN_PATH, token, "POST"),
-            *for_every_origin(REVOKE_PATH, revoke, "POST"),
-        ]
+        return routes_of(*for_every_origin(token), *for_every_origin(revoke))
