@@ -10,7 +10,8 @@
  * takes longer.
  */
 
-const MESSAGE_LIMIT = 2_000_000;  // the server's limit on one message (server/agents/mcp.py BODY_LIMIT)
+import { LINK_CLOSE, LINK_MESSAGE_LIMIT as MESSAGE_LIMIT } from "./protocol.js";
+
 const TELL_WAITING_MS = 100;  // a call not answered by then is shown while it runs
 const LINK_LOST = "The page's link to the server was lost.";
 
@@ -40,7 +41,7 @@ export class AgentSocket {
   }
 
   open(id, url) {
-    this.socket?.close(1000);
+    this.socket?.close(LINK_CLOSE.normal);
     this.withdraw(LINK_LOST);
     const socket = new WebSocket(url);
     [this.socket, this.id] = [socket, id];

@@ -7,17 +7,17 @@
  * runs it — admission, validation and the person's approval — and is answered without waiting
  * for this thread; this thread drives the socket (a WorkerSocket) and hears the rest. A dropped
  * connection is made again with backoff (0.5 s doubling to 30 s), the calls it
- * brought withdrawn; a refusal (signed out: 4401, too many pages: 4429) is not retried. A server
- * that stops (1012) is linked again the same way: behind a balancer, another process takes it. A
+ * brought withdrawn; a refusal (signed out, too many pages: LINK_REFUSED) is not retried. A server
+ * that stops is linked again the same way: behind a balancer, another process takes it. A
  * socket that never opens, several times in a row, is asked about with a plain fetch of the same
  * address: the server's sentence (a proxy in front that does not pass WebSockets on is a 426
  * naming its settings) is the person's, and the link stops trying until they ask again.
  */
 
+import { LINK_CLOSE, LINK_MESSAGE_LIMIT, LINK_REFUSED, LINK_UP } from "./protocol.js";
+
 const BACKOFF_MS = [500, 30_000];
 const ACTIVE_EVERY_MS = 10_000;
-const REFUSED = new Set([4401, 4429]);
-const MESSAGE_LIMIT = 2_000_000;  // the server's limit on one message (server/agents/mcp.py BODY_LIMIT)
 const ASK_WHY_AFTER = 3;  // sockets in a row that never opened before the page asks the server why
 
 /** The worker's sockets, by number: what it says of each goes to it. */
@@ -108,7 +108,7 @@ class AgentLink {
   disconnect() {
     this.wanted = false;
     this.generation += 1;
-    this.socket?.close(1000, "The page's agents switch was turned off.");
+    this.socket?.close(LINK_CLOSE.normal, "The page's agents switch was turned off.");
     for (const type of ["focus", "pointerdown", "keydown"]) removeEventListener(type, this.onActivity, true);
     removeEventListener("hashchange", this.onMoved);
     this.titleWatch?.disconnect();
@@ -139,7 +139,7 @@ class AgentLink {
       // The worker withdraws the calls that came down a link that closed (the server has failed them).
       const closed = await this.hold(socket, () => { delay = BACKOFF_MS[0]; });
       if (!current()) break;
-      if (REFUSED.has(closed.code)) {  // signed out, or too many pages: trying again will not help
+      if (LINK_REFUSED.has(closed.code)) {  // signed out, or too many pages: trying again will not help
         this.refuse(closed.reason || "The server refused this page's connection.");
         break;
       }
@@ -192,13 +192,13 @@ class AgentLink {
     if (!this.pageId) return;
     const tools = await window.reactor.chat.tools();
     this.titles = new Map(tools.map((t) => [t.name, t.title ?? t.name]));
-    const list = JSON.stringify({ type: "tools", tools });
-    if (list.length <= MESSAGE_LIMIT) return this.post(list);
+    const list = upText("tools", { tools });
+    if (list.length <= LINK_MESSAGE_LIMIT) return this.post(list);
     // The server would keep the list it had, or none: the person is told, and the link closed.
     const count = tools.length.toLocaleString("en");
     const size = (list.length / 1e6).toFixed(1);
     this.refuse(`This page offers ${count} tools, more than your agents can be handed at once (their list `
-      + `is ${size} million characters; the server takes ${MESSAGE_LIMIT / 1e6} million). Turn the switch `
+      + `is ${size} million characters; the server takes ${LINK_MESSAGE_LIMIT / 1e6} million). Turn the switch `
       + "off and on again once it offers fewer.");
   }
 
@@ -223,21 +223,27 @@ class AgentLink {
     const where = JSON.stringify(this.where());
     if (where === this.lastWhere) return;
     this.lastWhere = where;
-    this.post({ type: "where", ...this.where() });
+    this.post(upText("where", this.where()));
   }
 
   active() {
     const now = Date.now();
     if (!this.pageId || now - this.lastActive < ACTIVE_EVERY_MS) return;
     this.lastActive = now;
-    this.post({ type: "active" });
+    this.post(upText("active"));
   }
 
-  /** Send a message (an object, or its JSON text) up the socket, if it is open. */
-  post(message) {
+  /** Send a message's JSON text (upText) up the socket, if it is open. */
+  post(text) {
     if (!this.pageId || this.socket?.readyState !== WebSocket.OPEN) return;
-    this.socket.send(typeof message === "string" ? message : JSON.stringify(message));
+    this.socket.send(text);
   }
+}
+
+/** A message up the link, as its JSON text; `type` is one the server takes (LINK_UP). */
+function upText(type, fields = {}) {
+  if (!LINK_UP.has(type)) throw new TypeError(`${type} is not a message the page sends up its link`);
+  return JSON.stringify({ type, ...fields });
 }
 
 /** The server's sentence for a plain request of the link's address (`address` without its

@@ -34,7 +34,8 @@ from .errors import (
 from .events import Emitter
 from .http import Preloaded, answer_json
 from .json_text import dumps
-from .protocol import CALLS, Raw, WorkerEndpoint
+from .messages import CALLS, VERSION
+from .protocol import Raw, WorkerEndpoint
 
 
 class WorkerPage:
@@ -552,8 +553,10 @@ def start(
         )
     )
     # The worker's JavaScript takes every message with `take`, a CALLS request with `takeCall`;
-    # the page's link for desktop agents, held there, runs their calls by `agentCall`.
+    # the page's link for desktop agents, held there, runs their calls by `agentCall`. It speaks
+    # the protocol's `version` from now on.
     taking = {
+        "version": VERSION,
         "take": create_proxy(endpoint.take),
         "takeCall": create_proxy(endpoint.take_call),
         "calls": CALLS,
