@@ -41,7 +41,7 @@ export const LINK_DOWN = new Set(["hello", "call", "cancel", "listed", "problem"
 export const LINK_UP = new Set(["answer", "tools", "active", "where"]);
 /** How the link closes (reactor/messages.py says when each comes). */
 export const LINK_CLOSE = Object.freeze({ normal: 1000, notOwnPage: 1008, serverStopping: 1012, signedOut: 4401, tooManyPages: 4429 });
-/** The closes a page does not link again after: trying again would not help. */
+/** The closes a page does not link again after: trying again would not help. @type {Set<number>} */
 export const LINK_REFUSED = new Set([LINK_CLOSE.signedOut, LINK_CLOSE.tooManyPages]);
 /** Characters of one message either way. */
 export const LINK_MESSAGE_LIMIT = 2_000_000;
