@@ -389,7 +389,6 @@ def test_no_other_script_writes_the_version_a_close_code_or_the_links_limit():
     # the Python that speaks these (other modules' 2,000,000 and 1008 mean something else)
     reactor = ROOT / "py" / "reactor"
     python = [*(reactor / "server" / "agents").rglob("*.py"), reactor / "protocol.py"]
-    python += [reactor / "browser.py"] if (reactor / "browser.py").exists() else []
     python += (reactor / "browser").rglob("*.py")
     found = [
         f"{path.relative_to(ROOT)}: {match[0]}"

@@ -1,13 +1,13 @@
 /**
  * The page's link for desktop agents (its WebSocket to the reactor server), held in the reactor
  * worker; web/agents.js drives it from the main thread by the `agents.open`, `agents.send` and
- * `agents.close` notices. A `call` that comes down runs here, in Python (reactor/browser.py
- * AgentCalls: the chat's own callTool, admission, validation and the person's approval), and its
- * answer goes up at once: a call never waits for the main thread, which may be drawing, unless the
- * person must approve it (the chat asks them there). The main thread hears the link's other
- * messages, its opening and its closing (`agents.socket`), and a line for the Agents panel per
- * call (`agents.call`): after the answer has gone for a quick call, while it waits for one that
- * takes longer.
+ * `agents.close` notices. A `call` that comes down runs here, in Python
+ * (reactor/browser/agent_calls.py AgentCalls: the chat's own callTool, admission, validation and
+ * the person's approval), and its answer goes up at once: a call never waits for the main thread,
+ * which may be drawing, unless the person must approve it (the chat asks them there). The main
+ * thread hears the link's other messages, its opening and its closing (`agents.socket`), and a
+ * line for the Agents panel per call (`agents.call`): after the answer has gone for a quick call,
+ * while it waits for one that takes longer.
  */
 
 import { LINK_CLOSE, LINK_MESSAGE_LIMIT as MESSAGE_LIMIT } from "./protocol.js";
