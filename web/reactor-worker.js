@@ -17,7 +17,7 @@
 
 import { bootPyodide } from "./pyodide-boot.js";
 
-let version = null;  // the protocol's: the boot message's, then Python's
+let version = null;  // the protocol's: the boot message's, then Python's (speak)
 const waiting = [];  // messages that came before Python could take them
 let take = null;  // Python's WorkerEndpoint.take
 let takeCall = null;  // and its take_call, for the CALLS: {type: the field that names what to run}
@@ -25,9 +25,15 @@ let calls = {};
 let agentCall = null;  // and its AgentCalls, for the page's link for desktop agents
 let agentCancel = null;
 let agentSocket = null;  // web/agent-socket.js's AgentSocket, made at the link's first notice
-let agents = null;  // how the page's notices to the link begin: `{"v":<version>,"type":"agents.`
+let agents = null;  // how the page's notices to the link begin
 let pyodide = null;
 let config = null;
+
+/** Speak the protocol's version `v` from now on. */
+function speak(v) {
+  version = v;
+  agents = `{"v":${v},"type":"agents.`;
+}
 
 const notice = (type, fields) => postMessage(JSON.stringify({ v: version, type, ...fields }));
 /** A boot step done: the page marks it as `reactor:<phase>` on its own clock. */
@@ -91,8 +97,9 @@ async function boot(bootConfig) {
   reached("python-installed", "Importing reactor…");
   const start = python.pyimport("reactor.browser").start;
   const config = JSON.stringify({ ...bootConfig, preloaded: await preloaded });
-  ({ take, takeCall, calls, agentCall, agentCancel, version } = start(config, atBoot, restored, installLater));
-  agents = `{"v":${version},"type":"agents.`;
+  const started = start(config, atBoot, restored, installLater);
+  ({ take, takeCall, calls, agentCall, agentCancel } = started);
+  speak(started.version);
   for (const text of waiting.splice(0)) deliver(text);
 }
 
@@ -154,7 +161,7 @@ onmessage = ({ data }) => {
   if (take) return deliver(data);
   const message = typeof data === "string" ? JSON.parse(data) : data;
   if (message.type === "boot" && !config) {
-    version = message.v;
+    speak(message.v);
     config = message.config;
     boot(config).catch((error) => notice("fail", { message: error.message, detail: error.stack ?? "" }));
   } else {

@@ -487,9 +487,8 @@ class Agents:
         refusal after the handshake is a close code the page can read (reactor/messages.py
         LINK_CLOSE): signed out, too many pages."""
         if not self.own_page(socket.scope):
-            await socket.close(
-                LINK_CLOSE["notOwnPage"]
-            )  # before the handshake is accepted: the browser sees a 403
+            # before the handshake is accepted: the browser sees a 403
+            await socket.close(LINK_CLOSE["notOwnPage"])
             return
         token = session_token(socket)
         user = self.auth.user_for_token(token)
@@ -545,9 +544,8 @@ class Agents:
                     recheck = page.loop.call_later(RECHECK_SECONDS, outbox.put_nowait, RECHECK)
                     continue
                 if message is None:
-                    await socket.close(
-                        LINK_CLOSE["serverStopping"]
-                    )  # the server ended it: the page connects again
+                    # the server ended it: the page connects again
+                    await socket.close(LINK_CLOSE["serverStopping"])
                     return
                 await socket.send_text(json.dumps(message, ensure_ascii=False))
         finally:
