@@ -3,21 +3,25 @@ answers, errors with their class and sentence, cancellation both ways, hostile m
 
 import asyncio
 import json
+import re
+import subprocess
+from pathlib import Path
 
 import pytest
 
-from reactor import AbortedError, CancelToken, CommandOptions, Reactor, ReactorError, define_plugin
+from reactor import (
+    AbortedError,
+    CancelToken,
+    CommandOptions,
+    Reactor,
+    ReactorError,
+    define_plugin,
+    messages,
+)
 from reactor.errors import PageError, ProtocolError
 from reactor.facade import execute_json
-from reactor.protocol import (
-    CALLS,
-    PAGE_REQUESTS,
-    VERSION,
-    WORKER_NOTICES,
-    WORKER_REQUESTS,
-    Raw,
-    WorkerEndpoint,
-)
+from reactor.messages import CALLS, PAGE_REQUESTS, VERSION, WORKER_NOTICES, WORKER_REQUESTS
+from reactor.protocol import Raw, WorkerEndpoint
 
 NOTES = CommandOptions(
     execute=lambda args: {args["of"]: 3},
@@ -335,32 +339,60 @@ def test_a_field_that_would_overwrite_the_envelope_is_refused_before_anything_is
     assert page.sent == []
 
 
-def test_the_page_and_the_worker_declare_the_same_protocol():
-    """web/protocol.js (the page's end) and web/reactor-worker.js against reactor/protocol.py: one
-    version, the same message types, so neither side can send what the other refuses."""
-    import re
-    import subprocess
-    from pathlib import Path
+ROOT = Path(__file__).resolve().parents[1]
 
-    from reactor import protocol
 
-    web = Path(__file__).resolve().parents[1] / "web"
+def declared_in_javascript() -> dict:
+    """Every upper-case constant web/protocol.js exports, as JSON (a Set as its sorted items)."""
     script = (
-        f"const p = await import({json.dumps((web / 'protocol.js').as_uri())});"
-        "console.log(JSON.stringify({VERSION: p.VERSION, PAGE_REQUESTS: "
-        "[...p.PAGE_REQUESTS], PAGE_NOTICES: [...p.PAGE_NOTICES],"
-        " WORKER_REQUESTS: [...p.WORKER_REQUESTS], WORKER_NOTICES: [...p.WORKER_NOTICES]}));"
+        f"const p = await import({json.dumps((ROOT / 'web' / 'protocol.js').as_uri())});"
+        "const plain = (v) => v instanceof Set ? [...v].sort() : v;"
+        "console.log(JSON.stringify(Object.fromEntries(Object.entries(p)"
+        ".filter(([name]) => /^[A-Z][A-Z_]*$/.test(name)).map(([n, v]) => [n, plain(v)]))));"
     )
-    page = json.loads(
-        subprocess.run(
-            ["node", "--input-type=module", "-e", script],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
+    run = subprocess.run(
+        ["node", "--input-type=module", "-e", script], capture_output=True, text=True, check=True
     )
-    assert page["VERSION"] == protocol.VERSION
-    for name in ("PAGE_REQUESTS", "PAGE_NOTICES", "WORKER_REQUESTS", "WORKER_NOTICES"):
-        assert set(page[name]) == set(getattr(protocol, name)), name
-    worker = (web / "reactor-worker.js").read_text()
-    assert re.search(r"const VERSION = (\d+);", worker).group(1) == str(protocol.VERSION)
+    return json.loads(run.stdout)
+
+
+def declared_in_python() -> dict:
+    def plain(value):
+        return sorted(value) if isinstance(value, frozenset) else value
+
+    return {
+        name: plain(v) for name, v in vars(messages).items() if re.fullmatch("[A-Z][A-Z_]*", name)
+    }
+
+
+def test_the_pages_javascript_declares_every_message_as_reactor_messages_does():
+    """web/protocol.js, which the page's scripts import, against reactor/messages.py, the one
+    declaration: the same version, message types, close codes and limit, and nothing on one
+    side only but CALLS, which the worker's JavaScript is given by Python at start."""
+    python, page = declared_in_python(), declared_in_javascript()
+    assert python.pop("CALLS") == CALLS
+    for name in sorted(python.keys() | page.keys()):
+        assert page.get(name) == python.get(name), f"{name}: web/protocol.js vs reactor/messages.py"
+
+
+def test_no_other_script_writes_the_version_a_close_code_or_the_links_limit():
+    """The page's other scripts take these from web/protocol.js (the worker's boot script, which
+    imports nothing it need not, speaks the version the page's boot message and Python say), and
+    the server's Python from reactor.messages: changing one is a change of the declaration alone."""
+    codes = [c for c in messages.LINK_CLOSE.values() if c != 1000]  # 1000 is also a second, in ms
+    written = re.compile(
+        r"\bVERSION\s*=|\bv:\s*\d|[\"']v[\"']\s*:\s*\d|"
+        + "|".join(rf"\b{code}\b" for code in codes)
+        + rf"|\b{messages.LINK_MESSAGE_LIMIT:_}\b|\b{messages.LINK_MESSAGE_LIMIT}\b"
+    )
+    scripts = [p for p in (ROOT / "web").glob("*.js") if p.name != "protocol.js"]
+    # the Python that speaks these (other modules' 2,000,000 and 1008 mean something else)
+    reactor = ROOT / "py" / "reactor"
+    python = [*(reactor / "server" / "agents").rglob("*.py"), reactor / "protocol.py"]
+    python += (reactor / "browser").rglob("*.py")
+    found = [
+        f"{path.relative_to(ROOT)}: {match[0]}"
+        for path in [*scripts, *python]
+        for match in written.finditer(path.read_text())
+    ]
+    assert found == []

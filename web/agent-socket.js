@@ -1,16 +1,17 @@
 /**
  * The page's link for desktop agents (its WebSocket to the reactor server), held in the reactor
  * worker; web/agents.js drives it from the main thread by the `agents.open`, `agents.send` and
- * `agents.close` notices. A `call` that comes down runs here, in Python (reactor/browser.py
- * AgentCalls: the chat's own callTool, admission, validation and the person's approval), and its
- * answer goes up at once: a call never waits for the main thread, which may be drawing, unless the
- * person must approve it (the chat asks them there). The main thread hears the link's other
- * messages, its opening and its closing (`agents.socket`), and a line for the Agents panel per
- * call (`agents.call`): after the answer has gone for a quick call, while it waits for one that
- * takes longer.
+ * `agents.close` notices. A `call` that comes down runs here, in Python
+ * (reactor/browser/agent_calls.py AgentCalls: the chat's own callTool, admission, validation and
+ * the person's approval), and its answer goes up at once: a call never waits for the main thread,
+ * which may be drawing, unless the person must approve it (the chat asks them there). The main
+ * thread hears the link's other messages, its opening and its closing (`agents.socket`), and a
+ * line for the Agents panel per call (`agents.call`): after the answer has gone for a quick call,
+ * while it waits for one that takes longer.
  */
 
-const MESSAGE_LIMIT = 2_000_000;  // the server's limit on one message (server/agents/mcp.py BODY_LIMIT)
+import { LINK_CLOSE, LINK_MESSAGE_LIMIT as MESSAGE_LIMIT } from "./protocol.js";
+
 const TELL_WAITING_MS = 100;  // a call not answered by then is shown while it runs
 const LINK_LOST = "The page's link to the server was lost.";
 
@@ -40,7 +41,7 @@ export class AgentSocket {
   }
 
   open(id, url) {
-    this.socket?.close(1000);
+    this.socket?.close(LINK_CLOSE.normal);
     this.withdraw(LINK_LOST);
     const socket = new WebSocket(url);
     [this.socket, this.id] = [socket, id];

@@ -7,11 +7,21 @@
  * Every answer is JSON text: {ok: true, value} or {ok: false, error: {type, message}}.
  */
 
-import { errorDetail } from "./protocol.js";
+import { AI_TOOL_WORKER, errorDetail } from "./protocol.js";
 import { bootPyodide } from "./pyodide-boot.js";
 import { fetchPythonBundle, installPythonBundles } from "./python-bundle.js";
 
 const controllers = new Map();
+
+/**
+ * Tell the page something; `type` is one it takes (AI_TOOL_WORKER).
+ * @param {string} type
+ * @param {object} [fields]
+ */
+function tell(type, fields = {}) {
+  if (!AI_TOOL_WORKER.has(type)) throw new TypeError(`${type} is not a message an AI Tool worker sends`);
+  postMessage({ type, ...fields });
+}
 let python = null;
 
 async function boot({ interpreter, snapshot, bundles, site, server }) {
@@ -52,13 +62,13 @@ async function run({ id, job }) {
   } finally {
     controllers.delete(id);
   }
-  postMessage({ type: "done", id, answer });
+  tell("done", { id, answer });
 }
 
 onmessage = ({ data }) => {
   if (data.type === "boot") {
     python = boot(data);
-    python.then(() => postMessage({ type: "booted" }), (error) => postMessage({ type: "boot-failed", message: String(error) }));
+    python.then(() => tell("booted"), (error) => tell("boot-failed", { message: String(error) }));
   } else if (data.type === "run") {
     run(data);
   } else if (data.type === "abort") {

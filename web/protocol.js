@@ -2,6 +2,11 @@
  * The page's half of the messages between the main thread and the reactor worker; the worker's
  * half is reactor/protocol.py, which explains the four shapes (request, answer, cancel, notice).
  * Every message is one JSON text {v: VERSION, ...}.
+ *
+ * The constants below are reactor/messages.py's, the one declaration of every message the page's
+ * parts send each other (this channel, the page's link for desktop agents, the AI Tool worker's),
+ * written here so that the page's scripts import them without a request of their own;
+ * tests/test_protocol.py fails when the two differ.
  */
 
 export const VERSION = 1;
@@ -15,7 +20,7 @@ export const PAGE_REQUESTS = new Set([
 /** The `agents.*` notices drive the page's link for desktop agents, held by the worker's JavaScript. */
 export const PAGE_NOTICES = new Set(["chat.stop", "panel.event", "panels.unload", "agents.open", "agents.send", "agents.close"]);
 /** The envelope's own keys: a message's fields may not take them (reactor/protocol.py). */
-const ENVELOPE_KEYS = new Set(["v", "id", "re", "type"]);
+export const ENVELOPE_KEYS = new Set(["v", "id", "re", "type"]);
 /** What the worker asks the page (each is answered), and what it tells it. */
 export const WORKER_REQUESTS = new Set([
   "page.openTab", "page.fullscreen", "pageCommand.run", "chat.approve", "page.storage", "aiTool.run", "panel.open",
@@ -25,6 +30,26 @@ export const WORKER_NOTICES = new Set([
   "progress", "fail", "ready", "bundles.changed", "commands.changed", "page.show", "chat.event", "aiTool.warm",
   "panel.draw", "panel.listen", "panel.unlisten", "agents.socket", "agents.call",
 ]);
+
+/**
+ * The page's link for desktop agents (web/agents.js, web/agent-socket.js <-> the server's
+ * reactor/server/agents/mcp.py): one JSON object {type, ...} per WebSocket message. Down: `hello`
+ * {page}, `call` {call, tool, arguments, agent}, `cancel` {call}, `claimed` {call, ok}, `listed`
+ * {tools}, `problem` {error}.
+ */
+export const LINK_DOWN = new Set(["hello", "call", "cancel", "claimed", "listed", "problem"]);
+/** Up: `answer` {call, envelope}, `claim` {call}, `tools` {tools}, `active`, `where` {title, route}. */
+export const LINK_UP = new Set(["answer", "claim", "tools", "active", "where"]);
+/** How the link closes (reactor/messages.py says when each comes). */
+export const LINK_CLOSE = Object.freeze({ normal: 1000, notOwnPage: 1008, serverStopping: 1012, signedOut: 4401, tooManyPages: 4429 });
+/** The closes a page does not link again after: trying again would not help. @type {Set<number>} */
+export const LINK_REFUSED = new Set([LINK_CLOSE.signedOut, LINK_CLOSE.tooManyPages]);
+/** Characters of one message either way. */
+export const LINK_MESSAGE_LIMIT = 2_000_000;
+
+/** What the page tells an AI Tool worker (web/tool-workers.js -> web/ai-tool-worker.js), and what it tells the page. */
+export const AI_TOOL_PAGE = new Set(["boot", "run", "abort"]);
+export const AI_TOOL_WORKER = new Set(["booted", "boot-failed", "done"]);
 
 /**
  * @typedef {{type?: string, message: string, command?: string, problems?: {path: string, message: string}[], display?: string}} ErrorDetail

@@ -9,11 +9,15 @@
  * as it came. Until then, progress and the first failure go to the page as the protocol's
  * `progress` and `fail` notices. The page's link for desktop agents is held here too
  * (web/agent-socket.js): its `agents.*` notices never reach Python's channel.
+ *
+ * The protocol's version is not written here (this file imports nothing it need not at boot):
+ * the worker speaks the version of the page's boot message, then the one Python says it speaks
+ * (reactor/messages.py), which the page checks.
  */
 
 import { bootPyodide } from "./pyodide-boot.js";
 
-const VERSION = 1;  // reactor/protocol.py's VERSION
+let version = null;  // the protocol's: the boot message's, then Python's (speak)
 const waiting = [];  // messages that came before Python could take them
 let take = null;  // Python's WorkerEndpoint.take
 let takeCall = null;  // and its take_call, for the CALLS: {type: the field that names what to run}
@@ -21,11 +25,17 @@ let calls = {};
 let agentCall = null;  // and its AgentCalls, for the page's link for desktop agents
 let agentCancel = null;
 let agentSocket = null;  // web/agent-socket.js's AgentSocket, made at the link's first notice
-const AGENTS = `{"v":${VERSION},"type":"agents.`;  // how the page's notices to the link begin
+let agents = null;  // how the page's notices to the link begin
 let pyodide = null;
 let config = null;
 
-const notice = (type, fields) => postMessage(JSON.stringify({ v: VERSION, type, ...fields }));
+/** Speak the protocol's version `v` from now on. */
+function speak(v) {
+  version = v;
+  agents = `{"v":${v},"type":"agents.`;
+}
+
+const notice = (type, fields) => postMessage(JSON.stringify({ v: version, type, ...fields }));
 /** A boot step done: the page marks it as `reactor:<phase>` on its own clock. */
 const reached = (phase, text) => notice("progress", { text, phase, at: performance.timeOrigin + performance.now() });
 
@@ -87,7 +97,9 @@ async function boot(bootConfig) {
   reached("python-installed", "Importing reactor…");
   const start = python.pyimport("reactor.browser").start;
   const config = JSON.stringify({ ...bootConfig, preloaded: await preloaded });
-  ({ take, takeCall, calls, agentCall, agentCancel } = start(config, atBoot, restored, installLater));
+  const started = start(config, atBoot, restored, installLater);
+  ({ take, takeCall, calls, agentCall, agentCancel } = started);
+  speak(started.version);
   for (const text of waiting.splice(0)) deliver(text);
 }
 
@@ -127,7 +139,7 @@ function asCall(text) {
     return null;
   }
   const field = message && Object.hasOwn(calls, message.type) ? calls[message.type] : null;
-  if (!field || message.v !== VERSION || !Number.isSafeInteger(message.id) || "cancelled" in message || message.cancellable) return null;
+  if (!field || message.v !== version || !Number.isSafeInteger(message.id) || "cancelled" in message || message.cancellable) return null;
   const name = message[field];
   const args = message.args;
   if (typeof name !== "string" || args === undefined) return null;
@@ -145,10 +157,11 @@ function toAgentSocket(text) {
 }
 
 onmessage = ({ data }) => {
-  if (typeof data === "string" && data.startsWith(AGENTS)) return toAgentSocket(data);
+  if (agents && typeof data === "string" && data.startsWith(agents)) return toAgentSocket(data);
   if (take) return deliver(data);
   const message = typeof data === "string" ? JSON.parse(data) : data;
   if (message.type === "boot" && !config) {
+    speak(message.v);
     config = message.config;
     boot(config).catch((error) => notice("fail", { message: error.message, detail: error.stack ?? "" }));
   } else {

@@ -13,7 +13,7 @@
  * unless `window.reactorConfig = {server, plugins, agent}` set before the include says otherwise.
  */
 
-import { ReactorError, WorkerChannel } from "./protocol.js";
+import { ReactorError, VERSION, WorkerChannel } from "./protocol.js";
 
 const embed = window.reactorConfig ?? {};
 /** The reactor server's root, e.g. "http://127.0.0.1:8000/": where runtime, plugins and APIs are. */
@@ -486,7 +486,7 @@ async function boot() {
   const worker = startWorker(config.runtime.interpreter, config.runtime.snapshot);
   worker.addEventListener("error", (event) => fail(`the reactor worker could not start: ${event.message ?? "its script failed to load"}`));
   channel = new WorkerChannel(worker, fromWorker);
-  worker.postMessage({ type: "boot", config });
+  worker.postMessage({ v: VERSION, type: "boot", config });  // the worker speaks this version until its Python says its own
   report("Starting Python (Pyodide)…");
   // What Python needs only once it runs loads while Pyodide boots, after the runtime's own files.
   for (const href of config.plugins.flatMap((p) => p.styles)) {

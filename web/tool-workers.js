@@ -7,7 +7,7 @@
  */
 
 import { workerUrl } from "./early-worker.js";
-import { errorDetail } from "./protocol.js";
+import { AI_TOOL_PAGE, errorDetail } from "./protocol.js";
 
 const GRACE_MS = 300;
 const WORKER_SCRIPT = new URL("./ai-tool-worker.js", import.meta.url);
@@ -40,7 +40,7 @@ export class AiToolWorkers {
         console.error(`The AI Tool worker could not start Python: ${data.message}`);
       }
     };
-    worker.postMessage({ type: "boot", ...this.bootConfig });
+    tell(worker, "boot", this.bootConfig);
     this.current = { worker, pending };
     this.stats.started += 1;
   }
@@ -61,10 +61,10 @@ export class AiToolWorkers {
       const id = ++this.nextId;
       this.stats.calls += 1;
       pending.set(id, resolve);
-      worker.postMessage({ type: "run", id, job: jobJson });
+      tell(worker, "run", { id, job: jobJson });
       signal.addEventListener("abort", () => {
         if (!pending.has(id)) return;
-        worker.postMessage({ type: "abort", id, reason: String(signal.reason) });
+        tell(worker, "abort", { id, reason: String(signal.reason) });
         setTimeout(() => {
           if (!pending.has(id) || this.current.worker !== worker) return;
           worker.terminate();  // the code ignored the signal and blocks its thread
@@ -76,4 +76,15 @@ export class AiToolWorkers {
       }, { once: true });
     });
   }
+}
+
+/**
+ * Tell an AI Tool worker something; `type` is one it takes (AI_TOOL_PAGE).
+ * @param {Worker} worker
+ * @param {string} type
+ * @param {object} fields
+ */
+function tell(worker, type, fields = {}) {
+  if (!AI_TOOL_PAGE.has(type)) throw new TypeError(`${type} is not a message the page sends an AI Tool worker`);
+  worker.postMessage({ type, ...fields });
 }

@@ -10,11 +10,12 @@ neither side holds the other's objects. Four shapes:
 - a cancel: `{"type": "cancel", "re": n, "reason": text}`: the asker stopped waiting;
 - a notice: `{"type": T, ...fields}` with no answer.
 
-The types each side may send are declared below and in `web/protocol.js`, the page's half; a
-message of another type or version is answered with a ProtocolError, never dropped. The two
-calls (CALLS) have a shorter way in: the worker's JavaScript reads their envelope, and Python
-takes only what to run and its arguments' text (`take_call`). This module
-is plain Python (it runs, and is tested, on CPython); `reactor.browser` posts its texts.
+The types each side may send and the version are reactor.messages' (web/protocol.js holds the
+page's copy, checked against it); a message of another type or version is answered with a
+ProtocolError, never dropped. The two calls (CALLS) have a shorter way in: the worker's
+JavaScript reads their envelope, and Python takes only what to run and its arguments' text
+(`take_call`). This module is plain Python (it runs, and is tested, on CPython);
+`reactor.browser` posts its texts.
 """
 
 from __future__ import annotations
@@ -29,67 +30,14 @@ from .awaiting import is_awaitable, started
 from .cancellation import CancelToken
 from .errors import PageError, ProtocolError
 from .json_text import dumps, loads
-
-VERSION = 1
-
-#: What the page asks the worker (each is answered).
-PAGE_REQUESTS = frozenset(
-    {
-        "execute",
-        "callTool",
-        "definePlugin",
-        "unloadPlugin",
-        "commands",
-        "commands.find",
-        "bundles",
-        "diagnostics",
-        "chat.configure",
-        "chat.label",
-        "chat.send",
-        "chat.tools",
-        "chat.callTool",
-        "chat.thread",
-        "chat.resume",
-    }
-)
-#: The requests that run something by name with arguments: the field that names it. Without a
-#: signal, the worker's JavaScript hands them to `take_call` (web/reactor-worker.js).
-CALLS = {"execute": "command", "callTool": "name"}
-#: What the page tells the worker without an answer. The `agents.*` ones drive the page's link
-#: for desktop agents, which the worker's JavaScript holds (web/agent-socket.js): never Python.
-PAGE_NOTICES = frozenset(
-    {"chat.stop", "panel.event", "panels.unload", "agents.open", "agents.send", "agents.close"}
-)
-#: What the worker asks the page (each is answered).
-WORKER_REQUESTS = frozenset(
-    {
-        "page.openTab",
-        "page.fullscreen",
-        "pageCommand.run",
-        "chat.approve",
-        "page.storage",
-        "aiTool.run",
-        "panel.open",
-        "panel.close",
-    }
-)
-#: What the worker tells the page: boot progress and failure, readiness, changes, views, chat.
-WORKER_NOTICES = frozenset(
-    {
-        "progress",
-        "fail",
-        "ready",
-        "bundles.changed",
-        "commands.changed",
-        "page.show",
-        "chat.event",
-        "aiTool.warm",
-        "panel.draw",
-        "panel.listen",
-        "panel.unlisten",
-        "agents.socket",
-        "agents.call",
-    }
+from .messages import (
+    CALLS,
+    ENVELOPE_KEYS,
+    PAGE_NOTICES,
+    PAGE_REQUESTS,
+    VERSION,
+    WORKER_NOTICES,
+    WORKER_REQUESTS,
 )
 
 
@@ -104,8 +52,6 @@ VALUE, JSON_TEXT, ANSWER_TEXT = 0, 1, 2
 #: A call's handler: (name, arguments as the page sent them, signal or None) -> JSON text,
 #: or an awaitable of it.
 Call = Callable[[Any, Any, CancelToken | None], Any]
-#: The envelope's own keys: a message's fields may not take them.
-ENVELOPE_KEYS = frozenset({"v", "id", "re", "type"})
 
 
 class WorkerEndpoint:
@@ -138,7 +84,7 @@ class WorkerEndpoint:
         With `answers`, it is the whole answer's text (reactor.answer): a failure it answers
         rejects the page's call as an error raised here would."""
         if type not in PAGE_REQUESTS | PAGE_NOTICES:
-            rule = f"{type!r} is not a message the page sends; declare it in PAGE_REQUESTS."
+            rule = f"{type!r} is not a message the page sends; declare it in reactor/messages.py."
             raise ProtocolError(rule)
         shape = ANSWER_TEXT if answers else JSON_TEXT if json_text else VALUE
         self._handlers[type] = (handler, shape)
@@ -329,7 +275,7 @@ class WorkerEndpoint:
 def _check_fields(type: str, declared: frozenset[str], fields: dict[str, Any]) -> None:
     if type not in declared:
         raise ProtocolError(
-            f"{type!r} is not a message the worker sends; declare it in reactor/protocol.py."
+            f"{type!r} is not a message the worker sends; declare it in reactor/messages.py."
         )
     taken = sorted(ENVELOPE_KEYS & fields.keys())
     if taken:

@@ -55,6 +55,7 @@ from starlette.types import Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from ...errors import ApiError, DatabaseError
+from ...messages import LINK_CLOSE, LINK_MESSAGE_LIMIT, LINK_UP
 from ..api import EVENTS, Call, Declaration, Reply, declare, documented, error_response, routes_of
 from ..auth.protection import proxy_fault, same_origin
 from ..auth.sessions import Auth, session_token
@@ -75,7 +76,6 @@ LINK_PATH = "/api/agent-pages/link"
 RECHECK_SECONDS = 15.0  # how often a linked page's session is checked again
 RECHECK: dict[str, Any] = {"type": "recheck"}  # the outbox's mark: check the session now
 ANSWER_CHECK_SECONDS = 1.0  # an answer reads the session again once its last check is this old
-BODY_LIMIT = 2_000_000  # a tool's answer: AI Tools cap their results at 1,000,000 bytes
 OWN_TOOLS = ("reactor_pages", "reactor_call")
 REVOKED = "revoked"  # a bus message: a token was revoked on some process
 REVOKE_TRIES, REVOKE_RETRY_SECONDS = 15, 2.0  # the other processes are told for 30 s at most
@@ -487,17 +487,17 @@ class Agents:
     async def page_link(self, socket: WebSocket) -> None:
         """A connected page's one connection: `hello` {page} first, then `call` and `cancel` go
         down; `answer`, `claim` (answered by `claimed`), `tools` (acknowledged by `listed`),
-        `active` and `where` come up. A
-        refusal after the handshake is a close code the page can read: 4401 signed out, 4429 too
-        many pages."""
+        `active` and `where` come up. A refusal after the handshake is a close code the page can
+        read (reactor/messages.py LINK_CLOSE): signed out, too many pages."""
         if not self.own_page(socket.scope):
-            await socket.close(1008)  # before the handshake is accepted: the browser sees a 403
+            # before the handshake is accepted: the browser sees a 403
+            await socket.close(LINK_CLOSE["notOwnPage"])
             return
         token = session_token(socket)
         user = self.auth.user_for_token(token)
         await socket.accept()
         if user is None:
-            await socket.close(4401, "Sign in to let your agents use this page.")
+            await socket.close(LINK_CLOSE["signedOut"], "Sign in to let your agents use this page.")
             return
         relay = self.relay
         query = socket.query_params
@@ -506,7 +506,8 @@ class Agents:
         )
         if page is None:
             await socket.close(
-                4429, f"You have {MAX_PAGES} pages connected already; switch one off first."
+                LINK_CLOSE["tooManyPages"],
+                f"You have {MAX_PAGES} pages connected already; switch one off first.",
             )
             return
         # Either direction may end the link: the page going (up), a refusal or a fault (down).
@@ -539,13 +540,15 @@ class Agents:
                 if message is RECHECK:
                     if self.auth.user_for_token(token) is None:
                         await socket.close(
-                            4401, "You were signed out; sign in to let your agents use this page."
+                            LINK_CLOSE["signedOut"],
+                            "You were signed out; sign in to let your agents use this page.",
                         )
                         return
                     recheck = page.loop.call_later(RECHECK_SECONDS, outbox.put_nowait, RECHECK)
                     continue
                 if message is None:
-                    await socket.close(1012)  # the server ended it: the page connects again
+                    # the server ended it: the page connects again
+                    await socket.close(LINK_CLOSE["serverStopping"])
                     return
                 await socket.send_text(json.dumps(message, ensure_ascii=False))
         finally:
@@ -561,9 +564,10 @@ class Agents:
             if received["type"] == "websocket.disconnect":
                 return
             text = received.get("text")
-            if text is None or len(text) > BODY_LIMIT:
+            if text is None or len(text) > LINK_MESSAGE_LIMIT:
                 await _tell(
-                    socket, f"Send each message as JSON text of at most {BODY_LIMIT:,} characters."
+                    socket,
+                    f"Send each message as JSON text of at most {LINK_MESSAGE_LIMIT:,} characters.",
                 )
                 continue
             try:
@@ -580,7 +584,8 @@ class Agents:
                 user = self.auth.user_for_token(token)
                 if user is None or user.username != page.username:
                     await socket.close(
-                        4401, "You were signed out; sign in to let your agents use this page."
+                        LINK_CLOSE["signedOut"],
+                        "You were signed out; sign in to let your agents use this page.",
                     )
                     return
                 checked = time.monotonic()
@@ -657,7 +662,7 @@ def _page_says(relay: PageRelay, page: PageLink, body: dict[str, Any]) -> str | 
             return 'Where a page is: {"type": "where", "title": "…", "route": "#/…"}.'
         relay.locate(page, title, route)
         return None
-    return 'Send {"type": "answer" | "claim" | "tools" | "active" | "where", …}.'
+    return f'Send {{"type": {" | ".join(json.dumps(t) for t in sorted(LINK_UP))}, …}}.'
 
 
 def _page_url(request: Request | None, public_url: str = "") -> str:
