@@ -150,6 +150,7 @@ class ReactorChat extends HTMLElement {
    * way to a model the page's code has chosen already with reactor.chat.configure.
    */
   async applySettings(settings, { saved = false } = {}) {
+    const picked = this.provider.value;
     let answer;
     try {
       answer = await window.reactor.chat.configure(settings, { unlessChosen: saved });
@@ -165,8 +166,10 @@ class ReactorChat extends HTMLElement {
     }
     if (answer.chosen) sessionStorage.setItem(SETTINGS_KEY, JSON.stringify(settings));
     this.chosenProvider = answer.provider;
+    // A provider the person picked while this one was being set stays picked.
+    const shown = this.provider.value !== picked ? this.provider.value : answer.provider;
     this.provider.replaceChildren(...answer.providers.map(([value, text]) =>
-      el("option", { value, selected: value === answer.provider }, text)));
+      el("option", { value, selected: value === shown }, text)));
     this.showKeyedFields();
     this.showModel(answer.label);
     // The scripted model says what it understands with this page's tools; an AI takes anything.
