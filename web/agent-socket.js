@@ -15,6 +15,13 @@ import { LINK_CLOSE, LINK_MESSAGE_LIMIT as MESSAGE_LIMIT } from "./protocol.js";
 const TELL_WAITING_MS = 100;  // a call not answered by then is shown while it runs
 const LINK_LOST = "The page's link to the server was lost.";
 
+/**
+ * @typedef {{type: "agents.open", socket: number, url: string}
+ *   | {type: "agents.send", socket: number, text: string}
+ *   | {type: "agents.close", socket: number, code?: number, reason?: string}} Notice  one of the main thread's
+ * @typedef {{call: string, tool: unknown, arguments?: unknown, agent: string}} Call  a `call` down the link
+ */
+
 export class AgentSocket {
   /**
    * @param {{agentCall: Function, agentCancel: Function}} python the worker's Python (reactor.browser.start)
@@ -23,13 +30,19 @@ export class AgentSocket {
   constructor(python, notice) {
     this.python = python;
     this.notice = notice;
+    /** @type {WebSocket | null} */
     this.socket = null;
     this.id = 0;  // the main thread's number for the socket held now
+    /** @type {Set<string>} */
     this.running = new Set();  // the calls running, by id
+    /** @type {Set<string>} */
     this.aborted = new Set();  // those of them stopped
   }
 
-  /** A notice of the main thread: agents.open {socket, url}, agents.send {socket, text}, agents.close {socket, code, reason}. */
+  /**
+   * A notice of the main thread: agents.open {socket, url}, agents.send {socket, text}, agents.close {socket, code, reason}.
+   * @param {Notice} message
+   */
   take(message) {
     if (message.type === "agents.open") this.open(message.socket, message.url);
     else if (message.socket !== this.id || !this.socket) return;
@@ -40,6 +53,10 @@ export class AgentSocket {
     }
   }
 
+  /**
+   * @param {number} id the main thread's number for the socket
+   * @param {string} url
+   */
   open(id, url) {
     this.socket?.close(LINK_CLOSE.normal);
     this.withdraw(LINK_LOST);
@@ -58,10 +75,16 @@ export class AgentSocket {
     };
   }
 
+  /** @param {string} text sent on the socket held (take() calls this only while one is) */
   send(text) {
-    if (this.socket.readyState === WebSocket.OPEN) this.socket.send(text);
+    if (/** @type {WebSocket} */ (this.socket).readyState === WebSocket.OPEN) /** @type {WebSocket} */ (this.socket).send(text);
   }
 
+  /**
+   * @param {number} id
+   * @param {WebSocket} socket
+   * @param {string} text
+   */
   heard(id, socket, text) {
     let message = null;
     try {
@@ -74,16 +97,25 @@ export class AgentSocket {
     else this.notice("agents.socket", { socket: id, event: "message", text });
   }
 
+  /**
+   * @param {string} call
+   * @param {string} reason
+   */
   cancel(call, reason) {
     if (!this.running.has(call)) return;
     this.aborted.add(call);
     this.python.agentCancel(call, reason);
   }
 
+  /** @param {string} reason */
   withdraw(reason) {
     for (const call of [...this.running]) this.cancel(call, reason);
   }
 
+  /**
+   * @param {WebSocket} socket
+   * @param {Call} message
+   */
   async run(socket, { call, tool, arguments: args, agent }) {
     const detail = { agent, tool, at: Date.now() };
     let told = false;
@@ -108,7 +140,7 @@ export class AgentSocket {
       }
     } catch (error) {
       const code = this.aborted.has(call) ? "aborted" : "failed";
-      envelope = JSON.stringify({ ok: false, error: { code, message: String(error?.message ?? error) } });
+      envelope = JSON.stringify({ ok: false, error: { code, message: String(/** @type {Error | null | undefined} */ (error)?.message ?? error) } });
     } finally {
       clearTimeout(waiting);
       this.running.delete(call);

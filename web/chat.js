@@ -142,7 +142,7 @@ class ReactorChat extends HTMLElement {
 
   /** Base URL, model and key are asked only of a provider whose key the person types. */
   showKeyedFields() {
-    for (const label of this.settings.querySelectorAll(".chat-keyed")) label.hidden = !KEYED.has(this.provider.value);
+    for (const label of /** @type {NodeListOf<HTMLElement>} */ (this.settings.querySelectorAll(".chat-keyed"))) label.hidden = !KEYED.has(this.provider.value);
   }
 
   /**

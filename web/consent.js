@@ -5,7 +5,12 @@
  */
 const said = /** @type {HTMLElement} */ (document.querySelector(".consent-status"));
 
-/** POST `body` as JSON to `path`: the answer's JSON, or an Error carrying its sentence. */
+/**
+ * POST `body` as JSON to `path`: the answer's JSON, or an Error carrying its sentence.
+ * @param {string} path
+ * @param {object} body
+ * @returns {Promise<any>}
+ */
 async function post(path, body) {
   const response = await fetch(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
   const answer = await response.json().catch(() => ({}));
@@ -13,6 +18,7 @@ async function post(path, body) {
   return answer;
 }
 
+/** @param {string} sentence */
 function tell(sentence) {
   said.textContent = sentence;
 }
@@ -25,7 +31,7 @@ signIn?.addEventListener("submit", async (event) => {
     await post("/auth/sign-in", { username: form.get("username"), password: form.get("password") });
     location.reload();
   } catch (error) {
-    tell(error.message);
+    tell(/** @type {Error} */ (error).message);
   }
 });
 
@@ -34,7 +40,7 @@ document.querySelector(".consent-sign-out")?.addEventListener("click", async () 
     await post("/auth/sign-out", {});
     location.reload();
   } catch (error) {
-    tell(error.message);
+    tell(/** @type {Error} */ (error).message);
   }
 });
 
@@ -49,7 +55,7 @@ decision?.addEventListener("submit", async (event) => {
     const { redirect } = await post("/authorize/decision", { request: location.search.slice(1), decision: choice });
     location.assign(redirect);
   } catch (error) {
-    tell(error.message);
+    tell(/** @type {Error} */ (error).message);
     for (const button of decision.querySelectorAll("button")) button.disabled = false;
   }
 });

@@ -3,6 +3,11 @@
  * "data-testid": "next"}, "Next")`. Attributes are set as attributes (true: present, false or
  * null: absent, anything else as its string); children are nodes or strings, a string always as
  * text, never as HTML.
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag
+ * @param {Record<string, unknown>} [attributes]
+ * @param {...(Node | string | null | undefined)} children
+ * @returns {HTMLElementTagNameMap[K]}
  */
 export function el(tag, attributes = {}, ...children) {
   const node = document.createElement(tag);
@@ -19,5 +24,5 @@ export function el(tag, attributes = {}, ...children) {
  * page's first frame draws then, in a task of its own, not in the page's first busy tasks.
  */
 export function whenIdle() {
-  return new Promise((resolve) => (window.requestIdleCallback ? requestIdleCallback(resolve, { timeout: 1000 }) : setTimeout(resolve)));
+  return new Promise((resolve) => (/** @type {{requestIdleCallback?: unknown}} */ (window).requestIdleCallback ? requestIdleCallback(resolve, { timeout: 1000 }) : setTimeout(resolve)));
 }
