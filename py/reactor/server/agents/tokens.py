@@ -42,6 +42,10 @@ NAME_PATTERN = "^[^\\u0000-\\u001f\\u007f]*[^\\u0000-\\u0020\\u007f][^\\u0000-\\
 MAX_TOKENS = 50  # per person: enough for every agent on every machine, not a table to fill
 TOO_MANY = f"You have {MAX_TOKENS} agent tokens already; revoke one you no longer use first."
 RATE_LIMIT, RATE_WINDOW = 120, 60.0
+# What ending an agent's access answers: a token's revocation, or a connection's (oauth/grants.py)
+REVOKED = Reply(
+    {"type": "object", "required": ["revoked"], "properties": {"revoked": {"type": "string"}}}
+)
 STEPS = [
     """
     CREATE TABLE IF NOT EXISTS agent_tokens (
@@ -251,15 +255,7 @@ class AgentTokens:
             "DELETE",
             "/api/agent-tokens/{id}",
             "Revoke one of the signed-in person's agent tokens: refused from the next request on",
-            replies={
-                200: Reply(
-                    {
-                        "type": "object",
-                        "required": ["revoked"],
-                        "properties": {"revoked": {"type": "string"}},
-                    }
-                )
-            },
+            replies={200: REVOKED},
             refusals={401: "Nobody is signed in.", 404: "The person has no token with that id."},
             who=self.auth.signed_in("Sign in to revoke an agent token."),
         )

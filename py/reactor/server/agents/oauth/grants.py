@@ -37,7 +37,7 @@ from ....errors import ApiError, OAuthError
 from ...api import NO_STORE, Call, Reply, declare, routes_of
 from ...auth.sessions import Auth, User
 from ...database import Database
-from ..tokens import LAST_USED_SECONDS, RATE_LIMIT, RATE_WINDOW, AgentToken
+from ..tokens import LAST_USED_SECONDS, RATE_LIMIT, RATE_WINDOW, REVOKED, AgentToken
 from .metadata import same_resource
 
 ACCESS_PREFIX, REFRESH_PREFIX = "reactor_oauth_", "reactor_refresh_"
@@ -447,15 +447,7 @@ class Grants:
             "/api/agent-connections/{id}",
             "End one of the signed-in person's agent connections: refused from its next request on",
             path={"id": GRANT_ID},
-            replies={
-                200: Reply(
-                    {
-                        "type": "object",
-                        "required": ["revoked"],
-                        "properties": {"revoked": {"type": "string"}},
-                    }
-                )
-            },
+            replies={200: REVOKED},
             refusals={401: "Nobody is signed in.", 404: "The person has no connection of that id."},
             who=self.auth.signed_in("Sign in to end an agent's connection."),
         )
