@@ -113,12 +113,9 @@ class Site:
     proxy: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     def logs(self) -> list[str]:
-        """The processes' log lines so far (--log-format json)."""
-        return [
-            line
-            for number in range(len(self.processes))
-            for line in (self.folder / f"reactor-{number}.log").read_text().splitlines()
-        ]
+        """The processes' complete log lines so far (--log-format json)."""
+        texts = [(self.folder / f"reactor-{n}.log").read_text() for n in range(len(self.processes))]
+        return [line for text in texts for line in text[: text.rfind("\n") + 1].splitlines()]
 
     def client(self, **options: Any) -> httpx.Client:
         """An HTTP client that reaches reactor.test at the proxy (no DNS for it here)."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -138,7 +140,15 @@ def test_the_processes_log_json_lines_with_request_ids_and_no_secret(site, brows
     reactor.sign_in("ada", PASSWORD)
     with site.client() as http:
         answered = http.get("/api/decks", headers={"x-request-id": "from-nginx-0123456789"})
-    lines = [json.loads(line) for line in site.logs()]  # every line is one JSON object
-    assert any(line.get("request_id") == answered.headers["x-request-id"] for line in lines)
+    ident = answered.headers["x-request-id"]
+
+    def logged() -> bool:  # the access line is written once the answer has gone
+        lines = [json.loads(line) for line in site.logs()]  # every line is one JSON object
+        return any(line.get("request_id") == ident for line in lines)
+
+    deadline = time.monotonic() + 5
+    while not logged():
+        assert time.monotonic() < deadline, f"no log line carries the request id {ident}"
+        threading.Event().wait(0.05)
     cookie = next(c["value"] for c in browser_page.context.cookies() if c["domain"] == NAME)
     assert not any(PASSWORD in line or cookie in line or MODEL_KEY in line for line in site.logs())
