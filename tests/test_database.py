@@ -90,6 +90,21 @@ def test_any_error_rolls_the_whole_transaction_back_and_the_connection_serves_th
         assert db.execute("SELECT n FROM things").fetchone()["n"] == 5
 
 
+def test_a_statement_alone_is_its_own_transaction_and_leaves_the_next_one_whole(database):
+    written = database.statement(
+        "INSERT INTO things (id, n, at) VALUES (?, ?, 0) RETURNING n", ("a", 7)
+    )
+    assert [row["n"] for row in written] == [7]
+    assert database.statement("UPDATE things SET n = n + 1 WHERE id = ?", ("a",)) == []
+    with pytest.raises(UniqueViolation):
+        database.statement("INSERT INTO things (id, n, at) VALUES ('a', 1, 0)")
+    # the pooled connection serves a transaction again, whole: its error takes all of it back
+    with pytest.raises(ZeroDivisionError), database.transaction() as db:
+        db.execute("INSERT INTO things (id, n, at) VALUES ('b', 1, 0)")
+        1 / 0  # noqa: B018
+    assert [(r["id"], r["n"]) for r in database.statement("SELECT id, n FROM things")] == [("a", 8)]
+
+
 def test_a_second_process_sees_what_the_first_committed_and_runs_no_step_twice(
     database, database_target
 ):

@@ -91,6 +91,16 @@ class Database:
             self.on_error(error)
             raise
 
+    def statement(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
+        """One statement, a transaction of its own, and its rows. On PostgreSQL it is sent alone
+        (autocommit): no BEGIN and COMMIT to wait for, which in a one-statement transaction cost
+        twice the statement (a read: 60 µs rather than 117, half the CPU on both sides)."""
+        try:
+            return self.backend.statement(sql, params)
+        except DatabaseError as error:
+            self.on_error(error)
+            raise
+
     def setup_lock(self) -> Any:
         """Held while a server process migrates and seeds, so processes starting together on one
         PostgreSQL take turns (each seed checks what the one before it wrote). SQLite's file has
@@ -164,6 +174,10 @@ class _Backend:
 
     def executemany(self, connection: Any, sql: str, rows: Any) -> Any:
         return connection.executemany(sql, rows)
+
+    def statement(self, sql: str, params: Any) -> list[Any]:
+        with self.transaction(False) as connection:
+            return list(self.execute(connection, sql, params).fetchall())
 
     def schema(self, statement: str) -> str:
         return statement
@@ -308,6 +322,21 @@ class _Postgres(_Backend):
         finally:
             self._give_back(lease.connection)
 
+    def statement(self, sql: str, params: Any) -> list[Any]:
+        sql, values = _postgres_sql(sql), _postgres_params(params)
+
+        def alone(connection: Any) -> list[Any]:
+            connection.autocommit = True
+            cursor = connection.execute(sql, values)
+            return cursor.fetchall() if cursor.description else []
+
+        lease = _Lease(self._take())
+        try:
+            with self.errors():
+                return self._run(lease, alone)
+        finally:
+            self._give_back(lease.connection)
+
     def _give_back(self, connection: Any) -> None:
         if (
             connection.closed
@@ -315,6 +344,8 @@ class _Postgres(_Backend):
         ):
             connection.close()
             return
+        if connection.autocommit:  # back from `statement`: idle, so this cannot fail
+            connection.autocommit = False
         try:
             self.idle.put_nowait(connection)
         except queue.Full:

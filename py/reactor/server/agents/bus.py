@@ -5,10 +5,11 @@ The directory of connected pages is the table `agent_pages` (which process holds
 stream, its tools, when the person last used it); every process reads it, so an agent's request
 reaching any process finds the person's pages. Messages between processes — a call to the process
 holding the page, the answer back to the process that waits, "the page went", a page's claim of
-a call (to the process that waits) and its answer, "the tool list changed" — go by
-`NOTIFY reactor_agent_pages`; a payload over NOTIFY's 8,000 bytes waits in `agent_messages` and
-the notification names it. Each process LISTENs on one connection of its own, in a thread, and
-hands what it hears to its relay on the event loop.
+a call (to the process that waits) and its answer, "the tool list changed" — go by NOTIFY on the
+addressed process's own channel (`reactor_agent_pages_<process>`: no other process wakes for it),
+or on `reactor_agent_pages` to every process; a payload over NOTIFY's 8,000 bytes waits in
+`agent_messages` and the notification names it. Each process LISTENs on one connection of its
+own, in a thread, and hands what it hears to its relay on the event loop.
 
 A page is listed for as long as its process holds its link, whatever the traffic. Which processes
 are alive is PostgreSQL's own knowledge: each process's LISTEN connection carries its name
@@ -81,12 +82,11 @@ class PostgresPageBus:
     # The directory
 
     def pages_of(self, username: str) -> list[PageLink]:
-        with self.database.transaction() as db:
-            rows = db.execute(
-                "SELECT id, username, process, title, url, active_at, tools, route "
-                "FROM agent_pages WHERE username = ?",
-                (username,),
-            ).fetchall()
+        rows = self.database.statement(
+            "SELECT id, username, process, title, url, active_at, tools, route "
+            "FROM agent_pages WHERE username = ?",
+            (username,),
+        )
         return [
             PageLink(
                 r["id"],
@@ -104,14 +104,14 @@ class PostgresPageBus:
     def first_page(self, username: str) -> PageLink | None:
         """The person's most recently active page, without its tools (a call needs only where
         the page is; reading and decoding every tool's schema took a tenth of a call's time)."""
-        with self.database.transaction() as db:
-            row = db.execute(
-                "SELECT id, username, process, title, url, active_at, route FROM agent_pages "
-                "WHERE username = ? ORDER BY active_at DESC, id LIMIT 1",
-                (username,),
-            ).fetchone()
-        if row is None:
+        rows = self.database.statement(
+            "SELECT id, username, process, title, url, active_at, route FROM agent_pages "
+            "WHERE username = ? ORDER BY active_at DESC, id LIMIT 1",
+            (username,),
+        )
+        if not rows:
             return None
+        row = rows[0]
         return PageLink(
             row["id"],
             row["username"],
@@ -123,30 +123,27 @@ class PostgresPageBus:
         )
 
     def save(self, page: PageLink) -> None:
-        now = time.time()
-        with self.database.transaction() as db:
-            db.execute(
-                "INSERT INTO agent_pages (id, username, process, title, url, active_at, "
-                "seen_at, tools, route) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
-                "active_at = excluded.active_at, seen_at = excluded.seen_at, tools = "
-                "excluded.tools, title = excluded.title, route = excluded.route",
-                (
-                    page.id,
-                    page.username,
-                    page.process,
-                    page.title,
-                    page.url,
-                    page.active_at,
-                    now,
-                    json.dumps(page.tools),
-                    page.route,
-                ),
-            )
+        self.database.statement(
+            "INSERT INTO agent_pages (id, username, process, title, url, active_at, "
+            "seen_at, tools, route) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+            "active_at = excluded.active_at, seen_at = excluded.seen_at, tools = "
+            "excluded.tools, title = excluded.title, route = excluded.route",
+            (
+                page.id,
+                page.username,
+                page.process,
+                page.title,
+                page.url,
+                page.active_at,
+                time.time(),
+                json.dumps(page.tools),
+                page.route,
+            ),
+        )
 
     def remove(self, page_id: str) -> None:
-        with self.database.transaction() as db:
-            db.execute("DELETE FROM agent_pages WHERE id = ?", (page_id,))
+        self.database.statement("DELETE FROM agent_pages WHERE id = ?", (page_id,))
 
     # Messages
 
@@ -156,29 +153,32 @@ class PostgresPageBus:
             # not started (an app called without its lifespan): no process listens for this one
             return
         envelope: dict[str, Any] = {"to": process, "from": self.relay.process}
+        channel = CHANNEL if process == "*" else channel_of(process)
         body = json.dumps(message, ensure_ascii=False)
-        with self.database.transaction() as db:
-            if len(body.encode()) <= INLINE_BYTES:
-                envelope["message"] = message
-            else:
-                envelope["stored"] = secrets.token_hex(8)
-                db.execute(
-                    "INSERT INTO agent_messages (id, body, sent_at) VALUES (?, ?, ?)",
-                    (envelope["stored"], body, time.time()),
-                )
+        if len(body.encode()) <= INLINE_BYTES:
+            envelope["message"] = message
+            notify = json.dumps(envelope, ensure_ascii=False)
+            self.database.statement("SELECT pg_notify(?, ?)", (channel, notify))
+            return
+        envelope["stored"] = secrets.token_hex(8)
+        with self.database.transaction() as db:  # the notification names a row it commits with
             db.execute(
-                "SELECT pg_notify(?, ?)", (CHANNEL, json.dumps(envelope, ensure_ascii=False))
+                "INSERT INTO agent_messages (id, body, sent_at) VALUES (?, ?, ?)",
+                (envelope["stored"], body, time.time()),
+            )
+            db.execute(
+                "SELECT pg_notify(?, ?)", (channel, json.dumps(envelope, ensure_ascii=False))
             )
 
     def alive(self, process: str) -> bool:
         """Whether the process is running: its LISTEN connection is open (PostgreSQL drops the
         connection of a process that dies, even by SIGKILL)."""
-        with self.database.transaction() as db:
-            row = db.execute(
+        return bool(
+            self.database.statement(
                 "SELECT 1 FROM pg_stat_activity WHERE application_name = ?",
                 (APPLICATION + process,),
-            ).fetchone()
-        return row is not None
+            )
+        )
 
     def start(self, relay: PageRelay) -> None:
         """Listen for this process's messages, in a thread, until `stop`."""
@@ -210,6 +210,7 @@ class PostgresPageBus:
                     application_name=name,
                 ) as connection:
                     connection.execute(f"LISTEN {CHANNEL}")
+                    connection.execute(f'LISTEN "{channel_of(self.relay.process)}"')
                     if connected_before:
                         self._save_own_pages()  # another process may have taken it for dead
                     connected_before = True
@@ -303,6 +304,11 @@ class PostgresPageBus:
             message = json.loads(row["body"]) if row is not None else None
         if isinstance(message, dict):
             loop.call_soon_threadsafe(relay.heard, message)
+
+
+def channel_of(process: str) -> str:
+    """The channel of the messages to one process (its name: 8 hex digits, relay.py)."""
+    return f"{CHANNEL}_{process}"
 
 
 class ProcessWatch:

@@ -74,6 +74,9 @@ UPDATE agent_tokens SET
     window_start = CASE WHEN window_start IS NULL OR window_start <= :since THEN :now
         ELSE window_start END
 WHERE token_hash = :hash
+    -- A count or a last-use time lost in a crash is harmless: this statement's commit need not
+    -- wait for the disk (set for its own transaction only, as SET LOCAL would).
+    AND set_config('synchronous_commit', 'off', true) = 'off'
 RETURNING id, name, username, window_start, window_count,
     (SELECT groups FROM users WHERE users.username = agent_tokens.username) AS groups
 """
@@ -178,15 +181,12 @@ class AgentTokens:
         return AgentToken(row["id"], row["name"], user, self._count_here(row["id"]))
 
     def _check_and_count(self, secret: str, now: float) -> AgentToken | None:
-        with self.database.transaction() as db:
-            # A count or a last-use time lost in a crash is harmless: the commit need not wait for
-            # the disk.
-            db.execute("SET LOCAL synchronous_commit = off")
-            row = db.execute(
-                CHECK_AND_COUNT, {"now": now, "since": now - RATE_WINDOW, "hash": _digest(secret)}
-            ).fetchone()
-        if row is None:
+        rows = self.database.statement(
+            CHECK_AND_COUNT, {"now": now, "since": now - RATE_WINDOW, "hash": _digest(secret)}
+        )
+        if not rows:
             return None
+        row = rows[0]
         wait = (
             max(1, math.ceil(row["window_start"] + RATE_WINDOW - now))
             if row["window_count"] > RATE_LIMIT

@@ -70,10 +70,9 @@ def read_plugin_state(database: Database, platform: PluginPlatform) -> None:
     """Which plugins are switched off or on, as the database says (PATCH /plugins/{id} writes
     it)."""
     known = {p["name"] for p in platform.list_plugins()}
-    with database.transaction() as db:
-        for row in db.execute("SELECT name, enabled FROM plugin_state"):
-            if row["name"] in known:
-                platform.set_enabled(row["name"], bool(row["enabled"]))
+    for row in database.statement("SELECT name, enabled FROM plugin_state"):
+        if row["name"] in known:
+            platform.set_enabled(row["name"], bool(row["enabled"]))
 
 
 def plugin_routes(context: ServerContext) -> list[Route]:
