@@ -69,7 +69,11 @@ from starlette.types import Receive, Scope, Send
 log = logging.getLogger("reactor.server")
 ANSWERS = (JSONRPCResponse, JSONRPCError)
 CLOSED = "The client closed its request."
-WATCH_AFTER = 0.02  # seconds a request runs before a task watches its client and its progress
+# Seconds a request runs before a task watches its client and its progress. With 20 agents on two
+# cores a call takes 50-120 ms: at 0.02 s nearly every call paid for a watch (three tasks and their
+# cancel scopes, 5% of a process's CPU: bench/proxy.py --profile). A client that closed its
+# request, or the first progress notice, waits at most this long to be noticed.
+WATCH_AFTER = 0.25
 TRANSPORT = "reactor.transport"  # the scope's key for the transport serving the request
 IDLE_SECONDS = 600.0  # a session no request has used for this long ends (the SDK's own: 30 min)
 SESSIONS_PER_TOKEN = 64  # open at once on one process
