@@ -282,7 +282,8 @@ async def _purge(services: ThreadServices) -> None:
         await run_in_threadpool(services.purge)
 
 
-# The routes, each declared once at import; a request tries them in this order (routes()).
+# The routes, each declared once at import (but the two a turn's limit bounds: _turn_declared);
+# a request tries them in the order of Threads.routes.
 @declare(
     "GET",
     "/api/threads",
@@ -312,7 +313,7 @@ async def list_threads(call: Call) -> Response:
     return JSONResponse(listed, headers={"cache-control": "no-store"})
 
 
-async def create_thread(call: Call) -> Response:
+async def create_thread(call: Call) -> Response:  # declared per app: _turn_declared
     services = _threads(call)
     await _purge(services)
     body = call.body
@@ -348,7 +349,7 @@ async def read_thread(call: Call) -> Response:
     return Response(text, media_type="application/json", headers={"cache-control": "no-store"})
 
 
-async def append_turn(call: Call) -> Response:
+async def append_turn(call: Call) -> Response:  # declared per app: _turn_declared
     store, body = _threads(call).store, call.body
     appended = await run_in_threadpool(
         lambda: store.append(
