@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -87,27 +88,38 @@ class Readiness:
         )
 
 
+@dataclass(frozen=True)
+class HealthServices:
+    """What the handlers work with, one set per app: they take it from the call
+    (`call.services`, routes_of)."""
+
+    readiness: Readiness
+
+
 def health_routes(readiness: Readiness) -> list[Route]:
-    @declare(
-        "GET",
-        "/healthz",
-        "Whether this server process answers (a liveness probe); it reads nothing",
-        replies={200: Reply(HEALTHY, headers=NO_STORE)},
-    )
-    async def healthz(call: Call) -> Any:
-        return JSONResponse({"status": "ok"}, headers={"cache-control": "no-store"})
+    return routes_of(healthz, readyz, services=HealthServices(readiness))
 
-    @declare(
-        "GET",
-        "/readyz",
-        "Whether this server process can serve (a readiness probe): its database answers and "
-        "its runtime runs",
-        replies={
-            200: Reply(READY, headers=NO_STORE),
-            503: Reply(NOT_READY, headers={**NO_STORE, **RETRY_AFTER}),
-        },
-    )
-    async def readyz(call: Call) -> Response:
-        return await readiness.answer()
 
-    return routes_of(healthz, readyz)
+@declare(
+    "GET",
+    "/healthz",
+    "Whether this server process answers (a liveness probe); it reads nothing",
+    replies={200: Reply(HEALTHY, headers=NO_STORE)},
+)
+async def healthz(call: Call) -> Any:
+    return JSONResponse({"status": "ok"}, headers={"cache-control": "no-store"})
+
+
+@declare(
+    "GET",
+    "/readyz",
+    "Whether this server process can serve (a readiness probe): its database answers and "
+    "its runtime runs",
+    replies={
+        200: Reply(READY, headers=NO_STORE),
+        503: Reply(NOT_READY, headers={**NO_STORE, **RETRY_AFTER}),
+    },
+)
+async def readyz(call: Call) -> Response:
+    services: HealthServices = call.services
+    return await services.readiness.answer()

@@ -30,6 +30,7 @@ import hmac
 import ipaddress
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from functools import wraps
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +56,7 @@ from ..errors import (
     UniqueViolation,
 )
 from .agents.tokens import bearer_token
-from .api import Call, Reply, declare, routes_of
+from .api import Call, Reply, declare, routes_of, services_of
 from .database import Database
 
 if TYPE_CHECKING:
@@ -179,22 +180,37 @@ class Metrics:
         )
 
     def routes(self) -> list[Route]:
-        registry = self.registry
+        return routes_of(metrics, services=MetricsServices(self.registry, self.allowed))
 
-        @declare(
-            "GET",
-            PATH,
-            "This process's metrics, in Prometheus' text format (each server process its own)",
-            replies={200: Reply(content=TEXT)},
-            refusals={
-                401: "Neither straight from this machine nor with the metrics token.",
-            },
-            who=self.allowed,
-        )
-        async def metrics(call: Call) -> Response:
-            return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
-        return routes_of(metrics)
+@dataclass(frozen=True)
+class MetricsServices:
+    """What the handler works with, one set per app: it takes it from the call
+    (`call.services`, routes_of)."""
+
+    registry: CollectorRegistry
+    allowed: Callable[[Request], None]  # Metrics.allowed: the request's 401, or None
+
+
+def _allowed(request: Request) -> None:
+    """The declaration's `who`: the app's Metrics.allowed."""
+    services: MetricsServices = services_of(request)
+    services.allowed(request)
+
+
+@declare(
+    "GET",
+    PATH,
+    "This process's metrics, in Prometheus' text format (each server process its own)",
+    replies={200: Reply(content=TEXT)},
+    refusals={
+        401: "Neither straight from this machine nor with the metrics token.",
+    },
+    who=_allowed,
+)
+async def metrics(call: Call) -> Response:
+    services: MetricsServices = call.services
+    return Response(generate_latest(services.registry), media_type=CONTENT_TYPE_LATEST)
 
 
 def metrics_of(scope: Scope) -> Metrics | None:

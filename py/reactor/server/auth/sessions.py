@@ -24,7 +24,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ...errors import ApiError, DeclarationError, NotFoundError
-from ..api import NO_STORE, Call, Reply, declare, routes_of
+from ..api import NO_STORE, Call, Reply, declare, routes_of, services_of
 from ..database import Database
 from .passwords import LEGACY, burn_time, hash_password, is_current, verify_password
 from .sign_in_limits import SignInLimits
@@ -216,114 +216,136 @@ class Auth:
         return None if row is None else User(row["username"], tuple(json.loads(row["groups"])))
 
     def routes(self) -> list[Route]:
-        @declare(
-            "POST",
-            "/auth/sign-in",
-            "Sign in: a session as an HttpOnly cookie, and the same token for "
-            "`Authorization: Bearer`",
-            body={
+        return routes_of(session, sign_in, sign_out, me, services=SessionServices(self))
+
+
+@dataclass(frozen=True)
+class SessionServices:
+    """What the handlers work with, one set per app: they take it from the call
+    (`call.services`, routes_of)."""
+
+    auth: Auth
+
+
+def _auth(call: Call) -> Auth:
+    services: SessionServices = call.services
+    return services.auth
+
+
+def _signed_in(request: Request) -> User:
+    """A declaration's `who`: the app's signed-in user, 401 when nobody is."""
+    services: SessionServices = services_of(request)
+    return services.auth.signed_in("Nobody is signed in.")(request)
+
+
+# The routes, each declared once at import; a request tries them in the order of Auth.routes.
+@declare(
+    "POST",
+    "/auth/sign-in",
+    "Sign in: a session as an HttpOnly cookie, and the same token for `Authorization: Bearer`",
+    body={
+        "type": "object",
+        "required": ["username", "password"],
+        "properties": {
+            "username": {"type": "string", "maxLength": MAX_NAME},
+            "password": {"type": "string", "maxLength": MAX_PASSWORD},
+        },
+        "additionalProperties": False,
+    },
+    body_limit=8192,  # the longest name and password, every character escaped
+    replies={200: Reply(SIGNED_IN, headers={"set-cookie": f"{COOKIE}: the session, HttpOnly"})},
+    refusals={
+        401: "A wrong name or password (the same answer for both).",
+        429: "Too many failed sign-ins for the user or from the client.",
+    },
+)
+async def sign_in(call: Call) -> Response:
+    auth = _auth(call)
+    username, password = call.body["username"], call.body["password"]
+    client = call.request.client.host if call.request.client else ""
+    wait, ticket = auth.limits.admit(username, client)
+    if wait:
+        raise ApiError(
+            429,
+            f"Too many failed sign-ins; try again in {_duration(wait)}.",
+            retry_after=wait,
+        )
+    token = await asyncio.get_running_loop().run_in_executor(
+        HASHING, auth.sign_in, username, password
+    )
+    if token is None:
+        raise ApiError(401, "Wrong user name or password.")
+    auth.limits.succeeded(username, client, ticket)
+    user = auth.user_for_token(token)
+    response = JSONResponse({"token": token, "user": user.describe() if user else None})
+    response.set_cookie(
+        COOKIE,
+        token,
+        max_age=SESSION_SECONDS,
+        httponly=True,
+        samesite="lax",
+        secure=call.request.url.scheme == "https",
+    )
+    return response
+
+
+@declare(
+    "POST",
+    "/auth/sign-out",
+    "End this session (cookie or bearer token)",
+    replies={
+        200: Reply(
+            {
                 "type": "object",
-                "required": ["username", "password"],
-                "properties": {
-                    "username": {"type": "string", "maxLength": MAX_NAME},
-                    "password": {"type": "string", "maxLength": MAX_PASSWORD},
-                },
-                "additionalProperties": False,
+                "required": ["signedOut"],
+                "properties": {"signedOut": {"const": True}},
             },
-            body_limit=8192,  # the longest name and password, every character escaped
-            replies={
-                200: Reply(SIGNED_IN, headers={"set-cookie": f"{COOKIE}: the session, HttpOnly"})
-            },
-            refusals={
-                401: "A wrong name or password (the same answer for both).",
-                429: "Too many failed sign-ins for the user or from the client.",
-            },
+            headers={"set-cookie": f"{COOKIE}: cleared"},
         )
-        async def sign_in(call: Call) -> Response:
-            username, password = call.body["username"], call.body["password"]
-            client = call.request.client.host if call.request.client else ""
-            wait, ticket = self.limits.admit(username, client)
-            if wait:
-                raise ApiError(
-                    429,
-                    f"Too many failed sign-ins; try again in {_duration(wait)}.",
-                    retry_after=wait,
-                )
-            token = await asyncio.get_running_loop().run_in_executor(
-                HASHING, self.sign_in, username, password
-            )
-            if token is None:
-                raise ApiError(401, "Wrong user name or password.")
-            self.limits.succeeded(username, client, ticket)
-            user = self.user_for_token(token)
-            response = JSONResponse({"token": token, "user": user.describe() if user else None})
-            response.set_cookie(
-                COOKIE,
-                token,
-                max_age=SESSION_SECONDS,
-                httponly=True,
-                samesite="lax",
-                secure=call.request.url.scheme == "https",
-            )
-            return response
+    },
+)
+async def sign_out(call: Call) -> Response:
+    token = session_token(call.request)
+    if token:
+        _auth(call).sign_out(token)
+    response = JSONResponse({"signedOut": True})
+    response.delete_cookie(COOKIE)
+    return response
 
-        @declare(
-            "POST",
-            "/auth/sign-out",
-            "End this session (cookie or bearer token)",
-            replies={
-                200: Reply(
-                    {
-                        "type": "object",
-                        "required": ["signedOut"],
-                        "properties": {"signedOut": {"const": True}},
-                    },
-                    headers={"set-cookie": f"{COOKIE}: cleared"},
-                )
+
+@declare(
+    "GET",
+    "/auth/me",
+    "Who is signed in (401 when nobody is)",
+    replies={200: Reply(USER, headers=NO_STORE)},
+    refusals={401: "Nobody is signed in."},
+    who=_signed_in,
+)
+async def me(call: Call) -> Response:
+    return JSONResponse(call.user.describe(), headers={"cache-control": "no-store"})
+
+
+@declare(
+    "GET",
+    "/auth/session",
+    "Who is signed in, if anyone: the page asks at every load, and a signed-out "
+    "visitor is no error",
+    replies={
+        200: Reply(
+            {
+                "type": "object",
+                "required": ["user"],
+                "properties": {"user": {"anyOf": [USER, {"type": "null"}]}},
             },
+            headers=NO_STORE,
         )
-        async def sign_out(call: Call) -> Response:
-            token = session_token(call.request)
-            if token:
-                self.sign_out(token)
-            response = JSONResponse({"signedOut": True})
-            response.delete_cookie(COOKIE)
-            return response
-
-        @declare(
-            "GET",
-            "/auth/me",
-            "Who is signed in (401 when nobody is)",
-            replies={200: Reply(USER, headers=NO_STORE)},
-            refusals={401: "Nobody is signed in."},
-            who=self.signed_in("Nobody is signed in."),
-        )
-        async def me(call: Call) -> Response:
-            return JSONResponse(call.user.describe(), headers={"cache-control": "no-store"})
-
-        @declare(
-            "GET",
-            "/auth/session",
-            "Who is signed in, if anyone: the page asks at every load, and a signed-out "
-            "visitor is no error",
-            replies={
-                200: Reply(
-                    {
-                        "type": "object",
-                        "required": ["user"],
-                        "properties": {"user": {"anyOf": [USER, {"type": "null"}]}},
-                    },
-                    headers=NO_STORE,
-                )
-            },
-        )
-        async def session(call: Call) -> Response:
-            user = self.user_for(call.request)
-            return JSONResponse(
-                {"user": user.describe() if user else None}, headers={"cache-control": "no-store"}
-            )
-
-        return routes_of(session, sign_in, sign_out, me)
+    },
+)
+async def session(call: Call) -> Response:
+    user = _auth(call).user_for(call.request)
+    return JSONResponse(
+        {"user": user.describe() if user else None}, headers={"cache-control": "no-store"}
+    )
 
 
 def session_token(request: HTTPConnection) -> str:

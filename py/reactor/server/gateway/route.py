@@ -25,6 +25,7 @@ import logging
 import re
 import ssl
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -34,7 +35,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...errors import ApiError, DatabaseError
-from ..api import EVENTS, Call, Reply, declare, routes_of
+from ..api import EVENTS, Call, Reply, declare, routes_of, services_of
 from ..auth.sessions import Auth, User
 from ..database import Database
 from .allowance import Allowance, input_estimate
@@ -47,6 +48,7 @@ ANSWERS = {"application/json": {"schema": {"type": "object"}}, **EVENTS}
 THREAD_HEADER = "x-reactor-thread"  # the thread a page's request answers: its reply is kept
 THREAD = re.compile(r"[A-Za-z0-9_-]{1,64}")
 STREAMS = "/api/assistant/streams/{thread}"
+ASK_SIGN_IN = "Sign in at the top of the page to use this site's assistant."
 log = logging.getLogger("reactor.assistant")
 
 
@@ -67,14 +69,11 @@ class Gateway:
         self._tls = ssl.create_default_context()
 
     def routes(self) -> list[Route]:
+        """The assistant's route, then the re-attach and stop of a kept answer. The assistant's
+        declaration is this app's: its path, summary, body schema and limit, and whether it asks
+        for a sign-in all come from the configured provider and caps (`AssistantConfig`)."""
         provider, config = self.config.provider, self.config
-        who = (
-            None
-            if config.anonymous
-            else self.auth.signed_in("Sign in at the top of the page to use this site's assistant.")
-        )
-
-        @declare(
+        ask = declare(
             "POST",
             PATHS[provider],
             "Ask the site's model "
@@ -91,84 +90,14 @@ class Gateway:
                 502: "The provider refused the key, the model or the conversation, or failed.",
                 503: "The provider is overloaded.",
             },
-            who=who,
-        )
-        async def assistant(call: Call) -> Response:
-            person = _who(call.user, call.request)
-            upstream = self.upstream_body(call.body, person)
-            content = json.dumps(upstream).encode()
-            reservation = await run_in_threadpool(
-                self.allowance.admit,
-                person,
-                time.time(),
-                input_estimate(content),
-                _bound(upstream),
-            )
-            thread = call.request.headers.get(THREAD_HEADER, "")
-            kept = call.user is not None and THREAD.fullmatch(thread) is not None
-            return Relay(self, content, reservation, thread if kept else "")
-
-        signed_in = self.auth.signed_in("Sign in to reach the answer of your conversation.")
+            who=None if config.anonymous else self.auth.signed_in(ASK_SIGN_IN),
+        )(assistant)
         gone = (
             "This site keeps no answer coming for that conversation now (it ended more than "
             f"{config.reattach_seconds:g} seconds ago, or the server process giving it stopped)."
         )
-
-        @declare(
-            "GET",
-            STREAMS,
-            "Re-attach to the answer the site's model is giving in one of the person's "
-            "conversations (kept while it streams): from the event after `Last-Event-ID`, the "
-            "rest as it comes",
-            path={"thread": {"type": "string", "pattern": f"^{THREAD.pattern}$"}},
-            replies={200: Reply(content=ANSWERS)},
-            refusals={401: "Nobody is signed in.", 404: "No answer is kept for the thread."},
-            who=signed_in,
-        )
-        async def reattach(call: Call) -> Response:
-            key = (_who(call.user, call.request), call.path["thread"])
-            after = call.request.headers.get("last-event-id", "0")
-            start = int(after) if after.isdigit() and len(after) < 10 else 0
-            # the newest reply of the thread may be another process's (shared.py)
-            holder = "" if self.shared is None else await self.shared.elsewhere(key)
-            if self.shared is not None and holder:
-                return await self.shared.read(holder, key, start, gone)
-            kept = self.kept.get(key)
-            if kept is None:
-                raise ApiError(404, gone, field="thread")
-            return _Reattached(kept, start)
-
-        @declare(
-            "DELETE",
-            STREAMS,
-            "Stop the answer the site's model is giving in one of the person's conversations: "
-            "the provider's request is closed",
-            path={"thread": {"type": "string", "pattern": f"^{THREAD.pattern}$"}},
-            replies={
-                200: Reply(
-                    {
-                        "type": "object",
-                        "required": ["stopped"],
-                        "properties": {"stopped": {"type": "string"}},
-                    }
-                )
-            },
-            refusals={401: "Nobody is signed in.", 404: "No answer is kept for the thread."},
-            who=signed_in,
-        )
-        async def stop(call: Call) -> Any:
-            key = (_who(call.user, call.request), call.path["thread"])
-            holder = "" if self.shared is None else await self.shared.elsewhere(key)
-            if self.shared is not None and holder:
-                await self.shared.stop(holder, key)
-                return {"stopped": call.path["thread"]}
-            kept = self.kept.get(key)
-            if kept is None:
-                raise ApiError(404, gone, field="thread")
-            kept.stop()
-            return {"stopped": call.path["thread"]}
-
-        return routes_of(assistant, reattach, stop)
+        services = GatewayServices(self, self.auth, gone)
+        return routes_of(ask, reattach, stop, services=services)
 
     def streaming(self, username: str, thread: str) -> bool:
         """Whether an answer is kept for the person's thread (the page re-attaches to it), by
@@ -289,6 +218,104 @@ class Gateway:
 
     def hide(self, text: str) -> str:
         return text.replace(self.config.api_key, "***") if self.config.api_key else text
+
+
+@dataclass(frozen=True)
+class GatewayServices:
+    """What the handlers work with, one set per app: they take it from the call
+    (`call.services`, routes_of)."""
+
+    gateway: Gateway
+    auth: Auth
+    gone: str  # the 404's sentence: no answer is kept for the thread (names reattach_seconds)
+
+
+def _gateway(call: Call) -> GatewayServices:
+    services: GatewayServices = call.services
+    return services
+
+
+def _signed_in(request: Request) -> User:
+    """A declaration's `who`: the app's signed-in user, 401 when nobody is."""
+    services: GatewayServices = services_of(request)
+    return services.auth.signed_in("Sign in to reach the answer of your conversation.")(request)
+
+
+async def assistant(call: Call) -> Response:
+    """Relay the request to the provider, once the person's allowance admits it (declared per
+    app: Gateway.routes)."""
+    gateway = _gateway(call).gateway
+    person = _who(call.user, call.request)
+    upstream = gateway.upstream_body(call.body, person)
+    content = json.dumps(upstream).encode()
+    reservation = await run_in_threadpool(
+        gateway.allowance.admit,
+        person,
+        time.time(),
+        input_estimate(content),
+        _bound(upstream),
+    )
+    thread = call.request.headers.get(THREAD_HEADER, "")
+    kept = call.user is not None and THREAD.fullmatch(thread) is not None
+    return Relay(gateway, content, reservation, thread if kept else "")
+
+
+@declare(
+    "GET",
+    STREAMS,
+    "Re-attach to the answer the site's model is giving in one of the person's "
+    "conversations (kept while it streams): from the event after `Last-Event-ID`, the "
+    "rest as it comes",
+    path={"thread": {"type": "string", "pattern": f"^{THREAD.pattern}$"}},
+    replies={200: Reply(content=ANSWERS)},
+    refusals={401: "Nobody is signed in.", 404: "No answer is kept for the thread."},
+    who=_signed_in,
+)
+async def reattach(call: Call) -> Response:
+    services = _gateway(call)
+    gateway, key = services.gateway, (_who(call.user, call.request), call.path["thread"])
+    after = call.request.headers.get("last-event-id", "0")
+    start = int(after) if after.isdigit() and len(after) < 10 else 0
+    # the newest reply of the thread may be another process's (shared.py)
+    holder = "" if gateway.shared is None else await gateway.shared.elsewhere(key)
+    if gateway.shared is not None and holder:
+        return await gateway.shared.read(holder, key, start, services.gone)
+    kept = gateway.kept.get(key)
+    if kept is None:
+        raise ApiError(404, services.gone, field="thread")
+    return _Reattached(kept, start)
+
+
+@declare(
+    "DELETE",
+    STREAMS,
+    "Stop the answer the site's model is giving in one of the person's conversations: "
+    "the provider's request is closed",
+    path={"thread": {"type": "string", "pattern": f"^{THREAD.pattern}$"}},
+    replies={
+        200: Reply(
+            {
+                "type": "object",
+                "required": ["stopped"],
+                "properties": {"stopped": {"type": "string"}},
+            }
+        )
+    },
+    refusals={401: "Nobody is signed in.", 404: "No answer is kept for the thread."},
+    who=_signed_in,
+)
+async def stop(call: Call) -> Any:
+    services = _gateway(call)
+    gateway, key = services.gateway, (_who(call.user, call.request), call.path["thread"])
+    holder = "" if gateway.shared is None else await gateway.shared.elsewhere(key)
+    if gateway.shared is not None and holder:
+        await gateway.shared.stop(holder, key)
+        return {"stopped": call.path["thread"]}
+    kept = gateway.kept.get(key)
+    if kept is None:
+        raise ApiError(404, services.gone, field="thread")
+    kept.stop()
+    return {"stopped": call.path["thread"]}
 
 
 def _bound(sent: dict[str, Any]) -> int:

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..api import NO_STORE, Call, Reply, declare, routes_of
-from ..auth.sessions import Auth
+from ..api import NO_STORE, Call, Endpoint, Reply, declare, routes_of, services_of
+from ..auth.sessions import Auth, User
 from .store import CURSOR, ID_PATTERN, ThreadLimits, ThreadStore, megabytes
 
 PURGE_EVERY = 3600.0  # seconds between two purges of old threads (with --threads-keep-days)
@@ -239,165 +241,211 @@ class Threads:
         self._purged = now
         self.store.purge()
 
-    async def _purge(self) -> None:
-        if self.limits.keep_days is not None:
-            await run_in_threadpool(self.purge_when_due)
-
     def routes(self) -> list[Route]:
-        store, limits = self.store, self.limits
-        who = self.auth.signed_in(SIGN_IN)
-        turn_too_large = (
-            f"One turn may add at most {megabytes(limits.turn_bytes)} to a conversation; "
-            "start a new conversation, or ask for less at once."
-        )
-
-        @declare(
-            "GET",
-            "/api/threads",
-            "The signed-in person's conversations, the most recently added to first, a page at "
-            "a time (`before`: the `next` of the page before), with the limits the server keeps",
-            query={
-                "limit": {"type": "integer", "minimum": 1, "maximum": 100},
-                "before": {
-                    "type": "string",
-                    "maxLength": 100,
-                    "pattern": CURSOR.pattern,
-                },
-            },
-            replies={200: Reply(LISTED, headers=NO_STORE)},
-            refusals={401: "Nobody is signed in.", 422: "`before` is not a cursor it answered."},
-            who=who,
-        )
-        async def list_threads(call: Call) -> Response:
-            await self._purge()
-            listed = await run_in_threadpool(
-                store.listed,
-                call.user.username,
-                call.query.get("limit", 30),
-                call.query.get("before", ""),
-            )
-            return JSONResponse(listed, headers={"cache-control": "no-store"})
-
-        @declare(
-            "POST",
-            "/api/threads",
-            "Start a conversation with its first turn (the page's first message); its title is "
-            "the first words of that message unless one is given",
-            body=CREATE,
-            body_limit=limits.turn_bytes,
-            too_large=turn_too_large,
-            replies={201: Reply(SUMMARY, headers=NO_STORE), 409: Reply(CONFLICT)},
-            refusals={
-                401: "Nobody is signed in.",
-                413: "The turn is larger than one turn may be.",
-            },
-            who=who,
-        )
-        async def create_thread(call: Call) -> Response:
-            await self._purge()
-            body = call.body
-            made = await run_in_threadpool(
-                lambda: store.create(
-                    call.user.username,
-                    tab=body["tab"],
-                    messages=body["messages"],
-                    items=body["items"],
-                    answering=body.get("answering", False),
-                    title=body.get("title", ""),
-                )
-            )
-            return JSONResponse(made, 201, headers={"cache-control": "no-store"})
-
-        @declare(
-            "GET",
-            "/api/threads/{id}",
-            "One of the person's conversations, whole: what the model saw (`messages`) and what "
-            "the person saw (`items`)",
-            path={"id": THREAD_ID},
-            replies={200: Reply(THREAD, headers=NO_STORE)},
-            refusals={401: "Nobody is signed in.", 404: NOT_THEIRS},
-            who=who,
-        )
-        async def read_thread(call: Call) -> Response:
-            text = await run_in_threadpool(store.read, call.user.username, call.path["id"])
-            # off the loop: with several processes, the database says who holds the reply
-            streaming = await run_in_threadpool(self.streaming, call.user.username, call.path["id"])
-            text = f'{text[:-1]}, "streaming": {"true" if streaming else "false"}}}'
-            return Response(
-                text, media_type="application/json", headers={"cache-control": "no-store"}
-            )
-
-        @declare(
-            "POST",
-            "/api/threads/{id}/turns",
-            "Add what the conversation gained since `version` (a turn, or the part of one that "
-            "came); `start` for a new turn, refused while another tab's answer is coming",
-            path={"id": THREAD_ID},
-            body=APPEND,
-            body_limit=limits.turn_bytes,
-            too_large=turn_too_large,
-            description="409: the conversation changed since `version` (`current` says what it "
-            "is now), another tab is answering in it (`answering`), or it is full (`limit`).",
-            replies={200: Reply(APPENDED), 409: Reply(CONFLICT)},
-            refusals={
-                401: "Nobody is signed in.",
-                404: NOT_THEIRS,
-                413: "The turn is larger than one turn may be.",
-            },
-            who=who,
-        )
-        async def append_turn(call: Call) -> Response:
-            body = call.body
-            appended = await run_in_threadpool(
-                lambda: store.append(
-                    call.user.username,
-                    call.path["id"],
-                    version=body["version"],
-                    tab=body["tab"],
-                    messages=body["messages"],
-                    items=body["items"],
-                    answering=body.get("answering", False),
-                    start=body.get("start", False),
-                )
-            )
-            return JSONResponse(appended)
-
-        @declare(
-            "PATCH",
-            "/api/threads/{id}",
-            "Rename one of the person's conversations",
-            path={"id": THREAD_ID},
-            body=TITLE,
-            body_limit=4096,
-            replies={200: Reply(SUMMARY)},
-            refusals={401: "Nobody is signed in.", 404: NOT_THEIRS},
-            who=who,
-        )
-        async def rename_thread(call: Call) -> Any:
-            title = call.body["title"].strip()
-            return await run_in_threadpool(store.rename, call.user.username, call.path["id"], title)
-
-        @declare(
-            "DELETE",
-            "/api/threads/{id}",
-            "Delete one of the person's conversations, with everything in it",
-            path={"id": THREAD_ID},
-            replies={
-                200: Reply(
-                    {
-                        "type": "object",
-                        "required": ["deleted"],
-                        "properties": {"deleted": {"type": "string"}},
-                    }
-                )
-            },
-            refusals={401: "Nobody is signed in.", 404: NOT_THEIRS},
-            who=who,
-        )
-        async def delete_thread(call: Call) -> Any:
-            await run_in_threadpool(store.delete, call.user.username, call.path["id"])
-            return {"deleted": call.path["id"]}
-
+        services = ThreadServices(self.store, self.auth, self.streaming, self.purge_when_due)
+        create, append = _turn_declared(self.limits.turn_bytes)
         return routes_of(
-            list_threads, create_thread, read_thread, rename_thread, delete_thread, append_turn
+            list_threads,
+            create,
+            read_thread,
+            rename_thread,
+            delete_thread,
+            append,
+            services=services,
         )
+
+
+@dataclass(frozen=True)
+class ThreadServices:
+    """What the handlers work with, one set per app: they take it from the call
+    (`call.services`, routes_of)."""
+
+    store: ThreadStore
+    auth: Auth
+    streaming: Callable[[str, str], bool]  # whether the site's model answers in a thread now
+    purge: Callable[[], None]  # Threads.purge_when_due
+
+
+def _threads(call: Call) -> ThreadServices:
+    services: ThreadServices = call.services
+    return services
+
+
+def _signed_in(request: Request) -> User:
+    """A declaration's `who`: the app's signed-in user, 401 when nobody is."""
+    services: ThreadServices = services_of(request)
+    return services.auth.signed_in(SIGN_IN)(request)
+
+
+async def _purge(services: ThreadServices) -> None:
+    if services.store.limits.keep_days is not None:
+        await run_in_threadpool(services.purge)
+
+
+# The routes, each declared once at import (but the two a turn's limit bounds: _turn_declared);
+# a request tries them in the order of Threads.routes.
+@declare(
+    "GET",
+    "/api/threads",
+    "The signed-in person's conversations, the most recently added to first, a page at "
+    "a time (`before`: the `next` of the page before), with the limits the server keeps",
+    query={
+        "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+        "before": {
+            "type": "string",
+            "maxLength": 100,
+            "pattern": CURSOR.pattern,
+        },
+    },
+    replies={200: Reply(LISTED, headers=NO_STORE)},
+    refusals={401: "Nobody is signed in.", 422: "`before` is not a cursor it answered."},
+    who=_signed_in,
+)
+async def list_threads(call: Call) -> Response:
+    services = _threads(call)
+    await _purge(services)
+    listed = await run_in_threadpool(
+        services.store.listed,
+        call.user.username,
+        call.query.get("limit", 30),
+        call.query.get("before", ""),
+    )
+    return JSONResponse(listed, headers={"cache-control": "no-store"})
+
+
+async def create_thread(call: Call) -> Response:  # declared per app: _turn_declared
+    services = _threads(call)
+    await _purge(services)
+    body = call.body
+    made = await run_in_threadpool(
+        lambda: services.store.create(
+            call.user.username,
+            tab=body["tab"],
+            messages=body["messages"],
+            items=body["items"],
+            answering=body.get("answering", False),
+            title=body.get("title", ""),
+        )
+    )
+    return JSONResponse(made, 201, headers={"cache-control": "no-store"})
+
+
+@declare(
+    "GET",
+    "/api/threads/{id}",
+    "One of the person's conversations, whole: what the model saw (`messages`) and what "
+    "the person saw (`items`)",
+    path={"id": THREAD_ID},
+    replies={200: Reply(THREAD, headers=NO_STORE)},
+    refusals={401: "Nobody is signed in.", 404: NOT_THEIRS},
+    who=_signed_in,
+)
+async def read_thread(call: Call) -> Response:
+    services = _threads(call)
+    text = await run_in_threadpool(services.store.read, call.user.username, call.path["id"])
+    # off the loop: with several processes, the database says who holds the reply
+    streaming = await run_in_threadpool(services.streaming, call.user.username, call.path["id"])
+    text = f'{text[:-1]}, "streaming": {"true" if streaming else "false"}}}'
+    return Response(text, media_type="application/json", headers={"cache-control": "no-store"})
+
+
+async def append_turn(call: Call) -> Response:  # declared per app: _turn_declared
+    store, body = _threads(call).store, call.body
+    appended = await run_in_threadpool(
+        lambda: store.append(
+            call.user.username,
+            call.path["id"],
+            version=body["version"],
+            tab=body["tab"],
+            messages=body["messages"],
+            items=body["items"],
+            answering=body.get("answering", False),
+            start=body.get("start", False),
+        )
+    )
+    return JSONResponse(appended)
+
+
+@declare(
+    "PATCH",
+    "/api/threads/{id}",
+    "Rename one of the person's conversations",
+    path={"id": THREAD_ID},
+    body=TITLE,
+    body_limit=4096,
+    replies={200: Reply(SUMMARY)},
+    refusals={401: "Nobody is signed in.", 404: NOT_THEIRS},
+    who=_signed_in,
+)
+async def rename_thread(call: Call) -> Any:
+    title = call.body["title"].strip()
+    return await run_in_threadpool(
+        _threads(call).store.rename, call.user.username, call.path["id"], title
+    )
+
+
+@declare(
+    "DELETE",
+    "/api/threads/{id}",
+    "Delete one of the person's conversations, with everything in it",
+    path={"id": THREAD_ID},
+    replies={
+        200: Reply(
+            {
+                "type": "object",
+                "required": ["deleted"],
+                "properties": {"deleted": {"type": "string"}},
+            }
+        )
+    },
+    refusals={401: "Nobody is signed in.", 404: NOT_THEIRS},
+    who=_signed_in,
+)
+async def delete_thread(call: Call) -> Any:
+    await run_in_threadpool(_threads(call).store.delete, call.user.username, call.path["id"])
+    return {"deleted": call.path["id"]}
+
+
+def _turn_declared(turn_bytes: int) -> tuple[Endpoint, Endpoint]:
+    """create_thread and append_turn, declared with the app's limit of a turn: their body limit
+    and 413's sentence come from the ThreadLimits create_app is given (`threads`), one per app,
+    so these two declarations are made per app; their handlers are the module's."""
+    too_large = (
+        f"One turn may add at most {megabytes(turn_bytes)} to a conversation; "
+        "start a new conversation, or ask for less at once."
+    )
+    create = declare(
+        "POST",
+        "/api/threads",
+        "Start a conversation with its first turn (the page's first message); its title is "
+        "the first words of that message unless one is given",
+        body=CREATE,
+        body_limit=turn_bytes,
+        too_large=too_large,
+        replies={201: Reply(SUMMARY, headers=NO_STORE), 409: Reply(CONFLICT)},
+        refusals={
+            401: "Nobody is signed in.",
+            413: "The turn is larger than one turn may be.",
+        },
+        who=_signed_in,
+    )(create_thread)
+    append = declare(
+        "POST",
+        "/api/threads/{id}/turns",
+        "Add what the conversation gained since `version` (a turn, or the part of one that "
+        "came); `start` for a new turn, refused while another tab's answer is coming",
+        path={"id": THREAD_ID},
+        body=APPEND,
+        body_limit=turn_bytes,
+        too_large=too_large,
+        description="409: the conversation changed since `version` (`current` says what it "
+        "is now), another tab is answering in it (`answering`), or it is full (`limit`).",
+        replies={200: Reply(APPENDED), 409: Reply(CONFLICT)},
+        refusals={
+            401: "Nobody is signed in.",
+            404: NOT_THEIRS,
+            413: "The turn is larger than one turn may be.",
+        },
+        who=_signed_in,
+    )(append_turn)
+    return create, append
