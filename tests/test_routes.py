@@ -59,7 +59,6 @@ CLOSURES_ALLOWED = {
     "reactor.server.agents.oauth.authorize": "being moved to module level (issue 50)",
     "reactor.server.agents.oauth.token": "being moved to module level (issue 50)",
     "reactor.server.agents.oauth.clients": "being moved to module level (issue 50)",
-    "reactor.server.agents.oauth.grants": "being moved to module level (issue 50)",
 }
 
 
