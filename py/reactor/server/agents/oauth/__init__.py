@@ -23,7 +23,7 @@ from .authorize import authorize_routes
 from .clients import Clients
 from .grants import ACCESS_PREFIX, REFRESH_PREFIX, Grants
 from .metadata import CLIENT_PATHS, UNAUTHENTICATED_PATHS, metadata_routes
-from .token import TokenEndpoints
+from .token import token_routes
 
 __all__ = ["ACCESS_PREFIX", "CLIENT_PATHS", "REFRESH_PREFIX", "UNAUTHENTICATED_PATHS", "OAuth"]
 
@@ -35,13 +35,12 @@ class OAuth:
         self.auth = auth
         self.clients = Clients(database)
         self.grants = Grants(database, auth)
-        self.endpoints = TokenEndpoints(self.clients, self.grants)
 
     def routes(self) -> list[Any]:
         return [
             *metadata_routes(),
             *authorize_routes(self.auth, self.clients, self.grants),
-            *self.endpoints.routes(),
+            *token_routes(self.clients, self.grants),
             *self.clients.routes(),
             *self.grants.routes(),
         ]
