@@ -56,7 +56,6 @@ CLOSURES_ALLOWED = {
     "reactor.server.metrics": "being moved to module level (issue 50)",
     "reactor.server.app": "being moved to module level (issue 50)",
     "reactor.server.agents.oauth.metadata": "being moved to module level (issue 50)",
-    "reactor.server.agents.oauth.clients": "being moved to module level (issue 50)",
 }
 
 
