@@ -55,7 +55,6 @@ CLOSURES_ALLOWED = {
     "reactor.server.health": "being moved to module level (issue 50)",
     "reactor.server.metrics": "being moved to module level (issue 50)",
     "reactor.server.app": "being moved to module level (issue 50)",
-    "reactor.server.agents.oauth.metadata": "being moved to module level (issue 50)",
 }
 
 
