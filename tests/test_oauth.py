@@ -172,6 +172,25 @@ def test_the_401_of_mcp_leads_a_client_to_this_servers_authorization(live):
     assert {"registration_endpoint", "revocation_endpoint", "token_endpoint"} <= set(server)
 
 
+def test_a_browser_based_client_of_any_origin_may_ask_each_endpoint_it_calls_alone(live):
+    # the MCP Inspector runs in a page of its own origin: its browser asks first (a preflight)
+    asked = {"origin": "https://inspector.example", "access-control-request-method": "POST"}
+    for path, method in [
+        ("/.well-known/oauth-protected-resource/mcp", "GET"),
+        ("/.well-known/oauth-authorization-server", "GET"),
+        ("/token", "POST"),
+        ("/revoke", "POST"),
+        ("/register", "POST"),
+    ]:
+        preflight = httpx.options(f"{live.url}{path}", headers=asked)
+        assert preflight.status_code == 204, path
+        assert preflight.headers["access-control-allow-origin"] == "*", path
+        assert preflight.headers["access-control-allow-methods"] == method, path
+        assert "mcp-protocol-version" in preflight.headers["access-control-allow-headers"], path
+        answer = httpx.request(method, f"{live.url}{path}", headers={"origin": asked["origin"]})
+        assert answer.headers["access-control-allow-origin"] == "*", path  # a refusal too
+
+
 def test_an_allowed_agent_calls_mcp_and_is_listed_in_the_panel_with_its_last_call(live):
     agent = Agent(live.url)
     tokens = allowed(live, agent)

@@ -26,12 +26,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from starlette.datastructures import Headers
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ...errors import ApiError
-from ..api import NO_STORE, Call, Refusal, Reply, declare, error_answer, routes_of
+from ..api import NO_STORE, Call, Refusal, Reply, declare, error_answer, routes_of, services_of
 from ..auth.sessions import Auth, User
 from ..database import Database
 
@@ -208,71 +209,103 @@ class AgentTokens:
         return 0
 
     def routes(self) -> list[Route]:
-        @declare(
-            "POST",
-            "/api/agent-tokens",
-            "Make an agent token for /mcp (signed in): its secret is answered this once",
-            body={
-                "type": "object",
-                "required": ["name"],
-                "properties": {
-                    "name": {
-                        "type": "string",
-                        "pattern": NAME_PATTERN,
-                        "maxLength": MAX_NAME,
-                        "x-refusal": f"A token's name is 1 to {MAX_NAME} characters of text, no "
-                        "control characters.",
-                    }
-                },
-                "additionalProperties": False,
-                "x-unknown": 'Send {"name": "…"}: a name that tells you which agent holds the '
-                "token.",
-            },
-            body_limit=2048,
-            replies={201: Reply(MADE, headers=NO_STORE)},
-            refusals={
-                401: "Nobody is signed in.",
-                409: f"The person has {MAX_TOKENS} tokens already.",
-            },
-            who=self.auth.signed_in("Sign in to make an agent token."),
+        return routes_of(
+            make_token, list_tokens, revoke_token, services=AgentTokenServices(self, self.auth)
         )
-        async def make_token(call: Call) -> Response:
-            made = self.make(call.user, call.body["name"].strip(" "))
-            return JSONResponse(made, 201, headers={"cache-control": "no-store"})
 
-        @declare(
-            "GET",
-            "/api/agent-tokens",
-            "The signed-in person's agent tokens: name, made, last used (never the secret)",
-            replies={200: Reply({"type": "array", "items": TOKEN}, headers=NO_STORE)},
-            refusals={401: "Nobody is signed in."},
-            who=self.auth.signed_in("Sign in to see your agent tokens."),
+
+@dataclass(frozen=True)
+class AgentTokenServices:
+    """What the token routes work with, one set per app: they take it from the call
+    (`call.services`, routes_of)."""
+
+    tokens: AgentTokens
+    auth: Auth
+
+
+def signed_in(sentence: str) -> Callable[[Request], User]:
+    """A declaration's `who`: the app's signed-in user (its services' `auth`), 401 with
+    `sentence` when nobody is."""
+
+    def who(request: Request) -> User:
+        auth: Auth = services_of(request).auth
+        return auth.signed_in(sentence)(request)
+
+    return who
+
+
+def _tokens(call: Call) -> AgentTokens:
+    services: AgentTokenServices = call.services
+    return services.tokens
+
+
+# The routes, each declared once at import; a request tries them in this order.
+
+
+@declare(
+    "POST",
+    "/api/agent-tokens",
+    "Make an agent token for /mcp (signed in): its secret is answered this once",
+    body={
+        "type": "object",
+        "required": ["name"],
+        "properties": {
+            "name": {
+                "type": "string",
+                "pattern": NAME_PATTERN,
+                "maxLength": MAX_NAME,
+                "x-refusal": f"A token's name is 1 to {MAX_NAME} characters of text, no "
+                "control characters.",
+            }
+        },
+        "additionalProperties": False,
+        "x-unknown": 'Send {"name": "…"}: a name that tells you which agent holds the token.',
+    },
+    body_limit=2048,
+    replies={201: Reply(MADE, headers=NO_STORE)},
+    refusals={
+        401: "Nobody is signed in.",
+        409: f"The person has {MAX_TOKENS} tokens already.",
+    },
+    who=signed_in("Sign in to make an agent token."),
+)
+async def make_token(call: Call) -> Response:
+    made = _tokens(call).make(call.user, call.body["name"].strip(" "))
+    return JSONResponse(made, 201, headers={"cache-control": "no-store"})
+
+
+@declare(
+    "GET",
+    "/api/agent-tokens",
+    "The signed-in person's agent tokens: name, made, last used (never the secret)",
+    replies={200: Reply({"type": "array", "items": TOKEN}, headers=NO_STORE)},
+    refusals={401: "Nobody is signed in."},
+    who=signed_in("Sign in to see your agent tokens."),
+)
+async def list_tokens(call: Call) -> Response:
+    return JSONResponse(_tokens(call).listed(call.user), headers={"cache-control": "no-store"})
+
+
+@declare(
+    "DELETE",
+    "/api/agent-tokens/{id}",
+    "Revoke one of the signed-in person's agent tokens: refused from the next request on",
+    replies={200: REVOKED},
+    refusals={401: "Nobody is signed in.", 404: "The person has no token with that id."},
+    who=signed_in("Sign in to revoke an agent token."),
+)
+async def revoke_token(call: Call) -> Any:
+    token_id = call.path["id"]
+    tokens = _tokens(call)
+    if not tokens.revoke(call.user, token_id):
+        raise ApiError(
+            404,
+            f"You have no agent token {token_id[:40]!r}; GET /api/agent-tokens lists yours.",
+            field="id",
         )
-        async def list_tokens(call: Call) -> Response:
-            return JSONResponse(self.listed(call.user), headers={"cache-control": "no-store"})
-
-        @declare(
-            "DELETE",
-            "/api/agent-tokens/{id}",
-            "Revoke one of the signed-in person's agent tokens: refused from the next request on",
-            replies={200: REVOKED},
-            refusals={401: "Nobody is signed in.", 404: "The person has no token with that id."},
-            who=self.auth.signed_in("Sign in to revoke an agent token."),
-        )
-        async def revoke_token(call: Call) -> Any:
-            token_id = call.path["id"]
-            if not self.revoke(call.user, token_id):
-                raise ApiError(
-                    404,
-                    f"You have no agent token {token_id[:40]!r}; GET /api/agent-tokens lists "
-                    "yours.",
-                    field="id",
-                )
-            for revoked in self.on_revoke:  # what the token opened ends now, not at its next use
-                revoked(token_id)
-            return {"revoked": token_id}
-
-        return routes_of(make_token, list_tokens, revoke_token)
+    for revoked in tokens.on_revoke:  # what the token opened ends now, not at its next use
+        revoked(token_id)
+    return {"revoked": token_id}
 
 
 class AgentTokensOnlyOnMcp:

@@ -19,11 +19,11 @@ from typing import Any
 
 from ...auth.sessions import Auth
 from ...database import Database
-from .authorize import Authorize
+from .authorize import authorize_routes
 from .clients import Clients
 from .grants import ACCESS_PREFIX, REFRESH_PREFIX, Grants
 from .metadata import CLIENT_PATHS, UNAUTHENTICATED_PATHS, metadata_routes
-from .token import TokenEndpoints
+from .token import token_routes
 
 __all__ = ["ACCESS_PREFIX", "CLIENT_PATHS", "REFRESH_PREFIX", "UNAUTHENTICATED_PATHS", "OAuth"]
 
@@ -32,16 +32,15 @@ class OAuth:
     """This server as its own authorization server, made once per app: its tables and routes."""
 
     def __init__(self, database: Database, auth: Auth) -> None:
+        self.auth = auth
         self.clients = Clients(database)
         self.grants = Grants(database, auth)
-        self.authorize = Authorize(auth, self.clients, self.grants)
-        self.endpoints = TokenEndpoints(self.clients, self.grants)
 
     def routes(self) -> list[Any]:
         return [
             *metadata_routes(),
-            *self.authorize.routes(),
-            *self.endpoints.routes(),
+            *authorize_routes(self.auth, self.clients, self.grants),
+            *token_routes(self.clients, self.grants),
             *self.clients.routes(),
             *self.grants.routes(),
         ]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -29,8 +30,9 @@ from starlette.routing import Route
 from starlette.types import Scope
 
 from ....errors import ApiError, OAuthError, ReactorError
-from ...api import HTML, Call, Declaration, Reply, declare, documented, routes_of
+from ...api import HTML, Call, Declaration, Reply, declare, documented, routes_of, services_of
 from ...auth.sessions import Auth
+from ..tokens import signed_in
 from .clients import Clients
 from .consent import AuthorizationRequest, consent_page, refusal_page
 from .grants import MAX_GRANTS, Asked, Grants
@@ -156,122 +158,130 @@ def _problem(params: dict[str, str], asked_resource: str, ours: str) -> OAuthErr
     return None
 
 
-class Authorize:
+@dataclass(frozen=True)
+class AuthorizeServices:
+    """What the two routes work with, one set per app: they take it from the call
+    (`call.services`, `services_of(request)`: routes_of)."""
+
+    auth: Auth
+    clients: Clients
+    grants: Grants
+
+
+def authorize_routes(auth: Auth, clients: Clients, grants: Grants) -> list[Route]:
     """The two routes: the request shown, the person's decision."""
+    return routes_of(authorize, decide, services=AuthorizeServices(auth, clients, grants))
 
-    def __init__(self, auth: Auth, clients: Clients, grants: Grants) -> None:
-        self.auth, self.clients, self.grants = auth, clients, grants
 
-    def routes(self) -> list[Route]:
-        @documented(
-            "GET",
-            AUTHORIZE_PATH,
-            Declaration(
-                "OAuth's authorization endpoint: the consent page, where the person signs in and "
-                "allows or denies the agent",
-                description="RFC 6749 §4.1.1 with PKCE S256 (RFC 7636) and resource (RFC 8707). "
-                "A request whose client and redirect URI are known is refused back to the "
-                "client (302 with error, error_description, state, iss); else on the page (400).",
-                query=QUERY,
-                required_query=frozenset(REQUIRED),
-                replies={
-                    200: Reply(content=HTML, headers={"cache-control": "no-store"}),
-                    302: Reply(headers={"location": "The redirect URI, with error and iss"}),
-                    400: Reply(content=HTML),
-                },
-                name="oauth_authorize",
-            ),
+@documented(
+    "GET",
+    AUTHORIZE_PATH,
+    Declaration(
+        "OAuth's authorization endpoint: the consent page, where the person signs in and "
+        "allows or denies the agent",
+        description="RFC 6749 §4.1.1 with PKCE S256 (RFC 7636) and resource (RFC 8707). "
+        "A request whose client and redirect URI are known is refused back to the "
+        "client (302 with error, error_description, state, iss); else on the page (400).",
+        query=QUERY,
+        required_query=frozenset(REQUIRED),
+        replies={
+            200: Reply(content=HTML, headers={"cache-control": "no-store"}),
+            302: Reply(headers={"location": "The redirect URI, with error and iss"}),
+            400: Reply(content=HTML),
+        },
+        name="oauth_authorize",
+    ),
+)
+async def authorize(request: Request) -> Response:
+    services: AuthorizeServices = services_of(request)
+    try:
+        asked = await read_request(
+            services.clients, request.query_params.multi_items(), request.scope
         )
-        async def authorize(request: Request) -> Response:
-            try:
-                asked = await read_request(
-                    self.clients, request.query_params.multi_items(), request.scope
-                )
-            except ToThePerson as refused:
-                return refusal_page(refused.error)
-            except ToTheClient as refused:
-                return RedirectResponse(refused.url, 302, headers={"cache-control": "no-store"})
-            return consent_page(asked, self.auth.user_for(request))
+    except ToThePerson as refused:
+        return refusal_page(refused.error)
+    except ToTheClient as refused:
+        return RedirectResponse(refused.url, 302, headers={"cache-control": "no-store"})
+    return consent_page(asked, services.auth.user_for(request))
 
-        @declare(
-            "POST",
-            AUTHORIZE_PATH + "/decision",
-            "The person's Allow or Deny of an authorization request (from the consent page): "
-            "where the browser goes next",
-            body={
+
+@declare(
+    "POST",
+    AUTHORIZE_PATH + "/decision",
+    "The person's Allow or Deny of an authorization request (from the consent page): "
+    "where the browser goes next",
+    body={
+        "type": "object",
+        "required": ["request", "decision"],
+        "properties": {
+            "request": {
+                "type": "string",
+                "maxLength": MAX_REQUEST,
+                "description": "The authorization request's query string.",
+            },
+            "decision": {"enum": ["allow", "deny"]},
+        },
+        "additionalProperties": False,
+        "x-unknown": 'Send {"request": "<the query of /authorize>", "decision": "allow" | "deny"}.',
+    },
+    body_limit=2 * MAX_REQUEST,
+    replies={
+        200: Reply(
+            {
                 "type": "object",
-                "required": ["request", "decision"],
+                "required": ["redirect"],
                 "properties": {
-                    "request": {
+                    "redirect": {
                         "type": "string",
-                        "maxLength": MAX_REQUEST,
-                        "description": "The authorization request's query string.",
-                    },
-                    "decision": {"enum": ["allow", "deny"]},
+                        "description": "The client's redirect URI, with the answer.",
+                    }
                 },
-                "additionalProperties": False,
-                "x-unknown": 'Send {"request": "<the query of /authorize>", "decision": '
-                '"allow" | "deny"}.',
             },
-            body_limit=2 * MAX_REQUEST,
-            replies={
-                200: Reply(
-                    {
-                        "type": "object",
-                        "required": ["redirect"],
-                        "properties": {
-                            "redirect": {
-                                "type": "string",
-                                "description": "The client's redirect URI, with the answer.",
-                            }
-                        },
-                    },
-                    headers={"cache-control": "no-store"},
-                )
-            },
-            refusals={
-                400: "The request is not one reactor sends back to its client.",
-                401: "Nobody is signed in.",
-                409: f"The person has {MAX_GRANTS} connected agents already.",
-            },
-            who=self.auth.signed_in("Sign in to allow or deny an agent."),
+            headers={"cache-control": "no-store"},
         )
-        async def decide(call: Call) -> Response:
-            pairs = parse_qsl(call.body["request"], keep_blank_values=True, max_num_fields=50)
-            try:
-                asked = await read_request(self.clients, pairs, call.request.scope)
-            except ToThePerson as refused:
-                raise ApiError(400, refused.error.description) from None
-            except ToTheClient as refused:
-                return _going(refused.url)
-            if call.body["decision"] == "deny":
-                return _going(
-                    asked.back(
-                        error="access_denied",
-                        error_description=f"The person denied {asked.client.name} the use of "
-                        "their reactor pages.",
-                    )
-                )
-            if self.grants.count(call.user) >= MAX_GRANTS:
-                raise ApiError(
-                    409,
-                    f"You have {MAX_GRANTS} connected agents already; revoke one you no longer "
-                    "use in the Agents panel first.",
-                )
-            code = self.grants.issue_code(
-                Asked(
-                    call.user,
-                    asked.client.client_id,
-                    asked.client.name,
-                    asked.redirect_uri,
-                    asked.redirect_given,
-                    asked.challenge,
-                    asked.resource,
-                )
+    },
+    refusals={
+        400: "The request is not one reactor sends back to its client.",
+        401: "Nobody is signed in.",
+        409: f"The person has {MAX_GRANTS} connected agents already.",
+    },
+    who=signed_in("Sign in to allow or deny an agent."),
+)
+async def decide(call: Call) -> Response:
+    services: AuthorizeServices = call.services
+    pairs = parse_qsl(call.body["request"], keep_blank_values=True, max_num_fields=50)
+    try:
+        asked = await read_request(services.clients, pairs, call.request.scope)
+    except ToThePerson as refused:
+        raise ApiError(400, refused.error.description) from None
+    except ToTheClient as refused:
+        return _going(refused.url)
+    if call.body["decision"] == "deny":
+        return _going(
+            asked.back(
+                error="access_denied",
+                error_description=f"The person denied {asked.client.name} the use of "
+                "their reactor pages.",
             )
-            return _going(asked.back(code=code))
-
-        return routes_of(authorize, decide)
+        )
+    if services.grants.count(call.user) >= MAX_GRANTS:
+        raise ApiError(
+            409,
+            f"You have {MAX_GRANTS} connected agents already; revoke one you no longer "
+            "use in the Agents panel first.",
+        )
+    code = services.grants.issue_code(
+        Asked(
+            call.user,
+            asked.client.client_id,
+            asked.client.name,
+            asked.redirect_uri,
+            asked.redirect_given,
+            asked.challenge,
+            asked.resource,
+        )
+    )
+    return _going(asked.back(code=code))
 
 
 def _going(url: str) -> Response:

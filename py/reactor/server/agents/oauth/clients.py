@@ -37,7 +37,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ....errors import ApiError, OAuthError, OutboundFailed, OutboundRefused
-from ...api import Declaration, Reply, documented, routes_of
+from ...api import Declaration, Reply, documented, routes_of, services_of
 from ...database import Database
 from ...outbound.fetch import FetchPolicy, fetch
 from ...outbound.guard import AllowRule, Reader, parse_allow_list
@@ -283,44 +283,55 @@ class Clients:
         return record.model_dump(mode="json", exclude_none=True)
 
     def routes(self) -> list[Route]:
-        @documented(
-            "POST",
-            REGISTER_PATH,
-            Declaration(
-                "Register an OAuth client (RFC 7591 Dynamic Client Registration), for agents "
-                "that cannot name a client ID metadata document",
-                description="A JSON body of client metadata (redirect_uris required). Errors "
-                "are RFC 7591's: {error, error_description}.",
-                replies={
-                    201: Reply(REGISTERED, headers={"cache-control": "no-store"}),
-                    400: Reply(OAUTH_ERROR),
-                },
-                refusals={
-                    413: "The body is larger than 16,384 bytes.",
-                    429: "Too many clients were registered lately.",
-                },
-                name="oauth_register",
-            ),
-        )
-        async def register(request: Request) -> Response:
-            try:
-                header_refusal(request)
-                body = await read_json(request, limit=16 * 1024)
-                metadata = OAuthClientMetadata.model_validate(body)
-                made = self.register(metadata)
-            except ValidationError as error:
-                return oauth_error(
-                    OAuthError("invalid_client_metadata", _validation_sentence(error))
-                )
-            except OAuthError as error:
-                return oauth_error(error)
-            except ApiError as error:
-                if error.status == 429:
-                    raise
-                return oauth_error(OAuthError("invalid_client_metadata", error.sentence))
-            return JSONResponse(made, 201, headers={"cache-control": "no-store"})
+        return routes_of(*ENDPOINTS, services=ClientServices(self))
 
-        return routes_of(*for_every_origin(register))
+
+@dataclass(frozen=True)
+class ClientServices:
+    """What /register works with, one set per app: it takes it from the request
+    (`services_of(request)`, routes_of)."""
+
+    clients: Clients
+
+
+@documented(
+    "POST",
+    REGISTER_PATH,
+    Declaration(
+        "Register an OAuth client (RFC 7591 Dynamic Client Registration), for agents "
+        "that cannot name a client ID metadata document",
+        description="A JSON body of client metadata (redirect_uris required). Errors "
+        "are RFC 7591's: {error, error_description}.",
+        replies={
+            201: Reply(REGISTERED, headers={"cache-control": "no-store"}),
+            400: Reply(OAUTH_ERROR),
+        },
+        refusals={
+            413: "The body is larger than 16,384 bytes.",
+            429: "Too many clients were registered lately.",
+        },
+        name="oauth_register",
+    ),
+)
+async def register(request: Request) -> Response:
+    services: ClientServices = services_of(request)
+    try:
+        header_refusal(request)
+        body = await read_json(request, limit=16 * 1024)
+        metadata = OAuthClientMetadata.model_validate(body)
+        made = services.clients.register(metadata)
+    except ValidationError as error:
+        return oauth_error(OAuthError("invalid_client_metadata", _validation_sentence(error)))
+    except OAuthError as error:
+        return oauth_error(error)
+    except ApiError as error:
+        if error.status == 429:
+            raise
+        return oauth_error(OAuthError("invalid_client_metadata", error.sentence))
+    return JSONResponse(made, 201, headers={"cache-control": "no-store"})
+
+
+ENDPOINTS = for_every_origin(register)  # /register, readable by any origin, and its preflight
 
 
 def header_refusal(request: Request) -> None:

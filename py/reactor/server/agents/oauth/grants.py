@@ -37,7 +37,14 @@ from ....errors import ApiError, OAuthError
 from ...api import NO_STORE, Call, Reply, declare, routes_of
 from ...auth.sessions import Auth, User
 from ...database import Database
-from ..tokens import LAST_USED_SECONDS, RATE_LIMIT, RATE_WINDOW, REVOKED, AgentToken
+from ..tokens import (
+    LAST_USED_SECONDS,
+    RATE_LIMIT,
+    RATE_WINDOW,
+    REVOKED,
+    AgentToken,
+    signed_in,
+)
 from .metadata import same_resource
 
 ACCESS_PREFIX, REFRESH_PREFIX = "reactor_oauth_", "reactor_refresh_"
@@ -431,38 +438,53 @@ class Grants:
     # The Agents panel's routes ------------------------------------------------------------
 
     def routes(self) -> list[Route]:
-        @declare(
-            "GET",
-            "/api/agent-connections",
-            "The signed-in person's connected agents (OAuth): name, allowed, last called",
-            replies={200: Reply({"type": "array", "items": CONNECTION}, headers=NO_STORE)},
-            refusals={401: "Nobody is signed in."},
-            who=self.auth.signed_in("Sign in to see your connected agents."),
-        )
-        async def list_connections(call: Call) -> Response:
-            return JSONResponse(self.listed(call.user), headers={"cache-control": "no-store"})
+        return routes_of(list_connections, end_connection, services=GrantServices(self, self.auth))
 
-        @declare(
-            "DELETE",
-            "/api/agent-connections/{id}",
-            "End one of the signed-in person's agent connections: refused from its next request on",
-            path={"id": GRANT_ID},
-            replies={200: REVOKED},
-            refusals={401: "Nobody is signed in.", 404: "The person has no connection of that id."},
-            who=self.auth.signed_in("Sign in to end an agent's connection."),
-        )
-        async def end_connection(call: Call) -> Any:
-            grant_id = call.path["id"]
-            if not self.end(call.user, grant_id):
-                raise ApiError(
-                    404,
-                    f"You have no connected agent {grant_id!r}; GET /api/agent-connections lists "
-                    "yours.",
-                    field="id",
-                )
-            return {"revoked": grant_id}
 
-        return routes_of(list_connections, end_connection)
+@dataclass(frozen=True)
+class GrantServices:
+    """What the Agents panel's routes work with, one set per app: they take it from the call
+    (`call.services`, routes_of)."""
+
+    grants: Grants
+    auth: Auth
+
+
+def _grants(call: Call) -> Grants:
+    services: GrantServices = call.services
+    return services.grants
+
+
+@declare(
+    "GET",
+    "/api/agent-connections",
+    "The signed-in person's connected agents (OAuth): name, allowed, last called",
+    replies={200: Reply({"type": "array", "items": CONNECTION}, headers=NO_STORE)},
+    refusals={401: "Nobody is signed in."},
+    who=signed_in("Sign in to see your connected agents."),
+)
+async def list_connections(call: Call) -> Response:
+    return JSONResponse(_grants(call).listed(call.user), headers={"cache-control": "no-store"})
+
+
+@declare(
+    "DELETE",
+    "/api/agent-connections/{id}",
+    "End one of the signed-in person's agent connections: refused from its next request on",
+    path={"id": GRANT_ID},
+    replies={200: REVOKED},
+    refusals={401: "Nobody is signed in.", 404: "The person has no connection of that id."},
+    who=signed_in("Sign in to end an agent's connection."),
+)
+async def end_connection(call: Call) -> Any:
+    grant_id = call.path["id"]
+    if not _grants(call).end(call.user, grant_id):
+        raise ApiError(
+            404,
+            f"You have no connected agent {grant_id!r}; GET /api/agent-connections lists yours.",
+            field="id",
+        )
+    return {"revoked": grant_id}
 
 
 UNKNOWN = (

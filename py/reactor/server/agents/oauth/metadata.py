@@ -10,6 +10,7 @@ browser-based clients such as the MCP Inspector must.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -123,11 +124,10 @@ def for_every_origin(endpoint: Callable[[Request], Awaitable[Response]]) -> list
         response.headers.update(EVERY_ORIGIN)
         return response
 
-    async def preflight(request: Request) -> Response:
-        return Response(status_code=204, headers={**EVERY_ORIGIN, **preflight_headers(method)})
-
     answered.__name__ = endpoint.__name__
-    preflight.__name__ = f"{declaration.name or endpoint.__name__}_preflight"
+    name = f"{declaration.name or endpoint.__name__}_preflight"
+    preflight = functools.partial(answer_preflight, method)
+    preflight.__name__ = name  # type: ignore[attr-defined]
     documented(declaration.methods, declaration.paths, declaration)(answered)
     documented(
         "OPTIONS",
@@ -135,10 +135,15 @@ def for_every_origin(endpoint: Callable[[Request], Awaitable[Response]]) -> list
         Declaration(
             f"CORS preflight of {method} {declaration.paths[0]}: a page of any origin may ask",
             replies={204: Reply(headers=PREFLIGHT)},
-            name=preflight.__name__,
+            name=name,
         ),
     )(preflight)
     return [answered, preflight]
+
+
+async def answer_preflight(method: str, request: Request) -> Response:
+    """The answer of a CORS preflight at a path that takes `method`."""
+    return Response(status_code=204, headers={**EVERY_ORIGIN, **preflight_headers(method)})
 
 
 def preflight_headers(method: str) -> dict[str, str]:
@@ -158,33 +163,39 @@ PREFLIGHT = {
 }
 
 
+@documented(
+    "GET",
+    PROTECTED_RESOURCE_PATH,
+    Declaration(
+        "OAuth protected resource metadata (RFC 9728) of /mcp: its authorization server",
+        replies={200: Reply({"type": "object"}, headers=CACHED)},
+        name="oauth_protected_resource",
+    ),
+)
+async def protected_resource_document(request: Request) -> Response:
+    return JSONResponse(protected_resource(request.scope), headers=CACHED)
+
+
+@documented(
+    "GET",
+    AUTHORIZATION_SERVER_PATH,
+    Declaration(
+        "OAuth authorization server metadata (RFC 8414): endpoints, PKCE S256, client ID "
+        "metadata documents",
+        replies={200: Reply({"type": "object"}, headers=CACHED)},
+        name="oauth_authorization_server",
+    ),
+)
+async def authorization_server_document(request: Request) -> Response:
+    return JSONResponse(authorization_server(request.scope), headers=CACHED)
+
+
+# Each made from the request alone (nothing per app), readable by any origin, with its preflight.
+ENDPOINTS = [
+    *for_every_origin(protected_resource_document),
+    *for_every_origin(authorization_server_document),
+]
+
+
 def metadata_routes() -> list[Route]:
-    @documented(
-        "GET",
-        PROTECTED_RESOURCE_PATH,
-        Declaration(
-            "OAuth protected resource metadata (RFC 9728) of /mcp: its authorization server",
-            replies={200: Reply({"type": "object"}, headers=CACHED)},
-            name="oauth_protected_resource",
-        ),
-    )
-    async def protected_resource_document(request: Request) -> Response:
-        return JSONResponse(protected_resource(request.scope), headers=CACHED)
-
-    @documented(
-        "GET",
-        AUTHORIZATION_SERVER_PATH,
-        Declaration(
-            "OAuth authorization server metadata (RFC 8414): endpoints, PKCE S256, client ID "
-            "metadata documents",
-            replies={200: Reply({"type": "object"}, headers=CACHED)},
-            name="oauth_authorization_server",
-        ),
-    )
-    async def authorization_server_document(request: Request) -> Response:
-        return JSONResponse(authorization_server(request.scope), headers=CACHED)
-
-    return routes_of(
-        *for_every_origin(protected_resource_document),
-        *for_every_origin(authorization_server_document),
-    )
+    return routes_of(*ENDPOINTS)

@@ -8,6 +8,7 @@ description a sentence the client can show its person.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -16,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ....errors import OAuthError
-from ...api import Declaration, Reply, documented, routes_of
+from ...api import Declaration, Reply, documented, routes_of, services_of
 from ...requests import read_body
 from .clients import OAUTH_ERROR, Clients, header_refusal, oauth_error
 from .grants import Grants
@@ -65,95 +66,108 @@ async def read_form(request: Request) -> dict[str, str]:
     return form
 
 
-class TokenEndpoints:
-    def __init__(self, clients: Clients, grants: Grants) -> None:
-        self.clients, self.grants = clients, grants
+@dataclass(frozen=True)
+class TokenServices:
+    """What the two endpoints work with, one set per app: they take it from the request
+    (`services_of(request)`, routes_of)."""
 
-    async def token(self, request: Request) -> dict[str, Any]:
-        header_refusal(request)
-        form = await read_form(request)
-        client = await self.clients.authenticate(request, form)
-        grant_type = form.get("grant_type", "")
-        resource = form.get("resource", "")
-        if grant_type == "authorization_code":
-            code = form.get("code", "")
-            if not code:
-                raise OAuthError("invalid_request", "Send the authorization code (code).")
-            return self.grants.exchange_code(
-                client.client_id,
-                code,
-                form.get("redirect_uri"),
-                form.get("code_verifier", ""),
-                resource,
-            )
-        if grant_type == "refresh_token":
-            refresh = form.get("refresh_token", "")
-            if not refresh:
-                raise OAuthError("invalid_request", "Send the refresh token (refresh_token).")
-            return self.grants.refresh(client.client_id, refresh, resource)
-        if not grant_type:
-            raise OAuthError("invalid_request", "Send a grant_type.")
-        raise OAuthError(
-            "unsupported_grant_type",
-            f"reactor takes grant_type authorization_code or refresh_token, not "
-            f"{grant_type[:60]!r}.",
+    clients: Clients
+    grants: Grants
+
+
+def token_routes(clients: Clients, grants: Grants) -> list[Route]:
+    """The two endpoints, each readable by any origin."""
+    return routes_of(*ENDPOINTS, services=TokenServices(clients, grants))
+
+
+async def _new_tokens(services: TokenServices, request: Request) -> dict[str, Any]:
+    header_refusal(request)
+    form = await read_form(request)
+    client = await services.clients.authenticate(request, form)
+    grant_type = form.get("grant_type", "")
+    resource = form.get("resource", "")
+    if grant_type == "authorization_code":
+        code = form.get("code", "")
+        if not code:
+            raise OAuthError("invalid_request", "Send the authorization code (code).")
+        return services.grants.exchange_code(
+            client.client_id,
+            code,
+            form.get("redirect_uri"),
+            form.get("code_verifier", ""),
+            resource,
         )
+    if grant_type == "refresh_token":
+        refresh = form.get("refresh_token", "")
+        if not refresh:
+            raise OAuthError("invalid_request", "Send the refresh token (refresh_token).")
+        return services.grants.refresh(client.client_id, refresh, resource)
+    if not grant_type:
+        raise OAuthError("invalid_request", "Send a grant_type.")
+    raise OAuthError(
+        "unsupported_grant_type",
+        f"reactor takes grant_type authorization_code or refresh_token, not {grant_type[:60]!r}.",
+    )
 
-    async def revoke(self, request: Request) -> None:
-        header_refusal(request)
-        form = await read_form(request)
-        client = await self.clients.authenticate(request, form)
-        token = form.get("token", "")
-        if not token:
-            raise OAuthError("invalid_request", "Send the token to revoke (token).")
-        self.grants.revoke_token(client.client_id, token)
 
-    def routes(self) -> list[Route]:
-        @documented(
-            "POST",
-            TOKEN_PATH,
-            Declaration(
-                "OAuth's token endpoint: an authorization code with its PKCE verifier, or a "
-                "refresh token, for a new access and refresh token",
-                description=f"{FORM}: grant_type, code, redirect_uri, code_verifier, "
-                "refresh_token, resource, client_id (and client_secret, or HTTP Basic, for a "
-                "confidential client). A refresh token works once; used again, its connection "
-                "ends.",
-                replies={
-                    200: Reply(TOKENS, headers=NO_STORE),
-                    400: Reply(OAUTH_ERROR, headers=NO_STORE),
-                    401: Reply(OAUTH_ERROR, headers=NO_STORE),
-                },
-                name="oauth_token",
-            ),
-        )
-        async def token(request: Request) -> Response:
-            try:
-                answer = await self.token(request)
-            except OAuthError as error:
-                return oauth_error(error)
-            return JSONResponse(answer, headers=NO_STORE)
+async def _revoke(services: TokenServices, request: Request) -> None:
+    header_refusal(request)
+    form = await read_form(request)
+    client = await services.clients.authenticate(request, form)
+    token = form.get("token", "")
+    if not token:
+        raise OAuthError("invalid_request", "Send the token to revoke (token).")
+    services.grants.revoke_token(client.client_id, token)
 
-        @documented(
-            "POST",
-            REVOKE_PATH,
-            Declaration(
-                "Revoke an access or refresh token (RFC 7009): its connection ends",
-                description=f"{FORM}: token, token_type_hint, client_id (and its secret). An "
-                "unknown token is no error.",
-                replies={
-                    200: Reply(headers=NO_STORE),
-                    400: Reply(OAUTH_ERROR, headers=NO_STORE),
-                    401: Reply(OAUTH_ERROR, headers=NO_STORE),
-                },
-                name="oauth_revoke",
-            ),
-        )
-        async def revoke(request: Request) -> Response:
-            try:
-                await self.revoke(request)
-            except OAuthError as error:
-                return oauth_error(error)
-            return Response(status_code=200, headers=NO_STORE)
 
-        return routes_of(*for_every_origin(token), *for_every_origin(revoke))
+@documented(
+    "POST",
+    TOKEN_PATH,
+    Declaration(
+        "OAuth's token endpoint: an authorization code with its PKCE verifier, or a "
+        "refresh token, for a new access and refresh token",
+        description=f"{FORM}: grant_type, code, redirect_uri, code_verifier, "
+        "refresh_token, resource, client_id (and client_secret, or HTTP Basic, for a "
+        "confidential client). A refresh token works once; used again, its connection "
+        "ends.",
+        replies={
+            200: Reply(TOKENS, headers=NO_STORE),
+            400: Reply(OAUTH_ERROR, headers=NO_STORE),
+            401: Reply(OAUTH_ERROR, headers=NO_STORE),
+        },
+        name="oauth_token",
+    ),
+)
+async def token(request: Request) -> Response:
+    try:
+        answer = await _new_tokens(services_of(request), request)
+    except OAuthError as error:
+        return oauth_error(error)
+    return JSONResponse(answer, headers=NO_STORE)
+
+
+@documented(
+    "POST",
+    REVOKE_PATH,
+    Declaration(
+        "Revoke an access or refresh token (RFC 7009): its connection ends",
+        description=f"{FORM}: token, token_type_hint, client_id (and its secret). An "
+        "unknown token is no error.",
+        replies={
+            200: Reply(headers=NO_STORE),
+            400: Reply(OAUTH_ERROR, headers=NO_STORE),
+            401: Reply(OAUTH_ERROR, headers=NO_STORE),
+        },
+        name="oauth_revoke",
+    ),
+)
+async def revoke(request: Request) -> Response:
+    try:
+        await _revoke(services_of(request), request)
+    except OAuthError as error:
+        return oauth_error(error)
+    return Response(status_code=200, headers=NO_STORE)
+
+
+# Each served to any origin, with its preflight; a request tries them in this order.
+ENDPOINTS = [*for_every_origin(token), *for_every_origin(revoke)]
