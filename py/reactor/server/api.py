@@ -235,6 +235,7 @@ def declare(
 
         endpoint.__name__ = endpoint.__qualname__ = handler.__name__
         endpoint.__doc__ = handler.__doc__
+        endpoint.__wrapped__ = handler  # type: ignore[attr-defined]  # for inspect.unwrap
         endpoint.declaration = declaration  # type: ignore[attr-defined]
         return endpoint
 
@@ -295,6 +296,7 @@ def _serving(endpoint: Any, services: Any) -> Any:
 
     served.__name__ = served.__qualname__ = getattr(endpoint, "__name__", "served")
     served.__doc__ = endpoint.__doc__
+    served.__wrapped__ = endpoint  # type: ignore[attr-defined]
     served.declaration = declaration_of(endpoint)  # type: ignore[attr-defined]
     return served
 
