@@ -44,7 +44,6 @@ def test_every_route_the_app_serves_is_made_from_its_declaration():
 NOT_YET_MODULE_LEVEL = {
     "reactor.server.runtime.page": "issue 50: page_routes still closes over the runtime",
     "reactor.server.auth.sessions": "issue 50: Auth.routes still closes over the auth",
-    "reactor_plugins.maintenance.server": "issue 50: its routes() still closes over the plugin",
     "reactor.server.agents.tokens": "issue 50: AgentTokens.routes still closes over the tokens",
     "reactor.server.agents.oauth.metadata": "issue 50: for_every_origin wraps per app",
     "reactor.server.agents.oauth.authorize": "issue 50: Authorize.routes still closes over it",
