@@ -42,7 +42,6 @@ def test_every_route_the_app_serves_is_made_from_its_declaration():
 
 # Modules whose handlers are still made per app, inside a function (issue 50 converts them).
 NOT_YET_MODULE_LEVEL = {
-    "reactor.server.runtime.page": "issue 50: page_routes still closes over the runtime",
     "reactor.server.auth.sessions": "issue 50: Auth.routes still closes over the auth",
     "reactor.server.agents.tokens": "issue 50: AgentTokens.routes still closes over the tokens",
     "reactor.server.agents.oauth.metadata": "issue 50: for_every_origin wraps per app",
