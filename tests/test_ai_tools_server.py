@@ -97,6 +97,24 @@ def test_an_operator_creates_updates_and_deletes_a_record(ada):
     assert ada.get("/plugins/answer").status_code == 404
 
 
+def test_two_apps_served_by_the_same_handlers_each_keep_their_own_records_and_switches(tmp_path):
+    # the handlers are module-level: each app serves them with its own records and platform
+    first = app_server_over(tmp_path / "first", plugins=discover_plugins(), seed_demo=True)
+    second = app_server_over(tmp_path / "second", plugins=discover_plugins(), seed_demo=True)
+    with signed_in(first, "ada") as ada, signed_in(second, "ada") as other_ada:
+        assert ada.post("/plugins", json=RECORD).status_code == 201
+        assert ada.patch("/plugins/maintenance", json={"enabled": False}).status_code == 200
+        assert ada.get("/plugins/answer").status_code == 200
+        assert other_ada.get("/plugins/answer").status_code == 404
+        assert other_ada.delete("/plugins/answer").status_code == 404
+        listed = {
+            p["name"]: p["enabled"] for p in other_ada.get("/plugins").json() if "id" not in p
+        }
+        assert listed["maintenance"] is True
+        with signed_in(second, "bob") as bob:  # the second app's records grant bob its data
+            assert bob.get("/api/maintenance/entities?building=B-101").status_code == 200
+
+
 def test_a_record_is_shown_only_to_the_users_and_groups_it_names(server, ada, bob):
     with signed_in(server, "eve") as eve:
         assert eve.get("/plugins/maintenance-backlog").status_code == 404

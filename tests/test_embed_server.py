@@ -163,3 +163,19 @@ def test_serve_allows_the_origins_of_the_option_and_the_environment(tmp_path):
                 assert answer.headers["access-control-allow-origin"] == origin
         finally:
             server.terminate()
+
+
+def test_two_apps_served_by_the_same_page_handlers_each_hand_out_their_own_page(tmp_path):
+    # the page's handlers are module-level: each app serves them with its own settings
+    def page_of(name, origins):
+        agent = {"name": name, "instructions": "Help.", "plugins": []}
+        data = tmp_path / name
+        return app_server_over(
+            data, plugins=[], seed_demo=False, allow_origins=origins, agent_spec=agent
+        ).client()
+
+    embeddable, own = page_of("first", [EMBEDDER]), page_of("second", [])
+    assert embeddable.get("/app/boot.json").json()["agent"]["name"] == "first"
+    assert own.get("/app/boot.json").json()["agent"]["name"] == "second"
+    assert EMBEDDER in embeddable.get("/").headers["content-security-policy"]
+    assert EMBEDDER not in own.get("/").headers["content-security-policy"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from reactor.errors import ApiError
-from reactor.server.api import Call, Reply, declare, routes_of
-from reactor.server.auth.sessions import User
+from reactor.server.api import Call, Reply, declare, routes_of, services_of
+from reactor.server.auth.sessions import Auth, User
+from reactor.server.database import Database
 from reactor.server.plugins.context import ServerContext
+from reactor.server.plugins.records import PluginRecords, signed_in
 
 HERE = Path(__file__).parent
 STEPS = [
@@ -210,80 +213,101 @@ class MaintenanceServerPlugin:
                 context.records.save(record, by="demo", create=True)
 
     def routes(self, context: ServerContext) -> list[Route]:
-        signed_in = context.auth.signed_in("Sign in to read maintenance data.")
+        services = MaintenanceServices(context.database, context.auth, context.records, self)
+        return routes_of(entities, slow, services=services)
 
-        def reader(request: Request) -> User:
-            """The data is for those who may call a tool that reads it (its record's
-            config.endpoint)."""
-            user = signed_in(request)
-            if not context.records.grants_endpoint(user, request.url.path):
-                raise ApiError(
-                    403,
-                    f"User {user.username!r} may use no tool that reads {request.url.path}; "
-                    "ask an operator for access.",
-                )
-            return user
 
-        refusals = {
-            401: "Nobody is signed in.",
-            403: "The user may use no tool that reads this data.",
-        }
+@dataclass(frozen=True)
+class MaintenanceServices:
+    """What the endpoints work with, one set per app (`call.services`, routes_of): the tables,
+    who may read them, and the plugin that counts what the slow endpoint saw."""
 
-        @declare(
-            "GET",
-            "/api/maintenance/entities",
-            "A building's open maintenance tasks, for those who may use a tool that reads them",
-            query={
-                "building": {"type": "string"},
-                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_TASKS},
-                "entityType": {"const": "maintenance_task"},
-            },
-            replies={200: Reply(BACKLOG)},
-            refusals=refusals,
-            who=reader,
+    database: Database
+    auth: Auth
+    records: PluginRecords
+    plugin: MaintenanceServerPlugin
+
+
+def _maintenance(call: Call) -> MaintenanceServices:
+    services: MaintenanceServices = call.services
+    return services
+
+
+SIGNED_IN = signed_in("Sign in to read maintenance data.")
+REFUSALS = {
+    401: "Nobody is signed in.",
+    403: "The user may use no tool that reads this data.",
+}
+
+
+def _reader(request: Request) -> User:
+    """The data is for those who may call a tool that reads it (its record's config.endpoint)."""
+    user = SIGNED_IN(request)
+    services: MaintenanceServices = services_of(request)
+    if not services.records.grants_endpoint(user, request.url.path):
+        raise ApiError(
+            403,
+            f"User {user.username!r} may use no tool that reads {request.url.path}; "
+            "ask an operator for access.",
         )
-        async def entities(call: Call) -> Any:
-            return _backlog(context, call.query.get("building"), call.query.get("limit", 20))
+    return user
 
-        @declare(
-            "GET",
-            "/api/maintenance/slow",
-            "The demo's slow archive: answers after `ms` (at most 60,000), or notices the "
-            "caller left",
-            query={"ms": {"type": "integer", "minimum": 0, "maximum": SLOW_LIMIT_MS}},
-            replies={
-                200: Reply(
-                    {
-                        "type": "object",
-                        "required": ["value", "waitedMs"],
-                        "properties": {
-                            "value": {"type": "integer"},
-                            "waitedMs": {"type": "integer"},
-                        },
-                    }
-                )
-            },
-            refusals=refusals,
-            who=reader,
+
+# The endpoints, each declared once at import; a request tries them in this order.
+@declare(
+    "GET",
+    "/api/maintenance/entities",
+    "A building's open maintenance tasks, for those who may use a tool that reads them",
+    query={
+        "building": {"type": "string"},
+        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_TASKS},
+        "entityType": {"const": "maintenance_task"},
+    },
+    replies={200: Reply(BACKLOG)},
+    refusals=REFUSALS,
+    who=_reader,
+)
+async def entities(call: Call) -> Any:
+    database = _maintenance(call).database
+    return _backlog(database, call.query.get("building"), call.query.get("limit", 20))
+
+
+@declare(
+    "GET",
+    "/api/maintenance/slow",
+    "The demo's slow archive: answers after `ms` (at most 60,000), or notices the caller left",
+    query={"ms": {"type": "integer", "minimum": 0, "maximum": SLOW_LIMIT_MS}},
+    replies={
+        200: Reply(
+            {
+                "type": "object",
+                "required": ["value", "waitedMs"],
+                "properties": {
+                    "value": {"type": "integer"},
+                    "waitedMs": {"type": "integer"},
+                },
+            }
         )
-        async def slow(call: Call) -> Response:
-            ms = call.query.get("ms", 10_000)
-            self.count_slow("started")
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + ms / 1000
-            while loop.time() < deadline:
-                if await call.request.is_disconnected():
-                    self.count_slow("cancelled")
-                    return Response(status_code=499)
-                await asyncio.sleep(0.05)
-            self.count_slow("completed")
-            return JSONResponse({"value": 42, "waitedMs": ms})
+    },
+    refusals=REFUSALS,
+    who=_reader,
+)
+async def slow(call: Call) -> Response:
+    ms, plugin = call.query.get("ms", 10_000), _maintenance(call).plugin
+    plugin.count_slow("started")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + ms / 1000
+    while loop.time() < deadline:
+        if await call.request.is_disconnected():
+            plugin.count_slow("cancelled")
+            return Response(status_code=499)
+        await asyncio.sleep(0.05)
+    plugin.count_slow("completed")
+    return JSONResponse({"value": 42, "waitedMs": ms})
 
-        return routes_of(entities, slow)
 
-
-def _backlog(context: ServerContext, building: str | None, limit: int) -> dict[str, Any]:
-    with context.database.transaction() as db:
+def _backlog(database: Database, building: str | None, limit: int) -> dict[str, Any]:
+    with database.transaction() as db:
         buildings = {
             r["id"]: r["name"] for r in db.execute("SELECT id, name FROM buildings ORDER BY id")
         }

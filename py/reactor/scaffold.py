@@ -242,10 +242,14 @@ def _server(name: str, package: str, tool: str) -> str:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from reactor.server.api import Call, Reply, declare, routes_of
+from reactor.server.api import Call, Reply, declare, routes_of, services_of
+from reactor.server.auth.sessions import Auth, User
+from reactor.server.database import Database
 from reactor.server.plugins.context import ServerContext
+from starlette.requests import Request
 from starlette.routing import Route
 
 STEPS = ["CREATE TABLE IF NOT EXISTS {table} (id INTEGER PRIMARY KEY, text TEXT NOT NULL)"]
@@ -270,36 +274,56 @@ class ItemsServer:
         context.database.migrate("{name}", STEPS)
 
     def routes(self, context: ServerContext) -> list[Route]:
-        database, auth = context.database, context.auth
+        services = ItemsServices(context.database, context.auth)
+        return routes_of(list_items, add_item, services=services)
 
-        def items() -> list[str]:
-            with database.transaction() as db:
-                rows = db.execute("SELECT text FROM {table} ORDER BY id")
-                return [row["text"] for row in rows]
 
-        # Each route is declared once, its method and path included: the declaration checks
-        # every request (a 422 names the field) and is the route's entry in /openapi.json.
-        @declare(
-            "GET", "/api/{name}/items", "The items, oldest first", replies={{200: Reply(ITEMS)}}
-        )
-        async def list_items(call: Call) -> Any:
-            return items()
+@dataclass(frozen=True)
+class ItemsServices:
+    """What the routes work with, one set per app: each handler takes it from the call."""
 
-        @declare(
-            "POST",
-            "/api/{name}/items",
-            "Add an item (signed-in users)",
-            body=ITEM,
-            replies={{200: Reply(ITEMS)}},
-            refusals={{401: "Nobody is signed in."}},
-            who=auth.signed_in("Sign in to add items."),
-        )
-        async def add_item(call: Call) -> Any:
-            with database.transaction() as db:
-                db.execute("INSERT INTO {table} (text) VALUES (?)", (call.body["text"],))
-            return items()
+    database: Database
+    auth: Auth
 
-        return routes_of(list_items, add_item)
+
+def _services(call: Call) -> ItemsServices:
+    services: ItemsServices = call.services
+    return services
+
+
+def _signed_in(request: Request) -> User:
+    """The POST's `who`: the signed-in user, a 401 (before the body is read) when nobody is."""
+    services: ItemsServices = services_of(request)
+    return services.auth.signed_in("Sign in to add items.")(request)
+
+
+def _items(database: Database) -> list[str]:
+    with database.transaction() as db:
+        rows = db.execute("SELECT text FROM {table} ORDER BY id")
+        return [row["text"] for row in rows]
+
+
+# Each route is declared once, at import, its method and path included: the declaration checks
+# every request (a 422 names the field) and is the route's entry in /openapi.json.
+@declare("GET", "/api/{name}/items", "The items, oldest first", replies={{200: Reply(ITEMS)}})
+async def list_items(call: Call) -> Any:
+    return _items(_services(call).database)
+
+
+@declare(
+    "POST",
+    "/api/{name}/items",
+    "Add an item (signed-in users)",
+    body=ITEM,
+    replies={{200: Reply(ITEMS)}},
+    refusals={{401: "Nobody is signed in."}},
+    who=_signed_in,
+)
+async def add_item(call: Call) -> Any:
+    database = _services(call).database
+    with database.transaction() as db:
+        db.execute("INSERT INTO {table} (text) VALUES (?)", (call.body["text"],))
+    return _items(database)
 '''
 
 

@@ -149,111 +149,119 @@ SOURCE_HEADERS = {
 
 
 def demo_source_routes() -> list[Route]:
-    page = Reply(content=HTML)
-
-    @declare(
-        "GET",
-        "/demo-sources/blog/",
-        "The demo blog's index page (a crawl source)",
-        replies={200: page},
-    )
-    async def blog_index(call: Call) -> Response:
-        articles = "".join(
-            f'<article><h2><a href="posts/{slug}.html">{escape(title)}</a></h2>'
-            f"<p>{escape(summary)}</p></article>"
-            for slug, title, _, summary, _ in POSTS
-        )
-        return _html("The demo blog", f"<h1>The demo blog</h1>{articles}")
-
-    @declare(
-        "GET",
-        "/demo-sources/blog/posts/{slug}.html",
-        "A post of the demo blog",
-        replies={200: page, 404: page},
-    )
-    async def blog_post(call: Call) -> Response:
-        post = next((p for p in POSTS if p[0] == call.path["slug"]), None)
-        if post is None:
-            return _html("Not found", "<p>No such post.</p>", 404)
-        slug, title, date, summary, body = post
-        return _html(
-            title,
-            f"<article><h1>{escape(title)}</h1><time>{date}</time>{body}</article>",
-            description=summary,
-        )
-
-    @declare(
-        "GET",
-        "/demo-sources/feed.xml",
-        "The demo blog as RSS",
-        replies={200: Reply(content={"application/rss+xml": {"schema": {"type": "string"}}})},
-    )
-    async def rss(call: Call) -> Response:
-        base = str(call.request.base_url).rstrip("/")
-        items = "".join(
-            f"<item><title>{escape(title)}</title><link>{base}/demo-sources/blog/posts/{slug}.html</link>"
-            f"<guid>{base}/demo-sources/blog/posts/{slug}.html</guid><pubDate>{date}</pubDate>"
-            f"<description>{escape(summary)}</description>"
-            f"<content:encoded>{escape(body)}</content:encoded></item>"
-            for slug, title, date, summary, body in POSTS
-        )
-        document = (
-            '<?xml version="1.0" encoding="utf-8"?><rss version="2.0" '
-            'xmlns:content="http://purl.org/rss/1.0/modules/content/"><channel>'
-            "<title>The demo "
-            f"blog</title><link>{base}/demo-sources/blog/</link>{items}</channel></rss>"
-        )
-        return Response(document, media_type="application/rss+xml")
-
-    @declare(
-        "GET",
-        "/demo-sources/atom.xml",
-        "The demo blog as Atom",
-        replies={200: Reply(content={"application/atom+xml": {"schema": {"type": "string"}}})},
-    )
-    async def atom(call: Call) -> Response:
-        base = str(call.request.base_url).rstrip("/")
-        entries = "".join(
-            f"<entry><title>{escape(title)}</title><link "
-            f'href="{base}/demo-sources/blog/posts/{slug}.html"/>'
-            f"<id>{base}/demo-sources/blog/posts/{slug}.html</id><updated>{date}Z</updated>"
-            f"<summary>{escape(summary)}</summary><content "
-            f'type="html">{escape(body)}</content></entry>'
-            for slug, title, date, summary, body in POSTS
-        )
-        document = (
-            '<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom">'
-            f"<title>The demo blog</title>{entries}</feed>"
-        )
-        return Response(document, media_type="application/atom+xml")
-
-    @declare(
-        "GET",
-        "/demo-sources/wp-json/wp/v2/posts",
-        "The demo blog as WordPress's REST API answers it",
-        query={"per_page": {"type": "integer", "minimum": 1, "maximum": 100}},
-        replies={200: Reply({"type": "array", "items": WORDPRESS_POST})},
-    )
-    async def wordpress(call: Call) -> Response:
-        base = str(call.request.base_url).rstrip("/")
-        per_page = call.query.get("per_page", 10)
-        posts = [
-            {
-                "id": number,
-                "slug": slug,
-                "date_gmt": date,
-                "status": "publish",
-                "type": "post",
-                "link": f"{base}/demo-sources/wp/{slug}/",
-                "title": {"rendered": escape(title)},
-                "excerpt": {"rendered": f"<p>{escape(summary)}</p>"},
-                "content": {"rendered": body, "protected": False},
-            }
-            for number, (slug, title, date, summary, body) in enumerate(POSTS, start=1)
-        ]
-        return Response(json.dumps(posts[:per_page]), media_type="application/json")
-
+    """The demo's sources: they serve the module's fixed posts, so they need no services."""
     return routes_of(blog_index, blog_post, rss, atom, wordpress)
+
+
+PAGE = Reply(content=HTML)
+
+
+# The sources, each declared once at import; a request tries them in this order.
+@declare(
+    "GET",
+    "/demo-sources/blog/",
+    "The demo blog's index page (a crawl source)",
+    replies={200: PAGE},
+)
+async def blog_index(call: Call) -> Response:
+    articles = "".join(
+        f'<article><h2><a href="posts/{slug}.html">{escape(title)}</a></h2>'
+        f"<p>{escape(summary)}</p></article>"
+        for slug, title, _, summary, _ in POSTS
+    )
+    return _html("The demo blog", f"<h1>The demo blog</h1>{articles}")
+
+
+@declare(
+    "GET",
+    "/demo-sources/blog/posts/{slug}.html",
+    "A post of the demo blog",
+    replies={200: PAGE, 404: PAGE},
+)
+async def blog_post(call: Call) -> Response:
+    post = next((p for p in POSTS if p[0] == call.path["slug"]), None)
+    if post is None:
+        return _html("Not found", "<p>No such post.</p>", 404)
+    slug, title, date, summary, body = post
+    return _html(
+        title,
+        f"<article><h1>{escape(title)}</h1><time>{date}</time>{body}</article>",
+        description=summary,
+    )
+
+
+@declare(
+    "GET",
+    "/demo-sources/feed.xml",
+    "The demo blog as RSS",
+    replies={200: Reply(content={"application/rss+xml": {"schema": {"type": "string"}}})},
+)
+async def rss(call: Call) -> Response:
+    base = str(call.request.base_url).rstrip("/")
+    items = "".join(
+        f"<item><title>{escape(title)}</title><link>{base}/demo-sources/blog/posts/{slug}.html</link>"
+        f"<guid>{base}/demo-sources/blog/posts/{slug}.html</guid><pubDate>{date}</pubDate>"
+        f"<description>{escape(summary)}</description>"
+        f"<content:encoded>{escape(body)}</content:encoded></item>"
+        for slug, title, date, summary, body in POSTS
+    )
+    document = (
+        '<?xml version="1.0" encoding="utf-8"?><rss version="2.0" '
+        'xmlns:content="http://purl.org/rss/1.0/modules/content/"><channel>'
+        "<title>The demo "
+        f"blog</title><link>{base}/demo-sources/blog/</link>{items}</channel></rss>"
+    )
+    return Response(document, media_type="application/rss+xml")
+
+
+@declare(
+    "GET",
+    "/demo-sources/atom.xml",
+    "The demo blog as Atom",
+    replies={200: Reply(content={"application/atom+xml": {"schema": {"type": "string"}}})},
+)
+async def atom(call: Call) -> Response:
+    base = str(call.request.base_url).rstrip("/")
+    entries = "".join(
+        f"<entry><title>{escape(title)}</title><link "
+        f'href="{base}/demo-sources/blog/posts/{slug}.html"/>'
+        f"<id>{base}/demo-sources/blog/posts/{slug}.html</id><updated>{date}Z</updated>"
+        f"<summary>{escape(summary)}</summary><content "
+        f'type="html">{escape(body)}</content></entry>'
+        for slug, title, date, summary, body in POSTS
+    )
+    document = (
+        '<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom">'
+        f"<title>The demo blog</title>{entries}</feed>"
+    )
+    return Response(document, media_type="application/atom+xml")
+
+
+@declare(
+    "GET",
+    "/demo-sources/wp-json/wp/v2/posts",
+    "The demo blog as WordPress's REST API answers it",
+    query={"per_page": {"type": "integer", "minimum": 1, "maximum": 100}},
+    replies={200: Reply({"type": "array", "items": WORDPRESS_POST})},
+)
+async def wordpress(call: Call) -> Response:
+    base = str(call.request.base_url).rstrip("/")
+    per_page = call.query.get("per_page", 10)
+    posts = [
+        {
+            "id": number,
+            "slug": slug,
+            "date_gmt": date,
+            "status": "publish",
+            "type": "post",
+            "link": f"{base}/demo-sources/wp/{slug}/",
+            "title": {"rendered": escape(title)},
+            "excerpt": {"rendered": f"<p>{escape(summary)}</p>"},
+            "content": {"rendered": body, "protected": False},
+        }
+        for number, (slug, title, date, summary, body) in enumerate(POSTS, start=1)
+    ]
+    return Response(json.dumps(posts[:per_page]), media_type="application/json")
 
 
 def _html(title: str, body: str, status: int = 200, *, description: str = "") -> Response:

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -28,7 +31,7 @@ from ...records.declaration import (
     RESULT_CAP_RANGE,
     TIMEOUT_MS_RANGE,
 )
-from ..api import NO_STORE, Call, Reply, declare, routes_of
+from ..api import NO_STORE, Call, Reply, declare, routes_of, services_of
 from ..auth.sessions import Auth, User
 from ..database import Database
 
@@ -213,98 +216,132 @@ class PluginRecords:
             for r in self.visible(user)
         )
 
+    def remove(self, name: str) -> bool:
+        """Delete record `name`; whether there was one."""
+        with self.database.transaction() as db:
+            gone = db.execute("DELETE FROM plugin_records WHERE id = ?", (name,)).rowcount
+        return bool(gone)
+
     def routes(self) -> list[Route]:
-        operator = self.auth.signed_in(
-            "Sign in as an operator to save plugins.",
-            group=OPERATORS,
-            outside="Only operators may save plugins.",
+        services = RecordServices(self, self.auth)
+        return routes_of(create_record, get_record, update_record, delete_record, services=services)
+
+
+@dataclass(frozen=True)
+class RecordServices:
+    """What the record routes work with, one set per app (`call.services`, routes_of)."""
+
+    records: PluginRecords
+    auth: Auth
+
+
+def signed_in(sentence: str, *, group: str = "", outside: str = "") -> Callable[[Request], User]:
+    """A declaration's `who` over the app's Auth (its services' `auth`): the signed-in user, 401
+    with `sentence` when nobody is, 403 when `group` is given and the user is not in it."""
+
+    def who(request: Request) -> User:
+        auth: Auth = services_of(request).auth
+        return auth.signed_in(sentence, group=group, outside=outside)(request)
+
+    return who
+
+
+def _records(call: Call) -> PluginRecords:
+    services: RecordServices = call.services
+    return services.records
+
+
+OPERATOR = signed_in(
+    "Sign in as an operator to save plugins.",
+    group=OPERATORS,
+    outside="Only operators may save plugins.",
+)
+WRITES = {401: "Nobody is signed in.", 403: "The user is not an operator."}
+
+
+# The routes, each declared once at import; a request tries them in routes()'s order.
+@declare(
+    "GET",
+    "/plugins/{id}",
+    "A plugin record the user can see, with its code",
+    replies={200: Reply(RECORD, headers=NO_STORE)},
+    refusals={401: "Nobody is signed in.", 404: "No record the user can see has that id."},
+    who=signed_in("Sign in to read plugins."),
+)
+async def get_record(call: Call) -> Response:
+    record = _records(call).get(call.path["id"])
+    if record is None or not can_see(record, call.user):
+        raise ApiError(
+            404,
+            f"There is no plugin {call.path['id'][:80]!r} that you can see.",
+            field="id",
         )
-        writes = {401: "Nobody is signed in.", 403: "The user is not an operator."}
+    return JSONResponse(record, headers={"cache-control": "no-store"})
 
-        @declare(
-            "GET",
-            "/plugins/{id}",
-            "A plugin record the user can see, with its code",
-            replies={200: Reply(RECORD, headers=NO_STORE)},
-            refusals={401: "Nobody is signed in.", 404: "No record the user can see has that id."},
-            who=self.auth.signed_in("Sign in to read plugins."),
+
+@declare(
+    "POST",
+    "/plugins",
+    "Save a new plugin record (operators); 422 names the field a declaration breaks",
+    body=RECORD_BODY,
+    body_limit=BODY_LIMIT,
+    replies={201: Reply(RECORD)},
+    refusals={
+        **WRITES,
+        409: "A record (or a server plugin) has that id already.",
+        422: CHECKED,
+    },
+    who=OPERATOR,
+)
+async def create_record(call: Call) -> Any:
+    return _saved(call, create=True)
+
+
+@declare(
+    "PUT",
+    "/plugins/{id}",
+    "Replace a plugin record (operators)",
+    body=RECORD_BODY,
+    body_limit=BODY_LIMIT,
+    replies={200: Reply(RECORD)},
+    refusals={**WRITES, 404: "No record has that id.", 422: CHECKED},
+    who=OPERATOR,
+)
+async def update_record(call: Call) -> Any:
+    if call.body["id"] != call.path["id"]:
+        sentence = (
+            f"The body's id {call.body['id']!r} is not the id in the address, "
+            f"{call.path['id'][:80]!r}."
         )
-        async def get_record(call: Call) -> Response:
-            record = self.get(call.path["id"])
-            if record is None or not can_see(record, call.user):
-                raise ApiError(
-                    404,
-                    f"There is no plugin {call.path['id'][:80]!r} that you can see.",
-                    field="id",
-                )
-            return JSONResponse(record, headers={"cache-control": "no-store"})
+        raise ApiError(422, sentence, field="id")
+    return _saved(call, create=False)
 
-        @declare(
-            "POST",
-            "/plugins",
-            "Save a new plugin record (operators); 422 names the field a declaration breaks",
-            body=RECORD_BODY,
-            body_limit=BODY_LIMIT,
-            replies={201: Reply(RECORD)},
-            refusals={
-                **writes,
-                409: "A record (or a server plugin) has that id already.",
-                422: CHECKED,
-            },
-            who=operator,
+
+@declare(
+    "DELETE",
+    "/plugins/{id}",
+    "Delete a plugin record (operators)",
+    replies={
+        200: Reply(
+            {
+                "type": "object",
+                "required": ["deleted"],
+                "properties": {"deleted": {"type": "string"}},
+            }
         )
-        async def create_record(call: Call) -> Any:
-            return self._write(call.body, call.user, create=True)
+    },
+    refusals={**WRITES, 404: "No record has that id."},
+    who=signed_in("Only operators may delete plugins.", group=OPERATORS),
+)
+async def delete_record(call: Call) -> Any:
+    if not _records(call).remove(call.path["id"]):
+        raise ApiError(404, f"There is no plugin {call.path['id'][:80]!r}.", field="id")
+    return {"deleted": call.path["id"]}
 
-        @declare(
-            "PUT",
-            "/plugins/{id}",
-            "Replace a plugin record (operators)",
-            body=RECORD_BODY,
-            body_limit=BODY_LIMIT,
-            replies={200: Reply(RECORD)},
-            refusals={**writes, 404: "No record has that id.", 422: CHECKED},
-            who=operator,
-        )
-        async def update_record(call: Call) -> Any:
-            if call.body["id"] != call.path["id"]:
-                sentence = (
-                    f"The body's id {call.body['id']!r} is not the id in the address, "
-                    f"{call.path['id'][:80]!r}."
-                )
-                raise ApiError(422, sentence, field="id")
-            return self._write(call.body, call.user, create=False)
 
-        @declare(
-            "DELETE",
-            "/plugins/{id}",
-            "Delete a plugin record (operators)",
-            replies={
-                200: Reply(
-                    {
-                        "type": "object",
-                        "required": ["deleted"],
-                        "properties": {"deleted": {"type": "string"}},
-                    }
-                )
-            },
-            refusals={**writes, 404: "No record has that id."},
-            who=self.auth.signed_in("Only operators may delete plugins.", group=OPERATORS),
-        )
-        async def delete_record(call: Call) -> Any:
-            with self.database.transaction() as db:
-                gone = db.execute(
-                    "DELETE FROM plugin_records WHERE id = ?", (call.path["id"],)
-                ).rowcount
-            if not gone:
-                raise ApiError(404, f"There is no plugin {call.path['id'][:80]!r}.", field="id")
-            return {"deleted": call.path["id"]}
-
-        return routes_of(create_record, get_record, update_record, delete_record)
-
-    def _write(self, body: dict[str, Any], user: User, *, create: bool) -> JSONResponse:
-        try:
-            record = self.save(body, by=user.username, create=create)
-        except DeclarationError as error:
-            raise ApiError(422, str(error), field=error.field) from None
-        return JSONResponse(record, status_code=201 if create else 200)
+def _saved(call: Call, *, create: bool) -> JSONResponse:
+    try:
+        record = _records(call).save(call.body, by=call.user.username, create=create)
+    except DeclarationError as error:
+        raise ApiError(422, str(error), field=error.field) from None
+    return JSONResponse(record, status_code=201 if create else 200)

@@ -18,7 +18,7 @@ from ...records.declaration import LOCATIONS
 from ..api import NO_STORE, Call, Reply, declare, routes_of
 from ..database import Database
 from .context import ServerContext
-from .records import OPERATORS, RECORD
+from .records import OPERATORS, RECORD, signed_in
 
 STEPS = [
     "CREATE TABLE IF NOT EXISTS plugin_state (name TEXT PRIMARY KEY, enabled INTEGER NOT NULL)"
@@ -76,79 +76,85 @@ def read_plugin_state(database: Database, platform: PluginPlatform) -> None:
 
 
 def plugin_routes(context: ServerContext) -> list[Route]:
-    database, auth, platform, records = (
-        context.database,
-        context.auth,
-        context.platform,
-        context.records,
-    )
+    """The routes below, served with the app's ServerContext: all they work with (the platform,
+    the records, the auth, the database; the context itself for the plugins' own bundles)."""
+    return routes_of(list_plugins, list_agent_tools, set_plugin_enabled, services=context)
 
-    @declare(
-        "GET",
-        "/plugins",
-        "The server's plugins, then the plugin records the user can see (without their code)",
-        query={"location": {"enum": list(LOCATIONS)}},
-        replies={
-            200: Reply(
-                {"type": "array", "items": {"anyOf": [SERVER_PLUGIN, LISTED_RECORD]}},
-                headers=NO_STORE,
-            )
-        },
-    )
-    async def list_plugins(call: Call) -> Response:
-        visible = [
-            {k: v for k, v in r.items() if k != "code"}
-            for r in records.visible(auth.user_for(call.request))
-        ]
-        location = call.query.get("location")
-        listed = (
-            [r for r in visible if r["location"] == location]
-            if location
-            else platform.list_plugins() + visible
+
+def _context(call: Call) -> ServerContext:
+    services: ServerContext = call.services
+    return services
+
+
+# The routes, each declared once at import; a request tries them in this order.
+@declare(
+    "GET",
+    "/plugins",
+    "The server's plugins, then the plugin records the user can see (without their code)",
+    query={"location": {"enum": list(LOCATIONS)}},
+    replies={
+        200: Reply(
+            {"type": "array", "items": {"anyOf": [SERVER_PLUGIN, LISTED_RECORD]}},
+            headers=NO_STORE,
         )
-        return JSONResponse(listed, headers={"cache-control": "no-store"})
-
-    @declare(
-        "GET",
-        "/plugins/agent-tools",
-        "The AgentTools bundles of every enabled plugin, with those made for the user",
-        replies={200: Reply({"type": "array", "items": BUNDLE}, headers=NO_STORE)},
+    },
+)
+async def list_plugins(call: Call) -> Response:
+    context = _context(call)
+    visible = [
+        {k: v for k, v in r.items() if k != "code"}
+        for r in context.records.visible(context.auth.user_for(call.request))
+    ]
+    location = call.query.get("location")
+    listed = (
+        [r for r in visible if r["location"] == location]
+        if location
+        else context.platform.list_plugins() + visible
     )
-    async def list_agent_tools(call: Call) -> Response:
-        user = auth.user_for(call.request)
-        bundles = platform.collect_agent_tools() + platform.user_agent_tools(context, user)
-        return JSONResponse(bundles, headers={"cache-control": "no-store"})
+    return JSONResponse(listed, headers={"cache-control": "no-store"})
 
-    @declare(
-        "PATCH",
-        "/plugins/{id}",
-        "Enable or disable a server plugin (operators)",
-        body=SWITCH,
-        body_limit=1024,
-        replies={200: Reply(SERVER_PLUGIN)},
-        refusals={
-            401: "Nobody is signed in.",
-            403: "The user is not an operator.",
-            404: "No server plugin has that name.",
-        },
-        who=auth.signed_in(
-            "Only operators may enable or disable plugins; sign in as one.", group=OPERATORS
-        ),
-    )
-    async def set_plugin_enabled(call: Call) -> Any:
-        name, enabled = call.path["id"], call.body["enabled"]
-        if name not in {p["name"] for p in platform.list_plugins()}:
-            raise ApiError(404, f"There is no plugin {name[:80]!r}.", field="id")
-        with database.transaction() as db:
-            db.execute(
-                "INSERT INTO plugin_state (name, enabled) VALUES (?, ?) "
-                "ON CONFLICT (name) DO UPDATE SET enabled = excluded.enabled",
-                (name, enabled),
-            )
-        platform.set_enabled(name, enabled)
-        return next(p for p in platform.list_plugins() if p["name"] == name)
 
-    return routes_of(list_plugins, list_agent_tools, set_plugin_enabled)
+@declare(
+    "GET",
+    "/plugins/agent-tools",
+    "The AgentTools bundles of every enabled plugin, with those made for the user",
+    replies={200: Reply({"type": "array", "items": BUNDLE}, headers=NO_STORE)},
+)
+async def list_agent_tools(call: Call) -> Response:
+    context = _context(call)
+    user = context.auth.user_for(call.request)
+    platform = context.platform
+    bundles = platform.collect_agent_tools() + platform.user_agent_tools(context, user)
+    return JSONResponse(bundles, headers={"cache-control": "no-store"})
+
+
+@declare(
+    "PATCH",
+    "/plugins/{id}",
+    "Enable or disable a server plugin (operators)",
+    body=SWITCH,
+    body_limit=1024,
+    replies={200: Reply(SERVER_PLUGIN)},
+    refusals={
+        401: "Nobody is signed in.",
+        403: "The user is not an operator.",
+        404: "No server plugin has that name.",
+    },
+    who=signed_in("Only operators may enable or disable plugins; sign in as one.", group=OPERATORS),
+)
+async def set_plugin_enabled(call: Call) -> Any:
+    name, enabled = call.path["id"], call.body["enabled"]
+    platform = _context(call).platform
+    if name not in {p["name"] for p in platform.list_plugins()}:
+        raise ApiError(404, f"There is no plugin {name[:80]!r}.", field="id")
+    with _context(call).database.transaction() as db:
+        db.execute(
+            "INSERT INTO plugin_state (name, enabled) VALUES (?, ?) "
+            "ON CONFLICT (name) DO UPDATE SET enabled = excluded.enabled",
+            (name, enabled),
+        )
+    platform.set_enabled(name, enabled)
+    return next(p for p in platform.list_plugins() if p["name"] == name)
 
 
 class PluginStateSync:

@@ -136,98 +136,129 @@ def page_routes(
         (ROOT / "index.html").read_text().replace(EARLY_BOOT_MARKER, boot),
         headers=page_headers(boot, settings.origins, settings.keys_typed),
     )
-
-    @declare(
-        "GET",
-        ("/", "/index.html"),
-        "The demo page",
-        replies={200: Reply(content=HTML, headers=REVALIDATED), 304: NOT_MODIFIED},
+    services = PageServices(runtime, archive, platform, settings, index_page)
+    return routes_of(
+        index, web_file, vendor_file, plugin_asset, python_archive, boot_config, services=services
     )
-    async def index(call: Call) -> Response:
-        return index_page.response(call.request)
 
-    @declare(
-        "GET",
-        "/web/{path:path}",
-        "A file of the page's JavaScript and styles",
-        replies={200: FILE, 304: NOT_MODIFIED},
-        refusals={404: "No such file."},
-    )
-    async def web_file(call: Call) -> Response:
-        return serve_file(call.request, WEB, call.path["path"], cache=REVALIDATE)
 
-    @declare(
-        "GET",
-        "/vendor/{stamp}/{path:path}",
-        "A file of the vendored runtime (Pyodide; PyScript for the bench), immutable under "
-        "its version stamp",
-        replies={200: FOREVER},
-        refusals={404: "No such file, or a runtime version this server does not serve."},
-    )
-    async def vendor_file(call: Call) -> Response:
-        if call.path["stamp"] != runtime.stamp:
-            raise ApiError(
-                404, "That runtime version is not served here; reload the page.", field="stamp"
-            )
-        path = call.path["path"]
-        folder = runtime.made if path.startswith("snapshot/") else VENDOR
-        return serve_file(call.request, folder, path, cache=IMMUTABLE)
+@dataclass(frozen=True)
+class PageServices:
+    """What the page's routes serve, one set per app (`call.services`, routes_of): the runtime,
+    the Python bundle, the plugins, the page's settings and its rendered index.html."""
 
-    @declare(
-        "GET",
-        "/assets/plugins/{name}/{path:path}",
-        "A page asset of an enabled plugin",
-        replies={200: FILE, 304: NOT_MODIFIED},
-        refusals={404: "No enabled plugin serves that asset."},
-    )
-    async def plugin_asset(call: Call) -> Response:
-        name, path = call.path["name"], call.path["path"]
-        plugin = next((p for p in platform.enabled_plugins() if p.name == name), None)
-        if plugin is None or path not in plugin.assets:
-            raise ApiError(404, f"Plugin {name[:80]!r} serves no such asset.", field="path")
-        return serve_file(call.request, plugin.folder, path, cache=REVALIDATE)
+    runtime: Runtime
+    archive: SourceArchive
+    platform: PluginPlatform
+    settings: PageSettings
+    index_page: RenderedPage
 
-    @declare(
-        "GET",
-        "/app/python-{digest}.bundle",
-        "The page's Python as one bundle, named by its hash",
-        replies={200: FOREVER},
-        refusals={404: "An archive of another start of the server."},
-    )
-    async def python_archive(call: Call) -> Response:
-        if call.path["digest"] != archive.digest:
-            raise ApiError(404, "That archive is gone; reload the page.", field="digest")
-        return archive.response(call.request)
 
-    @declare(
-        "GET",
-        "/app/boot.json",
-        "What the page boots: runtime, Python bundle, plugins, services, the chat's agent",
-        replies={200: Reply(BOOT, headers=NO_STORE)},
-    )
-    async def boot_config(call: Call) -> Response:
-        enabled = platform.enabled_plugins()
-        agent, assistant = settings.agent, settings.assistant
-        return JSONResponse(
-            {
-                "runtime": runtime.for_page(),
-                "python": {"bundles": [archive.url], "site": runtime.site},
-                "plugins": [page_entry(p) for p in enabled if p.page],
-                "services": {k: v for p in enabled for k, v in p.page_services.items()},
-                "agent": {
-                    "name": agent.name,
-                    "instructions": agent.instructions,
-                    "plugins": list(agent.plugins),
-                },
-                "assistant": {
-                    "site": None if assistant is None else assistant.for_page(),
-                    "browserKeys": settings.keys_typed,
-                },
-            },
-            headers={"cache-control": "no-store"},
+def _page(call: Call) -> PageServices:
+    services: PageServices = call.services
+    return services
+
+
+# The routes, each declared once at import; a request tries them in this order.
+@declare(
+    "GET",
+    ("/", "/index.html"),
+    "The demo page",
+    replies={200: Reply(content=HTML, headers=REVALIDATED), 304: NOT_MODIFIED},
+)
+async def index(call: Call) -> Response:
+    return _page(call).index_page.response(call.request)
+
+
+@declare(
+    "GET",
+    "/web/{path:path}",
+    "A file of the page's JavaScript and styles",
+    replies={200: FILE, 304: NOT_MODIFIED},
+    refusals={404: "No such file."},
+)
+async def web_file(call: Call) -> Response:
+    return serve_file(call.request, WEB, call.path["path"], cache=REVALIDATE)
+
+
+@declare(
+    "GET",
+    "/vendor/{stamp}/{path:path}",
+    "A file of the vendored runtime (Pyodide; PyScript for the bench), immutable under "
+    "its version stamp",
+    replies={200: FOREVER},
+    refusals={404: "No such file, or a runtime version this server does not serve."},
+)
+async def vendor_file(call: Call) -> Response:
+    runtime = _page(call).runtime
+    if call.path["stamp"] != runtime.stamp:
+        raise ApiError(
+            404, "That runtime version is not served here; reload the page.", field="stamp"
         )
+    path = call.path["path"]
+    folder = runtime.made if path.startswith("snapshot/") else VENDOR
+    return serve_file(call.request, folder, path, cache=IMMUTABLE)
 
-    return routes_of(index, web_file, vendor_file, plugin_asset, python_archive, boot_config)
+
+@declare(
+    "GET",
+    "/assets/plugins/{name}/{path:path}",
+    "A page asset of an enabled plugin",
+    replies={200: FILE, 304: NOT_MODIFIED},
+    refusals={404: "No enabled plugin serves that asset."},
+)
+async def plugin_asset(call: Call) -> Response:
+    name, path = call.path["name"], call.path["path"]
+    enabled = _page(call).platform.enabled_plugins()
+    plugin = next((p for p in enabled if p.name == name), None)
+    if plugin is None or path not in plugin.assets:
+        raise ApiError(404, f"Plugin {name[:80]!r} serves no such asset.", field="path")
+    return serve_file(call.request, plugin.folder, path, cache=REVALIDATE)
+
+
+@declare(
+    "GET",
+    "/app/python-{digest}.bundle",
+    "The page's Python as one bundle, named by its hash",
+    replies={200: FOREVER},
+    refusals={404: "An archive of another start of the server."},
+)
+async def python_archive(call: Call) -> Response:
+    archive = _page(call).archive
+    if call.path["digest"] != archive.digest:
+        raise ApiError(404, "That archive is gone; reload the page.", field="digest")
+    return archive.response(call.request)
+
+
+@declare(
+    "GET",
+    "/app/boot.json",
+    "What the page boots: runtime, Python bundle, plugins, services, the chat's agent",
+    replies={200: Reply(BOOT, headers=NO_STORE)},
+)
+async def boot_config(call: Call) -> Response:
+    page = _page(call)
+    runtime, archive, settings = page.runtime, page.archive, page.settings
+    enabled = page.platform.enabled_plugins()
+    agent, assistant = settings.agent, settings.assistant
+    return JSONResponse(
+        {
+            "runtime": runtime.for_page(),
+            "python": {"bundles": [archive.url], "site": runtime.site},
+            "plugins": [page_entry(p) for p in enabled if p.page],
+            "services": {k: v for p in enabled for k, v in p.page_services.items()},
+            "agent": {
+                "name": agent.name,
+                "instructions": agent.instructions,
+                "plugins": list(agent.plugins),
+            },
+            "assistant": {
+                "site": None if assistant is None else assistant.for_page(),
+                "browserKeys": settings.keys_typed,
+            },
+        },
+        headers={"cache-control": "no-store"},
+    )
 
 
 def page_packages(specs: Iterable[PluginSpec]) -> dict[str, Path]:
