@@ -187,6 +187,16 @@ def test_a_stale_version_is_refused_with_the_thread_as_it_is_and_nothing_is_adde
         assert len(client.get(f"/api/threads/{made['id']}", headers=ada).json()["messages"]) == 2
 
 
+def test_a_version_no_thread_can_have_is_a_422_naming_it_and_nothing_is_added(app_server):
+    ada = bearer(app_server, "ada")
+    with app_server.client() as client:
+        made = start(client, ada)
+        refused = append(client, ada, made["id"], 2**63, REPLY_TURN)
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["field"] == "version"
+        assert len(client.get(f"/api/threads/{made['id']}", headers=ada).json()["messages"]) == 1
+
+
 def test_a_new_turn_waits_while_another_tab_answers_but_the_answering_tab_goes_on(app_server):
     ada = bearer(app_server, "ada")
     with app_server.client() as client:

@@ -111,7 +111,8 @@ APPEND = {
     "type": "object",
     "required": ["version", "messages", "items", "tab"],
     "properties": {
-        "version": {"type": "integer", "minimum": 1},
+        # a version the table can hold (INTEGER: 32 bits on PostgreSQL)
+        "version": {"type": "integer", "minimum": 1, "maximum": 2_147_483_647},
         "start": {"type": "boolean"},
         **TURN_FIELDS,
     },
