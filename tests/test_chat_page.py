@@ -273,6 +273,10 @@ def test_webmcp_gets_the_admitted_tools_and_a_write_through_it_still_asks(server
     page.evaluate("""() => {
         window.__answer = window.__webmcp.find(t => t.name === 'decks_update_slide')
             .execute({id: 'onboarding', slide: 1, title: 'Via WebMCP'}, {}); }""")
+    # in the person's words, as the chat's own calls: the deck's title
+    expect(page.get_by_test_id("approval-question")).to_have_text(
+        "Change slide 1 of ‘Onboarding: your first week’?"
+    )
     page.get_by_test_id("approval").get_by_role("button", name="Allow", exact=True).click()
     assert page.evaluate("window.__answer")["ok"] is True
     assert (

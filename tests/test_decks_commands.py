@@ -20,6 +20,7 @@ from reactor import (
     agent_tool_bundles,
 )
 from reactor.facade import PageTools
+from reactor.host import AgentSpec, ChatLoop, ModelTurn, Toolbox, ToolCall
 from reactor.server.loopback import free_port
 from reactor_plugins.decks import DECKS_AGENT_TOOLS, DECKS_PLUGIN
 
@@ -695,6 +696,57 @@ def test_a_write_the_server_refuses_answers_the_model_not_permitted(app_server, 
     assert answer["ok"] is False and answer["error"]["code"] == "not_permitted"
     assert answer["error"]["message"].startswith(sentence)
     assert execute(reactor, "decks.getSlide", {"id": "onboarding", "slide": 1})["title"] != "Hello"
+
+
+class OneCall:
+    """A model that makes one call, then answers with words."""
+
+    label = "one call"
+
+    def __init__(self, name, args):
+        self.turns = [
+            ModelTurn("", (ToolCall("call_1", name, args),), "tool_use"),
+            ModelTurn("Kept it."),
+        ]
+
+    async def complete(self, request, signal):
+        return self.turns.pop(0)
+
+
+def test_a_question_asked_before_the_decks_are_listed_names_the_deck_by_its_title(app_server):
+    # Right after a reload the chat asks again about the call it waited on, before the page has
+    # listed the server's decks: the person still reads the deck's title, not its id.
+    reactor, _ = start(
+        MemoryPage(
+            base_url=app_server.url, headers=bearer(app_server, "ada"), send=app_server.send
+        ),
+        api="/api/decks",
+        seed=False,
+    )
+    asked = []
+
+    async def deny(request):
+        asked.append(request.question)
+        return "deny"
+
+    loop = ChatLoop(
+        OneCall("decks_delete_deck", {"id": "onboarding"}),
+        Toolbox(reactor, AgentSpec("presenter", plugins=("decks",))),
+        approve=deny,
+    )
+    assert run(loop.send("delete the onboarding deck")).text == "Kept it."
+    title = next(d["title"] for d in SEEDS if d["id"] == "onboarding")
+    assert asked == [f"Delete the deck ‘{title}’? This cannot be undone."]
+    assert "onboarding" in [d["id"] for d in execute(reactor, "decks.listDecks")["decks"]]
+
+
+def test_a_question_about_a_deck_the_server_cannot_list_names_it_by_its_id():
+    page = MemoryPage(base_url=f"http://127.0.0.1:{free_port()}")
+    reactor, _ = start(page, api="/api/decks", seed=False)
+    tool = Toolbox(reactor, AgentSpec("presenter", plugins=("decks",))).tool("decks_add_slide")
+    assert run(tool.question({"id": "onboarding", "title": "New"})) == (
+        "Add a slide to ‘onboarding’?"
+    )
 
 
 def test_leaving_full_screen_stops_presenting():

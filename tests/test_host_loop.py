@@ -5,7 +5,7 @@ import asyncio
 import json
 
 import pytest
-from conftest import DECK_OPEN, decks_bundle
+from conftest import DECK_ID, DECK_OPEN, decks_bundle
 
 from reactor import (
     AbortedError,
@@ -531,6 +531,88 @@ def test_stop_while_the_person_is_asked_answers_the_call_as_aborted():
 
     loop, page, outcome = asyncio.run(scenario())
     assert outcome.status == "stopped" and codes(loop) == ["aborted"] and page.deleted == []
+
+
+def worded(**confirmations):
+    """A reactor whose decks.delete (destructive) asks with `confirmations[id]`, by deck id."""
+
+    bundle = define_agent_tools(
+        id="decks",
+        name="Decks",
+        plugin="decks",
+        commands=[
+            {
+                "name": "decks_delete",
+                "command": "decks.delete",
+                "label": "Delete Deck",
+                "description": "Delete a deck.",
+                "parameters": DECK_ID,
+            }
+        ],
+    )
+
+    def register(context):
+        def question(args):
+            return confirmations[args["id"]](args)
+
+        delete = CommandOptions(lambda args: None, confirmation=question)
+        context.register_bundle(bundle, {"decks.delete": delete})
+
+    reactor = Reactor()
+    reactor.load_plugin(define_plugin(name="decks", register=register))
+    return Toolbox(reactor, AgentSpec("presenter", plugins=("decks",)), side_effects=LEVELS)
+
+
+def test_a_commands_question_may_be_awaited_and_one_that_fails_asks_in_plain_words():
+    async def titled(args):
+        await asyncio.sleep(0)  # as a store that loads the deck's title first
+        return "Delete the deck ‘Team offsite’?"
+
+    async def broken(args):
+        await asyncio.sleep(0)
+        raise ConnectionError("the decks server cannot be reached")
+
+    def sync_broken(args):
+        raise KeyError("title")
+
+    toolbox = worded(b=titled, c=broken, d=sync_broken, e=lambda args: "Delete ‘E’?")
+    approve = approver("deny", "deny", "deny", "deny")
+    deleting = [("decks_delete", {"id": i}) for i in "bcde"]
+    loop = ChatLoop(Script(calls(*deleting)), toolbox, approve=approve)
+    asyncio.run(loop.send("delete them"))
+    assert [request.question for request in approve.asked] == [
+        "Delete the deck ‘Team offsite’?",
+        "Allow Delete Deck (id: c)?",
+        "Allow Delete Deck (id: d)?",
+        "Delete ‘E’?",
+    ]
+    assert codes(loop) == ["denied"] * 4
+
+
+def test_stop_while_a_question_is_worded_answers_the_call_as_aborted_without_asking():
+    async def scenario():
+        wording, events = asyncio.Event(), []
+
+        async def slow(args):
+            wording.set()
+            await asyncio.sleep(30)
+            return "Delete?"
+
+        approve = approver("allow")
+        loop = ChatLoop(
+            Script(calls(("decks_delete", {"id": "a"}))),
+            worded(a=slow),
+            approve=approve,
+            on_event=events.append,
+        )
+        running = asyncio.ensure_future(loop.send("delete it"))
+        await wording.wait()
+        loop.stop()
+        return loop, approve, events, await running
+
+    loop, approve, events, outcome = asyncio.run(scenario())
+    assert outcome.status == "stopped" and codes(loop) == ["aborted"]
+    assert approve.asked == [] and "approval" not in [e.type for e in events]
 
 
 # Stop

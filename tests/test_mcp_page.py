@@ -414,6 +414,8 @@ def test_a_lost_link_withdraws_the_question_it_brought_and_nothing_runs_after(re
     agent = agents(live.url, make_token_in_panel(page))
     asked = agent.call("decks_create_deck", {"title": "Orphaned"})
     page.get_by_test_id("approval").wait_for()
+    # a desktop agent's call is asked in the words the chat's own calls are
+    expect(page.get_by_test_id("approval-question")).to_have_text("Create the deck ‘Orphaned’?")
     live.app.state.agents.relay.pages[linked].end()  # the link drops, as when its process dies
     assert "closed before decks_create_deck answered" in asked.result(30).content[0].text
     expect(page.get_by_test_id("approval-choice")).to_have_text("No longer asked; it did not run.")

@@ -4,6 +4,7 @@ person, never the model's sentence (which names tools and speaks of "the person"
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
@@ -53,7 +54,7 @@ def sentences_for_people(reactor: Reactor, toolbox: Toolbox) -> list[str]:
     for tool in toolbox.tools():
         args = sample(tool.parameters)
         if needs_approval(tool.side_effect):
-            shown.append(tool.question(args))
+            shown.append(asyncio.run(tool.question(args)))
         if tool.summary:
             shown.append(tool.summary)
         model_sentence = f"{tool.name} failed; tell the person, and do not call {tool.name} again."
@@ -93,16 +94,18 @@ def test_an_approval_says_what_will_happen_in_words_from_the_call(demo):
         "acme",
     )
     assert (
-        toolbox.tool("cms_publish_site_page").question({"slug": "hello"})
+        asyncio.run(toolbox.tool("cms_publish_site_page").question({"slug": "hello"}))
         == "Publish ‘hello’ on Acme Corp?"
     )
-    crawl = toolbox.tool("cms_crawl_blog").question({"url": "https://example.org/blog", "limit": 1})
+    crawl = asyncio.run(
+        toolbox.tool("cms_crawl_blog").question({"url": "https://example.org/blog", "limit": 1})
+    )
     assert (
         crawl == "Import 1 post from the blog at https://example.org/blog into Acme Corp as drafts?"
     )
-    assert toolbox.tool("decks_delete_slide").question({"id": "nowhere", "slide": 2}) == (
-        "Delete slide 2 of ‘nowhere’? This cannot be undone."
-    )
+    assert asyncio.run(
+        toolbox.tool("decks_delete_slide").question({"id": "nowhere", "slide": 2})
+    ) == ("Delete slide 2 of ‘nowhere’? This cannot be undone.")
 
 
 def test_every_demo_tool_has_a_line_for_its_card_and_a_list_says_how_many_and_which(demo):

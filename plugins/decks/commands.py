@@ -306,7 +306,7 @@ def deck_handlers(commands: DeckCommands) -> dict[str, Handler | CommandOptions]
         is_enabled=lambda args: view.presenting,
         disabled_reason=NOT_PRESENTING,
     )
-    for id, question in change_questions(commands.store.title_of).items():
+    for id, question in change_questions(commands.store.title).items():
         handlers[id] = CommandOptions(run[id], confirmation=question)
     return handlers
 

@@ -52,6 +52,15 @@ class DeckStore:
         known = self._decks.get(id) or self._remote.get(id) or {}
         return str(known.get("title") or id)
 
+    async def title(self, id: str) -> str:
+        """The deck's title, learning the server's decks first when the page has not yet (a
+        question asked right after a reload); its id when there is no such deck or no server."""
+        try:
+            await self._ensure_index()
+        except (ConnectionError, OSError):  # the words say the id instead
+            pass
+        return self.title_of(id)
+
     def is_saved(self, id: str) -> bool:
         return id not in self._unsaved
 

@@ -6,7 +6,7 @@ number; the renderer draws a slide's Markdown body with the page's CommonMark (w
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from reactor.page import Page
@@ -97,20 +97,34 @@ class DeckView:
         self._page.show(VIEW, state)
 
 
-def change_questions(title_of: Callable[[str], str]) -> dict[str, Callable[[dict[str, Any]], str]]:
-    """What the person is asked before each change an assistant makes, by command id."""
+def change_questions(
+    title: Callable[[str], Awaitable[str]],
+) -> dict[str, Callable[[dict[str, Any]], str | Awaitable[str]]]:
+    """What the person is asked before each change an assistant makes, by command id; a deck is
+    named by its title, which `title(id)` may have to load (right after a reload)."""
 
-    def deck(args: dict[str, Any]) -> str:
-        return f"‘{title_of(str(args.get('id', '')))}’"
+    def naming(
+        ask: Callable[[dict[str, Any], str], str],
+    ) -> Callable[[dict[str, Any]], Awaitable[str]]:
+        """`ask(args, deck)`, with the deck named ‘by its title’."""
+
+        async def question(args: dict[str, Any]) -> str:
+            return ask(args, f"‘{await title(str(args.get('id', '')))}’")
+
+        return question
 
     return {
         "decks.createDeck": lambda args: f"Create the deck ‘{args['title']}’?",
-        "decks.updateDeck": lambda args: f"Change the deck {deck(args)}?",
-        "decks.updateSlide": lambda args: f"Change slide {args['slide']} of {deck(args)}?",
-        "decks.addSlide": lambda args: f"Add a slide to {deck(args)}?",
-        "decks.insertSlide": lambda args: f"Insert a slide at {args['slide']} in {deck(args)}?",
-        "decks.deleteSlide": lambda args: (
-            f"Delete slide {args['slide']} of {deck(args)}? This cannot be undone."
+        "decks.updateDeck": naming(lambda args, deck: f"Change the deck {deck}?"),
+        "decks.updateSlide": naming(lambda args, deck: f"Change slide {args['slide']} of {deck}?"),
+        "decks.addSlide": naming(lambda args, deck: f"Add a slide to {deck}?"),
+        "decks.insertSlide": naming(
+            lambda args, deck: f"Insert a slide at {args['slide']} in {deck}?"
         ),
-        "decks.deleteDeck": lambda args: f"Delete the deck {deck(args)}? This cannot be undone.",
+        "decks.deleteSlide": naming(
+            lambda args, deck: f"Delete slide {args['slide']} of {deck}? This cannot be undone."
+        ),
+        "decks.deleteDeck": naming(
+            lambda args, deck: f"Delete the deck {deck}? This cannot be undone."
+        ),
     }

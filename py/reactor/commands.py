@@ -31,7 +31,9 @@ class CommandOptions:
     obey. `is_enabled(args)` says whether the command can run now; when it says no, a caller (a
     model) reads `disabled_reason` and a person `disabled_display`. `confirmation(args)`, for a
     command that changes things, is what a person reads before allowing a call ("Publish
-    ‘Hello’ on Acme?"). A plain class: a dataclass costs milliseconds to define in the page.
+    ‘Hello’ on Acme?"): a str, or an awaitable of one when the words need what the page may not
+    have loaded yet (a deck's title); one that fails gives way to the host's plain question.
+    A plain class: a dataclass costs milliseconds to define in the page.
     """
 
     __slots__ = (
@@ -55,7 +57,7 @@ class CommandOptions:
         is_enabled: Callable[[dict[str, Any]], bool] | None = None,
         disabled_reason: str = "",
         disabled_display: str = "",
-        confirmation: Callable[[dict[str, Any]], str] | None = None,
+        confirmation: Callable[[dict[str, Any]], str | Awaitable[str]] | None = None,
     ) -> None:
         self.execute, self.label, self.description, self.parameters = (
             execute,

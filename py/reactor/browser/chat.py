@@ -42,17 +42,12 @@ def serve_chat(
                             "description": request.description,
                             "arguments": request.arguments,
                             "sideEffect": request.side_effect,
-                            "question": request.question or question(request),
+                            "question": request.question,
                             # the page claims it from the server before it runs (web/agents.js)
                             "agentCall": request.agent_call,
                         },
                     )
                 )
-
-            def question(request: Any) -> str:
-                """WebMCP's calls are asked without the loop: the same words, from the tool."""
-                tool = sessions[0].toolbox.tool(request.tool) if sessions else None
-                return str(tool.question(request.arguments)) if tool is not None else ""
 
             def on_event(event: HostEvent) -> None:
                 endpoint.notify("chat.event", event={"type": event.type, **event.data})

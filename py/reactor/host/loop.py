@@ -315,18 +315,21 @@ class ChatLoop:
         if isinstance(prepared, dict):
             return prepared
         tool, args = prepared
-        request = ApprovalRequest(
-            call.id, tool.name, tool.description, args, tool.side_effect, tool.question(args)
-        )
         known = tool.name in self.approvals.always
+        question = ""
+        if needs_approval(tool.side_effect) and not known:
+            try:  # the words may wait on the page (a deck's title); the person is not asked yet
+                question = await token.race(tool.question(args))
+            except AbortedError:
+                return _stopped_asking(tool.name)
+        request = ApprovalRequest(
+            call.id, tool.name, tool.description, args, tool.side_effect, question
+        )
         try:
             decision = await self.approvals.decide(request, token)
         except AbortedError:
             self._asked(request, "withdrawn")
-            return tool_failure(
-                "aborted",
-                f"{tool.name} did not run: the chat was stopped while asking to approve it.",
-            )
+            return _stopped_asking(tool.name)
         if decision in ("allow", "deny") or (decision == "always" and not known):
             self._asked(request, decision)
             if decision != "deny":
@@ -375,3 +378,9 @@ class ChatLoop:
 
     def _emit(self, type: str, **data: Any) -> None:
         self.events.emit(HostEvent(type, data))
+
+
+def _stopped_asking(tool: str) -> dict[str, Any]:
+    return tool_failure(
+        "aborted", f"{tool} did not run: the chat was stopped while asking to approve it."
+    )

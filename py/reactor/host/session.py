@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from ..cancellation import CancelToken
 from ..envelope import tool_failure
 from .anthropic import AnthropicModel
-from .approval import ApprovalRequest, Approve
+from .approval import ApprovalRequest, Approve, needs_approval
 from .errors import HostError, SettingsError
 from .loop import ChatLoop, HostEvent
 from .model import Model
@@ -240,12 +240,15 @@ class ChatSession:
         if isinstance(prepared, dict):
             return prepared
         tool, checked = prepared
+        asked = needs_approval(tool.side_effect) and tool.name not in self.loop.approvals.always
         request = ApprovalRequest(
             f"webmcp-{id(signal)}",
             tool.name,
             tool.description,
             checked,
             tool.side_effect,
+            # the words the chat's own calls are asked in (they may wait on the page)
+            await signal.race(tool.question(checked)) if asked else "",
             agent_call=agent_call,
         )
         decision = await self.loop.approvals.decide(request, signal)

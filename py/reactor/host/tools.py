@@ -106,17 +106,22 @@ class HostTool:
     # Its command checks the arguments as it runs (with this validator): a call that runs at
     # once leaves the check to it, and the arguments are checked once.
     checked_by_command: bool = field(default=False, compare=False, repr=False)
-    confirmation: Callable[[dict[str, Any]], str] | None = field(
+    # The command's question for a call (CommandOptions.confirmation): a str, or an awaitable one.
+    confirmation: Callable[[dict[str, Any]], str | Awaitable[str]] | None = field(
         default=None, compare=False, repr=False
     )
 
-    def question(self, args: dict[str, Any]) -> str:
+    async def question(self, args: dict[str, Any]) -> str:
         """What the person is asked before a call that changes things: the command's own words
-        for these arguments, else its label and the short arguments ("Allow Decks: Update Slide
-        (id: onboarding, slide: 1)?"); never the tool's name, which is the model's word."""
+        for these arguments (awaited when its confirmation is async, as one that reads what the
+        page has not loaded yet), else its label and the short arguments ("Allow Decks: Update
+        Slide (id: onboarding, slide: 1)?"); never the tool's name, which is the model's word."""
+        said: Any = ""
         if self.confirmation is not None:
             try:
                 said = self.confirmation(args)
+                if is_awaitable(said):
+                    said = await said
             except Exception:  # words for a card must never fail the call
                 said = ""
             if isinstance(said, str) and said.strip():
