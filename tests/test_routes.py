@@ -138,7 +138,6 @@ STILL_CLOSURES = {
     "reactor.server.agents.oauth.metadata.metadata_routes": IN_ANOTHER_STEP,
     "reactor.server.agents.oauth.token.TokenEndpoints.routes": IN_ANOTHER_STEP,
     "reactor.server.agents.tokens.AgentTokens.routes": IN_ANOTHER_STEP,
-    "reactor.server.app._openapi_route": IN_ANOTHER_STEP,
     "reactor.server.plugins.records.PluginRecords.routes": IN_ANOTHER_STEP,
     "reactor.server.plugins.switches.plugin_routes": IN_ANOTHER_STEP,
     "reactor.server.runtime.page.page_routes": IN_ANOTHER_STEP,
