@@ -141,7 +141,6 @@ STILL_CLOSURES = {
     "reactor.server.plugins.records.PluginRecords.routes": IN_ANOTHER_STEP,
     "reactor.server.plugins.switches.plugin_routes": IN_ANOTHER_STEP,
     "reactor.server.runtime.page.page_routes": IN_ANOTHER_STEP,
-    "reactor_plugins.cms.backend.api.set_status": IN_ANOTHER_STEP,
     "reactor_plugins.cms.backend.demo.demo_source_routes": IN_ANOTHER_STEP,
     "reactor_plugins.cms.backend.public.public_routes": IN_ANOTHER_STEP,
     "reactor_plugins.maintenance.server.MaintenanceServerPlugin.routes": IN_ANOTHER_STEP,
