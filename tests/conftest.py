@@ -198,8 +198,8 @@ def bearer(server: LiveServer | AppServer, username: str) -> dict[str, str]:
 
 
 def open_2025_session(url: str, token: str) -> dict[str, str]:
-    """A 2025-11-25 session opened by hand, as a client without progress tokens has it: the
-    headers of its next requests."""
+    """A 2025-11-25 session opened by hand (initialize, then notifications/initialized), as a
+    client without the SDK opens it: the headers of its next requests."""
     headers = {
         "authorization": f"Bearer {token}",
         "accept": "application/json, text/event-stream",
