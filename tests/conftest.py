@@ -197,24 +197,25 @@ def bearer(server: LiveServer | AppServer, username: str) -> dict[str, str]:
     return {"authorization": f"Bearer {answer.json()['token']}"}
 
 
-def open_2025_session(url: str, token: str) -> dict[str, str]:
-    """A 2025-11-25 session opened by hand, as a client without progress tokens has it: the
-    headers of its next requests."""
-    headers = {
-        "authorization": f"Bearer {token}",
-        "accept": "application/json, text/event-stream",
-        "content-type": "application/json",
-    }
-    hello = {
+# what a client without the SDK sends to open a 2025-11-25 session on /mcp
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
         "protocolVersion": "2025-11-25",
         "capabilities": {},
-        "clientInfo": {"name": "hand", "version": "1"},
-    }
-    opened = httpx.post(
-        f"{url}/mcp",
-        json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
-        headers=headers,
-    )
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def open_2025_session(url: str, token: str) -> dict[str, str]:
+    """A 2025-11-25 session opened by hand (initialize, then notifications/initialized), as a
+    client without the SDK opens it: the headers of its next requests."""
+    headers = {"authorization": f"Bearer {token}", **MCP_HEADERS}
+    opened = httpx.post(f"{url}/mcp", json=INITIALIZE, headers=headers)
     headers |= {"mcp-session-id": opened.headers["mcp-session-id"]}
     headers |= {"mcp-protocol-version": "2025-11-25"}
     initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}

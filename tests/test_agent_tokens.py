@@ -11,23 +11,11 @@ import json
 import httpx
 import httpx2
 import pytest
-from conftest import bearer, start_server, stop_server
+from conftest import INITIALIZE, MCP_HEADERS, bearer, start_server, stop_server
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from reactor.server.agents.tokens import MAX_TOKENS, PREFIX, RATE_LIMIT, TOO_MANY
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "1"},
-    },
-}
-MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
 def make_token(client, headers, name="Claude Code") -> dict:

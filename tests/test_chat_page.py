@@ -53,13 +53,15 @@ def open_chat(reactor, username=None):
     return reactor.page
 
 
-def say(page, text):
+def say(page, words):
+    """Type `words` into the chat and send them, as a person does."""
     chat = page.locator("reactor-chat")
-    chat.locator("textarea").fill(text)
+    chat.locator("textarea").fill(words)
     chat.get_by_role("button", name="Send").click()
 
 
 def idle(page):
+    """Wait until the chat has finished its turn."""
     page.locator("reactor-chat[data-running=false]").wait_for()
 
 

@@ -6,8 +6,6 @@ import asyncio
 import json
 import logging
 import queue
-import subprocess
-import sys
 import threading
 
 import httpx
@@ -22,6 +20,7 @@ from reactor.server.gateway.allowance import ALLOWANCE_USED, input_estimate
 from reactor.server.gateway.config import AssistantConfig
 from reactor.server.loopback import LoopbackServer, free_port
 from reactor.testing.standins import StandIn, call, text
+from test_many_processes import serve
 
 KEY = "sk-marker-4f1c2a9e7b3d"  # searched for in every answer and log line
 ROUTE = {"openai": "/api/assistant/v1/chat/completions", "anthropic": "/api/assistant/v1/messages"}
@@ -476,21 +475,12 @@ def test_reactor_serve_says_in_one_line_what_to_set(tmp_path):
 
 
 def serve_with_a_model(tmp_path, name, database, base_url):
-    command = [
-        sys.executable, "-m", "reactor", "serve", "--port", "0",
-        "--data", str(tmp_path / name), "--database", database,
+    return serve(
+        tmp_path, database, name,
         "--model-provider", "openai", "--model", "site-model", "--model-base-url", base_url,
         "--model-limit-rpm", "3",
-    ]  # fmt: skip
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "REACTOR_MODEL_API_KEY": KEY}
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
-    )
-    line = process.stdout.readline()
-    if not line.startswith("reactor is serving"):
-        process.kill()
-        raise AssertionError(f"{name} did not start: {line!r}")
-    return process, line.split()[3].rstrip("/")
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "REACTOR_MODEL_API_KEY": KEY},
+    )  # fmt: skip
 
 
 def test_two_server_processes_on_postgresql_share_one_persons_limit(tmp_path, postgres_cluster):

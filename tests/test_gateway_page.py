@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 from reactor.server.gateway.allowance import ALLOWANCE_USED
 from reactor.server.gateway.config import AssistantConfig
 from reactor.testing.standins import StandIn, call, text
+from test_chat_page import idle, say
 
 pytestmark = pytest.mark.browser
 
@@ -78,12 +79,6 @@ def kept_answers(page):
     return received
 
 
-def say(page, words):
-    chat = page.locator("reactor-chat")
-    chat.locator("textarea").fill(words)
-    chat.get_by_role("button", name="Send").click()
-
-
 def ask_and_hold(page, stand_in):
     """Ask for an answer the provider holds after its first word, and wait for that word on
     screen."""
@@ -91,10 +86,6 @@ def ask_and_hold(page, stand_in):
     stand_in.hold.clear()
     say(page, "tell me everything")
     page.locator("reactor-chat [data-streaming=true]").get_by_text("Partially").wait_for()
-
-
-def idle(page):
-    page.locator("reactor-chat[data-running=false]").wait_for()
 
 
 def error_note(page):

@@ -22,7 +22,9 @@ RECORD = {
 }
 
 
-def serve(tmp_path, database, name):
+def serve(tmp_path, database, name, *options, env=None):
+    """`reactor serve` on a free port over `database`, its data in `tmp_path / name`, with
+    `options` (and `env` in place of this environment, when given): the process and its URL."""
     command = [
         sys.executable,
         "-m",
@@ -34,9 +36,10 @@ def serve(tmp_path, database, name):
         str(tmp_path / name),
         "--database",
         database,
+        *options,
     ]
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
     )
     line = process.stdout.readline()
     if not line.startswith("reactor is serving"):

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
 from reactor.testing.standins import StandIn, text
+from test_many_processes import serve
 
 KEY = "sk-shared-kept-5c1e"
 ROUTE = "/api/assistant/v1/chat/completions"
@@ -26,27 +25,6 @@ TURN = {
     "answering": True,
     "tab": "tab-a",
 }
-
-
-def serve(folder, database, url):
-    command = [
-        *(sys.executable, "-m", "reactor", "serve", "--port", "0", "--data", str(folder)),
-        *("--database", database, "--model-provider", "openai", "--model", "site-model"),
-        *("--model-base-url", url),
-    ]
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "REACTOR_MODEL_API_KEY": KEY},
-    )
-    line = process.stdout.readline()
-    if not line.startswith("reactor is serving"):
-        process.kill()
-        process.stdout.close()
-        raise AssertionError(f"{folder.name} did not start: {line!r}")
-    return process, line.split()[3].rstrip("/")
 
 
 def end(process):
@@ -71,7 +49,11 @@ def site(tmp_path_factory, postgres_cluster, stand_in):
     extra = []
 
     def start(name):
-        started = serve(folder / name, database, stand_in.url)
+        started = serve(
+            folder, database, name,
+            "--model-provider", "openai", "--model", "site-model", "--model-base-url", stand_in.url,
+            env={**os.environ, "REACTOR_MODEL_API_KEY": KEY},
+        )  # fmt: skip
         extra.append(started[0])
         return started
 

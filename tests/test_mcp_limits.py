@@ -39,6 +39,22 @@ class Ended:
             self.done.set()
 
 
+def listening(url: str, headers: dict[str, str]) -> Ended:
+    """The session's GET stream, for the server's notices, held open in a thread of its own from
+    the moment the server answered it."""
+    opened = threading.Event()
+
+    def listen() -> None:
+        with httpx.stream("GET", f"{url}/mcp", headers=headers, timeout=60) as stream:
+            opened.set()
+            for _ in stream.iter_lines():
+                pass
+
+    stream = Ended(listen)
+    assert opened.wait(10), "the server answered the GET stream"
+    return stream
+
+
 def test_revoking_a_token_ends_its_streams_and_calls_on_every_process(two_apps):  # noqa: F811
     first, second = two_apps
     page = ScriptedPage(second.url, bearer(second, "ada"), NEVER)
@@ -46,14 +62,6 @@ def test_revoking_a_token_ends_its_streams_and_calls_on_every_process(two_apps):
         f"{first.url}/api/agent-tokens", json={"name": "to revoke"}, headers=bearer(first, "ada")
     ).json()
     headers = open_2025_session(first.url, token_id_and_secret["token"])
-    opened = threading.Event()
-
-    def listen() -> None:  # the session's GET stream, for the server's notices
-        with httpx.stream("GET", f"{first.url}/mcp", headers=headers, timeout=60) as stream:
-            opened.set()
-            for _ in stream.iter_lines():
-                pass
-
     call = {
         "jsonrpc": "2.0",
         "id": 2,
@@ -72,8 +80,7 @@ def test_revoking_a_token_ends_its_streams_and_calls_on_every_process(two_apps):
         "io.modelcontextprotocol/clientCapabilities": {},
     }
     modern_call = {**call, "id": 3, "params": {**call["params"], "_meta": meta}}
-    stream = Ended(listen)
-    assert opened.wait(10)
+    stream = listening(first.url, headers)
     waiting = Ended(lambda: httpx.post(f"{first.url}/mcp", json=call, headers=headers, timeout=60))
     sessionless = Ended(
         lambda: httpx.post(f"{first.url}/mcp", json=modern_call, headers=modern, timeout=60)

@@ -311,7 +311,7 @@ def test_a_call_answered_at_once_is_one_json_body_and_one_that_waits_an_event_st
     import json
 
     import httpx
-    from conftest import bearer, start_server, stop_server
+    from conftest import bearer, open_2025_session, start_server, stop_server
 
     from test_mcp_processes import ScriptedPage, agent_token
 
@@ -323,27 +323,9 @@ def test_a_call_answered_at_once_is_one_json_body_and_one_that_waits_an_event_st
         session,
         lambda call: None if call["arguments"] else {"ok": True, "result": {"n": 3}},
     )
-    headers = {
-        "authorization": f"Bearer {agent_token(live)}",
-        "accept": "application/json, text/event-stream",
-    }
     try:
+        headers = open_2025_session(live.url, agent_token(live))
         with httpx.Client(base_url=live.url, headers=headers, timeout=10) as http:
-            hello = {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            }
-            opened = http.post(
-                "/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}
-            )
-            http.headers.update(
-                {
-                    "mcp-session-id": opened.headers["mcp-session-id"],
-                    "mcp-protocol-version": "2025-11-25",
-                }
-            )
-            http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"})
 
             def call(number: int, arguments: dict) -> dict:
                 params = {

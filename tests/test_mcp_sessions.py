@@ -176,6 +176,23 @@ def list_tools(client: httpx.Client, url: str, session: str, token: str | None =
     )
 
 
+def assert_spread_then_ended(forwarder: RoundRobin, session: str, token: str, servers) -> None:
+    """The session's calls, none refused, were served by both processes; its DELETE ended it, and
+    neither process knows it any more."""
+    served = forwarder.of_session(session)
+    assert all(p.status < 300 for p in served), served
+    assert {p.process for p in served if p.rpc == "tools/call"} == {0, 1}, (
+        "the session's calls were served by both processes"
+    )
+    assert [p.status for p in served if p.method == "DELETE"] == [200]
+    wait_until(lambda: all(session not in manager(s)._server_instances for s in servers))
+    with httpx.Client(headers={**HEADERS, "authorization": f"Bearer {token}"}) as client:
+        for server in servers:
+            answer = list_tools(client, server.url, session)
+            assert answer.status_code == 404, answer.text
+            assert answer.json()["error"]["message"] == "Session not found"
+
+
 def test_a_2025_11_25_agent_behind_a_balancer_without_affinity_calls_the_page_on_either_process(
     two_apps,  # noqa: F811
     balancer,
@@ -235,18 +252,7 @@ def test_a_2025_11_25_agent_behind_a_balancer_without_affinity_calls_the_page_on
 
     session = next(p.session for p in forwarder.passed if p.rpc == "initialize")
     assert session
-    served = forwarder.of_session(session)
-    assert all(p.status < 300 for p in served), served
-    assert {p.process for p in served if p.rpc == "tools/call"} == {0, 1}, (
-        "the session's calls were served by both processes"
-    )
-    assert [p.status for p in served if p.method == "DELETE"] == [200]
-    wait_until(lambda: all(session not in manager(s)._server_instances for s in (first, second)))
-    with httpx.Client(headers={**HEADERS, "authorization": f"Bearer {token}"}) as client:
-        for server in (first, second):
-            answer = list_tools(client, server.url, session)
-            assert answer.status_code == 404, answer.text
-            assert answer.json()["error"]["message"] == "Session not found"
+    assert_spread_then_ended(forwarder, session, token, (first, second))
 
 
 def test_the_sdks_1x_client_behind_a_balancer_without_affinity_calls_the_page_with_progress(
@@ -288,17 +294,7 @@ def test_the_sdks_1x_client_behind_a_balancer_without_affinity_calls_the_page_wi
     assert seen["call"] == {"isError": False, "structuredContent": {"notes": 5}}
     assert seen["progress"] >= 2
     assert {"notes_count", "reactor_pages", "reactor_call"} == set(seen["tools"])
-    session = seen["sessionId"]
-    served = forwarder.of_session(session)
-    assert all(p.status < 300 for p in served), served
-    assert {p.process for p in served if p.rpc == "tools/call"} == {0, 1}, (
-        "the session's calls were served by both processes"
-    )
-    assert [p.status for p in served if p.method == "DELETE"] == [200]
-    wait_until(lambda: all(session not in manager(s)._server_instances for s in (first, second)))
-    with httpx.Client(headers={**HEADERS, "authorization": f"Bearer {token}"}) as client:
-        for server in (first, second):
-            assert list_tools(client, server.url, session).status_code == 404
+    assert_spread_then_ended(forwarder, seen["sessionId"], token, (first, second))
 
 
 def test_a_get_stream_on_the_other_process_hears_the_tools_change_and_a_delete_ends_it(

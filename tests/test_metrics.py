@@ -10,7 +10,14 @@ import sqlite3
 
 import httpx
 import pytest
-from conftest import app_server_over, bearer, run_reactor, start_server, stop_server
+from conftest import (
+    app_server_over,
+    bearer,
+    open_2025_session,
+    run_reactor,
+    start_server,
+    stop_server,
+)
 from prometheus_client.parser import text_string_to_metric_families
 
 from reactor.errors import DatabaseBusy, DatabaseError
@@ -143,27 +150,9 @@ def test_the_agent_calls_counter_counts_each_tools_call_by_its_outcome(tmp_path)
     }
     live = start_server(tmp_path / "data", seed_demo=True)
     page = ScriptedPage(live.url, bearer(live, "ada"), lambda call: answers[call["arguments"]["a"]])
-    headers = {
-        "authorization": f"Bearer {agent_token(live)}",
-        "accept": "application/json, text/event-stream",
-    }
     try:
+        headers = open_2025_session(live.url, agent_token(live))
         with httpx.Client(base_url=live.url, headers=headers, timeout=10) as http:
-            hello = {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            }
-            opened = http.post(
-                "/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}
-            )
-            http.headers.update(
-                {
-                    "mcp-session-id": opened.headers["mcp-session-id"],
-                    "mcp-protocol-version": "2025-11-25",
-                }
-            )
-            http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"})
             calls = [
                 ("notes_count", {"a": "fine"}),
                 ("notes_count", {"a": "fine"}),

@@ -19,24 +19,13 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import httpx
 import httpx2
 import pytest
-from conftest import start_server, stop_server
+from conftest import INITIALIZE, MCP_HEADERS, start_server, stop_server
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from reactor.server.agents.oauth.grants import ACCESS_PREFIX, REFRESH_PREFIX
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "1"},
-    },
-}
-MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 CALLBACK = "http://127.0.0.1:8765/callback"
 
 

@@ -549,29 +549,20 @@ def test_mcp_remote_with_a_revoked_token_in_its_header_says_what_to_do_and_opens
 def test_revoking_an_allowed_agent_in_the_panel_ends_its_stream_and_withdraws_its_question(
     reactor_page,
 ):
-    from test_mcp_limits import Ended
+    from test_mcp_limits import Ended, listening
     from test_oauth import Agent as Client
     from test_oauth import allowed
 
     page, live = reactor_page.page, reactor_page.server
     connect_page(reactor_page)
     headers = open_2025_session(live.url, allowed(live, Client(live.url))["access_token"])
-    opened = threading.Event()
-
-    def listen() -> None:  # the session's GET stream, for the server's notices
-        with httpx.stream("GET", f"{live.url}/mcp", headers=headers, timeout=60) as stream:
-            opened.set()
-            for _ in stream.iter_lines():
-                pass
-
     delete = {
         "jsonrpc": "2.0",
         "id": 2,
         "method": "tools/call",
         "params": {"name": "decks_delete_deck", "arguments": {"id": "onboarding"}},
     }
-    stream = Ended(listen)
-    assert opened.wait(10)
+    stream = listening(live.url, headers)
     waiting = Ended(lambda: httpx.post(f"{live.url}/mcp", json=delete, headers=headers, timeout=60))
     question = page.get_by_test_id("approval")
     question.wait_for()

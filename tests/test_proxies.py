@@ -367,7 +367,7 @@ def test_the_public_url_is_served_and_is_the_address_an_agent_is_told(tmp_path):
 
 
 def test_json_logs_are_one_object_a_line_with_the_request_id_and_no_secret(tmp_path):
-    from test_agent_tokens import INITIALIZE, MCP_HEADERS
+    from conftest import INITIALIZE, MCP_HEADERS
 
     command = [
         sys.executable, "-m", "reactor", "serve", "--port", "0", "--data", str(tmp_path),

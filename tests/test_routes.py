@@ -131,15 +131,6 @@ def handler_of(endpoint: Any) -> Any:
     return endpoint
 
 
-# The functions that still make handlers inside them, with why (issue 50 converts them one
-# module at a time; each entry leaves this list with its conversion).
-IN_ANOTHER_STEP = "converted in another step of issue 50"
-STILL_CLOSURES = {
-    "reactor.server.app._openapi_route": IN_ANOTHER_STEP,
-    "reactor_plugins.cms.backend.api.set_status": IN_ANOTHER_STEP,
-}
-
-
 def test_every_declared_handler_is_module_level():
     # the site's model's routes are served only with an assistant configured
     assistant = AssistantConfig(provider="openai", model="m", base_url="http://127.0.0.1:9/v1")
@@ -154,5 +145,5 @@ def test_every_declared_handler_is_module_level():
             handlers.add(f"{handler.__module__}.{name}")
     assert "reactor.server.threads.routes.list_threads" in handlers
     assert any(name.startswith("reactor.server.gateway.route.") for name in handlers)
-    makers = {name.split(".<locals>.")[0] for name in handlers if "<locals>" in name}
-    assert sorted(makers) == sorted(STILL_CLOSURES)
+    made_inside = {name.split(".<locals>.")[0] for name in handlers if "<locals>" in name}
+    assert not made_inside, "handlers made inside these functions, not declared at import"

@@ -14,6 +14,7 @@ from conftest import start_server, stop_server
 from reactor.server.gateway.config import AssistantConfig
 from reactor.server.threads.store import ThreadLimits
 from reactor.testing.standins import StandIn, call, text
+from test_chat_page import idle, say
 from test_embed_page import embedding
 
 pytestmark = pytest.mark.browser
@@ -72,16 +73,6 @@ def reload(reactor):
     reactor.page.reload()
     reactor.ready = reactor.page.evaluate("window.reactor.ready")
     return drawn(reactor)
-
-
-def say(page, words):
-    chat = page.locator("reactor-chat")
-    chat.locator("textarea").fill(words)
-    chat.get_by_role("button", name="Send").click()
-
-
-def idle(page):
-    page.locator("reactor-chat[data-running=false]").wait_for()
 
 
 def reply(page, words):

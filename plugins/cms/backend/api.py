@@ -323,16 +323,20 @@ def update_entry(call: Call) -> Any:
     return _cms(call).store.update_entry(entry["site"], entry["slug"], changes, version=version)
 
 
-def set_status(status: str, doing: str) -> Handler:
-    def change(call: Call) -> Any:
-        grant(call, "publish", doing)
-        entry = entry_of(call)
-        if entry["status"] == status:
-            return entry
-        return _cms(call).store.set_status(entry["site"], entry["slug"], status)
+def set_published(call: Call) -> Any:
+    return _set_status(call, "published", "publishing")
 
-    change.__name__ = f"set_{status}"
-    return change
+
+def set_draft(call: Call) -> Any:
+    return _set_status(call, "draft", "unpublishing")
+
+
+def _set_status(call: Call, status: str, doing: str) -> Any:
+    grant(call, "publish", doing)
+    entry = entry_of(call)
+    if entry["status"] == status:
+        return entry
+    return _cms(call).store.set_status(entry["site"], entry["slug"], status)
 
 
 def delete_entry(call: Call) -> Any:
@@ -480,7 +484,7 @@ ENDPOINTS = (
     route(
         ENTRY_PATH + "/publish",
         "POST",
-        set_status("published", "publishing"),
+        set_published,
         "Publish an entry (publisher)",
         {200: Reply(ENTRY)},
         refusals={**WRITE, **ONE},
@@ -488,7 +492,7 @@ ENDPOINTS = (
     route(
         ENTRY_PATH + "/unpublish",
         "POST",
-        set_status("draft", "unpublishing"),
+        set_draft,
         "Take an entry back to draft (publisher)",
         {200: Reply(ENTRY)},
         refusals={**WRITE, **ONE},

@@ -262,20 +262,34 @@ def _server_plugin_routes(
     return routes
 
 
-def _openapi_route(routes: list[BaseRoute], refusals: list[Refusal]) -> Route:
-    @declare(
-        "GET",
-        "/openapi.json",
-        "This document: every route, what it takes and what it answers (OpenAPI 3.1)",
-        replies={200: Reply(DOCUMENT)},
-    )
-    async def openapi(call: Call) -> Response:
-        return JSONResponse(document)
+@dataclasses.dataclass(frozen=True)
+class OpenApiServices:
+    """What `openapi` serves, one per app: it takes it from the call (`call.services`,
+    routes_of)."""
 
-    (route,) = routes_of(openapi)
+    document: dict[str, Any]
+
+
+@declare(
+    "GET",
+    "/openapi.json",
+    "This document: every route, what it takes and what it answers (OpenAPI 3.1)",
+    replies={200: Reply(DOCUMENT)},
+)
+async def openapi(call: Call) -> Response:
+    services: OpenApiServices = call.services
+    return JSONResponse(services.document)
+
+
+def _openapi_route(routes: list[BaseRoute], refusals: list[Refusal]) -> Route:
+    """/openapi.json, whose document lists `routes` and itself."""
     document = openapi_document(
-        [*routes, route], title="reactor", version=metadata.version("reactor"), refusals=refusals
+        [*routes, *routes_of(openapi)],
+        title="reactor",
+        version=metadata.version("reactor"),
+        refusals=refusals,
     )
+    (route,) = routes_of(openapi, services=OpenApiServices(document))
     return route
 
 

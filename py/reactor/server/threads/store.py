@@ -229,24 +229,14 @@ class ThreadStore:
 
     def summary(self, username: str, thread_id: str) -> dict[str, Any]:
         with self.database.transaction() as db:
-            row = db.execute(
-                f"SELECT {SUMMARY} FROM threads WHERE id = ? AND username = ?",
-                (thread_id, username),
-            ).fetchone()
-        if row is None:
-            raise not_found(thread_id)
+            row = _own_row(db, username, thread_id)
         return self._described(row)
 
     def read(self, username: str, thread_id: str) -> str:
         """The whole thread as JSON text: its summary, `messages`, `items` and `answering`
         ({tab, since, stale} of the tab whose answer was coming, or null)."""
         with self.database.transaction() as db:
-            row = db.execute(
-                f"SELECT {SUMMARY} FROM threads WHERE id = ? AND username = ?",
-                (thread_id, username),
-            ).fetchone()
-            if row is None:
-                raise not_found(thread_id)
+            row = _own_row(db, username, thread_id)
             turns = db.execute(
                 "SELECT messages, items FROM thread_turns WHERE thread_id = ? ORDER BY number",
                 (thread_id,),
@@ -309,11 +299,7 @@ class ThreadStore:
     ) -> None:
         """Why the append was refused: not theirs, another tab answering, a stale version, or
         the thread full."""
-        row = db.execute(
-            f"SELECT {SUMMARY} FROM threads WHERE id = ? AND username = ?", (thread_id, username)
-        ).fetchone()
-        if row is None:
-            raise not_found(thread_id)
+        row = _own_row(db, username, thread_id)
         described = self._described(row)
         busy = ApiError(
             409,
@@ -347,6 +333,16 @@ class ThreadStore:
             "answering": bool(row["answering_tab"])
             and row["answering_at"] >= time.time() - self.limits.answering_seconds,
         }
+
+
+def _own_row(db: Any, username: str, thread_id: str) -> Any:
+    """The summary row of the person's thread `thread_id`; not_found's 404 when there is none."""
+    row = db.execute(
+        f"SELECT {SUMMARY} FROM threads WHERE id = ? AND username = ?", (thread_id, username)
+    ).fetchone()
+    if row is None:
+        raise not_found(thread_id)
+    return row
 
 
 def not_found(thread_id: str) -> ApiError:
