@@ -109,7 +109,17 @@ def test_without_allowed_origins_the_server_sends_no_cors_header(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "origin", ["*", "http://127.0.0.1:5500/app", "127.0.0.1:5500", "ftp://x.example", ""]
+    "origin",
+    [
+        "*",
+        "http://127.0.0.1:5500/app",
+        "127.0.0.1:5500",
+        "ftp://x.example",
+        "",
+        "http://@shop.example",
+        "http://shop.example:99999",
+        "http://[::1",
+    ],
 )
 def test_what_is_not_an_origin_is_refused_with_the_form_to_use(tmp_path, origin):
     with pytest.raises(

@@ -55,14 +55,14 @@ def check_proxies(proxies: Iterable[str]) -> tuple[Network, ...]:
     return tuple(checked)
 
 
-def check_public_url(url: str) -> str:
-    """The origin people see (`--public-url`), as a browser writes it; DeclarationError
-    otherwise."""
+def web_origin(text: object) -> str | None:
+    """`text` as a browser writes an origin (`scheme://host[:port]`, host lower-case), or None
+    when it is not one: another scheme, a path, a user, a port out of range, a broken address."""
     try:
-        parts = urlsplit(url.strip().rstrip("/")) if isinstance(url, str) else None
+        parts = urlsplit(text.strip().rstrip("/")) if isinstance(text, str) else None
         port = parts.port if parts is not None else None
     except ValueError:
-        parts = None
+        return None
     if (
         parts is None
         or parts.scheme not in ("http", "https")
@@ -72,6 +72,16 @@ def check_public_url(url: str) -> str:
         or parts.fragment
         or parts.username is not None
     ):
+        return None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}" + ("" if port is None else f":{port}")
+
+
+def check_public_url(url: str) -> str:
+    """The origin people see (`--public-url`), as a browser writes it; DeclarationError
+    otherwise."""
+    origin = web_origin(url)
+    if origin is None:
         raise DeclarationError(
             f"{url!r} is not the address people see: write scheme, host and port only, like "
             "https://reactor.example.org:8443 (no path).",
@@ -79,8 +89,7 @@ def check_public_url(url: str) -> str:
             field="url",
             value=url,
         )
-    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-    return f"{parts.scheme}://{host}" + ("" if port is None else f":{port}")
+    return origin
 
 
 def parse_address(text: str) -> Address | None:

@@ -11,7 +11,6 @@ page's calls), and its preflight `OPTIONS` is answered here. Any other origin ge
 from __future__ import annotations
 
 from collections.abc import Iterable
-from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
@@ -19,6 +18,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Send
 
 from ...errors import DeclarationError
+from ..proxies import web_origin
 
 ALLOWED_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 PREFLIGHT_MAX_AGE = 600
@@ -28,16 +28,8 @@ def check_origins(origins: Iterable[str]) -> tuple[str, ...]:
     """The origins as a browser sends them (`scheme://host[:port]`); anything else is refused."""
     checked: list[str] = []
     for origin in origins:
-        parts = urlsplit(origin.strip().rstrip("/")) if isinstance(origin, str) else None
-        if (
-            parts is None
-            or parts.scheme not in ("http", "https")
-            or not parts.hostname
-            or parts.path
-            or parts.query
-            or parts.fragment
-            or parts.username
-        ):
+        normal = web_origin(origin)
+        if normal is None:
             raise DeclarationError(
                 f"{origin!r} is not an origin to allow: write scheme, host and port only, "
                 "like http://127.0.0.1:5500 (no path, no '*').",
@@ -45,7 +37,6 @@ def check_origins(origins: Iterable[str]) -> tuple[str, ...]:
                 field="origin",
                 value=origin,
             )
-        normal = f"{parts.scheme}://{parts.netloc.lower()}"
         if normal not in checked:
             checked.append(normal)
     return tuple(checked)
