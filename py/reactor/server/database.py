@@ -328,7 +328,7 @@ class _Postgres(_Backend):
         def alone(connection: Any) -> list[Any]:
             connection.autocommit = True
             cursor = connection.execute(sql, values)
-            return cursor.fetchall() if cursor.description else []
+            return cursor.fetchall() if cursor.pgresult and cursor.pgresult.nfields else []
 
         lease = _Lease(self._take())
         try:
@@ -488,17 +488,20 @@ class Row(tuple):  # type: ignore[type-arg]
 
 
 def _row_factory(cursor: Any) -> Any:
-    if cursor.description is None:
+    """The rows of the statement's columns, their names read from the result itself: psycopg's
+    `description` makes an object of every column at each call (5% of a process's CPU under
+    /mcp's load: bench/proxy.py --profile)."""
+    result = cursor.pgresult
+    if result is None or not result.nfields:
         return tuple
-    return _row_type(tuple(c.name for c in cursor.description))
+    return _row_type(tuple(result.fname(i) for i in range(result.nfields)))
 
 
 @lru_cache(maxsize=256)
-def _row_type(names: tuple[str, ...]) -> type[Row]:
+def _row_type(names: tuple[bytes, ...]) -> type[Row]:
     """One Row class per column list, made once: a statement's rows all share it."""
-    return type(
-        "Row", (Row,), {"__slots__": (), "names": {name: i for i, name in enumerate(names)}}
-    )
+    columns = {name.decode(): i for i, name in enumerate(names)}
+    return type("Row", (Row,), {"__slots__": (), "names": columns})
 
 
 # Outside quotes: ? and :name parameters, and % (psycopg's own placeholder sign) as a literal.
