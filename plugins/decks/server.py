@@ -31,7 +31,6 @@ import gzip
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,10 +50,9 @@ from reactor.server.api import (
     Reply,
     declare,
     routes_of,
-    services_of,
     unchanged,
 )
-from reactor.server.auth.sessions import Auth, User
+from reactor.server.auth.sessions import Auth, User, signed_in
 from reactor.server.database import Database
 from reactor.server.plugins.context import ServerContext
 from reactor.server.plugins.records import OPERATORS
@@ -147,16 +145,6 @@ def _decks(call: Call) -> DecksServices:
     return services
 
 
-def _signed_in(sentence: str) -> Callable[[Request], User]:
-    """A declaration's `who`: the app's signed-in user, 401 with `sentence` when nobody is."""
-
-    def who(request: Request) -> User:
-        services: DecksServices = services_of(request)
-        return services.auth.signed_in(sentence)(request)
-
-    return who
-
-
 # The routes, each declared once at import; a request tries them in this order.
 @declare(
     "GET",
@@ -220,7 +208,7 @@ async def get_deck(call: Call) -> Response:
         403: "The deck is another person's.",
         422: "The deck breaks its schema, or its id is not the address's.",
     },
-    who=_signed_in("Sign in to save decks."),
+    who=signed_in("Sign in to save decks."),
 )
 async def put_deck(call: Call) -> Response:
     id, spec, user = call.path["id"], call.body, call.user
@@ -268,7 +256,7 @@ async def put_deck(call: Call) -> Response:
         403: "The deck is another person's.",
         404: "No deck has that id.",
     },
-    who=_signed_in("Sign in to delete decks."),
+    who=signed_in("Sign in to delete decks."),
 )
 async def delete_deck(call: Call) -> Response:
     id, user = call.path["id"], call.user

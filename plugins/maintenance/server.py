@@ -19,10 +19,10 @@ from starlette.routing import Route
 
 from reactor.errors import ApiError
 from reactor.server.api import Call, Reply, declare, routes_of, services_of
-from reactor.server.auth.sessions import Auth, User
+from reactor.server.auth.sessions import Auth, User, signed_in
 from reactor.server.database import Database
 from reactor.server.plugins.context import ServerContext
-from reactor.server.plugins.records import PluginRecords, signed_in
+from reactor.server.plugins.records import PluginRecords
 
 HERE = Path(__file__).parent
 STEPS = [

@@ -245,11 +245,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from reactor.server.api import Call, Reply, declare, routes_of, services_of
-from reactor.server.auth.sessions import Auth, User
+from reactor.server.api import Call, Reply, declare, routes_of
+from reactor.server.auth.sessions import Auth, signed_in
 from reactor.server.database import Database
 from reactor.server.plugins.context import ServerContext
-from starlette.requests import Request
 from starlette.routing import Route
 
 STEPS = ["CREATE TABLE IF NOT EXISTS {table} (id INTEGER PRIMARY KEY, text TEXT NOT NULL)"]
@@ -291,12 +290,6 @@ def _services(call: Call) -> ItemsServices:
     return services
 
 
-def _signed_in(request: Request) -> User:
-    """The POST's `who`: the signed-in user, a 401 (before the body is read) when nobody is."""
-    services: ItemsServices = services_of(request)
-    return services.auth.signed_in("Sign in to add items.")(request)
-
-
 def _items(database: Database) -> list[str]:
     with database.transaction() as db:
         rows = db.execute("SELECT text FROM {table} ORDER BY id")
@@ -317,7 +310,8 @@ async def list_items(call: Call) -> Any:
     body=ITEM,
     replies={{200: Reply(ITEMS)}},
     refusals={{401: "Nobody is signed in."}},
-    who=_signed_in,
+    # the app's signed-in user (its services' `auth`), a 401 before the body is read
+    who=signed_in("Sign in to add items."),
 )
 async def add_item(call: Call) -> Any:
     database = _services(call).database

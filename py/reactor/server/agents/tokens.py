@@ -26,14 +26,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from starlette.datastructures import Headers
-from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ...errors import ApiError
-from ..api import NO_STORE, Call, Refusal, Reply, declare, error_answer, routes_of, services_of
-from ..auth.sessions import Auth, User
+from ..api import NO_STORE, Call, Refusal, Reply, declare, error_answer, routes_of
+from ..auth.sessions import Auth, User, signed_in
 from ..database import Database
 
 PREFIX = "reactor_agent_"  # tells an agent token from a session token without a database read
@@ -221,17 +220,6 @@ class AgentTokenServices:
 
     tokens: AgentTokens
     auth: Auth
-
-
-def signed_in(sentence: str) -> Callable[[Request], User]:
-    """A declaration's `who`: the app's signed-in user (its services' `auth`), 401 with
-    `sentence` when nobody is."""
-
-    def who(request: Request) -> User:
-        auth: Auth = services_of(request).auth
-        return auth.signed_in(sentence)(request)
-
-    return who
 
 
 def _tokens(call: Call) -> AgentTokens:

@@ -232,10 +232,16 @@ def _auth(call: Call) -> Auth:
     return services.auth
 
 
-def _signed_in(request: Request) -> User:
-    """A declaration's `who`: the app's signed-in user, 401 when nobody is."""
-    services: SessionServices = services_of(request)
-    return services.auth.signed_in("Nobody is signed in.")(request)
+def signed_in(sentence: str, *, group: str = "", outside: str = "") -> Callable[[Request], User]:
+    """A module-level handler's `who`: the signed-in user of the app serving the request (its
+    services' `auth`, routes_of), as `Auth.signed_in` says: 401 with `sentence` when nobody is,
+    403 when `group` is given and the user is not in it."""
+
+    def who(request: Request) -> User:
+        auth: Auth = services_of(request).auth
+        return auth.signed_in(sentence, group=group, outside=outside)(request)
+
+    return who
 
 
 # The routes, each declared once at import; a request tries them in the order of Auth.routes.
@@ -319,7 +325,7 @@ async def sign_out(call: Call) -> Response:
     "Who is signed in (401 when nobody is)",
     replies={200: Reply(USER, headers=NO_STORE)},
     refusals={401: "Nobody is signed in."},
-    who=_signed_in,
+    who=signed_in("Nobody is signed in."),
 )
 async def me(call: Call) -> Response:
     return JSONResponse(call.user.describe(), headers={"cache-control": "no-store"})

@@ -35,8 +35,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...errors import ApiError, DatabaseError
-from ..api import EVENTS, Call, Reply, declare, routes_of, services_of
-from ..auth.sessions import Auth, User
+from ..api import EVENTS, Call, Reply, declare, routes_of
+from ..auth.sessions import Auth, User, signed_in
 from ..database import Database
 from .allowance import Allowance, input_estimate
 from .config import ANTHROPIC_VERSION, FIELDS, PATHS, AssistantConfig
@@ -235,10 +235,7 @@ def _gateway(call: Call) -> GatewayServices:
     return services
 
 
-def _signed_in(request: Request) -> User:
-    """A declaration's `who`: the app's signed-in user, 401 when nobody is."""
-    services: GatewayServices = services_of(request)
-    return services.auth.signed_in("Sign in to reach the answer of your conversation.")(request)
+SIGNED_IN = signed_in("Sign in to reach the answer of your conversation.")
 
 
 async def assistant(call: Call) -> Response:
@@ -269,7 +266,7 @@ async def assistant(call: Call) -> Response:
     path={"thread": {"type": "string", "pattern": f"^{THREAD.pattern}$"}},
     replies={200: Reply(content=ANSWERS)},
     refusals={401: "Nobody is signed in.", 404: "No answer is kept for the thread."},
-    who=_signed_in,
+    who=SIGNED_IN,
 )
 async def reattach(call: Call) -> Response:
     services = _gateway(call)
@@ -302,7 +299,7 @@ async def reattach(call: Call) -> Response:
         )
     },
     refusals={401: "Nobody is signed in.", 404: "No answer is kept for the thread."},
-    who=_signed_in,
+    who=SIGNED_IN,
 )
 async def stop(call: Call) -> Any:
     services = _gateway(call)

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -31,8 +29,8 @@ from ...records.declaration import (
     RESULT_CAP_RANGE,
     TIMEOUT_MS_RANGE,
 )
-from ..api import NO_STORE, Call, Reply, declare, routes_of, services_of
-from ..auth.sessions import Auth, User
+from ..api import NO_STORE, Call, Reply, declare, routes_of
+from ..auth.sessions import Auth, User, signed_in
 from ..database import Database
 
 OPERATORS = "operators"
@@ -233,17 +231,6 @@ class RecordServices:
 
     records: PluginRecords
     auth: Auth
-
-
-def signed_in(sentence: str, *, group: str = "", outside: str = "") -> Callable[[Request], User]:
-    """A declaration's `who` over the app's Auth (its services' `auth`): the signed-in user, 401
-    with `sentence` when nobody is, 403 when `group` is given and the user is not in it."""
-
-    def who(request: Request) -> User:
-        auth: Auth = services_of(request).auth
-        return auth.signed_in(sentence, group=group, outside=outside)(request)
-
-    return who
 
 
 def _records(call: Call) -> PluginRecords:

@@ -16,9 +16,10 @@ from ...errors import ApiError
 from ...platform import PluginPlatform
 from ...records.declaration import LOCATIONS
 from ..api import NO_STORE, Call, Reply, declare, routes_of
+from ..auth.sessions import signed_in
 from ..database import Database
 from .context import ServerContext
-from .records import OPERATORS, RECORD, signed_in
+from .records import OPERATORS, RECORD
 
 STEPS = [
     "CREATE TABLE IF NOT EXISTS plugin_state (name TEXT PRIMARY KEY, enabled INTEGER NOT NULL)"

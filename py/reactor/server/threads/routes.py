@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..api import NO_STORE, Call, Endpoint, Reply, declare, routes_of, services_of
-from ..auth.sessions import Auth, User
+from ..api import NO_STORE, Call, Endpoint, Reply, declare, routes_of
+from ..auth.sessions import Auth, signed_in
 from .store import CURSOR, ID_PATTERN, ThreadLimits, ThreadStore, megabytes
 
 PURGE_EVERY = 3600.0  # seconds between two purges of old threads (with --threads-keep-days)
@@ -272,10 +271,7 @@ def _threads(call: Call) -> ThreadServices:
     return services
 
 
-def _signed_in(request: Request) -> User:
-    """A declaration's `who`: the app's signed-in user, 401 when nobody is."""
-    services: ThreadServices = services_of(request)
-    return services.auth.signed_in(SIGN_IN)(request)
+SIGNED_IN = signed_in(SIGN_IN)  # each route's `who`: the app's signed-in person
 
 
 async def _purge(services: ThreadServices) -> None:
@@ -300,7 +296,7 @@ async def _purge(services: ThreadServices) -> None:
     },
     replies={200: Reply(LISTED, headers=NO_STORE)},
     refusals={401: "Nobody is signed in.", 422: "`before` is not a cursor it answered."},
-    who=_signed_in,
+    who=SIGNED_IN,
 )
 async def list_threads(call: Call) -> Response:
     services = _threads(call)
@@ -339,7 +335,7 @@ async def create_thread(call: Call) -> Response:  # declared per app: _turn_decl
     path={"id": THREAD_ID},
     replies={200: Reply(THREAD, headers=NO_STORE)},
     refusals={401: "Nobody is signed in.", 404: NOT_THEIRS},
-    who=_signed_in,
+    who=SIGNED_IN,
 )
 async def read_thread(call: Call) -> Response:
     services = _threads(call)
@@ -376,7 +372,7 @@ async def append_turn(call: Call) -> Response:  # declared per app: _turn_declar
     body_limit=4096,
     replies={200: Reply(SUMMARY)},
     refusals={401: "Nobody is signed in.", 404: NOT_THEIRS},
-    who=_signed_in,
+    who=SIGNED_IN,
 )
 async def rename_thread(call: Call) -> Any:
     title = call.body["title"].strip()
@@ -400,7 +396,7 @@ async def rename_thread(call: Call) -> Any:
         )
     },
     refusals={401: "Nobody is signed in.", 404: NOT_THEIRS},
-    who=_signed_in,
+    who=SIGNED_IN,
 )
 async def delete_thread(call: Call) -> Any:
     await run_in_threadpool(_threads(call).store.delete, call.user.username, call.path["id"])
@@ -428,7 +424,7 @@ def _turn_declared(turn_bytes: int) -> tuple[Endpoint, Endpoint]:
             401: "Nobody is signed in.",
             413: "The turn is larger than one turn may be.",
         },
-        who=_signed_in,
+        who=SIGNED_IN,
     )(create_thread)
     append = declare(
         "POST",
@@ -447,6 +443,6 @@ def _turn_declared(turn_bytes: int) -> tuple[Endpoint, Endpoint]:
             404: NOT_THEIRS,
             413: "The turn is larger than one turn may be.",
         },
-        who=_signed_in,
+        who=SIGNED_IN,
     )(append_turn)
     return create, append

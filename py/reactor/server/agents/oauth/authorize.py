@@ -31,8 +31,7 @@ from starlette.types import Scope
 
 from ....errors import ApiError, OAuthError, ReactorError
 from ...api import HTML, Call, Declaration, Reply, declare, documented, routes_of, services_of
-from ...auth.sessions import Auth
-from ..tokens import signed_in
+from ...auth.sessions import Auth, signed_in
 from .clients import Clients
 from .consent import AuthorizationRequest, consent_page, refusal_page
 from .grants import MAX_GRANTS, Asked, Grants

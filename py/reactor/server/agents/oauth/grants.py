@@ -35,7 +35,7 @@ from starlette.routing import Route
 
 from ....errors import ApiError, OAuthError
 from ...api import NO_STORE, Call, Reply, declare, routes_of
-from ...auth.sessions import Auth, User
+from ...auth.sessions import Auth, User, signed_in
 from ...database import Database
 from ..tokens import (
     LAST_USED_SECONDS,
@@ -43,7 +43,6 @@ from ..tokens import (
     RATE_WINDOW,
     REVOKED,
     AgentToken,
-    signed_in,
 )
 from .metadata import same_resource
 
