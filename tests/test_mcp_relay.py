@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from mcp_types.methods import serialize_server_result
 
 from reactor.server.agents.mcp import tool_result
 from reactor.server.agents.relay import CLAIMED_STOPPING, CLAIMED_TIMEOUT, STOPPING, PageRelay
@@ -181,22 +182,26 @@ def test_pages_are_found_by_their_person_only_the_most_recently_active_first():
 
 def test_an_envelope_becomes_structured_content_and_text_and_a_failure_a_tool_error():
     ok = tool_result({"ok": True, "result": {"decks": [1]}})
-    assert (
-        ok.is_error is not True
-        and ok.structured_content == {"decks": [1]}
-        and ok.content[0].text == '{"decks": [1]}'
-    )
+    assert ok == {
+        "content": [{"type": "text", "text": '{"decks": [1]}'}],
+        "isError": False,
+        "structuredContent": {"decks": [1]},
+    }
     listed = tool_result({"ok": True, "result": [1, 2]})
-    assert listed.structured_content == {"result": [1, 2]} and listed.content[0].text == "[1, 2]"
+    assert listed["structuredContent"] == {"result": [1, 2]}
+    assert listed["content"] == [{"type": "text", "text": "[1, 2]"}]
     failed = tool_result(
         {"ok": False, "error": {"code": "denied", "message": "The person declined."}}
     )
-    assert (
-        failed.is_error is True and failed.content[0].text == "The person declined. (code: denied)"
-    )
-    assert failed.structured_content == {
+    assert failed["isError"] is True
+    assert failed["content"] == [{"type": "text", "text": "The person declined. (code: denied)"}]
+    assert failed["structuredContent"] == {
         "error": {"code": "denied", "message": "The person declined."}
     }
+    # A plain tools/call answers this form as it is (transport.py DirectToolCalls): it must be
+    # what the SDK itself answers for a 2025-11-25 session, field for field.
+    for result in (ok, listed, failed, tool_result({"ok": False})):
+        assert serialize_server_result("tools/call", "2025-11-25", result) == result
 
 
 def test_a_connected_pages_messages_are_checked_and_only_its_person_may_send_them(tmp_path):

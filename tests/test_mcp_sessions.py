@@ -427,3 +427,55 @@ def test_a_copy_that_idled_out_is_adopted_again_and_a_session_unused_for_its_idl
         assert refused.status_code == 404 and refused.json()["error"]["message"] == (
             "Session not found"
         )
+
+
+def test_a_plain_call_is_answered_as_the_sdk_answers_it_and_a_malformed_one_is_refused_so(
+    two_apps,  # noqa: F811
+):
+    """A tools/call of plain params takes a shorter way than the SDK's validation (transport.py
+    DirectToolCalls); what it answers, and what a malformed call is told, are the SDK's own, on
+    the process that opened the session and on the other."""
+    first, second = two_apps
+    page = ScriptedPage(
+        first.url, bearer(first, "ada"), lambda call: {"ok": True, "result": call["arguments"]}
+    )
+    token = agent_token(first)
+
+    def call(client: httpx.Client, url: str, session: str, params: Any, number: int = 1):
+        return client.post(
+            f"{url}/mcp",
+            json={"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": params},
+            headers={"mcp-session-id": session},
+        )
+
+    with httpx.Client(
+        headers={**HEADERS, "authorization": f"Bearer {token}"}, timeout=10
+    ) as client:
+        session = initialize(client, first.url)
+        for number, server in enumerate((first, second, first), start=1):
+            plain = {"name": TOOL["name"], "arguments": {"n": number}}
+            if number == 3:
+                plain["_meta"] = {"progressToken": "p"}
+            answer = call(client, server.url, session, plain, number)
+            assert answer.status_code == 200, answer.text
+            assert answer.json() == {
+                "jsonrpc": "2.0",
+                "id": number,
+                "result": {
+                    "content": [{"type": "text", "text": json.dumps({"n": number})}],
+                    "isError": False,
+                    "structuredContent": {"n": number},
+                },
+            }
+        for server in (first, second):
+            for params in (
+                {"name": TOOL["name"], "arguments": "every note"},
+                {"name": 7},
+                {"arguments": {}},
+            ):
+                refused = call(client, server.url, session, params)
+                assert refused.status_code == 200, refused.text
+                assert refused.json()["error"]["code"] == -32602, refused.text
+    assert [c["arguments"] for c in page.calls] == [{"n": 1}, {"n": 2}, {"n": 3}], (
+        "only the plain calls reached the page"
+    )

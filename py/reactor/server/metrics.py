@@ -250,7 +250,7 @@ class MetricsMiddleware:
             self.metrics.latency.labels(route, method).observe(time.perf_counter() - started)
 
 
-CallTool = Callable[[Any, Any], Awaitable[Any]]
+CallTool = Callable[..., Awaitable[Any]]
 
 
 def counted(call_tool: CallTool) -> CallTool:
@@ -258,10 +258,10 @@ def counted(call_tool: CallTool) -> CallTool:
     (`timeout`, `unavailable`, `not_found`, …), or `cancelled` when the agent cancelled it."""
 
     @wraps(call_tool)
-    async def counting(ctx: Any, params: Any) -> Any:
+    async def counting(ctx: Any, *args: Any) -> Any:
         outcome = "failed"
         try:
-            result = await call_tool(ctx, params)
+            result = await call_tool(ctx, *args)
             outcome = _outcome(result)
             return result
         except asyncio.CancelledError:
@@ -276,10 +276,11 @@ def counted(call_tool: CallTool) -> CallTool:
     return counting
 
 
-def _outcome(result: Any) -> str:
-    if not getattr(result, "is_error", False):
+def _outcome(result: dict[str, Any]) -> str:
+    """A CallToolResult's outcome, from its wire form."""
+    if not result.get("isError"):
         return "ok"
-    structured = getattr(result, "structured_content", None) or {}
+    structured = result.get("structuredContent")
     error = structured.get("error") if isinstance(structured, dict) else None
     code = error.get("code") if isinstance(error, dict) else None
     return code if isinstance(code, str) else "failed"

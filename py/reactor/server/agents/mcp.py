@@ -67,7 +67,7 @@ from .oauth.resource import CHALLENGE, REFUSAL, challenge, holder, refusal
 from .relay import MAX_PAGES, PageLink, PageRelay, failure
 from .sessions import SessionRows, SessionWatch, SharedSessionManager
 from .tokens import AgentToken, AgentTokens, bearer_token
-from .transport import KernelCapture, SettlingSessionManager
+from .transport import DirectToolCalls, KernelCapture, SettlingSessionManager
 
 log = logging.getLogger("reactor.server")
 
@@ -93,24 +93,27 @@ def no_page_sentence(url: str) -> str:
     return f"Open {url}, sign in and switch on *Let my agents use this page*."
 
 
-def tool_result(envelope: dict[str, Any]) -> types.CallToolResult:
-    """A page's envelope as MCP's result: the value as structuredContent and as JSON text; an
-    `ok: false` as a tool error (isError) with its code and sentence, for the model to act on."""
+def tool_result(envelope: dict[str, Any]) -> dict[str, Any]:
+    """A page's envelope as MCP's CallToolResult, in its wire form: the value as
+    structuredContent and as JSON text; an `ok: false` as a tool error (isError) with its code
+    and sentence, for the model to act on."""
     if envelope.get("ok") is True:
         value = envelope.get("result")
         structured = value if isinstance(value, dict) else {"result": value}
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=json.dumps(value, ensure_ascii=False))],
-            structured_content=structured,
-        )
+        text = json.dumps(value, ensure_ascii=False)
+        return {
+            "content": [{"type": "text", "text": text}],
+            "isError": False,
+            "structuredContent": structured,
+        }
     found = envelope.get("error")
     error: dict[str, Any] = found if isinstance(found, dict) else {}
     code, message = str(error.get("code", "failed")), str(error.get("message", "The tool failed."))
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=f"{message} (code: {code})")],
-        structured_content={"error": error or {"code": code, "message": message}},
-        is_error=True,
-    )
+    return {
+        "content": [{"type": "text", "text": f"{message} (code: {code})"}],
+        "isError": True,
+        "structuredContent": {"error": error or {"code": code, "message": message}},
+    }
 
 
 OWN_TOOL_LIST = [
@@ -178,9 +181,8 @@ def mcp_server(relay: PageRelay, page_url: Callable[[Any], str]) -> RelayServer:
             tools=[t for t in tools if t is not None and t.name not in OWN_TOOLS] + OWN_TOOL_LIST
         )
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def answer(ctx: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         username = _agent(ctx).user.username
-        name, arguments = params.name, dict(params.arguments or {})
         if name == "reactor_pages":
             # the first is the most recently used: where a tool called without reactor_call goes
             listed = [
@@ -232,16 +234,21 @@ def mcp_server(relay: PageRelay, page_url: Callable[[Any], str]) -> RelayServer:
 
         return tool_result(await relay.call(page, name, arguments, progress, _agent(ctx).name))
 
-    server = RelayServer(
-        "reactor", version="1", on_list_tools=list_tools, on_call_tool=counted(call_tool)
-    )
+    answering = counted(answer)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        # the SDK's way (transport.py DirectToolCalls takes the plain calls)
+        result = await answering(ctx, params.name, dict(params.arguments or {}))
+        return types.CallToolResult.model_validate(result)
+
+    server = RelayServer("reactor", version="1", on_list_tools=list_tools, on_call_tool=call_tool)
     if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
         # No tracing is set up in this process (a provider set before the app is made keeps the
         # SDK's spans): the SDK's span around each message would be a no-op costing ~0.05 ms.
         server.middleware = [
             m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)
         ]
-    server.middleware.append(KernelCapture(server))
+    server.middleware += [KernelCapture(server), DirectToolCalls(answering)]
     return server
 
 
