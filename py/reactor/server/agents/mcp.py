@@ -405,7 +405,7 @@ class Agents:
     ) -> None:
         # Processes sharing a PostgreSQL database share their pages by it (server/agents/bus.py).
         self.bus = PostgresPageBus(database) if database.kind == "postgresql" else None
-        self.auth, self.tokens, self.relay = auth, tokens, PageRelay(self.bus)
+        self.auth, self.tokens, self.grants, self.relay = auth, tokens, grants, PageRelay(self.bus)
         # ...and their MCP sessions (server/agents/sessions.py).
         self.sessions = SessionRows(database) if self.bus is not None else None
         self.server = mcp_server(self.relay, lambda ctx: _page_url(ctx.request, public_url))
@@ -436,6 +436,9 @@ class Agents:
 
     def _revoke_here(self, token_id: Any) -> None:
         if isinstance(token_id, str):
+            # no request is served from what this process counted ahead for it (leases.py)
+            self.tokens.leases.forget(token_id)
+            self.grants.leases.forget(token_id)
             task = asyncio.ensure_future(self.endpoint.revoked(token_id))
             self.relay.notices.add(task)  # held until done
             task.add_done_callback(self.relay.notices.discard)

@@ -5,12 +5,14 @@ A signed-in person makes one with `POST /api/agent-tokens {"name"}` and sees it 
 database keeps only its SHA-256 (as it does for sessions). A token works on `/mcp` only, and
 `/mcp` takes nothing else: a session token is refused there and an agent token everywhere else
 (`AgentTokensOnlyOnMcp`), so a token pasted into an agent's configuration cannot sign anyone in
-to the page or write through the page's API. `DELETE /api/agent-tokens/{id}` revokes it: every
-request reads the table, so the next one is refused. Each token is held to RATE_LIMIT requests
-per RATE_WINDOW seconds: on PostgreSQL, where several server processes share the database, the
-count is in the token's row, moved by the same statement that checks the token (one UPDATE instead
-of a SELECT per request), so it holds across processes; on SQLite, which one server process owns,
-in that process's memory (a write per request there would cost a commit, 1-5 ms, on every call).
+to the page or write through the page's API. `DELETE /api/agent-tokens/{id}` revokes it: its next
+request is refused (on another server process as soon as the bus tells it, and within a second
+whatever comes). Each token is held to RATE_LIMIT requests per RATE_WINDOW seconds: on
+PostgreSQL, where several server processes share the database, the count is in the token's row,
+moved by the same statement that checks the token, a lease of requests at a time
+(server/agents/leases.py), so it holds across processes; on SQLite, which one server process
+owns, in that process's memory (a write per request there would cost a commit, 1-5 ms, on every
+call).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import secrets
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from starlette.datastructures import Headers
@@ -34,6 +36,7 @@ from ...errors import ApiError
 from ..api import NO_STORE, Call, Refusal, Reply, declare, error_answer, routes_of
 from ..auth.sessions import Auth, User, signed_in
 from ..database import Database
+from .leases import Leases
 
 PREFIX = "reactor_agent_"  # tells an agent token from a session token without a database read
 MAX_NAME = 80
@@ -64,13 +67,15 @@ STEPS = [
     ALTER TABLE agent_tokens ADD COLUMN window_count INTEGER NOT NULL DEFAULT 0;
     """,
 ]
-# Checks a token and counts the request in one statement: a window older than RATE_WINDOW starts
-# again at this request (SET's right-hand sides all read the row as it was).
+# Checks a token and counts `take` requests in one statement (server/agents/leases.py), less `back`
+# that its last lease here did not serve when that was in this window: a window older than
+# RATE_WINDOW starts again at this request (SET's right-hand sides all read the row as it was).
 CHECK_AND_COUNT = """
 UPDATE agent_tokens SET
     last_used = :now,
-    window_count = CASE WHEN window_start IS NULL OR window_start <= :since THEN 1
-        ELSE window_count + 1 END,
+    window_count = CASE WHEN window_start IS NULL OR window_start <= :since THEN :take
+        ELSE GREATEST(window_count - CASE WHEN window_start = :window THEN :back ELSE 0 END, 0)
+            + :take END,
     window_start = CASE WHEN window_start IS NULL OR window_start <= :since THEN :now
         ELSE window_start END
 WHERE token_hash = :hash
@@ -117,6 +122,9 @@ class AgentTokens:
         database.migrate("agent_tokens", STEPS)
         self.shared_count = database.kind == "postgresql"
         self.recent: dict[str, deque[float]] = {}  # SQLite: each token's requests in the window
+        self.leases = Leases[
+            AgentToken
+        ]()  # PostgreSQL: requests counted ahead, server/agents/leases.py
         self.on_revoke: list[Callable[[str], None]] = []  # told of each token revoked
 
     def make(self, user: User, name: str) -> dict[str, object]:
@@ -154,6 +162,7 @@ class AgentTokens:
                 "DELETE FROM agent_tokens WHERE id = ? AND username = ?", (token_id, user.username)
             ).rowcount
         self.recent.pop(token_id, None)
+        self.leases.forget(token_id)
         return bool(gone)
 
     def check(self, secret: str) -> AgentToken | None:
@@ -181,20 +190,32 @@ class AgentTokens:
         return AgentToken(row["id"], row["name"], user, self._count_here(row["id"]))
 
     def _check_and_count(self, secret: str, now: float) -> AgentToken | None:
+        digest = _digest(secret)
+        leased = self.leases.use(digest)
+        if leased is not None:
+            return leased
+        counted = self.leases.count(digest)
         rows = self.database.statement(
-            CHECK_AND_COUNT, {"now": now, "since": now - RATE_WINDOW, "hash": _digest(secret)}
+            CHECK_AND_COUNT,
+            {
+                "now": now,
+                "since": now - RATE_WINDOW,
+                "hash": digest,
+                "take": counted.take,
+                "back": counted.back,
+                "window": counted.window,
+            },
         )
         if not rows:
             return None
         row = rows[0]
-        wait = (
-            max(1, math.ceil(row["window_start"] + RATE_WINDOW - now))
-            if row["window_count"] > RATE_LIMIT
-            else 0
-        )
-        return AgentToken(
-            row["id"], row["name"], User(row["username"], tuple(json.loads(row["groups"]))), wait
-        )
+        user = User(row["username"], tuple(json.loads(row["groups"])))
+        token = AgentToken(row["id"], row["name"], user)
+        window, total = row["window_start"], row["window_count"]
+        ends_in = window + RATE_WINDOW - now
+        if self.leases.hold(digest, token.id, token, counted, window, total, RATE_LIMIT, ends_in):
+            return token
+        return replace(token, retry_after=max(1, math.ceil(ends_in)))
 
     def _count_here(self, token_id: str) -> int:
         """0 when `token_id` may make a request now (and counts it), else the seconds to wait."""

@@ -27,7 +27,7 @@ import secrets
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from starlette.responses import JSONResponse, Response
@@ -37,6 +37,7 @@ from ....errors import ApiError, OAuthError
 from ...api import NO_STORE, Call, Reply, declare, routes_of
 from ...auth.sessions import Auth, User, signed_in
 from ...database import Database
+from ..leases import Leases
 from ..tokens import (
     LAST_USED_SECONDS,
     RATE_LIMIT,
@@ -95,14 +96,19 @@ STEPS = [
 CHECK_AND_COUNT = """
 UPDATE oauth_grants SET
     last_used = :now,
-    window_count = CASE WHEN window_start IS NULL OR window_start <= :since THEN 1
-        ELSE window_count + 1 END,
+    window_count = CASE WHEN window_start IS NULL OR window_start <= :since THEN :take
+        ELSE GREATEST(window_count - CASE WHEN window_start = :window THEN :back ELSE 0 END, 0)
+            + :take END,
     window_start = CASE WHEN window_start IS NULL OR window_start <= :since THEN :now
         ELSE window_start END
 WHERE id = (SELECT grant_id FROM oauth_tokens
             WHERE token_hash = :hash AND kind = 'access' AND expires > :now)
+    -- A count or a last-use time lost in a crash is harmless: this statement's commit need not
+    -- wait for the disk (set for its own transaction only, as SET LOCAL would).
+    AND set_config('synchronous_commit', 'off', true) = 'off'
 RETURNING id, client_name, resource, username, window_start, window_count,
-    (SELECT groups FROM users WHERE users.username = oauth_grants.username) AS groups
+    (SELECT groups FROM users WHERE users.username = oauth_grants.username) AS groups,
+    (SELECT expires FROM oauth_tokens WHERE token_hash = :hash) AS expires
 """
 CONNECTION = {
     "type": "object",
@@ -142,6 +148,8 @@ class Grants:
         database.migrate("oauth", STEPS)
         self.shared_count = database.kind == "postgresql"
         self.recent: dict[str, deque[float]] = {}  # SQLite: each grant's requests in the window
+        # PostgreSQL: requests counted ahead (server/agents/leases.py), with the resource given for
+        self.leases = Leases[tuple[AgentToken, str]]()
         # told of each connection that ends, by the id its agent has at /mcp ("oauth:<grant>")
         self.on_revoke: list[Callable[[str], None]] = []
 
@@ -188,6 +196,7 @@ class Grants:
         now = time.time()
         problem: OAuthError | None = None
         answer: dict[str, Any] = {}
+        ended = ""  # a grant ended because its code or refresh token was used twice
         with self.database.transaction(immediate=True) as db:
             row = db.execute(
                 "SELECT * FROM oauth_codes WHERE code_hash = ?", (_digest(code),)
@@ -200,6 +209,7 @@ class Grants:
             elif row["grant_id"] is not None:
                 # Spent already: whoever redeemed it first may not be the client. End what it made.
                 db.execute("DELETE FROM oauth_grants WHERE id = ?", (row["grant_id"],))
+                ended = row["grant_id"]
                 problem = OAuthError(
                     "invalid_grant",
                     "This authorization code was used already, so reactor ended the connection "
@@ -251,6 +261,8 @@ class Grants:
                     (grant_id, row["code_hash"]),
                 )
                 answer = _new_tokens(db, grant_id, now)
+        if ended:
+            self._ended(ended)  # its access tokens stop at once, on every process
         if problem is not None:
             raise problem
         return answer
@@ -262,6 +274,7 @@ class Grants:
         now = time.time()
         problem: OAuthError | None = None
         answer: dict[str, Any] = {}
+        ended = ""  # a grant ended because its code or refresh token was used twice
         with self.database.transaction(immediate=True) as db:
             row = db.execute(
                 "SELECT oauth_tokens.grant_id, oauth_tokens.expires, oauth_tokens.used, "
@@ -277,6 +290,7 @@ class Grants:
                 )
             elif row["used"] is not None:
                 db.execute("DELETE FROM oauth_grants WHERE id = ?", (row["grant_id"],))
+                ended = row["grant_id"]
                 problem = OAuthError(
                     "invalid_grant",
                     "This refresh token was used already, so reactor ended the connection (a "
@@ -304,6 +318,8 @@ class Grants:
                     (row["grant_id"], now, now - REFRESH_SECONDS),
                 )
                 answer = _new_tokens(db, row["grant_id"], now)
+        if ended:
+            self._ended(ended)  # its access tokens stop at once, on every process
         if problem is not None:
             raise problem
         return answer
@@ -324,6 +340,7 @@ class Grants:
 
     def _ended(self, grant_id: str) -> None:
         """What the connection opened at /mcp ends now, not at its next request."""
+        self.leases.forget(f"oauth:{grant_id}")
         for revoked in self.on_revoke:
             revoked(f"oauth:{grant_id}")
 
@@ -374,45 +391,59 @@ class Grants:
             return None, UNKNOWN
         now = time.time()
         if self.shared_count:
-            with self.database.transaction() as db:
-                db.execute("SET LOCAL synchronous_commit = off")  # a lost count is harmless
-                row = db.execute(
-                    CHECK_AND_COUNT,
-                    {"now": now, "since": now - RATE_WINDOW, "hash": _digest(secret)},
-                ).fetchone()
-            if row is None:
-                return None, self._why_not(secret, now)
-            wait = (
-                max(1, math.ceil(row["window_start"] + RATE_WINDOW - now))
-                if row["window_count"] > RATE_LIMIT
-                else 0
-            )
-        else:
-            with self.database.transaction() as db:
-                row = db.execute(
-                    "SELECT oauth_grants.id, oauth_grants.client_name, oauth_grants.resource, "
-                    "oauth_grants.last_used, users.username, users.groups FROM oauth_tokens "
-                    "JOIN oauth_grants ON oauth_grants.id = oauth_tokens.grant_id "
-                    "JOIN users ON users.username = oauth_grants.username "
-                    "WHERE token_hash = ? AND kind = 'access' AND expires > ?",
-                    (_digest(secret), now),
-                ).fetchone()
-                if row is not None and (
-                    row["last_used"] is None or now - row["last_used"] > LAST_USED_SECONDS
-                ):
-                    db.execute(
-                        "UPDATE oauth_grants SET last_used = ? WHERE id = ?", (now, row["id"])
-                    )
-            if row is None:
-                return None, self._why_not(secret, now)
-            wait = self._count_here(row["id"])
-        if not same_resource(resource, row["resource"]):
-            return None, (
-                f"This token was given for {row['resource']}, not for {resource}: connect your "
-                "agent to the address you allowed it on, or allow it again for this one."
-            )
+            return self._check_and_count(secret, resource, now)
+        with self.database.transaction() as db:
+            row = db.execute(
+                "SELECT oauth_grants.id, oauth_grants.client_name, oauth_grants.resource, "
+                "oauth_grants.last_used, users.username, users.groups FROM oauth_tokens "
+                "JOIN oauth_grants ON oauth_grants.id = oauth_tokens.grant_id "
+                "JOIN users ON users.username = oauth_grants.username "
+                "WHERE token_hash = ? AND kind = 'access' AND expires > ?",
+                (_digest(secret), now),
+            ).fetchone()
+            if row is not None and (
+                row["last_used"] is None or now - row["last_used"] > LAST_USED_SECONDS
+            ):
+                db.execute("UPDATE oauth_grants SET last_used = ? WHERE id = ?", (now, row["id"]))
+        if row is None:
+            return None, self._why_not(secret, now)
         user = User(row["username"], tuple(json.loads(row["groups"])))
-        return AgentToken(f"oauth:{row['id']}", row["client_name"], user, wait), ""
+        agent = AgentToken(f"oauth:{row['id']}", row["client_name"], user)
+        return _for_resource(agent, row["resource"], resource, self._count_here(row["id"]))
+
+    def _check_and_count(
+        self, secret: str, resource: str, now: float
+    ) -> tuple[AgentToken | None, str]:
+        """PostgreSQL: the check and the count in one statement, a lease of requests at a time
+        (server/agents/leases.py)."""
+        digest = _digest(secret)
+        leased = self.leases.use(digest)
+        if leased is not None:
+            return _for_resource(leased[0], leased[1], resource, 0)
+        counted = self.leases.count(digest)
+        rows = self.database.statement(
+            CHECK_AND_COUNT,
+            {
+                "now": now,
+                "since": now - RATE_WINDOW,
+                "hash": digest,
+                "take": counted.take,
+                "back": counted.back,
+                "window": counted.window,
+            },
+        )
+        if not rows:
+            return None, self._why_not(secret, now)
+        row = rows[0]
+        user = User(row["username"], tuple(json.loads(row["groups"])))
+        agent = AgentToken(f"oauth:{row['id']}", row["client_name"], user)
+        window, total = row["window_start"], row["window_count"]
+        ends_in = min(window + RATE_WINDOW, row["expires"]) - now
+        holder = (agent, str(row["resource"]))
+        if self.leases.hold(digest, agent.id, holder, counted, window, total, RATE_LIMIT, ends_in):
+            return _for_resource(agent, row["resource"], resource, 0)
+        wait = max(1, math.ceil(window + RATE_WINDOW - now))
+        return _for_resource(agent, row["resource"], resource, wait)
 
     def _why_not(self, secret: str, now: float) -> str:
         with self.database.transaction() as db:
@@ -523,3 +554,16 @@ def _challenge(verifier: str) -> str:
 
 def _digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _for_resource(
+    agent: AgentToken, given_for: str, resource: str, wait: int
+) -> tuple[AgentToken | None, str]:
+    """The agent, when its token was given for the resource it is used at (`wait`: the seconds
+    it is past its rate); else the sentence saying so."""
+    if not same_resource(resource, given_for):
+        return None, (
+            f"This token was given for {given_for}, not for {resource}: connect your "
+            "agent to the address you allowed it on, or allow it again for this one."
+        )
+    return (replace(agent, retry_after=wait) if wait else agent), ""
