@@ -27,7 +27,7 @@ every call asks it) in memory: a person's entry is forgotten when the word for t
 this process writes, and all of them when processes go; it is kept only while this process's
 LISTEN connection is up (whatever was said while it was down is lost, so until it is back
 `first_page` reads the table each time, and starts afresh then). A read that began before a
-forgetting is not kept (`generation`). Everything else reads the table.
+forgetting of theirs is not kept (`generation`). Everything else reads the table.
 """
 
 from __future__ import annotations
@@ -95,10 +95,12 @@ class PostgresPageBus:
         self.listening = threading.Event()
         self.stopping = threading.Event()
         self.thread: threading.Thread | None = None
-        # What first_page read, by person, while `listening` (module docstring); a read begun
-        # before the latest forgetting (its generation is older) is not kept.
+        # What first_page read, by person, while `listening` (module docstring). Each forgetting
+        # is one more `generation`, noted by person (everyone's: `forgot_all`): a read begun
+        # before the person's latest is not kept.
         self.firsts: dict[str, PageLink | None] = {}
-        self.generation = 0
+        self.generation = self.forgot_all = 0
+        self.forgot: dict[str, int] = {}
         self.lock = threading.Lock()
 
     # The directory
@@ -151,7 +153,8 @@ class PostgresPageBus:
                 route=row["route"],
             )
         with self.lock:
-            if generation == self.generation and self.listening.is_set():
+            forgotten = max(self.forgot_all, self.forgot.get(username, 0))
+            if forgotten <= generation and self.listening.is_set():
                 self.firsts[username] = page
         return page
 
@@ -190,8 +193,11 @@ class PostgresPageBus:
             self.generation += 1
             if username is None:
                 self.firsts.clear()
+                self.forgot.clear()
+                self.forgot_all = self.generation
             else:
                 self.firsts.pop(username, None)
+                self.forgot[username] = self.generation
 
     def _hearing(self, hearing: bool) -> None:
         """The LISTEN connection is up (every change is heard from now on) or down (none is):
