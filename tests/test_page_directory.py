@@ -152,6 +152,7 @@ def test_a_page_linked_or_gone_on_the_process_itself_is_followed_at_once(url):
 
 def test_while_the_bus_connection_is_down_the_first_page_is_read_from_the_table(url):
     async def work(a: Process, b: Process) -> None:
+        own = b.relay.connect("ada", "Mine", "http://reactor.test/")  # b writes it again after
         older = a.relay.connect("ada", "Notes", "http://reactor.test/")
         newer = a.relay.connect("ada", "Decks", "http://reactor.test/")
         assert older is not None and newer is not None
@@ -175,6 +176,7 @@ def test_while_the_bus_connection_is_down_the_first_page_is_read_from_the_table(
             assert not b.bus.listening.is_set(), "all this while the connection was down"
         await until(b.bus.listening.is_set)
         assert b.first_page().id == older.id and (await b.kept()).id == older.id  # type: ignore[union-attr]
+        assert own is not None and [p.id for p in b.relay.pages_of("ada")][-1] == own.id
 
     on_processes(url, 2, work)
 
