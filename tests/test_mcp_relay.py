@@ -168,7 +168,7 @@ def test_pages_are_found_by_their_person_only_the_most_recently_active_first():
         second.active_at = first.active_at - 10
         assert relay.pages_of("ada") == [first, second]
         told: list[str] = []
-        relay.changed = told.append  # type: ignore[method-assign]
+        relay._notify = told.append  # type: ignore[method-assign]
         relay.touch(second)
         assert relay.pages_of("ada") == [second, first] and told == ["ada"], (
             "another page is the first now"

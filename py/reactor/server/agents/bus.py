@@ -19,6 +19,15 @@ once the watcher's own connection is SETTLE_SECONDS old (after a database restar
 every connection, each process has that long to reconnect), has its pages removed from the
 directory and its calls ended (PageRelay.processes_gone). A process whose LISTEN connection comes
 back writes its pages again.
+
+Each write of the directory carries its own word to every process, in the same statement (`changed`:
+the person's tool list may answer otherwise; `pages`: which page is first, or what it shows, may
+differ), so both commit or neither. That lets each process keep what `first_page` read (an agent's
+every call asks it) in memory: a person's entry is forgotten when the word for them is heard, when
+this process writes, and all of them when processes go; it is kept only while this process's
+LISTEN connection is up (whatever was said while it was down is lost, so until it is back
+`first_page` reads the table each time, and starts afresh then). A read that began before a
+forgetting of theirs is not kept (`generation`). Everything else reads the table.
 """
 
 from __future__ import annotations
@@ -65,6 +74,14 @@ STEPS = [
     """,
     "ALTER TABLE agent_pages ADD COLUMN route TEXT NOT NULL DEFAULT ''",
 ]
+SAVE = (
+    "INSERT INTO agent_pages (id, username, process, title, url, active_at, seen_at, tools, route) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+    "active_at = excluded.active_at, seen_at = excluded.seen_at, tools = excluded.tools, "
+    "title = excluded.title, route = excluded.route RETURNING username"
+)
+CHANGED = "changed"  # a person's pages changed, and their tool list may answer otherwise
+MOVED = "pages"  # a person's pages changed (which is first, or what it shows): not their tools
 
 
 class PostgresPageBus:
@@ -78,6 +95,13 @@ class PostgresPageBus:
         self.listening = threading.Event()
         self.stopping = threading.Event()
         self.thread: threading.Thread | None = None
+        # What first_page read, by person, while `listening` (module docstring). Each forgetting
+        # is one more `generation`, noted by person (everyone's: `forgot_all`): a read begun
+        # before the person's latest is not kept.
+        self.firsts: dict[str, PageLink | None] = {}
+        self.generation = self.forgot_all = 0
+        self.forgot: dict[str, int] = {}
+        self.lock = threading.Lock()
 
     # The directory
 
@@ -103,47 +127,87 @@ class PostgresPageBus:
 
     def first_page(self, username: str) -> PageLink | None:
         """The person's most recently active page, without its tools (a call needs only where
-        the page is; reading and decoding every tool's schema took a tenth of a call's time)."""
+        the page is; reading and decoding every tool's schema took a tenth of a call's time).
+        From memory when read since the directory last changed for them (module docstring): the
+        read cost an agent's call a twentieth of its process's time, and as much of PostgreSQL's."""
+        try:
+            return self.firsts[username]
+        except KeyError:
+            pass
+        generation = self.generation
         rows = self.database.statement(
             "SELECT id, username, process, title, url, active_at, route FROM agent_pages "
             "WHERE username = ? ORDER BY active_at DESC, id LIMIT 1",
             (username,),
         )
-        if not rows:
-            return None
-        row = rows[0]
-        return PageLink(
-            row["id"],
-            row["username"],
-            row["title"],
-            row["url"],
-            row["process"],
-            row["active_at"],
-            route=row["route"],
-        )
+        page = None
+        if rows:
+            row = rows[0]
+            page = PageLink(
+                row["id"],
+                row["username"],
+                row["title"],
+                row["url"],
+                row["process"],
+                row["active_at"],
+                route=row["route"],
+            )
+        with self.lock:
+            forgotten = max(self.forgot_all, self.forgot.get(username, 0))
+            if forgotten <= generation and self.listening.is_set():
+                self.firsts[username] = page
+        return page
 
-    def save(self, page: PageLink) -> None:
+    def save(self, page: PageLink, *, changed: bool = True) -> None:
+        """Write the page's row and tell every process (`changed`: the person's tool list may
+        answer otherwise; else only which page is first, or what it shows)."""
+        values = (
+            page.id,
+            page.username,
+            page.process,
+            page.title,
+            page.url,
+            page.active_at,
+            time.time(),
+            json.dumps(page.tools),
+            page.route,
+        )
+        kind = CHANGED if changed else MOVED
+        self.database.statement(announced(SAVE, kind), (*values, self._sender()))
+        self._forget(page.username)
+
+    def remove(self, page: PageLink) -> None:
+        """The page leaves the directory; every process is told (if it was there)."""
         self.database.statement(
-            "INSERT INTO agent_pages (id, username, process, title, url, active_at, "
-            "seen_at, tools, route) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
-            "active_at = excluded.active_at, seen_at = excluded.seen_at, tools = "
-            "excluded.tools, title = excluded.title, route = excluded.route",
-            (
-                page.id,
-                page.username,
-                page.process,
-                page.title,
-                page.url,
-                page.active_at,
-                time.time(),
-                json.dumps(page.tools),
-                page.route,
-            ),
+            announced("DELETE FROM agent_pages WHERE id = ? RETURNING username", CHANGED),
+            (page.id, self._sender()),
         )
+        self._forget(page.username)
 
-    def remove(self, page_id: str) -> None:
-        self.database.statement("DELETE FROM agent_pages WHERE id = ?", (page_id,))
+    def _sender(self) -> str:
+        return self.relay.process if self.relay is not None else ""
+
+    def _forget(self, username: str | None = None) -> None:
+        """The person's first page (everyone's: None) is read from the table again."""
+        with self.lock:
+            self.generation += 1
+            if username is None:
+                self.firsts.clear()
+                self.forgot.clear()
+                self.forgot_all = self.generation
+            else:
+                self.firsts.pop(username, None)
+                self.forgot[username] = self.generation
+
+    def _hearing(self, hearing: bool) -> None:
+        """The LISTEN connection is up (every change is heard from now on) or down (none is):
+        first_page starts afresh, or keeps nothing until it is back."""
+        if hearing:
+            self._forget()
+            self.listening.set()
+        else:
+            self.listening.clear()
+            self._forget()
 
     # Messages
 
@@ -193,9 +257,15 @@ class PostgresPageBus:
         self.stopping.set()
         if self.thread is not None:
             self.thread.join(5)
-        self.listening.clear()
+        self._hearing(False)
 
     def _listen(self) -> None:
+        try:
+            self._listen_until_stopped()
+        finally:  # stopped, or a fault nobody expected: nothing is heard any more
+            self._hearing(False)
+
+    def _listen_until_stopped(self) -> None:
         import psycopg  # the database layer has made sure it is installed
 
         assert self.relay is not None
@@ -214,7 +284,7 @@ class PostgresPageBus:
                     if connected_before:
                         self._save_own_pages()  # another process may have taken it for dead
                     connected_before = True
-                    self.listening.set()
+                    self._hearing(True)
                     watch = ProcessWatch(time.monotonic())
                     while not self.stopping.is_set():
                         for notice in connection.notifies(timeout=POLL_SECONDS / 2, stop_after=50):
@@ -227,6 +297,7 @@ class PostgresPageBus:
             except (psycopg.Error, DatabaseError):
                 # The database restarted or the connection dropped: listen again (what was sent
                 # meanwhile is lost; its callers end at their limit, or when the page goes).
+                self._hearing(False)
                 self.stopping.wait(POLL_SECONDS)
 
     def _watch(self, connection: Any, watch: ProcessWatch) -> None:
@@ -243,7 +314,10 @@ class PostgresPageBus:
         if not gone:
             return
         log.warning("The server processes %s stopped; their pages' links are gone", sorted(gone))
-        connection.execute("DELETE FROM agent_pages WHERE process = ANY(%s)", (sorted(gone),))
+        # every process is told, also one that never saw them (it may have read their pages)
+        deleted = "DELETE FROM agent_pages WHERE process = ANY(%s) RETURNING username"
+        connection.execute(announced(deleted, CHANGED, "%s"), (sorted(gone), self._sender()))
+        self._forget()
         relay, loop = self.relay, self.loop
         if relay is not None and loop is not None:
             loop.call_soon_threadsafe(relay.processes_gone, gone)
@@ -270,11 +344,13 @@ class PostgresPageBus:
         if relay is None:
             return
         pages = list(relay.pages.values())
-        with self.database.transaction() as db:
-            db.execute(
-                "DELETE FROM agent_pages WHERE process = ? AND id <> ALL(?)",
-                (relay.process, [p.id for p in pages]),
-            )
+        self.database.statement(
+            announced(
+                "DELETE FROM agent_pages WHERE process = ? AND id <> ALL(?) RETURNING username",
+                CHANGED,
+            ),
+            (relay.process, [p.id for p in pages], relay.process),
+        )
         for page in pages:
             self.save(page)
 
@@ -302,8 +378,24 @@ class PostgresPageBus:
                     (gone, time.time() - 600),
                 )
             message = json.loads(row["body"]) if row is not None else None
-        if isinstance(message, dict):
-            loop.call_soon_threadsafe(relay.heard, message)
+        if not isinstance(message, dict):
+            return
+        if message.get("type") in (CHANGED, MOVED) and isinstance(message.get("username"), str):
+            self._forget(message["username"])  # here, at once: before the loop's next read
+            if message["type"] == MOVED:
+                return
+        loop.call_soon_threadsafe(relay.heard, message)
+
+
+def announced(change: str, kind: str, mark: str = "?") -> str:
+    """`change` (a write of agent_pages, RETURNING username) and its word to every process, for
+    each person whose pages it changed, in one statement: the two commit together, or neither.
+    `mark` is the placeholder of the sender's name, after the change's own."""
+    return (
+        f"WITH done AS ({change}) SELECT pg_notify('{CHANNEL}', json_build_object('to', '*', "
+        f"'from', {mark}::text, 'message', json_build_object('type', '{kind}', 'username', "
+        "username))::text) FROM (SELECT DISTINCT username FROM done) AS people"
+    )
 
 
 def channel_of(process: str) -> str:

@@ -112,8 +112,9 @@ class PageBus(Protocol):
 
     def pages_of(self, username: str) -> list[PageLink]: ...
     def first_page(self, username: str) -> PageLink | None: ...
-    def save(self, page: PageLink) -> None: ...
-    def remove(self, page_id: str) -> None: ...
+    # Each write tells every process (`changed`: the person's tool list may answer otherwise).
+    def save(self, page: PageLink, *, changed: bool = True) -> None: ...
+    def remove(self, page: PageLink) -> None: ...
     def send(self, process: str, message: dict[str, Any]) -> None: ...
     def alive(self, process: str) -> bool: ...
 
@@ -154,7 +155,9 @@ class PageRelay:
         page.route = route[:500]
         page.outbox, page.loop = asyncio.Queue(), asyncio.get_running_loop()
         if self.bus is not None:
-            self.bus.save(page)  # first: a page the directory does not have is nobody's
+            # first: a page the directory does not have is nobody's. It is the person's first
+            # page at once, on every process; their tool list changes when it sends its own.
+            self.bus.save(page, changed=False)
         self.pages[page.id] = page
         return page
 
@@ -167,8 +170,8 @@ class PageRelay:
         for call in page.sent:
             _tolerant(self.gone, call)
         if self.bus is not None:
-            _tolerant(self.bus.remove, page.id)
-        _tolerant(self.changed, page.username)
+            _tolerant(self.bus.remove, page)  # every process's agents are told with it
+        self._notify(page.username)
 
     def pages_of(self, username: str) -> list[PageLink]:
         """The person's connected pages, on any process, the most recently active first."""
@@ -202,8 +205,8 @@ class PageRelay:
     def touch(self, page: PageLink) -> None:
         """The person is using this page: it is the one tools go to. Their agents hear of it
         only when that changes which page it is (tools/list answers otherwise then)."""
-        pages = self.pages_of(page.username)
-        was_first = bool(pages) and pages[0].id == page.id
+        first = self.first_page(page.username)
+        was_first = first is not None and first.id == page.id
         page.active_at = time.time()
         self._saved(page, changed=not was_first)
 
@@ -213,9 +216,9 @@ class PageRelay:
             local.tools, local.active_at = page.tools, page.active_at
             local.title, local.route = page.title, page.route
         if self.bus is not None:
-            self.bus.save(page)
+            self.bus.save(page, changed=changed)  # every process's agents are told with it
         if changed:
-            self.changed(page.username)
+            self._notify(page.username)
 
     # Calls
 
@@ -465,14 +468,9 @@ class PageRelay:
 
     # Tool list changes
 
-    def changed(self, username: str) -> None:
-        """Tell the person's MCP connections, on every process, that tools/list may answer otherwise
-        now."""
-        self._notify(username)
-        if self.bus is not None:
-            self.bus.send("*", {"type": "changed", "username": username})
-
     def _notify(self, username: str) -> None:
+        """Tell the person's MCP connections on this process that tools/list may answer otherwise
+        now (the bus tells the other processes', with the write that changed it)."""
         for connection in list(self.listeners.get(username, ())):
             task = asyncio.ensure_future(_quietly(connection.send_tool_list_changed()))
             self.notices.add(task)  # held until done: the loop keeps only weak references to tasks
