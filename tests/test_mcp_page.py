@@ -193,6 +193,14 @@ def test_an_agent_lists_and_calls_the_pages_tools_and_the_person_decides_the_wri
     expect(page.get_by_test_id("agents-last-call")).to_have_text(
         re.compile(r"^Claude Code asked for “Decks: List Decks \(data\)” at ")
     )
+    # A burst of calls is told once a second: the line names the last of them.
+    for _ in range(5):
+        assert agent.call("decks_list_decks", {}).result(30).is_error is False
+    read = agent.call("decks_get_deck", {"id": "reactor-in-5-minutes"}).result(30)
+    assert read.is_error is False
+    expect(page.get_by_test_id("agents-last-call")).to_have_text(
+        re.compile(r"^Claude Code asked for “Decks: Get Deck \(data\)” at ")
+    )
 
     pages = agent.call("reactor_pages", {}).result(30).structured_content["pages"]
     assert [p["page"] for p in pages] == [page_id]

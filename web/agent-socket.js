@@ -13,6 +13,7 @@
 import { LINK_CLOSE, LINK_MESSAGE_LIMIT as MESSAGE_LIMIT } from "./protocol.js";
 
 const TELL_WAITING_MS = 100;  // a call not answered by then is shown while it runs
+const TELL_EVERY_MS = 1000;  // the Agents panel's line names the second: a burst of calls is told once a second
 const LINK_LOST = "The page's link to the server was lost.";
 
 /**
@@ -37,6 +38,10 @@ export class AgentSocket {
     this.running = new Set();  // the calls running, by id
     /** @type {Set<string>} */
     this.aborted = new Set();  // those of them stopped
+    this.toldAt = -Infinity;  // when the main thread last heard of a call
+    /** @type {object | null} */
+    this.untold = null;  // the latest call since, told when a second has passed
+    this.telling = 0;  // the timer that tells it
   }
 
   /**
@@ -70,6 +75,8 @@ export class AgentSocket {
         // withdrawn, and none runs after (the server has failed them).
         this.withdraw(LINK_LOST);
         this.socket = null;
+        clearTimeout(this.telling);  // nor is the last of them told (its person may have gone)
+        [this.telling, this.untold] = [0, null];
       }
       this.notice("agents.socket", { socket: id, event: "close", code, reason });
     };
@@ -113,6 +120,26 @@ export class AgentSocket {
   }
 
   /**
+   * The Agents panel's line of the last call, at most once a second (a busy agent's hundreds of
+   * calls a second cost the main thread one message a second, not one each).
+   * @param {object} detail
+   */
+  tellCall(detail) {
+    this.untold = detail;
+    if (this.telling) return;
+    const wait = this.toldAt + TELL_EVERY_MS - performance.now();
+    if (wait <= 0) this.tellLatest();
+    else this.telling = setTimeout(() => this.tellLatest(), wait);
+  }
+
+  tellLatest() {
+    this.telling = 0;
+    this.toldAt = performance.now();
+    this.notice("agents.call", /** @type {object} */ (this.untold));
+    this.untold = null;
+  }
+
+  /**
    * @param {WebSocket} socket
    * @param {Call} message
    */
@@ -122,7 +149,7 @@ export class AgentSocket {
     const tell = () => {
       if (told) return;
       told = true;
-      this.notice("agents.call", detail);
+      this.tellCall(detail);
     };
     const waiting = setTimeout(tell, TELL_WAITING_MS);
     let envelope;  // its JSON text

@@ -172,8 +172,6 @@ async function follow() {
   delete status.dataset.page;
   if (!user) {
     made.replaceChildren();
-    clearTimeout(lastCallDue);
-    lastCallDue = lastCallDetail = null;
     lastCall.hidden = true;
     lastCall.textContent = "";
     status.textContent = "Sign in to let your agents use this page.";
@@ -212,27 +210,14 @@ window.addEventListener("reactor:agents", ({ detail }) => {
   }
 });
 
-// What an agent last asked this page for, in the words the person sees in the palette. Drawn at
-// most once a second (the line names the second): an agent's burst of calls costs one redraw.
-let lastCallShown = -Infinity;
-let lastCallDue = null;
-let lastCallDetail = null;
-
-function showLastCall() {
-  lastCallDue = null;
-  lastCallShown = performance.now();
-  const { agent, title, at } = lastCallDetail;
+// What an agent last asked this page for, in the words the person sees in the palette (the worker
+// tells the last call at most once a second: web/agent-socket.js).
+window.addEventListener("reactor:agent-call", ({ detail }) => {
+  if (!user) return;  // told just as its person signed out
+  const { agent, title, at } = detail;
   lastCall.hidden = false;
   lastCall.textContent = `${agent || "An agent"} asked for “${title}” at ${at.toLocaleTimeString()}.`;
   listConnections();  // when each allowed agent last called
-}
-
-window.addEventListener("reactor:agent-call", ({ detail }) => {
-  lastCallDetail = detail;
-  if (lastCallDue !== null) return;
-  const wait = lastCallShown + 1000 - performance.now();
-  if (wait <= 0) showLastCall();
-  else lastCallDue = setTimeout(showLastCall, wait);
 });
 
 // Drawn once the page is idle, in a task of its own: the panel is not needed for the page's first
