@@ -20,7 +20,8 @@ from mcp.client.streamable_http import streamable_http_client
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from reactor.server.agents.tokens import RATE_LIMIT
+from reactor.server.agents import leases
+from reactor.server.agents.tokens import CHECK_AND_COUNT, RATE_LIMIT, _digest
 
 TOOL = {
     "name": "notes_count",
@@ -215,3 +216,51 @@ def test_a_tokens_rate_holds_across_processes_and_revoking_it_stops_it_on_both(t
         for server in (first, second):
             answer = client.post(f"{server.url}/mcp", json=ping)
             assert answer.status_code == 401 and "revoked" in answer.json()["error"]["message"]
+
+
+def test_a_lease_ended_unused_goes_back_so_the_whole_rate_is_usable_and_no_more(
+    two_apps, monkeypatch
+):
+    """Every lease ends at once (as a slow agent's do, a second apart): what it did not serve goes
+    back to the window with the next statement (server/agents/leases.py), so the token still has
+    its whole rate across the processes, and not one request more."""
+    first, second = two_apps
+    monkeypatch.setattr(leases, "LEASE_SECONDS", 0.0)
+    token = agent_token(first)
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    headers = {"authorization": f"Bearer {token}", "accept": "application/json, text/event-stream"}
+    with httpx.Client(headers=headers, timeout=30) as client:
+        statuses = [
+            client.post(f"{(first, second)[n // 3 % 2].url}/mcp", json=ping).status_code
+            for n in range(RATE_LIMIT)
+        ]
+        assert 429 not in statuses
+        for server in (first, second):
+            assert client.post(f"{server.url}/mcp", json=ping).status_code == 429
+
+
+def test_a_busy_token_is_counted_a_lease_at_a_time_and_the_window_holds_what_it_used(two_apps):
+    """A token's requests on one process reach the database a lease at a time (one write for
+    many requests); its window counts what they used, with at most one lease ahead."""
+    first, _ = two_apps
+    tokens = first.app.state.agents.tokens
+    written = []
+    statement = tokens.database.statement
+
+    def counting(sql, params=()):
+        if sql is CHECK_AND_COUNT:
+            written.append(params["take"])
+        return statement(sql, params)
+
+    tokens.database.statement = counting
+    secret = agent_token(first)
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    headers = {"authorization": f"Bearer {secret}", "accept": "application/json, text/event-stream"}
+    with httpx.Client(headers=headers, timeout=30) as client:
+        for _ in range(100):  # a ping outside a session is refused (400), after it is counted
+            assert client.post(f"{first.url}/mcp", json=ping).status_code not in (401, 429)
+    assert len(written) <= 12, written
+    [row] = statement(
+        "SELECT window_count FROM agent_tokens WHERE token_hash = ?", (_digest(secret),)
+    )
+    assert 100 <= row["window_count"] <= 100 + leases.MAX_LEASE
