@@ -526,7 +526,8 @@ def test_delete_deck_answers_the_remaining_decks_and_closes_it_on_screen(decks):
     assert answer["deleted"] == "onboarding"
     assert [d["id"] for d in answer["decks"]] == ["quarterly-review", "reactor-in-5-minutes"]
     assert (
-        "deck" not in view(page) and view(page)["message"] == "The deck 'onboarding' was deleted."
+        "deck" not in view(page)
+        and view(page)["message"] == "The deck ‘Onboarding: your first week’ was deleted."
     )
     assert reactor.commands.get_command("decks.nextSlide").describe()["available"] is False
     with pytest.raises(CommandFailedError, match="There is no deck 'onboarding'"):
@@ -738,6 +739,75 @@ def test_a_question_asked_before_the_decks_are_listed_names_the_deck_by_its_titl
     title = next(d["title"] for d in SEEDS if d["id"] == "onboarding")
     assert asked == [f"Delete the deck ‘{title}’? This cannot be undone."]
     assert "onboarding" in [d["id"] for d in execute(reactor, "decks.listDecks")["decks"]]
+
+
+class Calls:
+    """A model that makes the calls given, one a turn, then answers with words."""
+
+    label = "calls"
+
+    def __init__(self, *calls):
+        self.turns = [
+            ModelTurn("", (ToolCall(f"call_{n}", name, args),), "tool_use")
+            for n, (name, args) in enumerate(calls, 1)
+        ] + [ModelTurn("Done.")]
+
+    async def complete(self, request, signal):
+        return self.turns.pop(0)
+
+
+def test_the_line_a_person_reads_after_each_slide_change_names_the_deck_by_its_title(decks):
+    reactor, _ = decks
+    lines = []
+
+    async def allow(request):
+        return "allow"
+
+    loop = ChatLoop(
+        Calls(
+            ("decks_get_slide", {"id": "onboarding", "slide": 2}),
+            ("decks_update_slide", {"id": "onboarding", "slide": 2, "notes": "Slowly."}),
+            ("decks_add_slide", {"id": "onboarding", "title": "Extra", "body": "More"}),
+            ("decks_insert_slide", {"id": "onboarding", "slide": 2, "title": "Plan", "body": ""}),
+            ("decks_delete_slide", {"id": "onboarding", "slide": 7}),
+            ("decks_delete_deck", {"id": "onboarding"}),
+        ),
+        Toolbox(reactor, AgentSpec("presenter", plugins=("decks",))),
+        approve=allow,
+        on_event=lambda event: (
+            lines.append(event.data["summary"]) if event.type == "tool_call.finished" else None
+        ),
+    )
+    assert run(loop.send("tidy the onboarding deck")).text == "Done."
+    assert lines == [
+        "Read slide 2 of 5 of ‘Onboarding: your first week’: ‘Day 1: set up’.",
+        "Saved slide 2 of ‘Onboarding: your first week’.",
+        "Added slide 6 to ‘Onboarding: your first week’.",
+        "Inserted slide 2 into ‘Onboarding: your first week’.",
+        "Deleted slide 7 of ‘Onboarding: your first week’.",
+        "Deleted the deck ‘Onboarding: your first week’.",
+    ]
+
+
+def test_a_slide_change_answers_the_model_the_decks_id_and_title(decks):
+    reactor, _ = decks
+    answers = [
+        execute(reactor, "decks.getSlide", {"id": "onboarding", "slide": 1}),
+        execute(reactor, "decks.updateSlide", {"id": "onboarding", "slide": 1, "notes": "Hi."}),
+        execute(reactor, "decks.addSlide", {"id": "onboarding", "title": "X", "body": ""}),
+        execute(
+            reactor, "decks.insertSlide", {"id": "onboarding", "slide": 1, "title": "Y", "body": ""}
+        ),
+        execute(reactor, "decks.deleteSlide", {"id": "onboarding", "slide": 1}),
+    ]
+    assert all(
+        (a["id"], a["deckTitle"]) == ("onboarding", "Onboarding: your first week") for a in answers
+    )
+    deleted = execute(reactor, "decks.deleteDeck", {"id": "onboarding"})
+    assert (deleted["deleted"], deleted["deckTitle"]) == (
+        "onboarding",
+        "Onboarding: your first week",
+    )
 
 
 def test_a_question_about_a_deck_the_server_cannot_list_names_it_by_its_id():

@@ -172,7 +172,13 @@ class DeckCommands:
     async def get_slide(self, args: dict[str, Any]) -> dict[str, Any]:
         deck = await self.store.get_deck(args["id"])
         slide = deck["slides"][slide_index(deck, args["slide"])]
-        return {"id": deck["id"], "slide": args["slide"], "of": len(deck["slides"]), **slide}
+        return {
+            "id": deck["id"],
+            "deckTitle": deck["title"],
+            "slide": args["slide"],
+            "of": len(deck["slides"]),
+            **slide,
+        }
 
     async def update_slide(self, args: dict[str, Any]) -> dict[str, Any]:
         changes = {key: args[key] for key in ("title", "body", "notes") if key in args}
@@ -188,6 +194,7 @@ class DeckCommands:
         slide = deck["slides"][args["slide"] - 1]
         return {
             "id": deck["id"],
+            "deckTitle": deck["title"],
             "slide": args["slide"],
             "of": len(deck["slides"]),
             **slide,
@@ -200,6 +207,7 @@ class DeckCommands:
         )
         return {
             "id": deck["id"],
+            "deckTitle": deck["title"],
             "slide": len(deck["slides"]),
             "outline": deck_outline(deck),
             **report,
@@ -210,7 +218,13 @@ class DeckCommands:
             deck["slides"].insert(slide_index(deck, args["slide"], insert=True), _new_slide(args))
 
         deck, report = await self._edit(args["id"], change)
-        return {"id": deck["id"], "slide": args["slide"], "outline": deck_outline(deck), **report}
+        return {
+            "id": deck["id"],
+            "deckTitle": deck["title"],
+            "slide": args["slide"],
+            "outline": deck_outline(deck),
+            **report,
+        }
 
     async def delete_slide(self, args: dict[str, Any]) -> dict[str, Any]:
         def change(deck: dict[str, Any]) -> None:
@@ -224,17 +238,24 @@ class DeckCommands:
             del deck["slides"][index]
 
         deck, report = await self._edit(args["id"], change)
-        return {"id": deck["id"], "deleted": args["slide"], "outline": deck_outline(deck), **report}
+        return {
+            "id": deck["id"],
+            "deckTitle": deck["title"],
+            "deleted": args["slide"],
+            "outline": deck_outline(deck),
+            **report,
+        }
 
     async def delete_deck(self, args: dict[str, Any]) -> dict[str, Any]:
         id = args["id"]
+        title = await self.store.title(id)  # learnt before the deck is gone
         report = await self.store.delete_deck(id)
         decks = await self.store.list_decks()
         if self.view.decks is not None or (self.view.deck and self.view.deck["id"] == id):
-            self.view.show_list(decks, report.get("warning") or f"The deck {id!r} was deleted.")
+            self.view.show_list(decks, report.get("warning") or f"The deck ‘{title}’ was deleted.")
         elif "warning" in report:
             self.view.say(report["warning"])
-        return {"deleted": id, "decks": decks, **report}
+        return {"deleted": id, "deckTitle": title, "decks": decks, **report}
 
     # Helpers ---------------------------------------------------------------------------
 
