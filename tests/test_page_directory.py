@@ -9,6 +9,7 @@ connection and thread), the pages linked through the relay as the page's WebSock
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -198,3 +199,38 @@ def test_the_pages_of_a_process_that_stopped_leave_the_first_page_of_the_others(
             await until(lambda p=process: p.first_page().id == stays.id)  # type: ignore[union-attr,misc]
 
     on_processes(url, 3, work)
+
+
+def test_while_the_bus_listens_stuck_without_an_error_the_first_page_is_read_from_the_table(url):
+    """A path to the database gone silent leaves the LISTEN connection waiting, not broken: once
+    the listening thread has not come round for HEARD_WITHIN, nothing is answered from memory."""
+    stuck, released = threading.Event(), threading.Event()
+
+    async def work(a: Process, b: Process) -> None:
+        older = a.relay.connect("ada", "Notes", "http://reactor.test/")
+        newer = a.relay.connect("ada", "Decks", "http://reactor.test/")
+        assert older is not None and newer is not None
+        await until(lambda: b.first_page().id == newer.id)  # type: ignore[union-attr]
+        assert (await b.kept()).id == newer.id  # type: ignore[union-attr]
+
+        def silent(connection: Any, watch: Any) -> None:  # as a query on a silent path waits
+            stuck.set()
+            released.wait(30)
+
+        b.bus._watch = silent  # type: ignore[method-assign]
+        await until(stuck.is_set)
+        with psycopg.connect(url, autocommit=True) as admin:  # a change b cannot hear of now
+            admin.execute(
+                "UPDATE agent_pages SET active_at = active_at + 100 WHERE id = %s", (older.id,)
+            )
+        await until(lambda: b.first_page().id == older.id)  # type: ignore[union-attr]
+        before = len(b.statements)
+        b.first_page()
+        assert len(b.statements) == before + 1, "read from the table while the listening is stuck"
+        assert b.bus.listening.is_set(), "the connection never said it broke"
+        released.set()
+
+    try:
+        on_processes(url, 2, work)
+    finally:
+        released.set()

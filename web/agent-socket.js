@@ -5,9 +5,9 @@
  * (reactor/browser/agent_calls.py AgentCalls: the chat's own callTool, admission, validation and
  * the person's approval), and its answer goes up at once: a call never waits for the main thread,
  * which may be drawing, unless the person must approve it (the chat asks them there). The main
- * thread hears the link's other messages, its opening and its closing (`agents.socket`), and a
- * line for the Agents panel per call (`agents.call`): after the answer has gone for a quick call,
- * while it waits for one that takes longer.
+ * thread hears the link's other messages, its opening and its closing (`agents.socket`), and the
+ * Agents panel's line of the last call, at most once a second (`agents.call`): told after the
+ * answer has gone for a quick call, while it waits for one that takes longer.
  */
 
 import { LINK_CLOSE, LINK_MESSAGE_LIMIT as MESSAGE_LIMIT } from "./protocol.js";
@@ -54,6 +54,7 @@ export class AgentSocket {
     else if (message.type === "agents.send") this.send(message.text);
     else if (message.type === "agents.close") {
       this.withdraw(message.reason || LINK_LOST);
+      this.forgetCalls();
       this.socket.close(message.code);
     }
   }
@@ -65,6 +66,7 @@ export class AgentSocket {
   open(id, url) {
     this.socket?.close(LINK_CLOSE.normal);
     this.withdraw(LINK_LOST);
+    this.forgetCalls();  // the last link's calls are not told (its person may have gone)
     const socket = new WebSocket(url);
     [this.socket, this.id] = [socket, id];
     socket.onopen = () => this.notice("agents.socket", { socket: id, event: "open" });
@@ -75,8 +77,7 @@ export class AgentSocket {
         // withdrawn, and none runs after (the server has failed them).
         this.withdraw(LINK_LOST);
         this.socket = null;
-        clearTimeout(this.telling);  // nor is the last of them told (its person may have gone)
-        [this.telling, this.untold] = [0, null];
+        this.forgetCalls();  // nor is the last of them told (its person may have gone)
       }
       this.notice("agents.socket", { socket: id, event: "close", code, reason });
     };
@@ -132,6 +133,11 @@ export class AgentSocket {
     else this.telling = setTimeout(() => this.tellLatest(), wait);
   }
 
+  forgetCalls() {
+    clearTimeout(this.telling);
+    [this.telling, this.untold] = [0, null];
+  }
+
   tellLatest() {
     this.telling = 0;
     this.toldAt = performance.now();
@@ -147,7 +153,7 @@ export class AgentSocket {
     const detail = { agent, tool, at: Date.now() };
     let told = false;
     const tell = () => {
-      if (told) return;
+      if (told || socket !== this.socket) return;  // a call of a link that went is not told
       told = true;
       this.tellCall(detail);
     };

@@ -25,8 +25,9 @@ the person's tool list may answer otherwise; `pages`: which page is first, or wh
 differ), so both commit or neither. That lets each process keep what `first_page` read (an agent's
 every call asks it) in memory: a person's entry is forgotten when the word for them is heard, when
 this process writes, and all of them when processes go; it is kept only while this process's
-LISTEN connection is up (whatever was said while it was down is lost, so until it is back
-`first_page` reads the table each time, and starts afresh then). A read that began before a
+LISTEN connection is up and its thread comes round (whatever was said while it was down is lost,
+and a path gone silent hears nothing without breaking: until it is back `first_page` reads the
+table each time, and starts afresh then). A read that began before a
 forgetting of theirs is not kept (`generation`). Everything else reads the table.
 """
 
@@ -35,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import secrets
 import threading
 import time
@@ -52,6 +54,12 @@ GONE_SECONDS = 2.5  # missing this long from pg_stat_activity: the process died
 # Nobody is declared gone in the first seconds of the watcher's own connection: after a database
 # restart every process reconnects, and one that takes longer than the others is not dead.
 SETTLE_SECONDS = 5.0
+# first_page's memory is used only while the listening thread has come round within this long: a
+# connection stuck without an error (a path to the database gone silent) hears nothing meanwhile.
+HEARD_WITHIN = 2 * POLL_SECONDS
+# The LISTEN connection notices a silent path within seconds, not TCP's quarter of an hour.
+KEEPALIVE: dict[str, Any] = {"keepalives_idle": 5, "keepalives_interval": 2, "keepalives_count": 3,
+             "tcp_user_timeout": 10_000}  # fmt: skip
 INLINE_BYTES = 7000  # NOTIFY takes payloads under 8,000 bytes
 STEPS = [
     """
@@ -99,6 +107,7 @@ class PostgresPageBus:
         # is one more `generation`, noted by person (everyone's: `forgot_all`): a read begun
         # before the person's latest is not kept.
         self.firsts: dict[str, PageLink | None] = {}
+        self.heard_at = -math.inf  # when the listening thread last came round (time.monotonic)
         self.generation = self.forgot_all = 0
         self.forgot: dict[str, int] = {}
         self.lock = threading.Lock()
@@ -130,10 +139,9 @@ class PostgresPageBus:
         the page is; reading and decoding every tool's schema took a tenth of a call's time).
         From memory when read since the directory last changed for them (module docstring): the
         read cost an agent's call a twentieth of its process's time, and as much of PostgreSQL's."""
-        try:
+        fresh = time.monotonic() - self.heard_at < HEARD_WITHIN  # the listening is not stuck
+        if fresh and username in self.firsts:
             return self.firsts[username]
-        except KeyError:
-            pass
         generation = self.generation
         rows = self.database.statement(
             "SELECT id, username, process, title, url, active_at, route FROM agent_pages "
@@ -154,7 +162,7 @@ class PostgresPageBus:
             )
         with self.lock:
             forgotten = max(self.forgot_all, self.forgot.get(username, 0))
-            if forgotten <= generation and self.listening.is_set():
+            if forgotten <= generation and fresh and self.listening.is_set():
                 self.firsts[username] = page
         return page
 
@@ -173,16 +181,20 @@ class PostgresPageBus:
             page.route,
         )
         kind = CHANGED if changed else MOVED
-        self.database.statement(announced(SAVE, kind), (*values, self._sender()))
-        self._forget(page.username)
+        try:
+            self.database.statement(announced(SAVE, kind), (*values, self._sender()))
+        finally:  # a write that committed before its answer was lost changed the directory too
+            self._forget(page.username)
 
     def remove(self, page: PageLink) -> None:
         """The page leaves the directory; every process is told (if it was there)."""
-        self.database.statement(
-            announced("DELETE FROM agent_pages WHERE id = ? RETURNING username", CHANGED),
-            (page.id, self._sender()),
-        )
-        self._forget(page.username)
+        try:
+            self.database.statement(
+                announced("DELETE FROM agent_pages WHERE id = ? RETURNING username", CHANGED),
+                (page.id, self._sender()),
+            )
+        finally:
+            self._forget(page.username)
 
     def _sender(self) -> str:
         return self.relay.process if self.relay is not None else ""
@@ -278,6 +290,7 @@ class PostgresPageBus:
                     autocommit=True,
                     connect_timeout=10,
                     application_name=name,
+                    **KEEPALIVE,
                 ) as connection:
                     connection.execute(f"LISTEN {CHANNEL}")
                     connection.execute(f'LISTEN "{channel_of(self.relay.process)}"')
@@ -287,6 +300,7 @@ class PostgresPageBus:
                     self._hearing(True)
                     watch = ProcessWatch(time.monotonic())
                     while not self.stopping.is_set():
+                        self.heard_at = time.monotonic()
                         for notice in connection.notifies(timeout=POLL_SECONDS / 2, stop_after=50):
                             try:
                                 self._heard(notice.payload)

@@ -114,7 +114,7 @@ class KernelCapture:
 
 
 class DirectToolCalls:
-    """The MCP server's innermost middleware: a `tools/call` of a 2025-11-25 (or older) session
+    """The MCP server's middleware: a `tools/call` of a 2025-11-25 (or older) session
     whose params are plain — a name, an object of arguments, at most a progress token in `_meta` —
     goes to `answer` (name, arguments: the result's wire form) without the SDK validating the
     params against the spec's model and the result against it again (two pydantic round trips,
