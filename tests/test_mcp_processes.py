@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from reactor.server.agents import leases
+from reactor.server.agents import direct, leases
 from reactor.server.agents.tokens import CHECK_AND_COUNT, RATE_LIMIT, _digest
 
 TOOL = {
@@ -100,8 +100,36 @@ async def with_session(url: str, token: str, work):
                 return await work(session)
 
 
-def test_an_agent_on_one_process_calls_a_page_held_by_another_and_the_answer_crosses_back(two_apps):
+@pytest.fixture(params=["one host", "several hosts"])
+def hosts(request, monkeypatch):
+    """Processes on one host link directly (server/agents/direct.py); on several, each message to
+    one process goes by NOTIFY. Asked before `two_apps`, which it shapes."""
+    if request.param == "several hosts":
+        monkeypatch.setattr(direct, "ENABLED", False)
+    return request.param
+
+
+def crossing(*servers) -> list[str]:
+    """The processes each message sent by NOTIFY to one process went to, as they are sent."""
+    sent: list[str] = []
+    for server in servers:
+        bus = server.app.state.agents.bus
+        notify = bus._notify
+
+        def noted(process, message, notify=notify):
+            if process != "*":
+                sent.append(process)
+            notify(process, message)
+
+        bus._notify = noted
+    return sent
+
+
+def test_an_agent_on_one_process_calls_a_page_held_by_another_and_the_answer_crosses_back(
+    hosts, two_apps
+):
     first, second = two_apps
+    by_notify = crossing(first, second)
     # The page answers its own process: the answer crosses back to the first.
     page = ScriptedPage(
         second.url, bearer(second, "ada"), lambda call: {"ok": True, "result": {"notes": 3}}
@@ -125,6 +153,11 @@ def test_an_agent_on_one_process_calls_a_page_held_by_another_and_the_answer_cro
     assert page.calls[0]["tool"] == "notes_count" and page.calls[0]["call"].startswith(
         first.app.state.agents.relay.process + "."
     ), "the call is named by the process that waits for it"
+    processes = {first.app.state.agents.relay.process, second.app.state.agents.relay.process}
+    if hosts == "one host":
+        assert by_notify == [], "the call and its answer crossed by the processes' direct link"
+    else:
+        assert set(by_notify) == processes, "the call and its answer crossed by NOTIFY"
 
 
 def test_a_page_that_goes_on_its_process_fails_the_call_waiting_on_the_other_at_once(two_apps):
@@ -151,7 +184,7 @@ def test_a_page_that_goes_on_its_process_fails_the_call_waiting_on_the_other_at_
     assert took < 1.0
 
 
-def test_a_large_call_crosses_by_the_message_table(two_apps):
+def test_a_large_call_crosses_whole_by_the_direct_link_or_the_message_table(hosts, two_apps):
     first, second = two_apps
     page = ScriptedPage(
         second.url, bearer(second, "ada"), lambda call: {"ok": True, "result": call["arguments"]}

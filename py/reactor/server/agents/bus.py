@@ -5,8 +5,9 @@ The directory of connected pages is the table `agent_pages` (which process holds
 stream, its tools, when the person last used it); every process reads it, so an agent's request
 reaching any process finds the person's pages. Messages between processes — a call to the process
 holding the page, the answer back to the process that waits, "the page went", a page's claim of
-a call (to the process that waits) and its answer, "the tool list changed" — go by NOTIFY on the
-addressed process's own channel (`reactor_agent_pages_<process>`: no other process wakes for it),
+a call (to the process that waits) and its answer, "the tool list changed" — go to a process on
+this host by a Unix socket (server/agents/direct.py), else by NOTIFY on the addressed process's own
+channel (`reactor_agent_pages_<process>`: no other process wakes for it),
 or on `reactor_agent_pages` to every process; a payload over NOTIFY's 8,000 bytes waits in
 `agent_messages` and the notification names it. Each process LISTENs on one connection of its
 own, in a thread, and hands what it hears to its relay on the event loop.
@@ -44,6 +45,7 @@ from typing import Any
 
 from ...errors import DatabaseError
 from ..database import Database
+from .direct import Peers, folder_of
 from .relay import PageLink, PageRelay
 
 log = logging.getLogger("reactor")
@@ -103,6 +105,8 @@ class PostgresPageBus:
         self.listening = threading.Event()
         self.stopping = threading.Event()
         self.thread: threading.Thread | None = None
+        self.peers: Peers | None = None  # direct links to this host's other processes
+        self.loop_thread = 0
         # What first_page read, by person, while `listening` (module docstring). Each forgetting
         # is one more `generation`, noted by person (everyone's: `forgot_all`): a read begun
         # before the person's latest is not kept.
@@ -224,10 +228,20 @@ class PostgresPageBus:
     # Messages
 
     def send(self, process: str, message: dict[str, Any]) -> None:
-        """To one process by its name, or to every other with "*"; delivered when this commits."""
+        """To one process by its name, or to every other with "*": to one on this host by its
+        direct link when sent from the loop (server/agents/direct.py), else by NOTIFY, delivered
+        when this commits."""
         if self.relay is None:
             # not started (an app called without its lifespan): no process listens for this one
             return
+        peers = self.peers
+        if process != "*" and peers is not None and threading.get_ident() == self.loop_thread:
+            if peers.send(process, message):
+                return
+        self._notify(process, message)
+
+    def _notify(self, process: str, message: dict[str, Any]) -> None:
+        assert self.relay is not None
         envelope: dict[str, Any] = {"to": process, "from": self.relay.process}
         channel = CHANNEL if process == "*" else channel_of(process)
         body = json.dumps(message, ensure_ascii=False)
@@ -259,6 +273,9 @@ class PostgresPageBus:
     def start(self, relay: PageRelay) -> None:
         """Listen for this process's messages, in a thread, until `stop`."""
         self.relay, self.loop = relay, asyncio.get_running_loop()
+        self.loop_thread = threading.get_ident()
+        peers = Peers(folder_of(self.database.target), relay.process, relay.heard, self._notify)
+        self.peers = peers if peers.start() else None
         self.stopping.clear()
         self.thread = threading.Thread(target=self._listen, name="reactor-page-bus", daemon=True)
         self.thread.start()
@@ -266,6 +283,9 @@ class PostgresPageBus:
             raise DatabaseError("The page bus could not LISTEN on the database.")
 
     def stop(self) -> None:
+        if self.peers is not None:
+            self.peers.stop()
+            self.peers = None
         self.stopping.set()
         if self.thread is not None:
             self.thread.join(5)

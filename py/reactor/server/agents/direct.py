@@ -1,0 +1,213 @@
+"""Direct links between the server processes of one site on one host: a message to one process
+(a call to the process holding the page, the answer back) goes down a Unix socket instead of
+through PostgreSQL's NOTIFY.
+
+A NOTIFY costs a statement on the sender, the database's work, and a thread's wake-up on the
+receiver: for an agent's call that crosses processes, twice (bench/proxy.py: a tenth of a
+server process's CPU). Each process listens on `<folder>/<its name>.sock`, the folder one per
+site and user (the database's address, hashed, names it; mode 0700); a process sends to another
+on this host by a connection it keeps, one JSON message a line, read on the receiver's loop.
+A process elsewhere has no socket here, and is sent to by NOTIFY as before (server/agents/bus.py),
+as is a message to every process.
+
+The order of one process's messages to another holds: while a link is being made its messages
+wait for it, and go by NOTIFY, in order, if it cannot be made. A process that dies takes its
+socket's connections with it; what was sent to it is lost, as a NOTIFY to it is, and the bus's
+watch ends what waited on it. A stale socket (a killed process's) refuses the connection, and
+is removed at the next start of a process of the site.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import socket
+import stat
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("reactor")
+ENABLED = True  # tests turn it off to take the path processes on several hosts take
+LINE_LIMIT = 64 * 1024 * 1024  # a message is a page's answer at most (LINK_MESSAGE_LIMIT) and more
+RETRY_SECONDS = 5.0  # a link that could not be made is not tried again sooner
+PATH_LIMIT = 100  # a Unix socket's path is at most 107 bytes
+
+
+def folder_of(target: str) -> Path:
+    """The folder of a site's sockets on this host: one per database and user."""
+    digest = hashlib.sha256(target.encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"reactor-bus-{os.getuid()}-{digest}"
+
+
+class Link:
+    """This process's connection to another: its messages wait in `pending` while it is made."""
+
+    def __init__(self) -> None:
+        self.writer: asyncio.StreamWriter | None = None
+        self.pending: list[dict[str, Any]] | None = []  # None once the link could not be made
+        self.failed_at = 0.0
+
+
+class Peers:
+    """The direct links of this process (`name`) to the others of its site on this host."""
+
+    def __init__(
+        self,
+        folder: Path,
+        name: str,
+        heard: Callable[[dict[str, Any]], None],
+        fallback: Callable[[str, dict[str, Any]], None],
+    ) -> None:
+        self.folder, self.name = folder, name
+        self.heard, self.fallback = heard, fallback  # a message in; NOTIFY out
+        self.links: dict[str, Link] = {}
+        self.server: asyncio.AbstractServer | None = None
+        self.listening: socket.socket | None = None
+        self.tasks: set[asyncio.Future[Any]] = set()
+
+    def path(self, process: str) -> Path:
+        return self.folder / f"{process}.sock"
+
+    def start(self) -> bool:
+        """Listen on this process's socket (on the running loop); False when this host gives
+        no safe place for it (the processes then speak by NOTIFY alone)."""
+        own = self.path(self.name)
+        if not ENABLED or len(str(own)) > PATH_LIMIT or not self._safe_folder():
+            return False
+        self._sweep()
+        listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listening.bind(str(own))
+            os.chmod(own, 0o600)
+            listening.listen(128)
+        except OSError as error:
+            listening.close()
+            log.warning("Direct links between server processes are off: %s", error)
+            return False
+        self.listening = listening
+        self._run(self._serve_on(listening))
+        return True
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        if self.listening is not None:
+            self.listening.close()
+            with contextlib.suppress(OSError):
+                self.path(self.name).unlink()
+                self.folder.rmdir()  # when no other process of the site is left here
+        for link in self.links.values():
+            if link.writer is not None:
+                link.writer.close()
+        self.links.clear()
+        for task in list(self.tasks):
+            task.cancel()
+
+    def send(self, process: str, message: dict[str, Any]) -> bool:
+        """Send to another process of this host directly; False when it has no socket here (or
+        its link failed of late): the caller sends by NOTIFY."""
+        link = self.links.get(process)
+        if link is None:
+            if self.listening is None or not self.path(process).exists():
+                return False
+            link = self.links[process] = Link()
+            self._run(self._connect(process, link))
+        if link.pending is None:  # it could not be made
+            if time.monotonic() - link.failed_at < RETRY_SECONDS:
+                return False
+            link = self.links[process] = Link()
+            self._run(self._connect(process, link))
+        if link.writer is None:
+            assert link.pending is not None
+            link.pending.append(message)
+        else:
+            link.writer.write(_line(message))
+        return True
+
+    async def _connect(self, process: str, link: Link) -> None:
+        try:
+            reader, writer = await asyncio.open_unix_connection(str(self.path(process)))
+        except OSError:
+            self._failed(process, link)
+            return
+        if self.links.get(process) is not link:  # stopped meanwhile
+            writer.close()
+            return
+        for message in link.pending or ():
+            writer.write(_line(message))
+        link.pending, link.writer = [], writer
+        await reader.read()  # nothing comes back: this returns when the other end closes
+        writer.close()
+        if self.links.get(process) is link:
+            del self.links[process]
+
+    def _failed(self, process: str, link: Link) -> None:
+        """The link could not be made: what waited for it goes by NOTIFY, in order."""
+        waiting, link.pending, link.failed_at = link.pending or [], None, time.monotonic()
+        for message in waiting:
+            try:
+                self.fallback(process, message)
+            except Exception as error:  # the database is away: as a NOTIFY that failed
+                log.warning("A message to server process %s was lost: %s", process, error)
+
+    async def _serve_on(self, listening: socket.socket) -> None:
+        self.server = await asyncio.start_unix_server(self._serve, sock=listening, limit=LINE_LIMIT)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One other process's messages, a line each, until it closes its link."""
+        try:
+            while line := await reader.readline():
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(message, dict):
+                    self.heard(message)
+        except (OSError, asyncio.LimitOverrunError, ValueError) as error:
+            log.warning("A direct link from another server process broke: %s", error)
+        finally:
+            writer.close()
+
+    def _run(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def _safe_folder(self) -> bool:
+        """The folder, made if need be: this user's alone (another user's could listen in)."""
+        try:
+            self.folder.mkdir(mode=0o700, exist_ok=True)
+            found = self.folder.lstat()
+        except OSError:
+            return False
+        return (
+            stat.S_ISDIR(found.st_mode)
+            and found.st_uid == os.getuid()
+            and stat.S_IMODE(found.st_mode) == 0o700
+        )
+
+    def _sweep(self) -> None:
+        """Remove the sockets of processes that are gone (killed: nothing removed them)."""
+        for path in self.folder.glob("*.sock"):
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.settimeout(0.2)
+                probe.connect(str(path))
+            except (ConnectionRefusedError, FileNotFoundError):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+            except OSError:
+                pass
+            finally:
+                probe.close()
+
+
+def _line(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, ensure_ascii=False).encode() + b"\n"
