@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import queue
+import socket
 import threading
 import time
 
@@ -109,27 +110,39 @@ def hosts(request, monkeypatch):
     return request.param
 
 
-def crossing(*servers) -> list[str]:
-    """The processes each message sent by NOTIFY to one process went to, as they are sent."""
-    sent: list[str] = []
-    for server in servers:
-        bus = server.app.state.agents.bus
-        notify = bus._notify
+class Crossing:
+    """What crossed between the servers' processes, as it went: `by_notify`, the process each
+    message sent by NOTIFY to one process went to; `direct`, the type of each message a process
+    read from another's direct link (server/agents/direct.py)."""
 
-        def noted(process, message, notify=notify):
-            if process != "*":
-                sent.append(process)
-            notify(process, message)
+    def __init__(self, *servers) -> None:
+        self.by_notify: list[str] = []
+        self.direct: list[str] = []
+        for server in servers:
+            bus = server.app.state.agents.bus
+            notify = bus._notify
 
-        bus._notify = noted
-    return sent
+            def noted(process, message, notify=notify):
+                if process != "*":
+                    self.by_notify.append(process)
+                notify(process, message)
+
+            bus._notify = noted
+            if bus.peers is not None:
+                heard = bus.peers.heard
+
+                def read(message, heard=heard):
+                    self.direct.append(message.get("type"))
+                    heard(message)
+
+                bus.peers.heard = read
 
 
 def test_an_agent_on_one_process_calls_a_page_held_by_another_and_the_answer_crosses_back(
     hosts, two_apps
 ):
     first, second = two_apps
-    by_notify = crossing(first, second)
+    crossed = Crossing(first, second)
     # The page answers its own process: the answer crosses back to the first.
     page = ScriptedPage(
         second.url, bearer(second, "ada"), lambda call: {"ok": True, "result": {"notes": 3}}
@@ -155,9 +168,13 @@ def test_an_agent_on_one_process_calls_a_page_held_by_another_and_the_answer_cro
     ), "the call is named by the process that waits for it"
     processes = {first.app.state.agents.relay.process, second.app.state.agents.relay.process}
     if hosts == "one host":
-        assert by_notify == [], "the call and its answer crossed by the processes' direct link"
+        assert crossed.by_notify == [] and {"call", "answer"} <= set(crossed.direct), (
+            "the call and its answer crossed by the processes' direct link"
+        )
     else:
-        assert set(by_notify) == processes, "the call and its answer crossed by NOTIFY"
+        assert set(crossed.by_notify) == processes and crossed.direct == [], (
+            "the call and its answer crossed by NOTIFY"
+        )
 
 
 def test_a_page_that_goes_on_its_process_fails_the_call_waiting_on_the_other_at_once(two_apps):
@@ -186,6 +203,7 @@ def test_a_page_that_goes_on_its_process_fails_the_call_waiting_on_the_other_at_
 
 def test_a_large_call_crosses_whole_by_the_direct_link_or_the_message_table(hosts, two_apps):
     first, second = two_apps
+    crossed = Crossing(first, second)
     page = ScriptedPage(
         second.url, bearer(second, "ada"), lambda call: {"ok": True, "result": call["arguments"]}
     )
@@ -201,6 +219,47 @@ def test_a_large_call_crosses_whole_by_the_direct_link_or_the_message_table(host
     finally:
         page.close()
     assert result.structured_content == {"text": text}
+    assert bool(crossed.direct) == (hosts == "one host") != bool(crossed.by_notify)
+
+
+def test_a_process_whose_socket_refuses_is_reached_by_notify_and_its_calls_still_answered(
+    two_apps,
+):
+    """A link that cannot be made (a killed process's socket left behind, here in a live one's
+    place): the messages that waited for it go by NOTIFY, and the call is answered."""
+    first, second = two_apps
+    peers = second.app.state.agents.bus.peers
+    loop_call(second, peers.stop)
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(peers.path(peers.name)))  # bound, never listening: a connection is refused
+    stale.close()
+    crossed = Crossing(first, second)
+    page = ScriptedPage(
+        second.url, bearer(second, "ada"), lambda call: {"ok": True, "result": {"notes": 4}}
+    )
+    try:
+        called = asyncio.run(
+            with_session(
+                first.url,
+                agent_token(first),
+                lambda session: session.call_tool("notes_count", {}),
+            )
+        )
+    finally:
+        page.close()
+    assert called.structured_content == {"notes": 4}
+    # the call by NOTIFY, its link refused; the answer too: the second no longer links directly
+    assert crossed.by_notify == [
+        second.app.state.agents.relay.process,
+        first.app.state.agents.relay.process,
+    ]
+
+
+def loop_call(server, step) -> None:
+    """Run `step()` on the server's event loop (where its bus's links live), and wait for it."""
+    done = threading.Event()
+    server.app.state.agents.bus.loop.call_soon_threadsafe(lambda: (step(), done.set()))
+    assert done.wait(10)
 
 
 def test_bobs_agent_on_either_process_never_sees_adas_page(two_apps):

@@ -274,12 +274,18 @@ class PostgresPageBus:
         """Listen for this process's messages, in a thread, until `stop`."""
         self.relay, self.loop = relay, asyncio.get_running_loop()
         self.loop_thread = threading.get_ident()
-        peers = Peers(folder_of(self.database.target), relay.process, relay.heard, self._notify)
+        peers = Peers(
+            folder_of(self.database.target),
+            relay.process,
+            relay.heard,
+            lambda process, message: self._notify(process, message),
+        )
         self.peers = peers if peers.start() else None
         self.stopping.clear()
         self.thread = threading.Thread(target=self._listen, name="reactor-page-bus", daemon=True)
         self.thread.start()
         if not self.listening.wait(10):
+            self.stop()
             raise DatabaseError("The page bus could not LISTEN on the database.")
 
     def stop(self) -> None:
