@@ -60,8 +60,12 @@ SETTLE_SECONDS = 5.0
 # connection stuck without an error (a path to the database gone silent) hears nothing meanwhile.
 HEARD_WITHIN = 2 * POLL_SECONDS
 # The LISTEN connection notices a silent path within seconds, not TCP's quarter of an hour.
-KEEPALIVE: dict[str, Any] = {"keepalives_idle": 5, "keepalives_interval": 2, "keepalives_count": 3,
-             "tcp_user_timeout": 10_000}  # fmt: skip
+KEEPALIVE: dict[str, Any] = {
+    "keepalives_idle": 5,
+    "keepalives_interval": 2,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 10_000,
+}
 INLINE_BYTES = 7000  # NOTIFY takes payloads under 8,000 bytes
 STEPS = [
     """

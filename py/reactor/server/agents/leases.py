@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 H = TypeVar("H")  # what a credential stands for
 
@@ -54,6 +54,18 @@ class Count:
     take: int
     back: int = 0
     window: float | None = None
+
+    def params(self, digest: str, now: float, seconds: float) -> dict[str, Any]:
+        """The check-and-count statement's parameters for the credential `digest` at `now`, its
+        window `seconds` long: :now, :since, :hash, :take, :back, :window."""
+        return {
+            "now": now,
+            "since": now - seconds,
+            "hash": digest,
+            "take": self.take,
+            "back": self.back,
+            "window": self.window,
+        }
 
 
 class Leases(Generic[H]):

@@ -195,17 +195,7 @@ class AgentTokens:
         if leased is not None:
             return leased
         counted = self.leases.count(digest)
-        rows = self.database.statement(
-            CHECK_AND_COUNT,
-            {
-                "now": now,
-                "since": now - RATE_WINDOW,
-                "hash": digest,
-                "take": counted.take,
-                "back": counted.back,
-                "window": counted.window,
-            },
-        )
+        rows = self.database.statement(CHECK_AND_COUNT, counted.params(digest, now, RATE_WINDOW))
         if not rows:
             return None
         row = rows[0]

@@ -421,17 +421,7 @@ class Grants:
         if leased is not None:
             return _for_resource(leased[0], leased[1], resource, 0)
         counted = self.leases.count(digest)
-        rows = self.database.statement(
-            CHECK_AND_COUNT,
-            {
-                "now": now,
-                "since": now - RATE_WINDOW,
-                "hash": digest,
-                "take": counted.take,
-                "back": counted.back,
-                "window": counted.window,
-            },
-        )
+        rows = self.database.statement(CHECK_AND_COUNT, counted.params(digest, now, RATE_WINDOW))
         if not rows:
             return None, self._why_not(secret, now)
         row = rows[0]
