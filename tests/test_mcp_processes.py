@@ -278,27 +278,38 @@ def test_bobs_agent_on_either_process_never_sees_adas_page(two_apps):
     assert page.calls == []
 
 
+PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+
+
+def pinging(token: str) -> httpx.Client:
+    """A client of /mcp with the agent token `token`."""
+    accept = "application/json, text/event-stream"
+    return httpx.Client(headers={"authorization": f"Bearer {token}", "accept": accept}, timeout=30)
+
+
+def spend_the_rate(client: httpx.Client, servers, which) -> None:
+    """The token's whole rate in pings, the nth to `servers[which(n)]`: none refused."""
+    statuses = [
+        client.post(f"{servers[which(n)].url}/mcp", json=PING).status_code
+        for n in range(RATE_LIMIT)
+    ]
+    assert 429 not in statuses
+
+
 def test_a_tokens_rate_holds_across_processes_and_revoking_it_stops_it_on_both(two_apps):
     first, second = two_apps
-    token = agent_token(first)
-    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
-    headers = {"authorization": f"Bearer {token}", "accept": "application/json, text/event-stream"}
-    with httpx.Client(headers=headers, timeout=30) as client:
+    with pinging(agent_token(first)) as client:
         # Half the token's rate on each process: the whole rate used, though neither saw it all.
-        statuses = [
-            client.post(f"{(first, second)[n % 2].url}/mcp", json=ping).status_code
-            for n in range(RATE_LIMIT)
-        ]
-        assert 429 not in statuses
+        spend_the_rate(client, two_apps, lambda n: n % 2)
         for server in (first, second):
-            refused = client.post(f"{server.url}/mcp", json=ping)
+            refused = client.post(f"{server.url}/mcp", json=PING)
             assert refused.status_code == 429, refused.text
             assert 1 <= int(refused.headers["retry-after"]) <= 60
             assert "try again in" in refused.json()["error"]
         other = agent_token(second)
         assert (
             client.post(
-                f"{second.url}/mcp", json=ping, headers={"authorization": f"Bearer {other}"}
+                f"{second.url}/mcp", json=PING, headers={"authorization": f"Bearer {other}"}
             ).status_code
             != 429
         )
@@ -306,7 +317,7 @@ def test_a_tokens_rate_holds_across_processes_and_revoking_it_stops_it_on_both(t
         for listed in httpx.get(f"{first.url}/api/agent-tokens", headers=session).json():
             httpx.delete(f"{first.url}/api/agent-tokens/{listed['id']}", headers=session)
         for server in (first, second):
-            answer = client.post(f"{server.url}/mcp", json=ping)
+            answer = client.post(f"{server.url}/mcp", json=PING)
             assert answer.status_code == 401 and "revoked" in answer.json()["error"]["message"]
 
 
@@ -318,17 +329,10 @@ def test_a_lease_ended_unused_goes_back_so_the_whole_rate_is_usable_and_no_more(
     its whole rate across the processes, and not one request more."""
     first, second = two_apps
     monkeypatch.setattr(leases, "LEASE_SECONDS", 0.0)
-    token = agent_token(first)
-    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
-    headers = {"authorization": f"Bearer {token}", "accept": "application/json, text/event-stream"}
-    with httpx.Client(headers=headers, timeout=30) as client:
-        statuses = [
-            client.post(f"{(first, second)[n // 3 % 2].url}/mcp", json=ping).status_code
-            for n in range(RATE_LIMIT)
-        ]
-        assert 429 not in statuses
+    with pinging(agent_token(first)) as client:
+        spend_the_rate(client, two_apps, lambda n: n // 3 % 2)
         for server in (first, second):
-            assert client.post(f"{server.url}/mcp", json=ping).status_code == 429
+            assert client.post(f"{server.url}/mcp", json=PING).status_code == 429
 
 
 def test_a_busy_token_is_counted_a_lease_at_a_time_and_the_window_holds_what_it_used(two_apps):
@@ -346,11 +350,9 @@ def test_a_busy_token_is_counted_a_lease_at_a_time_and_the_window_holds_what_it_
 
     tokens.database.statement = counting
     secret = agent_token(first)
-    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
-    headers = {"authorization": f"Bearer {secret}", "accept": "application/json, text/event-stream"}
-    with httpx.Client(headers=headers, timeout=30) as client:
+    with pinging(secret) as client:
         for _ in range(100):  # a ping outside a session is refused (400), after it is counted
-            assert client.post(f"{first.url}/mcp", json=ping).status_code not in (401, 429)
+            assert client.post(f"{first.url}/mcp", json=PING).status_code not in (401, 429)
     assert len(written) <= 12, written
     [row] = statement(
         "SELECT window_count FROM agent_tokens WHERE token_hash = ?", (_digest(secret),)
