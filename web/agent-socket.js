@@ -54,7 +54,6 @@ export class AgentSocket {
     else if (message.type === "agents.send") this.send(message.text);
     else if (message.type === "agents.close") {
       this.withdraw(message.reason || LINK_LOST);
-      this.forgetCalls();
       this.socket.close(message.code);
     }
   }
@@ -66,7 +65,6 @@ export class AgentSocket {
   open(id, url) {
     this.socket?.close(LINK_CLOSE.normal);
     this.withdraw(LINK_LOST);
-    this.forgetCalls();  // the last link's calls are not told (its person may have gone)
     const socket = new WebSocket(url);
     [this.socket, this.id] = [socket, id];
     socket.onopen = () => this.notice("agents.socket", { socket: id, event: "open" });
@@ -77,7 +75,6 @@ export class AgentSocket {
         // withdrawn, and none runs after (the server has failed them).
         this.withdraw(LINK_LOST);
         this.socket = null;
-        this.forgetCalls();  // nor is the last of them told (its person may have gone)
       }
       this.notice("agents.socket", { socket: id, event: "close", code, reason });
     };
@@ -115,9 +112,15 @@ export class AgentSocket {
     this.python.agentCancel(call, reason);
   }
 
-  /** @param {string} reason */
+  /**
+   * The link's calls end: those running are stopped, and the last one is not told (its person
+   * may have gone).
+   * @param {string} reason
+   */
   withdraw(reason) {
     for (const call of [...this.running]) this.cancel(call, reason);
+    clearTimeout(this.telling);
+    [this.telling, this.untold] = [0, null];
   }
 
   /**
@@ -131,11 +134,6 @@ export class AgentSocket {
     const wait = this.toldAt + TELL_EVERY_MS - performance.now();
     if (wait <= 0) this.tellLatest();
     else this.telling = setTimeout(() => this.tellLatest(), wait);
-  }
-
-  forgetCalls() {
-    clearTimeout(this.telling);
-    [this.telling, this.untold] = [0, null];
   }
 
   tellLatest() {
